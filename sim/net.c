@@ -1,0 +1,522 @@
+/* net: parser, topological order and shape inference for the format of nets/FORMAT.md.
+ * Parsing happens in two passes: lines become raw layers (names, keys, input names), then names
+ * are resolved, layers are sorted topologically (Kahn, stable in file order) and shapes are
+ * inferred. Every user error carries "path:line:". */
+#include "net.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *kind_names[NET_NKIND] = {
+    "input", "conv", "relu", "maxpool", "avgpool", "bn", "fc", "add", "gap", "apool", "loss",
+};
+
+/* Keys each kind accepts, space-separated; the first `required` ones are mandatory. */
+static const struct {
+    const char *keys;
+    int required;
+} kind_keys[NET_NKIND] = {
+    [NET_INPUT] = {"c h w", 3},   [NET_CONV] = {"c k s p d bias", 2}, [NET_RELU] = {"", 0},
+    [NET_MAXPOOL] = {"k s p", 1}, [NET_AVGPOOL] = {"k s p", 1},       [NET_BN] = {"eps momentum", 0},
+    [NET_FC] = {"c bias", 1},     [NET_ADD] = {"", 0},                [NET_GAP] = {"", 0},
+    [NET_APOOL] = {"o", 1},       [NET_LOSS] = {"", 0},
+};
+
+const char *net_kind_name(net_kind k) { return (k >= 0 && k < NET_NKIND) ? kind_names[k] : "?"; }
+
+/* A parsed line before names are resolved. */
+typedef struct {
+    net_layer l;
+    char in_names[NET_MAX_IN][NET_NAME_LEN];
+    bool in_given;
+} raw_layer;
+
+static bool name_ok(const char *s)
+{
+    if (!*s) return false;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '_' && *s != '.' && *s != '-') return false;
+    return true;
+}
+
+static bool key_allowed(net_kind k, const char *key)
+{
+    const char *p = kind_keys[k].keys;
+    size_t n = strlen(key);
+    while (*p) {
+        const char *q = strchr(p, ' ');
+        size_t len = q ? (size_t)(q - p) : strlen(p);
+        if (len == n && !strncmp(p, key, n)) return true;
+        if (!q) break;
+        p = q + 1;
+    }
+    return false;
+}
+
+static int parse_int(const char *v, int lo, int *out)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || *end || end == v || x < lo || x > INT_MAX / 4) return -1;
+    *out = (int)x;
+    return 0;
+}
+
+/* Fills the kind-specific parameter named key from text v. */
+static int set_key(net_layer *l, const char *key, const char *v, const char *where, err *e)
+{
+    int x = 0;
+    bool is_float = !strcmp(key, "eps") || !strcmp(key, "momentum");
+    bool is_bool = !strcmp(key, "bias");
+    if (is_float) {
+        char *end;
+        float f = strtof(v, &end);
+        if (*end || end == v || !(f >= 0.0f)) return err_set(e, "%s: bad value '%s' for %s", where, v, key);
+        if (key[0] == 'e') l->u.bn.eps = f; else l->u.bn.momentum = f;
+        return 0;
+    }
+    int lo = (!strcmp(key, "p") || is_bool) ? 0 : 1;
+    if (parse_int(v, lo, &x) || (is_bool && x > 1))
+        return err_set(e, "%s: bad value '%s' for %s (%s)", where, v, key,
+                       is_bool ? "0 or 1" : lo ? "an integer >= 1" : "an integer >= 0");
+    switch (l->kind) {
+    case NET_INPUT:
+        if (key[0] == 'c') l->u.input.c = x; else if (key[0] == 'h') l->u.input.h = x; else l->u.input.w = x;
+        break;
+    case NET_CONV:
+        if (!strcmp(key, "c")) l->u.conv.c_out = x;
+        else if (!strcmp(key, "k")) l->u.conv.win.k = x;
+        else if (!strcmp(key, "s")) l->u.conv.win.s = x;
+        else if (!strcmp(key, "p")) l->u.conv.win.p = x;
+        else if (!strcmp(key, "d")) l->u.conv.win.d = x;
+        else l->u.conv.bias = x;
+        break;
+    case NET_MAXPOOL:
+    case NET_AVGPOOL:
+        if (!strcmp(key, "k")) l->u.pool.win.k = x;
+        else if (!strcmp(key, "s")) l->u.pool.win.s = x;
+        else l->u.pool.win.p = x;
+        break;
+    case NET_FC:
+        if (!strcmp(key, "c")) l->u.fc.c_out = x; else l->u.fc.bias = x;
+        break;
+    case NET_APOOL: l->u.apool.o = x; break;
+    default: CHECK(0);
+    }
+    return 0;
+}
+
+static void set_defaults(net_layer *l)
+{
+    switch (l->kind) {
+    case NET_CONV: l->u.conv.win = (net_window){0, 1, 0, 1}; l->u.conv.bias = true; break;
+    case NET_MAXPOOL:
+    case NET_AVGPOOL: l->u.pool.win = (net_window){0, 0, 0, 1}; break; /* s defaults to k */
+    case NET_BN: l->u.bn.eps = 1e-5f; l->u.bn.momentum = 0.1f; break;
+    case NET_FC: l->u.fc.bias = true; break;
+    default: break;
+    }
+}
+
+/* Splits one line into kind, name and key=value pairs; fills r. Returns 1 for a layer line,
+ * 0 for a blank/comment/`net` line, -1 on error. */
+static int parse_line(char *s, int lineno, const char *path, net *n, raw_layer *r, err *e)
+{
+    char where[320];
+    snprintf(where, sizeof where, "%s:%d", path, lineno);
+    char *hash = strchr(s, '#');
+    if (hash) *hash = 0;
+    char *tok[64];
+    int nt = 0;
+    for (char *t = strtok(s, " \t\r\n"); t; t = strtok(NULL, " \t\r\n")) {
+        if (nt == 64) return err_set(e, "%s: too many fields", where);
+        tok[nt++] = t;
+    }
+    if (nt == 0) return 0;
+    if (!strcmp(tok[0], "net")) {
+        if (nt != 2 || !name_ok(tok[1]) || strlen(tok[1]) >= NET_NAME_LEN)
+            return err_set(e, "%s: expected 'net NAME'", where);
+        snprintf(n->name, sizeof n->name, "%s", tok[1]);
+        return 0;
+    }
+    int kind = -1;
+    for (int k = 0; k < NET_NKIND; k++)
+        if (!strcmp(tok[0], kind_names[k])) kind = k;
+    if (kind < 0)
+        return err_set(e, "%s: unknown layer kind '%s' (known: input conv relu maxpool avgpool bn fc "
+                          "add gap apool loss)", where, tok[0]);
+    if (nt < 2 || strchr(tok[1], '='))
+        return err_set(e, "%s: %s layer needs a name after the kind", where, tok[0]);
+    if (!name_ok(tok[1]) || strlen(tok[1]) >= NET_NAME_LEN)
+        return err_set(e, "%s: bad layer name '%s' (letters, digits, _ . - ; at most %d chars)", where,
+                       tok[1], NET_NAME_LEN - 1);
+    memset(r, 0, sizeof *r);
+    r->l.kind = (net_kind)kind;
+    r->l.line = lineno;
+    snprintf(r->l.name, sizeof r->l.name, "%s", tok[1]);
+    set_defaults(&r->l);
+    unsigned seen = 0;
+    for (int i = 2; i < nt; i++) {
+        char *eq = strchr(tok[i], '=');
+        if (!eq || eq == tok[i]) return err_set(e, "%s: expected key=value, got '%s'", where, tok[i]);
+        *eq = 0;
+        const char *key = tok[i], *val = eq + 1;
+        if (!strcmp(key, "in")) {
+            if (r->in_given) return err_set(e, "%s: key 'in' given twice", where);
+            r->in_given = true;
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", val);
+            char *save = NULL;
+            for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (r->l.n_in == NET_MAX_IN)
+                    return err_set(e, "%s: %s takes at most %d inputs", where, tok[0], NET_MAX_IN);
+                if (!name_ok(t) || strlen(t) >= NET_NAME_LEN) return err_set(e, "%s: bad input name '%s'", where, t);
+                snprintf(r->in_names[r->l.n_in++], NET_NAME_LEN, "%s", t);
+            }
+            if (r->l.n_in == 0) return err_set(e, "%s: empty in=", where);
+            continue;
+        }
+        if (!key_allowed(r->l.kind, key))
+            return err_set(e, "%s: unknown key '%s' for %s (keys: %s%s)", where, key, tok[0],
+                           kind_keys[kind].keys[0] ? kind_keys[kind].keys : "none", kind == NET_INPUT ? "" : " in");
+        /* remember which keys were seen, by position in the kind's key list */
+        int pos = 0;
+        for (const char *p = kind_keys[kind].keys; *p; pos++) {
+            const char *q = strchr(p, ' ');
+            size_t len = q ? (size_t)(q - p) : strlen(p);
+            if (len == strlen(key) && !strncmp(p, key, len)) break;
+            p = q ? q + 1 : p + len;
+        }
+        if (seen & (1u << pos)) return err_set(e, "%s: key '%s' given twice", where, key);
+        seen |= 1u << pos;
+        if (set_key(&r->l, key, val, where, e)) return -1;
+    }
+    for (int i = 0; i < kind_keys[kind].required; i++)
+        if (!(seen & (1u << i))) {
+            const char *p = kind_keys[kind].keys;
+            for (int j = 0; j < i; j++) p = strchr(p, ' ') + 1;
+            int len = (int)(strchr(p, ' ') ? strchr(p, ' ') - p : (long)strlen(p));
+            return err_set(e, "%s: %s '%s' needs key '%.*s'", where, tok[0], r->l.name, len, p);
+        }
+    if ((r->l.kind == NET_MAXPOOL || r->l.kind == NET_AVGPOOL) && !(seen & 2u)) r->l.u.pool.win.s = r->l.u.pool.win.k;
+    if (r->l.kind == NET_ADD && r->l.n_in != 2)
+        return err_set(e, "%s: add '%s' needs two inputs (in=a,b)", where, r->l.name);
+    if (r->l.kind == NET_INPUT && r->in_given) return err_set(e, "%s: the input layer takes no in=", where);
+    if (r->l.kind != NET_ADD && r->l.kind != NET_INPUT && r->l.n_in > 1)
+        return err_set(e, "%s: %s takes one input", where, tok[0]);
+    return 1;
+}
+
+/* Resolves input names, then sorts topologically. raw is in file order. */
+static int resolve(net *n, raw_layer *raw, int nraw, const char *path, err *e)
+{
+    int *in_idx = err_calloc((size_t)nraw * NET_MAX_IN, sizeof(int));
+    int *indeg = err_calloc((size_t)nraw, sizeof(int));
+    int *order = err_calloc((size_t)nraw, sizeof(int));
+    int rc = -1;
+    int n_input = 0;
+    for (int i = 0; i < nraw; i++) {
+        raw_layer *r = &raw[i];
+        if (r->l.kind == NET_INPUT) {
+            if (n_input++) { err_set(e, "%s:%d: a second input layer", path, r->l.line); goto out; }
+            continue;
+        }
+        if (!r->in_given) {
+            if (i == 0) { err_set(e, "%s:%d: '%s' has no input (first layer, no in=)", path, r->l.line, r->l.name); goto out; }
+            r->l.n_in = 1;
+            snprintf(r->in_names[0], NET_NAME_LEN, "%s", raw[i - 1].l.name);
+        }
+        for (int j = 0; j < r->l.n_in; j++) {
+            int found = -1;
+            for (int k = 0; k < nraw; k++)
+                if (!strcmp(raw[k].l.name, r->in_names[j])) found = k;
+            if (found < 0) { err_set(e, "%s:%d: '%s' reads unknown layer '%s'", path, r->l.line, r->l.name, r->in_names[j]); goto out; }
+            if (found == i) { err_set(e, "%s:%d: '%s' reads itself (a cycle)", path, r->l.line, r->l.name); goto out; }
+            in_idx[i * NET_MAX_IN + j] = found;
+            indeg[i]++;
+        }
+    }
+    if (!n_input) { err_set(e, "%s: no input layer", path); goto out; }
+    /* Kahn's algorithm, always taking the earliest ready line so file order is kept when valid. */
+    bool *done = err_calloc((size_t)nraw, sizeof(bool));
+    for (int pos = 0; pos < nraw; pos++) {
+        int pick = -1;
+        for (int i = 0; i < nraw && pick < 0; i++)
+            if (!done[i] && indeg[i] == 0) pick = i;
+        if (pick < 0) {
+            int first = -1;
+            for (int i = 0; i < nraw && first < 0; i++)
+                if (!done[i]) first = i;
+            err_set(e, "%s:%d: cycle through layer '%s'", path, raw[first].l.line, raw[first].l.name);
+            free(done);
+            goto out;
+        }
+        done[pick] = true;
+        order[pos] = pick;
+        for (int i = 0; i < nraw; i++)
+            for (int j = 0; j < raw[i].l.n_in; j++)
+                if (in_idx[i * NET_MAX_IN + j] == pick) indeg[i]--;
+    }
+    free(done);
+    if (raw[order[0]].l.kind != NET_INPUT) {
+        err_set(e, "%s:%d: '%s' does not depend on the input", path, raw[order[0]].l.line, raw[order[0]].l.name);
+        goto out;
+    }
+    n->n = nraw;
+    n->layers = err_calloc((size_t)nraw, sizeof(net_layer));
+    int *pos_of = indeg; /* reuse: file index -> topological index */
+    for (int p = 0; p < nraw; p++) pos_of[order[p]] = p;
+    for (int p = 0; p < nraw; p++) {
+        n->layers[p] = raw[order[p]].l;
+        for (int j = 0; j < n->layers[p].n_in; j++) n->layers[p].in[j] = pos_of[in_idx[order[p] * NET_MAX_IN + j]];
+    }
+    rc = 0;
+out:
+    free(in_idx);
+    free(indeg);
+    free(order);
+    return rc;
+}
+
+int net_parse(net *n, const char *text, const char *path, err *e)
+{
+    memset(n, 0, sizeof *n);
+    snprintf(n->path, sizeof n->path, "%s", path);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(n->name, sizeof n->name, "%.*s", (int)strcspn(base, "."), base);
+    int cap = 64, nraw = 0, lineno = 0, rc = -1;
+    raw_layer *raw = err_calloc((size_t)cap, sizeof(raw_layer));
+    const char *p = text;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        lineno++;
+        if (len > 1000) { err_set(e, "%s:%d: line too long", path, lineno); goto out; }
+        char line[1024];
+        memcpy(line, p, len);
+        line[len] = 0;
+        if (nraw == cap) raw = err_realloc(raw, (size_t)(cap *= 2) * sizeof(raw_layer));
+        int got = parse_line(line, lineno, path, n, &raw[nraw], e);
+        if (got < 0) goto out;
+        if (got) {
+            for (int i = 0; i < nraw; i++)
+                if (!strcmp(raw[i].l.name, raw[nraw].l.name)) {
+                    err_set(e, "%s:%d: duplicate layer name '%s' (first on line %d)", path, lineno, raw[nraw].l.name, raw[i].l.line);
+                    goto out;
+                }
+            nraw++;
+        }
+        p += len + (nl ? 1 : 0);
+    }
+    if (!nraw) { err_set(e, "%s: no layers", path); goto out; }
+    if (resolve(n, raw, nraw, path, e)) goto out;
+    if (net_set_input(n, n->layers[0].u.input.h, n->layers[0].u.input.w, e)) goto out;
+    rc = 0;
+out:
+    free(raw);
+    if (rc) net_free(n);
+    return rc;
+}
+
+int net_load(net *n, const char *path, err *e)
+{
+    memset(n, 0, sizeof *n);
+    FILE *f = fopen(path, "rb");
+    if (!f) return err_set(e, "%s: cannot open net file (%s)", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    if (size < 0 || size > (1 << 24)) { fclose(f); return err_set(e, "%s: not a net file (size)", path); }
+    char *text = err_calloc((size_t)size + 1, 1);
+    size_t got = fread(text, 1, (size_t)size, f);
+    fclose(f);
+    text[got] = 0;
+    if (memchr(text, 0, got)) { free(text); return err_set(e, "%s: not a text file", path); }
+    int rc = net_parse(n, text, path, e);
+    free(text);
+    return rc;
+}
+
+int net_load_named(net *n, const char *name, err *e)
+{
+    size_t len = strlen(name);
+    if (strchr(name, '/') || (len > 4 && !strcmp(name + len - 4, ".net"))) return net_load(n, name, e);
+    const char *dir = getenv("LRCNN_NETS");
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.net", dir && *dir ? dir : LRCNN_SOURCE_DIR "/nets", name);
+    FILE *f = fopen(path, "rb");
+    if (!f) return err_set(e, "unknown net '%s' (no file %s; give a path to a .net file or one of nets/)", name, path);
+    fclose(f);
+    return net_load(n, path, e);
+}
+
+void net_free(net *n)
+{
+    free(n->layers);
+    n->layers = NULL;
+    n->n = 0;
+}
+
+int net_find(const net *n, const char *name)
+{
+    for (int i = 0; i < n->n; i++)
+        if (!strcmp(n->layers[i].name, name)) return i;
+    return -1;
+}
+
+net_window net_layer_window(const net_layer *l)
+{
+    switch (l->kind) {
+    case NET_CONV: return l->u.conv.win;
+    case NET_MAXPOOL:
+    case NET_AVGPOOL: return l->u.pool.win;
+    default: return (net_window){1, 1, 0, 1};
+    }
+}
+
+void net_window_rows(net_window w, int a, int b, int *lo, int *hi)
+{
+    *lo = a * w.s - w.p;
+    *hi = (b - 1) * w.s - w.p + w.d * (w.k - 1) + 1;
+}
+
+static int window_out(net_window w, int in)
+{
+    int span = in + 2 * w.p - w.d * (w.k - 1) - 1;
+    return span < 0 ? 0 : span / w.s + 1;
+}
+
+int net_set_input(net *n, int h, int w, err *e)
+{
+    if (h < 1 || w < 1) return err_set(e, "%s: image size %dx%d must be positive", n->path, h, w);
+    for (int i = 0; i < n->n; i++) n->layers[i].n_out = 0;
+    for (int i = 0; i < n->n; i++)
+        for (int j = 0; j < n->layers[i].n_in; j++) n->layers[n->layers[i].in[j]].n_out++;
+    for (int i = 0; i < n->n; i++) {
+        net_layer *l = &n->layers[i];
+        const net_layer *x = l->n_in ? &n->layers[l->in[0]] : NULL;
+        char where[320];
+        snprintf(where, sizeof where, "%s:%d: %s '%s'", n->path, l->line, net_kind_name(l->kind), l->name);
+        l->params = l->macs = 0;
+        l->rowwise = true;
+        switch (l->kind) {
+        case NET_INPUT:
+            l->u.input.h = h, l->u.input.w = w;
+            l->c = l->u.input.c, l->h = h, l->w = w;
+            break;
+        case NET_CONV:
+        case NET_MAXPOOL:
+        case NET_AVGPOOL: {
+            net_window win = net_layer_window(l);
+            if (l->kind != NET_CONV && win.p * 2 > win.k)
+                return err_set(e, "%s: padding %d is more than half the kernel %d", where, win.p, win.k);
+            l->c = l->kind == NET_CONV ? l->u.conv.c_out : x->c;
+            l->h = window_out(win, x->h);
+            l->w = window_out(win, x->w);
+            if (l->h < 1 || l->w < 1)
+                return err_set(e, "%s: output would be empty for a %dx%d input (kernel %d, stride %d, padding %d, "
+                                  "dilation %d); use a larger --image", where, x->h, x->w, win.k, win.s, win.p, win.d);
+            if (l->kind == NET_CONV) {
+                l->params = (int64_t)x->c * l->c * win.k * win.k + (l->u.conv.bias ? l->c : 0);
+                l->macs = (int64_t)x->c * win.k * win.k * l->c * l->h * l->w;
+            }
+            break;
+        }
+        case NET_RELU:
+            l->c = x->c, l->h = x->h, l->w = x->w;
+            break;
+        case NET_BN:
+            l->c = x->c, l->h = x->h, l->w = x->w;
+            l->params = 2 * (int64_t)l->c;
+            break;
+        case NET_ADD: {
+            const net_layer *y = &n->layers[l->in[1]];
+            if (x->c != y->c || x->h != y->h || x->w != y->w)
+                return err_set(e, "%s: inputs '%s' (%dx%dx%d) and '%s' (%dx%dx%d) differ in shape", where, x->name,
+                               x->c, x->h, x->w, y->name, y->c, y->h, y->w);
+            l->c = x->c, l->h = x->h, l->w = x->w;
+            break;
+        }
+        case NET_FC: {
+            int64_t in = (int64_t)x->c * x->h * x->w;
+            l->c = l->u.fc.c_out, l->h = 1, l->w = 1;
+            l->params = in * l->c + (l->u.fc.bias ? l->c : 0);
+            l->macs = in * l->c;
+            l->rowwise = false;
+            break;
+        }
+        case NET_GAP:
+            l->c = x->c, l->h = 1, l->w = 1;
+            l->rowwise = false;
+            break;
+        case NET_APOOL:
+            l->c = x->c, l->h = l->u.apool.o, l->w = l->u.apool.o;
+            l->rowwise = false;
+            break;
+        case NET_LOSS:
+            if (i != n->n - 1 || l->n_out)
+                return err_set(e, "%s: the loss must be the last layer, with no consumer", where);
+            l->c = x->c * x->h * x->w, l->h = 1, l->w = 1;
+            l->rowwise = false;
+            break;
+        default: CHECK(0);
+        }
+        l->inplace = l->kind == NET_RELU && x->n_out == 1 && x->kind != NET_INPUT;
+        l->inplace_by = -1;
+        if (l->inplace) n->layers[l->in[0]].inplace_by = i;
+    }
+    if (n->layers[n->n - 1].kind != NET_LOSS)
+        return err_set(e, "%s: the last layer must be a loss (layer '%s' is not)", n->path, n->layers[n->n - 1].name);
+    for (int i = 0; i + 1 < n->n; i++)
+        if (!n->layers[i].n_out)
+            return err_set(e, "%s:%d: layer '%s' is never used (only the loss may have no consumer)", n->path,
+                           n->layers[i].line, n->layers[i].name);
+    /* A cut before layer i is clean when exactly one tensor produced before i is read at or after
+     * i: count, for each i, the producers p < i whose last consumer is >= i. */
+    int *last = err_calloc((size_t)n->n, sizeof(int)), crossing = 0;
+    for (int c = 0; c < n->n; c++)
+        for (int j = 0; j < n->layers[c].n_in; j++) last[n->layers[c].in[j]] = c;
+    for (int i = 1; i < n->n; i++) {
+        crossing += 1; /* layer i-1 is read later (every layer but the loss has a consumer) */
+        const net_layer *l = &n->layers[i - 1];
+        for (int j = 0; j < l->n_in; j++)
+            if (last[l->in[j]] == i - 1 && !(j == 1 && l->in[1] == l->in[0])) crossing--;
+        n->layers[i].cut_before = crossing == 1;
+    }
+    free(last);
+    n->layers[0].cut_before = false;
+    return 0;
+}
+
+int64_t net_params(const net *n)
+{
+    int64_t s = 0;
+    for (int i = 0; i < n->n; i++) s += n->layers[i].params;
+    return s;
+}
+
+int64_t net_macs(const net *n)
+{
+    int64_t s = 0;
+    for (int i = 0; i < n->n; i++) s += n->layers[i].macs;
+    return s;
+}
+
+int64_t net_layer_values(const net_layer *l) { return (int64_t)l->c * l->h * l->w; }
+
+int64_t net_forward_values(const net *n)
+{
+    int64_t s = 0;
+    for (int i = 0; i < n->n; i++) {
+        net_kind k = n->layers[i].kind;
+        if (k == NET_INPUT || k == NET_CONV || k == NET_MAXPOOL || k == NET_AVGPOOL || k == NET_FC)
+            s += net_layer_values(&n->layers[i]);
+    }
+    return s;
+}

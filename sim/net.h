@@ -1,0 +1,102 @@
+/* net: a CNN as data. Parses the text format of nets/FORMAT.md, orders the layers topologically,
+ * and infers — once, here, for everyone else to read — every layer's output shape, parameter
+ * count, multiply-accumulates and the geometry of its window along H.
+ *
+ * Conventions: shapes are per image, (C, H, W), fp32; N (the batch) is applied by the caller.
+ * Layers are stored in topological order; index 0 is the input. A relu whose input has no other
+ * consumer runs in place (flag `inplace`), as PyTorch's ReLU(inplace=True) does in torchvision.
+ * Not done here: anything about batches, plans or memory (see plan.h, sched.h, sim.h). */
+#ifndef LRCNN_NET_H
+#define LRCNN_NET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define NET_NAME_LEN 48
+#define NET_MAX_IN 2
+
+typedef enum {
+    NET_INPUT,
+    NET_CONV,
+    NET_RELU,
+    NET_MAXPOOL,
+    NET_AVGPOOL,
+    NET_BN,
+    NET_FC,
+    NET_ADD,
+    NET_GAP,   /* global average pool: (C, H, W) -> (C, 1, 1) */
+    NET_APOOL, /* adaptive average pool to (C, o, o), torchvision's AdaptiveAvgPool2d */
+    NET_LOSS,  /* softmax + cross-entropy over the input's C*H*W logits */
+    NET_NKIND
+} net_kind;
+
+/* A sliding window along one axis: output row o reads input rows o*s - p + d*i, i in [0, k). */
+typedef struct {
+    int k, s, p, d;
+} net_window;
+
+typedef struct {
+    net_kind kind;
+    char name[NET_NAME_LEN];
+    int line;               /* line in the net file, for messages */
+    int n_in;
+    int in[NET_MAX_IN];     /* producer layer indices (topological, < own index) */
+    union {
+        struct { int c, h, w; } input;
+        struct { int c_out; net_window win; bool bias; } conv;
+        struct { net_window win; } pool;          /* max and avg (avg: zeros padded, / k*k) */
+        struct { float eps, momentum; } bn;
+        struct { int c_out; bool bias; } fc;
+        struct { int o; } apool;
+    } u;
+    /* inferred by net_infer */
+    int c, h, w;            /* output shape per image */
+    int64_t params;         /* trainable parameters (bn: gamma and beta) */
+    int64_t macs;           /* multiply-accumulates per image, forward (conv and fc only) */
+    int n_out;              /* number of consumers */
+    bool inplace;           /* relu overwriting its input (single consumer) */
+    int inplace_by;         /* the relu that overwrites this layer's output in place, or -1 */
+    bool rowwise;           /* can run on a band of rows: false for fc, gap, apool, loss */
+    bool cut_before;        /* exactly one tensor crosses the cut between layer i-1 and i */
+} net_layer;
+
+typedef struct {
+    char name[NET_NAME_LEN];
+    char path[256];
+    int n;
+    net_layer *layers;
+} net;
+
+const char *net_kind_name(net_kind k);
+
+/* Parses a net file; on failure returns -1 with "path:line: what" in e. */
+int net_load(net *n, const char *path, err *e);
+/* Same from a string (path is used in messages only). */
+int net_parse(net *n, const char *text, const char *path, err *e);
+/* Finds nets by name: "vgg16" -> <LRCNN_NETS or the source tree>/nets/vgg16.net; a path with
+ * a '/' or ending in .net is taken as is. */
+int net_load_named(net *n, const char *name_or_path, err *e);
+void net_free(net *n);
+
+/* Sets the input size and re-infers every shape; -1 if some layer's output becomes empty. */
+int net_set_input(net *n, int h, int w, err *e);
+
+/* Index of the layer called name, or -1. */
+int net_find(const net *n, const char *name);
+
+/* Input window of a layer along H (identity for pointwise layers); valid only when rowwise. */
+net_window net_layer_window(const net_layer *l);
+
+int64_t net_params(const net *n);
+int64_t net_macs(const net *n);
+/* Values per image of the input plus every conv, pool and fc output (cs231n's convention). */
+int64_t net_forward_values(const net *n);
+int64_t net_layer_values(const net_layer *l);
+
+/* The layer's `input` rows that output rows [a, b) read, before clipping to [0, h_in):
+ * [a*s - p, (b-1)*s - p + d*(k-1) + 1). */
+void net_window_rows(net_window w, int a, int b, int *lo, int *hi);
+
+#endif

@@ -1,0 +1,326 @@
+/* plan: presets, the custom syntax (sim/PLANS.md) and validation against a net. Every rule that
+ * can reject a plan lives here, so the scheduler and the engine may assume a valid plan. */
+#include "plan.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const plan_presets[] = {"layer", "ckpt-sqrt", "ckpt:K", "vdnn-all", "vdnn-conv", "2ps:R", "overl:R",
+                                    "2ps-h[:R]", "overl-h[:R]", NULL};
+
+static const char *bn_names[] = {"auto", "train", "frozen", "per-band"};
+const char *plan_bn_name(plan_bn b) { return bn_names[b]; }
+
+static const char *mode_names[] = {"layer", "ckpt", "offload", "rows"};
+
+static plan_seg *seg_push(plan *p, plan_mode m, int first, int last)
+{
+    p->segs = err_realloc(p->segs, ((size_t)p->n_seg + 1) * sizeof(plan_seg));
+    plan_seg *s = &p->segs[p->n_seg++];
+    memset(s, 0, sizeof *s);
+    s->mode = m, s->first = first, s->last = last;
+    return s;
+}
+
+/* Last layer of the row-centric prefix used by the row presets: the deepest clean cut whose
+ * output still has at least ceil(H/8) rows (VGG-16: relu4_3; ResNet-50: the end of layer2), i.e.
+ * the high-resolution layers that hold most activation memory. */
+static int rows_prefix_end(const net *n)
+{
+    int min_h = (n->layers[0].h + 7) / 8, end = -1;
+    for (int i = 1; i + 1 < n->n && n->layers[i].rowwise; i++)
+        if (n->layers[i + 1].cut_before && n->layers[i].h >= min_h) end = i;
+    return end;
+}
+
+/* Cuts layers [first, n-1] into k segments at clean cuts, balancing forward activation values;
+ * all but the last become ckpt (the last runs as layer, as torch.utils.checkpoint_sequential). */
+static void push_ckpt(plan *p, const net *n, int first, int k)
+{
+    int last = n->n - 1;
+    double total = 0, *prefix = err_calloc((size_t)n->n + 1, sizeof(double));
+    for (int i = first; i <= last; i++) prefix[i + 1] = (total += (double)net_layer_values(&n->layers[i]));
+    int start = first;
+    for (int s = 1; s < k; s++) {
+        double target = prefix[first] + total * s / k;
+        int best = -1;
+        for (int c = start + 1; c <= last; c++) /* cut before c */
+            if (n->layers[c].cut_before && (best < 0 || fabs(prefix[c] - target) < fabs(prefix[best] - target))) best = c;
+        if (best < 0) break;
+        seg_push(p, PLAN_CKPT, start, best - 1);
+        start = best;
+    }
+    seg_push(p, PLAN_LAYER, start, last);
+    free(prefix);
+}
+
+static int parse_count(const char *s, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < 1 || v > PLAN_MAX_BANDS) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int preset(plan *p, const net *n, const char *t, err *e)
+{
+    int last = n->n - 1, R = 4;
+    const char *colon = strchr(t, ':');
+    size_t base = colon ? (size_t)(colon - t) : strlen(t);
+    if (colon && parse_count(colon + 1, &R))
+        return err_set(e, "plan '%s': '%s' is not a count (1..%d)", t, colon + 1, PLAN_MAX_BANDS);
+#define IS(name) (base == strlen(name) && !strncmp(t, name, base))
+    if (IS("layer") && !colon) {
+        seg_push(p, PLAN_LAYER, 1, last);
+    } else if (IS("ckpt-sqrt") && !colon) {
+        int k = (int)lround(sqrt((double)(n->n - 1)));
+        push_ckpt(p, n, 1, k < 2 ? 2 : k);
+    } else if (IS("ckpt") && colon) {
+        push_ckpt(p, n, 1, R);
+    } else if ((IS("vdnn-all") || IS("vdnn-conv")) && !colon) {
+        seg_push(p, PLAN_OFFLOAD, 1, last)->offload = IS("vdnn-all") ? PLAN_OFFLOAD_ALL : PLAN_OFFLOAD_CONV;
+    } else if ((IS("2ps") || IS("overl")) && colon) {
+        int end = rows_prefix_end(n);
+        if (end < 0) return err_set(e, "plan '%s': net '%s' has no row-wise prefix to run in bands", t, n->name);
+        plan_seg *s = seg_push(p, PLAN_ROWS, 1, end);
+        s->policy = IS("2ps") ? BAND_2PS : BAND_OVERL, s->fp = s->bp = R;
+        seg_push(p, PLAN_LAYER, end + 1, last);
+    } else if (IS("2ps-h") || IS("overl-h")) {
+        int end = rows_prefix_end(n);
+        if (end < 0) return err_set(e, "plan '%s': net '%s' has no row-wise prefix to run in bands", t, n->name);
+        plan_seg *s = seg_push(p, PLAN_ROWS, 1, end);
+        s->policy = IS("2ps-h") ? BAND_2PS : BAND_OVERL, s->fp = s->bp = R;
+        int k = (int)lround(sqrt((double)(last - end)));
+        push_ckpt(p, n, end + 1, k < 2 ? 2 : k);
+    } else {
+        return err_set(e, "unknown plan '%s' (presets: layer ckpt-sqrt ckpt:K vdnn-all vdnn-conv 2ps:R overl:R 2ps-h[:R] "
+                          "overl-h[:R]; or a custom plan, see sim/PLANS.md)", t);
+    }
+#undef IS
+    return 0;
+}
+
+/* One custom segment "MODE[(ARGS)]@A..B". */
+static int custom_seg(plan *p, const net *n, char *t, err *e)
+{
+    char *at = strchr(t, '@');
+    if (!at) return err_set(e, "plan segment '%s': expected MODE@FIRST..LAST", t);
+    *at = 0;
+    char *range = at + 1, *dots = strstr(range, "..");
+    if (!dots) return err_set(e, "plan segment '%s@%s': expected FIRST..LAST layer names", t, range);
+    *dots = 0;
+    int first = net_find(n, range), last = net_find(n, dots + 2);
+    if (first < 0) return err_set(e, "plan segment '%s': no layer '%s' in net '%s'", t, range, n->name);
+    if (last < 0) return err_set(e, "plan segment '%s': no layer '%s' in net '%s'", t, dots + 2, n->name);
+    if (first < 1 || last < first) return err_set(e, "plan segment '%s': '%s'..'%s' is empty or starts at the input", t, range, dots + 2);
+    char *args = strchr(t, '(');
+    if (args) {
+        char *close = strrchr(args, ')');
+        if (!close || close[1]) return err_set(e, "plan segment '%s': unbalanced parentheses", t);
+        *args++ = 0, *close = 0;
+    }
+    int mode = -1;
+    for (int m = 0; m < 4; m++)
+        if (!strcmp(t, mode_names[m])) mode = m;
+    if (mode < 0) return err_set(e, "plan segment mode '%s' is unknown (layer ckpt offload rows)", t);
+    plan_seg *s = seg_push(p, (plan_mode)mode, first, last);
+    if (mode == PLAN_LAYER || mode == PLAN_CKPT) {
+        if (args && *args) return err_set(e, "plan segment %s takes no arguments", mode_names[mode]);
+        return 0;
+    }
+    if (mode == PLAN_OFFLOAD) {
+        if (!args || !*args || !strcmp(args, "all")) s->offload = PLAN_OFFLOAD_ALL;
+        else if (!strcmp(args, "conv")) s->offload = PLAN_OFFLOAD_CONV;
+        else return err_set(e, "offload(%s): expected offload(all) or offload(conv)", args);
+        return 0;
+    }
+    s->policy = BAND_OVERL, s->fp = s->bp = 0;
+    int have_policy = 0;
+    char *save = NULL, *cuts = NULL;
+    for (char *a = strtok_r(args ? args : (char[]){0}, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
+        int v;
+        if (!strcmp(a, "2ps") || !strcmp(a, "overl")) s->policy = a[0] == '2' ? BAND_2PS : BAND_OVERL, have_policy = 1;
+        else if (!strncmp(a, "fp=", 3) && !parse_count(a + 3, &v)) s->fp = v;
+        else if (!strncmp(a, "bp=", 3) && !parse_count(a + 3, &v)) s->bp = v;
+        else if (!parse_count(a, &v)) s->fp = s->bp = v;
+        else if (!strncmp(a, "cuts=", 5)) cuts = a + 5;
+        else return err_set(e, "rows(...): unknown or bad argument '%s' (2ps|overl, R, fp=R, bp=R, cuts=a/b/c)", a);
+    }
+    if (!have_policy) return err_set(e, "rows(...) needs a policy: rows(2ps,R) or rows(overl,R)");
+    if (!s->fp && !s->bp) return err_set(e, "rows(...) needs a band count: rows(%s,R)", s->policy == BAND_2PS ? "2ps" : "overl");
+    if (!s->fp) s->fp = s->bp;
+    if (!s->bp) s->bp = s->fp;
+    if (cuts) {
+        s->cuts = err_calloc((size_t)s->fp + 1, sizeof(int));
+        int k = 1;
+        for (char *c = strtok_r(cuts, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+            char *end;
+            long v = strtol(c, &end, 10);
+            if (*end || end == c || k >= s->fp) return err_set(e, "cuts=%s: expected %d interior cuts a/b/... (output rows)", cuts, s->fp - 1);
+            s->cuts[k++] = (int)v;
+        }
+        if (k != s->fp) return err_set(e, "cuts: expected %d interior cuts for %d bands, got %d", s->fp - 1, s->fp, k - 1);
+        s->cuts[s->fp] = n->layers[last].h;
+    }
+    return 0;
+}
+
+static int validate(plan *p, const net *n, err *e)
+{
+    bool rows_bn = false;
+    for (int i = 0; i < p->n_seg; i++) {
+        plan_seg *s = &p->segs[i];
+        const char *where = p->text;
+        if (s->first > 1 && !n->layers[s->first].cut_before)
+            return err_set(e, "plan '%s': a %s segment cannot start at '%s' (more than one tensor crosses there)", where,
+                           mode_names[s->mode], n->layers[s->first].name);
+        if (s->mode != PLAN_ROWS) continue;
+        band_seg bs;
+        if (band_seg_init(&bs, n, s->first, s->last, e)) return err_wrap(e, "plan '%s'", where);
+        int h = n->layers[s->last].h;
+        if (s->fp > h || s->bp > h)
+            return err_set(e, "plan '%s': %d bands but '%s' has only %d rows at %dx%d input (at most %d bands)", where,
+                           s->fp > s->bp ? s->fp : s->bp, n->layers[s->last].name, h, n->layers[0].h, n->layers[0].w, h);
+        if (s->policy == BAND_2PS && s->fp != s->bp)
+            return err_set(e, "plan '%s': 2PS keeps each forward band's boundaries for its backward, so fp (%d) and bp (%d) "
+                              "must be equal; use overl for distinct granularity", where, s->fp, s->bp);
+        if (s->cuts) {
+            band_geom g;
+            int rc = band_geom_init(&g, n, &bs, s->policy, s->cuts, s->fp, e);
+            band_geom_free(&g);
+            if (rc) return err_wrap(e, "plan '%s'", where);
+        }
+        for (int l = s->first; l <= s->last; l++) rows_bn |= n->layers[l].kind == NET_BN;
+    }
+    if (p->bn == PLAN_BN_AUTO) p->bn = rows_bn ? PLAN_BN_PERBAND : PLAN_BN_TRAIN;
+    if (p->bn == PLAN_BN_TRAIN && rows_bn)
+        return err_set(e, "plan '%s': bn=train needs whole-batch statistics, which a band cannot see; use bn=frozen "
+                          "(exact) or bn=per-band (approximate)", p->text);
+    return 0;
+}
+
+int plan_parse(plan *p, const net *n, const char *text, err *e)
+{
+    memset(p, 0, sizeof *p);
+    if (strlen(text) >= sizeof p->text) return err_set(e, "plan text too long (%zu chars)", strlen(text));
+    snprintf(p->text, sizeof p->text, "%s", text);
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", text);
+    char *bn = strstr(buf, " bn=");
+    if (bn) {
+        *bn = 0;
+        int found = -1;
+        for (int b = 0; b < 4; b++)
+            if (!strcmp(bn + 4, bn_names[b])) found = b;
+        if (found < 0) return err_set(e, "plan '%s': bn=%s is not one of auto train frozen per-band", text, bn + 4);
+        p->bn = (plan_bn)found;
+    }
+    int rc;
+    if (!strchr(buf, '@')) {
+        rc = preset(p, n, buf, e);
+    } else {
+        rc = 0;
+        char *save = NULL;
+        for (char *t = strtok_r(buf, ";", &save); t && !rc; t = strtok_r(NULL, ";", &save)) {
+            while (isspace((unsigned char)*t)) t++;
+            char *end = t + strlen(t);
+            while (end > t && isspace((unsigned char)end[-1])) *--end = 0;
+            if (*t) rc = custom_seg(p, n, t, e);
+        }
+        /* order, reject overlaps, fill gaps with layer segments */
+        for (int i = 0; !rc && i + 1 < p->n_seg; i++)
+            if (p->segs[i + 1].first <= p->segs[i].last)
+                rc = err_set(e, "plan '%s': segments overlap or are out of order at '%s'", text, n->layers[p->segs[i + 1].first].name);
+        if (!rc) {
+            plan filled = {0};
+            int next = 1;
+            for (int i = 0; i < p->n_seg; i++) {
+                if (p->segs[i].first > next) seg_push(&filled, PLAN_LAYER, next, p->segs[i].first - 1);
+                *seg_push(&filled, PLAN_LAYER, 0, 0) = p->segs[i];
+                next = p->segs[i].last + 1;
+            }
+            if (next <= n->n - 1) seg_push(&filled, PLAN_LAYER, next, n->n - 1);
+            free(p->segs);
+            p->segs = filled.segs, p->n_seg = filled.n_seg;
+        }
+    }
+    if (!rc) rc = validate(p, n, e);
+    if (rc) plan_free(p);
+    return rc;
+}
+
+void plan_free(plan *p)
+{
+    for (int i = 0; i < p->n_seg; i++) free(p->segs[i].cuts);
+    free(p->segs);
+    p->segs = NULL;
+    p->n_seg = 0;
+}
+
+void plan_describe(const plan *p, const net *n, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < p->n_seg && at < len; i++) {
+        const plan_seg *s = &p->segs[i];
+        char mode[64];
+        if (s->mode == PLAN_ROWS)
+            snprintf(mode, sizeof mode, "rows(%s,fp=%d,bp=%d)", s->policy == BAND_2PS ? "2ps" : "overl", s->fp, s->bp);
+        else if (s->mode == PLAN_OFFLOAD)
+            snprintf(mode, sizeof mode, "offload(%s)", s->offload == PLAN_OFFLOAD_ALL ? "all" : "conv");
+        else
+            snprintf(mode, sizeof mode, "%s", mode_names[s->mode]);
+        at += (size_t)snprintf(buf + at, len - at, "%s%s@%s..%s", i ? "; " : "", mode, n->layers[s->first].name,
+                               n->layers[s->last].name);
+    }
+    if (at < len) snprintf(buf + at, len - at, " bn=%s", bn_names[p->bn]);
+}
+
+int plan_list_expand(const char *list, char ***out, int *count, err *e)
+{
+    *out = NULL, *count = 0;
+    int depth = 0;
+    const char *start = list;
+    for (const char *c = list;; c++) {
+        if (*c == '(') depth++;
+        if (*c == ')') depth--;
+        if (*c && (*c != ',' || depth > 0)) continue;
+        int len = (int)(c - start);
+        while (len && isspace((unsigned char)*start)) start++, len--;
+        while (len && isspace((unsigned char)start[len - 1])) len--;
+        if (len) {
+            char item[256];
+            if (len >= (int)sizeof item) return err_set(e, "plan list item too long");
+            memcpy(item, start, (size_t)len);
+            item[len] = 0;
+            char *colon = strrchr(item, ':'), *dots = colon ? strstr(colon, "..") : NULL;
+            int lo = 0, hi = -1;
+            if (colon && dots && !strchr(item, '@')) {
+                *dots = 0;
+                if (parse_count(colon + 1, &lo) || parse_count(dots + 2, &hi) || hi < lo)
+                    return err_set(e, "plan range '%.*s': expected NAME:LO..HI with 1 <= LO <= HI", len, start);
+                colon[1] = 0;
+            }
+            for (int v = lo; v <= (hi < 0 ? lo : hi); v++) {
+                *out = err_realloc(*out, ((size_t)*count + 1) * sizeof(char *));
+                char *s = err_calloc(sizeof item + 16, 1);
+                if (hi < 0) snprintf(s, sizeof item + 16, "%s", item);
+                else snprintf(s, sizeof item + 16, "%s%d", item, v);
+                (*out)[(*count)++] = s;
+            }
+        }
+        if (!*c) break;
+        start = c + 1;
+    }
+    if (!*count) return err_set(e, "empty plan list");
+    return 0;
+}
+
+void plan_list_free(char **items, int count)
+{
+    for (int i = 0; i < count; i++) free(items[i]);
+    free(items);
+}

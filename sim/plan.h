@@ -1,0 +1,61 @@
+/* plan: the strategy for one training iteration, as a value.
+ *
+ * A plan cuts the network's layers 1..n-1 into contiguous segments, each with a mode:
+ *   layer    keep what backward needs (PyTorch autograd's rules; liveness frees the rest)
+ *   ckpt     keep only the segment input; recompute the segment in backward
+ *   offload  layer, but stashed activations go to host memory after their last forward use and
+ *            come back one backward step before they are needed (vDNN)
+ *   rows     run the segment band by band (2PS or OverL), FP and BP band counts may differ
+ * Presets (layer, ckpt-sqrt, ckpt:K, vdnn-all, vdnn-conv, 2ps:R, overl:R, 2ps-h[:R], overl-h[:R])
+ * and the custom syntax are documented in sim/PLANS.md. A plan is resolved against a net (layer
+ * names become indices), so it is only valid for that net and input size. */
+#ifndef LRCNN_PLAN_H
+#define LRCNN_PLAN_H
+
+#include "band.h"
+
+typedef enum { PLAN_LAYER, PLAN_CKPT, PLAN_OFFLOAD, PLAN_ROWS } plan_mode;
+typedef enum { PLAN_OFFLOAD_ALL, PLAN_OFFLOAD_CONV } plan_offload;
+/* BatchNorm: train = batch statistics (not allowed inside row segments); frozen = running
+ * statistics everywhere (exact under rows); per-band = batch statistics of each band inside row
+ * segments (the authors' approximation), train elsewhere; auto = per-band if some row segment
+ * holds a bn, else train. */
+typedef enum { PLAN_BN_AUTO, PLAN_BN_TRAIN, PLAN_BN_FROZEN, PLAN_BN_PERBAND } plan_bn;
+
+#define PLAN_MAX_BANDS 4096
+
+typedef struct {
+    plan_mode mode;
+    int first, last;          /* layer indices, inclusive */
+    plan_offload offload;     /* PLAN_OFFLOAD */
+    band_policy policy;       /* PLAN_ROWS */
+    int fp, bp;               /* band counts forward / backward */
+    int *cuts;                /* PLAN_ROWS with explicit forward cuts: fp + 1 values, else NULL */
+} plan_seg;
+
+typedef struct {
+    char text[256];           /* the plan as the user wrote it */
+    int n_seg;
+    plan_seg *segs;
+    plan_bn bn;               /* resolved: never AUTO after plan_parse */
+} plan;
+
+/* Parses a preset or custom plan for net n (at its current input size). Text may end with
+ * " bn=train|frozen|per-band|auto". */
+int plan_parse(plan *p, const net *n, const char *text, err *e);
+void plan_free(plan *p);
+
+/* One line describing the plan's segments, e.g. "rows(2ps,fp=6,bp=6)@conv1_1..pool3; layer@conv4_1..loss". */
+void plan_describe(const plan *p, const net *n, char *buf, size_t len);
+
+const char *plan_bn_name(plan_bn b);
+
+/* The preset names, for --help and sweeps. */
+extern const char *const plan_presets[];
+
+/* Expands a list like "layer,2ps:2..8,overl:4" into single plan texts (caller frees with
+ * plan_list_free). Ranges apply to the last number of an item. */
+int plan_list_expand(const char *list, char ***out, int *count, err *e);
+void plan_list_free(char **items, int count);
+
+#endif

@@ -1,0 +1,531 @@
+/* sched: lowering of plans to steps (see sched.h for the buffer and accumulation conventions).
+ *
+ * One lowering context walks the plan's segments forward, then backward in reverse. Each mode is
+ * a small function that emits FWD/BWD/COPY steps on the context's "current buffer" maps (which
+ * buffer holds layer L's output and its gradient right now). Offload steps and ALLOC/FREE are
+ * derived afterwards from the finished step list, so no mode decides lifetimes by hand. */
+#include "sched.h"
+
+#include <string.h>
+
+static const char *cat_names[MEM_NCAT] = {"weights", "weight_grads", "optimizer", "activations",
+                                          "act_grads", "boundaries", "workspace", "host"};
+const char *mem_cat_name(mem_cat c) { return cat_names[c]; }
+
+static const char *op_names[] = {"alloc", "free", "fwd", "bwd", "copy", "offload", "prefetch", "update"};
+const char *sched_op_name(sched_op op) { return op_names[op]; }
+
+static const char *kind_tags[BUF_NKIND] = {"x", "label", "y", "dy", "argmax", "stats", "prob", "boundary",
+                                           "dboundary", "ws", "w", "dw", "opt", "running"};
+
+bool sched_bwd_keeps_x(net_kind k) { return k == NET_CONV || k == NET_MAXPOOL || k == NET_BN || k == NET_FC; }
+bool sched_bwd_keeps_y(net_kind k) { return k == NET_RELU; }
+
+int64_t sched_workspace_bytes(const net *n, int L, int rows)
+{
+    const net_layer *l = &n->layers[L];
+    if (l->kind != NET_CONV || rows <= 0) return 0;
+    net_window w = l->u.conv.win;
+    if (w.k == 1 && w.s == 1 && w.p == 0) return 0;
+    return (int64_t)n->layers[l->in[0]].c * w.k * w.k * rows * l->w * 4;
+}
+
+typedef struct {
+    sched *s;
+    const net *n;
+    const plan *p;
+    const sched_cfg *cfg;
+    int cap_buf, cap_step;
+    int seg;            /* segment being lowered */
+    int *act, *aux;     /* [layer] buffer holding the output / its auxiliary now, -1 none */
+    int *grad;          /* [layer] buffer holding the output's gradient now */
+    int *param, *pgrad, *opt, *run;
+    int label;
+    bool bwd_phase;
+} lower;
+
+static int64_t act_bytes(const lower *c, int L, band_rows r, int elem)
+{
+    const net_layer *l = &c->n->layers[L];
+    return (int64_t)c->cfg->batch * l->c * band_rows_len(r) * l->w * elem;
+}
+
+static int buf_new(lower *c, buf_kind k, mem_cat cat, int L, int band, band_rows r, int64_t bytes)
+{
+    sched *s = c->s;
+    if (s->n_buf == c->cap_buf) s->bufs = err_realloc(s->bufs, (size_t)(c->cap_buf = c->cap_buf * 2 + 64) * sizeof(sched_buf));
+    s->bufs[s->n_buf] = (sched_buf){.kind = k, .cat = cat, .layer = L, .band = band, .rows = r, .bytes = bytes};
+    return s->n_buf++;
+}
+
+static sched_step *step_new(lower *c, sched_op op, int L, int band)
+{
+    sched *s = c->s;
+    if (s->n_step == c->cap_step) s->steps = err_realloc(s->steps, (size_t)(c->cap_step = c->cap_step * 2 + 256) * sizeof(sched_step));
+    sched_step *t = &s->steps[s->n_step++];
+    memset(t, 0, sizeof *t);
+    t->op = op, t->layer = L, t->band = band, t->seg = c->seg;
+    t->y = t->aux = t->w = t->dw = t->ws = t->dy = t->src = t->dst = t->buf = -1;
+    for (int j = 0; j < NET_MAX_IN; j++) t->x[j] = t->dx[j] = -1;
+    return t;
+}
+
+static band_rows full(const net *n, int L) { return (band_rows){0, n->layers[L].h}; }
+
+/* Forward cost of layer L on rows r: multiply-adds count 2 flops. */
+static double fwd_flops(const lower *c, int L, band_rows r)
+{
+    const net_layer *l = &c->n->layers[L];
+    double out = (double)c->cfg->batch * l->c * band_rows_len(r) * l->w;
+    switch (l->kind) {
+    case NET_CONV: {
+        net_window w = l->u.conv.win;
+        return 2.0 * out * c->n->layers[l->in[0]].c * w.k * w.k;
+    }
+    case NET_FC: return 2.0 * (double)l->macs * c->cfg->batch;
+    case NET_MAXPOOL:
+    case NET_AVGPOOL: return out * l->u.pool.win.k * l->u.pool.win.k;
+    case NET_BN: return 4.0 * out;
+    case NET_GAP:
+    case NET_APOOL: return (double)c->cfg->batch * net_layer_values(&c->n->layers[l->in[0]]);
+    case NET_LOSS: return 5.0 * out;
+    default: return out;
+    }
+}
+
+/* FWD of layer L, band `band`, computing rows r into y (-1: a new buffer holding rows `hold`).
+ * keep_aux: the auxiliary (argmax) is kept for a later BWD. */
+static int emit_fwd(lower *c, int L, int band, band_rows r, band_rows hold, int y, bool keep_aux)
+{
+    const net *n = c->n;
+    const net_layer *l = &n->layers[L];
+    sched_step *t = step_new(c, SCHED_FWD, L, band);
+    int sidx = (int)(t - c->s->steps);
+    t->rows = r;
+    t->recompute = c->bwd_phase;
+    for (int j = 0; j < l->n_in; j++) t->x[j] = c->act[l->in[j]];
+    int64_t ws = sched_workspace_bytes(n, L, band_rows_len(r));
+    int w_buf = c->param[L];
+    /* buffers are created after the step pointer is final (buf_new may not move steps) */
+    if (y < 0) {
+        if (l->inplace && c->s->bufs[t->x[0]].rows.a <= hold.a && c->s->bufs[t->x[0]].rows.b >= hold.b)
+            y = t->x[0];
+        else
+            y = buf_new(c, BUF_ACT, MEM_ACT, L, band, hold, act_bytes(c, L, hold, 4));
+    }
+    t = &c->s->steps[sidx];
+    t->y = y;
+    t->w = w_buf;
+    if (l->kind == NET_MAXPOOL && keep_aux) t->aux = buf_new(c, BUF_IDX, MEM_ACT, L, band, r, act_bytes(c, L, r, 8));
+    if (l->kind == NET_BN) t->aux = buf_new(c, BUF_STAT, MEM_ACT, L, band, (band_rows){0, 0}, 2 * (int64_t)l->c * 4);
+    if (l->kind == NET_LOSS) {
+        t->aux = buf_new(c, BUF_PROB, MEM_ACT, L, band, r, (int64_t)c->cfg->batch * l->c * 4);
+        t->x[1] = c->label;
+    }
+    if (ws) t->ws = buf_new(c, BUF_WS, MEM_WORKSPACE, L, band, r, ws);
+    if (l->kind == NET_BN) t->dw = c->run[L]; /* running statistics are updated (train) or read */
+    t->flops = fwd_flops(c, L, r);
+    t->bytes_moved = (double)act_bytes(c, L, r, 4) * 2;
+    c->act[L] = y;
+    c->aux[L] = t->aux;
+    return y;
+}
+
+/* Gradient buffer for layer P's output in the current context, created on first use. */
+static int grad_buf(lower *c, int P, int band, band_rows hold, bool zero)
+{
+    if (c->grad[P] >= 0) return c->grad[P];
+    bool whole = hold.a == 0 && hold.b == c->n->layers[P].h;
+    int b = buf_new(c, BUF_GRAD, MEM_AGRAD, P, whole ? -1 : band, hold, act_bytes(c, P, hold, 4));
+    c->s->bufs[b].zero = zero;
+    return c->grad[P] = b;
+}
+
+/* BWD of layer L on output-gradient rows r. hold_of(P) gives the rows a new gradient buffer of
+ * producer P must hold (full maps outside row segments, the band's held rows inside). */
+typedef band_rows (*hold_fn)(const void *ctx, int P);
+
+static void emit_bwd(lower *c, int L, int band, band_rows r, hold_fn hold_of, const void *hctx, bool zero)
+{
+    const net *n = c->n;
+    const net_layer *l = &n->layers[L];
+    int dy = l->kind == NET_LOSS ? -1 : c->grad[L];
+    CHECK(l->kind == NET_LOSS || dy >= 0);
+    int dx[NET_MAX_IN] = {-1, -1};
+    bool acc[NET_MAX_IN] = {false, false};
+    for (int j = 0; j < l->n_in; j++) {
+        int P = l->in[j];
+        if (n->layers[P].kind == NET_INPUT || (j == 1 && P == l->in[0])) continue;
+        if (c->grad[P] >= 0) {
+            dx[j] = c->grad[P], acc[j] = true;
+        } else if (l->inplace) {
+            dx[j] = c->grad[P] = dy; /* relu backward in place: its input has no other consumer */
+        } else {
+            dx[j] = grad_buf(c, P, band, hold_of(hctx, P), zero);
+            acc[j] = zero;
+        }
+    }
+    int64_t ws = sched_workspace_bytes(n, L, band_rows_len(r));
+    int wsb = ws ? buf_new(c, BUF_WS, MEM_WORKSPACE, L, band, r, ws) : -1;
+    sched_step *t = step_new(c, SCHED_BWD, L, band);
+    t->rows = r;
+    t->dy = dy;
+    for (int j = 0; j < l->n_in; j++) {
+        t->dx[j] = dx[j], t->dx_acc[j] = acc[j];
+        if (sched_bwd_keeps_x(l->kind)) t->x[j] = c->act[l->in[j]];
+    }
+    if (sched_bwd_keeps_y(l->kind)) t->y = c->act[L];
+    if (l->kind == NET_MAXPOOL || l->kind == NET_BN || l->kind == NET_LOSS) t->aux = c->aux[L];
+    if (l->kind == NET_LOSS) t->x[1] = c->label;
+    t->w = c->param[L], t->dw = c->pgrad[L];
+    t->ws = wsb;
+    bool first_conv = l->kind == NET_CONV && dx[0] < 0;
+    t->flops = fwd_flops(c, L, r) * (l->kind == NET_CONV || l->kind == NET_FC ? (first_conv ? 1.0 : 2.0) : 1.0);
+    t->bytes_moved = (double)act_bytes(c, L, r, 4) * 3;
+}
+
+static void emit_copy(lower *c, int L, int band, band_rows r, int src, int dst, bool acc)
+{
+    sched_step *t = step_new(c, SCHED_COPY, L, band);
+    t->rows = r, t->src = src, t->dst = dst, t->acc = acc;
+    t->bytes_moved = (double)act_bytes(c, L, r, 4) * 2;
+}
+
+static band_rows hold_full(const void *ctx, int P) { return full(((const lower *)ctx)->n, P); }
+
+/* --- row segments ---------------------------------------------------------------------------- */
+
+typedef struct {
+    const lower *c;
+    const band_seg *bs;
+    const band_geom *g;
+    int band;
+} band_ctx;
+
+/* Rows band r holds of layer P's output. A producer whose only consumer is an in-place relu
+ * shares the relu's buffer, so it is sized for both (the relu may hold 2PS boundary rows). */
+static band_rows band_hold(const band_seg *bs, const band_geom *g, const net *n, int r, int P)
+{
+    if (P == bs->src) return full(n, P);
+    band_rows h = band_held(g, bs, r, P);
+    int q = n->layers[P].inplace_by;
+    if (q >= 0 && q <= bs->last) {
+        band_rows k = band_held(g, bs, r, q);
+        if (band_rows_len(k)) h = band_rows_len(h) ? (band_rows){h.a < k.a ? h.a : k.a, h.b > k.b ? h.b : k.b} : k;
+    }
+    return h;
+}
+
+static band_rows hold_band(const void *ctx, int P)
+{
+    const band_ctx *b = ctx;
+    return band_hold(b->bs, b->g, b->c->n, b->band, P);
+}
+
+/* Forward of one band. bound[L * R + r]: boundary buffers (2PS), created when `make_bounds`. */
+static void band_forward(lower *c, const band_seg *bs, const band_geom *g, int r, int *bound, bool make_bounds,
+                         int out_full)
+{
+    const net *n = c->n;
+    int L0 = bs->first, R = g->n_bands;
+    for (int L = bs->first; L <= bs->last; L++) {
+        band_rows out = g->out[r * g->n_layers + L - L0];
+        band_rows hold = band_hold(bs, g, n, r, L);
+        const net_layer *l = &n->layers[L];
+        bool shared = l->inplace && c->act[l->in[0]] >= 0;
+        int y = -1;
+        if (L == bs->last && out_full >= 0) y = out_full;
+        else if (shared) y = c->act[l->in[0]];
+        else if (band_rows_len(hold)) y = buf_new(c, BUF_ACT, MEM_ACT, L, r, hold, act_bytes(c, L, hold, 4));
+        if (g->policy == BAND_2PS && r > 0 && bound[L * R + r - 1] >= 0)
+            emit_copy(c, L, r, c->s->bufs[bound[L * R + r - 1]].rows, bound[L * R + r - 1], y, false);
+        if (band_rows_len(out)) emit_fwd(c, L, r, out, hold, y, c->bwd_phase);
+        else c->act[L] = y, c->aux[L] = -1;
+        band_rows keep = g->keep[r * g->n_layers + L - L0];
+        if (make_bounds && g->policy == BAND_2PS && r + 1 < R && band_rows_len(keep)) {
+            int b = buf_new(c, BUF_BOUND, MEM_BOUNDARY, L, r, keep, act_bytes(c, L, keep, 4));
+            emit_copy(c, L, r, keep, y, b, false);
+            bound[L * R + r] = b;
+        }
+    }
+}
+
+static void rows_forward(lower *c, const plan_seg *ps, const band_seg *bs, const band_geom *g, int *bound)
+{
+    int out = buf_new(c, BUF_ACT, MEM_ACT, bs->last, -1, full(c->n, bs->last), act_bytes(c, bs->last, full(c->n, bs->last), 4));
+    int src = c->act[bs->src];
+    (void)ps;
+    for (int r = 0; r < g->n_bands; r++) {
+        band_forward(c, bs, g, r, bound, true, out);
+        c->act[bs->src] = src;
+    }
+    c->act[bs->last] = out;
+}
+
+static void rows_backward(lower *c, const band_seg *bs, const band_geom *g, int *bound)
+{
+    const net *n = c->n;
+    int R = g->n_bands, L0 = bs->first;
+    int src_act = c->act[bs->src], dout = c->grad[bs->last];
+    int *bgrad = err_calloc((size_t)n->n * R, sizeof(int));
+    memset(bgrad, -1, (size_t)n->n * R * sizeof(int));
+    for (int r = R - 1; r >= 0; r--) {
+        band_forward(c, bs, g, r, bound, false, -1);
+        for (int L = L0; L <= bs->last; L++) c->grad[L] = -1;
+        c->grad[bs->last] = dout;
+        band_ctx hc = {c, bs, g, r};
+        for (int L = bs->last; L >= L0; L--) {
+            band_rows out = g->out[r * g->n_layers + L - L0];
+            if (L < bs->last && r + 1 < R && bgrad[L * R + r] >= 0) {
+                int dst = grad_buf(c, L, r, band_hold(bs, g, n, r, L), true);
+                emit_copy(c, L, r, c->s->bufs[bgrad[L * R + r]].rows, bgrad[L * R + r], dst, true);
+            }
+            if (L < bs->last && g->policy == BAND_2PS && r > 0) {
+                band_rows keep = g->keep[(r - 1) * g->n_layers + L - L0];
+                if (band_rows_len(keep) && c->grad[L] >= 0) {
+                    int b = buf_new(c, BUF_BGRAD, MEM_BOUNDARY, L, r, keep, act_bytes(c, L, keep, 4));
+                    emit_copy(c, L, r, keep, c->grad[L], b, false);
+                    bgrad[L * R + r - 1] = b;
+                }
+            }
+            if (band_rows_len(out) && c->grad[L] >= 0) emit_bwd(c, L, r, out, hold_band, &hc, true);
+        }
+        c->act[bs->src] = src_act;
+    }
+    free(bgrad);
+}
+
+/* --- whole iteration -------------------------------------------------------------------------- */
+
+static void persistent_buffers(lower *c)
+{
+    const net *n = c->n;
+    int opt_mult = c->cfg->optimizer == SCHED_ADAM ? 2 : 1;
+    for (int L = 0; L < n->n; L++) {
+        const net_layer *l = &n->layers[L];
+        if (l->params) {
+            c->param[L] = buf_new(c, BUF_PARAM, MEM_WEIGHTS, L, -1, (band_rows){0, 0}, l->params * 4);
+            c->pgrad[L] = buf_new(c, BUF_PGRAD, MEM_WGRAD, L, -1, (band_rows){0, 0}, l->params * 4);
+            c->opt[L] = buf_new(c, BUF_OPT, MEM_OPTIM, L, -1, (band_rows){0, 0}, l->params * 4 * opt_mult);
+        }
+        if (l->kind == NET_BN) c->run[L] = buf_new(c, BUF_RUNSTAT, MEM_WEIGHTS, L, -1, (band_rows){0, 0}, 2 * (int64_t)l->c * 4);
+    }
+    for (int b = 0; b < c->s->n_buf; b++) c->s->bufs[b].persistent = true;
+}
+
+/* Marks what offload segments move to the host, then inserts OFFLOAD after each such buffer's
+ * last forward use and PREFETCH one backward step ahead of its first backward use (vDNN). */
+static void place_offloads(lower *c)
+{
+    sched *s = c->s;
+    int nb = s->n_buf, ns = s->n_step;
+    int *first_bwd = err_calloc((size_t)nb, sizeof(int)), *last_fwd = err_calloc((size_t)nb, sizeof(int));
+    for (int b = 0; b < nb; b++) first_bwd[b] = -1, last_fwd[b] = -1;
+    for (int i = 0; i < ns; i++) {
+        sched_step *t = &s->steps[i];
+        int uses[8] = {t->x[0], t->x[1], t->y, t->aux, t->src, t->dst, -1, -1};
+        for (int u = 0; u < 6; u++) {
+            int b = uses[u];
+            if (b < 0) continue;
+            if (t->op == SCHED_BWD) {
+                if (first_bwd[b] < 0) {
+                    first_bwd[b] = i;
+                    const plan_seg *ps = &c->p->segs[t->seg];
+                    bool conv_in = c->n->layers[t->layer].kind == NET_CONV && (b == t->x[0]);
+                    if (ps->mode == PLAN_OFFLOAD && s->bufs[b].cat == MEM_ACT && s->bufs[b].kind != BUF_LABEL &&
+                        s->bufs[b].kind != BUF_PROB && (ps->offload == PLAN_OFFLOAD_ALL || conv_in))
+                        s->bufs[b].offload = true;
+                }
+            } else if (first_bwd[b] < 0) {
+                last_fwd[b] = i;
+            }
+        }
+    }
+    /* rebuild the step list with the new steps in place */
+    int cap = ns + 2 * nb + 1, out = 0;
+    sched_step *steps = err_calloc((size_t)cap, sizeof(sched_step));
+    int *pf = err_calloc((size_t)nb, sizeof(int)); /* step before which buffer b is prefetched */
+    for (int b = 0; b < nb; b++) {
+        if (!s->bufs[b].offload || last_fwd[b] < 0) { s->bufs[b].offload = false; continue; }
+        pf[b] = first_bwd[b];
+        for (int i = first_bwd[b] - 1; i > last_fwd[b]; i--)
+            if (s->steps[i].op == SCHED_BWD) { pf[b] = i; break; }
+    }
+    for (int i = 0; i < ns; i++) {
+        for (int b = 0; b < nb; b++)
+            if (s->bufs[b].offload && pf[b] == i) {
+                steps[out] = (sched_step){.op = SCHED_PREFETCH, .layer = s->bufs[b].layer, .band = -1, .buf = b, .seg = s->steps[i].seg};
+                steps[out++].bytes_moved = (double)s->bufs[b].bytes;
+            }
+        steps[out++] = s->steps[i];
+        for (int b = 0; b < nb; b++)
+            if (s->bufs[b].offload && last_fwd[b] == i) {
+                steps[out] = (sched_step){.op = SCHED_OFFLOAD, .layer = s->bufs[b].layer, .band = -1, .buf = b, .seg = s->steps[i].seg};
+                steps[out++].bytes_moved = (double)s->bufs[b].bytes;
+            }
+    }
+    free(s->steps);
+    s->steps = steps, s->n_step = out, c->cap_step = cap;
+    free(first_bwd), free(last_fwd), free(pf);
+}
+
+/* Liveness: ALLOC before first use, FREE after last use; persistent buffers around everything. */
+static void place_allocs(sched *s)
+{
+    int nb = s->n_buf, ns = s->n_step;
+    int *first = err_calloc((size_t)nb, sizeof(int)), *last = err_calloc((size_t)nb, sizeof(int));
+    for (int b = 0; b < nb; b++) first[b] = -1, last[b] = -1;
+    for (int i = 0; i < ns; i++) {
+        sched_step *t = &s->steps[i];
+        int uses[12] = {t->x[0], t->x[1], t->y, t->aux, t->w, t->dw, t->ws, t->dy, t->dx[0], t->dx[1], t->src, t->dst};
+        for (int u = 0; u < 12; u++) {
+            int b = uses[u];
+            if (b < 0) continue;
+            if (first[b] < 0) first[b] = i;
+            last[b] = i;
+        }
+        if (t->buf >= 0) last[t->buf] = i > last[t->buf] ? i : last[t->buf];
+    }
+    /* counting sort of ALLOCs by first use and FREEs by last use, creation order kept */
+    int *start_a = err_calloc((size_t)ns + 1, sizeof(int)), *start_f = err_calloc((size_t)ns + 1, sizeof(int));
+    int n_persist = 0, n_temp = 0;
+    for (int b = 0; b < nb; b++) {
+        if (s->bufs[b].persistent) { n_persist++; continue; }
+        if (first[b] < 0) continue;
+        start_a[first[b] + 1]++, start_f[last[b] + 1]++, n_temp++;
+    }
+    for (int i = 0; i < ns; i++) start_a[i + 1] += start_a[i], start_f[i + 1] += start_f[i];
+    int *list_a = err_calloc((size_t)n_temp + 1, sizeof(int)), *list_f = err_calloc((size_t)n_temp + 1, sizeof(int));
+    int *fill_a = err_calloc((size_t)ns + 1, sizeof(int)), *fill_f = err_calloc((size_t)ns + 1, sizeof(int));
+    for (int b = 0; b < nb; b++) {
+        if (s->bufs[b].persistent || first[b] < 0) continue;
+        list_a[start_a[first[b]] + fill_a[first[b]]++] = b;
+        list_f[start_f[last[b]] + fill_f[last[b]]++] = b;
+    }
+    int total = ns + 2 * n_temp + 2 * n_persist;
+    sched_step *steps = err_calloc((size_t)total, sizeof(sched_step)), *o = steps;
+#define MARK(opv, b) (*o++ = (sched_step){.op = (opv), .layer = s->bufs[b].layer, .band = s->bufs[b].band, .buf = (b), \
+                                          .x = {-1, -1}, .y = -1, .aux = -1, .w = -1, .dw = -1, .ws = -1, .dy = -1,   \
+                                          .dx = {-1, -1}, .src = -1, .dst = -1})
+    for (int b = 0; b < nb; b++)
+        if (s->bufs[b].persistent) MARK(SCHED_ALLOC, b);
+    for (int i = 0; i < ns; i++) {
+        for (int k = start_a[i]; k < start_a[i + 1]; k++) MARK(SCHED_ALLOC, list_a[k]);
+        *o++ = s->steps[i];
+        for (int k = start_f[i]; k < start_f[i + 1]; k++) MARK(SCHED_FREE, list_f[k]);
+    }
+    for (int b = 0; b < nb; b++)
+        if (s->bufs[b].persistent) MARK(SCHED_FREE, b);
+#undef MARK
+    CHECK(o - steps == total);
+    free(s->steps);
+    s->steps = steps, s->n_step = total;
+    free(start_a), free(start_f), free(list_a), free(list_f), free(fill_a), free(fill_f), free(first), free(last);
+}
+
+int sched_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err *e)
+{
+    memset(s, 0, sizeof *s);
+    if (cfg->batch < 1) return err_set(e, "batch must be at least 1 (got %d)", cfg->batch);
+    s->batch = cfg->batch;
+    lower c = {.s = s, .n = n, .p = p, .cfg = cfg};
+    int **maps[] = {&c.act, &c.aux, &c.grad, &c.param, &c.pgrad, &c.opt, &c.run};
+    for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) {
+        *maps[m] = err_calloc((size_t)n->n, sizeof(int));
+        memset(*maps[m], -1, (size_t)n->n * sizeof(int));
+    }
+    persistent_buffers(&c);
+    band_seg *bss = err_calloc((size_t)p->n_seg, sizeof(band_seg));
+    band_geom *gf = err_calloc((size_t)p->n_seg, sizeof(band_geom)), *gb = err_calloc((size_t)p->n_seg, sizeof(band_geom));
+    int **bound = err_calloc((size_t)p->n_seg, sizeof(int *));
+    int rc = 0;
+    for (int i = 0; i < p->n_seg && !rc; i++) {
+        const plan_seg *ps = &p->segs[i];
+        if (ps->mode != PLAN_ROWS) continue;
+        int *cuts = err_calloc((size_t)(ps->fp > ps->bp ? ps->fp : ps->bp) + 1, sizeof(int));
+        rc = band_seg_init(&bss[i], n, ps->first, ps->last, e);
+        if (!rc && ps->cuts) memcpy(cuts, ps->cuts, ((size_t)ps->fp + 1) * sizeof(int));
+        else if (!rc) rc = band_cuts_default(n, &bss[i], ps->policy, ps->fp, cuts, e);
+        if (!rc) rc = band_geom_init(&gf[i], n, &bss[i], ps->policy, cuts, ps->fp, e);
+        if (!rc && ps->bp == ps->fp) rc = band_geom_init(&gb[i], n, &bss[i], ps->policy, cuts, ps->fp, e);
+        else if (!rc) {
+            rc = band_cuts_default(n, &bss[i], ps->policy, ps->bp, cuts, e);
+            if (!rc) rc = band_geom_init(&gb[i], n, &bss[i], ps->policy, cuts, ps->bp, e);
+        }
+        free(cuts);
+        if (!rc) {
+            bound[i] = err_calloc((size_t)n->n * ps->fp, sizeof(int));
+            memset(bound[i], -1, (size_t)n->n * ps->fp * sizeof(int));
+        }
+    }
+    if (rc) goto out;
+
+    /* forward */
+    c.act[0] = buf_new(&c, BUF_INPUT, MEM_ACT, 0, -1, full(n, 0), act_bytes(&c, 0, full(n, 0), 4));
+    c.label = buf_new(&c, BUF_LABEL, MEM_ACT, n->n - 1, -1, (band_rows){0, 0}, (int64_t)cfg->batch * 8);
+    {
+        sched_step *t = step_new(&c, SCHED_COPY, 0, -1); /* the batch arrives: image and labels */
+        t->dst = c.act[0], t->src = c.label, t->rows = full(n, 0);
+    }
+    for (int i = 0; i < p->n_seg; i++) {
+        const plan_seg *ps = &p->segs[i];
+        c.seg = i;
+        if (ps->mode == PLAN_ROWS) {
+            rows_forward(&c, ps, &bss[i], &gf[i], bound[i]);
+            continue;
+        }
+        for (int L = ps->first; L <= ps->last; L++) emit_fwd(&c, L, -1, full(n, L), full(n, L), -1, ps->mode != PLAN_CKPT);
+    }
+    /* backward */
+    c.bwd_phase = true;
+    for (int i = p->n_seg - 1; i >= 0; i--) {
+        const plan_seg *ps = &p->segs[i];
+        c.seg = i;
+        if (ps->mode == PLAN_ROWS) {
+            if (ps->policy == BAND_2PS) rows_backward(&c, &bss[i], &gf[i], bound[i]);
+            else rows_backward(&c, &bss[i], &gb[i], bound[i]);
+            continue;
+        }
+        if (ps->mode == PLAN_CKPT)
+            for (int L = ps->first; L <= ps->last; L++) emit_fwd(&c, L, -1, full(n, L), full(n, L), -1, true);
+        for (int L = ps->last; L >= ps->first; L--) emit_bwd(&c, L, -1, full(n, L), hold_full, &c, false);
+    }
+    {
+        sched_step *t = step_new(&c, SCHED_UPDATE, -1, -1);
+        t->flops = (double)net_params(n) * (cfg->optimizer == SCHED_ADAM ? 12 : 4);
+        t->bytes_moved = (double)net_params(n) * 4 * (cfg->optimizer == SCHED_ADAM ? 4 : 3);
+    }
+    for (int i = 0; i < s->n_step; i++) s->flops += s->steps[i].op == SCHED_FWD || s->steps[i].op == SCHED_BWD ? s->steps[i].flops : 0;
+    for (int i = 0; i < p->n_seg; i++)
+        if (p->segs[i].mode == PLAN_OFFLOAD) {
+            place_offloads(&c);
+            break;
+        }
+    place_allocs(s);
+out:
+    for (int i = 0; i < p->n_seg; i++) {
+        if (p->segs[i].mode == PLAN_ROWS) band_geom_free(&gf[i]), band_geom_free(&gb[i]);
+        free(bound[i]);
+    }
+    free(bss), free(gf), free(gb), free(bound);
+    for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) free(*maps[m]);
+    if (rc) sched_free(s);
+    return rc;
+}
+
+void sched_free(sched *s)
+{
+    free(s->bufs);
+    free(s->steps);
+    memset(s, 0, sizeof *s);
+}
+
+void sched_buf_name(const sched *s, const net *n, int b, char *out, size_t len)
+{
+    const sched_buf *x = &s->bufs[b];
+    const char *layer = x->layer >= 0 ? n->layers[x->layer].name : "-";
+    if (x->band >= 0)
+        snprintf(out, len, "%s.%s[b%d %d:%d]", layer, kind_tags[x->kind], x->band, x->rows.a, x->rows.b);
+    else
+        snprintf(out, len, "%s.%s", layer, kind_tags[x->kind]);
+}

@@ -1,0 +1,103 @@
+/* sched: a plan lowered to the ordered steps of one training iteration (forward, backward,
+ * optimizer update), over named buffers. The simulator replays it; the engine executes it.
+ *
+ * Buffers hold rows [a, b) of one tensor (a layer's output, its gradient, or an auxiliary: pool
+ * argmax, bn statistics, loss probabilities, a 2PS boundary) for the whole batch, NCHW, or a
+ * persistent parameter-sized tensor, or a step's workspace. Lowering emits only compute, copy and
+ * offload steps; sched_lower then places ALLOC before each buffer's first use and FREE after its
+ * last (a liveness allocator), so what lives when is a consequence of the steps, never of call
+ * order. Accumulation rule: weight gradients are += across bands; an activation gradient is
+ * written (=) by its first writer and += by later ones, and band buffers are zero-filled at
+ * ALLOC (`zero`) because overlapping bands add into them.
+ * Not done here: counting bytes over time (sim.h) or touching tensors (engine/). */
+#ifndef LRCNN_SCHED_H
+#define LRCNN_SCHED_H
+
+#include "plan.h"
+
+typedef enum {
+    MEM_WEIGHTS,   /* parameters and bn running statistics */
+    MEM_WGRAD,     /* parameter gradients */
+    MEM_OPTIM,     /* optimizer state (momentum; Adam's two moments) */
+    MEM_ACT,       /* activations: stashed for backward, or live in forward */
+    MEM_AGRAD,     /* activation gradients */
+    MEM_BOUNDARY,  /* 2PS boundary rows (and their gradients) kept between bands */
+    MEM_WORKSPACE, /* per-step scratch (im2col / col2im) */
+    MEM_HOST,      /* offloaded to host memory (not device) */
+    MEM_NCAT
+} mem_cat;
+
+const char *mem_cat_name(mem_cat c);
+
+typedef enum {
+    BUF_INPUT, BUF_LABEL, BUF_ACT, BUF_GRAD, BUF_IDX, BUF_STAT, BUF_PROB, BUF_BOUND, BUF_BGRAD, BUF_WS,
+    BUF_PARAM, BUF_PGRAD, BUF_OPT, BUF_RUNSTAT, BUF_NKIND
+} buf_kind;
+
+typedef struct {
+    buf_kind kind;
+    mem_cat cat;
+    int layer;        /* whose tensor (-1: none) */
+    int band;         /* -1: not a band buffer */
+    band_rows rows;   /* rows of the layer's output held (activation-shaped kinds) */
+    int64_t bytes;
+    bool persistent;  /* lives the whole iteration (parameters, gradients, optimizer state) */
+    bool zero;        /* zero-filled when allocated */
+    bool offload;     /* moved to host between forward and backward */
+} sched_buf;
+
+typedef enum { SCHED_ALLOC, SCHED_FREE, SCHED_FWD, SCHED_BWD, SCHED_COPY, SCHED_OFFLOAD, SCHED_PREFETCH, SCHED_UPDATE } sched_op;
+
+const char *sched_op_name(sched_op op);
+
+typedef struct {
+    sched_op op;
+    int layer, band;     /* -1 where not applicable */
+    int seg;             /* plan segment */
+    band_rows rows;      /* FWD: output rows computed; BWD: output-gradient rows used; COPY: rows copied */
+    bool recompute;      /* FWD executed again in the backward pass (ckpt, rows) */
+    int x[NET_MAX_IN];   /* FWD and BWD: input activations (BWD: only those autograd keeps; else -1) */
+    int y;               /* FWD: output (== x[0] for an in-place relu); BWD: kept output (relu) */
+    int aux;             /* pool argmax, bn statistics, loss probabilities */
+    int w, dw;           /* parameters and their gradient (+=) */
+    int ws;              /* workspace */
+    int dy;              /* BWD: output gradient */
+    int dx[NET_MAX_IN];  /* BWD: input gradients (-1: none needed, e.g. for the image) */
+    bool dx_acc[NET_MAX_IN];
+    int src, dst;        /* COPY: rows from src to dst */
+    bool acc;            /* COPY: add instead of overwrite */
+    int buf;             /* ALLOC, FREE, OFFLOAD, PREFETCH */
+    double flops;
+    double bytes_moved;  /* memory traffic estimate (time model) */
+} sched_step;
+
+typedef enum { SCHED_SGD, SCHED_ADAM } sched_optimizer;
+
+typedef struct {
+    int batch;
+    sched_optimizer optimizer;
+} sched_cfg;
+
+typedef struct {
+    int n_buf, n_step;
+    sched_buf *bufs;
+    sched_step *steps;
+    int batch;
+    double flops;               /* all FWD and BWD steps, recomputation included */
+} sched;
+
+int sched_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err *e);
+void sched_free(sched *s);
+
+/* "conv1_1.y[b2 0:42]" style name of a buffer. */
+void sched_buf_name(const sched *s, const net *n, int buf, char *out, size_t len);
+
+/* Workspace bytes of the CPU backend for layer L computing `rows` output rows (im2col of one
+ * image; 0 for 1x1/stride-1/unpadded convolutions and for every other kind). */
+int64_t sched_workspace_bytes(const net *n, int layer, int rows);
+
+/* Which inputs / output / aux autograd keeps for layer kind k's backward (FACTS.md). */
+bool sched_bwd_keeps_x(net_kind k);
+bool sched_bwd_keeps_y(net_kind k);
+
+#endif

@@ -1,0 +1,50 @@
+/* sim: predictions of one configuration (net at an input size, batch, plan, optimizer).
+ *
+ * Two models, each with the breakdown by mem_cat:
+ *   replay      walks the lowered schedule and sums ALLOC/FREE/OFFLOAD/PREFETCH: exact for an
+ *               engine that executes the same schedule (it predicts the engine's *allocated* peak);
+ *   closed      the per-strategy equations of paper/model.md, evaluated from per-layer sizes and
+ *               band geometry without a schedule: what a paper would print.
+ * Compute: FLOPs of every FWD/BWD step (recomputation and halo rows included) and a roofline time
+ * in microseconds for a device profile. Not done here: any I/O. */
+#ifndef LRCNN_SIM_H
+#define LRCNN_SIM_H
+
+#include "sched.h"
+
+typedef struct {
+    int64_t peak;                /* device bytes at the peak (host excluded) */
+    int64_t at_peak[MEM_NCAT];   /* breakdown at the moment of the peak (MEM_HOST: host bytes then) */
+    int64_t max[MEM_NCAT];       /* each category's own maximum over the iteration */
+    int peak_step;               /* replay: index of the step at the peak (-1 for closed) */
+} sim_mem;
+
+typedef struct {
+    const char *name;
+    double gflops;               /* sustained fp32 rate for convolutions and products */
+    double gbps;                 /* memory bandwidth for elementwise work and copies */
+    double link_gbps;            /* host link for offload/prefetch */
+} sim_device;
+
+extern const sim_device sim_device_cpu, sim_device_h100;
+const sim_device *sim_device_find(const char *name);
+
+typedef struct {
+    sim_mem replay, closed;
+    double flops;                /* FWD + BWD, recomputation included */
+    double time_us;              /* roofline estimate on the device profile */
+    int n_steps;
+} sim_result;
+
+/* Replay of a schedule; timeline (optional, n_step + 1 values) receives device bytes after each step. */
+void sim_replay(const sched *s, sim_mem *m, int64_t *timeline);
+/* Closed form for plan p (see paper/model.md). */
+int sim_closed(const net *n, const plan *p, const sched_cfg *cfg, sim_mem *m, err *e);
+double sim_time_us(const sched *s, const sim_device *d);
+
+/* Everything for one configuration: lower, replay, closed form, time. timeline (optional)
+ * receives a malloc'd array of r->n_steps device-byte values, one after each step. */
+int sim_run(const net *n, const plan *p, const sched_cfg *cfg, const sim_device *d, sim_result *r, int64_t **timeline,
+            err *e);
+
+#endif

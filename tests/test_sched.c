@@ -1,0 +1,183 @@
+/* Schedules and the simulator's replay.
+ *  1. Hand derivation (FACTS.md autograd rules) of what `layer` keeps at the end of VGG-16's
+ *     forward pass, batch 1, 224x224:
+ *       conv saves its input; relu (in place) saves its output, which is the conv output it
+ *       overwrote; max-pool saves its input and int64 argmax; fc saves its input; the adaptive
+ *       pool keeps only a shape; the loss (log-softmax) saves its output. So the kept tensors are:
+ *       the image; the 13 conv(=relu) outputs; pool1..pool4 outputs (read by the next conv; pool5's
+ *       output is read only by the adaptive pool); pool6 (read by fc6); relu6 and relu7 outputs
+ *       (fc6/fc7 outputs overwritten in place, read by fc7/fc8) — fp32 — plus 5 argmax maps (int64
+ *       over each pool's output), the 1000 probabilities (fp32) and the label (int64).
+ *  2. Every schedule is well formed: a buffer is allocated before use, used only while allocated,
+ *     freed once, and the replay ends at zero device bytes.
+ *  3. FLOPs identities: ckpt and 2PS recompute exactly their segments' forward once (2PS computes
+ *     no row twice); OverL adds halo rows on top of that.
+ *  4. Memory ordering at VGG-16 224x224 batch 8: ckpt-sqrt, 2ps:4, overl:4, 2ps-h and vdnn-all all
+ *     below layer; offload reports host bytes; 2PS keeps boundaries, OverL none. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sim.h"
+
+static int failures;
+#define FAIL(...) (fprintf(stderr, "FAIL " __VA_ARGS__), fputc('\n', stderr), failures++)
+
+static int64_t vals(const net *n, const char *name) { return net_layer_values(&n->layers[net_find(n, name)]); }
+
+static int lower(const net *n, const char *text, int batch, sched *s)
+{
+    plan p;
+    err e;
+    sched_cfg cfg = {.batch = batch, .optimizer = SCHED_ADAM};
+    if (plan_parse(&p, n, text, &e)) return FAIL("%s: %s", text, e.msg), -1;
+    int rc = sched_lower(s, n, &p, &cfg, &e);
+    if (rc) FAIL("%s: %s", text, e.msg);
+    plan_free(&p);
+    return rc;
+}
+
+/* Activation bytes alive just before the first backward step. */
+static int64_t kept_at_end_of_forward(const sched *s)
+{
+    int64_t act = 0;
+    for (int i = 0; i < s->n_step && s->steps[i].op != SCHED_BWD; i++) {
+        const sched_step *t = &s->steps[i];
+        if ((t->op == SCHED_ALLOC || t->op == SCHED_FREE) && s->bufs[t->buf].cat == MEM_ACT)
+            act += t->op == SCHED_ALLOC ? s->bufs[t->buf].bytes : -s->bufs[t->buf].bytes;
+    }
+    return act;
+}
+
+static void check_well_formed(const net *n, const char *text, const sched *s)
+{
+    signed char *state = calloc((size_t)s->n_buf, 1); /* 0 never, 1 allocated, 2 freed */
+    for (int i = 0; i < s->n_step; i++) {
+        const sched_step *t = &s->steps[i];
+        if (t->op == SCHED_ALLOC) {
+            if (state[t->buf]) { FAIL("%s: buffer %d allocated twice", text, t->buf); break; }
+            state[t->buf] = 1;
+            continue;
+        }
+        if (t->op == SCHED_FREE) {
+            if (state[t->buf] != 1) { FAIL("%s: buffer %d freed while not allocated", text, t->buf); break; }
+            state[t->buf] = 2;
+            continue;
+        }
+        int uses[12] = {t->x[0], t->x[1], t->y, t->aux, t->w, t->dw, t->ws, t->dy, t->dx[0], t->dx[1], t->src, t->dst};
+        for (int u = 0; u < 12; u++)
+            if (uses[u] >= 0 && state[uses[u]] != 1) {
+                char name[128];
+                sched_buf_name(s, n, uses[u], name, sizeof name);
+                FAIL("%s: step %d (%s %s) uses %s while not allocated", text, i, sched_op_name(t->op),
+                     t->layer >= 0 ? n->layers[t->layer].name : "-", name);
+                i = s->n_step;
+                break;
+            }
+    }
+    for (int b = 0; b < s->n_buf; b++)
+        if (state[b] == 1) { FAIL("%s: buffer %d never freed", text, b); break; }
+    free(state);
+    int64_t *tl = calloc((size_t)s->n_step + 1, sizeof(int64_t));
+    sim_mem m;
+    sim_replay(s, &m, tl);
+    if (tl[s->n_step - 1] != 0) FAIL("%s: replay ends at %lld bytes, not 0", text, (long long)tl[s->n_step - 1]);
+    free(tl);
+}
+
+static double fwd_flops_of(const sched *s, int first, int last, bool recompute)
+{
+    double f = 0;
+    for (int i = 0; i < s->n_step; i++) {
+        const sched_step *t = &s->steps[i];
+        if (t->op == SCHED_FWD && t->layer >= first && t->layer <= last && t->recompute == recompute) f += t->flops;
+    }
+    return f;
+}
+
+int main(void)
+{
+    net n;
+    err e;
+    if (net_load_named(&n, "vgg16", &e)) return fprintf(stderr, "%s\n", e.msg), 1;
+
+    /* 1. hand derivation */
+    const char *kept[] = {"data", "conv1_1", "conv1_2", "pool1", "conv2_1", "conv2_2", "pool2", "conv3_1", "conv3_2",
+                          "conv3_3", "pool3", "conv4_1", "conv4_2", "conv4_3", "pool4", "conv5_1", "conv5_2", "conv5_3",
+                          "pool6", "fc6", "fc7"};
+    const char *pools[] = {"pool1", "pool2", "pool3", "pool4", "pool5"};
+    int64_t want = 4 * 1000 + 8;
+    for (size_t i = 0; i < sizeof kept / sizeof *kept; i++) want += 4 * vals(&n, kept[i]);
+    for (size_t i = 0; i < 5; i++) want += 8 * vals(&n, pools[i]);
+    sched s;
+    if (!lower(&n, "layer", 1, &s)) {
+        int64_t got = kept_at_end_of_forward(&s);
+        if (got != want) FAIL("layer batch 1: kept %lld bytes at the end of forward, hand derivation %lld (diff %lld)", (long long)got, (long long)want, (long long)(got - want));
+        else printf("ok   layer, batch 1: %lld bytes kept for backward = hand derivation\n", (long long)got);
+        sched_free(&s);
+    }
+
+    /* 2. well-formed schedules for every preset on every shipped net */
+    const char *nets[] = {"vgg16", "resnet50", "vgg-small", "resnet-small", "kernels"};
+    const char *plans[] = {"layer", "ckpt-sqrt", "ckpt:3", "vdnn-all", "vdnn-conv", "2ps:1", "2ps:3", "overl:3", "2ps-h",
+                           "overl-h", "2ps-h:2", "overl:2 bn=frozen"};
+    int checked = 0;
+    for (int k = 0; k < 5; k++) {
+        net m;
+        if (net_load_named(&m, nets[k], &e)) { FAIL("%s", e.msg); continue; }
+        for (size_t p = 0; p < sizeof plans / sizeof *plans; p++) {
+            char text[128];
+            snprintf(text, sizeof text, "%s on %s", plans[p], nets[k]);
+            plan pl;
+            sched_cfg cfg = {.batch = 2, .optimizer = SCHED_SGD};
+            if (plan_parse(&pl, &m, plans[p], &e)) { FAIL("%s: %s", text, e.msg); continue; }
+            if (!sched_lower(&s, &m, &pl, &cfg, &e)) check_well_formed(&m, text, &s), sched_free(&s), checked++;
+            else FAIL("%s: %s", text, e.msg);
+            plan_free(&pl);
+        }
+        net_free(&m);
+    }
+    printf("ok   %d schedules well formed (alloc before use, freed once, replay ends at 0)\n", checked);
+
+    /* 3. FLOPs identities (VGG-16, batch 2) */
+    sched lay, ck, tp, ov;
+    if (!lower(&n, "layer", 2, &lay) && !lower(&n, "ckpt:4", 2, &ck) && !lower(&n, "2ps:5", 2, &tp) && !lower(&n, "overl:5", 2, &ov)) {
+        double extra_ck = ck.flops - lay.flops, recomputed = fwd_flops_of(&ck, 0, n.n, true);
+        if (fabs(extra_ck - recomputed) > 1e-9 * lay.flops) FAIL("ckpt:4 extra FLOPs %.6g != recomputed forward %.6g", extra_ck, recomputed);
+        plan p5;
+        plan_parse(&p5, &n, "2ps:5", &e);
+        int last = p5.segs[0].last;
+        plan_free(&p5);
+        double seg = fwd_flops_of(&lay, 1, last, false);
+        if (fabs((tp.flops - lay.flops) - seg) > 1e-9 * lay.flops)
+            FAIL("2ps:5 extra FLOPs %.6g != one forward of the row segment %.6g (a row computed twice?)", tp.flops - lay.flops, seg);
+        else printf("ok   2ps:5 FLOPs = layer + one recompute of conv1_1..%s (%.4g G extra, no row twice)\n", n.layers[last].name, seg / 1e9);
+        if (!(ov.flops > tp.flops)) FAIL("overl:5 FLOPs %.6g not above 2ps:5 %.6g (halo recomputation missing)", ov.flops, tp.flops);
+        else printf("ok   overl:5 FLOPs exceed 2ps:5 by %.3f%% (halo rows)\n", 100.0 * (ov.flops / tp.flops - 1));
+    }
+    sched_free(&lay), sched_free(&ck), sched_free(&tp), sched_free(&ov);
+
+    /* 4. memory ordering at batch 8 */
+    sim_result base, r;
+    sched_cfg cfg = {.batch = 8, .optimizer = SCHED_ADAM};
+    plan pl;
+    plan_parse(&pl, &n, "layer", &e);
+    sim_run(&n, &pl, &cfg, &sim_device_cpu, &base, NULL, &e);
+    plan_free(&pl);
+    const char *lower_plans[] = {"ckpt-sqrt", "2ps:4", "overl:4", "2ps-h", "overl-h", "vdnn-all", "vdnn-conv"};
+    for (size_t p = 0; p < sizeof lower_plans / sizeof *lower_plans; p++) {
+        if (plan_parse(&pl, &n, lower_plans[p], &e) || sim_run(&n, &pl, &cfg, &sim_device_cpu, &r, NULL, &e)) {
+            FAIL("%s: %s", lower_plans[p], e.msg);
+            continue;
+        }
+        plan_free(&pl);
+        if (r.replay.peak >= base.replay.peak) FAIL("%s peak %lld not below layer %lld", lower_plans[p], (long long)r.replay.peak, (long long)base.replay.peak);
+        else printf("ok   %-10s peak below layer by %.1f%%\n", lower_plans[p], 100.0 * (1 - (double)r.replay.peak / (double)base.replay.peak));
+        bool offl = !strncmp(lower_plans[p], "vdnn", 4), twops = !strncmp(lower_plans[p], "2ps", 3);
+        if (offl != (r.replay.max[MEM_HOST] > 0)) FAIL("%s host bytes %lld", lower_plans[p], (long long)r.replay.max[MEM_HOST]);
+        if (twops != (r.replay.max[MEM_BOUNDARY] > 0)) FAIL("%s boundary bytes %lld", lower_plans[p], (long long)r.replay.max[MEM_BOUNDARY]);
+    }
+    net_free(&n);
+    printf("%s\n", failures ? "FAILED" : "all schedule checks passed");
+    return failures != 0;
+}
