@@ -1,0 +1,115 @@
+/* cli: see cli.h. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+int cli_fail(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "lrcnn %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return CLI_USAGE;
+}
+
+int cli_opt(int argc, char **argv, int *i, const char *name, const char **val)
+{
+    size_t n = strlen(name);
+    const char *a = argv[*i];
+    if (strncmp(a, name, n)) return 0;
+    if (a[n] == '=') {
+        *val = a + n + 1;
+        return 1;
+    }
+    if (a[n]) return 0;
+    if (*i + 1 >= argc) return -1;
+    *val = argv[++*i];
+    return 1;
+}
+
+int cli_parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+int cli_parse_bytes(const char *s, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || !(v > 0)) return -1;
+    static const struct { const char *suffix; double mult; } units[] = {
+        {"", 1}, {"B", 1}, {"K", 1e3}, {"KB", 1e3}, {"M", 1e6}, {"MB", 1e6}, {"G", 1e9}, {"GB", 1e9}, {"T", 1e12},
+        {"TB", 1e12}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+    };
+    for (size_t u = 0; u < sizeof units / sizeof *units; u++)
+        if (!strcasecmp(end, units[u].suffix) && (strlen(end) < 3 || !strcmp(end + 1, "iB"))) {
+            double b = v * units[u].mult;
+            if (b > 9.2e18) return -1;
+            *out = (int64_t)b;
+            return 0;
+        }
+    return -1;
+}
+
+const char *cli_fmt_bytes(int64_t b, char *buf, size_t len)
+{
+    static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int k = 0;
+    while ((v >= 1024.0 || v <= -1024.0) && k < 4) v /= 1024.0, k++;
+    if (k == 0) snprintf(buf, len, "%lld B", (long long)b);
+    else snprintf(buf, len, "%.*f %s", v >= 100 || v <= -100 ? 1 : 2, v, u[k]);
+    return buf;
+}
+
+int cli_parse_optimizer(const char *s, sched_optimizer *o)
+{
+    if (!strcmp(s, "sgd")) *o = SCHED_SGD;
+    else if (!strcmp(s, "adam")) *o = SCHED_ADAM;
+    else return -1;
+    return 0;
+}
+
+const char *cli_optimizer_name(sched_optimizer o) { return o == SCHED_ADAM ? "adam" : "sgd"; }
+
+void cli_progress(const char *what, int k, int n)
+{
+    if (!isatty(STDERR_FILENO)) return;
+    fprintf(stderr, "\r  %s %d/%d", what, k, n);
+    if (k >= n) fputc('\n', stderr);
+    fflush(stderr);
+}
+
+int cli_load_net(net *n, const char *name, int image, err *e)
+{
+    if (net_load_named(n, name, e)) return -1;
+    if (image > 0 && net_set_input(n, image, image, e)) {
+        net_free(n);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_simulate(const net *n, const char *plan_text, const sched_cfg *cfg, const sim_device *d, sim_result *r,
+                 char *resolved, size_t len, int64_t **timeline, err *e)
+{
+    plan p;
+    if (plan_parse(&p, n, plan_text, e)) return -1;
+    if (resolved) plan_describe(&p, n, resolved, len);
+    int rc = sim_run(n, &p, cfg, d, r, timeline, e);
+    plan_free(&p);
+    return rc;
+}

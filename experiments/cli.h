@@ -1,0 +1,38 @@
+/* cli: what every subcommand shares: option scanning, byte sizes in and out, the one-line usage
+ * error (exit 2), progress on terminals, and loading a (net, plan, config) triple. */
+#ifndef LRCNN_CLI_H
+#define LRCNN_CLI_H
+
+#include "sim.h"
+
+enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
+
+/* Prints "lrcnn CMD: message" on stderr and returns CLI_USAGE. */
+int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Matches argv[*i] against "--name VALUE" or "--name=VALUE"; advances *i past the value.
+ * Returns 1 on a match (value in *val), 0 if not this option, -1 if the value is missing. */
+int cli_opt(int argc, char **argv, int *i, const char *name, const char **val);
+
+int cli_parse_int(const char *s, int lo, int hi, int *out);
+/* "16GiB", "12G", "500MB", "80e9", "1048576": KiB/MiB/GiB/TiB are binary, K/M/G/T (and KB, MB,
+ * GB, TB) decimal. */
+int cli_parse_bytes(const char *s, int64_t *out);
+/* "1.23 GiB" (binary units, 3 significant digits) into buf. */
+const char *cli_fmt_bytes(int64_t b, char *buf, size_t len);
+
+int cli_parse_optimizer(const char *s, sched_optimizer *o);
+const char *cli_optimizer_name(sched_optimizer o);
+
+/* Progress "\r  what k/n" on stderr, only when stderr is a terminal; k == n ends the line. */
+void cli_progress(const char *what, int k, int n);
+
+/* A net at an input size. image 0 keeps the net file's size. */
+int cli_load_net(net *n, const char *name, int image, err *e);
+
+/* Parses plan_text for n and simulates it; resolved (optional) receives plan_describe(),
+ * timeline (optional) a malloc'd array of r->n_steps device-byte values. */
+int cli_simulate(const net *n, const char *plan_text, const sched_cfg *cfg, const sim_device *d, sim_result *r,
+                 char *resolved, size_t len, int64_t **timeline, err *e);
+
+#endif

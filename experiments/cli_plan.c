@@ -1,0 +1,139 @@
+/* lrcnn plan: the largest batch (--max-batch) or square input (--max-image) whose predicted peak
+ * fits a memory budget, for each plan. The budget is compared with the replay peak (the engine's
+ * allocated bytes); peaks grow monotonically with batch and input size, so a doubling search
+ * followed by bisection finds the boundary. */
+#include <string.h>
+
+#include "cli.h"
+
+static const char *usage =
+    "usage: lrcnn plan --budget BYTES --net NET (--max-batch | --max-image) [--plan PLANS]\n"
+    "                  [--image S] [--batch N] [--optimizer sgd|adam] [--bn MODE]\n"
+    "\n"
+    "For each plan, the largest batch (at --image, default the net's) or the largest square input (at\n"
+    "--batch, default 8) whose predicted peak (replay) fits BYTES (16GiB, 12G, 80e9 ...).\n"
+    "\n"
+    "example: lrcnn plan --max-batch --budget 12GiB --net vgg16 --plan layer,2ps:6,overl-h\n";
+
+typedef struct {
+    const char *net_name, *plan_text;
+    int image, batch;
+    sched_cfg cfg;
+    int64_t budget;
+    int64_t peak; /* of the last fitting probe */
+} probe;
+
+/* 1: fits, 0: does not fit, -1: the configuration is invalid (e.g. too few rows for the bands). */
+static int fits(probe *pr, int image, int batch)
+{
+    err e;
+    net n;
+    if (cli_load_net(&n, pr->net_name, image, &e)) return -1;
+    sched_cfg cfg = pr->cfg;
+    cfg.batch = batch;
+    sim_result r;
+    int rc = cli_simulate(&n, pr->plan_text, &cfg, &sim_device_cpu, &r, NULL, 0, NULL, &e);
+    net_free(&n);
+    if (rc) return -1;
+    if (r.replay.peak > pr->budget) return 0;
+    pr->peak = r.replay.peak;
+    return 1;
+}
+
+/* Largest x in [lo, cap] with ok(x) == 1, assuming ok is monotone (invalid counts as "not yet"
+ * below the first valid x and as "no" above it). Returns 0 if none. */
+static int search(probe *pr, bool by_image, int cap)
+{
+    int x = 1, last_ok = 0, first_bad = cap + 1;
+    bool seen_valid = false;
+    while (x <= cap) {
+        int f = by_image ? fits(pr, x, pr->batch) : fits(pr, pr->image, x);
+        if (f == 1) last_ok = x, seen_valid = true;
+        else if (f == 0 || seen_valid) { first_bad = x; break; }
+        if (x == cap) break;
+        x = x * 2 > cap ? cap : x * 2;
+    }
+    if (!last_ok) {
+        if (!by_image || first_bad > cap) return 0;
+        /* inputs below the first fitting power of two were invalid; scan the gap coarsely */
+        for (int y = first_bad / 2 + 1; y < first_bad; y++)
+            if (fits(pr, y, pr->batch) == 1) { last_ok = y; break; }
+        if (!last_ok) return 0;
+    }
+    int lo = last_ok, hi = first_bad; /* lo fits, hi does not */
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        if ((by_image ? fits(pr, mid, pr->batch) : fits(pr, pr->image, mid)) == 1) lo = mid;
+        else hi = mid;
+    }
+    if (by_image) fits(pr, lo, pr->batch);
+    else fits(pr, pr->image, lo);
+    return lo;
+}
+
+int cli_plan(int argc, char **argv)
+{
+    const char *plans = "layer,ckpt-sqrt,vdnn-all,vdnn-conv,2ps:4,overl:4,2ps-h,overl-h", *budget = NULL, *bn = NULL, *v;
+    probe pr = {.batch = 8, .cfg = {.batch = 8, .optimizer = SCHED_ADAM}};
+    int mode = 0, got;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
+        if (!strcmp(argv[i], "--max-batch")) { mode = mode ? -1 : 1; continue; }
+        if (!strcmp(argv[i], "--max-image")) { mode = mode ? -1 : 2; continue; }
+        if ((got = cli_opt(argc, argv, &i, "--net", &v)) > 0) pr.net_name = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--plan", &v)) > 0) plans = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--budget", &v)) > 0) budget = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--bn", &v)) > 0) bn = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--image", &v)) > 0) {
+            if (cli_parse_int(v, 1, 1 << 16, &pr.image)) return cli_fail("plan", "--image %s: expected an integer 1..65536", v);
+        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--batch", &v)) > 0) {
+            if (cli_parse_int(v, 1, 1 << 20, &pr.batch)) return cli_fail("plan", "--batch %s: expected an integer 1..1048576", v);
+        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--optimizer", &v)) > 0) {
+            if (cli_parse_optimizer(v, &pr.cfg.optimizer)) return cli_fail("plan", "--optimizer %s: expected sgd or adam", v);
+        }
+        if (got < 0) return cli_fail("plan", "%s needs a value (see lrcnn plan --help)", argv[i]);
+        if (got == 0) return cli_fail("plan", "unknown argument '%s' (see lrcnn plan --help)", argv[i]);
+    }
+    if (mode <= 0) return cli_fail("plan", "say --max-batch or --max-image (one of them)");
+    if (!budget) return cli_fail("plan", "--budget is required (e.g. --budget 16GiB)");
+    if (cli_parse_bytes(budget, &pr.budget)) return cli_fail("plan", "--budget %s: expected bytes like 16GiB, 12G, 80e9", budget);
+    if (!pr.net_name) return cli_fail("plan", "--net is required");
+    err e;
+    net n;
+    if (cli_load_net(&n, pr.net_name, pr.image, &e)) return cli_fail("plan", "%s", e.msg);
+    if (!pr.image) pr.image = n.layers[0].h;
+    char **items;
+    int count;
+    if (plan_list_expand(plans, &items, &count, &e)) {
+        net_free(&n);
+        return cli_fail("plan", "--plan: %s", e.msg);
+    }
+    char texts[64][300];
+    if (count > 64) count = 64;
+    for (int k = 0; k < count; k++) {
+        plan p;
+        snprintf(texts[k], sizeof texts[k], "%s%s%s", items[k], bn ? " bn=" : "", bn ? bn : "");
+        if (mode == 1 && plan_parse(&p, &n, texts[k], &e)) {
+            plan_list_free(items, count);
+            net_free(&n);
+            return cli_fail("plan", "%s", e.msg);
+        }
+        if (mode == 1) plan_free(&p);
+    }
+    char a[32], b[32];
+    printf("%s, budget %s, %s, %s\n\n", n.name, cli_fmt_bytes(pr.budget, a, sizeof a), cli_optimizer_name(pr.cfg.optimizer),
+           mode == 1 ? "largest batch" : "largest square input");
+    printf("  %-18s %12s %14s\n", "plan", mode == 1 ? "max batch" : "max image", "peak there");
+    for (int k = 0; k < count; k++) {
+        pr.plan_text = texts[k];
+        pr.peak = 0;
+        int best = mode == 1 ? search(&pr, false, 1 << 20) : search(&pr, true, 1 << 15);
+        if (best) printf("  %-18s %12d %14s\n", items[k], best, cli_fmt_bytes(pr.peak, b, sizeof b));
+        else printf("  %-18s %12s %14s\n", items[k], "none", "-");
+    }
+    printf("\n  peak = replay prediction (engine-allocated bytes) at %s %d\n", mode == 1 ? "image" : "batch",
+           mode == 1 ? pr.image : pr.batch);
+    plan_list_free(items, count);
+    net_free(&n);
+    return CLI_OK;
+}

@@ -1,0 +1,149 @@
+/* lrcnn sim: predict one or more plans for one configuration and print them. One plan prints the
+ * breakdown by category for both models; several print one summary row each, with reduction and
+ * FLOPs overhead against `layer` computed in the same run. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "h5.h"
+
+static const char *usage =
+    "usage: lrcnn sim --net NET [--plan PLANS] [--batch N] [--image S] [--optimizer sgd|adam]\n"
+    "                 [--bn auto|train|frozen|per-band] [--device cpu|h100] [-o FILE.h5 [--force]]\n"
+    "\n"
+    "Predicts peak memory (by category) and compute for each plan: 'replay' walks the lowered schedule\n"
+    "(the engine's allocated bytes, exactly), 'closed' evaluates the closed-form equations of\n"
+    "paper/model.md. PLANS is a comma-separated list; ranges expand (2ps:2..8).\n"
+    "Presets: layer ckpt-sqrt ckpt:K vdnn-all vdnn-conv 2ps:R overl:R 2ps-h[:R] overl-h[:R];\n"
+    "custom plans: sim/PLANS.md. Defaults: --plan layer --batch 8 --optimizer adam --bn auto --device cpu.\n"
+    "\n"
+    "example: lrcnn sim --net vgg16 --batch 8 --image 224 --plan 2ps:6\n";
+
+static void print_breakdown(const net *n, const sched_cfg *cfg, const char *text, const char *resolved, const sim_result *r)
+{
+    char a[32], b[32], c[32];
+    printf("%s @ %dx%d, batch %d, %s, plan %s\n  %s\n\n", n->name, n->layers[0].h, n->layers[0].w, cfg->batch,
+           cli_optimizer_name(cfg->optimizer), text, resolved);
+    printf("  %-14s %14s %14s %14s\n", "category", "replay@peak", "closed@peak", "replay max");
+    for (int k = 0; k < MEM_NCAT; k++)
+        printf("  %-14s %14s %14s %14s\n", mem_cat_name((mem_cat)k), cli_fmt_bytes(r->replay.at_peak[k], a, sizeof a),
+               cli_fmt_bytes(r->closed.at_peak[k], b, sizeof b), cli_fmt_bytes(r->replay.max[k], c, sizeof c));
+    double err = r->replay.peak ? 100.0 * (double)(r->closed.peak - r->replay.peak) / (double)r->replay.peak : 0;
+    printf("  %-14s %14s %14s   (closed vs replay %+.1f%%)\n", "peak (device)", cli_fmt_bytes(r->replay.peak, a, sizeof a),
+           cli_fmt_bytes(r->closed.peak, b, sizeof b), err);
+    printf("  FLOPs %.4g G (fwd+bwd incl. recompute), time %.4g ms on the device profile, %d steps\n", r->flops / 1e9,
+           r->time_us / 1e3, r->n_steps);
+}
+
+int cli_sim(int argc, char **argv)
+{
+    const char *net_name = NULL, *plans = "layer", *out = NULL, *bn = NULL, *dev = "cpu", *v;
+    int image = 0, force = 0, got;
+    sched_cfg cfg = {.batch = 8, .optimizer = SCHED_ADAM};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
+        if (!strcmp(argv[i], "--force")) { force = 1; continue; }
+        if ((got = cli_opt(argc, argv, &i, "--net", &v)) > 0) net_name = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--plan", &v)) > 0) plans = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--bn", &v)) > 0) bn = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--device", &v)) > 0) dev = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "-o", &v)) > 0) out = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--batch", &v)) > 0) {
+            if (cli_parse_int(v, 1, 1 << 20, &cfg.batch)) return cli_fail("sim", "--batch %s: expected an integer 1..1048576", v);
+        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--image", &v)) > 0) {
+            if (cli_parse_int(v, 1, 1 << 16, &image)) return cli_fail("sim", "--image %s: expected an integer 1..65536", v);
+        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--optimizer", &v)) > 0) {
+            if (cli_parse_optimizer(v, &cfg.optimizer)) return cli_fail("sim", "--optimizer %s: expected sgd or adam", v);
+        }
+        if (got < 0) return cli_fail("sim", "%s needs a value (see lrcnn sim --help)", argv[i]);
+        if (got == 0) return cli_fail("sim", "unknown argument '%s' (see lrcnn sim --help)", argv[i]);
+    }
+    if (!net_name) return cli_fail("sim", "--net is required (e.g. --net vgg16; see lrcnn sim --help)");
+    const sim_device *d = sim_device_find(dev);
+    if (!d) return cli_fail("sim", "--device %s: expected cpu or h100", dev);
+    err e;
+    net n;
+    if (cli_load_net(&n, net_name, image, &e)) return cli_fail("sim", "%s", e.msg);
+    char **items;
+    int count, rc = CLI_OK;
+    if (plan_list_expand(plans, &items, &count, &e)) {
+        net_free(&n);
+        return cli_fail("sim", "--plan: %s", e.msg);
+    }
+    /* validate every plan before doing anything, so bad input writes nothing */
+    char text[300];
+    for (int k = 0; k < count; k++) {
+        plan p;
+        snprintf(text, sizeof text, "%s%s%s", items[k], bn ? " bn=" : "", bn ? bn : "");
+        if (plan_parse(&p, &n, text, &e)) {
+            rc = cli_fail("sim", "%s", e.msg);
+            goto done;
+        }
+        plan_free(&p);
+    }
+    h5_file *f = NULL;
+    if (out && h5_create(&f, out, force, &e)) {
+        rc = cli_fail("sim", "%s", e.msg);
+        goto done;
+    }
+    sim_result base;
+    snprintf(text, sizeof text, "layer%s%s", bn ? " bn=" : "", bn ? bn : "");
+    if (cli_simulate(&n, text, &cfg, d, &base, NULL, 0, NULL, &e)) {
+        rc = cli_fail("sim", "%s", e.msg);
+        goto done_file;
+    }
+    if (count > 1) {
+        printf("%s @ %dx%d, batch %d, %s, device profile %s\n\n", n.name, n.layers[0].h, n.layers[0].w, cfg.batch,
+               cli_optimizer_name(cfg.optimizer), d->name);
+        printf("  %-16s %12s %12s %8s %10s %12s %9s\n", "plan", "replay peak", "closed peak", "closed", "vs layer",
+               "FLOPs", "vs layer");
+    }
+    for (int k = 0; k < count; k++) {
+        sim_result r;
+        char resolved[1024], a[32], b[32];
+        int64_t *tl = NULL;
+        snprintf(text, sizeof text, "%s%s%s", items[k], bn ? " bn=" : "", bn ? bn : "");
+        if (cli_simulate(&n, text, &cfg, d, &r, resolved, sizeof resolved, f ? &tl : NULL, &e)) {
+            rc = cli_fail("sim", "%s", e.msg);
+            goto done_file;
+        }
+        if (count == 1) {
+            print_breakdown(&n, &cfg, text, resolved, &r);
+        } else {
+            double cerr = 100.0 * (double)(r.closed.peak - r.replay.peak) / (double)r.replay.peak;
+            double red = 100.0 * (1.0 - (double)r.replay.peak / (double)base.replay.peak);
+            printf("  %-16s %12s %12s %+7.1f%% %9.1f%% %10.4gG %8.3fx\n", items[k], cli_fmt_bytes(r.replay.peak, a, sizeof a),
+                   cli_fmt_bytes(r.closed.peak, b, sizeof b), cerr, red, r.flops / 1e9, r.flops / base.flops);
+        }
+        if (f) {
+            plan p;
+            plan_parse(&p, &n, text, &e);
+            int fp = 0, bp = 0;
+            for (int s = 0; s < p.n_seg && !fp; s++)
+                if (p.segs[s].mode == PLAN_ROWS) fp = p.segs[s].fp, bp = p.segs[s].bp;
+            h5_run run = {.kind = "sim", .net = n.name, .net_path = n.path, .image_h = n.layers[0].h, .image_w = n.layers[0].w,
+                          .batch = cfg.batch, .plan = items[k], .plan_resolved = resolved,
+                          .optimizer = cli_optimizer_name(cfg.optimizer), .bn = plan_bn_name(p.bn), .device = d->name,
+                          .fp_bands = fp, .bp_bands = bp, .sim = &r, .timeline = tl, .n_timeline = r.n_steps, .layers = &n};
+            plan_free(&p);
+            int wrc = h5_write_run(f, &run, &e);
+            free(tl);
+            if (wrc) {
+                rc = cli_fail("sim", "%s", e.msg);
+                goto done_file;
+            }
+        }
+    }
+    if (count > 1) printf("\n  reduction and FLOPs are against 'layer' (%s replay peak); closed = closed-form error vs replay\n",
+                          cli_fmt_bytes(base.replay.peak, text, sizeof text));
+done_file:
+    if (f) {
+        if (rc) h5_abort(f);
+        else if (h5_close(f, &e)) rc = cli_fail("sim", "%s", e.msg);
+        else fprintf(stderr, "wrote %s\n", out);
+    }
+done:
+    plan_list_free(items, count);
+    net_free(&n);
+    return rc;
+}

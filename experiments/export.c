@@ -1,0 +1,440 @@
+/* export: a result file as TSV tables (h5_export in h5.h; the layout is results/SCHEMA.md).
+ *
+ * Reads with the HDF5 C API exactly what the tables need and checks each object's class and
+ * shape before reading it, so a foreign or damaged file gives one line naming the object rather
+ * than a conversion error. Category names come from the file's own `categories`, not from this
+ * build. Numbers round-trip: int64 as %lld, float64 as %.17g. Strings have tabs and newlines
+ * replaced by spaces (they are names and plan texts; nothing is lost in practice).
+ *
+ * Every table is written to "<name>.tmp"; the .tmp files are renamed only when all are complete,
+ * and removed on any failure, so a failed export leaves no new table behind. Without a directory
+ * the runs table is built in memory and goes to stdout only once complete, for the same reason.
+ * Not done here: the layers table and the per-category maxima (read them with h5py). */
+#include "h5.h"
+
+#include <errno.h>
+#include <hdf5.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = err_calloc(n, 1);
+    memcpy(d, s, n);
+    return d;
+}
+
+/* --- typed reads -------------------------------------------------------------------------------- */
+
+typedef enum { RD_INT, RD_F64, RD_STR } rd_kind;
+static const H5T_class_t rd_class[] = {H5T_INTEGER, H5T_FLOAT, H5T_STRING};
+static const char *rd_what[] = {"an integer", "a float", "a string"};
+static const char *rd_noun[] = {"integer", "float", "string"};
+
+/* The string of type t in scalar attribute a (fixed or variable length) into *out (malloc'd). */
+static int read_str(hid_t a, hid_t t, char **out, err *e)
+{
+    int rc = -1;
+    hid_t mt = H5I_INVALID_HID;
+    char *fixed = NULL;
+    htri_t var;
+    H5T_cset_t cset;
+    H5_CHECK(var = H5Tis_variable_str(t));
+    H5_CHECK(cset = H5Tget_cset(t));
+    H5_CHECK(mt = H5Tcopy(H5T_C_S1));
+    H5_CHECK(H5Tset_cset(mt, cset));
+    if (var) {
+        char *s = NULL;
+        H5_CHECK(H5Tset_size(mt, H5T_VARIABLE));
+        H5_CHECK(H5Aread(a, mt, &s));
+        *out = dup_str(s ? s : "");
+        H5free_memory(s);
+    } else {
+        size_t n = H5Tget_size(t);
+        fixed = err_calloc(n + 1, 1);
+        H5_CHECK(H5Tset_size(mt, n + 1));
+        H5_CHECK(H5Tset_strpad(mt, H5T_STR_NULLTERM));
+        H5_CHECK(H5Aread(a, mt, fixed));
+        *out = fixed;
+        fixed = NULL;
+    }
+    rc = 0;
+cleanup:
+    free(fixed);
+    if (mt >= 0) H5Tclose(mt);
+    return rc;
+}
+
+/* Scalar attribute `name` of loc (described as `where` in messages) into *(int64_t *), *(double *)
+ * or *(char **) (malloc'd) by kind. */
+static int read_attr(hid_t loc, const char *where, const char *name, rd_kind k, void *out, err *e)
+{
+    int rc = -1;
+    hid_t a = H5I_INVALID_HID, t = H5I_INVALID_HID, sp = H5I_INVALID_HID;
+    htri_t exists;
+    H5T_class_t cls;
+    hssize_t n;
+    H5_CHECK(exists = H5Aexists(loc, name));
+    if (!exists) {
+        err_set(e, "%s: missing attribute %s", where, name);
+        goto cleanup;
+    }
+    H5_CHECK(a = H5Aopen(loc, name, H5P_DEFAULT));
+    H5_CHECK(t = H5Aget_type(a));
+    H5_CHECK(sp = H5Aget_space(a));
+    H5_CHECK(cls = H5Tget_class(t));
+    H5_CHECK(n = H5Sget_simple_extent_npoints(sp));
+    if (cls != rd_class[k] || n != 1) {
+        err_set(e, "%s: attribute %s is not %s scalar", where, name, rd_what[k]);
+        goto cleanup;
+    }
+    if (k == RD_INT) H5_CHECK(H5Aread(a, H5T_NATIVE_INT64, out));
+    else if (k == RD_F64) H5_CHECK(H5Aread(a, H5T_NATIVE_DOUBLE, out));
+    else H5_TRY(read_str(a, t, out, e));
+    rc = 0;
+cleanup:
+    if (sp >= 0) H5Sclose(sp);
+    if (t >= 0) H5Tclose(t);
+    if (a >= 0) H5Aclose(a);
+    return rc;
+}
+
+/* Opens loc/name, which must exist and be a group (want_dataset false) or a dataset. */
+static int open_obj(hid_t loc, const char *where, const char *name, bool want_dataset, hid_t *o, err *e)
+{
+    htri_t exists;
+    H5_CHECK(exists = H5Lexists(loc, name, H5P_DEFAULT));
+    if (!exists) return err_set(e, "%s/%s: missing", where, name);
+    H5_CHECK(*o = H5Oopen(loc, name, H5P_DEFAULT));
+    if (H5Iget_type(*o) != (want_dataset ? H5I_DATASET : H5I_GROUP)) {
+        H5Oclose(*o);
+        *o = H5I_INVALID_HID;
+        return err_set(e, "%s/%s: not a %s", where, name, want_dataset ? "dataset" : "group");
+    }
+    return 0;
+cleanup:
+    return -1;
+}
+
+/* 1-d dataset loc/name of class cls; its length in *n (checked against want when want > 0).
+ * Returns the open dataset in *d. */
+static int open_vec(hid_t loc, const char *where, const char *name, rd_kind k, hsize_t want, hid_t *d, hsize_t *n,
+                    err *e)
+{
+    int rc = -1;
+    hid_t t = H5I_INVALID_HID, sp = H5I_INVALID_HID;
+    H5T_class_t cls;
+    int rank;
+    H5_TRY(open_obj(loc, where, name, true, d, e));
+    H5_CHECK(t = H5Dget_type(*d));
+    H5_CHECK(sp = H5Dget_space(*d));
+    H5_CHECK(cls = H5Tget_class(t));
+    H5_CHECK(rank = H5Sget_simple_extent_ndims(sp));
+    if (rank == 1) H5_CHECK(H5Sget_simple_extent_dims(sp, n, NULL));
+    if (cls != rd_class[k] || rank != 1) {
+        err_set(e, "%s/%s: not a 1-d dataset of %s values", where, name, rd_noun[k]);
+        goto cleanup;
+    }
+    if (want > 0 && *n != want) {
+        err_set(e, "%s/%s: %llu values, expected %llu", where, name, (unsigned long long)*n,
+                (unsigned long long)want);
+        goto cleanup;
+    }
+    if (k == RD_STR) {
+        htri_t var;
+        H5_CHECK(var = H5Tis_variable_str(t));
+        if (!var) {
+            err_set(e, "%s/%s: not variable-length strings", where, name);
+            goto cleanup;
+        }
+    }
+    rc = 0;
+cleanup:
+    if (sp >= 0) H5Sclose(sp);
+    if (t >= 0) H5Tclose(t);
+    if (rc < 0 && *d >= 0) {
+        H5Dclose(*d);
+        *d = H5I_INVALID_HID;
+    }
+    return rc;
+}
+
+/* int64 vector (malloc'd into *v) of want values, or any length when want is 0. */
+static int read_i64s(hid_t loc, const char *where, const char *name, hsize_t want, int64_t **v, hsize_t *n,
+                     err *e)
+{
+    int rc = -1;
+    hid_t d = H5I_INVALID_HID;
+    *v = NULL;
+    H5_TRY(open_vec(loc, where, name, RD_INT, want, &d, n, e));
+    *v = err_calloc(*n, sizeof **v);
+    H5_CHECK(H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, *v));
+    rc = 0;
+cleanup:
+    if (d >= 0) H5Dclose(d);
+    if (rc < 0) {
+        free(*v);
+        *v = NULL;
+    }
+    return rc;
+}
+
+/* The file's category names (malloc'd array of malloc'd strings). */
+static int read_categories(hid_t f, const char *where, char ***cats, int *ncat, err *e)
+{
+    int rc = -1;
+    hid_t d = H5I_INVALID_HID, mt = H5I_INVALID_HID;
+    hsize_t n = 0;
+    char **raw = NULL;
+    H5_TRY(open_vec(f, where, "categories", RD_STR, 0, &d, &n, e));
+    raw = err_calloc(n, sizeof *raw);
+    H5_CHECK(mt = H5Tcopy(H5T_C_S1));
+    H5_CHECK(H5Tset_size(mt, H5T_VARIABLE));
+    H5_CHECK(H5Tset_cset(mt, H5T_CSET_UTF8));
+    H5_CHECK(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw));
+    *cats = err_calloc(n, sizeof **cats);
+    *ncat = (int)n;
+    for (hsize_t i = 0; i < n; i++) {
+        (*cats)[i] = dup_str(raw[i] ? raw[i] : "");
+        H5free_memory(raw[i]);
+    }
+    rc = 0;
+cleanup:
+    free(raw);
+    if (mt >= 0) H5Tclose(mt);
+    if (d >= 0) H5Dclose(d);
+    return rc;
+}
+
+/* --- tables ------------------------------------------------------------------------------------- */
+
+typedef struct {
+    char *tmp, *final;
+    char note[64]; /* for the log: "(3 runs)" */
+} table;
+
+typedef struct {
+    const char *dir; /* NULL: the runs table goes to stdout, no other table */
+    table *t;
+    int n;
+} tables;
+
+/* Opens "<dir>/<name>.tmp" and records it. */
+static FILE *table_open(tables *ts, const char *name, err *e)
+{
+    size_t dl = strlen(ts->dir), len = dl + strlen(name) + 8;
+    const char *sep = dl && ts->dir[dl - 1] == '/' ? "" : "/";
+    table *t;
+    ts->t = err_realloc(ts->t, (size_t)(ts->n + 1) * sizeof *ts->t);
+    t = &ts->t[ts->n++];
+    t->final = err_calloc(len, 1);
+    t->tmp = err_calloc(len, 1);
+    t->note[0] = '\0';
+    snprintf(t->final, len, "%s%s%s", ts->dir, sep, name);
+    snprintf(t->tmp, len, "%s.tmp", t->final);
+    FILE *fp = fopen(t->tmp, "w");
+    if (!fp) err_set(e, "cannot write %s: %s", t->tmp, strerror(errno));
+    return fp;
+}
+
+/* Closes fp, reporting a failed write on any earlier fprintf. */
+static int table_close(FILE *fp, const char *name, err *e)
+{
+    int bad = ferror(fp);
+    bad |= fclose(fp) != 0;
+    if (bad) return err_set(e, "%s: write failed: %s", name, strerror(errno));
+    return 0;
+}
+
+static void put_str(FILE *fp, const char *s)
+{
+    fputc('\t', fp);
+    for (; *s; s++) fputc(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s, fp);
+}
+
+static void put_i64(FILE *fp, int64_t v) { fprintf(fp, "\t%lld", (long long)v); }
+
+/* timeline_<run>.tsv: step, device bytes after it. */
+static int write_timeline(tables *ts, hid_t g, const char *where, const char *run, err *e)
+{
+    int rc = -1;
+    int64_t *v = NULL;
+    hsize_t n = 0;
+    FILE *fp = NULL;
+    char name[64];
+    H5_TRY(read_i64s(g, where, "timeline", 0, &v, &n, e));
+    snprintf(name, sizeof name, "timeline_%.40s.tsv", run);
+    if (!(fp = table_open(ts, name, e))) goto cleanup;
+    fprintf(fp, "step\tbytes\n");
+    for (hsize_t i = 0; i < n; i++) fprintf(fp, "%llu\t%lld\n", (unsigned long long)i, (long long)v[i]);
+    snprintf(ts->t[ts->n - 1].note, sizeof ts->t[0].note, "(%llu steps)", (unsigned long long)n);
+    rc = table_close(fp, ts->t[ts->n - 1].tmp, e);
+cleanup:
+    free(v);
+    return rc;
+}
+
+/* One row of runs.tsv (columns as in h5_export's header). */
+static int write_run(FILE *fp, tables *ts, hid_t runs, const char *path, const char *run, int ncat, err *e)
+{
+    static const char *str_cols[] = {"net", "image_h", "image_w", "batch", "plan", "optimizer", "bn",
+                                     "device", "fp_bands", "bp_bands"};
+    static const bool is_int[] = {false, true, true, true, false, false, false, false, true, true};
+    enum { NCOL = sizeof str_cols / sizeof str_cols[0] };
+    static const char *models[] = {"replay", "closed"};
+    int rc = -1;
+    hid_t g = H5I_INVALID_HID, pred = H5I_INVALID_HID, m[2] = {H5I_INVALID_HID, H5I_INVALID_HID};
+    char where[512], pwhere[560], mwhere[2][600];
+    char *s[NCOL] = {0};
+    int64_t iv[NCOL] = {0}, peak[2] = {0};
+    int64_t *at[2] = {NULL, NULL};
+    double flops = 0, time_us = 0;
+    hsize_t n;
+    htri_t has_timeline;
+
+    snprintf(where, sizeof where, "%s: /runs", path);
+    H5_TRY(open_obj(runs, where, run, false, &g, e));
+    snprintf(where, sizeof where, "%s: /runs/%s", path, run);
+    for (int c = 0; c < NCOL; c++)
+        H5_TRY(read_attr(g, where, str_cols[c], is_int[c] ? RD_INT : RD_STR, is_int[c] ? (void *)&iv[c] : &s[c], e));
+    H5_TRY(read_attr(g, where, "flops", RD_F64, &flops, e));
+    H5_TRY(read_attr(g, where, "time_us", RD_F64, &time_us, e));
+    H5_TRY(open_obj(g, where, "prediction", false, &pred, e));
+    snprintf(pwhere, sizeof pwhere, "%s/prediction", where);
+    for (int k = 0; k < 2; k++) {
+        H5_TRY(open_obj(pred, pwhere, models[k], false, &m[k], e));
+        snprintf(mwhere[k], sizeof mwhere[k], "%s/%s", pwhere, models[k]);
+        H5_TRY(read_attr(m[k], mwhere[k], "peak", RD_INT, &peak[k], e));
+        H5_TRY(read_i64s(m[k], mwhere[k], "at_peak", (hsize_t)ncat, &at[k], &n, e));
+    }
+    H5_CHECK(has_timeline = H5Lexists(g, "timeline", H5P_DEFAULT));
+    if (has_timeline && ts->dir) H5_TRY(write_timeline(ts, g, where, run, e));
+
+    fputs(run, fp);
+    for (int c = 0; c < NCOL; c++) {
+        if (is_int[c]) put_i64(fp, iv[c]);
+        else put_str(fp, s[c]);
+    }
+    put_i64(fp, peak[0]);
+    put_i64(fp, peak[1]);
+    for (int k = 0; k < 2; k++)
+        for (int c = 0; c < ncat; c++) put_i64(fp, at[k][c]);
+    fprintf(fp, "\t%.17g\t%.17g\n", flops, time_us);
+    rc = 0;
+cleanup:
+    for (int c = 0; c < NCOL; c++) free(s[c]);
+    for (int k = 0; k < 2; k++) {
+        free(at[k]);
+        if (m[k] >= 0) H5Oclose(m[k]);
+    }
+    if (pred >= 0) H5Oclose(pred);
+    if (g >= 0) H5Oclose(g);
+    return rc;
+}
+
+static int make_dir(const char *dir, err *e)
+{
+    struct stat st;
+    if (stat(dir, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) return err_set(e, "%s: not a directory", dir);
+        return 0;
+    }
+    if (mkdir(dir, 0777) != 0) return err_set(e, "cannot create directory %s: %s", dir, strerror(errno));
+    return 0;
+}
+
+int h5_export(const char *path, const char *out_dir, FILE *log, err *e)
+{
+    int rc = -1, ncat = 0;
+    hid_t f = H5I_INVALID_HID, runs = H5I_INVALID_HID;
+    char **cats = NULL;
+    FILE *fp = NULL;
+    char *mem = NULL; /* the runs table when it goes to stdout */
+    size_t mem_len = 0;
+    tables ts = {out_dir, NULL, 0};
+    int64_t version = 0;
+    htri_t ok;
+    H5G_info_t info;
+    struct stat st;
+
+    if (stat(path, &st) != 0) return err_set(e, "%s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) return err_set(e, "%s: is a directory, not a result file", path);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (H5Fis_hdf5(path) <= 0) return err_set(e, "%s: not an HDF5 file", path);
+    H5_CHECK(f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT));
+    H5_CHECK(ok = H5Aexists(f, "schema_version"));
+    if (!ok) {
+        err_set(e, "%s: not an lrcnn result file (no schema_version)", path);
+        goto cleanup;
+    }
+    H5_TRY(read_attr(f, path, "schema_version", RD_INT, &version, e));
+    if (version < 1 || version > H5_SCHEMA_VERSION) {
+        err_set(e, "%s: schema_version %lld is not one this lrcnn reads (1..%d)", path, (long long)version,
+                H5_SCHEMA_VERSION);
+        goto cleanup;
+    }
+    H5_TRY(read_categories(f, path, &cats, &ncat, e));
+    H5_TRY(open_obj(f, path, "runs", false, &runs, e));
+    H5_CHECK(H5Gget_info(runs, &info));
+
+    if (out_dir) {
+        H5_TRY(make_dir(out_dir, e));
+        if (!(fp = table_open(&ts, "runs.tsv", e))) goto cleanup;
+    } else if (!(fp = open_memstream(&mem, &mem_len))) {
+        err_set(e, "open_memstream: %s", strerror(errno));
+        goto cleanup;
+    }
+    fprintf(fp, "run\tnet\timage_h\timage_w\tbatch\tplan\toptimizer\tbn\tdevice\tfp_bands\tbp_bands"
+                "\treplay_peak\tclosed_peak");
+    for (int k = 0; k < 2; k++)
+        for (int c = 0; c < ncat; c++) fprintf(fp, "\t%s_%s", k ? "closed" : "replay", cats[c]);
+    fprintf(fp, "\tflops\ttime_us\n");
+
+    /* Names are five digits, so name order is run order. */
+    for (hsize_t i = 0; i < info.nlinks; i++) {
+        char run[64];
+        ssize_t len;
+        H5_CHECK(len = H5Lget_name_by_idx(runs, ".", H5_INDEX_NAME, H5_ITER_INC, i, run, sizeof run, H5P_DEFAULT));
+        if ((size_t)len >= sizeof run) {
+            err_set(e, "%s: /runs: run name too long", path);
+            goto cleanup;
+        }
+        H5_TRY(write_run(fp, &ts, runs, path, run, ncat, e));
+    }
+    {
+        FILE *done = fp;
+        fp = NULL;
+        H5_TRY(table_close(done, out_dir ? ts.t[0].tmp : "the runs table", e));
+    }
+    if (out_dir) {
+        snprintf(ts.t[0].note, sizeof ts.t[0].note, "(%llu runs)", (unsigned long long)info.nlinks);
+    } else if (fwrite(mem, 1, mem_len, stdout) != mem_len || fflush(stdout) != 0) {
+        err_set(e, "stdout: write failed: %s", strerror(errno));
+        goto cleanup;
+    }
+
+    for (int i = 0; i < ts.n; i++) {
+        if (rename(ts.t[i].tmp, ts.t[i].final) != 0) {
+            err_set(e, "cannot rename %s to %s: %s", ts.t[i].tmp, ts.t[i].final, strerror(errno));
+            goto cleanup;
+        }
+        if (log) fprintf(log, "wrote %s %s\n", ts.t[i].final, ts.t[i].note);
+    }
+    if (!out_dir && log) fprintf(log, "wrote the runs table to stdout (%llu runs)\n", (unsigned long long)info.nlinks);
+    rc = 0;
+cleanup:
+    if (fp) fclose(fp);
+    free(mem);
+    for (int i = 0; i < ts.n; i++) {
+        if (rc < 0) remove(ts.t[i].tmp);
+        free(ts.t[i].tmp);
+        free(ts.t[i].final);
+    }
+    free(ts.t);
+    for (int c = 0; c < ncat; c++) free(cats[c]);
+    free(cats);
+    if (runs >= 0) H5Oclose(runs);
+    if (f >= 0) H5Fclose(f);
+    return rc;
+}

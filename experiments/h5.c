@@ -1,0 +1,424 @@
+/* h5: the result file writer (h5.h; the layout is results/SCHEMA.md, and tests/check_schema.py
+ * checks a file against it).
+ *
+ * Conventions: scalars are attributes, vectors and tables are datasets. Every string is a
+ * variable-length UTF-8 string (scalar attributes, the 1-d `categories` dataset, the `name` and
+ * `kind` fields of `layers`), which h5py reads as str. Counts and sizes given as int (image size,
+ * batch, bands, steps) are stored as int32; bytes as int64; FLOPs and microseconds as float64.
+ * Byte order is little-endian in the file whatever the host.
+ *
+ * Every HDF5 call goes through H5_CHECK; HDF5's own printing of its error stack is switched off,
+ * so a failure is reported once, in the err, with HDF5's message. The file is written as
+ * "<path>.tmp" and renamed by h5_close; h5_abort and every failure of h5_create remove the .tmp.
+ * Not done here: reading the file back (export.c). */
+#include "h5.h"
+
+#include <errno.h>
+#include <hdf5.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct h5_file {
+    hid_t file, runs;  /* the .tmp file and its group "runs" */
+    char *path, *tmp;
+    int n_runs;        /* the next run is "runs/%05d" */
+};
+
+#define H5_MAX_RUNS 100000 /* five digits */
+
+static char *command_line; /* h5_set_command; "" until then */
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = err_calloc(n, 1);
+    memcpy(d, s, n);
+    return d;
+}
+
+/* --- errors ------------------------------------------------------------------------------------- */
+
+typedef struct {
+    int n;
+    char top[160];   /* the failed API call's own description */
+    char inner[240]; /* the innermost one: usually the actual cause */
+} h5_stack;
+
+static herr_t stack_walk(unsigned n, const H5E_error2_t *d, void *data)
+{
+    h5_stack *s = data;
+    const char *desc = d->desc && *d->desc ? d->desc : d->func_name;
+    if (n == 0) snprintf(s->top, sizeof s->top, "%s", desc);
+    snprintf(s->inner, sizeof s->inner, "%s", desc);
+    s->n++;
+    return 0;
+}
+
+int h5_fail(err *e, const char *stmt, const char *func, const char *file, int line)
+{
+    h5_stack s = {0};
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, stack_walk, &s);
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    if (s.n == 0) return err_set(e, "%.120s failed in %s at %s:%d", stmt, func, base, line);
+    if (s.n == 1 || !strcmp(s.top, s.inner))
+        return err_set(e, "%.120s failed in %s at %s:%d: %s", stmt, func, base, line, s.top);
+    return err_set(e, "%.120s failed in %s at %s:%d: %s (%s)", stmt, func, base, line, s.top, s.inner);
+}
+
+/* --- small writers ------------------------------------------------------------------------------ */
+
+/* A variable-length UTF-8 string type; the caller closes it. */
+static hid_t vlen_str(err *e)
+{
+    hid_t t = H5I_INVALID_HID;
+    H5_CHECK(t = H5Tcopy(H5T_C_S1));
+    H5_CHECK(H5Tset_size(t, H5T_VARIABLE));
+    H5_CHECK(H5Tset_cset(t, H5T_CSET_UTF8));
+    return t;
+cleanup:
+    if (t >= 0) H5Tclose(t);
+    return H5I_INVALID_HID;
+}
+
+/* Scalar attribute: file_type as stored, mem_type of *v. */
+static int attr_write(hid_t obj, const char *name, hid_t file_type, hid_t mem_type, const void *v, err *e)
+{
+    int rc = -1;
+    hid_t sp = H5I_INVALID_HID, a = H5I_INVALID_HID;
+    H5_CHECK(sp = H5Screate(H5S_SCALAR));
+    H5_CHECK(a = H5Acreate2(obj, name, file_type, sp, H5P_DEFAULT, H5P_DEFAULT));
+    H5_CHECK(H5Awrite(a, mem_type, v));
+    rc = 0;
+cleanup:
+    if (a >= 0) H5Aclose(a);
+    if (sp >= 0) H5Sclose(sp);
+    if (rc < 0) err_wrap(e, "attribute %s", name);
+    return rc;
+}
+
+static int attr_int(hid_t obj, const char *name, int v, err *e)
+{
+    int32_t x = v;
+    return attr_write(obj, name, H5T_STD_I32LE, H5T_NATIVE_INT32, &x, e);
+}
+
+static int attr_i64(hid_t obj, const char *name, int64_t v, err *e)
+{
+    return attr_write(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v, e);
+}
+
+static int attr_f64(hid_t obj, const char *name, double v, err *e)
+{
+    return attr_write(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v, e);
+}
+
+/* NULL is written as "". */
+static int attr_str(hid_t obj, const char *name, const char *v, err *e)
+{
+    const char *s = v ? v : "";
+    hid_t t = vlen_str(e);
+    if (t < 0) return -1;
+    int rc = attr_write(obj, name, t, t, &s, e);
+    H5Tclose(t);
+    return rc;
+}
+
+/* 1-d dataset of n values. */
+static int dset_1d(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, const void *v, hsize_t n,
+                   err *e)
+{
+    int rc = -1;
+    hid_t sp = H5I_INVALID_HID, d = H5I_INVALID_HID;
+    H5_CHECK(sp = H5Screate_simple(1, &n, NULL));
+    H5_CHECK(d = H5Dcreate2(loc, name, file_type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    H5_CHECK(H5Dwrite(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v));
+    rc = 0;
+cleanup:
+    if (d >= 0) H5Dclose(d);
+    if (sp >= 0) H5Sclose(sp);
+    if (rc < 0) err_wrap(e, "dataset %s", name);
+    return rc;
+}
+
+static int dset_i64(hid_t loc, const char *name, const int64_t *v, int n, err *e)
+{
+    return dset_1d(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, v, (hsize_t)n, e);
+}
+
+/* --- root --------------------------------------------------------------------------------------- */
+
+/* Short hash of the source tree's HEAD, or "unknown" (no git, not a checkout, no commit yet). */
+static void git_commit(char *out, size_t len)
+{
+    snprintf(out, len, "unknown");
+#ifdef LRCNN_SOURCE_DIR
+    char cmd[1024], line[64] = "";
+    if (strchr(LRCNN_SOURCE_DIR, '\'')) return;
+    snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --short HEAD 2>/dev/null", LRCNN_SOURCE_DIR);
+    FILE *p = popen(cmd, "r");
+    if (!p) return;
+    bool ok = fgets(line, sizeof line, p) != NULL;
+    if (pclose(p) != 0 || !ok) return;
+    line[strcspn(line, "\r\n")] = '\0';
+    if (*line) snprintf(out, len, "%s", line);
+#endif
+}
+
+static int write_root(h5_file *f, err *e)
+{
+    int rc = -1;
+    hid_t t = H5I_INVALID_HID;
+    char commit[64], date[32], host[256], version[32];
+    unsigned maj = 0, min = 0, rel = 0;
+
+    git_commit(commit, sizeof commit);
+    time_t now = time(NULL);
+    struct tm utc;
+    gmtime_r(&now, &utc);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
+    host[sizeof host - 1] = '\0';
+    H5_CHECK(H5get_libversion(&maj, &min, &rel));
+    snprintf(version, sizeof version, "%u.%u.%u", maj, min, rel);
+
+    H5_TRY(attr_int(f->file, "schema_version", H5_SCHEMA_VERSION, e));
+    H5_TRY(attr_str(f->file, "git_commit", commit, e));
+    H5_TRY(attr_str(f->file, "date", date, e));
+    H5_TRY(attr_str(f->file, "host", host, e));
+    H5_TRY(attr_str(f->file, "hdf5_version", version, e));
+    H5_TRY(attr_str(f->file, "lrcnn_command", command_line ? command_line : "", e));
+
+    const char *cats[MEM_NCAT];
+    for (int c = 0; c < MEM_NCAT; c++) cats[c] = mem_cat_name((mem_cat)c);
+    H5_TRY(t = vlen_str(e));
+    H5_TRY(dset_1d(f->file, "categories", t, t, cats, MEM_NCAT, e));
+    rc = 0;
+cleanup:
+    if (t >= 0) H5Tclose(t);
+    return rc;
+}
+
+/* The directory that will hold path must exist and be writable: say so before HDF5 does. */
+static int check_dir(const char *path, err *e)
+{
+    char *dir = dup_str(path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, strlen(dir) + 1, ".");
+    else if (slash == dir) slash[1] = '\0';
+    else *slash = '\0';
+    struct stat st;
+    int rc = 0;
+    if (stat(dir, &st) != 0)
+        rc = err_set(e, "cannot write %s: directory %s: %s", path, dir, strerror(errno));
+    else if (!S_ISDIR(st.st_mode))
+        rc = err_set(e, "cannot write %s: %s is not a directory", path, dir);
+    else if (access(dir, W_OK | X_OK) != 0)
+        rc = err_set(e, "cannot write %s: directory %s is not writable", path, dir);
+    free(dir);
+    return rc;
+}
+
+void h5_set_command(int argc, char **argv)
+{
+    /* Shell-quoted where needed, so the line can be pasted back: ' becomes '\'' (4 bytes). */
+    static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=.,/:@%";
+    size_t len = 1;
+    for (int i = 0; i < argc; i++) len += 4 * strlen(argv[i]) + 3;
+    free(command_line);
+    command_line = err_calloc(len, 1);
+    char *p = command_line;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (i) *p++ = ' ';
+        if (*a && strspn(a, plain) == strlen(a)) {
+            p += sprintf(p, "%s", a);
+            continue;
+        }
+        *p++ = '\'';
+        for (; *a; a++) p += *a == '\'' ? sprintf(p, "'\\''") : sprintf(p, "%c", *a);
+        *p++ = '\'';
+    }
+    *p = '\0';
+}
+
+int h5_create(h5_file **out, const char *path, bool overwrite, err *e)
+{
+    h5_file *f = NULL;
+    hid_t fapl = H5I_INVALID_HID;
+    struct stat st;
+
+    *out = NULL;
+    if (!path || !*path) return err_set(e, "empty result file name");
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) return err_set(e, "%s is a directory", path);
+        if (!overwrite) return err_set(e, "%s exists; use --force to overwrite", path);
+    }
+    if (check_dir(path, e) < 0) return -1;
+
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    f = err_calloc(1, sizeof *f);
+    f->file = f->runs = H5I_INVALID_HID;
+    f->path = dup_str(path);
+    f->tmp = err_calloc(strlen(path) + 5, 1);
+    sprintf(f->tmp, "%s.tmp", path);
+
+    /* Strong close: H5Fclose closes whatever is still open, so h5_abort always releases the file. */
+    H5_CHECK(fapl = H5Pcreate(H5P_FILE_ACCESS));
+    H5_CHECK(H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG));
+    H5_CHECK(f->file = H5Fcreate(f->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl));
+    H5_CHECK(f->runs = H5Gcreate2(f->file, "runs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    H5_TRY(write_root(f, e));
+    H5Pclose(fapl);
+    *out = f;
+    return 0;
+cleanup:
+    if (fapl >= 0) H5Pclose(fapl);
+    err_wrap(e, "%s", f->tmp);
+    h5_abort(f);
+    return -1;
+}
+
+int h5_set_root_attr(h5_file *f, const char *name, const char *value, err *e)
+{
+    htri_t exists;
+    H5_CHECK(exists = H5Aexists(f->file, name));
+    if (exists) return err_set(e, "%s: root attribute %s is already set", f->path, name);
+    return attr_str(f->file, name, value, e);
+cleanup:
+    return -1;
+}
+
+/* --- runs --------------------------------------------------------------------------------------- */
+
+/* prediction/<name>: peak and peak_step attributes, at_peak and max by category. */
+static int write_mem(hid_t loc, const char *name, const sim_mem *m, err *e)
+{
+    int rc = -1;
+    hid_t g = H5I_INVALID_HID;
+    H5_CHECK(g = H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    H5_TRY(attr_i64(g, "peak", m->peak, e));
+    H5_TRY(attr_int(g, "peak_step", m->peak_step, e));
+    H5_TRY(dset_i64(g, "at_peak", m->at_peak, MEM_NCAT, e));
+    H5_TRY(dset_i64(g, "max", m->max, MEM_NCAT, e));
+    rc = 0;
+cleanup:
+    if (g >= 0) H5Gclose(g);
+    return rc;
+}
+
+/* One row of the compound dataset `layers` (memory layout; the file type is the packed copy). */
+typedef struct {
+    const char *name, *kind;
+    int32_t c, h, w;     /* output shape per image */
+    int64_t params, macs; /* macs per image, forward */
+} layer_row;
+
+static int write_layers(hid_t loc, const net *n, err *e)
+{
+    int rc = -1;
+    hid_t s = H5I_INVALID_HID, mt = H5I_INVALID_HID, ft = H5I_INVALID_HID;
+    layer_row *rows = err_calloc((size_t)n->n, sizeof *rows);
+    for (int i = 0; i < n->n; i++) {
+        const net_layer *l = &n->layers[i];
+        rows[i] = (layer_row){l->name, net_kind_name(l->kind), l->c, l->h, l->w, l->params, l->macs};
+    }
+    H5_TRY(s = vlen_str(e));
+    H5_CHECK(mt = H5Tcreate(H5T_COMPOUND, sizeof(layer_row)));
+    H5_CHECK(H5Tinsert(mt, "name", HOFFSET(layer_row, name), s));
+    H5_CHECK(H5Tinsert(mt, "kind", HOFFSET(layer_row, kind), s));
+    H5_CHECK(H5Tinsert(mt, "c", HOFFSET(layer_row, c), H5T_NATIVE_INT32));
+    H5_CHECK(H5Tinsert(mt, "h", HOFFSET(layer_row, h), H5T_NATIVE_INT32));
+    H5_CHECK(H5Tinsert(mt, "w", HOFFSET(layer_row, w), H5T_NATIVE_INT32));
+    H5_CHECK(H5Tinsert(mt, "params", HOFFSET(layer_row, params), H5T_NATIVE_INT64));
+    H5_CHECK(H5Tinsert(mt, "macs", HOFFSET(layer_row, macs), H5T_NATIVE_INT64));
+    H5_CHECK(ft = H5Tcopy(mt));
+    H5_CHECK(H5Tpack(ft));
+    H5_TRY(dset_1d(loc, "layers", ft, mt, rows, (hsize_t)n->n, e));
+    rc = 0;
+cleanup:
+    if (ft >= 0) H5Tclose(ft);
+    if (mt >= 0) H5Tclose(mt);
+    if (s >= 0) H5Tclose(s);
+    free(rows);
+    return rc;
+}
+
+int h5_write_run(h5_file *f, const h5_run *r, err *e)
+{
+    CHECK(f && r && r->sim);
+    int rc = -1;
+    hid_t g = H5I_INVALID_HID, pred = H5I_INVALID_HID;
+    char name[16];
+
+    if (f->n_runs >= H5_MAX_RUNS) return err_set(e, "%s: more than %d runs in one file", f->path, H5_MAX_RUNS);
+    snprintf(name, sizeof name, "%05d", f->n_runs);
+    H5_CHECK(g = H5Gcreate2(f->runs, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+
+    const struct { const char *name, *v; } strs[] = {
+        {"kind", r->kind}, {"net", r->net}, {"net_path", r->net_path}, {"plan", r->plan},
+        {"plan_resolved", r->plan_resolved}, {"optimizer", r->optimizer}, {"bn", r->bn}, {"device", r->device},
+    };
+    const struct { const char *name; int v; } ints[] = {
+        {"image_h", r->image_h}, {"image_w", r->image_w}, {"batch", r->batch},
+        {"fp_bands", r->fp_bands}, {"bp_bands", r->bp_bands}, {"n_steps", r->sim->n_steps},
+    };
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) H5_TRY(attr_str(g, strs[i].name, strs[i].v, e));
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) H5_TRY(attr_int(g, ints[i].name, ints[i].v, e));
+    H5_TRY(attr_f64(g, "flops", r->sim->flops, e));
+    H5_TRY(attr_f64(g, "time_us", r->sim->time_us, e));
+
+    H5_CHECK(pred = H5Gcreate2(g, "prediction", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    H5_TRY(write_mem(pred, "replay", &r->sim->replay, e));
+    H5_TRY(write_mem(pred, "closed", &r->sim->closed, e));
+    if (r->timeline && r->n_timeline > 0) H5_TRY(dset_i64(g, "timeline", r->timeline, r->n_timeline, e));
+    if (r->layers) H5_TRY(write_layers(g, r->layers, e));
+    f->n_runs++;
+    rc = 0;
+cleanup:
+    if (pred >= 0) H5Gclose(pred);
+    if (g >= 0) H5Gclose(g);
+    if (rc < 0) {
+        /* No half run: the next one can take the same name. */
+        if (g >= 0) H5Ldelete(f->runs, name, H5P_DEFAULT);
+        err_wrap(e, "%s: run %s", f->path, name);
+    }
+    return rc;
+}
+
+/* --- closing ------------------------------------------------------------------------------------ */
+
+int h5_close(h5_file *f, err *e)
+{
+    CHECK(f);
+    int rc = -1;
+    hid_t runs = f->runs;
+    f->runs = H5I_INVALID_HID;
+    H5_CHECK(H5Gclose(runs));
+    H5_CHECK(H5Fclose(f->file));
+    f->file = H5I_INVALID_HID;
+    if (rename(f->tmp, f->path) != 0) {
+        err_set(e, "cannot rename %s to %s: %s", f->tmp, f->path, strerror(errno));
+        goto cleanup;
+    }
+    free(f->tmp);
+    free(f->path);
+    free(f);
+    return 0;
+cleanup:
+    h5_abort(f);
+    return rc;
+}
+
+void h5_abort(h5_file *f)
+{
+    if (!f) return;
+    if (f->runs >= 0) H5Gclose(f->runs);
+    if (f->file >= 0) H5Fclose(f->file);
+    remove(f->tmp);
+    free(f->tmp);
+    free(f->path);
+    free(f);
+}

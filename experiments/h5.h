@@ -1,0 +1,71 @@
+/* h5: the result file (schema in results/SCHEMA.md). One file per experiment, written to
+ * "<path>.tmp" and renamed on h5_close, so a crash never leaves a half file; an existing file is
+ * never overwritten unless the caller says so. All library calls go through H5_CHECK, which names
+ * the call and the place. */
+#ifndef LRCNN_H5_H
+#define LRCNN_H5_H
+
+#include "sim.h"
+
+#define H5_SCHEMA_VERSION 1
+
+typedef struct h5_file h5_file;
+
+/* One run (a group "runs/NNNNN"). Strings are borrowed. */
+typedef struct {
+    const char *kind;            /* "sim" now; "train"/"validate" when the engine lands */
+    const char *net;             /* net name */
+    const char *net_path;
+    int image_h, image_w, batch;
+    const char *plan;            /* as written */
+    const char *plan_resolved;   /* plan_describe() */
+    const char *optimizer;       /* "sgd" | "adam" */
+    const char *bn;              /* plan_bn_name() */
+    const char *device;          /* sim device profile */
+    int fp_bands, bp_bands;      /* of the first row segment; 0 if none */
+    const sim_result *sim;       /* predictions */
+    const int64_t *timeline;     /* device bytes after each schedule step, or NULL */
+    int n_timeline;
+    const net *layers;           /* per-layer table source, or NULL to skip it */
+} h5_run;
+
+/* Opens path for writing. Fails (exit-2 class error) if path exists and !overwrite, or if the
+ * directory is not writable. */
+int h5_create(h5_file **f, const char *path, bool overwrite, err *e);
+/* Root attributes besides the automatic ones (schema_version, git_commit, date, host,
+ * hdf5_version, lrcnn_command): e.g. ("spec", path). */
+int h5_set_root_attr(h5_file *f, const char *name, const char *value, err *e);
+int h5_write_run(h5_file *f, const h5_run *run, err *e);
+/* Closes and renames into place. */
+int h5_close(h5_file *f, err *e);
+/* Closes and deletes the temporary file (error paths). */
+void h5_abort(h5_file *f);
+
+/* The command line that produced the file, stored as root attribute lrcnn_command. */
+void h5_set_command(int argc, char **argv);
+
+/* Writes one TSV per table to out_dir (or stdout when out_dir is NULL: the runs table only):
+ * runs.tsv (one row per run: config, both predictions by category, flops, time) and
+ * timeline_NNNNN.tsv (step, bytes). Fails on a file that is not an lrcnn result. out_dir is
+ * created if missing (not its parents); every table goes to "<name>.tmp" first and all are
+ * renamed only once all are written. log (or NULL) gets one line per table written. */
+int h5_export(const char *path, const char *out_dir, FILE *log, err *e);
+
+/* For h5.c and export.c: H5_CHECK(call) treats a negative result as failure, sets the err `e` in
+ * scope to "<statement> failed in <function> at <file>:<line>: <HDF5's message>" and jumps to the
+ * label `cleanup`. h5_fail formats that message and returns -1. H5_TRY(call) is for the files' own
+ * helpers, which set `e` themselves: on a negative result it only jumps to `cleanup`. */
+int h5_fail(err *e, const char *stmt, const char *func, const char *file, int line);
+#define H5_CHECK(call)                                              \
+    do {                                                            \
+        if ((call) < 0) {                                           \
+            h5_fail(e, #call, __func__, __FILE__, __LINE__);        \
+            goto cleanup;                                           \
+        }                                                           \
+    } while (0)
+#define H5_TRY(call)                                                \
+    do {                                                            \
+        if ((call) < 0) goto cleanup;                               \
+    } while (0)
+
+#endif

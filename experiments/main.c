@@ -1,0 +1,50 @@
+/* lrcnn: the command line. One binary, one subcommand per job; each subcommand owns its --help
+ * and returns 0 (ok), 1 (failed) or 2 (usage or input error, one line on stderr). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "h5.h"
+
+int cli_sim(int argc, char **argv);
+int cli_sweep(int argc, char **argv);
+int cli_plan(int argc, char **argv);
+int cli_export(int argc, char **argv);
+int cli_demo(int argc, char **argv);
+
+static const struct {
+    const char *name;
+    int (*run)(int, char **);
+    const char *what;
+} commands[] = {
+    {"sim", cli_sim, "predict peak memory (by category) and compute for plans"},
+    {"sweep", cli_sweep, "run an experiment spec (nets x batch x image x plans) into one HDF5 file"},
+    {"plan", cli_plan, "largest batch or input that fits a memory budget, per plan"},
+    {"export", cli_export, "HDF5 result -> TSV for gnuplot"},
+    {"demo", cli_demo, "the default experiment (simulator: VGG-16 and ResNet-50, every preset)"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: lrcnn COMMAND [--help | options]\n\nlrcnn: memory-efficient CNN training, row-centric (LR-CNN) "
+               "and its baselines.\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].what);
+    fprintf(f, "\nexit status: 0 ok, 1 failed, 2 bad usage or input\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    h5_set_command(argc, argv);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "lrcnn: unknown command '%s' (commands: sim sweep plan export demo; lrcnn --help)\n", argv[1]);
+    return CLI_USAGE;
+}

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Checks an lrcnn result file against results/SCHEMA.md (schema_version 1).
+
+    /usr/bin/python3 tests/check_schema.py FILE.h5 [more.h5 ...]
+
+An independent reading of SCHEMA.md with h5py: root attributes and `categories`, then every run
+group's attributes, prediction groups, and optional `timeline` and `layers`, each with its exact
+type (little-endian int32 / int64 / float64, variable-length UTF-8 strings) and shape. Members
+the schema does not document are errors too, so the document stays the whole truth. Prints
+"FILE: ok (N runs)" per file; on the first problem prints "FILE: OBJECT: what" and exits 1
+(2 for usage or an unreadable file). Checks layout only, not whether the numbers are plausible.
+"""
+import re
+import sys
+
+import h5py
+import numpy as np
+
+SCHEMA_VERSION = 1
+
+I32, I64, F64 = np.dtype("<i4"), np.dtype("<i8"), np.dtype("<f8")
+STR = "str"  # variable-length UTF-8 string
+
+ROOT_ATTRS = {"schema_version": I32, "git_commit": STR, "date": STR, "host": STR,
+              "hdf5_version": STR, "lrcnn_command": STR}
+RUN_ATTRS = {"kind": STR, "net": STR, "net_path": STR, "image_h": I32, "image_w": I32, "batch": I32,
+             "plan": STR, "plan_resolved": STR, "optimizer": STR, "bn": STR, "device": STR,
+             "fp_bands": I32, "bp_bands": I32, "n_steps": I32, "flops": F64, "time_us": F64}
+PRED_ATTRS = {"peak": I64, "peak_step": I32}
+PRED_DSETS = ("at_peak", "max")
+LAYER_FIELDS = [("name", STR), ("kind", STR), ("c", I32), ("h", I32), ("w", I32),
+                ("params", I64), ("macs", I64)]
+
+
+class Problem(Exception):
+    pass
+
+
+def is_vlen_utf8(dt):
+    info = h5py.check_string_dtype(dt)
+    return info is not None and info.length is None and info.encoding == "utf-8"
+
+
+def type_ok(dt, want):
+    return is_vlen_utf8(dt) if want is STR else dt == want
+
+
+def type_name(dt):
+    info = h5py.check_string_dtype(dt)
+    if info is not None:
+        return "string(%s, %s)" % (info.encoding, "variable" if info.length is None else info.length)
+    return str(dt.newbyteorder("=") if dt.byteorder == ">" else dt) + (" big-endian" if dt.byteorder == ">" else "")
+
+
+def want_name(want):
+    return "variable-length UTF-8 string" if want is STR else str(want)
+
+
+def join(where, name):
+    return where.rstrip("/") + "/" + name
+
+
+def check_attr(obj, where, name, want):
+    if name not in obj.attrs:
+        raise Problem("%s: missing attribute %s" % (where, name))
+    a = h5py.h5a.open(obj.id, name.encode())
+    if a.shape != ():
+        raise Problem("%s: attribute %s has shape %s, want a scalar" % (where, name, a.shape))
+    if not type_ok(a.dtype, want):
+        raise Problem("%s: attribute %s is %s, want %s" % (where, name, type_name(a.dtype), want_name(want)))
+    return obj.attrs[name]
+
+
+def check_dset(parent, where, name, want, shape=None):
+    """shape: a tuple, or None for any 1-d shape."""
+    if name not in parent:
+        raise Problem("%s: missing dataset %s" % (where, name))
+    d = parent.get(name)
+    path = join(where, name)
+    if not isinstance(d, h5py.Dataset):
+        raise Problem("%s: not a dataset" % path)
+    if (shape is None and len(d.shape) != 1) or (shape is not None and d.shape != shape):
+        raise Problem("%s: shape %s, want %s" % (path, d.shape, shape if shape else "(n,)"))
+    if want is not None and not type_ok(d.dtype, want):
+        raise Problem("%s: type %s, want %s" % (path, type_name(d.dtype), want_name(want)))
+    return d
+
+
+def check_group(parent, where, name):
+    g = parent.get(name)
+    if g is None:
+        raise Problem("%s: missing group %s" % (where, name))
+    if not isinstance(g, h5py.Group):
+        raise Problem("%s: not a group" % join(where, name))
+    return g
+
+
+def check_only(obj, where, attrs, members):
+    extra = sorted(set(obj.attrs) - set(attrs))
+    if extra:
+        raise Problem("%s: attribute %s is not in SCHEMA.md" % (where, extra[0]))
+    extra = sorted(set(obj) - set(members))
+    if extra:
+        raise Problem("%s: member %s is not in SCHEMA.md" % (where, extra[0]))
+
+
+def check_layers(run, where):
+    d = check_dset(run, where, "layers", None)
+    dt = d.dtype
+    names = list(dt.names or ())
+    if names != [f for f, _ in LAYER_FIELDS]:
+        raise Problem("%s/layers: fields %s, want %s" % (where, names, [f for f, _ in LAYER_FIELDS]))
+    for f, want in LAYER_FIELDS:
+        if not type_ok(dt.fields[f][0], want):
+            raise Problem("%s/layers: field %s is %s, want %s" % (where, f, type_name(dt.fields[f][0]),
+                                                                   want_name(want)))
+
+
+def check_run(run, where, ncat):
+    for name, want in RUN_ATTRS.items():
+        check_attr(run, where, name, want)
+    pred = check_group(run, where, "prediction")
+    pwhere = where + "/prediction"
+    check_only(pred, pwhere, (), ("replay", "closed"))
+    for model in ("replay", "closed"):
+        m = check_group(pred, pwhere, model)
+        mwhere = "%s/%s" % (pwhere, model)
+        for name, want in PRED_ATTRS.items():
+            check_attr(m, mwhere, name, want)
+        for name in PRED_DSETS:
+            check_dset(m, mwhere, name, I64, (ncat,))
+        check_only(m, mwhere, PRED_ATTRS, PRED_DSETS)
+    if "timeline" in run:
+        check_dset(run, where, "timeline", I64)
+    if "layers" in run:
+        check_layers(run, where)
+    check_only(run, where, RUN_ATTRS, ("prediction", "timeline", "layers"))
+
+
+def check_file(path):
+    with h5py.File(path, "r") as f:
+        if "schema_version" not in f.attrs:
+            raise Problem("/: not an lrcnn result file (no schema_version)")
+        for name, want in ROOT_ATTRS.items():
+            check_attr(f, "/", name, want)
+        version = int(f.attrs["schema_version"])
+        if version != SCHEMA_VERSION:
+            raise Problem("/: schema_version %d, this checker knows %d" % (version, SCHEMA_VERSION))
+        date = f.attrs["date"]
+        if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", date):
+            raise Problem("/: attribute date '%s' is not ISO 8601 UTC (YYYY-MM-DDTHH:MM:SSZ)" % date)
+        for name in f.attrs:  # command-specific extras must be strings too
+            if name not in ROOT_ATTRS:
+                check_attr(f, "/", name, STR)
+        cats = check_dset(f, "/", "categories", STR)
+        ncat = cats.shape[0]
+        names = list(cats.asstr()[()])
+        if ncat == 0 or len(set(names)) != ncat or "" in names:
+            raise Problem("/categories: want distinct non-empty names, found %s" % names)
+        runs = check_group(f, "/", "runs")
+        check_only(f, "/", f.attrs, ("categories", "runs"))
+        keys = sorted(runs)
+        for i, key in enumerate(keys):
+            if key != "%05d" % i:
+                raise Problem("/runs: member %s, want %05d (five digits, from 00000, no gaps)" % (key, i))
+            where = "/runs/" + key
+            run = check_group(runs, "/runs", key)
+            check_run(run, where, ncat)
+        return len(keys)
+
+
+def main(argv):
+    if len(argv) < 2 or argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if len(argv) >= 2 else 2
+    for path in argv[1:]:
+        try:
+            n = check_file(path)
+        except Problem as p:
+            print("%s: %s" % (path, p), file=sys.stderr)
+            return 1
+        except OSError as e:
+            print("%s: cannot read: %s" % (path, e), file=sys.stderr)
+            return 2
+        print("%s: ok (%d runs)" % (path, n))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

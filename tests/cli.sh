@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Command-line tests: outputs, exit statuses, and bad input (exit 2, one line naming the problem,
+# no output file written, existing files kept). Usage: cli.sh LRCNN PYTHON SOURCE_DIR
+set -u
+lrcnn="$1"; python="$2"; src="$3"
+tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
+fails=0; passes=0
+
+ok()   { passes=$((passes + 1)); printf 'ok   %s\n' "$1"; }
+bad()  { fails=$((fails + 1)); printf 'FAIL %s\n' "$1"; [ -f "$tmp/err" ] && sed 's/^/     stderr: /' "$tmp/err" | head -5; }
+
+# expect_fail LABEL WANT_SUBSTRING -- ARGS...: exit 2, exactly one stderr line containing WANT.
+expect_fail() {
+  local label="$1" want="$2"; shift 3
+  "$lrcnn" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  local lines; lines=$(wc -l <"$tmp/err")
+  if [ $rc -ne 2 ]; then bad "$label: exit $rc, want 2"; return; fi
+  if [ "$lines" -ne 1 ]; then bad "$label: $lines stderr lines, want 1"; return; fi
+  if ! grep -qF -- "$want" "$tmp/err"; then bad "$label: stderr lacks '$want'"; return; fi
+  ok "$label -> $(cat "$tmp/err")"
+}
+expect_ok() {
+  local label="$1"; shift 2
+  if "$lrcnn" "$@" >"$tmp/out" 2>"$tmp/err"; then ok "$label"; else bad "$label: exit $?"; fi
+}
+no_file() { if [ -e "$1" ] || [ -e "$1.tmp" ]; then bad "$2: $1 was written"; else ok "$2: nothing written"; fi; }
+
+# --- help and outputs ---------------------------------------------------------------------------
+expect_ok "lrcnn --help" -- --help
+for c in sim sweep plan export demo; do expect_ok "lrcnn $c --help" -- "$c" --help; done
+expect_ok "sim vgg16 2ps:6" -- sim --net vgg16 --batch 8 --image 224 --plan 2ps:6
+for want in "replay@peak" "closed@peak" "boundaries" "peak (device)" "FLOPs"; do
+  grep -qF "$want" "$tmp/out" && ok "sim breakdown shows '$want'" || bad "sim breakdown lacks '$want'"
+done
+expect_ok "sim plan list" -- sim --net resnet50 --plan layer,ckpt-sqrt,2ps:2..4,overl-h
+[ "$(grep -cE '^  (layer|ckpt-sqrt|2ps:[234]|overl-h) ' "$tmp/out")" -eq 6 ] && ok "sim list: one row per plan (range expanded)" || bad "sim list rows"
+expect_ok "plan --max-batch" -- plan --max-batch --budget 12GiB --net vgg16 --plan layer,2ps:4
+grep -qE '^  2ps:4 +[0-9]+ ' "$tmp/out" && ok "plan prints a batch per plan" || bad "plan output"
+expect_ok "plan --max-image" -- plan --max-image --budget 2GiB --net vgg-small --batch 4 --plan layer
+
+# --- bad input ----------------------------------------------------------------------------------
+o="$tmp/out.h5"
+expect_fail "unknown preset" "unknown plan 'nosuch'" -- sim --net vgg16 --plan nosuch -o "$o"; no_file "$o" "unknown preset"
+expect_fail "more bands than rows" "at most 28 bands" -- sim --net vgg16 --plan 2ps:100 -o "$o"; no_file "$o" "more bands than rows"
+expect_fail "2PS over an fc" "needs whole feature maps" -- sim --net vgg16 --plan 'rows(2ps,2)@conv1_1..fc6' -o "$o"
+expect_fail "2PS fp != bp" "fp (2) and bp (4) must be equal" -- sim --net vgg16 --plan 'rows(2ps,fp=2,bp=4)@conv1_1..pool2'
+expect_fail "segment inside a block" "more than one tensor crosses" -- sim --net resnet50 --plan 'ckpt@layer1.0.conv2..layer1.0.add'
+expect_fail "bn=train in rows" "bn=train needs whole-batch statistics" -- sim --net resnet50 --plan 2ps:4 --bn train
+expect_fail "unknown net" "unknown net 'nosuchnet'" -- sim --net nosuchnet
+printf 'input data c=3 h=32 w=32\nconv c1 c=8 k=3 kernel=3\ngap g\nfc f c=2\nloss l\n' >"$tmp/bad.net"
+expect_fail "malformed net file" "bad.net:2: unknown key 'kernel'" -- sim --net "$tmp/bad.net" -o "$o"; no_file "$o" "malformed net"
+printf 'input data c=3 h=32 w=32\nrelu a in=b\nrelu b in=a\nadd c in=data,b\ngap g\nfc f c=2\nloss l\n' >"$tmp/cycle.net"
+expect_fail "cyclic net file" "cycle through layer" -- sim --net "$tmp/cycle.net"
+expect_fail "image too small" "output would be empty" -- sim --net vgg16 --image 16
+expect_fail "bad --batch" "--batch zero" -- sim --net vgg16 --batch zero
+expect_fail "missing value" "--plan needs a value" -- sim --net vgg16 --plan
+expect_fail "unknown option" "unknown argument '--frobnicate'" -- sim --net vgg16 --frobnicate
+expect_fail "unknown command" "unknown command 'frob'" -- frob
+expect_fail "bad budget" "--budget lots" -- plan --max-batch --net vgg16 --budget lots
+expect_fail "unreadable spec" "cannot open spec" -- sweep "$tmp/nope.spec"
+printf 'nets = vgg-small\nplans = layer\nbatchsize = 4\n' >"$tmp/badkey.spec"
+expect_fail "spec unknown key" "badkey.spec:3: unknown key 'batchsize'" -- sweep "$tmp/badkey.spec" -o "$o"; no_file "$o" "spec unknown key"
+printf 'nets = vgg-small\nimage = 32\nplans = layer, 2ps:99\n' >"$tmp/badplan.spec"
+expect_fail "spec impossible plan" "at most 4 bands" -- sweep "$tmp/badplan.spec" -o "$o"; no_file "$o" "spec impossible plan"
+expect_fail "export missing file" "nope.h5" -- export "$tmp/nope.h5"
+echo "not hdf5" >"$tmp/fake.h5"
+expect_fail "export non-HDF5 file" "fake.h5" -- export "$tmp/fake.h5"
+
+# --- sweep -> HDF5 -> schema, export round trip, no silent overwrite -------------------------------
+printf 'name = small\nnets = vgg-small, resnet-small\nimage = 32\nbatch = 2, 4\nplans = layer, ckpt-sqrt, vdnn-conv, 2ps:2..3, overl:2, overl-h\noptimizer = sgd, adam\n' >"$tmp/small.spec"
+expect_ok "sweep small spec" -- sweep "$tmp/small.spec" -o "$tmp/small.h5" --quiet
+[ -f "$tmp/small.h5" ] && [ ! -e "$tmp/small.h5.tmp" ] && ok "sweep wrote the file, no .tmp left" || bad "sweep output file"
+if "$python" "$src/tests/check_schema.py" "$tmp/small.h5" >"$tmp/schema" 2>&1; then ok "sweep file validates against results/SCHEMA.md"; else bad "schema: $(tail -1 "$tmp/schema")"; fi
+before=$(md5sum <"$tmp/small.h5")
+expect_fail "no silent overwrite" "exists" -- sweep "$tmp/small.spec" -o "$tmp/small.h5"
+[ "$(md5sum <"$tmp/small.h5")" = "$before" ] && ok "existing result kept" || bad "existing result changed"
+expect_ok "overwrite with --force" -- sweep "$tmp/small.spec" -o "$tmp/small.h5" --force --quiet
+mkdir -p "$tmp/tsv"
+expect_ok "export to TSV" -- export "$tmp/small.h5" -o "$tmp/tsv"
+rows=$(($(wc -l <"$tmp/tsv/runs.tsv") - 1))
+[ "$rows" -eq 56 ] && ok "runs.tsv has one row per run (56)" || bad "runs.tsv has $rows rows, want 56"
+if "$python" - "$tmp/small.h5" "$tmp/tsv/runs.tsv" >"$tmp/rt" 2>&1 <<'PY'
+import csv, sys, h5py
+f = h5py.File(sys.argv[1], "r")
+rows = list(csv.DictReader(open(sys.argv[2]), delimiter="\t"))
+cats = [c.decode() if isinstance(c, bytes) else c for c in f["categories"][()]]
+for row in rows:
+    g = f["runs"][row["run"]]
+    for model in ("replay", "closed"):
+        at = g["prediction"][model]["at_peak"][()]
+        for i, c in enumerate(cats):
+            assert int(row[f"{model}_{c}"]) == int(at[i]), (row["run"], model, c)
+    assert float(row["flops"]) == float(g["flops"][()]) if "flops" in g else True
+print("round trip ok", len(rows))
+PY
+then ok "export round-trips every category of both models"; else bad "export round trip: $(tail -2 "$tmp/rt")"; fi
+
+printf '\n%d passed, %d failed\n' "$passes" "$fails"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,332 @@
+/* test_h5: the result file writer and h5_export, on hand-made predictions (no simulator).
+ *
+ *   test_h5 [KEEP.h5]
+ *
+ * Writes two runs (one with a timeline and a layers table, one without, with extreme int64 values
+ * and doubles that print with 17 digits) to a file in a fresh temporary directory and checks: the
+ * .tmp is renamed away; an existing file is refused without overwrite ("exists") and left intact
+ * by an aborted overwrite; runs.tsv and timeline_00000.tsv give back every number exactly; export
+ * refuses a missing file, a non-HDF5 file, an HDF5 file without schema_version and a file with a
+ * wrongly typed attribute, naming the problem. With KEEP.h5 the file is also written there, for
+ * tests/check_schema.py. Exit status: 0 when every check passes, 1 otherwise. */
+#include "h5.h"
+
+#include <hdf5.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int n_fail;
+
+#define EXPECT(cond, ...)                                                      \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
+            fprintf(stderr, __VA_ARGS__);                                      \
+            fputc('\n', stderr);                                               \
+            n_fail++;                                                          \
+        }                                                                      \
+    } while (0)
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* --- the fake runs ------------------------------------------------------------------------------ */
+
+static net_layer layers[3];
+static net tiny = {"tiny", "nets/tiny.net", 3, layers};
+static int64_t timeline[5] = {0, 4096, INT64_MAX - 1, 123456789012345LL, 0};
+static sim_result res[2];
+static h5_run runs[2];
+
+static void fake_runs(void)
+{
+    layers[0] = (net_layer){.kind = NET_INPUT, .name = "data", .c = 3, .h = 32, .w = 32};
+    layers[1] = (net_layer){.kind = NET_CONV, .name = "conv1", .c = 16, .h = 32, .w = 32, .params = 448,
+                            .macs = 442368};
+    layers[2] = (net_layer){.kind = NET_RELU, .name = "relu1", .c = 16, .h = 32, .w = 32};
+    for (int r = 0; r < 2; r++) {
+        sim_result *s = &res[r];
+        for (int c = 0; c < MEM_NCAT; c++) {
+            /* Values past 2^53, where a double would round, and a negative one. */
+            s->replay.at_peak[c] = ((int64_t)1 << 60) + 1000003 * c + r;
+            s->replay.max[c] = ((int64_t)1 << 61) + 7 * c + r;
+            s->closed.at_peak[c] = (int64_t)9007199254740993LL * (c + 1) - r;
+            s->closed.max[c] = c == 0 ? -5 : 11 * c;
+        }
+        s->replay.peak = INT64_MAX - r;
+        s->replay.peak_step = 3;
+        s->closed.peak = 9007199254740993LL + r;
+        s->closed.peak_step = -1;
+        s->flops = r ? 1e300 / 3 : 0.1 + 0.2;
+        s->time_us = r ? 5e-324 : 1.0 / 3.0;
+        s->n_steps = 5;
+    }
+    runs[0] = (h5_run){"sim", "tiny", "nets/tiny.net", 32, 32, 8, "layer", "layer@conv1..relu1", "sgd", "train",
+                       "cpu", 0, 0, &res[0], timeline, 5, &tiny};
+    runs[1] = (h5_run){"sim", "tiny", NULL, 64, 48, 2, "2ps:4\tbn=frozen", "rows(2ps,fp=4,bp=4)@conv1..relu1",
+                       "adam", "frozen", "h100", 4, 4, &res[1], NULL, 0, NULL};
+}
+
+static int write_file(const char *path, bool overwrite, err *e)
+{
+    h5_file *f;
+    if (h5_create(&f, path, overwrite, e) < 0) return -1;
+    if (h5_set_root_attr(f, "spec", "experiments/none.toml", e) < 0) goto fail;
+    for (int r = 0; r < 2; r++)
+        if (h5_write_run(f, &runs[r], e) < 0) goto fail;
+    return h5_close(f, e);
+fail:
+    h5_abort(f);
+    return -1;
+}
+
+/* --- reading runs.tsv back ---------------------------------------------------------------------- */
+
+#define MAX_COLS 64
+
+static char *slurp(const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) return NULL;
+    char *buf = err_calloc(1 << 20, 1);
+    size_t n = fread(buf, 1, (1 << 20) - 1, fp);
+    buf[n] = '\0';
+    fclose(fp);
+    return buf;
+}
+
+/* Splits s in place at sep; returns the number of fields. */
+static int split(char *s, char sep, char **out, int max)
+{
+    int n = 0;
+    out[n++] = s;
+    for (; *s && n < max; s++)
+        if (*s == sep) {
+            *s = '\0';
+            out[n++] = s + 1;
+        }
+    return n;
+}
+
+static int col(char **head, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(head[i], name)) return i;
+    return -1;
+}
+
+static void expect_i64(char **head, char **row, int n, const char *name, int64_t want, int r)
+{
+    int c = col(head, n, name);
+    EXPECT(c >= 0, "runs.tsv has no column %s", name);
+    if (c < 0) return;
+    char *end;
+    long long got = strtoll(row[c], &end, 10);
+    EXPECT(*end == '\0' && got == want, "run %d column %s: got '%s', want %lld", r, name, row[c], (long long)want);
+}
+
+static void expect_f64(char **head, char **row, int n, const char *name, double want, int r)
+{
+    int c = col(head, n, name);
+    EXPECT(c >= 0, "runs.tsv has no column %s", name);
+    if (c < 0) return;
+    char *end;
+    double got = strtod(row[c], &end);
+    EXPECT(*end == '\0' && got == want, "run %d column %s: got '%s', want %.17g", r, name, row[c], want);
+}
+
+static void expect_str(char **head, char **row, int n, const char *name, const char *want, int r)
+{
+    int c = col(head, n, name);
+    EXPECT(c >= 0 && !strcmp(row[c], want), "run %d column %s: got '%s', want '%s'", r, name, c >= 0 ? row[c] : "",
+           want);
+}
+
+static void check_runs_tsv(const char *path)
+{
+    char *text = slurp(path), *lines[8], *head[MAX_COLS], *row[MAX_COLS];
+    EXPECT(text != NULL, "cannot read %s", path);
+    if (!text) return;
+    int n_lines = split(text, '\n', lines, 8);
+    EXPECT(n_lines == 4 && *lines[3] == '\0', "%s: %d lines, want a header, 2 rows and a final newline", path,
+           n_lines);
+    int n = split(lines[0], '\t', head, MAX_COLS);
+    EXPECT(n == 13 + 2 * MEM_NCAT + 2, "%s: %d columns", path, n);
+    EXPECT(!strcmp(head[0], "run") && !strcmp(head[n - 1], "time_us"), "%s: header '%s' ... '%s'", path, head[0],
+           head[n - 1]);
+    for (int r = 0; r < 2 && r + 1 < n_lines; r++) {
+        const h5_run *u = &runs[r];
+        const sim_result *s = u->sim;
+        char name[64];
+        int m = split(lines[r + 1], '\t', row, MAX_COLS);
+        EXPECT(m == n, "row %d: %d fields, header has %d", r, m, n);
+        if (m != n) continue;
+        snprintf(name, sizeof name, "%05d", r);
+        expect_str(head, row, n, "run", name, r);
+        expect_str(head, row, n, "net", u->net, r);
+        expect_str(head, row, n, "plan", r ? "2ps:4 bn=frozen" : u->plan, r); /* tab -> space */
+        expect_str(head, row, n, "optimizer", u->optimizer, r);
+        expect_str(head, row, n, "bn", u->bn, r);
+        expect_str(head, row, n, "device", u->device, r);
+        expect_i64(head, row, n, "image_h", u->image_h, r);
+        expect_i64(head, row, n, "image_w", u->image_w, r);
+        expect_i64(head, row, n, "batch", u->batch, r);
+        expect_i64(head, row, n, "fp_bands", u->fp_bands, r);
+        expect_i64(head, row, n, "bp_bands", u->bp_bands, r);
+        expect_i64(head, row, n, "replay_peak", s->replay.peak, r);
+        expect_i64(head, row, n, "closed_peak", s->closed.peak, r);
+        for (int c = 0; c < MEM_NCAT; c++) {
+            snprintf(name, sizeof name, "replay_%s", mem_cat_name((mem_cat)c));
+            expect_i64(head, row, n, name, s->replay.at_peak[c], r);
+            snprintf(name, sizeof name, "closed_%s", mem_cat_name((mem_cat)c));
+            expect_i64(head, row, n, name, s->closed.at_peak[c], r);
+        }
+        expect_f64(head, row, n, "flops", s->flops, r);
+        expect_f64(head, row, n, "time_us", s->time_us, r);
+    }
+    free(text);
+}
+
+static void check_timeline_tsv(const char *path)
+{
+    char *text = slurp(path), *lines[16], *f[4];
+    EXPECT(text != NULL, "cannot read %s", path);
+    if (!text) return;
+    int n = split(text, '\n', lines, 16);
+    EXPECT(n == 7 && !strcmp(lines[0], "step\tbytes"), "%s: %d lines, header '%s'", path, n, lines[0]);
+    for (int i = 0; i < 5 && i + 1 < n; i++) {
+        int m = split(lines[i + 1], '\t', f, 4);
+        EXPECT(m == 2 && atoi(f[0]) == i && strtoll(f[1], NULL, 10) == timeline[i], "%s: step %d: '%s'", path, i,
+               lines[i + 1]);
+    }
+    free(text);
+}
+
+/* --- files export must refuse ------------------------------------------------------------------- */
+
+/* An HDF5 file with schema_version (when versioned), categories and a run whose `net` is an int. */
+static void write_foreign(const char *path, bool versioned)
+{
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), sp = H5Screate(H5S_SCALAR);
+    int one = 1;
+    if (versioned) {
+        hid_t a = H5Acreate2(f, "schema_version", H5T_STD_I32LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+        H5Awrite(a, H5T_NATIVE_INT, &one);
+        H5Aclose(a);
+        hid_t t = H5Tcopy(H5T_C_S1);
+        H5Tset_size(t, H5T_VARIABLE);
+        hsize_t n = 1;
+        const char *cat = "weights";
+        hid_t s1 = H5Screate_simple(1, &n, NULL);
+        hid_t d = H5Dcreate2(f, "categories", t, s1, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, &cat);
+        H5Dclose(d);
+        H5Sclose(s1);
+        H5Tclose(t);
+        hid_t top = H5Gcreate2(f, "runs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        hid_t g = H5Gcreate2(top, "00000", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        H5Gclose(top);
+        a = H5Acreate2(g, "net", H5T_STD_I32LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+        H5Awrite(a, H5T_NATIVE_INT, &one);
+        H5Aclose(a);
+        H5Gclose(g);
+    }
+    H5Sclose(sp);
+    H5Fclose(f);
+}
+
+static void expect_export_fails(const char *path, const char *dir, const char *needle)
+{
+    err e = {{0}};
+    int rc = h5_export(path, dir, NULL, &e);
+    EXPECT(rc < 0 && strstr(e.msg, needle), "export %s: rc %d, message '%s', want it to contain '%s'", path, rc,
+           e.msg, needle);
+    if (rc < 0) printf("  refused as expected: %s\n", e.msg);
+}
+
+int main(int argc, char **argv)
+{
+    char dir[256], path[300], tmp[320], out[300], buf[400];
+    const char *base = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    err e = {{0}};
+    char *cmd[] = {"lrcnn", "sim", "--plan", "2ps:4 bn=frozen", "it's"};
+
+    snprintf(dir, sizeof dir, "%s/test_h5.XXXXXX", base);
+    if (!mkdtemp(dir)) {
+        perror(dir);
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/r.h5", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    snprintf(out, sizeof out, "%s/tables", dir);
+    fake_runs();
+    h5_set_command(5, cmd);
+
+    /* Writing: the .tmp while open, the file after close. */
+    h5_file *f = NULL;
+    EXPECT(h5_create(&f, path, false, &e) == 0, "h5_create: %s", e.msg);
+    EXPECT(exists(tmp) && !exists(path), "while open: want only %s", tmp);
+    if (f) h5_abort(f);
+    EXPECT(!exists(tmp) && !exists(path), "h5_abort left %s", tmp);
+    EXPECT(write_file(path, false, &e) == 0, "write: %s", e.msg);
+    EXPECT(exists(path) && !exists(tmp), "after close: want %s and no .tmp", path);
+
+    /* An existing file: refused, and an aborted overwrite leaves it alone. */
+    f = NULL;
+    EXPECT(h5_create(&f, path, false, &e) < 0 && strstr(e.msg, "exists"), "no overwrite: message '%s'", e.msg);
+    printf("  refused as expected: %s\n", e.msg);
+    EXPECT(h5_create(&f, path, true, &e) == 0, "overwrite: %s", e.msg);
+    if (f) {
+        EXPECT(h5_set_root_attr(f, "spec", "a", &e) == 0, "set spec: %s", e.msg);
+        EXPECT(h5_set_root_attr(f, "spec", "b", &e) < 0 && strstr(e.msg, "already set"), "spec twice: '%s'", e.msg);
+        h5_abort(f);
+    }
+    EXPECT(exists(path) && !exists(tmp), "aborted overwrite: want %s intact and no .tmp", path);
+    snprintf(buf, sizeof buf, "%s/no/such/dir/r.h5", dir);
+    EXPECT(h5_create(&f, buf, false, &e) < 0 && strstr(e.msg, "directory"), "missing directory: '%s'", e.msg);
+    printf("  refused as expected: %s\n", e.msg);
+
+    /* Export: every number back exactly. */
+    EXPECT(h5_export(path, out, stdout, &e) == 0, "export: %s", e.msg);
+    snprintf(buf, sizeof buf, "%s/runs.tsv", out);
+    check_runs_tsv(buf);
+    snprintf(buf, sizeof buf, "%s/timeline_00000.tsv", out);
+    check_timeline_tsv(buf);
+    snprintf(buf, sizeof buf, "%s/timeline_00001.tsv", out);
+    EXPECT(!exists(buf), "%s written for a run without a timeline", buf);
+    snprintf(buf, sizeof buf, "%s/runs.tsv.tmp", out);
+    EXPECT(!exists(buf), "%s left behind", buf);
+
+    /* Files that are not lrcnn results. */
+    snprintf(buf, sizeof buf, "%s/missing.h5", dir);
+    expect_export_fails(buf, NULL, "No such file");
+    snprintf(buf, sizeof buf, "%s/text.h5", dir);
+    FILE *fp = fopen(buf, "w");
+    if (fp) {
+        fputs("not hdf5\n", fp);
+        fclose(fp);
+    }
+    expect_export_fails(buf, NULL, "not an HDF5 file");
+    snprintf(buf, sizeof buf, "%s/plain.h5", dir);
+    write_foreign(buf, false);
+    expect_export_fails(buf, NULL, "not an lrcnn result file (no schema_version)");
+    snprintf(buf, sizeof buf, "%s/typed.h5", dir);
+    write_foreign(buf, true);
+    expect_export_fails(buf, out, "/runs/00000: attribute net is not a string scalar");
+    snprintf(buf, sizeof buf, "%s/runs.tsv.tmp", out);
+    EXPECT(!exists(buf), "failed export left %s", buf);
+
+    if (argc > 1) EXPECT(write_file(argv[1], true, &e) == 0, "write %s: %s", argv[1], e.msg);
+
+    if (!n_fail) {
+        snprintf(buf, sizeof buf, "rm -rf '%s'", dir);
+        if (system(buf) != 0) fprintf(stderr, "test_h5: could not remove %s\n", dir);
+    }
+    printf("test_h5: %s (%d failed)%s%s\n", n_fail ? "FAIL" : "ok", n_fail, n_fail ? "; files kept in " : "",
+           n_fail ? dir : "");
+    return n_fail ? 1 : 0;
+}
