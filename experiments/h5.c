@@ -99,24 +99,24 @@ cleanup:
     return rc;
 }
 
-static int attr_int(hid_t obj, const char *name, int v, err *e)
+int h5_attr_int(hid_t obj, const char *name, int v, err *e)
 {
     int32_t x = v;
     return attr_write(obj, name, H5T_STD_I32LE, H5T_NATIVE_INT32, &x, e);
 }
 
-static int attr_i64(hid_t obj, const char *name, int64_t v, err *e)
+int h5_attr_i64(hid_t obj, const char *name, int64_t v, err *e)
 {
     return attr_write(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v, e);
 }
 
-static int attr_f64(hid_t obj, const char *name, double v, err *e)
+int h5_attr_f64(hid_t obj, const char *name, double v, err *e)
 {
     return attr_write(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v, e);
 }
 
 /* NULL is written as "". */
-static int attr_str(hid_t obj, const char *name, const char *v, err *e)
+int h5_attr_str(hid_t obj, const char *name, const char *v, err *e)
 {
     const char *s = v ? v : "";
     hid_t t = vlen_str(e);
@@ -127,7 +127,7 @@ static int attr_str(hid_t obj, const char *name, const char *v, err *e)
 }
 
 /* 1-d dataset of n values. */
-static int dset_1d(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, const void *v, hsize_t n,
+int h5_dset_1d(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, const void *v, hsize_t n,
                    err *e)
 {
     int rc = -1;
@@ -143,9 +143,25 @@ cleanup:
     return rc;
 }
 
+int h5_dset(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, const void *v, int rank, const hsize_t *dims,
+            err *e)
+{
+    int rc = -1;
+    hid_t sp = H5I_INVALID_HID, d = H5I_INVALID_HID;
+    H5_CHECK(sp = H5Screate_simple(rank, dims, NULL));
+    H5_CHECK(d = H5Dcreate2(loc, name, file_type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    H5_CHECK(H5Dwrite(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v));
+    rc = 0;
+cleanup:
+    if (d >= 0) H5Dclose(d);
+    if (sp >= 0) H5Sclose(sp);
+    if (rc < 0) err_wrap(e, "dataset %s", name);
+    return rc;
+}
+
 static int dset_i64(hid_t loc, const char *name, const int64_t *v, int n, err *e)
 {
-    return dset_1d(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, v, (hsize_t)n, e);
+    return h5_dset_1d(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, v, (hsize_t)n, e);
 }
 
 /* --- root --------------------------------------------------------------------------------------- */
@@ -184,17 +200,17 @@ static int write_root(h5_file *f, err *e)
     H5_CHECK(H5get_libversion(&maj, &min, &rel));
     snprintf(version, sizeof version, "%u.%u.%u", maj, min, rel);
 
-    H5_TRY(attr_int(f->file, "schema_version", H5_SCHEMA_VERSION, e));
-    H5_TRY(attr_str(f->file, "git_commit", commit, e));
-    H5_TRY(attr_str(f->file, "date", date, e));
-    H5_TRY(attr_str(f->file, "host", host, e));
-    H5_TRY(attr_str(f->file, "hdf5_version", version, e));
-    H5_TRY(attr_str(f->file, "lrcnn_command", command_line ? command_line : "", e));
+    H5_TRY(h5_attr_int(f->file, "schema_version", H5_SCHEMA_VERSION, e));
+    H5_TRY(h5_attr_str(f->file, "git_commit", commit, e));
+    H5_TRY(h5_attr_str(f->file, "date", date, e));
+    H5_TRY(h5_attr_str(f->file, "host", host, e));
+    H5_TRY(h5_attr_str(f->file, "hdf5_version", version, e));
+    H5_TRY(h5_attr_str(f->file, "lrcnn_command", command_line ? command_line : "", e));
 
     const char *cats[MEM_NCAT];
     for (int c = 0; c < MEM_NCAT; c++) cats[c] = mem_cat_name((mem_cat)c);
     H5_TRY(t = vlen_str(e));
-    H5_TRY(dset_1d(f->file, "categories", t, t, cats, MEM_NCAT, e));
+    H5_TRY(h5_dset_1d(f->file, "categories", t, t, cats, MEM_NCAT, e));
     rc = 0;
 cleanup:
     if (t >= 0) H5Tclose(t);
@@ -281,12 +297,14 @@ cleanup:
     return -1;
 }
 
+hid_t h5_root(h5_file *f) { return f->file; }
+
 int h5_set_root_attr(h5_file *f, const char *name, const char *value, err *e)
 {
     htri_t exists;
     H5_CHECK(exists = H5Aexists(f->file, name));
     if (exists) return err_set(e, "%s: root attribute %s is already set", f->path, name);
-    return attr_str(f->file, name, value, e);
+    return h5_attr_str(f->file, name, value, e);
 cleanup:
     return -1;
 }
@@ -299,10 +317,37 @@ static int write_mem(hid_t loc, const char *name, const sim_mem *m, err *e)
     int rc = -1;
     hid_t g = H5I_INVALID_HID;
     H5_CHECK(g = H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    H5_TRY(attr_i64(g, "peak", m->peak, e));
-    H5_TRY(attr_int(g, "peak_step", m->peak_step, e));
+    H5_TRY(h5_attr_i64(g, "peak", m->peak, e));
+    H5_TRY(h5_attr_int(g, "peak_step", m->peak_step, e));
     H5_TRY(dset_i64(g, "at_peak", m->at_peak, MEM_NCAT, e));
     H5_TRY(dset_i64(g, "max", m->max, MEM_NCAT, e));
+    rc = 0;
+cleanup:
+    if (g >= 0) H5Gclose(g);
+    return rc;
+}
+
+/* measured/: what the engine measured (train runs); see results/SCHEMA.md. */
+static int write_measured(hid_t loc, const h5_measure *m, int n_layers, err *e)
+{
+    int rc = -1;
+    hid_t g = H5I_INVALID_HID;
+    H5_CHECK(g = H5Gcreate2(loc, "measured", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    H5_TRY(h5_attr_i64(g, "peak", m->peak, e));
+    H5_TRY(h5_attr_i64(g, "host_peak", m->host_peak, e));
+    H5_TRY(h5_attr_i64(g, "rss_peak", m->rss_peak, e));
+    H5_TRY(h5_attr_i64(g, "seed", (int64_t)m->seed, e));
+    H5_TRY(h5_attr_str(g, "data", m->data, e));
+    H5_TRY(h5_attr_str(g, "backend", m->backend, e));
+    H5_TRY(dset_i64(g, "at_peak", m->at_peak, MEM_NCAT, e));
+    H5_TRY(dset_i64(g, "max", m->max, MEM_NCAT, e));
+    H5_TRY(h5_dset_1d(g, "loss", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, m->loss, (hsize_t)m->n_iters, e));
+    H5_TRY(h5_dset_1d(g, "iter_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, m->iter_us, (hsize_t)m->n_iters, e));
+    if (m->timeline && m->n_timeline) H5_TRY(dset_i64(g, "timeline", m->timeline, m->n_timeline, e));
+    if (m->layer_us && n_layers) {
+        hsize_t dims[2] = {(hsize_t)n_layers, 2};
+        H5_TRY(h5_dset(g, "layer_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, m->layer_us, 2, dims, e));
+    }
     rc = 0;
 cleanup:
     if (g >= 0) H5Gclose(g);
@@ -336,7 +381,7 @@ static int write_layers(hid_t loc, const net *n, err *e)
     H5_CHECK(H5Tinsert(mt, "macs", HOFFSET(layer_row, macs), H5T_NATIVE_INT64));
     H5_CHECK(ft = H5Tcopy(mt));
     H5_CHECK(H5Tpack(ft));
-    H5_TRY(dset_1d(loc, "layers", ft, mt, rows, (hsize_t)n->n, e));
+    H5_TRY(h5_dset_1d(loc, "layers", ft, mt, rows, (hsize_t)n->n, e));
     rc = 0;
 cleanup:
     if (ft >= 0) H5Tclose(ft);
@@ -365,15 +410,16 @@ int h5_write_run(h5_file *f, const h5_run *r, err *e)
         {"image_h", r->image_h}, {"image_w", r->image_w}, {"batch", r->batch},
         {"fp_bands", r->fp_bands}, {"bp_bands", r->bp_bands}, {"n_steps", r->sim->n_steps},
     };
-    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) H5_TRY(attr_str(g, strs[i].name, strs[i].v, e));
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) H5_TRY(attr_int(g, ints[i].name, ints[i].v, e));
-    H5_TRY(attr_f64(g, "flops", r->sim->flops, e));
-    H5_TRY(attr_f64(g, "time_us", r->sim->time_us, e));
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) H5_TRY(h5_attr_str(g, strs[i].name, strs[i].v, e));
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) H5_TRY(h5_attr_int(g, ints[i].name, ints[i].v, e));
+    H5_TRY(h5_attr_f64(g, "flops", r->sim->flops, e));
+    H5_TRY(h5_attr_f64(g, "time_us", r->sim->time_us, e));
 
     H5_CHECK(pred = H5Gcreate2(g, "prediction", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     H5_TRY(write_mem(pred, "replay", &r->sim->replay, e));
     H5_TRY(write_mem(pred, "closed", &r->sim->closed, e));
     if (r->timeline && r->n_timeline > 0) H5_TRY(dset_i64(g, "timeline", r->timeline, r->n_timeline, e));
+    if (r->measured) H5_TRY(write_measured(g, r->measured, r->layers ? r->layers->n : 0, e));
     if (r->layers) H5_TRY(write_layers(g, r->layers, e));
     f->n_runs++;
     rc = 0;

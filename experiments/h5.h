@@ -5,11 +5,29 @@
 #ifndef LRCNN_H5_H
 #define LRCNN_H5_H
 
+#include <hdf5.h>
+
 #include "sim.h"
 
 #define H5_SCHEMA_VERSION 1
 
 typedef struct h5_file h5_file;
+
+/* What the engine measured in a training run (group measured/ of a run). */
+typedef struct {
+    int64_t peak, host_peak;     /* device bytes (accounting allocator), host (offloaded) bytes */
+    int64_t at_peak[MEM_NCAT], max[MEM_NCAT];
+    int64_t rss_peak;            /* the process's resident-set high-water mark, bytes */
+    uint64_t seed;
+    const char *data;            /* "synthetic" or the image directory */
+    const char *backend;         /* "cpu" */
+    const float *loss;           /* [n_iters] */
+    const double *iter_us;       /* [n_iters] */
+    int n_iters;
+    const int64_t *timeline;     /* allocated device bytes after each allocator event, last iteration */
+    int n_timeline;
+    const double *layer_us;      /* [layers][2] forward, backward microseconds, last iteration */
+} h5_measure;
 
 /* One run (a group "runs/NNNNN"). Strings are borrowed. */
 typedef struct {
@@ -27,6 +45,7 @@ typedef struct {
     const int64_t *timeline;     /* device bytes after each schedule step, or NULL */
     int n_timeline;
     const net *layers;           /* per-layer table source, or NULL to skip it */
+    const h5_measure *measured;  /* train runs, else NULL */
 } h5_run;
 
 /* Opens path for writing. Fails (exit-2 class error) if path exists and !overwrite, or if the
@@ -36,6 +55,18 @@ int h5_create(h5_file **f, const char *path, bool overwrite, err *e);
  * hdf5_version, lrcnn_command): e.g. ("spec", path). */
 int h5_set_root_attr(h5_file *f, const char *name, const char *value, err *e);
 int h5_write_run(h5_file *f, const h5_run *run, err *e);
+/* The open file, to add groups of one's own (weights dumps). */
+hid_t h5_root(h5_file *f);
+
+/* Small writers shared by h5.c and weights.c: scalar attributes and datasets. */
+int h5_attr_int(hid_t obj, const char *name, int v, err *e);
+int h5_attr_i64(hid_t obj, const char *name, int64_t v, err *e);
+int h5_attr_f64(hid_t obj, const char *name, double v, err *e);
+int h5_attr_str(hid_t obj, const char *name, const char *v, err *e);
+int h5_dset_1d(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, const void *v, hsize_t n, err *e);
+int h5_dset(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, const void *v, int rank, const hsize_t *dims,
+            err *e);
+
 /* Closes and renames into place. */
 int h5_close(h5_file *f, err *e);
 /* Closes and deletes the temporary file (error paths). */

@@ -10,7 +10,7 @@
  *          boundary it keeps for the next band (rows already computed that a later band reads).
  * Borders: a band's window may run past row 0 or past the last row; those rows are the layer's
  * true zero padding. Interior band edges are never padded. Rows are [a, b); empty when a >= b.
- * Not done here: bytes, steps or time (see sched.h). */
+ * Not done here: bytes, steps or time (see schedule.h). */
 #ifndef LRCNN_BAND_H
 #define LRCNN_BAND_H
 

@@ -28,6 +28,8 @@ RUN_ATTRS = {"kind": STR, "net": STR, "net_path": STR, "image_h": I32, "image_w"
              "fp_bands": I32, "bp_bands": I32, "n_steps": I32, "flops": F64, "time_us": F64}
 PRED_ATTRS = {"peak": I64, "peak_step": I32}
 PRED_DSETS = ("at_peak", "max")
+MEAS_ATTRS = {"peak": I64, "host_peak": I64, "rss_peak": I64, "seed": I64, "data": STR, "backend": STR}
+MEAS_DSETS = {"at_peak": I64, "max": I64, "loss": np.dtype("<f4"), "iter_us": F64, "timeline": I64, "layer_us": F64}
 LAYER_FIELDS = [("name", STR), ("kind", STR), ("c", I32), ("h", I32), ("w", I32),
                 ("params", I64), ("macs", I64)]
 
@@ -134,7 +136,25 @@ def check_run(run, where, ncat):
         check_dset(run, where, "timeline", I64)
     if "layers" in run:
         check_layers(run, where)
-    check_only(run, where, RUN_ATTRS, ("prediction", "timeline", "layers"))
+    if "measured" in run:
+        check_measured(run, where, ncat)
+    check_only(run, where, RUN_ATTRS, ("prediction", "timeline", "layers", "measured"))
+
+
+def check_measured(run, where, ncat):
+    m = check_group(run, where, "measured")
+    mwhere = where + "/measured"
+    for name, want in MEAS_ATTRS.items():
+        check_attr(m, mwhere, name, want)
+    for name in ("at_peak", "max"):
+        check_dset(m, mwhere, name, I64, (ncat,))
+    loss = check_dset(m, mwhere, "loss", MEAS_DSETS["loss"])
+    check_dset(m, mwhere, "iter_us", F64, loss.shape)
+    if "timeline" in m:
+        check_dset(m, mwhere, "timeline", I64)
+    if "layer_us" in m:
+        check_dset(m, mwhere, "layer_us", F64, (run["layers"].shape[0], 2) if "layers" in run else None)
+    check_only(m, mwhere, MEAS_ATTRS, tuple(MEAS_DSETS))
 
 
 def check_file(path):

@@ -95,5 +95,37 @@ print("round trip ok", len(rows))
 PY
 then ok "export round-trips every category of both models"; else bad "export round trip: $(tail -2 "$tmp/rt")"; fi
 
+# --- train: measured beside predicted, determinism, bad input ------------------------------------
+expect_ok "train vgg-small" -- train --net vgg-small --batch 4 --iters 3 --plan 2ps:2 -o "$tmp/t1.h5"
+grep -qE "prediction error vs measured: replay \+0\.000%" "$tmp/out" && ok "train: measured peak = replay" || bad "train: measured != replay"
+grep -q "RSS high-water" "$tmp/out" && ok "train reports the RSS high-water mark" || bad "train lacks RSS"
+expect_ok "train again, same seed" -- train --net vgg-small --batch 4 --iters 3 --plan 2ps:2 -o "$tmp/t2.h5"
+if "$python" - "$tmp/t1.h5" "$tmp/t2.h5" >"$tmp/det" 2>&1 <<'PY'
+import sys, h5py, numpy as np
+a, b = (h5py.File(p, "r")["runs/00000/measured"] for p in sys.argv[1:3])
+assert np.array_equal(a["loss"][()], b["loss"][()]), "losses differ"
+assert np.array_equal(a["timeline"][()], b["timeline"][()]), "allocation timelines differ"
+assert len(a["timeline"][()]) > 10
+print("identical", a["loss"][()])
+PY
+then ok "determinism: identical losses and allocation timelines"; else bad "determinism: $(tail -1 "$tmp/det")"; fi
+if "$python" "$src/tests/check_schema.py" "$tmp/t1.h5" >"$tmp/schema" 2>&1; then ok "train file validates against results/SCHEMA.md"; else bad "train schema: $(tail -1 "$tmp/schema")"; fi
+expect_ok "train --dump" -- train --net vgg-small --batch 2 --iters 1 --dump "$tmp/d.h5"
+expect_ok "train --init-weights from a dump" -- train --net vgg-small --batch 2 --iters 1 --init-weights "$tmp/d.h5"
+expect_fail "weights of another net" "missing dataset /params/conv1/weight" -- train --net kernels --iters 1 --init-weights "$tmp/d.h5" -o "$o"; no_file "$o" "weights of another net"
+"$python" -c "import h5py,numpy as np; f=h5py.File('$tmp/shape.h5','w'); f['params/conv1_1/weight']=np.zeros((8,3,5,5),dtype=np.float32)"
+expect_fail "weights of the wrong shape" "has shape (8, 3, 5, 5), the net needs (8, 3, 3, 3)" -- train --net vgg-small --iters 1 --init-weights "$tmp/shape.h5"
+"$python" -c "import h5py,numpy as np; f=h5py.File('$tmp/int.h5','w'); f['params/conv1_1/weight']=np.zeros((8,3,3,3),dtype=np.int64)"
+expect_fail "weights of the wrong type" "not float32" -- train --net vgg-small --iters 1 --init-weights "$tmp/int.h5"
+expect_fail "weights file missing" "cannot open weights file" -- train --net vgg-small --iters 1 --init-weights "$tmp/none.h5"
+expect_fail "missing image directory" "cannot open image directory" -- train --net vgg-small --iters 1 --data "$tmp/nodir" -o "$o"; no_file "$o" "missing image dir"
+mkdir -p "$tmp/imgs/cat" "$tmp/imgs/dog"
+printf 'P6\n4 4\n255\n' >"$tmp/imgs/cat/a.ppm"; head -c 48 /dev/urandom >>"$tmp/imgs/cat/a.ppm"
+printf 'P6\n5 3\n255\n' >"$tmp/imgs/dog/b.ppm"; head -c 45 /dev/urandom >>"$tmp/imgs/dog/b.ppm"
+expect_ok "train on an image directory" -- train --net vgg-small --batch 2 --iters 2 --data "$tmp/imgs"
+echo "not an image" >"$tmp/imgs/dog/c.png"
+expect_fail "unreadable image" "c.png: not a PNG or PPM image" -- train --net vgg-small --iters 1 --data "$tmp/imgs" -o "$o"; no_file "$o" "unreadable image"
+expect_fail "train output exists" "exists; use --force" -- train --net vgg-small --iters 1 -o "$tmp/t1.h5"
+
 printf '\n%d passed, %d failed\n' "$passes" "$fails"
 [ "$fails" -eq 0 ]

@@ -1,10 +1,10 @@
-/* sched: lowering of plans to steps (see sched.h for the buffer and accumulation conventions).
+/* sched: lowering of plans to steps (see schedule.h for the buffer and accumulation conventions).
  *
  * One lowering context walks the plan's segments forward, then backward in reverse. Each mode is
  * a small function that emits FWD/BWD/COPY steps on the context's "current buffer" maps (which
  * buffer holds layer L's output and its gradient right now). Offload steps and ALLOC/FREE are
  * derived afterwards from the finished step list, so no mode decides lifetimes by hand. */
-#include "sched.h"
+#include "schedule.h"
 
 #include <string.h>
 
@@ -12,7 +12,7 @@ static const char *cat_names[MEM_NCAT] = {"weights", "weight_grads", "optimizer"
                                           "act_grads", "boundaries", "workspace", "host"};
 const char *mem_cat_name(mem_cat c) { return cat_names[c]; }
 
-static const char *op_names[] = {"alloc", "free", "fwd", "bwd", "copy", "offload", "prefetch", "update"};
+static const char *op_names[] = {"alloc", "free", "fwd", "bwd", "copy", "offload", "prefetch", "update", "load"};
 const char *sched_op_name(sched_op op) { return op_names[op]; }
 
 static const char *kind_tags[BUF_NKIND] = {"x", "label", "y", "dy", "argmax", "stats", "prob", "boundary",
@@ -193,6 +193,21 @@ static void emit_copy(lower *c, int L, int band, band_rows r, int src, int dst, 
 
 static band_rows hold_full(const void *ctx, int P) { return full(((const lower *)ctx)->n, P); }
 
+/* Which layers of [first, last] backward needs recomputed: those whose output (or argmax,
+ * statistics) a backward step of the segment keeps, and those a needed layer reads. A layer whose
+ * output only feeds the next segment (already back-propagated) is not recomputed. */
+static void recompute_needed(const net *n, int first, int last, bool *need)
+{
+    for (int L = last; L >= first; L--) {
+        const net_layer *l = &n->layers[L];
+        bool nd = sched_bwd_keeps_y(l->kind) || l->kind == NET_MAXPOOL || l->kind == NET_BN;
+        for (int c = L + 1; c <= last && !nd; c++)
+            for (int j = 0; j < n->layers[c].n_in; j++)
+                if (n->layers[c].in[j] == L && (need[c] || sched_bwd_keeps_x(n->layers[c].kind))) nd = true;
+        need[L] = nd;
+    }
+}
+
 /* --- row segments ---------------------------------------------------------------------------- */
 
 typedef struct {
@@ -224,11 +239,15 @@ static band_rows hold_band(const void *ctx, int P)
 
 /* Forward of one band. bound[L * R + r]: boundary buffers (2PS), created when `make_bounds`. */
 static void band_forward(lower *c, const band_seg *bs, const band_geom *g, int r, int *bound, bool make_bounds,
-                         int out_full)
+                         int out_full, const bool *need)
 {
     const net *n = c->n;
     int L0 = bs->first, R = g->n_bands;
     for (int L = bs->first; L <= bs->last; L++) {
+        if (need && !need[L]) {
+            c->act[L] = c->aux[L] = -1;
+            continue;
+        }
         band_rows out = g->out[r * g->n_layers + L - L0];
         band_rows hold = band_hold(bs, g, n, r, L);
         const net_layer *l = &n->layers[L];
@@ -256,7 +275,7 @@ static void rows_forward(lower *c, const plan_seg *ps, const band_seg *bs, const
     int src = c->act[bs->src];
     (void)ps;
     for (int r = 0; r < g->n_bands; r++) {
-        band_forward(c, bs, g, r, bound, true, out);
+        band_forward(c, bs, g, r, bound, true, out, NULL);
         c->act[bs->src] = src;
     }
     c->act[bs->last] = out;
@@ -269,8 +288,10 @@ static void rows_backward(lower *c, const band_seg *bs, const band_geom *g, int 
     int src_act = c->act[bs->src], dout = c->grad[bs->last];
     int *bgrad = err_calloc((size_t)n->n * R, sizeof(int));
     memset(bgrad, -1, (size_t)n->n * R * sizeof(int));
+    bool *need = err_calloc((size_t)n->n, sizeof(bool));
+    recompute_needed(n, bs->first, bs->last, need);
     for (int r = R - 1; r >= 0; r--) {
-        band_forward(c, bs, g, r, bound, false, -1);
+        band_forward(c, bs, g, r, bound, false, -1, need);
         for (int L = L0; L <= bs->last; L++) c->grad[L] = -1;
         c->grad[bs->last] = dout;
         band_ctx hc = {c, bs, g, r};
@@ -293,6 +314,7 @@ static void rows_backward(lower *c, const band_seg *bs, const band_geom *g, int 
         c->act[bs->src] = src_act;
     }
     free(bgrad);
+    free(need);
 }
 
 /* --- whole iteration -------------------------------------------------------------------------- */
@@ -310,7 +332,10 @@ static void persistent_buffers(lower *c)
         }
         if (l->kind == NET_BN) c->run[L] = buf_new(c, BUF_RUNSTAT, MEM_WEIGHTS, L, -1, (band_rows){0, 0}, 2 * (int64_t)l->c * 4);
     }
-    for (int b = 0; b < c->s->n_buf; b++) c->s->bufs[b].persistent = true;
+    for (int b = 0; b < c->s->n_buf; b++) {
+        c->s->bufs[b].persistent = true;
+        c->s->bufs[b].zero = c->s->bufs[b].kind == BUF_PGRAD || c->s->bufs[b].kind == BUF_OPT;
+    }
 }
 
 /* Marks what offload segments move to the host, then inserts OFFLOAD after each such buffer's
@@ -464,8 +489,8 @@ int sched_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err
     c.act[0] = buf_new(&c, BUF_INPUT, MEM_ACT, 0, -1, full(n, 0), act_bytes(&c, 0, full(n, 0), 4));
     c.label = buf_new(&c, BUF_LABEL, MEM_ACT, n->n - 1, -1, (band_rows){0, 0}, (int64_t)cfg->batch * 8);
     {
-        sched_step *t = step_new(&c, SCHED_COPY, 0, -1); /* the batch arrives: image and labels */
-        t->dst = c.act[0], t->src = c.label, t->rows = full(n, 0);
+        sched_step *t = step_new(&c, SCHED_LOAD, 0, -1); /* the batch arrives: image and labels */
+        t->y = c.act[0], t->aux = c.label, t->rows = full(n, 0);
     }
     for (int i = 0; i < p->n_seg; i++) {
         const plan_seg *ps = &p->segs[i];
@@ -486,8 +511,13 @@ int sched_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err
             else rows_backward(&c, &bss[i], &gb[i], bound[i]);
             continue;
         }
-        if (ps->mode == PLAN_CKPT)
-            for (int L = ps->first; L <= ps->last; L++) emit_fwd(&c, L, -1, full(n, L), full(n, L), -1, true);
+        if (ps->mode == PLAN_CKPT) {
+            bool *need = err_calloc((size_t)n->n, sizeof(bool));
+            recompute_needed(n, ps->first, ps->last, need);
+            for (int L = ps->first; L <= ps->last; L++)
+                if (need[L]) emit_fwd(&c, L, -1, full(n, L), full(n, L), -1, true);
+            free(need);
+        }
         for (int L = ps->last; L >= ps->first; L--) emit_bwd(&c, L, -1, full(n, L), hold_full, &c, false);
     }
     {

@@ -1,5 +1,6 @@
 /* sched: a plan lowered to the ordered steps of one training iteration (forward, backward,
- * optimizer update), over named buffers. The simulator replays it; the engine executes it.
+ * optimizer update), over named buffers. (The file is schedule.h: a sched.h on the include path
+ * would shadow the system <sched.h>, which OpenBLAS includes.) The simulator replays it; the engine executes it.
  *
  * Buffers hold rows [a, b) of one tensor (a layer's output, its gradient, or an auxiliary: pool
  * argmax, bn statistics, loss probabilities, a 2PS boundary) for the whole batch, NCHW, or a
@@ -46,7 +47,8 @@ typedef struct {
     bool offload;     /* moved to host between forward and backward */
 } sched_buf;
 
-typedef enum { SCHED_ALLOC, SCHED_FREE, SCHED_FWD, SCHED_BWD, SCHED_COPY, SCHED_OFFLOAD, SCHED_PREFETCH, SCHED_UPDATE } sched_op;
+/* LOAD: the batch arrives (image into y, labels into aux). */
+typedef enum { SCHED_ALLOC, SCHED_FREE, SCHED_FWD, SCHED_BWD, SCHED_COPY, SCHED_OFFLOAD, SCHED_PREFETCH, SCHED_UPDATE, SCHED_LOAD } sched_op;
 
 const char *sched_op_name(sched_op op);
 

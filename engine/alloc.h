@@ -1,0 +1,40 @@
+/* alloc: the accounting allocator. Every byte the engine holds for a training iteration comes
+ * from here, with a category (mem_cat) and a name, so measured peaks are comparable to the
+ * simulator's replay category by category and the timeline explains itself.
+ *
+ * Device-side categories count towards the peak; MEM_HOST (offloaded tensors) is tracked apart,
+ * as on a GPU. Memory is really allocated (64-byte aligned, so BLAS gets aligned panels) and
+ * really freed. Not done here: pooling or reuse (a later backend may add a pool under it). */
+#ifndef LRCNN_ALLOC_H
+#define LRCNN_ALLOC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "schedule.h"
+
+typedef struct {
+    int64_t cur[MEM_NCAT];
+    int64_t max[MEM_NCAT];       /* each category's own maximum */
+    int64_t at_peak[MEM_NCAT];   /* breakdown when the device total peaked */
+    int64_t peak, total;         /* device bytes (MEM_HOST excluded) */
+    int64_t host_peak;
+    int64_t n_alloc;
+    int64_t *timeline;           /* device bytes after each event (grows) */
+    int n_timeline, cap_timeline;
+    bool record;                 /* append to the timeline */
+} alloc_stats;
+
+void alloc_init(alloc_stats *a);
+void alloc_free_stats(alloc_stats *a);
+/* Clears peaks and the timeline, keeping what is currently allocated (between iterations). */
+void alloc_reset_peaks(alloc_stats *a);
+
+/* bytes may be 0 (returns a valid unique pointer). zero: zero-filled. */
+void *alloc_get(alloc_stats *a, mem_cat cat, int64_t bytes, bool zero);
+void alloc_put(alloc_stats *a, void *p, mem_cat cat, int64_t bytes);
+/* Moves a block to new memory accounted under `to` (offload: device -> MEM_HOST and back); the
+ * accounting changes in one event, so peaks match the simulator's replay. Returns the new block. */
+void *alloc_move(alloc_stats *a, void *p, mem_cat from, mem_cat to, int64_t bytes);
+
+#endif

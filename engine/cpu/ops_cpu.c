@@ -1,0 +1,573 @@
+/* ops_cpu: the CPU backend's table of layer kernels (ops.h), and the optimizers.
+ *
+ * Conventions: tensors are NCHW fp32 views of a band of rows (ten.row0, ten.h); a kernel on
+ * output rows [a, b) reads input row i at i - x.row0 and CHECKs, once per call, that every input
+ * row it reads outside the padding lies in the view. Accumulation rule: weight gradients are +=
+ * (bands add up); an input gradient is zeroed over its whole view first unless dx_acc, then added
+ * into, so the first writer defines it (except an in-place relu backward, which rewrites only
+ * its rows [a, b): see ops.h). Plain fp32 loops in a fixed order, no -ffast-math;
+ * reductions over a whole batch (bn statistics, global pools, softmax) accumulate in double so
+ * that their error does not grow with the map size. Convolution and fc are in conv_cpu.c.
+ * Not done here: allocation (every buffer, workspace included, comes from the caller), threading
+ * (sgemm's own threads only), and layers over bands for kinds that need whole maps (fc, gap,
+ * apool, loss CHECK that they get them). */
+#include <math.h>
+#include <string.h>
+
+#include "ops_cpu.h"
+
+/* --- views ------------------------------------------------------------------------------------ */
+
+float *cpu_row(const ten *t, int n, int c, int row)
+{
+    return t->p + (((int64_t)n * t->c + c) * t->h + (row - t->row0)) * t->w;
+}
+
+void cpu_check_rows(const ten *t, int lo, int hi, int full_h)
+{
+    if (lo < 0) lo = 0;
+    if (hi > full_h) hi = full_h;
+    if (lo >= hi) return;
+    CHECK(t->p != NULL);
+    CHECK(lo >= t->row0 && hi <= t->row0 + t->h);
+}
+
+void cpu_dx_begin(const ops_call *c, int j)
+{
+    const ten *dx = &c->dx[j];
+    if (dx->p && !c->dx_acc[j]) memset(dx->p, 0, (size_t)dx->n * dx->c * dx->h * dx->w * sizeof(float));
+}
+
+/* Elements of one channel plane in rows [a, b). */
+static int64_t plane_len(const ten *t, int a, int b) { return (int64_t)(b - a) * t->w; }
+
+/* Full maps only (fc, gap, apool, loss): the view holds every row. */
+static void check_full(const ten *t, int full_h)
+{
+    CHECK(t->p != NULL && t->row0 == 0 && t->h == full_h);
+}
+
+/* --- relu ------------------------------------------------------------------------------------- */
+
+/* y = max(x, 0); y may be x itself (in place). NaN propagates, as in PyTorch. */
+static void relu_forward(const ops_call *c)
+{
+    const ten *x = &c->x[0], *y = &c->y; /* (N, C, H, W) both */
+    cpu_check_rows(x, c->a, c->b, c->in_h[0]);
+    cpu_check_rows(y, c->a, c->b, c->l->h);
+    if (x->p == y->p) CHECK(x->row0 == y->row0 && x->h == y->h);
+    int64_t len = plane_len(x, c->a, c->b);
+    for (int n = 0; n < x->n; n++)
+        for (int ch = 0; ch < x->c; ch++) {
+            const float *xr = cpu_row(x, n, ch, c->a);
+            float *yr = cpu_row(y, n, ch, c->a);
+            for (int64_t i = 0; i < len; i++) yr[i] = xr[i] < 0.0f ? 0.0f : xr[i];
+        }
+}
+
+/* dx = dy where y > 0 (y > 0 exactly where x > 0, and y is what an in-place relu keeps).
+ * In place (dx is dy): rows [a, b) are rewritten element by element and the other rows are left
+ * alone (ops.h: the buffer may be a whole map's gradient whose other rows belong to other bands);
+ * accumulating into the buffer being read is impossible and CHECKed against. */
+static void relu_backward(const ops_call *c)
+{
+    const ten *dx = &c->dx[0], *dy = &c->dy;
+    const ten *m = c->y.p ? &c->y : &c->x[0]; /* the mask's source */
+    if (!dx->p) return;
+    int a = c->a, b = c->b;
+    cpu_check_rows(m, a, b, c->l->h);
+    cpu_check_rows(dy, a, b, c->l->h);
+    cpu_check_rows(dx, a, b, c->in_h[0]);
+    bool inplace = dx->p == dy->p;
+    if (inplace) {
+        CHECK(!c->dx_acc[0] && dx->row0 == dy->row0 && dx->h == dy->h);
+    } else {
+        cpu_dx_begin(c, 0);
+    }
+    int64_t len = plane_len(dy, a, b);
+    for (int n = 0; n < dy->n; n++)
+        for (int ch = 0; ch < dy->c; ch++) {
+            const float *mr = cpu_row(m, n, ch, a), *dyr = cpu_row(dy, n, ch, a);
+            float *dxr = cpu_row(dx, n, ch, a);
+            if (inplace)
+                for (int64_t i = 0; i < len; i++) dxr[i] = mr[i] > 0.0f ? dyr[i] : 0.0f;
+            else
+                for (int64_t i = 0; i < len; i++) dxr[i] += mr[i] > 0.0f ? dyr[i] : 0.0f;
+        }
+}
+
+/* --- add -------------------------------------------------------------------------------------- */
+
+static void add_forward(const ops_call *c)
+{
+    const ten *x0 = &c->x[0], *x1 = &c->x[1], *y = &c->y; /* (N, C, H, W) all three */
+    cpu_check_rows(x0, c->a, c->b, c->in_h[0]);
+    cpu_check_rows(x1, c->a, c->b, c->in_h[1]);
+    cpu_check_rows(y, c->a, c->b, c->l->h);
+    int64_t len = plane_len(y, c->a, c->b);
+    for (int n = 0; n < y->n; n++)
+        for (int ch = 0; ch < y->c; ch++) {
+            const float *ar = cpu_row(x0, n, ch, c->a), *br = cpu_row(x1, n, ch, c->a);
+            float *yr = cpu_row(y, n, ch, c->a);
+            for (int64_t i = 0; i < len; i++) yr[i] = ar[i] + br[i];
+        }
+}
+
+/* dx0 = dx1 = dy. An add of a tensor with itself (in[0] == in[1]) gets no dx[1] from the
+ * scheduler: both contributions then go to dx[0]. */
+static void add_backward(const ops_call *c)
+{
+    const ten *dy = &c->dy;
+    bool twice = c->l->in[0] == c->l->in[1] && !c->dx[1].p;
+    cpu_check_rows(dy, c->a, c->b, c->l->h);
+    for (int j = 0; j < 2; j++) {
+        const ten *dx = &c->dx[j];
+        if (!dx->p) continue;
+        cpu_dx_begin(c, j);
+        cpu_check_rows(dx, c->a, c->b, c->in_h[j]);
+        int64_t len = plane_len(dy, c->a, c->b);
+        for (int n = 0; n < dy->n; n++)
+            for (int ch = 0; ch < dy->c; ch++) {
+                const float *dyr = cpu_row(dy, n, ch, c->a);
+                float *dxr = cpu_row(dx, n, ch, c->a);
+                for (int64_t i = 0; i < len; i++) dxr[i] += dyr[i];
+                if (j == 0 && twice)
+                    for (int64_t i = 0; i < len; i++) dxr[i] += dyr[i];
+            }
+    }
+}
+
+/* --- pooling ---------------------------------------------------------------------------------- */
+
+/* Max over the window's in-map elements (padding never wins); argmax, when wanted, is
+ * (N, C, b - a, W_out): the rows of this call, each holding the input's row * in_w + col. */
+static void maxpool_forward(const ops_call *c)
+{
+    const net_layer *l = c->l;
+    net_window win = l->u.pool.win;
+    const ten *x = &c->x[0], *y = &c->y; /* (N, C, H_in, W_in) -> (N, C, H_out, W_out) */
+    int in_h = c->in_h[0], in_w = x->w, w_out = l->w, a = c->a, b = c->b, lo, hi;
+    net_window_rows(win, a, b, &lo, &hi);
+    cpu_check_rows(x, lo, hi, in_h);
+    cpu_check_rows(y, a, b, l->h);
+    for (int n = 0; n < x->n; n++)
+        for (int ch = 0; ch < x->c; ch++)
+            for (int o = a; o < b; o++) {
+                float *yr = cpu_row(y, n, ch, o);
+                int64_t *am = c->argmax ? c->argmax + (((int64_t)n * x->c + ch) * (b - a) + (o - a)) * w_out : NULL;
+                for (int ow = 0; ow < w_out; ow++) {
+                    float best = -INFINITY;
+                    int64_t arg = -1;
+                    for (int ki = 0; ki < win.k; ki++) {
+                        int ih = o * win.s - win.p + win.d * ki;
+                        if (ih < 0 || ih >= in_h) continue;
+                        const float *xr = cpu_row(x, n, ch, ih);
+                        for (int kj = 0; kj < win.k; kj++) {
+                            int iw = ow * win.s - win.p + win.d * kj;
+                            if (iw < 0 || iw >= in_w) continue;
+                            float v = xr[iw];
+                            if (arg < 0 || v > best || isnan(v)) { /* first max wins; NaN wins (PyTorch) */
+                                best = v;
+                                arg = (int64_t)ih * in_w + iw;
+                            }
+                        }
+                    }
+                    CHECK(arg >= 0); /* padding <= k/2 leaves every window an in-map element */
+                    yr[ow] = best;
+                    if (am) am[ow] = arg;
+                }
+            }
+}
+
+/* dx[argmax] += dy. */
+static void maxpool_backward(const ops_call *c)
+{
+    const net_layer *l = c->l;
+    const ten *dx = &c->dx[0], *dy = &c->dy;
+    int in_h = c->in_h[0], w_out = l->w, a = c->a, b = c->b, lo, hi;
+    if (!dx->p) return;
+    CHECK(c->argmax != NULL);
+    net_window_rows(l->u.pool.win, a, b, &lo, &hi);
+    cpu_dx_begin(c, 0);
+    cpu_check_rows(dx, lo, hi, in_h);
+    cpu_check_rows(dy, a, b, l->h);
+    int64_t lo_i = (int64_t)(lo < 0 ? 0 : lo) * dx->w, hi_i = (int64_t)(hi > in_h ? in_h : hi) * dx->w;
+    for (int n = 0; n < dy->n; n++)
+        for (int ch = 0; ch < dy->c; ch++) {
+            float *dxp = cpu_row(dx, n, ch, dx->row0); /* holds map element i at i - off */
+            int64_t off = (int64_t)dx->row0 * dx->w;
+            for (int o = a; o < b; o++) {
+                const float *dyr = cpu_row(dy, n, ch, o);
+                const int64_t *am = c->argmax + (((int64_t)n * dy->c + ch) * (b - a) + (o - a)) * w_out;
+                for (int ow = 0; ow < w_out; ow++) {
+                    CHECK(am[ow] >= lo_i && am[ow] < hi_i);
+                    dxp[am[ow] - off] += dyr[ow];
+                }
+            }
+        }
+}
+
+/* Mean over the k*k window, padding counted as zeros (PyTorch's count_include_pad). */
+static void avgpool_forward(const ops_call *c)
+{
+    const net_layer *l = c->l;
+    net_window win = l->u.pool.win;
+    const ten *x = &c->x[0], *y = &c->y;
+    int in_h = c->in_h[0], in_w = x->w, w_out = l->w, a = c->a, b = c->b, lo, hi;
+    float inv = 1.0f / (float)(win.k * win.k);
+    net_window_rows(win, a, b, &lo, &hi);
+    cpu_check_rows(x, lo, hi, in_h);
+    cpu_check_rows(y, a, b, l->h);
+    for (int n = 0; n < x->n; n++)
+        for (int ch = 0; ch < x->c; ch++)
+            for (int o = a; o < b; o++) {
+                float *yr = cpu_row(y, n, ch, o);
+                for (int ow = 0; ow < w_out; ow++) {
+                    float s = 0.0f;
+                    for (int ki = 0; ki < win.k; ki++) {
+                        int ih = o * win.s - win.p + win.d * ki;
+                        if (ih < 0 || ih >= in_h) continue;
+                        const float *xr = cpu_row(x, n, ch, ih);
+                        for (int kj = 0; kj < win.k; kj++) {
+                            int iw = ow * win.s - win.p + win.d * kj;
+                            if (iw >= 0 && iw < in_w) s += xr[iw];
+                        }
+                    }
+                    yr[ow] = s * inv;
+                }
+            }
+}
+
+static void avgpool_backward(const ops_call *c)
+{
+    const net_layer *l = c->l;
+    net_window win = l->u.pool.win;
+    const ten *dx = &c->dx[0], *dy = &c->dy;
+    int in_h = c->in_h[0], w_out = l->w, a = c->a, b = c->b, lo, hi;
+    float inv = 1.0f / (float)(win.k * win.k);
+    if (!dx->p) return;
+    net_window_rows(win, a, b, &lo, &hi);
+    cpu_dx_begin(c, 0);
+    cpu_check_rows(dx, lo, hi, in_h);
+    cpu_check_rows(dy, a, b, l->h);
+    for (int n = 0; n < dy->n; n++)
+        for (int ch = 0; ch < dy->c; ch++)
+            for (int o = a; o < b; o++) {
+                const float *dyr = cpu_row(dy, n, ch, o);
+                for (int ki = 0; ki < win.k; ki++) {
+                    int ih = o * win.s - win.p + win.d * ki;
+                    if (ih < 0 || ih >= in_h) continue;
+                    float *dxr = cpu_row(dx, n, ch, ih);
+                    for (int ow = 0; ow < w_out; ow++) {
+                        float g = dyr[ow] * inv;
+                        for (int kj = 0; kj < win.k; kj++) {
+                            int iw = ow * win.s - win.p + win.d * kj;
+                            if (iw >= 0 && iw < dx->w) dxr[iw] += g;
+                        }
+                    }
+                }
+            }
+}
+
+/* Global average pool: (N, C, H, W) -> (N, C, 1, 1), whole maps. */
+static void gap_forward(const ops_call *c)
+{
+    const ten *x = &c->x[0], *y = &c->y;
+    check_full(x, c->in_h[0]);
+    int64_t hw = (int64_t)x->h * x->w;
+    for (int64_t i = 0; i < (int64_t)x->n * x->c; i++) {
+        double s = 0.0;
+        for (int64_t k = 0; k < hw; k++) s += x->p[i * hw + k];
+        y->p[i] = (float)(s / (double)hw);
+    }
+}
+
+static void gap_backward(const ops_call *c)
+{
+    const ten *dx = &c->dx[0], *dy = &c->dy;
+    if (!dx->p) return;
+    check_full(dx, c->in_h[0]);
+    cpu_dx_begin(c, 0);
+    int64_t hw = (int64_t)dx->h * dx->w;
+    for (int64_t i = 0; i < (int64_t)dx->n * dx->c; i++) {
+        float g = dy->p[i] / (float)hw;
+        for (int64_t k = 0; k < hw; k++) dx->p[i * hw + k] += g;
+    }
+}
+
+/* Adaptive average pool to (o, o): output cell i covers input [floor(i*H/o), ceil((i+1)*H/o))
+ * along each axis (torchvision's AdaptiveAvgPool2d; windows may overlap when o does not divide). */
+static void apool_window(int i, int in, int o, int *s, int *e)
+{
+    *s = (int)(((int64_t)i * in) / o);
+    *e = (int)(((int64_t)(i + 1) * in + o - 1) / o);
+}
+
+static void apool_forward(const ops_call *c)
+{
+    const ten *x = &c->x[0], *y = &c->y; /* (N, C, H, W) -> (N, C, o, o) */
+    int o = c->l->u.apool.o, H = c->in_h[0], W = x->w;
+    check_full(x, H);
+    for (int n = 0; n < x->n; n++)
+        for (int ch = 0; ch < x->c; ch++)
+            for (int i = 0; i < o; i++) {
+                int h0, h1;
+                apool_window(i, H, o, &h0, &h1);
+                float *yr = cpu_row(y, n, ch, i);
+                for (int j = 0; j < o; j++) {
+                    int w0, w1;
+                    apool_window(j, W, o, &w0, &w1);
+                    double s = 0.0;
+                    for (int ih = h0; ih < h1; ih++) {
+                        const float *xr = cpu_row(x, n, ch, ih);
+                        for (int iw = w0; iw < w1; iw++) s += xr[iw];
+                    }
+                    yr[j] = (float)(s / (double)((h1 - h0) * (w1 - w0)));
+                }
+            }
+}
+
+static void apool_backward(const ops_call *c)
+{
+    const ten *dx = &c->dx[0], *dy = &c->dy;
+    int o = c->l->u.apool.o, H = c->in_h[0], W = dx->w;
+    if (!dx->p) return;
+    check_full(dx, H);
+    cpu_dx_begin(c, 0);
+    for (int n = 0; n < dy->n; n++)
+        for (int ch = 0; ch < dy->c; ch++)
+            for (int i = 0; i < o; i++) {
+                int h0, h1;
+                apool_window(i, H, o, &h0, &h1);
+                const float *dyr = cpu_row(dy, n, ch, i);
+                for (int j = 0; j < o; j++) {
+                    int w0, w1;
+                    apool_window(j, W, o, &w0, &w1);
+                    float g = dyr[j] / (float)((h1 - h0) * (w1 - w0));
+                    for (int ih = h0; ih < h1; ih++) {
+                        float *dxr = cpu_row(dx, n, ch, ih);
+                        for (int iw = w0; iw < w1; iw++) dxr[iw] += g;
+                    }
+                }
+            }
+}
+
+/* --- batch normalization ---------------------------------------------------------------------- */
+
+/* y = (x - mean) * invstd * gamma + beta per channel. Train: mean and biased variance over N,
+ * rows [a, b) and W (a band's own statistics); the running ones, when update_running, move by
+ * momentum toward the batch mean and the *unbiased* variance (PyTorch). Frozen: running ones.
+ * stats receives the mean and invstd used, for backward. */
+static void bn_forward(const ops_call *c)
+{
+    const net_layer *l = c->l;
+    const ten *x = &c->x[0], *y = &c->y; /* (N, C, H, W) both */
+    int C = x->c, a = c->a, b = c->b;
+    int64_t len = plane_len(x, a, b), M = (int64_t)x->n * len; /* values per channel */
+    float eps = l->u.bn.eps, mom = l->u.bn.momentum;
+    const float *gamma = c->w, *beta = c->w + C;
+    CHECK(c->stats != NULL);
+    cpu_check_rows(x, a, b, c->in_h[0]);
+    cpu_check_rows(y, a, b, l->h);
+    for (int ch = 0; ch < C; ch++) {
+        float mean, invstd;
+        if (c->bn == OPS_BN_TRAIN) {
+            double s = 0.0, ss = 0.0;
+            for (int n = 0; n < x->n; n++) {
+                const float *xr = cpu_row(x, n, ch, a);
+                for (int64_t i = 0; i < len; i++) s += xr[i];
+            }
+            double mu = s / (double)M;
+            for (int n = 0; n < x->n; n++) { /* two passes: no cancellation in the variance */
+                const float *xr = cpu_row(x, n, ch, a);
+                for (int64_t i = 0; i < len; i++) ss += (xr[i] - mu) * (xr[i] - mu);
+            }
+            double var = ss / (double)M;
+            mean = (float)mu;
+            invstd = (float)(1.0 / sqrt(var + (double)eps));
+            if (c->update_running) {
+                CHECK(c->running != NULL);
+                double unbiased = M > 1 ? ss / (double)(M - 1) : var;
+                c->running[ch] = (1.0f - mom) * c->running[ch] + mom * mean;
+                c->running[C + ch] = (1.0f - mom) * c->running[C + ch] + mom * (float)unbiased;
+            }
+        } else {
+            CHECK(c->running != NULL);
+            mean = c->running[ch];
+            invstd = 1.0f / sqrtf(c->running[C + ch] + eps);
+        }
+        c->stats[ch] = mean;
+        c->stats[C + ch] = invstd;
+        for (int n = 0; n < x->n; n++) {
+            const float *xr = cpu_row(x, n, ch, a);
+            float *yr = cpu_row(y, n, ch, a);
+            for (int64_t i = 0; i < len; i++) yr[i] = (xr[i] - mean) * invstd * gamma[ch] + beta[ch];
+        }
+    }
+}
+
+/* With xhat = (x - mean) * invstd over the rows [a, b) the forward normalized:
+ *   dbeta += sum(dy), dgamma += sum(dy * xhat)
+ *   train:  dx = gamma * invstd * (dy - sum(dy) / M - xhat * sum(dy * xhat) / M)
+ *   frozen: dx = gamma * invstd * dy  (the statistics are constants) */
+static void bn_backward(const ops_call *c)
+{
+    const net_layer *l = c->l;
+    const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy;
+    int C = dy->c, a = c->a, b = c->b;
+    int64_t len = plane_len(dy, a, b), M = (int64_t)dy->n * len;
+    bool train = c->bn == OPS_BN_TRAIN, need_sums = train || c->dw;
+    const float *gamma = c->w, *mean = c->stats, *invstd = c->stats + C;
+    CHECK(c->stats != NULL);
+    cpu_check_rows(dy, a, b, l->h);
+    if (need_sums) cpu_check_rows(x, a, b, c->in_h[0]);
+    if (dx->p) {
+        cpu_dx_begin(c, 0);
+        cpu_check_rows(dx, a, b, c->in_h[0]);
+    }
+    for (int ch = 0; ch < C; ch++) {
+        double sdy = 0.0, sdyx = 0.0;
+        if (need_sums)
+            for (int n = 0; n < dy->n; n++) {
+                const float *xr = cpu_row(x, n, ch, a), *dyr = cpu_row(dy, n, ch, a);
+                for (int64_t i = 0; i < len; i++) {
+                    float xhat = (xr[i] - mean[ch]) * invstd[ch];
+                    sdy += dyr[i];
+                    sdyx += dyr[i] * xhat;
+                }
+            }
+        if (c->dw) {
+            c->dw[ch] += (float)sdyx;
+            c->dw[C + ch] += (float)sdy;
+        }
+        if (!dx->p) continue;
+        float k = gamma[ch] * invstd[ch];
+        float mdy = (float)(sdy / (double)M), mdyx = (float)(sdyx / (double)M);
+        for (int n = 0; n < dy->n; n++) {
+            const float *dyr = cpu_row(dy, n, ch, a);
+            float *dxr = cpu_row(dx, n, ch, a);
+            if (train) {
+                const float *xr = cpu_row(x, n, ch, a);
+                for (int64_t i = 0; i < len; i++) {
+                    float xhat = (xr[i] - mean[ch]) * invstd[ch];
+                    dxr[i] += k * (dyr[i] - mdy - xhat * mdyx);
+                }
+            } else {
+                for (int64_t i = 0; i < len; i++) dxr[i] += k * dyr[i];
+            }
+        }
+    }
+}
+
+/* --- loss ------------------------------------------------------------------------------------- */
+
+/* probs = softmax(logits) over the C*H*W logits of each image; loss = mean over the batch of
+ * -log probs[label], computed as logsumexp - logit[label] (no log of a rounded probability). */
+static void loss_forward(const ops_call *c)
+{
+    const ten *x = &c->x[0]; /* (N, classes) */
+    int64_t K = (int64_t)x->c * x->h * x->w;
+    double total = 0.0;
+    check_full(x, c->in_h[0]);
+    CHECK(c->probs != NULL && c->labels != NULL);
+    for (int n = 0; n < x->n; n++) {
+        const float *z = x->p + n * K;
+        float *p = c->probs + n * K;
+        int64_t label = c->labels[n];
+        CHECK(label >= 0 && label < K);
+        float zmax = z[0];
+        for (int64_t k = 1; k < K; k++) zmax = z[k] > zmax ? z[k] : zmax;
+        double s = 0.0;
+        for (int64_t k = 0; k < K; k++) s += exp((double)z[k] - zmax);
+        for (int64_t k = 0; k < K; k++) p[k] = (float)(exp((double)z[k] - zmax) / s);
+        total += log(s) + zmax - z[label];
+    }
+    if (c->loss) *c->loss = (float)(total / x->n);
+}
+
+/* dlogits = (probs - onehot(label)) / N, times the upstream gradient if one is given (the loss
+ * is the last layer: dy.p is NULL and stands for 1). */
+static void loss_backward(const ops_call *c)
+{
+    const ten *dx = &c->dx[0];
+    if (!dx->p) return;
+    int64_t K = (int64_t)dx->c * dx->h * dx->w;
+    float g = (c->dy.p ? c->dy.p[0] : 1.0f) / (float)dx->n;
+    check_full(dx, c->in_h[0]);
+    CHECK(c->probs != NULL && c->labels != NULL);
+    cpu_dx_begin(c, 0);
+    for (int n = 0; n < dx->n; n++) {
+        const float *p = c->probs + n * K;
+        float *d = dx->p + n * K;
+        for (int64_t k = 0; k < K; k++) d[k] += (p[k] - (k == c->labels[n] ? 1.0f : 0.0f)) * g;
+    }
+}
+
+/* --- the table -------------------------------------------------------------------------------- */
+
+static void cpu_forward(const ops_call *c)
+{
+    CHECK(c->a >= 0 && c->a < c->b && c->b <= c->l->h);
+    switch (c->l->kind) {
+    case NET_CONV: conv_cpu_forward(c); break;
+    case NET_RELU: relu_forward(c); break;
+    case NET_MAXPOOL: maxpool_forward(c); break;
+    case NET_AVGPOOL: avgpool_forward(c); break;
+    case NET_BN: bn_forward(c); break;
+    case NET_FC: fc_cpu_forward(c); break;
+    case NET_ADD: add_forward(c); break;
+    case NET_GAP: gap_forward(c); break;
+    case NET_APOOL: apool_forward(c); break;
+    case NET_LOSS: loss_forward(c); break;
+    default: CHECK(!"a layer kind with no forward kernel");
+    }
+}
+
+static void cpu_backward(const ops_call *c)
+{
+    CHECK(c->a >= 0 && c->a < c->b && c->b <= c->l->h);
+    switch (c->l->kind) {
+    case NET_CONV: conv_cpu_backward(c); break;
+    case NET_RELU: relu_backward(c); break;
+    case NET_MAXPOOL: maxpool_backward(c); break;
+    case NET_AVGPOOL: avgpool_backward(c); break;
+    case NET_BN: bn_backward(c); break;
+    case NET_FC: fc_cpu_backward(c); break;
+    case NET_ADD: add_backward(c); break;
+    case NET_GAP: gap_backward(c); break;
+    case NET_APOOL: apool_backward(c); break;
+    case NET_LOSS: loss_backward(c); break;
+    default: CHECK(!"a layer kind with no backward kernel");
+    }
+}
+
+const ops_table ops_cpu = {.backend = "cpu", .forward = cpu_forward, .backward = cpu_backward};
+
+/* --- optimizers ------------------------------------------------------------------------------- */
+
+/* torch.optim.SGD (dampening 0, no nesterov): buf = momentum * buf + g; p -= lr * buf. With the
+ * buffer zero at step 1 this is PyTorch's buf = g. */
+void ops_sgd_step(float *p, const float *g, float *state, int64_t n, double lr, double momentum)
+{
+    float flr = (float)lr, fm = (float)momentum; /* PyTorch casts scalars to the tensor's fp32 */
+    for (int64_t i = 0; i < n; i++) {
+        state[i] = fm * state[i] + g[i];
+        p[i] -= flr * state[i];
+    }
+}
+
+/* torch.optim.Adam (single-tensor path): m = lerp(m, g, 1 - beta1); v = beta2 * v + (1 - beta2) g^2;
+ * p -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps), with bc = 1 - beta^t in double as PyTorch. */
+void ops_adam_step(float *p, const float *g, float *state, int64_t n, double lr, double beta1, double beta2, double eps,
+                   int t)
+{
+    float *m = state, *v = state + n;
+    double bc1 = 1.0 - pow(beta1, t), bc2 = 1.0 - pow(beta2, t);
+    float step = (float)(lr / bc1), bc2_sqrt = (float)sqrt(bc2), feps = (float)eps;
+    float omb1 = (float)(1.0 - beta1), b2 = (float)beta2, omb2 = (float)(1.0 - beta2);
+    for (int64_t i = 0; i < n; i++) {
+        m[i] += omb1 * (g[i] - m[i]);
+        v[i] = b2 * v[i] + omb2 * g[i] * g[i];
+        p[i] -= step * m[i] / (sqrtf(v[i]) / bc2_sqrt + feps);
+    }
+}

@@ -1,0 +1,28 @@
+/* ops_cpu: what the two files of the CPU backend share. ops_cpu.c holds the table, the pointwise,
+ * pooling, normalization and loss kernels and the optimizers; conv_cpu.c holds the two kernels
+ * that are matrix products (convolution and fully connected), through CBLAS sgemm.
+ *
+ * Conventions (those of ops.h): rows are full-map indices; a tensor view holds rows
+ * [row0, row0 + h). Weight gradients are += across bands; an input gradient is = for its first
+ * writer (the whole view zeroed first) and += after.
+ * Not here: anything a caller outside engine/cpu should use (that is ops.h). */
+#ifndef LRCNN_OPS_CPU_H
+#define LRCNN_OPS_CPU_H
+
+#include "ops.h"
+
+/* Row `row` (a full-map index) of channel c of image n in view t. */
+float *cpu_row(const ten *t, int n, int c, int row);
+
+/* CHECKs that the rows of [lo, hi) that are not padding (inside [0, full_h)) lie in view t. */
+void cpu_check_rows(const ten *t, int lo, int hi, int full_h);
+
+/* Before a backward writes dx[j]: zeroes the whole view unless the call accumulates into it. */
+void cpu_dx_begin(const ops_call *c, int j);
+
+void conv_cpu_forward(const ops_call *c);
+void conv_cpu_backward(const ops_call *c);
+void fc_cpu_forward(const ops_call *c);
+void fc_cpu_backward(const ops_call *c);
+
+#endif

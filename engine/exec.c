@@ -1,0 +1,239 @@
+/* exec: see exec.h. Each step becomes one ops call (FWD/BWD), a row copy (COPY), a move between
+ * device and host pools (OFFLOAD/PREFETCH), the optimizer (UPDATE) or an allocator event. Views
+ * into buffers carry the rows they hold, so a band's kernels find their rows by offset. */
+#include "exec.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+exec_hparams exec_default_hparams(sched_optimizer o)
+{
+    if (o == SCHED_ADAM) return (exec_hparams){.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8};
+    return (exec_hparams){.lr = 0.01, .momentum = 0.9};
+}
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
+/* splitmix64: the engine's only random numbers (weight initialization). */
+static uint64_t mix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static float uniform(uint64_t *s, float bound) { return bound * (2.0f * (float)((mix(s) >> 40) * 0x1.0p-24) - 1.0f); }
+
+/* PyTorch's defaults: conv and fc weights and biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (what
+ * kaiming_uniform_(a=sqrt(5)) amounts to); bn gamma 1, beta 0; running mean 0, variance 1. */
+static void init_buffer(exec *x, int b, float *p)
+{
+    const sched_buf *sb = &x->s->bufs[b];
+    const net_layer *l = &x->n->layers[sb->layer];
+    int64_t count = sb->bytes / 4;
+    uint64_t s = x->seed * 1000003u + (uint64_t)sb->layer;
+    if (sb->kind == BUF_PARAM && l->kind == NET_BN) {
+        for (int64_t i = 0; i < count; i++) p[i] = i < l->c ? 1.0f : 0.0f;
+    } else if (sb->kind == BUF_PARAM) {
+        const net_layer *in = &x->n->layers[l->in[0]];
+        int64_t fan_in = l->kind == NET_CONV ? (int64_t)in->c * l->u.conv.win.k * l->u.conv.win.k : (int64_t)in->c * in->h * in->w;
+        float bound = 1.0f / sqrtf((float)fan_in);
+        for (int64_t i = 0; i < count; i++) p[i] = uniform(&s, bound);
+    } else if (sb->kind == BUF_RUNSTAT) {
+        for (int64_t i = 0; i < count; i++) p[i] = i < l->c ? 0.0f : 1.0f;
+    }
+}
+
+void exec_init(exec *x, const net *n, const plan *p, const sched *s, const ops_table *ops, sched_optimizer o,
+               exec_hparams hp, uint64_t seed)
+{
+    memset(x, 0, sizeof *x);
+    x->n = n, x->p = p, x->s = s, x->ops = ops, x->opt = o, x->hp = hp, x->seed = seed;
+    alloc_init(&x->mem);
+    x->ptr = err_calloc((size_t)s->n_buf, sizeof(void *));
+    x->on_host = err_calloc((size_t)s->n_buf, sizeof(bool));
+    x->layer_us = err_calloc((size_t)n->n * 2, sizeof(double));
+}
+
+static ten view(const exec *x, int b)
+{
+    if (b < 0) return (ten){0};
+    const sched_buf *sb = &x->s->bufs[b];
+    const net_layer *l = &x->n->layers[sb->layer];
+    CHECK(x->ptr[b] && !x->on_host[b]);
+    return (ten){.p = x->ptr[b], .n = x->s->batch, .c = l->c, .h = sb->rows.b - sb->rows.a, .w = l->w, .row0 = sb->rows.a};
+}
+
+static float *fptr(const exec *x, int b)
+{
+    if (b < 0) return NULL;
+    CHECK(x->ptr[b] && !x->on_host[b]);
+    return x->ptr[b];
+}
+
+static ops_call call_of(const exec *x, const sched_step *t)
+{
+    const net_layer *l = &x->n->layers[t->layer];
+    ops_call c = {.l = l, .a = t->rows.a, .b = t->rows.b, .y = view(x, t->y), .dy = view(x, t->dy), .w = fptr(x, t->w),
+                  .ws = fptr(x, t->ws)};
+    for (int j = 0; j < l->n_in; j++) {
+        c.in_h[j] = x->n->layers[l->in[j]].h;
+        c.x[j] = view(x, t->x[j]);
+        c.dx[j] = view(x, t->dx[j]);
+        c.dx_acc[j] = t->dx_acc[j];
+    }
+    c.bn = x->p->bn == PLAN_BN_FROZEN ? OPS_BN_FROZEN : OPS_BN_TRAIN;
+    switch (l->kind) {
+    case NET_MAXPOOL: c.argmax = (int64_t *)(t->aux >= 0 ? x->ptr[t->aux] : NULL); break;
+    case NET_BN: c.stats = fptr(x, t->aux); break;
+    case NET_LOSS:
+        c.probs = fptr(x, t->aux);
+        c.labels = (const int64_t *)fptr(x, t->x[1]);
+        c.x[1] = (ten){0};
+        break;
+    default: break;
+    }
+    return c;
+}
+
+static void copy_rows(exec *x, const sched_step *t)
+{
+    const sched_buf *src = &x->s->bufs[t->src], *dst = &x->s->bufs[t->dst];
+    const net_layer *l = &x->n->layers[src->layer];
+    const float *s = fptr(x, t->src);
+    float *d = fptr(x, t->dst);
+    int sh = src->rows.b - src->rows.a, dh = dst->rows.b - dst->rows.a, rows = t->rows.b - t->rows.a;
+    CHECK(t->rows.a >= src->rows.a && t->rows.b <= src->rows.b && t->rows.a >= dst->rows.a && t->rows.b <= dst->rows.b);
+    int64_t planes = (int64_t)x->s->batch * l->c, len = (int64_t)rows * l->w;
+    for (int64_t pl = 0; pl < planes; pl++) {
+        const float *sp = s + (pl * sh + (t->rows.a - src->rows.a)) * l->w;
+        float *dp = d + (pl * dh + (t->rows.a - dst->rows.a)) * l->w;
+        if (t->acc)
+            for (int64_t i = 0; i < len; i++) dp[i] += sp[i];
+        else
+            memcpy(dp, sp, (size_t)len * sizeof(float));
+    }
+}
+
+static void update(exec *x)
+{
+    x->steps_done++;
+    for (int b = 0; b < x->s->n_buf; b++) {
+        const sched_buf *sb = &x->s->bufs[b];
+        if (sb->kind != BUF_PARAM) continue;
+        int g = -1, st = -1;
+        for (int k = b + 1; k < x->s->n_buf && (g < 0 || st < 0); k++) /* created together, in this order */
+            if (x->s->bufs[k].layer == sb->layer) {
+                if (x->s->bufs[k].kind == BUF_PGRAD) g = k;
+                if (x->s->bufs[k].kind == BUF_OPT) st = k;
+            }
+        CHECK(g >= 0 && st >= 0);
+        int64_t count = sb->bytes / 4;
+        float *p = x->ptr[b], *dp = x->ptr[g], *state = x->ptr[st];
+        if (x->opt == SCHED_ADAM) ops_adam_step(p, dp, state, count, x->hp.lr, x->hp.beta1, x->hp.beta2, x->hp.eps, x->steps_done);
+        else ops_sgd_step(p, dp, state, count, x->hp.lr, x->hp.momentum);
+        memset(dp, 0, (size_t)count * sizeof(float)); /* gradients are += across bands and layers */
+    }
+}
+
+void exec_start(exec *x)
+{
+    if (x->started) return;
+    for (int i = 0; i < x->s->n_step; i++) {
+        const sched_step *t = &x->s->steps[i];
+        if (t->op != SCHED_ALLOC || !x->s->bufs[t->buf].persistent) continue;
+        const sched_buf *sb = &x->s->bufs[t->buf];
+        x->ptr[t->buf] = alloc_get(&x->mem, sb->cat, sb->bytes, sb->zero);
+        init_buffer(x, t->buf, x->ptr[t->buf]);
+    }
+    x->started = true;
+}
+
+void exec_iteration(exec *x, const float *images, const int64_t *labels)
+{
+    const sched *s = x->s;
+    const net *n = x->n;
+    memset(x->layer_us, 0, (size_t)n->n * 2 * sizeof(double));
+    exec_start(x);
+    alloc_reset_peaks(&x->mem);
+    x->mem.record = true;
+    for (int i = 0; i < s->n_step; i++) {
+        const sched_step *t = &s->steps[i];
+        const sched_buf *sb = t->buf >= 0 ? &s->bufs[t->buf] : NULL;
+        switch (t->op) {
+        case SCHED_ALLOC:
+            if (sb->persistent) break; /* exec_start */
+            x->ptr[t->buf] = alloc_get(&x->mem, sb->cat, sb->bytes, sb->zero);
+            break;
+        case SCHED_FREE:
+            if (sb->persistent) break; /* kept for the next iteration; exec_free releases them */
+            alloc_put(&x->mem, x->ptr[t->buf], x->on_host[t->buf] ? MEM_HOST : sb->cat, sb->bytes);
+            x->ptr[t->buf] = NULL, x->on_host[t->buf] = false;
+            break;
+        case SCHED_OFFLOAD:
+            x->ptr[t->buf] = alloc_move(&x->mem, x->ptr[t->buf], sb->cat, MEM_HOST, sb->bytes);
+            x->on_host[t->buf] = true;
+            break;
+        case SCHED_PREFETCH:
+            x->ptr[t->buf] = alloc_move(&x->mem, x->ptr[t->buf], MEM_HOST, sb->cat, sb->bytes);
+            x->on_host[t->buf] = false;
+            break;
+        case SCHED_LOAD:
+            memcpy(fptr(x, t->y), images, (size_t)s->bufs[t->y].bytes);
+            memcpy(x->ptr[t->aux], labels, (size_t)s->bufs[t->aux].bytes);
+            break;
+        case SCHED_COPY: copy_rows(x, t); break;
+        case SCHED_FWD:
+        case SCHED_BWD: {
+            ops_call c = call_of(x, t);
+            float loss = 0;
+            if (t->op == SCHED_FWD) {
+                if (n->layers[t->layer].kind == NET_BN) c.running = fptr(x, t->dw), c.update_running = !t->recompute;
+                if (n->layers[t->layer].kind == NET_LOSS) c.loss = &loss;
+                c.dw = NULL;
+            } else {
+                c.dw = fptr(x, t->dw);
+            }
+            double t0 = now_us();
+            (t->op == SCHED_FWD ? x->ops->forward : x->ops->backward)(&c);
+            x->layer_us[t->layer * 2 + (t->op == SCHED_BWD)] += now_us() - t0;
+            if (c.loss && !t->recompute) x->loss = loss;
+            break;
+        }
+        case SCHED_UPDATE:
+            if (x->before_update) x->before_update(x, x->before_update_ctx);
+            update(x);
+            break;
+        }
+    }
+    x->mem.record = false;
+}
+
+float *exec_param(const exec *x, buf_kind kind, int L, int64_t *count)
+{
+    for (int b = 0; b < x->s->n_buf; b++)
+        if (x->s->bufs[b].kind == kind && x->s->bufs[b].layer == L) {
+            if (count) *count = x->s->bufs[b].bytes / 4;
+            return x->ptr[b];
+        }
+    return NULL;
+}
+
+void exec_free(exec *x)
+{
+    for (int b = 0; b < x->s->n_buf; b++)
+        if (x->ptr[b]) alloc_put(&x->mem, x->ptr[b], x->on_host[b] ? MEM_HOST : x->s->bufs[b].cat, x->s->bufs[b].bytes);
+    free(x->ptr);
+    free(x->on_host);
+    free(x->layer_us);
+    alloc_free_stats(&x->mem);
+    memset(x, 0, sizeof *x);
+}

@@ -1,0 +1,52 @@
+/* exec: runs a lowered schedule (schedule.h) on real tensors — one executor for every plan: the
+ * schedule says what to allocate, compute, copy, offload and free, and exec does exactly that
+ * through the accounting allocator and a backend's ops table. Persistent buffers (parameters,
+ * their gradients, optimizer state, bn running statistics) are allocated by the first
+ * iteration's ALLOC steps and kept across iterations; everything else lives as the schedule says.
+ * Not done here: data (data.h) or any output (the train command). */
+#ifndef LRCNN_EXEC_H
+#define LRCNN_EXEC_H
+
+#include "alloc.h"
+#include "ops.h"
+
+typedef struct {
+    double lr, momentum;         /* SGD */
+    double beta1, beta2, eps;    /* Adam (lr shared) */
+} exec_hparams;
+
+typedef struct exec {
+    const net *n;
+    const plan *p;
+    const sched *s;
+    const ops_table *ops;
+    sched_optimizer opt;
+    exec_hparams hp;
+    alloc_stats mem;
+    void **ptr;                  /* [n_buf] memory of each buffer while allocated */
+    bool *on_host;
+    bool started;                /* persistent buffers exist */
+    int steps_done;              /* optimizer steps taken */
+    float loss;                  /* of the last iteration */
+    double *layer_us;            /* [n * 2]: forward, backward microseconds, last iteration */
+    uint64_t seed;
+    /* Called just before the optimizer step (gradients complete), e.g. to copy them for a dump. */
+    void (*before_update)(struct exec *x, void *ctx);
+    void *before_update_ctx;
+} exec;
+
+exec_hparams exec_default_hparams(sched_optimizer o);
+
+void exec_init(exec *x, const net *n, const plan *p, const sched *s, const ops_table *ops, sched_optimizer o,
+               exec_hparams hp, uint64_t seed);
+/* Allocates and initializes the persistent buffers (parameters, gradients, optimizer state, bn
+ * running statistics); the first exec_iteration does it if this was not called. */
+void exec_start(exec *x);
+/* One training iteration on images (N, C, H, W) and labels (N). */
+void exec_iteration(exec *x, const float *images, const int64_t *labels);
+void exec_free(exec *x);
+
+/* The persistent buffer of `kind` (BUF_PARAM, BUF_PGRAD, BUF_RUNSTAT) for layer L, or NULL. */
+float *exec_param(const exec *x, buf_kind kind, int L, int64_t *count);
+
+#endif

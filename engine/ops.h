@@ -1,0 +1,65 @@
+/* ops: the per-backend table of layer kernels, and the one call record every kernel receives.
+ *
+ * Tensors are NCHW fp32 views that may hold a band of rows: `row0` is the first row of the full
+ * map held, `h` how many. A kernel computing output rows [a, b) reads input row i (of a map of
+ * `in_h[j]` rows) at offset i - x.row0; rows i < 0 or i >= in_h[j] are the layer's zero padding
+ * (image borders); any other row must lie inside the view (band geometry guarantees it).
+ * Accumulation: weight and bias gradients are always += (bands add up); an input gradient is +=
+ * when dx_acc[j], otherwise the kernel overwrites the *whole* dx view (zeros where it writes
+ * nothing), so the first writer of a gradient defines it. The exception is an in-place relu
+ * backward (dx[0].p == dy.p): it rewrites rows [a, b) and leaves every other row alone, because
+ * the buffer may be a whole map's gradient shared by bands that own the other rows.
+ * Kernels never allocate: scratch comes in `ws`, sized by sched_workspace_bytes(). */
+#ifndef LRCNN_OPS_H
+#define LRCNN_OPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "net.h"
+
+typedef struct {
+    float *p;        /* (n, c, h, w), contiguous */
+    int n, c, h, w;
+    int row0;        /* the first row of the full map held */
+} ten;
+
+typedef enum { OPS_BN_TRAIN, OPS_BN_FROZEN } ops_bn;
+
+typedef struct {
+    const net_layer *l;        /* kind and parameters (the tagged union of net.h); l->h is the full output height */
+    int in_h[NET_MAX_IN];      /* full heights of the inputs */
+    int a, b;                  /* output rows [a, b) computed (forward) or back-propagated (backward) */
+    ten x[NET_MAX_IN], y;      /* activations; y may alias x[0] (in-place relu) */
+    ten dx[NET_MAX_IN], dy;    /* gradients; dx[j].p == NULL: not wanted (e.g. the image) */
+    bool dx_acc[NET_MAX_IN];
+    float *w, *dw;             /* conv: weight (c_out, c_in, k, k) then bias; fc: weight (out, in) then bias;
+                                  bn: gamma (c) then beta (c) */
+    int64_t *argmax;           /* maxpool: per output element, the input element (row * in_w + col) */
+    float *stats;              /* bn: mean (c) then inverse std (c) of the rows used */
+    float *running;            /* bn: running mean (c) then running variance (c) */
+    ops_bn bn;                 /* bn: batch statistics of rows [a, b) (train) or running ones (frozen) */
+    bool update_running;       /* bn train forward: update running statistics (not when recomputing) */
+    const int64_t *labels;     /* loss: (n) class indices */
+    float *probs;              /* loss: (n, classes) softmax output */
+    float *loss;               /* loss forward: mean cross-entropy written here */
+    float *ws;                 /* workspace */
+} ops_call;
+
+typedef struct {
+    const char *backend;
+    void (*forward)(const ops_call *c);
+    void (*backward)(const ops_call *c);
+} ops_table;
+
+extern const ops_table ops_cpu;
+
+/* Optimizers, PyTorch semantics (no weight decay). t is the 1-based step count (Adam's bias
+ * correction). state: SGD momentum buffer (n); Adam first then second moment (2n).
+ * Hyperparameters are doubles, as Python floats are in PyTorch: 1 - beta is formed in double and
+ * only then rounded to fp32 (1 - 0.999f would differ by 1.3e-5 relative). */
+void ops_sgd_step(float *p, const float *g, float *state, int64_t n, double lr, double momentum);
+void ops_adam_step(float *p, const float *g, float *state, int64_t n, double lr, double beta1, double beta2, double eps,
+                   int t);
+
+#endif

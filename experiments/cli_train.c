@@ -1,0 +1,242 @@
+/* lrcnn train: run the engine on a plan for K iterations and report what it measured beside what
+ * the simulator predicted for the same schedule. Every input (net, plan, data, weights, output
+ * paths) is checked before the first iteration, so a bad one stops the run with nothing written. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "data.h"
+#include "exec.h"
+#include "h5.h"
+#include "weights.h"
+
+static const char *usage =
+    "usage: lrcnn train --net NET [--image S] [--batch N] [--plan P] [--iters K] [--optimizer sgd|adam]\n"
+    "                   [--lr F] [--seed X] [--bn MODE] [--data DIR] [--init-weights W.h5] [--dump D.h5]\n"
+    "                   [-o RUN.h5] [--force]\n"
+    "\n"
+    "Trains NET with plan P on the CPU engine: real forward, backward and optimizer steps through an\n"
+    "accounting allocator. Prints the loss, time and measured peak per iteration, then the measured peak\n"
+    "by category beside the simulator's replay and closed-form predictions and the process's RSS high-water\n"
+    "mark. Data: a deterministic synthetic dataset (default) or DIR/<class>/<image>.png|ppm.\n"
+    "--init-weights loads parameters (weights.h layout); --dump writes the last iteration's input, labels,\n"
+    "parameters before and after the step and all gradients; -o writes the run (results/SCHEMA.md).\n"
+    "Defaults: --batch 8 --plan layer --iters 10 --optimizer sgd (lr 0.01, momentum 0.9; adam: lr 1e-3) --seed 1.\n"
+    "\n"
+    "example: lrcnn train --net vgg-small --batch 16 --plan ckpt-sqrt --iters 50 -o /tmp/run.h5\n";
+
+typedef struct {
+    const net *n;
+    int64_t count[256];
+    float **before, **grads;
+} dump_copy;
+
+static float *copy_of(const float *p, int64_t n)
+{
+    float *q = err_calloc((size_t)n, sizeof(float));
+    memcpy(q, p, (size_t)n * sizeof(float));
+    return q;
+}
+
+/* before_update hook: the parameters before the step and the iteration's gradients. */
+static void take_copies(exec *x, void *ctx)
+{
+    dump_copy *d = ctx;
+    for (int L = 0; L < x->n->n; L++) {
+        int64_t c = 0;
+        float *p = exec_param(x, BUF_PARAM, L, &c), *g = exec_param(x, BUF_PGRAD, L, NULL);
+        if (!p) continue;
+        free(d->before[L]), free(d->grads[L]);
+        d->before[L] = copy_of(p, c), d->grads[L] = copy_of(g, c);
+    }
+}
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
+static int64_t rss_peak_bytes(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (int64_t)u.ru_maxrss * 1024;
+}
+
+int cli_train(int argc, char **argv)
+{
+    const char *net_name = NULL, *plan_text = "layer", *bn = NULL, *dir = NULL, *init = NULL, *dump = NULL, *out = NULL, *v;
+    int image = 0, iters = 10, got, force = 0;
+    long long seed = 1;
+    double lr = -1;
+    sched_cfg cfg = {.batch = 8, .optimizer = SCHED_SGD};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
+        if (!strcmp(argv[i], "--force")) { force = 1; continue; }
+        if ((got = cli_opt(argc, argv, &i, "--net", &v)) > 0) net_name = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--plan", &v)) > 0) plan_text = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--bn", &v)) > 0) bn = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--data", &v)) > 0) dir = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--init-weights", &v)) > 0) init = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--dump", &v)) > 0) dump = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "-o", &v)) > 0) out = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--batch", &v)) > 0) {
+            if (cli_parse_int(v, 1, 1 << 16, &cfg.batch)) return cli_fail("train", "--batch %s: expected an integer 1..65536", v);
+        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--image", &v)) > 0) {
+            if (cli_parse_int(v, 1, 1 << 14, &image)) return cli_fail("train", "--image %s: expected an integer 1..16384", v);
+        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--iters", &v)) > 0) {
+            if (cli_parse_int(v, 1, 1 << 24, &iters)) return cli_fail("train", "--iters %s: expected a positive integer", v);
+        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--seed", &v)) > 0) {
+            char *end;
+            seed = strtoll(v, &end, 10);
+            if (*end || end == v || seed < 0) return cli_fail("train", "--seed %s: expected a non-negative integer", v);
+        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--lr", &v)) > 0) {
+            char *end;
+            lr = strtod(v, &end);
+            if (*end || end == v || !(lr > 0)) return cli_fail("train", "--lr %s: expected a positive number", v);
+        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--optimizer", &v)) > 0) {
+            if (cli_parse_optimizer(v, &cfg.optimizer)) return cli_fail("train", "--optimizer %s: expected sgd or adam", v);
+        }
+        if (got < 0) return cli_fail("train", "%s needs a value (see lrcnn train --help)", argv[i]);
+        if (got == 0) return cli_fail("train", "unknown argument '%s' (see lrcnn train --help)", argv[i]);
+    }
+    if (!net_name) return cli_fail("train", "--net is required (e.g. --net vgg-small)");
+    const char *outs[2] = {out, dump};
+    for (int k = 0; k < 2; k++)
+        if (outs[k] && !force && access(outs[k], F_OK) == 0)
+            return cli_fail("train", "%s exists; use --force to overwrite", outs[k]);
+    if (out && dump && !strcmp(out, dump)) return cli_fail("train", "-o and --dump name the same file");
+
+    err e;
+    net n;
+    if (cli_load_net(&n, net_name, image, &e)) return cli_fail("train", "%s", e.msg);
+    char text[320], resolved[1024];
+    snprintf(text, sizeof text, "%s%s%s", plan_text, bn ? " bn=" : "", bn ? bn : "");
+    plan p;
+    sched s;
+    sim_result pred;
+    data d = {0};
+    exec x;
+    bool have_exec = false;
+    int rc = CLI_OK;
+    dump_copy dc = {.n = &n};
+    if (plan_parse(&p, &n, text, &e)) {
+        net_free(&n);
+        return cli_fail("train", "%s", e.msg);
+    }
+    plan_describe(&p, &n, resolved, sizeof resolved);
+    if (sched_lower(&s, &n, &p, &cfg, &e) || sim_run(&n, &p, &cfg, &sim_device_cpu, &pred, NULL, &e)) {
+        rc = cli_fail("train", "%s", e.msg);
+        goto done_plan;
+    }
+    const net_layer *in = &n.layers[0];
+    int classes = n.layers[n.n - 1].c;
+    if (dir) {
+        if (data_open_dir(&d, dir, in->c, in->h, in->w, classes, (uint64_t)seed, &e)) {
+            rc = cli_fail("train", "%s", e.msg);
+            goto done_sched;
+        }
+    } else {
+        data_synthetic(&d, in->c, in->h, in->w, classes, (uint64_t)seed);
+    }
+    exec_hparams hp = exec_default_hparams(cfg.optimizer);
+    if (lr > 0) hp.lr = lr;
+    exec_init(&x, &n, &p, &s, &ops_cpu, cfg.optimizer, hp, (uint64_t)seed);
+    have_exec = true;
+    if (init && weights_load(&x, init, &e)) {
+        rc = cli_fail("train", "%s", e.msg);
+        goto done_exec;
+    }
+    dc.before = err_calloc((size_t)n.n, sizeof(float *));
+    dc.grads = err_calloc((size_t)n.n, sizeof(float *));
+    float **run_before = err_calloc((size_t)n.n, sizeof(float *));
+
+    int64_t img = (int64_t)cfg.batch * in->c * in->h * in->w;
+    float *images = err_calloc((size_t)img, sizeof(float)), *loss = err_calloc((size_t)iters, sizeof(float));
+    int64_t *labels = err_calloc((size_t)cfg.batch, sizeof(int64_t));
+    double *iter_us = err_calloc((size_t)iters, sizeof(double));
+    char a[32], b[32];
+    printf("%s @ %dx%d, batch %d, %s (lr %g), plan %s\n  %s\n\n", n.name, in->h, in->w, cfg.batch,
+           cli_optimizer_name(cfg.optimizer), hp.lr, text, resolved);
+    printf("  %6s %12s %10s %14s\n", "iter", "loss", "time", "measured peak");
+    int every = iters > 20 ? iters / 20 : 1;
+    for (int it = 0; it < iters; it++) {
+        data_batch(&d, it, cfg.batch, images, labels);
+        bool last = it == iters - 1;
+        if (dump && last) {
+            exec_start(&x);
+            x.before_update = take_copies, x.before_update_ctx = &dc;
+            for (int L = 0; L < n.n; L++) {
+                int64_t c;
+                float *r = exec_param(&x, BUF_RUNSTAT, L, &c);
+                if (r) run_before[L] = copy_of(r, c);
+            }
+        }
+        double t0 = now_us();
+        exec_iteration(&x, images, labels);
+        iter_us[it] = now_us() - t0;
+        loss[it] = x.loss;
+        if (it % every == 0 || last)
+            printf("  %6d %12.6f %8.1f ms %14s\n", it, loss[it], iter_us[it] / 1e3, cli_fmt_bytes(x.mem.peak, a, sizeof a));
+        cli_progress("iterations", it + 1, iters);
+    }
+    int64_t rss = rss_peak_bytes();
+    printf("\n  %-14s %14s %14s %14s\n", "category", "measured", "replay", "closed");
+    for (int k = 0; k < MEM_NCAT; k++) {
+        char c[32];
+        printf("  %-14s %14s %14s %14s\n", mem_cat_name((mem_cat)k), cli_fmt_bytes(x.mem.at_peak[k], a, sizeof a),
+               cli_fmt_bytes(pred.replay.at_peak[k], b, sizeof b), cli_fmt_bytes(pred.closed.at_peak[k], c, sizeof c));
+    }
+    double err_replay = 100.0 * (double)(pred.replay.peak - x.mem.peak) / (double)x.mem.peak;
+    double err_closed = 100.0 * (double)(pred.closed.peak - x.mem.peak) / (double)x.mem.peak;
+    printf("  %-14s %14s %14s %14s\n", "peak", cli_fmt_bytes(x.mem.peak, a, sizeof a), cli_fmt_bytes(pred.replay.peak, b, sizeof b),
+           cli_fmt_bytes(pred.closed.peak, text, sizeof text));
+    printf("  prediction error vs measured: replay %+.3f%%, closed form %+.2f%%; process RSS high-water %s\n", err_replay,
+           err_closed, cli_fmt_bytes(rss, a, sizeof a));
+    if (out) {
+        h5_file *f;
+        h5_measure m = {.peak = x.mem.peak, .host_peak = x.mem.host_peak, .rss_peak = rss, .seed = (uint64_t)seed,
+                        .data = dir ? dir : "synthetic", .backend = "cpu", .loss = loss, .iter_us = iter_us, .n_iters = iters,
+                        .timeline = x.mem.timeline, .n_timeline = x.mem.n_timeline, .layer_us = x.layer_us};
+        memcpy(m.at_peak, x.mem.at_peak, sizeof m.at_peak);
+        memcpy(m.max, x.mem.max, sizeof m.max);
+        int fp = 0, bp = 0;
+        for (int g = 0; g < p.n_seg && !fp; g++)
+            if (p.segs[g].mode == PLAN_ROWS) fp = p.segs[g].fp, bp = p.segs[g].bp;
+        h5_run run = {.kind = "train", .net = n.name, .net_path = n.path, .image_h = in->h, .image_w = in->w, .batch = cfg.batch,
+                      .plan = plan_text, .plan_resolved = resolved, .optimizer = cli_optimizer_name(cfg.optimizer),
+                      .bn = plan_bn_name(p.bn), .device = "cpu", .fp_bands = fp, .bp_bands = bp, .sim = &pred,
+                      .layers = &n, .measured = &m};
+        if (h5_create(&f, out, force, &e) || h5_write_run(f, &run, &e)) {
+            rc = cli_fail("train", "%s", e.msg);
+        } else if (h5_close(f, &e)) {
+            rc = cli_fail("train", "%s", e.msg);
+        } else {
+            fprintf(stderr, "wrote %s\n", out);
+        }
+    }
+    if (dump && rc == CLI_OK) {
+        weights_dump_args da = {.plan = plan_text, .optimizer = cli_optimizer_name(cfg.optimizer), .bn = plan_bn_name(p.bn),
+                                .iteration = iters - 1, .seed = seed, .input = images, .labels = labels,
+                                .before = dc.before, .grads = dc.grads, .run_before = run_before};
+        if (weights_dump(&x, dump, force, &da, &e)) rc = cli_fail("train", "%s", e.msg);
+        else fprintf(stderr, "wrote %s\n", dump);
+    }
+    for (int L = 0; L < n.n; L++) free(dc.before[L]), free(dc.grads[L]), free(run_before[L]);
+    free(dc.before), free(dc.grads), free(run_before);
+    free(images), free(loss), free(labels), free(iter_us);
+done_exec:
+    if (have_exec) exec_free(&x);
+    data_free(&d);
+done_sched:
+    sched_free(&s);
+done_plan:
+    plan_free(&p);
+    net_free(&n);
+    return rc;
+}
