@@ -1,10 +1,26 @@
 /* alloc: see alloc.h. */
 #include "alloc.h"
 
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
-void alloc_init(alloc_stats *a) { memset(a, 0, sizeof *a); }
+/* Large blocks come from malloc's heap, not from fresh mmaps: a freed activation is then reused by
+ * the next allocation instead of being unmapped and faulted in again, page by page, every
+ * iteration (that cost ~0.3 s per VGG-16 iteration). Freed memory still returns to malloc. */
+static void heap_only(void)
+{
+    static int done;
+    if (done++) return;
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, -1);
+}
+
+void alloc_init(alloc_stats *a)
+{
+    heap_only();
+    memset(a, 0, sizeof *a);
+}
 
 void alloc_free_stats(alloc_stats *a)
 {

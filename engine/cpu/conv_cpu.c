@@ -22,6 +22,17 @@
  * sched_workspace_bytes(). */
 static bool conv_direct(net_window w) { return w.k == 1 && w.s == 1 && w.p == 0; }
 
+/* Output columns [*lo, *hi) of kernel column kj whose input column lies inside the map; the
+ * others read padding. Computed once per tap, so the copy loops carry no bounds test. */
+static void valid_cols(net_window win, int kj, int w_in, int w_out, int *lo, int *hi)
+{
+    int off = win.d * kj - win.p; /* iw = ow * s + off */
+    int l = off >= 0 ? 0 : (-off + win.s - 1) / win.s;
+    int h = w_in - 1 - off < 0 ? 0 : (w_in - 1 - off) / win.s + 1;
+    *lo = l < w_out ? l : w_out;
+    *hi = h < *lo ? *lo : h > w_out ? w_out : h;
+}
+
 /* col (C_in*k*k, R*W_out) <- the input values each output position [a, b) x [0, W_out) reads;
  * zero where the window hangs over the padding. */
 static void im2col(float *col, const ten *x, int n, net_window win, int in_h, int a, int b, int w_out)
@@ -31,6 +42,8 @@ static void im2col(float *col, const ten *x, int n, net_window win, int in_h, in
         for (int ki = 0; ki < k; ki++)
             for (int kj = 0; kj < k; kj++) {
                 float *dst = col + ((int64_t)(ci * k + ki) * k + kj) * R * w_out;
+                int lo, hi, off = win.d * kj - win.p;
+                valid_cols(win, kj, w_in, w_out, &lo, &hi);
                 for (int o = a; o < b; o++) {
                     float *drow = dst + (int64_t)(o - a) * w_out;
                     int ih = o * win.s - win.p + win.d * ki;
@@ -39,10 +52,12 @@ static void im2col(float *col, const ten *x, int n, net_window win, int in_h, in
                         continue;
                     }
                     const float *xrow = cpu_row(x, n, ci, ih);
-                    for (int ow = 0; ow < w_out; ow++) {
-                        int iw = ow * win.s - win.p + win.d * kj;
-                        drow[ow] = iw >= 0 && iw < w_in ? xrow[iw] : 0.0f;
-                    }
+                    for (int ow = 0; ow < lo; ow++) drow[ow] = 0.0f;
+                    if (win.s == 1)
+                        memcpy(drow + lo, xrow + lo + off, (size_t)(hi - lo) * sizeof(float));
+                    else
+                        for (int ow = lo; ow < hi; ow++) drow[ow] = xrow[ow * win.s + off];
+                    for (int ow = hi; ow < w_out; ow++) drow[ow] = 0.0f;
                 }
             }
 }
@@ -55,15 +70,14 @@ static void col2im(const float *col, const ten *dx, int n, net_window win, int i
         for (int ki = 0; ki < k; ki++)
             for (int kj = 0; kj < k; kj++) {
                 const float *src = col + ((int64_t)(ci * k + ki) * k + kj) * R * w_out;
+                int lo, hi, off = win.d * kj - win.p;
+                valid_cols(win, kj, w_in, w_out, &lo, &hi);
                 for (int o = a; o < b; o++) {
                     int ih = o * win.s - win.p + win.d * ki;
                     if (ih < 0 || ih >= in_h) continue;
                     const float *srow = src + (int64_t)(o - a) * w_out;
                     float *dxrow = cpu_row(dx, n, ci, ih);
-                    for (int ow = 0; ow < w_out; ow++) {
-                        int iw = ow * win.s - win.p + win.d * kj;
-                        if (iw >= 0 && iw < w_in) dxrow[iw] += srow[ow];
-                    }
+                    for (int ow = lo; ow < hi; ow++) dxrow[ow * win.s + off] += srow[ow];
                 }
             }
 }

@@ -1,0 +1,142 @@
+/* CPU engine speed, measured against peers in the same run (figures, not assertions):
+ *   1. every VGG-16 convolution at 224x224 (batch 2): forward and backward GFLOP/s against
+ *      OpenBLAS sgemm on a matrix product of the conv's own shape (M = C_out, N = H*W,
+ *      K = C_in*k*k) timed right before it (target: >= 70% of sgemm for the large layers);
+ *   2. one training iteration (layer plan, SGD, batch 2) of VGG-16 and ResNet-50 at 224x224:
+ *      time and peak, and where the time goes (the heaviest layers, forward + backward).
+ * The PyTorch peer of 2 is bench/torch_peer.py (./lrcnn bench runs both). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cblas.h>
+
+#include "data.h"
+#include "exec.h"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static float *rnd(int64_t n)
+{
+    float *p = aligned_alloc(64, ((size_t)n * 4 + 63) / 64 * 64);
+    for (int64_t i = 0; i < n; i++) p[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    return p;
+}
+
+/* Best of `reps` timings of f, seconds. */
+#define BEST(reps, stmt)                                   \
+    ({                                                     \
+        double best_ = 1e30;                               \
+        for (int r_ = 0; r_ < (reps); r_++) {              \
+            double t0_ = now();                            \
+            stmt;                                          \
+            double dt_ = now() - t0_;                      \
+            if (dt_ < best_) best_ = dt_;                  \
+        }                                                  \
+        best_;                                             \
+    })
+
+static void conv_table(const net *n, int batch)
+{
+    printf("VGG-16 convolutions at %dx%d, batch %d: GFLOP/s, and as a fraction of sgemm of the same shape\n\n",
+           n->layers[0].h, n->layers[0].w, batch);
+    printf("  %-8s %5s %5s %6s  %8s %8s %8s  %6s %6s\n", "layer", "C_in", "C_out", "HxW", "sgemm", "fwd", "bwd", "fwd%", "bwd%");
+    for (int L = 1; L < n->n; L++) {
+        const net_layer *l = &n->layers[L];
+        if (l->kind != NET_CONV) continue;
+        const net_layer *in = &n->layers[l->in[0]];
+        int k = l->u.conv.win.k, M = l->c, N = l->h * l->w, K = in->c * k * k;
+        float *x = rnd((int64_t)batch * in->c * in->h * in->w), *y = rnd((int64_t)batch * l->c * l->h * l->w);
+        float *dx = rnd((int64_t)batch * in->c * in->h * in->w), *dy = rnd((int64_t)batch * l->c * l->h * l->w);
+        float *w = rnd(l->params), *dw = rnd(l->params), *ws = rnd(sched_workspace_bytes(n, L, l->h) / 4 + 1);
+        float *A = rnd((int64_t)M * K), *B = rnd((int64_t)K * N), *C = rnd((int64_t)M * N);
+        double t_gemm = BEST(3, for (int b = 0; b < batch; b++) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N));
+        ops_call c = {.l = l, .in_h = {in->h}, .a = 0, .b = l->h, .w = w, .dw = dw, .ws = ws};
+        c.x[0] = (ten){x, batch, in->c, in->h, in->w, 0};
+        c.y = (ten){y, batch, l->c, l->h, l->w, 0};
+        c.dx[0] = (ten){dx, batch, in->c, in->h, in->w, 0};
+        c.dy = (ten){dy, batch, l->c, l->h, l->w, 0};
+        double t_fwd = BEST(3, ops_cpu.forward(&c));
+        double t_bwd = BEST(3, ops_cpu.backward(&c));
+        double flops = 2.0 * (double)l->macs * batch;
+        printf("  %-8s %5d %5d %3dx%-3d %7.1f  %7.1f  %7.1f  %5.0f%% %5.0f%%\n", l->name, in->c, l->c, l->h, l->w,
+               flops / t_gemm / 1e9, flops / t_fwd / 1e9, 2 * flops / t_bwd / 1e9, 100 * t_gemm / t_fwd, 200 * t_gemm / t_bwd);
+        free(x), free(y), free(dx), free(dy), free(w), free(dw), free(ws), free(A), free(B), free(C);
+    }
+    printf("\n  fwd%% / bwd%%: our time vs sgemm on the layer's own product shape (bwd: two products)\n\n");
+}
+
+static void iteration(const char *name, int batch, int iters)
+{
+    net n;
+    err e;
+    plan p;
+    sched s;
+    sched_cfg cfg = {.batch = batch, .optimizer = SCHED_SGD};
+    if (net_load_named(&n, name, &e) || plan_parse(&p, &n, "layer", &e) || sched_lower(&s, &n, &p, &cfg, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        exit(1);
+    }
+    const net_layer *in = &n.layers[0];
+    data d;
+    data_synthetic(&d, in->c, in->h, in->w, n.layers[n.n - 1].c, 1);
+    float *img = calloc((size_t)batch * in->c * in->h * in->w, sizeof(float));
+    int64_t *lab = calloc((size_t)batch, sizeof(int64_t));
+    exec x;
+    exec_init(&x, &n, &p, &s, &ops_cpu, SCHED_SGD, exec_default_hparams(SCHED_SGD), 1);
+    double best = 1e30;
+    for (int i = 0; i < iters; i++) { /* the first iteration also allocates the parameters */
+        data_batch(&d, i, batch, img, lab);
+        double t0 = now();
+        exec_iteration(&x, img, lab);
+        double dt = now() - t0;
+        if (i > 0 && dt < best) best = dt;
+    }
+    double total = 0;
+    for (int L = 0; L < n.n; L++) total += x.layer_us[2 * L] + x.layer_us[2 * L + 1];
+    printf("%s, batch %d, layer plan, SGD: %.3f s per iteration (best of %d), peak %.1f MiB, kernels %.0f%% of it\n", name, batch,
+           best, iters - 1, (double)x.mem.peak / 1048576.0, 100.0 * total / 1e6 / best);
+    printf("  by kind (forward + backward):");
+    for (int k = 0; k < NET_NKIND; k++) {
+        double t = 0;
+        for (int L = 0; L < n.n; L++)
+            if (n.layers[L].kind == (net_kind)k && x.layer_us[2 * L] > 0) t += x.layer_us[2 * L] + x.layer_us[2 * L + 1];
+        if (t > 0) printf(" %s %.0f ms", net_kind_name((net_kind)k), t / 1e3);
+    }
+    printf("\n");
+    printf("  heaviest layers (forward + backward, last iteration):");
+    for (int k = 0; k < 5; k++) {
+        int arg = -1;
+        for (int L = 0; L < n.n; L++)
+            if (x.layer_us[2 * L] + x.layer_us[2 * L + 1] >= 0 && (arg < 0 || x.layer_us[2 * L] + x.layer_us[2 * L + 1] > x.layer_us[2 * arg] + x.layer_us[2 * arg + 1])) arg = L;
+        printf(" %s %.0f+%.0f ms%s", n.layers[arg].name, x.layer_us[2 * arg] / 1e3, x.layer_us[2 * arg + 1] / 1e3, k < 4 ? "," : "\n");
+        x.layer_us[2 * arg] = x.layer_us[2 * arg + 1] = -1e30;
+    }
+    printf("BENCH %s %.6f\n", name, best);
+    exec_free(&x);
+    free(img), free(lab);
+    data_free(&d);
+    sched_free(&s);
+    plan_free(&p);
+    net_free(&n);
+}
+
+int main(int argc, char **argv)
+{
+    int batch = argc > 1 ? atoi(argv[1]) : 2;
+    net n;
+    err e;
+    if (net_load_named(&n, "vgg16", &e)) return fprintf(stderr, "%s\n", e.msg), 1;
+    printf("OpenBLAS: %s, %d threads\n\n", openblas_get_config(), openblas_get_num_threads());
+    conv_table(&n, batch);
+    net_free(&n);
+    iteration("vgg16", batch, 3);
+    iteration("resnet50", batch, 3);
+    return 0;
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""PyTorch 1.13 (CPU) peer for bench/bench_engine.c: one training iteration (forward, loss,
+backward, SGD with momentum) of a net built from our own net file by tests/torch_ref.py's
+independent interpreter, on both cores, batch 2 at 224x224 by default. Prints "PEER NET SECONDS"
+(best of N iterations after one warm-up) and the peak RSS, for ./lrcnn bench to put beside ours."""
+import os
+import resource
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import torch  # noqa: E402
+import torch_ref  # noqa: E402
+
+
+def main():
+    nets = sys.argv[1:] or ["vgg16", "resnet50"]
+    batch, iters = int(os.environ.get("BENCH_BATCH", "2")), int(os.environ.get("BENCH_ITERS", "3"))
+    torch.set_num_threads(os.cpu_count() or 2)  # torch defaults to 1 thread here; we use both cores
+    torch.manual_seed(0)
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "nets")
+    for name in nets:
+        _, layers = torch_ref.parse_net(os.path.join(src, name + ".net"))
+        model = torch_ref.RefNet(layers)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        shape = layers[0].shape
+        x = torch.randn(batch, *shape)
+        y = torch.randint(0, layers[-2].shape[0], (batch,))  # classes: the logits before the loss
+        best = float("inf")
+        for i in range(iters + 1):
+            t0 = time.perf_counter()
+            opt.zero_grad(set_to_none=False)
+            model(x, y).backward()
+            opt.step()
+            dt = time.perf_counter() - t0
+            if i > 0:
+                best = min(best, dt)
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print("PEER %s %.6f  (torch %s, %d threads, best of %d, RSS high-water %.0f MiB)"
+              % (name, best, torch.__version__, torch.get_num_threads(), iters, rss))
+
+
+if __name__ == "__main__":
+    main()
