@@ -64,6 +64,25 @@ int cli_parse_bytes(const char *s, int64_t *out)
     return -1;
 }
 
+int cli_parse_budget(const char *s, int64_t *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end != s && v == 0.0 && (!*end || !strcasecmp(end, "B"))) {
+        *out = 0;
+        return 0;
+    }
+    return cli_parse_bytes(s, out);
+}
+
+int cli_check_host(const sim_result *r, int64_t budget, const char *plan_text, err *e)
+{
+    if (budget < 0 || r->replay.max[MEM_HOST] <= budget) return 0;
+    char a[32], b[32];
+    return err_set(e, "plan '%s' offloads %s to host memory but --host-budget is %s", plan_text,
+                   cli_fmt_bytes(r->replay.max[MEM_HOST], a, sizeof a), cli_fmt_bytes(budget, b, sizeof b));
+}
+
 const char *cli_fmt_bytes(int64_t b, char *buf, size_t len)
 {
     static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};

@@ -18,6 +18,10 @@ int cli_parse_int(const char *s, int lo, int hi, int *out);
 /* "16GiB", "12G", "500MB", "80e9", "1048576": KiB/MiB/GiB/TiB are binary, K/M/G/T (and KB, MB,
  * GB, TB) decimal. */
 int cli_parse_bytes(const char *s, int64_t *out);
+/* Like cli_parse_bytes, but 0 is allowed (a budget of nothing). */
+int cli_parse_budget(const char *s, int64_t *out);
+/* Fails (-1, message in e) when plan_text's predicted host bytes exceed budget (-1: no budget). */
+int cli_check_host(const sim_result *r, int64_t budget, const char *plan_text, err *e);
 /* "1.23 GiB" (binary units, 3 significant digits) into buf. */
 const char *cli_fmt_bytes(int64_t b, char *buf, size_t len);
 

@@ -16,7 +16,7 @@
 static const char *usage =
     "usage: lrcnn train --net NET [--image S] [--batch N] [--plan P] [--iters K] [--optimizer sgd|adam]\n"
     "                   [--lr F] [--seed X] [--bn MODE] [--data DIR] [--init-weights W.h5] [--dump D.h5]\n"
-    "                   [-o RUN.h5] [--force]\n"
+    "                   [--host-budget BYTES] [-o RUN.h5] [--force]\n"
     "\n"
     "Trains NET with plan P on the CPU engine: real forward, backward and optimizer steps through an\n"
     "accounting allocator. Prints the loss, time and measured peak per iteration, then the measured peak\n"
@@ -24,6 +24,7 @@ static const char *usage =
     "mark. Data: a deterministic synthetic dataset (default) or DIR/<class>/<image>.png|ppm.\n"
     "--init-weights loads parameters (weights.h layout); --dump writes the last iteration's input, labels,\n"
     "parameters before and after the step and all gradients; -o writes the run (results/SCHEMA.md).\n"
+    "--host-budget: refuse a plan that would offload more than BYTES to host memory.\n"
     "Defaults: --batch 8 --plan layer --iters 10 --optimizer sgd (lr 0.01, momentum 0.9; adam: lr 1e-3) --seed 1.\n"
     "\n"
     "example: lrcnn train --net vgg-small --batch 16 --plan ckpt-sqrt --iters 50 -o /tmp/run.h5\n";
@@ -71,6 +72,7 @@ static int64_t rss_peak_bytes(void)
 int cli_train(int argc, char **argv)
 {
     const char *net_name = NULL, *plan_text = "layer", *bn = NULL, *dir = NULL, *init = NULL, *dump = NULL, *out = NULL, *v;
+    const char *host = NULL;
     int image = 0, iters = 10, got, force = 0;
     long long seed = 1;
     double lr = -1;
@@ -84,6 +86,7 @@ int cli_train(int argc, char **argv)
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--data", &v)) > 0) dir = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--init-weights", &v)) > 0) init = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--dump", &v)) > 0) dump = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--host-budget", &v)) > 0) host = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "-o", &v)) > 0) out = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--batch", &v)) > 0) {
             if (cli_parse_int(v, 1, 1 << 16, &cfg.batch)) return cli_fail("train", "--batch %s: expected an integer 1..65536", v);
@@ -106,6 +109,8 @@ int cli_train(int argc, char **argv)
         if (got == 0) return cli_fail("train", "unknown argument '%s' (see lrcnn train --help)", argv[i]);
     }
     if (!net_name) return cli_fail("train", "--net is required (e.g. --net vgg-small)");
+    int64_t host_budget = -1;
+    if (host && cli_parse_budget(host, &host_budget)) return cli_fail("train", "--host-budget %s: expected bytes like 0, 8GiB, 500M", host);
     const char *outs[2] = {out, dump};
     for (int k = 0; k < 2; k++)
         if (outs[k] && !force && access(outs[k], F_OK) == 0)
@@ -130,7 +135,8 @@ int cli_train(int argc, char **argv)
         return cli_fail("train", "%s", e.msg);
     }
     plan_describe(&p, &n, resolved, sizeof resolved);
-    if (sched_lower(&s, &n, &p, &cfg, &e) || sim_run(&n, &p, &cfg, &sim_device_cpu, &pred, NULL, &e)) {
+    if (sched_lower(&s, &n, &p, &cfg, &e) || sim_run(&n, &p, &cfg, &sim_device_cpu, &pred, NULL, &e) ||
+        cli_check_host(&pred, host_budget, text, &e)) {
         rc = cli_fail("train", "%s", e.msg);
         goto done_plan;
     }

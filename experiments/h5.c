@@ -339,6 +339,11 @@ static int write_measured(hid_t loc, const h5_measure *m, int n_layers, err *e)
     H5_TRY(h5_attr_i64(g, "seed", (int64_t)m->seed, e));
     H5_TRY(h5_attr_str(g, "data", m->data, e));
     H5_TRY(h5_attr_str(g, "backend", m->backend, e));
+    if (m->compared) {
+        H5_TRY(h5_attr_f64(g, "grad_deviation", m->grad_deviation, e));
+        H5_TRY(h5_attr_f64(g, "loss_deviation", m->loss_deviation, e));
+        H5_TRY(h5_attr_str(g, "worst_tensor", m->worst_tensor, e));
+    }
     H5_TRY(dset_i64(g, "at_peak", m->at_peak, MEM_NCAT, e));
     H5_TRY(dset_i64(g, "max", m->max, MEM_NCAT, e));
     H5_TRY(h5_dset_1d(g, "loss", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, m->loss, (hsize_t)m->n_iters, e));

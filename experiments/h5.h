@@ -27,6 +27,10 @@ typedef struct {
     const int64_t *timeline;     /* allocated device bytes after each allocator event, last iteration */
     int n_timeline;
     const double *layer_us;      /* [layers][2] forward, backward microseconds, last iteration */
+    bool compared;               /* validate: gradients were compared with `layer` */
+    double grad_deviation;       /* max over tensors of |g - g_layer| / |g_layer|, iteration 0 */
+    double loss_deviation;       /* |loss - loss_layer| / |loss_layer|, iteration 0 */
+    const char *worst_tensor;    /* layer of the largest gradient deviation */
 } h5_measure;
 
 /* One run (a group "runs/NNNNN"). Strings are borrowed. */

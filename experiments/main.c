@@ -12,6 +12,7 @@ int cli_plan(int argc, char **argv);
 int cli_export(int argc, char **argv);
 int cli_demo(int argc, char **argv);
 int cli_train(int argc, char **argv);
+int cli_validate(int argc, char **argv);
 
 static const struct {
     const char *name;
@@ -20,6 +21,7 @@ static const struct {
 } commands[] = {
     {"sim", cli_sim, "predict peak memory (by category) and compute for plans"},
     {"train", cli_train, "train on the CPU engine: measured peaks beside the predictions"},
+    {"validate", cli_validate, "predicted vs measured peaks and gradients vs layer, for a list of plans"},
     {"sweep", cli_sweep, "run an experiment spec (nets x batch x image x plans) into one HDF5 file"},
     {"plan", cli_plan, "largest batch or input that fits a memory budget, per plan"},
     {"export", cli_export, "HDF5 result -> TSV for gnuplot"},
@@ -47,6 +49,6 @@ int main(int argc, char **argv)
     h5_set_command(argc, argv);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "lrcnn: unknown command '%s' (commands: sim train sweep plan export demo; lrcnn --help)\n", argv[1]);
+    fprintf(stderr, "lrcnn: unknown command '%s' (commands: sim train validate sweep plan export demo; lrcnn --help)\n", argv[1]);
     return CLI_USAGE;
 }

@@ -154,7 +154,11 @@ def check_measured(run, where, ncat):
         check_dset(m, mwhere, "timeline", I64)
     if "layer_us" in m:
         check_dset(m, mwhere, "layer_us", F64, (run["layers"].shape[0], 2) if "layers" in run else None)
-    check_only(m, mwhere, MEAS_ATTRS, tuple(MEAS_DSETS))
+    compared = {"grad_deviation": F64, "loss_deviation": F64, "worst_tensor": STR}
+    if "grad_deviation" in m.attrs:
+        for name, want in compared.items():
+            check_attr(m, mwhere, name, want)
+    check_only(m, mwhere, dict(MEAS_ATTRS, **compared), tuple(MEAS_DSETS))
 
 
 def check_file(path):

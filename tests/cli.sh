@@ -27,7 +27,7 @@ no_file() { if [ -e "$1" ] || [ -e "$1.tmp" ]; then bad "$2: $1 was written"; el
 
 # --- help and outputs ---------------------------------------------------------------------------
 expect_ok "lrcnn --help" -- --help
-for c in sim sweep plan export demo; do expect_ok "lrcnn $c --help" -- "$c" --help; done
+for c in sim train validate sweep plan export demo; do expect_ok "lrcnn $c --help" -- "$c" --help; done
 expect_ok "sim vgg16 2ps:6" -- sim --net vgg16 --batch 8 --image 224 --plan 2ps:6
 for want in "replay@peak" "closed@peak" "boundaries" "peak (device)" "FLOPs"; do
   grep -qF "$want" "$tmp/out" && ok "sim breakdown shows '$want'" || bad "sim breakdown lacks '$want'"
@@ -126,6 +126,15 @@ expect_ok "train on an image directory" -- train --net vgg-small --batch 2 --ite
 echo "not an image" >"$tmp/imgs/dog/c.png"
 expect_fail "unreadable image" "c.png: not a PNG or PPM image" -- train --net vgg-small --iters 1 --data "$tmp/imgs" -o "$o"; no_file "$o" "unreadable image"
 expect_fail "train output exists" "exists; use --force" -- train --net vgg-small --iters 1 -o "$tmp/t1.h5"
+
+# --- validate: predicted beside measured, gradients beside layer's ---------------------------------
+expect_ok "validate" -- validate --net resnet-small --batch 4 --bn frozen --plan 2ps:2,overl-h,vdnn-conv -o "$tmp/v.h5"
+[ "$(grep -cE '^  (layer|2ps:2|overl-h|vdnn-conv) .*\+0\.000%' "$tmp/out")" -eq 4 ] && ok "validate: layer first, every plan measured = replay" || bad "validate table"
+if "$python" "$src/tests/check_schema.py" "$tmp/v.h5" >"$tmp/schema" 2>&1; then ok "validate file validates against results/SCHEMA.md"; else bad "validate schema: $(tail -1 "$tmp/schema")"; fi
+expect_fail "offload with a zero host budget" "offloads" -- validate --net vgg-small --plan vdnn-all --host-budget 0 -o "$o"; no_file "$o" "zero host budget"
+expect_fail "train offload, zero host budget" "--host-budget is 0 B" -- train --net vgg-small --plan vdnn-conv --host-budget 0 -o "$o"; no_file "$o" "train zero host budget"
+expect_ok "offload within a host budget" -- train --net vgg-small --plan vdnn-conv --iters 1 --host-budget 1GiB
+expect_fail "validate: band count beyond the rows" "at most" -- validate --net vgg-small --plan 2ps:2..9 -o "$o"; no_file "$o" "validate bands"
 
 printf '\n%d passed, %d failed\n' "$passes" "$fails"
 [ "$fails" -eq 0 ]

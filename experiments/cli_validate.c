@@ -1,0 +1,289 @@
+/* lrcnn validate: predict (closed form and replay) and measure (the engine's tracked peak by
+ * category, the process's RSS high-water mark, time) a list of plans for one configuration, and
+ * compare each plan's gradients with `layer`'s. Each plan runs in forked children so that every
+ * RSS figure is that plan's alone: one child measures (K iterations), another runs iteration 0
+ * again and compares its gradients with the reference that `layer`'s child left in shared memory.
+ * The comparison's extra memory therefore never shows in a measurement. */
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "data.h"
+#include "exec.h"
+#include "h5.h"
+
+static const char *usage =
+    "usage: lrcnn validate --net NET [--plan PLANS] [--image S] [--batch N] [--iters K] [--optimizer sgd|adam]\n"
+    "                      [--bn MODE] [--seed X] [--host-budget BYTES] [-o FILE.h5] [--force]\n"
+    "\n"
+    "For each plan: the simulator's predictions (replay and closed form) beside the engine's measured\n"
+    "peak, the error of each, the reduction and time against `layer`, the largest gradient deviation\n"
+    "from `layer` (relative norm, iteration 0, same weights and batch) and the RSS high-water mark.\n"
+    "PLANS: comma-separated, ranges expand (2ps:2..8); `layer` is always run first as the reference.\n"
+    "Defaults: --plan layer,ckpt-sqrt,vdnn-conv,2ps:2..8,overl:2..8,2ps-h,overl-h --batch 2 --iters 2\n"
+    "--optimizer sgd --seed 1.\n"
+    "\n"
+    "example: lrcnn validate --net vgg-small --batch 16 --plan layer,2ps:2..4,overl-h -o /tmp/v.h5\n";
+
+typedef struct {
+    int ok;
+    char err[256];
+    int64_t peak, host_peak, rss, at_peak[MEM_NCAT], max[MEM_NCAT];
+    double best_us;
+    float loss0;
+    double grad_dev, loss_dev;
+    char worst[NET_NAME_LEN];
+} vresult;
+
+typedef struct {
+    const net *n;
+    float *ref;          /* shared: layer's iteration-0 gradients, all tensors back to back */
+    float *ref_loss;
+    bool write_ref;
+    vresult *r;
+} compare_ctx;
+
+static void compare_grads(exec *x, void *ctx)
+{
+    compare_ctx *c = ctx;
+    int64_t at = 0;
+    for (int L = 0; L < c->n->n; L++) {
+        int64_t k = 0;
+        float *g = exec_param(x, BUF_PGRAD, L, &k);
+        if (!g) continue;
+        if (c->write_ref) {
+            memcpy(c->ref + at, g, (size_t)k * sizeof(float));
+        } else {
+            double d2 = 0, r2 = 0;
+            for (int64_t i = 0; i < k; i++) {
+                double d = (double)g[i] - c->ref[at + i];
+                d2 += d * d, r2 += (double)c->ref[at + i] * c->ref[at + i];
+            }
+            double rel = r2 > 0 ? sqrt(d2 / r2) : sqrt(d2);
+            if (rel > c->r->grad_dev) c->r->grad_dev = rel, snprintf(c->r->worst, sizeof c->r->worst, "%s", c->n->layers[L].name);
+        }
+        at += k;
+    }
+}
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
+/* Runs in a child: `iters` iterations of plan p (compare: 1 iteration with the gradient hook). */
+static void child(const net *n, const plan *p, const sched_cfg *cfg, int iters, uint64_t seed, compare_ctx *cmp, vresult *r)
+{
+    err e;
+    sched s;
+    if (sched_lower(&s, n, p, cfg, &e)) {
+        snprintf(r->err, sizeof r->err, "%.250s", e.msg);
+        return;
+    }
+    const net_layer *in = &n->layers[0];
+    data d;
+    data_synthetic(&d, in->c, in->h, in->w, n->layers[n->n - 1].c, seed);
+    float *img = calloc((size_t)cfg->batch * in->c * in->h * in->w, sizeof(float));
+    int64_t *lab = calloc((size_t)cfg->batch, sizeof(int64_t));
+    exec x;
+    exec_init(&x, n, p, &s, &ops_cpu, cfg->optimizer, exec_default_hparams(cfg->optimizer), seed);
+    if (cmp) x.before_update = compare_grads, x.before_update_ctx = cmp;
+    r->best_us = 1e300;
+    for (int it = 0; it < iters; it++) {
+        data_batch(&d, it, cfg->batch, img, lab);
+        double t0 = now_us();
+        exec_iteration(&x, img, lab);
+        double dt = now_us() - t0;
+        if ((it > 0 || iters == 1) && dt < r->best_us) r->best_us = dt;
+        if (it == 0) r->loss0 = x.loss;
+    }
+    if (cmp && cmp->write_ref) *cmp->ref_loss = x.loss;
+    if (cmp && !cmp->write_ref) r->loss_dev = fabs((double)r->loss0 - *cmp->ref_loss) / fabs((double)*cmp->ref_loss);
+    r->peak = x.mem.peak, r->host_peak = x.mem.host_peak;
+    memcpy(r->at_peak, x.mem.at_peak, sizeof r->at_peak);
+    memcpy(r->max, x.mem.max, sizeof r->max);
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    r->rss = (int64_t)u.ru_maxrss * 1024;
+    r->ok = 1;
+    exec_free(&x);
+    sched_free(&s);
+}
+
+/* Forks, runs child(), and returns its result through a pipe. */
+static void in_child(const net *n, const plan *p, const sched_cfg *cfg, int iters, uint64_t seed, compare_ctx *cmp, vresult *out)
+{
+    int fd[2];
+    memset(out, 0, sizeof *out);
+    if (pipe(fd)) {
+        snprintf(out->err, sizeof out->err, "pipe failed");
+        return;
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        vresult r = {0};
+        if (cmp) cmp->r = &r;
+        child(n, p, cfg, iters, seed, cmp, &r);
+        ssize_t w = write(fd[1], &r, sizeof r);
+        _exit(w == (ssize_t)sizeof r ? 0 : 1);
+    }
+    close(fd[1]);
+    ssize_t got = pid > 0 ? read(fd[0], out, sizeof *out) : -1;
+    close(fd[0]);
+    int status = 0;
+    if (pid > 0) waitpid(pid, &status, 0);
+    if (got != (ssize_t)sizeof *out) {
+        memset(out, 0, sizeof *out);
+        snprintf(out->err, sizeof out->err, "engine process failed (%s %d)", WIFSIGNALED(status) ? "signal" : "exit",
+                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    }
+}
+
+int cli_validate(int argc, char **argv)
+{
+    const char *net_name = NULL, *plans = "layer,ckpt-sqrt,vdnn-conv,2ps:2..8,overl:2..8,2ps-h,overl-h", *bn = NULL;
+    const char *out = NULL, *host = NULL, *v;
+    int image = 0, iters = 2, got, force = 0;
+    long long seed = 1;
+    sched_cfg cfg = {.batch = 2, .optimizer = SCHED_SGD};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
+        if (!strcmp(argv[i], "--force")) { force = 1; continue; }
+        if ((got = cli_opt(argc, argv, &i, "--net", &v)) > 0) net_name = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--plan", &v)) > 0) plans = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--bn", &v)) > 0) bn = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--host-budget", &v)) > 0) host = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "-o", &v)) > 0) out = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--batch", &v)) > 0) {
+            if (cli_parse_int(v, 1, 1 << 16, &cfg.batch)) return cli_fail("validate", "--batch %s: expected an integer 1..65536", v);
+        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--image", &v)) > 0) {
+            if (cli_parse_int(v, 1, 1 << 14, &image)) return cli_fail("validate", "--image %s: expected an integer 1..16384", v);
+        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--iters", &v)) > 0) {
+            if (cli_parse_int(v, 1, 1000, &iters)) return cli_fail("validate", "--iters %s: expected an integer 1..1000", v);
+        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--seed", &v)) > 0) {
+            char *end;
+            seed = strtoll(v, &end, 10);
+            if (*end || end == v || seed < 0) return cli_fail("validate", "--seed %s: expected a non-negative integer", v);
+        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--optimizer", &v)) > 0) {
+            if (cli_parse_optimizer(v, &cfg.optimizer)) return cli_fail("validate", "--optimizer %s: expected sgd or adam", v);
+        }
+        if (got < 0) return cli_fail("validate", "%s needs a value (see lrcnn validate --help)", argv[i]);
+        if (got == 0) return cli_fail("validate", "unknown argument '%s' (see lrcnn validate --help)", argv[i]);
+    }
+    if (!net_name) return cli_fail("validate", "--net is required (e.g. --net vgg-small)");
+    int64_t host_budget = -1;
+    if (host && cli_parse_budget(host, &host_budget)) return cli_fail("validate", "--host-budget %s: expected bytes like 0, 8GiB, 500M", host);
+    if (out && !force && access(out, F_OK) == 0) return cli_fail("validate", "%s exists; use --force to overwrite", out);
+    err e;
+    net n;
+    if (cli_load_net(&n, net_name, image, &e)) return cli_fail("validate", "%s", e.msg);
+    char **items0;
+    int count0, rc = CLI_OK;
+    if (plan_list_expand(plans, &items0, &count0, &e)) {
+        net_free(&n);
+        return cli_fail("validate", "--plan: %s", e.msg);
+    }
+    /* `layer` first, once */
+    int count = 1;
+    char **items = err_calloc((size_t)count0 + 1, sizeof(char *));
+    items[0] = "layer";
+    for (int k = 0; k < count0; k++)
+        if (strcmp(items0[k], "layer")) items[count++] = items0[k];
+    plan *ps = err_calloc((size_t)count, sizeof(plan));
+    sim_result *pred = err_calloc((size_t)count, sizeof(sim_result));
+    vresult *meas = err_calloc((size_t)count, sizeof(vresult)), *cmpr = err_calloc((size_t)count, sizeof(vresult));
+    char (*texts)[320] = err_calloc((size_t)count, sizeof *texts), (*resolved)[1024] = err_calloc((size_t)count, sizeof *resolved);
+    int parsed = 0;
+    for (; parsed < count; parsed++) { /* everything checked before anything runs */
+        snprintf(texts[parsed], sizeof texts[parsed], "%s%s%s", items[parsed], bn ? " bn=" : "", bn ? bn : "");
+        if (plan_parse(&ps[parsed], &n, texts[parsed], &e) || sim_run(&n, &ps[parsed], &cfg, &sim_device_cpu, &pred[parsed], NULL, &e)) {
+            rc = cli_fail("validate", "%s", e.msg);
+            goto done;
+        }
+        plan_describe(&ps[parsed], &n, resolved[parsed], sizeof resolved[parsed]);
+        if (cli_check_host(&pred[parsed], host_budget, texts[parsed], &e)) {
+            parsed++;
+            rc = cli_fail("validate", "%s", e.msg);
+            goto done;
+        }
+    }
+    int64_t params = 0;
+    for (int L = 0; L < n.n; L++) params += n.layers[L].params;
+    float *shared = mmap(NULL, (size_t)(params + 1) * sizeof(float), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shared == MAP_FAILED) {
+        rc = cli_fail("validate", "cannot map %lld bytes for the reference gradients", (long long)(params + 1) * 4);
+        goto done;
+    }
+    const net_layer *in = &n.layers[0];
+    printf("%s @ %dx%d, batch %d, %s, %d iteration%s per plan (time: best after the first), seed %lld\n\n", n.name, in->h, in->w,
+           cfg.batch, cli_optimizer_name(cfg.optimizer), iters, iters > 1 ? "s" : "", seed);
+    printf("  %-14s %10s %10s %10s %8s %8s %8s %9s %7s %9s %-14s %10s\n", "plan", "replay", "closed", "measured", "err rep", "err cl",
+           "vs layer", "time/it", "vs lay", "grad dev", "(worst)", "RSS");
+    for (int k = 0; k < count; k++) {
+        compare_ctx cc = {.n = &n, .ref = shared + 1, .ref_loss = shared, .write_ref = k == 0};
+        in_child(&n, &ps[k], &cfg, iters, (uint64_t)seed, NULL, &meas[k]);
+        in_child(&n, &ps[k], &cfg, 1, (uint64_t)seed, &cc, &cmpr[k]);
+        const vresult *m = &meas[k];
+        if (!m->ok || !cmpr[k].ok) {
+            printf("  %-14s engine failed: %s\n", items[k], m->ok ? cmpr[k].err : m->err);
+            rc = CLI_FAILED;
+            continue;
+        }
+        char a[32], b[32], c[32], r[32];
+        printf("  %-14s %10s %10s %10s %+7.3f%% %+7.2f%% %7.1f%% %7.0fms %6.2fx %9.1e %-14s %10s\n", items[k],
+               cli_fmt_bytes(pred[k].replay.peak, a, sizeof a), cli_fmt_bytes(pred[k].closed.peak, b, sizeof b),
+               cli_fmt_bytes(m->peak, c, sizeof c), 100.0 * (double)(pred[k].replay.peak - m->peak) / (double)m->peak,
+               100.0 * (double)(pred[k].closed.peak - m->peak) / (double)m->peak,
+               100.0 * (1.0 - (double)m->peak / (double)meas[0].peak), m->best_us / 1e3, m->best_us / meas[0].best_us,
+               cmpr[k].grad_dev, k ? cmpr[k].worst : "(reference)", cli_fmt_bytes(m->rss, r, sizeof r));
+        fflush(stdout);
+    }
+    printf("\n  replay/closed: predictions; measured: the engine's tracked peak; err: prediction vs measured;\n"
+           "  vs layer: peak reduction and time ratio; grad dev: max over tensors of |g - g_layer| / |g_layer|\n");
+    munmap(shared, (size_t)(params + 1) * sizeof(float));
+    if (out && rc == CLI_OK) {
+        h5_file *f;
+        if (h5_create(&f, out, force, &e)) {
+            rc = cli_fail("validate", "%s", e.msg);
+            goto done;
+        }
+        for (int k = 0; k < count && rc == CLI_OK; k++) {
+            float loss = meas[k].loss0;
+            double us = meas[k].best_us;
+            h5_measure m = {.peak = meas[k].peak, .host_peak = meas[k].host_peak, .rss_peak = meas[k].rss, .seed = (uint64_t)seed,
+                            .data = "synthetic", .backend = "cpu", .loss = &loss, .iter_us = &us, .n_iters = 1,
+                            .grad_deviation = cmpr[k].grad_dev, .loss_deviation = cmpr[k].loss_dev, .worst_tensor = cmpr[k].worst,
+                            .compared = true};
+            memcpy(m.at_peak, meas[k].at_peak, sizeof m.at_peak);
+            memcpy(m.max, meas[k].max, sizeof m.max);
+            int fp = 0, bp = 0;
+            for (int g = 0; g < ps[k].n_seg && !fp; g++)
+                if (ps[k].segs[g].mode == PLAN_ROWS) fp = ps[k].segs[g].fp, bp = ps[k].segs[g].bp;
+            h5_run run = {.kind = "validate", .net = n.name, .net_path = n.path, .image_h = in->h, .image_w = in->w,
+                          .batch = cfg.batch, .plan = items[k], .plan_resolved = resolved[k],
+                          .optimizer = cli_optimizer_name(cfg.optimizer), .bn = plan_bn_name(ps[k].bn), .device = "cpu",
+                          .fp_bands = fp, .bp_bands = bp, .sim = &pred[k], .layers = &n, .measured = &m};
+            if (h5_write_run(f, &run, &e)) rc = cli_fail("validate", "%s", e.msg);
+        }
+        if (rc == CLI_OK && h5_close(f, &e)) rc = cli_fail("validate", "%s", e.msg);
+        else if (rc != CLI_OK) h5_abort(f);
+        if (rc == CLI_OK) fprintf(stderr, "wrote %s\n", out);
+    }
+done:
+    for (int k = 0; k < parsed && k < count; k++) plan_free(&ps[k]);
+    free(ps), free(pred), free(meas), free(cmpr), free(texts), free(resolved), free(items);
+    plan_list_free(items0, count0);
+    net_free(&n);
+    return rc;
+}
