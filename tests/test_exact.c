@@ -145,12 +145,12 @@ static void check_net(const char *name, int image, int batch, const char *bn, ch
 }
 
 /* Every preset, and 2PS/OverL with every band count from 1 to the row prefix's output height. */
-static void check_small(const char *name, const char *bn)
+static void check_small_at(const char *name, int image, const char *bn)
 {
     net n;
     err e;
     plan p;
-    if (net_load_named(&n, name, &e) || plan_parse(&p, &n, "2ps:1", &e)) {
+    if (net_load_named(&n, name, &e) || (image && net_set_input(&n, image, image, &e)) || plan_parse(&p, &n, "2ps:1", &e)) {
         fprintf(stderr, "FAIL %s\n", e.msg);
         failures++;
         return;
@@ -166,28 +166,37 @@ static void check_small(const char *name, const char *bn)
         snprintf(plans[nf + 2 * (r - 1)], 32, "2ps:%d", r);
         snprintf(plans[nf + 2 * (r - 1) + 1], 32, "overl:%d", r);
     }
-    check_net(name, 0, 16, bn, plans, np);
+    check_net(name, image, 16, bn, plans, np);
     for (int i = 0; i < np; i++) free(plans[i]);
     free(plans);
     net_free(&n);
 }
+
+static void check_small(const char *name, const char *bn) { check_small_at(name, 0, bn); }
 
 int main(int argc, char **argv)
 {
     if (argc >= 4) {
         check_net(argv[1], 0, 2, strcmp(argv[2], "-") ? argv[2] : NULL, argv + 3, argc - 3);
     } else if (argc == 3) {
-        /* full-size nets, batch 1: the custom checkpoint plan cuts after the first stage */
-        char custom[128];
-        snprintf(custom, sizeof custom, "%s", strcmp(argv[1], "vgg16") ? "ckpt@conv1..layer1.2.relu3" : "ckpt@conv1_1..pool2");
-        char *plans[] = {"ckpt-sqrt", custom, "vdnn-conv"};
-        require_lower = strcmp(argv[1], "vgg16") != 0;
+        /* full-size nets, batch 1: checkpoint (preset and a custom cut after the first stage),
+         * offload, and rows with 2, 3 and 7 bands, the hybrids and an uneven custom split */
+        bool vgg = !strcmp(argv[1], "vgg16");
+        char *plans[] = {"ckpt-sqrt", vgg ? "ckpt@conv1_1..pool2" : "ckpt@conv1..layer1.2.relu3", "vdnn-conv",
+                         "2ps:2", "2ps:3", "2ps:7", "overl:2", "overl:3", "overl:7", "2ps-h", "overl-h",
+                         vgg ? "rows(2ps,3,cuts=3/20)@conv1_1..pool3" : "rows(overl,3,cuts=5/40)@conv1..layer1.2.relu3"};
+        require_lower = !vgg;
         if (!require_lower) printf("vgg16 at batch 1 peaks in fc6/fc7 (weights, gradients, momentum): checkpointing may only tie\n");
-        check_net(argv[1], atoi(argv[2]), 1, strcmp(argv[1], "vgg16") ? "frozen" : NULL, plans, 3);
+        check_net(argv[1], atoi(argv[2]), 1, vgg ? NULL : "frozen", plans, sizeof plans / sizeof *plans);
     } else if (argc == 2 && !strcmp(argv[1], "small")) {
         check_small("vgg-small", NULL);
         check_small("resnet-small", "frozen");
         check_small("kernels", NULL);
+        check_small_at("vgg-small", 37, NULL); /* odd heights: every band count again */
+        check_small_at("resnet-small", 35, "frozen");
+        char *uneven[] = {"rows(2ps,3,cuts=1/7)@conv1_1..pool2", "rows(overl,3,cuts=6/7)@conv1_1..pool2",
+                          "rows(overl,fp=2,bp=5)@conv1_1..pool2", "rows(2ps,2)@conv1_1..relu1_2; ckpt@pool1..pool2"};
+        check_net("vgg-small", 0, 16, NULL, uneven, 4);
         char *train_bn[] = {"ckpt-sqrt", "ckpt:3", "vdnn-all"};
         check_net("resnet-small", 0, 16, "train", train_bn, 3);
     } else {
