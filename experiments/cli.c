@@ -132,3 +132,56 @@ int cli_simulate(const net *n, const char *plan_text, const sched_cfg *cfg, cons
     plan_free(&p);
     return rc;
 }
+
+/* --- largest batch or input under a budget (lrcnn plan, sweep search=) ------------------------ */
+
+
+/* 1: fits, 0: does not fit, -1: the configuration is invalid (e.g. too few rows for the bands). */
+static int fits(cli_probe *pr, int image, int batch)
+{
+    err e;
+    net n;
+    if (cli_load_net(&n, pr->net_name, image, &e)) return -1;
+    sched_cfg cfg = pr->cfg;
+    cfg.batch = batch;
+    sim_result r;
+    int rc = cli_simulate(&n, pr->plan_text, &cfg, &sim_device_cpu, &r, NULL, 0, NULL, &e);
+    net_free(&n);
+    if (rc) return -1;
+    if (r.replay.peak > pr->budget) return 0;
+    pr->peak = r.replay.peak;
+    return 1;
+}
+
+/* Largest x in [lo, cap] with ok(x) == 1, assuming ok is monotone (invalid counts as "not yet"
+ * below the first valid x and as "no" above it). Returns 0 if none. */
+static int search(cli_probe *pr, bool by_image, int cap)
+{
+    int x = 1, last_ok = 0, first_bad = cap + 1;
+    bool seen_valid = false;
+    while (x <= cap) {
+        int f = by_image ? fits(pr, x, pr->batch) : fits(pr, pr->image, x);
+        if (f == 1) last_ok = x, seen_valid = true;
+        else if (f == 0 || seen_valid) { first_bad = x; break; }
+        if (x == cap) break;
+        x = x * 2 > cap ? cap : x * 2;
+    }
+    if (!last_ok) {
+        if (!by_image || first_bad > cap) return 0;
+        /* inputs below the first fitting power of two were invalid; scan the gap coarsely */
+        for (int y = first_bad / 2 + 1; y < first_bad; y++)
+            if (fits(pr, y, pr->batch) == 1) { last_ok = y; break; }
+        if (!last_ok) return 0;
+    }
+    int lo = last_ok, hi = first_bad; /* lo fits, hi does not */
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        if ((by_image ? fits(pr, mid, pr->batch) : fits(pr, pr->image, mid)) == 1) lo = mid;
+        else hi = mid;
+    }
+    if (by_image) fits(pr, lo, pr->batch);
+    else fits(pr, pr->image, lo);
+    return lo;
+}
+
+int cli_max_fit(cli_probe *pr, bool by_image) { return search(pr, by_image, by_image ? 1 << 15 : 1 << 20); }

@@ -39,4 +39,16 @@ int cli_load_net(net *n, const char *name, int image, err *e);
 int cli_simulate(const net *n, const char *plan_text, const sched_cfg *cfg, const sim_device *d, sim_result *r,
                  char *resolved, size_t len, int64_t **timeline, err *e);
 
+/* Largest batch (by_image false, at pr->image) or square input (at pr->batch) whose replay peak
+ * fits pr->budget; 0 if none. Peaks grow monotonically with both, so a doubling search followed
+ * by bisection finds it; pr->peak is the peak there. image 0 = the net file's size. */
+typedef struct {
+    const char *net_name, *plan_text;
+    int image, batch;
+    sched_cfg cfg;
+    int64_t budget;
+    int64_t peak;
+} cli_probe;
+int cli_max_fit(cli_probe *pr, bool by_image);
+
 #endif

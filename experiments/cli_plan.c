@@ -6,6 +6,7 @@
 
 #include "cli.h"
 
+
 static const char *usage =
     "usage: lrcnn plan --budget BYTES --net NET (--max-batch | --max-image) [--plan PLANS]\n"
     "                  [--image S] [--batch N] [--optimizer sgd|adam] [--bn MODE]\n"
@@ -15,66 +16,10 @@ static const char *usage =
     "\n"
     "example: lrcnn plan --max-batch --budget 12GiB --net vgg16 --plan layer,2ps:6,overl-h\n";
 
-typedef struct {
-    const char *net_name, *plan_text;
-    int image, batch;
-    sched_cfg cfg;
-    int64_t budget;
-    int64_t peak; /* of the last fitting probe */
-} probe;
-
-/* 1: fits, 0: does not fit, -1: the configuration is invalid (e.g. too few rows for the bands). */
-static int fits(probe *pr, int image, int batch)
-{
-    err e;
-    net n;
-    if (cli_load_net(&n, pr->net_name, image, &e)) return -1;
-    sched_cfg cfg = pr->cfg;
-    cfg.batch = batch;
-    sim_result r;
-    int rc = cli_simulate(&n, pr->plan_text, &cfg, &sim_device_cpu, &r, NULL, 0, NULL, &e);
-    net_free(&n);
-    if (rc) return -1;
-    if (r.replay.peak > pr->budget) return 0;
-    pr->peak = r.replay.peak;
-    return 1;
-}
-
-/* Largest x in [lo, cap] with ok(x) == 1, assuming ok is monotone (invalid counts as "not yet"
- * below the first valid x and as "no" above it). Returns 0 if none. */
-static int search(probe *pr, bool by_image, int cap)
-{
-    int x = 1, last_ok = 0, first_bad = cap + 1;
-    bool seen_valid = false;
-    while (x <= cap) {
-        int f = by_image ? fits(pr, x, pr->batch) : fits(pr, pr->image, x);
-        if (f == 1) last_ok = x, seen_valid = true;
-        else if (f == 0 || seen_valid) { first_bad = x; break; }
-        if (x == cap) break;
-        x = x * 2 > cap ? cap : x * 2;
-    }
-    if (!last_ok) {
-        if (!by_image || first_bad > cap) return 0;
-        /* inputs below the first fitting power of two were invalid; scan the gap coarsely */
-        for (int y = first_bad / 2 + 1; y < first_bad; y++)
-            if (fits(pr, y, pr->batch) == 1) { last_ok = y; break; }
-        if (!last_ok) return 0;
-    }
-    int lo = last_ok, hi = first_bad; /* lo fits, hi does not */
-    while (hi - lo > 1) {
-        int mid = lo + (hi - lo) / 2;
-        if ((by_image ? fits(pr, mid, pr->batch) : fits(pr, pr->image, mid)) == 1) lo = mid;
-        else hi = mid;
-    }
-    if (by_image) fits(pr, lo, pr->batch);
-    else fits(pr, pr->image, lo);
-    return lo;
-}
-
 int cli_plan(int argc, char **argv)
 {
     const char *plans = "layer,ckpt-sqrt,vdnn-all,vdnn-conv,2ps:4,overl:4,2ps-h,overl-h", *budget = NULL, *bn = NULL, *v;
-    probe pr = {.batch = 8, .cfg = {.batch = 8, .optimizer = SCHED_ADAM}};
+    cli_probe pr = {.batch = 8, .cfg = {.batch = 8, .optimizer = SCHED_ADAM}};
     int mode = 0, got;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
@@ -127,7 +72,7 @@ int cli_plan(int argc, char **argv)
     for (int k = 0; k < count; k++) {
         pr.plan_text = texts[k];
         pr.peak = 0;
-        int best = mode == 1 ? search(&pr, false, 1 << 20) : search(&pr, true, 1 << 15);
+        int best = cli_max_fit(&pr, mode == 2);
         if (best) printf("  %-18s %12d %14s\n", items[k], best, cli_fmt_bytes(pr.peak, b, sizeof b));
         else printf("  %-18s %12s %14s\n", items[k], "none", "-");
     }

@@ -20,8 +20,75 @@ static const char *usage =
 
 typedef struct {
     int net, batch, image, plan, opt;
+    int max_value; /* searches */
     sim_result r;
 } cell;
+
+typedef struct {
+    const char *search;
+    int64_t budget;
+    int max_value;
+} search_info;
+
+/* Simulates plan p of the spec on net n at `batch` and writes the run (and its per-category
+ * timeline). si: a capacity search's result, or NULL. */
+static int sweep_one(const spec *s, const net *n, const sim_device *d, int batch, int o, int p, const search_info *si,
+                     h5_file *f, sim_result *r, err *e)
+{
+    sched_cfg cfg = {.batch = batch};
+    cli_parse_optimizer(s->optimizers[o], &cfg.optimizer);
+    char text[320], resolved[1024];
+    snprintf(text, sizeof text, "%s%s%s", s->plans[p], s->bn[0] ? " bn=" : "", s->bn);
+    plan pl;
+    sched sc;
+    if (plan_parse(&pl, n, text, e)) return -1;
+    plan_describe(&pl, n, resolved, sizeof resolved);
+    int rc = sched_lower(&sc, n, &pl, &cfg, e);
+    if (rc) {
+        plan_free(&pl);
+        return -1;
+    }
+    int64_t *tl = err_calloc((size_t)sc.n_step + 1, sizeof(int64_t));
+    int64_t *tc = err_calloc(((size_t)sc.n_step + 1) * MEM_NCAT, sizeof(int64_t));
+    sched_bytes_by_category(&sc, tc);
+    for (int i = 0; i < sc.n_step; i++)
+        for (int k = 0; k < MEM_NCAT; k++) tl[i] += k == MEM_HOST ? 0 : tc[(int64_t)i * MEM_NCAT + k];
+    int steps = sc.n_step;
+    sched_free(&sc);
+    rc = sim_run(n, &pl, &cfg, d, r, NULL, e);
+    int fp = 0, bp = 0;
+    for (int g = 0; g < pl.n_seg && !fp; g++)
+        if (pl.segs[g].mode == PLAN_ROWS) fp = pl.segs[g].fp, bp = pl.segs[g].bp;
+    h5_run run = {.kind = "sim", .net = n->name, .net_path = n->path, .image_h = n->layers[0].h, .image_w = n->layers[0].w,
+                  .batch = batch, .plan = s->plans[p], .plan_resolved = resolved, .optimizer = s->optimizers[o],
+                  .bn = plan_bn_name(pl.bn), .device = d->name, .fp_bands = fp, .bp_bands = bp, .sim = r, .timeline = tl,
+                  .timeline_cat = tc, .n_timeline = steps, .layers = n, .search = si ? si->search : NULL,
+                  .budget = si ? si->budget : 0, .max_value = si ? si->max_value : 0};
+    if (!rc) rc = h5_write_run(f, &run, e);
+    plan_free(&pl);
+    free(tl), free(tc);
+    return rc;
+}
+
+/* One table per net: plans down, budgets across, the largest batch or input that fits. */
+static void print_capacity(const spec *s, net *nets, const cell *cells, long count)
+{
+    (void)nets;
+    char a[32];
+    bool by_image = !strcmp(s->search, "image");
+    for (long i = 0; i < count; i += (long)s->n_plans * s->n_budgets) {
+        const cell *c = &cells[i];
+        printf("\n%s: largest %s that fits, %s, %s %d\n  %-18s", s->nets[c->net], by_image ? "square input" : "batch",
+               s->optimizers[c->opt], by_image ? "batch" : "image", by_image ? s->batches[c->batch] : s->images[c->image], "plan");
+        for (int g = 0; g < s->n_budgets; g++) printf(" %10s", cli_fmt_bytes(s->budgets[g], a, sizeof a));
+        printf("\n");
+        for (int p = 0; p < s->n_plans; p++) {
+            printf("  %-18s", s->plans[p]);
+            for (int g = 0; g < s->n_budgets; g++) printf(" %10d", cells[i + (long)p * s->n_budgets + g].max_value);
+            printf("\n");
+        }
+    }
+}
 
 static void print_tables(const spec *s, net *nets, const cell *cells, long count)
 {
@@ -93,43 +160,45 @@ int sweep_run(const char *cmd, const char *spec_path, const char *out, bool over
         rc = cli_fail(cmd, "%s", e.msg);
         goto out;
     }
-    for (int i = 0; i < s.n_nets; i++)
+    for (int i = 0; i < s.n_nets && !s.search[0]; i++)
         for (int k = 0; k < s.n_images; k++)
             for (int b = 0; b < s.n_batches; b++)
                 for (int o = 0; o < s.n_optimizers; o++)
                     for (int p = 0; p < s.n_plans; p++) {
                         cell *c = &cells[done];
                         *c = (cell){.net = i, .image = k, .batch = b, .opt = o, .plan = p};
-                        const net *n = &nets[i * s.n_images + k];
-                        sched_cfg cfg = {.batch = s.batches[b]};
-                        cli_parse_optimizer(s.optimizers[o], &cfg.optimizer);
-                        char resolved[1024];
-                        int64_t *tl = NULL;
-                        plan pl;
-                        snprintf(text, sizeof text, "%s%s%s", s.plans[p], s.bn[0] ? " bn=" : "", s.bn);
-                        if (cli_simulate(n, text, &cfg, d, &c->r, resolved, sizeof resolved, &tl, &e) ||
-                            plan_parse(&pl, n, text, &e)) {
-                            free(tl);
+                        if (sweep_one(&s, &nets[i * s.n_images + k], d, s.batches[b], o, p, NULL, f, &c->r, &e)) {
                             rc = cli_fail(cmd, "%s: %s", spec_path, e.msg);
                             goto out;
                         }
-                        int fp = 0, bp = 0;
-                        for (int g = 0; g < pl.n_seg && !fp; g++)
-                            if (pl.segs[g].mode == PLAN_ROWS) fp = pl.segs[g].fp, bp = pl.segs[g].bp;
-                        h5_run run = {.kind = "sim", .net = n->name, .net_path = n->path, .image_h = n->layers[0].h,
-                                      .image_w = n->layers[0].w, .batch = cfg.batch, .plan = s.plans[p],
-                                      .plan_resolved = resolved, .optimizer = s.optimizers[o], .bn = plan_bn_name(pl.bn),
-                                      .device = d->name, .fp_bands = fp, .bp_bands = bp, .sim = &c->r, .timeline = tl,
-                                      .n_timeline = c->r.n_steps, .layers = n};
-                        plan_free(&pl);
-                        int wrc = h5_write_run(f, &run, &e);
-                        free(tl);
-                        if (wrc) {
-                            rc = cli_fail(cmd, "%s", e.msg);
+                        if (!quiet) cli_progress("runs", (int)++done, (int)count);
+                    }
+    /* search: the largest batch (at each image) or square input (at each batch) per budget */
+    bool by_image = !strcmp(s.search, "image");
+    for (int i = 0; i < s.n_nets && s.search[0]; i++)
+        for (int k = 0; k < (by_image ? s.n_batches : s.n_images); k++)
+            for (int o = 0; o < s.n_optimizers; o++)
+                for (int p = 0; p < s.n_plans; p++)
+                    for (int g = 0; g < s.n_budgets; g++) {
+                        cell *c = &cells[done];
+                        *c = (cell){.net = i, .image = by_image ? 0 : k, .batch = by_image ? k : 0, .opt = o, .plan = p};
+                        snprintf(text, sizeof text, "%s%s%s", s.plans[p], s.bn[0] ? " bn=" : "", s.bn);
+                        cli_probe pr = {.net_name = s.nets[i], .plan_text = text, .image = by_image ? 0 : s.images[k],
+                                        .batch = by_image ? s.batches[k] : 0, .budget = s.budgets[g]};
+                        cli_parse_optimizer(s.optimizers[o], &pr.cfg.optimizer);
+                        int best = cli_max_fit(&pr, by_image);
+                        /* the run describes the largest configuration that fits (or the smallest tried) */
+                        net at;
+                        int image = by_image ? (best ? best : 0) : s.images[k], batch = by_image ? s.batches[k] : (best ? best : 1);
+                        search_info si = {s.search, s.budgets[g], best};
+                        c->max_value = best;
+                        if (cli_load_net(&at, s.nets[i], image, &e) ||
+                            sweep_one(&s, &at, d, batch, o, p, &si, f, &c->r, &e)) {
+                            rc = cli_fail(cmd, "%s: %s", spec_path, e.msg);
                             goto out;
                         }
-                        done++;
-                        if (!quiet) cli_progress("runs", (int)done, (int)count);
+                        net_free(&at);
+                        if (!quiet) cli_progress("searches", (int)++done, (int)count);
                     }
     if (h5_close(f, &e)) {
         f = NULL;
@@ -137,7 +206,7 @@ int sweep_run(const char *cmd, const char *spec_path, const char *out, bool over
         goto out;
     }
     f = NULL;
-    if (!quiet) print_tables(&s, nets, cells, count);
+    if (!quiet) (s.search[0] ? print_capacity : print_tables)(&s, nets, cells, count);
     fprintf(stderr, "%swrote %s (%ld runs)\n", quiet ? "" : "\n", path, count);
 out:
     if (f) h5_abort(f);

@@ -425,6 +425,15 @@ int h5_write_run(h5_file *f, const h5_run *r, err *e)
     H5_TRY(write_mem(pred, "closed", &r->sim->closed, e));
     if (r->timeline && r->n_timeline > 0) H5_TRY(dset_i64(g, "timeline", r->timeline, r->n_timeline, e));
     if (r->measured) H5_TRY(write_measured(g, r->measured, r->layers ? r->layers->n : 0, e));
+    if (r->search) {
+        H5_TRY(h5_attr_str(g, "search", r->search, e));
+        H5_TRY(h5_attr_i64(g, "budget", r->budget, e));
+        H5_TRY(h5_attr_int(g, "max_value", r->max_value, e));
+    }
+    if (r->timeline_cat && r->n_timeline > 0) {
+        hsize_t dims[2] = {(hsize_t)r->n_timeline, MEM_NCAT};
+        H5_TRY(h5_dset(g, "timeline_by_category", H5T_STD_I64LE, H5T_NATIVE_INT64, r->timeline_cat, 2, dims, e));
+    }
     if (r->layers) H5_TRY(write_layers(g, r->layers, e));
     f->n_runs++;
     rc = 0;

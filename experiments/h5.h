@@ -50,6 +50,10 @@ typedef struct {
     int n_timeline;
     const net *layers;           /* per-layer table source, or NULL to skip it */
     const h5_measure *measured;  /* train runs, else NULL */
+    const char *search;          /* capacity runs: "batch" or "image", else NULL */
+    int64_t budget;              /* capacity runs: bytes */
+    int max_value;               /* capacity runs: the largest batch or image that fits (0: none) */
+    const int64_t *timeline_cat; /* [n_timeline][MEM_NCAT] device bytes per category, or NULL */
 } h5_run;
 
 /* Opens path for writing. Fails (exit-2 class error) if path exists and !overwrite, or if the

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "plan.h"
 
 static char *trim(char *s)
@@ -77,6 +78,19 @@ int spec_load(spec *s, const char *path, err *e)
         else if (!strcmp(key, "device")) snprintf(s->device, sizeof s->device, "%s", val);
         else if (!strcmp(key, "bn")) snprintf(s->bn, sizeof s->bn, "%s", val);
         else if (!strcmp(key, "plans")) snprintf(plans, sizeof plans, "%s", val);
+        else if (!strcmp(key, "search")) {
+            if (strcmp(val, "batch") && strcmp(val, "image")) rc = err_set(e, "%s: search = %s: expected batch or image", where, val);
+            else snprintf(s->search, sizeof s->search, "%s", val);
+        } else if (!strcmp(key, "budgets")) {
+            s->n_budgets = 0;
+            char *save = NULL;
+            for (char *x = strtok_r(val, ",", &save); x && !rc; x = strtok_r(NULL, ",", &save)) {
+                x = trim(x);
+                if (s->n_budgets == SPEC_MAX) rc = err_set(e, "%s: too many budgets", where);
+                else if (cli_parse_bytes(x, &s->budgets[s->n_budgets])) rc = err_set(e, "%s: budget '%s': expected bytes like 16GiB", where, x);
+                else s->n_budgets++;
+            }
+        }
         else if (!strcmp(key, "batch")) rc = int_list(where, key, val, s->batches, &s->n_batches, 1, e);
         else if (!strcmp(key, "image")) {
             if (!strcmp(val, "native")) s->n_images = 1, s->images[0] = 0;
@@ -98,13 +112,16 @@ int spec_load(spec *s, const char *path, err *e)
                 else snprintf(s->optimizers[s->n_optimizers++], sizeof s->optimizers[0], "%s", x);
             }
         } else {
-            rc = err_set(e, "%s: unknown key '%s' (keys: name nets batch image plans optimizer bn device output)", where, key);
+            rc = err_set(e, "%s: unknown key '%s' (keys: name nets batch image plans optimizer bn device output search budgets)",
+                         where, key);
         }
     }
     fclose(f);
     if (!rc && !have_nets) rc = err_set(e, "%s: no 'nets =' line", path);
     if (!rc && !plans[0]) rc = err_set(e, "%s: no 'plans =' line", path);
     if (!rc && plan_list_expand(plans, &s->plans, &s->n_plans, e)) rc = err_wrap(e, "%s: plans", path);
+    if (!rc && s->search[0] && !s->n_budgets) rc = err_set(e, "%s: search = %s needs 'budgets = ...'", path, s->search);
+    if (!rc && !s->search[0] && s->n_budgets) rc = err_set(e, "%s: budgets without 'search = batch|image'", path);
     if (!rc && !s->name[0]) {
         const char *base = strrchr(path, '/');
         snprintf(s->name, sizeof s->name, "%.*s", (int)strcspn(base ? base + 1 : path, "."), base ? base + 1 : path);
@@ -120,4 +137,9 @@ void spec_free(spec *s)
     s->n_plans = 0;
 }
 
-long spec_runs(const spec *s) { return (long)s->n_nets * s->n_batches * s->n_images * s->n_plans * s->n_optimizers; }
+long spec_runs(const spec *s)
+{
+    long grid = (long)s->n_nets * s->n_plans * s->n_optimizers;
+    if (!s->search[0]) return grid * s->n_batches * s->n_images;
+    return grid * s->n_budgets * (!strcmp(s->search, "batch") ? s->n_images : s->n_batches);
+}

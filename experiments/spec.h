@@ -20,11 +20,14 @@ typedef struct {
     char optimizers[2][8];
     char **plans;                /* expanded plan texts */
     int n_plans;
+    char search[8];              /* "" = a grid; "batch" / "image": the largest that fits each budget */
+    int n_budgets;
+    int64_t budgets[SPEC_MAX];   /* bytes */
 } spec;
 
 int spec_load(spec *s, const char *path, err *e);
 void spec_free(spec *s);
-/* Number of runs in the grid. */
+/* Number of runs in the grid (searches: one per budget instead of per batch or image). */
 long spec_runs(const spec *s);
 
 #endif

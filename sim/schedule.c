@@ -559,3 +559,22 @@ void sched_buf_name(const sched *s, const net *n, int b, char *out, size_t len)
     else
         snprintf(out, len, "%s.%s", layer, kind_tags[x->kind]);
 }
+
+void sched_bytes_by_category(const sched *s, int64_t *out)
+{
+    int64_t cur[MEM_NCAT] = {0};
+    bool *host = err_calloc((size_t)s->n_buf, sizeof(bool));
+    for (int i = 0; i < s->n_step; i++) {
+        const sched_step *t = &s->steps[i];
+        if (t->buf >= 0 && t->op != SCHED_LOAD) {
+            const sched_buf *b = &s->bufs[t->buf];
+            mem_cat where = host[t->buf] ? MEM_HOST : b->cat;
+            if (t->op == SCHED_ALLOC) cur[b->cat] += b->bytes;
+            else if (t->op == SCHED_FREE) cur[where] -= b->bytes;
+            else if (t->op == SCHED_OFFLOAD) cur[b->cat] -= b->bytes, cur[MEM_HOST] += b->bytes, host[t->buf] = true;
+            else if (t->op == SCHED_PREFETCH) cur[MEM_HOST] -= b->bytes, cur[b->cat] += b->bytes, host[t->buf] = false;
+        }
+        memcpy(out + (int64_t)i * MEM_NCAT, cur, sizeof cur);
+    }
+    free(host);
+}

@@ -91,6 +91,10 @@ typedef struct {
 int sched_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err *e);
 void sched_free(sched *s);
 
+/* Device bytes per category after each step: out[step * MEM_NCAT + cat] (MEM_HOST: bytes on the
+ * host). The replay's running sums, kept per category for memory-timeline figures. */
+void sched_bytes_by_category(const sched *s, int64_t *out);
+
 /* "conv1_1.y[b2 0:42]" style name of a buffer. */
 void sched_buf_name(const sched *s, const net *n, int buf, char *out, size_t len);
 

@@ -138,7 +138,15 @@ def check_run(run, where, ncat):
         check_layers(run, where)
     if "measured" in run:
         check_measured(run, where, ncat)
-    check_only(run, where, RUN_ATTRS, ("prediction", "timeline", "layers", "measured"))
+    if "timeline_by_category" in run:
+        n = run["timeline"].shape[0] if "timeline" in run else None
+        check_dset(run, where, "timeline_by_category", I64, (n, ncat) if n is not None else None)
+    search = {"search": STR, "budget": I64, "max_value": I32}
+    if "search" in run.attrs:
+        for name, want in search.items():
+            check_attr(run, where, name, want)
+    check_only(run, where, dict(RUN_ATTRS, **search),
+               ("prediction", "timeline", "timeline_by_category", "layers", "measured"))
 
 
 def check_measured(run, where, ncat):
