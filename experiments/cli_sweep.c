@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "h5.h"
+#include "measure.h"
 #include "spec.h"
 
 static const char *usage =
@@ -56,13 +57,26 @@ static int sweep_one(const spec *s, const net *n, const sim_device *d, int batch
     int steps = sc.n_step;
     sched_free(&sc);
     rc = sim_run(n, &pl, &cfg, d, r, NULL, e);
+    measure_result mr = {0};
+    h5_measure m = {0};
+    float loss = 0;
+    double us = 0;
+    if (!rc && s->measure) { /* the engine runs the same schedule, in its own process */
+        measure_plan(n, &pl, &cfg, s->measure, 1, NULL, &mr);
+        if (!mr.ok) rc = err_set(e, "%s at batch %d: engine: %s", text, batch, mr.err);
+        loss = mr.loss0, us = mr.best_us;
+        m = (h5_measure){.peak = mr.peak, .host_peak = mr.host_peak, .rss_peak = mr.rss, .seed = 1, .data = "synthetic",
+                         .backend = "cpu", .loss = &loss, .iter_us = &us, .n_iters = 1};
+        memcpy(m.at_peak, mr.at_peak, sizeof m.at_peak);
+        memcpy(m.max, mr.max, sizeof m.max);
+    }
     int fp = 0, bp = 0;
     for (int g = 0; g < pl.n_seg && !fp; g++)
         if (pl.segs[g].mode == PLAN_ROWS) fp = pl.segs[g].fp, bp = pl.segs[g].bp;
-    h5_run run = {.kind = "sim", .net = n->name, .net_path = n->path, .image_h = n->layers[0].h, .image_w = n->layers[0].w,
+    h5_run run = {.kind = s->measure ? "train" : "sim", .measured = s->measure ? &m : NULL, .net = n->name, .net_path = n->path, .image_h = n->layers[0].h, .image_w = n->layers[0].w,
                   .batch = batch, .plan = s->plans[p], .plan_resolved = resolved, .optimizer = s->optimizers[o],
-                  .bn = plan_bn_name(pl.bn), .device = d->name, .fp_bands = fp, .bp_bands = bp, .sim = r, .timeline = tl,
-                  .timeline_cat = tc, .n_timeline = steps, .layers = n, .search = si ? si->search : NULL,
+                  .bn = plan_bn_name(pl.bn), .device = d->name, .fp_bands = fp, .bp_bands = bp, .sim = r,
+                  .timeline = s->timeline ? tl : NULL, .timeline_cat = s->timeline ? tc : NULL, .n_timeline = steps, .layers = n, .search = si ? si->search : NULL,
                   .budget = si ? si->budget : 0, .max_value = si ? si->max_value : 0};
     if (!rc) rc = h5_write_run(f, &run, e);
     plan_free(&pl);

@@ -19,6 +19,15 @@ static char *trim(char *s)
     return s;
 }
 
+static int parse_count(const char *v, int *out)
+{
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || x < 1 || x > 1 << 20) return -1;
+    *out = (int)x;
+    return 0;
+}
+
 static int int_list(const char *where, const char *key, char *v, int *out, int *n, int lo, err *e)
 {
     *n = 0;
@@ -78,7 +87,13 @@ int spec_load(spec *s, const char *path, err *e)
         else if (!strcmp(key, "device")) snprintf(s->device, sizeof s->device, "%s", val);
         else if (!strcmp(key, "bn")) snprintf(s->bn, sizeof s->bn, "%s", val);
         else if (!strcmp(key, "plans")) snprintf(plans, sizeof plans, "%s", val);
-        else if (!strcmp(key, "search")) {
+        else if (!strcmp(key, "measure")) {
+            if (strcmp(val, "off") && (parse_count(val, &s->measure) || s->measure > 100))
+                rc = err_set(e, "%s: measure = %s: expected off or an iteration count 1..100", where, val);
+        } else if (!strcmp(key, "timeline")) {
+            if (strcmp(val, "on") && strcmp(val, "off")) rc = err_set(e, "%s: timeline = %s: expected on or off", where, val);
+            s->timeline = !strcmp(val, "on");
+        } else if (!strcmp(key, "search")) {
             if (strcmp(val, "batch") && strcmp(val, "image")) rc = err_set(e, "%s: search = %s: expected batch or image", where, val);
             else snprintf(s->search, sizeof s->search, "%s", val);
         } else if (!strcmp(key, "budgets")) {
@@ -112,7 +127,7 @@ int spec_load(spec *s, const char *path, err *e)
                 else snprintf(s->optimizers[s->n_optimizers++], sizeof s->optimizers[0], "%s", x);
             }
         } else {
-            rc = err_set(e, "%s: unknown key '%s' (keys: name nets batch image plans optimizer bn device output search budgets)",
+            rc = err_set(e, "%s: unknown key '%s' (keys: name nets batch image plans optimizer bn device output search budgets timeline measure)",
                          where, key);
         }
     }
@@ -122,6 +137,7 @@ int spec_load(spec *s, const char *path, err *e)
     if (!rc && plan_list_expand(plans, &s->plans, &s->n_plans, e)) rc = err_wrap(e, "%s: plans", path);
     if (!rc && s->search[0] && !s->n_budgets) rc = err_set(e, "%s: search = %s needs 'budgets = ...'", path, s->search);
     if (!rc && !s->search[0] && s->n_budgets) rc = err_set(e, "%s: budgets without 'search = batch|image'", path);
+    if (!rc && s->search[0] && s->measure) rc = err_set(e, "%s: measure applies to grids, not to searches", path);
     if (!rc && !s->name[0]) {
         const char *base = strrchr(path, '/');
         snprintf(s->name, sizeof s->name, "%.*s", (int)strcspn(base ? base + 1 : path, "."), base ? base + 1 : path);

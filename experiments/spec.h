@@ -3,6 +3,8 @@
 #ifndef LRCNN_SPEC_H
 #define LRCNN_SPEC_H
 
+#include <stdbool.h>
+
 #include "err.h"
 
 #define SPEC_MAX 64
@@ -20,6 +22,8 @@ typedef struct {
     char optimizers[2][8];
     char **plans;                /* expanded plan texts */
     int n_plans;
+    bool timeline;               /* store each run's memory timelines (large; for timeline figures) */
+    int measure;                 /* > 0: also run each configuration on the CPU engine, this many iterations */
     char search[8];              /* "" = a grid; "batch" / "image": the largest that fits each budget */
     int n_budgets;
     int64_t budgets[SPEC_MAX];   /* bytes */
