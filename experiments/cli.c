@@ -44,6 +44,54 @@ int cli_parse_int(const char *s, int lo, int hi, int *out)
     return 0;
 }
 
+int cli_common(int argc, char **argv, int *i, const char *cmd, cli_config *c)
+{
+    const char *v, *a = argv[*i];
+    int got;
+    if (!strcmp(a, "--force")) return c->force = true, 1;
+    const struct { const char *name; const char **dst; } strs[] = {
+        {"--net", &c->net}, {"--plan", &c->plan}, {"--bn", &c->bn}, {"-o", &c->out}, {"--host-budget", &c->host},
+    };
+    for (size_t k = 0; k < sizeof strs / sizeof *strs; k++)
+        if ((got = cli_opt(argc, argv, i, strs[k].name, &v))) {
+            if (got < 0) return cli_fail(cmd, "%s needs a value (see lrcnn %s --help)", a, cmd), -1;
+            *strs[k].dst = v;
+            if (strs[k].dst == &c->host && cli_parse_budget(v, &c->host_budget))
+                return cli_fail(cmd, "--host-budget %s: expected bytes like 0, 8GiB, 500M", v), -1;
+            return 1;
+        }
+    const struct { const char *name; int *dst, lo, hi; } ints[] = {
+        {"--batch", &c->batch, 1, 1 << 20}, {"--image", &c->image, 1, 1 << 16}, {"--iters", &c->iters, 1, 1 << 24},
+    };
+    for (size_t k = 0; k < sizeof ints / sizeof *ints; k++)
+        if ((got = cli_opt(argc, argv, i, ints[k].name, &v))) {
+            if (got < 0) return cli_fail(cmd, "%s needs a value (see lrcnn %s --help)", a, cmd), -1;
+            if (cli_parse_int(v, ints[k].lo, ints[k].hi, ints[k].dst))
+                return cli_fail(cmd, "%s %s: expected an integer %d..%d", ints[k].name, v, ints[k].lo, ints[k].hi), -1;
+            return 1;
+        }
+    if ((got = cli_opt(argc, argv, i, "--seed", &v))) {
+        char *end;
+        if (got < 0) return cli_fail(cmd, "--seed needs a value"), -1;
+        c->seed = strtoll(v, &end, 10);
+        if (*end || end == v || c->seed < 0) return cli_fail(cmd, "--seed %s: expected a non-negative integer", v), -1;
+        return 1;
+    }
+    if ((got = cli_opt(argc, argv, i, "--optimizer", &v))) {
+        if (got < 0) return cli_fail(cmd, "--optimizer needs a value"), -1;
+        if (cli_parse_optimizer(v, &c->optimizer)) return cli_fail(cmd, "--optimizer %s: expected sgd or adam", v), -1;
+        return 1;
+    }
+    return 0;
+}
+
+int cli_unknown(const char *cmd, int argc, char **argv, int i, int got)
+{
+    (void)argc;
+    if (got < 0) return cli_fail(cmd, "%s needs a value (see lrcnn %s --help)", argv[i], cmd);
+    return cli_fail(cmd, "unknown argument '%s' (see lrcnn %s --help)", argv[i], cmd);
+}
+
 int cli_parse_bytes(const char *s, int64_t *out)
 {
     char *end;

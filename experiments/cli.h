@@ -15,6 +15,23 @@ int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf
 int cli_opt(int argc, char **argv, int *i, const char *name, const char **val);
 
 int cli_parse_int(const char *s, int lo, int hi, int *out);
+
+/* The options commands share: --net --plan --bn --batch --image --iters --seed --optimizer
+ * --host-budget -o --force. Fields start at the command's defaults; NULL/0 where unset. */
+typedef struct {
+    const char *net, *plan, *bn, *out, *host;
+    int batch, image, iters;
+    long long seed;
+    bool force;
+    sched_optimizer optimizer;
+    int64_t host_budget; /* -1: none */
+} cli_config;
+
+/* Consumes argv[*i] (and its value) if it is a shared option: returns 1; 0 if it is not one;
+ * -1 after printing a usage error for `cmd` (the caller returns CLI_USAGE). */
+int cli_common(int argc, char **argv, int *i, const char *cmd, cli_config *c);
+/* After the loop: the one-line error for a leftover argument (returns CLI_USAGE). */
+int cli_unknown(const char *cmd, int argc, char **argv, int i, int got);
 /* "16GiB", "12G", "500MB", "80e9", "1048576": KiB/MiB/GiB/TiB are binary, K/M/G/T (and KB, MB,
  * GB, TB) decimal. */
 int cli_parse_bytes(const char *s, int64_t *out);

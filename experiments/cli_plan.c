@@ -18,27 +18,24 @@ static const char *usage =
 
 int cli_plan(int argc, char **argv)
 {
-    const char *plans = "layer,ckpt-sqrt,vdnn-all,vdnn-conv,2ps:4,overl:4,2ps-h,overl-h", *budget = NULL, *bn = NULL, *v;
-    cli_probe pr = {.batch = 8, .cfg = {.batch = 8, .optimizer = SCHED_ADAM}};
-    int mode = 0, got;
+    cli_config o = {.plan = "layer,ckpt-sqrt,vdnn-all,vdnn-conv,2ps:4,overl:4,2ps-h,overl-h", .batch = 8,
+                    .optimizer = SCHED_ADAM, .host_budget = -1};
+    const char *budget = NULL, *v;
+    int mode = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
-        if (!strcmp(argv[i], "--max-batch")) { mode = mode ? -1 : 1; continue; }
-        if (!strcmp(argv[i], "--max-image")) { mode = mode ? -1 : 2; continue; }
-        if ((got = cli_opt(argc, argv, &i, "--net", &v)) > 0) pr.net_name = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--plan", &v)) > 0) plans = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--budget", &v)) > 0) budget = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--bn", &v)) > 0) bn = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--image", &v)) > 0) {
-            if (cli_parse_int(v, 1, 1 << 16, &pr.image)) return cli_fail("plan", "--image %s: expected an integer 1..65536", v);
-        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--batch", &v)) > 0) {
-            if (cli_parse_int(v, 1, 1 << 20, &pr.batch)) return cli_fail("plan", "--batch %s: expected an integer 1..1048576", v);
-        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--optimizer", &v)) > 0) {
-            if (cli_parse_optimizer(v, &pr.cfg.optimizer)) return cli_fail("plan", "--optimizer %s: expected sgd or adam", v);
+        if (!strcmp(argv[i], "--max-batch") || !strcmp(argv[i], "--max-image")) {
+            mode = mode ? -1 : argv[i][6] == 'b' ? 1 : 2;
+            continue;
         }
-        if (got < 0) return cli_fail("plan", "%s needs a value (see lrcnn plan --help)", argv[i]);
-        if (got == 0) return cli_fail("plan", "unknown argument '%s' (see lrcnn plan --help)", argv[i]);
+        int got = cli_common(argc, argv, &i, "plan", &o);
+        if (got < 0) return CLI_USAGE;
+        if (got) continue;
+        if ((got = cli_opt(argc, argv, &i, "--budget", &v)) > 0) budget = v;
+        else return cli_unknown("plan", argc, argv, i, got);
     }
+    const char *plans = o.plan, *bn = o.bn;
+    cli_probe pr = {.net_name = o.net, .image = o.image, .batch = o.batch, .cfg = {.batch = o.batch, .optimizer = o.optimizer}};
     if (mode <= 0) return cli_fail("plan", "say --max-batch or --max-image (one of them)");
     if (!budget) return cli_fail("plan", "--budget is required (e.g. --budget 16GiB)");
     if (cli_parse_bytes(budget, &pr.budget)) return cli_fail("plan", "--budget %s: expected bytes like 16GiB, 12G, 80e9", budget);

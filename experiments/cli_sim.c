@@ -37,27 +37,23 @@ static void print_breakdown(const net *n, const sched_cfg *cfg, const char *text
 
 int cli_sim(int argc, char **argv)
 {
-    const char *net_name = NULL, *plans = "layer", *out = NULL, *bn = NULL, *dev = "cpu", *v;
-    int image = 0, force = 0, got;
-    sched_cfg cfg = {.batch = 8, .optimizer = SCHED_ADAM};
+    const char *dev = "cpu";
+    cli_config o = {.plan = "layer", .batch = 8, .optimizer = SCHED_ADAM, .host_budget = -1};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
-        if (!strcmp(argv[i], "--force")) { force = 1; continue; }
-        if ((got = cli_opt(argc, argv, &i, "--net", &v)) > 0) net_name = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--plan", &v)) > 0) plans = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--bn", &v)) > 0) bn = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--device", &v)) > 0) dev = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "-o", &v)) > 0) out = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--batch", &v)) > 0) {
-            if (cli_parse_int(v, 1, 1 << 20, &cfg.batch)) return cli_fail("sim", "--batch %s: expected an integer 1..1048576", v);
-        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--image", &v)) > 0) {
-            if (cli_parse_int(v, 1, 1 << 16, &image)) return cli_fail("sim", "--image %s: expected an integer 1..65536", v);
-        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--optimizer", &v)) > 0) {
-            if (cli_parse_optimizer(v, &cfg.optimizer)) return cli_fail("sim", "--optimizer %s: expected sgd or adam", v);
+        int got = cli_common(argc, argv, &i, "sim", &o);
+        if (got < 0) return CLI_USAGE;
+        if (got) continue;
+        const char *dv;
+        if ((got = cli_opt(argc, argv, &i, "--device", &dv)) > 0) {
+            dev = dv;
+            continue;
         }
-        if (got < 0) return cli_fail("sim", "%s needs a value (see lrcnn sim --help)", argv[i]);
-        if (got == 0) return cli_fail("sim", "unknown argument '%s' (see lrcnn sim --help)", argv[i]);
+        return cli_unknown("sim", argc, argv, i, got);
     }
+    const char *net_name = o.net, *plans = o.plan, *out = o.out, *bn = o.bn;
+    int image = o.image, force = o.force;
+    sched_cfg cfg = {.batch = o.batch, .optimizer = o.optimizer};
     if (!net_name) return cli_fail("sim", "--net is required (e.g. --net vgg16; see lrcnn sim --help)");
     const sim_device *d = sim_device_find(dev);
     if (!d) return cli_fail("sim", "--device %s: expected cpu or h100", dev);

@@ -71,46 +71,31 @@ static int64_t rss_peak_bytes(void)
 
 int cli_train(int argc, char **argv)
 {
-    const char *net_name = NULL, *plan_text = "layer", *bn = NULL, *dir = NULL, *init = NULL, *dump = NULL, *out = NULL, *v;
-    const char *host = NULL;
-    int image = 0, iters = 10, got, force = 0;
-    long long seed = 1;
+    cli_config o = {.plan = "layer", .batch = 8, .iters = 10, .seed = 1, .optimizer = SCHED_SGD, .host_budget = -1};
+    const char *dir = NULL, *init = NULL, *dump = NULL, *v;
     double lr = -1;
-    sched_cfg cfg = {.batch = 8, .optimizer = SCHED_SGD};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
-        if (!strcmp(argv[i], "--force")) { force = 1; continue; }
-        if ((got = cli_opt(argc, argv, &i, "--net", &v)) > 0) net_name = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--plan", &v)) > 0) plan_text = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--bn", &v)) > 0) bn = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--data", &v)) > 0) dir = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--init-weights", &v)) > 0) init = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--dump", &v)) > 0) dump = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--host-budget", &v)) > 0) host = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "-o", &v)) > 0) out = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--batch", &v)) > 0) {
-            if (cli_parse_int(v, 1, 1 << 16, &cfg.batch)) return cli_fail("train", "--batch %s: expected an integer 1..65536", v);
-        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--image", &v)) > 0) {
-            if (cli_parse_int(v, 1, 1 << 14, &image)) return cli_fail("train", "--image %s: expected an integer 1..16384", v);
-        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--iters", &v)) > 0) {
-            if (cli_parse_int(v, 1, 1 << 24, &iters)) return cli_fail("train", "--iters %s: expected a positive integer", v);
-        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--seed", &v)) > 0) {
-            char *end;
-            seed = strtoll(v, &end, 10);
-            if (*end || end == v || seed < 0) return cli_fail("train", "--seed %s: expected a non-negative integer", v);
-        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--lr", &v)) > 0) {
+        int got = cli_common(argc, argv, &i, "train", &o);
+        if (got < 0) return CLI_USAGE;
+        if (got) continue;
+        const char **strs[] = {&dir, &init, &dump};
+        const char *names[] = {"--data", "--init-weights", "--dump"};
+        for (int k = 0; k < 3 && !got; k++)
+            if ((got = cli_opt(argc, argv, &i, names[k], &v)) > 0) *strs[k] = v;
+        if (got == 0 && (got = cli_opt(argc, argv, &i, "--lr", &v)) > 0) {
             char *end;
             lr = strtod(v, &end);
             if (*end || end == v || !(lr > 0)) return cli_fail("train", "--lr %s: expected a positive number", v);
-        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--optimizer", &v)) > 0) {
-            if (cli_parse_optimizer(v, &cfg.optimizer)) return cli_fail("train", "--optimizer %s: expected sgd or adam", v);
         }
-        if (got < 0) return cli_fail("train", "%s needs a value (see lrcnn train --help)", argv[i]);
-        if (got == 0) return cli_fail("train", "unknown argument '%s' (see lrcnn train --help)", argv[i]);
+        if (got <= 0) return cli_unknown("train", argc, argv, i, got);
     }
+    const char *net_name = o.net, *plan_text = o.plan, *bn = o.bn, *out = o.out;
+    int image = o.image, iters = o.iters, force = o.force;
+    long long seed = o.seed;
+    int64_t host_budget = o.host_budget;
+    sched_cfg cfg = {.batch = o.batch, .optimizer = o.optimizer};
     if (!net_name) return cli_fail("train", "--net is required (e.g. --net vgg-small)");
-    int64_t host_budget = -1;
-    if (host && cli_parse_budget(host, &host_budget)) return cli_fail("train", "--host-budget %s: expected bytes like 0, 8GiB, 500M", host);
     const char *outs[2] = {out, dump};
     for (int k = 0; k < 2; k++)
         if (outs[k] && !force && access(outs[k], F_OK) == 0)

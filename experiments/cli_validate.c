@@ -28,38 +28,20 @@ static const char *usage =
 
 int cli_validate(int argc, char **argv)
 {
-    const char *net_name = NULL, *plans = "layer,ckpt-sqrt,vdnn-conv,2ps:2..8,overl:2..8,2ps-h,overl-h", *bn = NULL;
-    const char *out = NULL, *host = NULL, *v;
-    int image = 0, iters = 2, got, force = 0;
-    long long seed = 1;
-    sched_cfg cfg = {.batch = 2, .optimizer = SCHED_SGD};
+    cli_config o = {.plan = "layer,ckpt-sqrt,vdnn-conv,2ps:2..8,overl:2..8,2ps-h,overl-h", .batch = 2, .iters = 2, .seed = 1,
+                    .optimizer = SCHED_SGD, .host_budget = -1};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
-        if (!strcmp(argv[i], "--force")) { force = 1; continue; }
-        if ((got = cli_opt(argc, argv, &i, "--net", &v)) > 0) net_name = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--plan", &v)) > 0) plans = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--bn", &v)) > 0) bn = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--host-budget", &v)) > 0) host = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "-o", &v)) > 0) out = v;
-        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--batch", &v)) > 0) {
-            if (cli_parse_int(v, 1, 1 << 16, &cfg.batch)) return cli_fail("validate", "--batch %s: expected an integer 1..65536", v);
-        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--image", &v)) > 0) {
-            if (cli_parse_int(v, 1, 1 << 14, &image)) return cli_fail("validate", "--image %s: expected an integer 1..16384", v);
-        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--iters", &v)) > 0) {
-            if (cli_parse_int(v, 1, 1000, &iters)) return cli_fail("validate", "--iters %s: expected an integer 1..1000", v);
-        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--seed", &v)) > 0) {
-            char *end;
-            seed = strtoll(v, &end, 10);
-            if (*end || end == v || seed < 0) return cli_fail("validate", "--seed %s: expected a non-negative integer", v);
-        } else if (got == 0 && (got = cli_opt(argc, argv, &i, "--optimizer", &v)) > 0) {
-            if (cli_parse_optimizer(v, &cfg.optimizer)) return cli_fail("validate", "--optimizer %s: expected sgd or adam", v);
-        }
-        if (got < 0) return cli_fail("validate", "%s needs a value (see lrcnn validate --help)", argv[i]);
-        if (got == 0) return cli_fail("validate", "unknown argument '%s' (see lrcnn validate --help)", argv[i]);
+        int got = cli_common(argc, argv, &i, "validate", &o);
+        if (got < 0) return CLI_USAGE;
+        if (!got) return cli_unknown("validate", argc, argv, i, got);
     }
+    const char *net_name = o.net, *plans = o.plan, *bn = o.bn, *out = o.out;
+    int image = o.image, iters = o.iters, force = o.force;
+    long long seed = o.seed;
+    int64_t host_budget = o.host_budget;
+    sched_cfg cfg = {.batch = o.batch, .optimizer = o.optimizer};
     if (!net_name) return cli_fail("validate", "--net is required (e.g. --net vgg-small)");
-    int64_t host_budget = -1;
-    if (host && cli_parse_budget(host, &host_budget)) return cli_fail("validate", "--host-budget %s: expected bytes like 0, 8GiB, 500M", host);
     if (out && !force && access(out, F_OK) == 0) return cli_fail("validate", "%s exists; use --force to overwrite", out);
     err e;
     net n;

@@ -13,6 +13,7 @@ int cli_export(int argc, char **argv);
 int cli_demo(int argc, char **argv);
 int cli_train(int argc, char **argv);
 int cli_validate(int argc, char **argv);
+int cli_reproduce(int argc, char **argv);
 
 static const struct {
     const char *name;
@@ -25,6 +26,7 @@ static const struct {
     {"sweep", cli_sweep, "run an experiment spec (nets x batch x image x plans) into one HDF5 file"},
     {"plan", cli_plan, "largest batch or input that fits a memory budget, per plan"},
     {"export", cli_export, "HDF5 result -> TSV for gnuplot"},
+    {"reproduce", cli_reproduce, "every result and figure from scratch (about 10 minutes on 2 cores)"},
     {"demo", cli_demo, "the default experiment (simulator: VGG-16 and ResNet-50, every preset)"},
 };
 
@@ -49,6 +51,6 @@ int main(int argc, char **argv)
     h5_set_command(argc, argv);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "lrcnn: unknown command '%s' (commands: sim train validate sweep plan export demo; lrcnn --help)\n", argv[1]);
+    fprintf(stderr, "lrcnn: unknown command '%s' (commands: sim train validate sweep plan export reproduce demo; lrcnn --help)\n", argv[1]);
     return CLI_USAGE;
 }

@@ -505,40 +505,29 @@ static void loss_backward(const ops_call *c)
 
 /* --- the table -------------------------------------------------------------------------------- */
 
+typedef void (*kernel)(const ops_call *c);
+
+/* Forward and backward kernel of each layer kind (the input has neither). */
+static const struct {
+    kernel forward, backward;
+} kernels[NET_NKIND] = {
+    [NET_CONV] = {conv_cpu_forward, conv_cpu_backward},  [NET_RELU] = {relu_forward, relu_backward},
+    [NET_MAXPOOL] = {maxpool_forward, maxpool_backward}, [NET_AVGPOOL] = {avgpool_forward, avgpool_backward},
+    [NET_BN] = {bn_forward, bn_backward},                [NET_FC] = {fc_cpu_forward, fc_cpu_backward},
+    [NET_ADD] = {add_forward, add_backward},             [NET_GAP] = {gap_forward, gap_backward},
+    [NET_APOOL] = {apool_forward, apool_backward},       [NET_LOSS] = {loss_forward, loss_backward},
+};
+
 static void cpu_forward(const ops_call *c)
 {
-    CHECK(c->a >= 0 && c->a < c->b && c->b <= c->l->h);
-    switch (c->l->kind) {
-    case NET_CONV: conv_cpu_forward(c); break;
-    case NET_RELU: relu_forward(c); break;
-    case NET_MAXPOOL: maxpool_forward(c); break;
-    case NET_AVGPOOL: avgpool_forward(c); break;
-    case NET_BN: bn_forward(c); break;
-    case NET_FC: fc_cpu_forward(c); break;
-    case NET_ADD: add_forward(c); break;
-    case NET_GAP: gap_forward(c); break;
-    case NET_APOOL: apool_forward(c); break;
-    case NET_LOSS: loss_forward(c); break;
-    default: CHECK(!"a layer kind with no forward kernel");
-    }
+    CHECK(c->a >= 0 && c->a < c->b && c->b <= c->l->h && kernels[c->l->kind].forward);
+    kernels[c->l->kind].forward(c);
 }
 
 static void cpu_backward(const ops_call *c)
 {
-    CHECK(c->a >= 0 && c->a < c->b && c->b <= c->l->h);
-    switch (c->l->kind) {
-    case NET_CONV: conv_cpu_backward(c); break;
-    case NET_RELU: relu_backward(c); break;
-    case NET_MAXPOOL: maxpool_backward(c); break;
-    case NET_AVGPOOL: avgpool_backward(c); break;
-    case NET_BN: bn_backward(c); break;
-    case NET_FC: fc_cpu_backward(c); break;
-    case NET_ADD: add_backward(c); break;
-    case NET_GAP: gap_backward(c); break;
-    case NET_APOOL: apool_backward(c); break;
-    case NET_LOSS: loss_backward(c); break;
-    default: CHECK(!"a layer kind with no backward kernel");
-    }
+    CHECK(c->a >= 0 && c->a < c->b && c->b <= c->l->h && kernels[c->l->kind].backward);
+    kernels[c->l->kind].backward(c);
 }
 
 const ops_table ops_cpu = {.backend = "cpu", .forward = cpu_forward, .backward = cpu_backward};
