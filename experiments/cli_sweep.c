@@ -21,7 +21,9 @@ static const char *usage =
 
 typedef struct {
     int net, batch, image, plan, opt;
-    int max_value; /* searches */
+    int max_value;          /* searches */
+    int64_t measured;       /* measure = K: the engine's peak */
+    double us;              /* measure = K: best iteration time */
     sim_result r;
 } cell;
 
@@ -34,8 +36,9 @@ typedef struct {
 /* Simulates plan p of the spec on net n at `batch` and writes the run (and its per-category
  * timeline). si: a capacity search's result, or NULL. */
 static int sweep_one(const spec *s, const net *n, const sim_device *d, int batch, int o, int p, const search_info *si,
-                     h5_file *f, sim_result *r, err *e)
+                     h5_file *f, cell *c, err *e)
 {
+    sim_result *r = &c->r;
     sched_cfg cfg = {.batch = batch};
     cli_parse_optimizer(s->optimizers[o], &cfg.optimizer);
     char text[320], resolved[1024];
@@ -65,6 +68,7 @@ static int sweep_one(const spec *s, const net *n, const sim_device *d, int batch
         measure_plan(n, &pl, &cfg, s->measure, 1, NULL, &mr);
         if (!mr.ok) rc = err_set(e, "%s at batch %d: engine: %s", text, batch, mr.err);
         loss = mr.loss0, us = mr.best_us;
+        c->measured = mr.peak, c->us = mr.best_us;
         m = (h5_measure){.peak = mr.peak, .host_peak = mr.host_peak, .rss_peak = mr.rss, .seed = 1, .data = "synthetic",
                          .backend = "cpu", .loss = &loss, .iter_us = &us, .n_iters = 1};
         memcpy(m.at_peak, mr.at_peak, sizeof m.at_peak);
@@ -113,10 +117,13 @@ static void print_tables(const spec *s, net *nets, const cell *cells, long count
         const net *n = &nets[c->net * s->n_images + c->image];
         printf("\n%s @ %dx%d, batch %d, %s, device profile %s\n", n->name, n->layers[0].h, n->layers[0].w, s->batches[c->batch],
                s->optimizers[c->opt], s->device);
-        printf("  %-18s %12s %12s %8s %9s %10s %9s\n", "plan", "replay peak", "closed peak", "closed", "vs layer", "FLOPs", "vs layer");
+        printf("  %-18s %12s %12s %8s %9s %10s %9s", "plan", "replay peak", "closed peak", "closed", "vs layer", "FLOPs", "vs layer");
+        if (s->measure) printf(" %12s %8s %9s %8s", "measured", "replay", "time/iter", "vs layer");
+        printf("\n");
         const sim_result *base = NULL;
+        const cell *m0 = NULL;
         for (int p = 0; p < s->n_plans; p++)
-            if (!strcmp(s->plans[p], "layer")) base = &cells[i + p].r;
+            if (!strcmp(s->plans[p], "layer")) base = &cells[i + p].r, m0 = &cells[i + p];
         for (int p = 0; p < s->n_plans; p++) {
             const sim_result *r = &cells[i + p].r;
             char red[16] = "-", fl[16] = "-";
@@ -124,9 +131,16 @@ static void print_tables(const spec *s, net *nets, const cell *cells, long count
                 snprintf(red, sizeof red, "%.1f%%", 100.0 * (1.0 - (double)r->replay.peak / (double)base->replay.peak));
                 snprintf(fl, sizeof fl, "%.3fx", r->flops / base->flops);
             }
-            printf("  %-18s %12s %12s %+7.1f%% %9s %9.4gG %9s\n", s->plans[p], cli_fmt_bytes(r->replay.peak, a, sizeof a),
+            printf("  %-18s %12s %12s %+7.1f%% %9s %9.4gG %9s", s->plans[p], cli_fmt_bytes(r->replay.peak, a, sizeof a),
                    cli_fmt_bytes(r->closed.peak, b, sizeof b),
                    100.0 * (double)(r->closed.peak - r->replay.peak) / (double)r->replay.peak, red, r->flops / 1e9, fl);
+            if (s->measure) {
+                const cell *m = &cells[i + p];
+                printf(" %12s %+7.3f%% %7.0f ms %7.2fx", cli_fmt_bytes(m->measured, a, sizeof a),
+                       100.0 * (double)(r->replay.peak - m->measured) / (double)m->measured, m->us / 1e3,
+                       m0 ? m->us / m0->us : 0.0);
+            }
+            printf("\n");
         }
     }
 }
@@ -181,7 +195,7 @@ int sweep_run(const char *cmd, const char *spec_path, const char *out, bool over
                     for (int p = 0; p < s.n_plans; p++) {
                         cell *c = &cells[done];
                         *c = (cell){.net = i, .image = k, .batch = b, .opt = o, .plan = p};
-                        if (sweep_one(&s, &nets[i * s.n_images + k], d, s.batches[b], o, p, NULL, f, &c->r, &e)) {
+                        if (sweep_one(&s, &nets[i * s.n_images + k], d, s.batches[b], o, p, NULL, f, c, &e)) {
                             rc = cli_fail(cmd, "%s: %s", spec_path, e.msg);
                             goto out;
                         }
@@ -207,7 +221,7 @@ int sweep_run(const char *cmd, const char *spec_path, const char *out, bool over
                         search_info si = {s.search, s.budgets[g], best};
                         c->max_value = best;
                         if (cli_load_net(&at, s.nets[i], image, &e) ||
-                            sweep_one(&s, &at, d, batch, o, p, &si, f, &c->r, &e)) {
+                            sweep_one(&s, &at, d, batch, o, p, &si, f, c, &e)) {
                             rc = cli_fail(cmd, "%s: %s", spec_path, e.msg);
                             goto out;
                         }
@@ -254,13 +268,22 @@ int cli_demo(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            puts("usage: lrcnn demo\n\nThe default experiment: VGG-16 and ResNet-50 at 224x224, batch 8, Adam, every plan\n"
-                 "preset, predicted by the simulator; writes results/demo.h5 (replacing the previous demo file).");
+            puts("usage: lrcnn demo\n\nThe default experiment (experiments/demo.spec): a short real training run of VGG-16's\n"
+                 "convolutional trunk (GAP head, 128x128, batch 8) under every plan preset on the CPU engine, its measured\n"
+                 "peak beside the simulator's predictions; writes results/demo.h5 and results/demo_timeline.png\n"
+                 "(replacing the previous demo's files). About a minute on two cores.");
             return CLI_OK;
         }
         return cli_fail("demo", "unknown argument '%s' (lrcnn demo takes none)", argv[i]);
     }
     const char *out = LRCNN_SOURCE_DIR "/results/demo.h5";
     if (access(out, F_OK) == 0) fprintf(stderr, "replacing %s from the previous demo\n", out);
-    return sweep_run("demo", LRCNN_SOURCE_DIR "/experiments/demo.spec", out, true, false);
+    int rc = sweep_run("demo", LRCNN_SOURCE_DIR "/experiments/demo.spec", out, true, false);
+    if (rc != CLI_OK) return rc;
+    /* the memory timeline of every plan, drawn from the file just written */
+    const char *draw = "cd '" LRCNN_SOURCE_DIR "' && d=$(mktemp -d) && /usr/bin/python3 plots/timeline.py --out \"$d\" results/demo.h5 "
+                       ">/dev/null && mv \"$d/timeline.png\" results/demo_timeline.png && rm -rf \"$d\"";
+    if (system(draw) != 0) return cli_fail("demo", "could not draw results/demo_timeline.png (plots/timeline.py)");
+    fprintf(stderr, "wrote %s/results/demo_timeline.png\n", LRCNN_SOURCE_DIR);
+    return CLI_OK;
 }
