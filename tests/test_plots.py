@@ -1,0 +1,225 @@
+#!/usr/bin/python3
+"""Figure scripts end to end: every plots/<name>.py and both plots/gnuplot/*.gp on real files.
+
+    /usr/bin/python3 tests/test_plots.py path/to/lrcnn
+
+Builds small result files with the real binary in a temporary directory (vgg-small at 32x32: a
+grid sweep with band counts and every preset, a sweep with timelines, a batch and an image capacity
+search with a budget nothing fits, `lrcnn validate`, two `lrcnn train` runs), runs each figure
+script on the files it is meant for, and checks that it exits 0 and writes a non-empty PNG and PDF
+(by their magic bytes). Then the scripts' user errors: a file without the runs a figure needs and
+a missing file give exit status 2, one stderr line naming the script, and no figure. Last,
+`lrcnn export` of two files and the gnuplot quick-looks on its tables. The scripts run in parallel
+(each is a fresh Python importing matplotlib). Exit status 0 when everything passed, 1 otherwise,
+with a line per check.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PY = sys.executable
+TIMEOUT = 120  # seconds per command; the whole test takes well under 30 s
+
+SPECS = {
+    "grid": """nets = vgg-small
+image = 32
+batch = 2, 4
+optimizer = adam
+plans = layer, ckpt-sqrt, vdnn-all, vdnn-conv, 2ps:1..3, overl:1..3, 2ps-h, overl-h
+""",
+    "timeline": """nets = vgg-small
+image = 32
+batch = 4
+optimizer = adam
+plans = layer, vdnn-conv, 2ps:2, overl:2
+timeline = on
+""",
+    "cap_batch": """nets = vgg-small
+image = 32
+optimizer = adam
+plans = layer, vdnn-all, 2ps:2, overl:2
+search = batch
+budgets = 64KiB, 2MiB, 4MiB, 8MiB
+""",
+    "cap_image": """nets = vgg-small
+batch = 2
+optimizer = adam
+plans = layer, 2ps:2, overl:2
+search = image
+budgets = 2MiB, 4MiB, 8MiB
+""",
+}
+
+passes, fails = 0, 0
+
+
+def ok(msg):
+    global passes
+    passes += 1
+    print(f"ok   {msg}")
+
+
+def bad(msg, detail=""):
+    global fails
+    fails += 1
+    print(f"FAIL {msg}")
+    for line in detail.strip().splitlines()[-8:]:
+        print(f"     {line}")
+
+
+def run(cmd, cwd):
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT)
+    return p.returncode, p.stdout + p.stderr
+
+
+def check_image(path, magic, label):
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+        size = os.path.getsize(path)
+    except OSError:
+        return bad(f"{label}: {path} not written")
+    if not head.startswith(magic):
+        return bad(f"{label}: {path} is not a {magic!r} file (starts {head!r})")
+    if size < 2000:
+        return bad(f"{label}: {path} has only {size} bytes")
+    ok(f"{label}: {os.path.basename(path)} ({size} bytes)")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print("usage: test_plots.py LRCNN", file=sys.stderr)
+        return 2
+    lrcnn = os.path.abspath(sys.argv[1])
+    t0 = time.time()
+    tmp = tempfile.mkdtemp(prefix="lrcnn-plots-")
+    try:
+        return body(lrcnn, tmp, t0)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def body(lrcnn, tmp, t0):
+    # --- result files from the real binary ---------------------------------------------------
+    h5 = {}
+    cmds = {}
+    for name, text in SPECS.items():
+        with open(os.path.join(tmp, f"{name}.spec"), "w") as f:
+            f.write(text)
+        h5[name] = os.path.join(tmp, f"{name}.h5")
+        cmds[name] = [lrcnn, "sweep", f"{name}.spec", "-o", h5[name], "--quiet"]
+    h5["validate"] = os.path.join(tmp, "validate.h5")
+    cmds["validate"] = [lrcnn, "validate", "--net", "vgg-small", "--batch", "4",
+                        "--plan", "layer,2ps:2,overl:2", "-o", h5["validate"]]
+    for plan in ("layer", "2ps:2"):
+        name = "train_" + plan.replace(":", "_")
+        h5[name] = os.path.join(tmp, f"{name}.h5")
+        cmds[name] = [lrcnn, "train", "--net", "vgg-small", "--batch", "4", "--iters", "5",
+                      "--optimizer", "adam", "--plan", plan, "-o", h5[name]]
+    procs = {n: subprocess.Popen(c, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True) for n, c in cmds.items()}
+    for name, p in procs.items():
+        out, _ = p.communicate(timeout=TIMEOUT)
+        if p.returncode == 0 and os.path.exists(h5[name]):
+            ok(f"lrcnn {cmds[name][1]} -> {name}.h5")
+        else:
+            bad(f"lrcnn {' '.join(cmds[name][1:])}: exit {p.returncode}", out)
+    if fails:
+        return 1
+    t_data = time.time() - t0
+
+    # --- every figure script on the files it reads --------------------------------------------
+    trains = [h5["train_layer"], h5["train_2ps_2"]]
+    jobs = {
+        "bands": [h5["grid"]],
+        "overhead": [h5["grid"], h5["validate"]],
+        "baselines": [h5["grid"]],
+        "capacity": [h5["cap_batch"], h5["cap_image"]],
+        "timeline": [h5["timeline"]],
+        "validation": [h5["validate"]] + trains,
+        "convergence": trains,
+    }
+    figs = os.path.join(tmp, "figs")
+    procs = {}
+    for name, files in jobs.items():
+        cmd = [PY, os.path.join(SRC, "plots", f"{name}.py"), "--out", figs] + files
+        procs[name] = subprocess.Popen(cmd, cwd=tmp, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, text=True)
+    # User errors: a file without what the figure needs, and a missing file.
+    errs = {
+        "capacity on a grid file": ("capacity", [h5["grid"]]),
+        "convergence on a sweep": ("convergence", [h5["grid"]]),
+        "bands on a missing file": ("bands", [os.path.join(tmp, "nope.h5")]),
+    }
+    errdir = os.path.join(tmp, "errfigs")
+    for label, (name, files) in errs.items():
+        cmd = [PY, os.path.join(SRC, "plots", f"{name}.py"), "--out", errdir] + files
+        procs[label] = subprocess.Popen(cmd, cwd=tmp, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True)
+    for name, p in procs.items():
+        out, err = p.communicate(timeout=TIMEOUT)
+        if name in jobs:
+            if p.returncode != 0:
+                bad(f"plots/{name}.py: exit {p.returncode}", (out or "") + (err or ""))
+                continue
+            check_image(os.path.join(figs, f"{name}.png"), b"\x89PNG\r\n\x1a\n", name)
+            check_image(os.path.join(figs, f"{name}.pdf"), b"%PDF", name)
+        else:
+            script = errs[name][0]
+            lines = err.strip().splitlines()
+            if p.returncode != 2:
+                bad(f"{name}: exit {p.returncode}, want 2", out + err)
+            elif len(lines) != 1 or not lines[0].startswith(f"plots/{script}.py: "):
+                bad(f"{name}: want one stderr line 'plots/{script}.py: ...'", err)
+            elif os.path.exists(os.path.join(errdir, f"{script}.png")):
+                bad(f"{name}: a figure was written")
+            else:
+                ok(f"{name}: exit 2, {lines[0]}")
+    t_py = time.time() - t0 - t_data
+
+    # --- gnuplot quick-looks on `lrcnn export` tables ------------------------------------------
+    gp = shutil.which("gnuplot")
+    if not gp:
+        bad("gnuplot not found (./lrcnn installs it)")
+    else:
+        for name, script in (("grid", "peaks"), ("timeline", "timeline")):
+            tsv = os.path.join(tmp, f"tsv_{name}")
+            rc, out = run([lrcnn, "export", h5[name], "-o", tsv], tmp)
+            if rc:
+                bad(f"lrcnn export {name}.h5: exit {rc}", out)
+                continue
+            png = os.path.join(tmp, f"gp_{script}.png")
+            rc, out = run([gp, "-e", f"dir='{tsv}'; out='{png}'",
+                           os.path.join(SRC, "plots", "gnuplot", f"{script}.gp")], tmp)
+            if rc:
+                bad(f"gnuplot {script}.gp: exit {rc}", out)
+            else:
+                check_image(png, b"\x89PNG\r\n\x1a\n", f"gnuplot {script}.gp")
+        # One run of the timeline by id, and the error for a directory without tables.
+        png = os.path.join(tmp, "gp_timeline_one.png")
+        rc, out = run([gp, "-e", f"dir='{os.path.join(tmp, 'tsv_timeline')}'; run='00002'; "
+                       f"out='{png}'", os.path.join(SRC, "plots", "gnuplot", "timeline.gp")], tmp)
+        if rc:
+            bad(f"gnuplot timeline.gp run='00002': exit {rc}", out)
+        else:
+            check_image(png, b"\x89PNG\r\n\x1a\n", "gnuplot timeline.gp run='00002'")
+        rc, out = run([gp, "-e", f"dir='{tmp}/none'; out='{tmp}/x.png'",
+                       os.path.join(SRC, "plots", "gnuplot", "peaks.gp")], tmp)
+        if rc == 2 and not os.path.exists(f"{tmp}/x.png"):
+            ok("gnuplot peaks.gp without tables: exit 2, nothing written")
+        else:
+            bad(f"gnuplot peaks.gp without tables: exit {rc}, want 2", out)
+
+    total = time.time() - t0
+    print(f"{passes} passed, {fails} failed in {total:.1f} s "
+          f"(result files {t_data:.1f} s, figure scripts {t_py:.1f} s)")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
