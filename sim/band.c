@@ -26,14 +26,17 @@ int band_seg_init(band_seg *s, const net *n, int first, int last, err *e)
     if (first < 1 || last >= n->n || first > last)
         return err_set(e, "row segment [%d, %d] is outside the network", first, last);
     const net_layer *f = &n->layers[first], *l = &n->layers[last];
-    if (!f->cut_before)
-        return err_set(e, "a row segment cannot start at '%s': more than one tensor crosses there (inside a residual block?)", f->name);
-    if (last + 1 >= n->n || !n->layers[last + 1].cut_before)
-        return err_set(e, "a row segment cannot end at '%s': more than one tensor crosses there (inside a residual block?)", l->name);
     for (int i = first; i <= last; i++)
         if (!n->layers[i].rowwise)
             return err_set(e, "layer '%s' (%s) needs whole feature maps and cannot be in a row segment", n->layers[i].name,
                            net_kind_name(n->layers[i].kind));
+    if (!f->cut_before)
+        return err_set(e, "a row segment cannot start at '%s': %s", f->name,
+                       f->inplace ? "it overwrites its input in place" : "more than one tensor crosses there (inside a residual block?)");
+    if (last + 1 >= n->n || !n->layers[last + 1].cut_before)
+        return err_set(e, "a row segment cannot end at '%s': %s", l->name,
+                       n->layers[last + 1].inplace ? "the next layer overwrites its output in place"
+                                                   : "more than one tensor crosses there (inside a residual block?)");
     s->first = first, s->last = last, s->src = -1;
     for (int i = first; i <= last; i++)
         for (int j = 0; j < n->layers[i].n_in; j++)

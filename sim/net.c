@@ -487,7 +487,9 @@ int net_set_input(net *n, int h, int w, err *e)
         const net_layer *l = &n->layers[i - 1];
         for (int j = 0; j < l->n_in; j++)
             if (last[l->in[j]] == i - 1 && !(j == 1 && l->in[1] == l->in[0])) crossing--;
-        n->layers[i].cut_before = crossing == 1;
+        /* never between a layer and the relu that overwrites its output in place: the next segment
+         * would overwrite the tensor the previous one hands over */
+        n->layers[i].cut_before = crossing == 1 && !n->layers[i].inplace;
     }
     free(last);
     n->layers[0].cut_before = false;

@@ -59,7 +59,8 @@ typedef struct {
     bool inplace;           /* relu overwriting its input (single consumer) */
     int inplace_by;         /* the relu that overwrites this layer's output in place, or -1 */
     bool rowwise;           /* can run on a band of rows: false for fc, gap, apool, loss */
-    bool cut_before;        /* exactly one tensor crosses the cut between layer i-1 and i */
+    bool cut_before;        /* exactly one tensor crosses the cut between layer i-1 and i, and layer i
+                               is not a relu overwriting it in place */
 } net_layer;
 
 typedef struct {

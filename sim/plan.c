@@ -174,9 +174,13 @@ static int validate(plan *p, const net *n, err *e)
     for (int i = 0; i < p->n_seg; i++) {
         plan_seg *s = &p->segs[i];
         const char *where = p->text;
-        if (s->first > 1 && !n->layers[s->first].cut_before)
+        const net_layer *f = &n->layers[s->first];
+        if (s->first > 1 && f->inplace)
+            return err_set(e, "plan '%s': a segment cannot start at '%s', which overwrites '%s' in place; start at '%s' or "
+                              "after '%s'", where, f->name, n->layers[f->in[0]].name, n->layers[f->in[0]].name, f->name);
+        if (s->first > 1 && !f->cut_before)
             return err_set(e, "plan '%s': a %s segment cannot start at '%s' (more than one tensor crosses there)", where,
-                           mode_names[s->mode], n->layers[s->first].name);
+                           mode_names[s->mode], f->name);
         if (s->mode != PLAN_ROWS) continue;
         band_seg bs;
         if (band_seg_init(&bs, n, s->first, s->last, e)) return err_wrap(e, "plan '%s'", where);

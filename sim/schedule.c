@@ -145,6 +145,8 @@ static int grad_buf(lower *c, int P, int band, band_rows hold, bool zero)
  * producer P must hold (full maps outside row segments, the band's held rows inside). */
 typedef band_rows (*hold_fn)(const void *ctx, int P);
 
+static bool same_rows(band_rows x, band_rows y) { return x.a == y.a && x.b == y.b; }
+
 static void emit_bwd(lower *c, int L, int band, band_rows r, hold_fn hold_of, const void *hctx, bool zero)
 {
     const net *n = c->n;
@@ -158,7 +160,7 @@ static void emit_bwd(lower *c, int L, int band, band_rows r, hold_fn hold_of, co
         if (n->layers[P].kind == NET_INPUT || (j == 1 && P == l->in[0])) continue;
         if (c->grad[P] >= 0) {
             dx[j] = c->grad[P], acc[j] = true;
-        } else if (l->inplace) {
+        } else if (l->inplace && same_rows(c->s->bufs[dy].rows, hold_of(hctx, P))) {
             dx[j] = c->grad[P] = dy; /* relu backward in place: its input has no other consumer */
         } else {
             dx[j] = grad_buf(c, P, band, hold_of(hctx, P), zero);
@@ -251,7 +253,7 @@ static void band_forward(lower *c, const band_seg *bs, const band_geom *g, int r
         band_rows out = g->out[r * g->n_layers + L - L0];
         band_rows hold = band_hold(bs, g, n, r, L);
         const net_layer *l = &n->layers[L];
-        bool shared = l->inplace && c->act[l->in[0]] >= 0;
+        bool shared = l->inplace && c->act[l->in[0]] >= 0 && l->in[0] != bs->src; /* never the previous segment's output */
         int y = -1;
         if (L == bs->last && out_full >= 0) y = out_full;
         else if (shared) y = c->act[l->in[0]];
@@ -338,6 +340,14 @@ static void persistent_buffers(lower *c)
     }
 }
 
+/* An OFFLOAD or PREFETCH of buffer b: every other buffer slot unused. */
+static sched_step move_step(const sched *s, sched_op op, int b, int seg)
+{
+    return (sched_step){.op = op, .layer = s->bufs[b].layer, .band = -1, .seg = seg, .buf = b, .x = {-1, -1}, .y = -1, .aux = -1,
+                        .w = -1, .dw = -1, .ws = -1, .dy = -1, .dx = {-1, -1}, .src = -1, .dst = -1,
+                        .bytes_moved = (double)s->bufs[b].bytes};
+}
+
 /* Marks what offload segments move to the host, then inserts OFFLOAD after each such buffer's
  * last forward use and PREFETCH one backward step ahead of its first backward use (vDNN). */
 static void place_offloads(lower *c)
@@ -378,16 +388,10 @@ static void place_offloads(lower *c)
     }
     for (int i = 0; i < ns; i++) {
         for (int b = 0; b < nb; b++)
-            if (s->bufs[b].offload && pf[b] == i) {
-                steps[out] = (sched_step){.op = SCHED_PREFETCH, .layer = s->bufs[b].layer, .band = -1, .buf = b, .seg = s->steps[i].seg};
-                steps[out++].bytes_moved = (double)s->bufs[b].bytes;
-            }
+            if (s->bufs[b].offload && pf[b] == i) steps[out++] = move_step(s, SCHED_PREFETCH, b, s->steps[i].seg);
         steps[out++] = s->steps[i];
         for (int b = 0; b < nb; b++)
-            if (s->bufs[b].offload && last_fwd[b] == i) {
-                steps[out] = (sched_step){.op = SCHED_OFFLOAD, .layer = s->bufs[b].layer, .band = -1, .buf = b, .seg = s->steps[i].seg};
-                steps[out++].bytes_moved = (double)s->bufs[b].bytes;
-            }
+            if (s->bufs[b].offload && last_fwd[b] == i) steps[out++] = move_step(s, SCHED_OFFLOAD, b, s->steps[i].seg);
     }
     free(s->steps);
     s->steps = steps, s->n_step = out, c->cap_step = cap;

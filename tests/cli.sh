@@ -44,6 +44,7 @@ expect_fail "unknown preset" "unknown plan 'nosuch'" -- sim --net vgg16 --plan n
 expect_fail "more bands than rows" "at most 28 bands" -- sim --net vgg16 --plan 2ps:100 -o "$o"; no_file "$o" "more bands than rows"
 expect_fail "2PS over an fc" "needs whole feature maps" -- sim --net vgg16 --plan 'rows(2ps,2)@conv1_1..fc6' -o "$o"
 expect_fail "2PS fp != bp" "fp (2) and bp (4) must be equal" -- sim --net vgg16 --plan 'rows(2ps,fp=2,bp=4)@conv1_1..pool2'
+expect_fail "segment starting at an in-place relu" "overwrites 'conv1_1' in place" -- sim --net vgg16 --plan 'rows(2ps,3)@relu1_1..pool2'
 expect_fail "segment inside a block" "more than one tensor crosses" -- sim --net resnet50 --plan 'ckpt@layer1.0.conv2..layer1.0.add'
 expect_fail "bn=train in rows" "bn=train needs whole-batch statistics" -- sim --net resnet50 --plan 2ps:4 --bn train
 expect_fail "unknown net" "unknown net 'nosuchnet'" -- sim --net nosuchnet
