@@ -34,10 +34,11 @@ static void valid_cols(net_window win, int kj, int w_in, int w_out, int *lo, int
 }
 
 /* col (C_in*k*k, R*W_out) <- the input values each output position [a, b) x [0, W_out) reads;
- * zero where the window hangs over the padding. */
+ * zero where the window hangs over the padding. Channels are independent: one per thread. */
 static void im2col(float *col, const ten *x, int n, net_window win, int in_h, int a, int b, int w_out)
 {
     int k = win.k, R = b - a, w_in = x->w;
+#pragma omp parallel for schedule(static)
     for (int ci = 0; ci < x->c; ci++)
         for (int ki = 0; ki < k; ki++)
             for (int kj = 0; kj < k; kj++) {
@@ -62,10 +63,12 @@ static void im2col(float *col, const ten *x, int n, net_window win, int in_h, in
             }
 }
 
-/* dx += col2im(col): the transpose of im2col; padding positions are dropped. */
+/* dx += col2im(col): the transpose of im2col; padding positions are dropped. Each thread owns
+ * whole input channels, so no two threads add into the same element. */
 static void col2im(const float *col, const ten *dx, int n, net_window win, int in_h, int a, int b, int w_out)
 {
     int k = win.k, R = b - a, w_in = dx->w;
+#pragma omp parallel for schedule(static)
     for (int ci = 0; ci < dx->c; ci++)
         for (int ki = 0; ki < k; ki++)
             for (int kj = 0; kj < k; kj++) {

@@ -8,9 +8,11 @@
  * its rows [a, b): see ops.h). Plain fp32 loops in a fixed order, no -ffast-math;
  * reductions over a whole batch (bn statistics, global pools, softmax) accumulate in double so
  * that their error does not grow with the map size. Convolution and fc are in conv_cpu.c.
- * Not done here: allocation (every buffer, workspace included, comes from the caller), threading
- * (sgemm's own threads only), and layers over bands for kinds that need whole maps (fc, gap,
- * apool, loss CHECK that they get them). */
+ * Threads: loops over independent (image, channel) planes or channels run under OpenMP with a
+ * static schedule, each element computed by one thread in a fixed order (deterministic); OpenBLAS
+ * is the OpenMP build, so both share one pool (CMakeLists.txt says why).
+ * Not done here: allocation (every buffer, workspace included, comes from the caller), and layers
+ * over bands for kinds that need whole maps (fc, gap, apool, loss CHECK that they get them). */
 #include <math.h>
 #include <string.h>
 
@@ -57,6 +59,7 @@ static void relu_forward(const ops_call *c)
     cpu_check_rows(y, c->a, c->b, c->l->h);
     if (x->p == y->p) CHECK(x->row0 == y->row0 && x->h == y->h);
     int64_t len = plane_len(x, c->a, c->b);
+#pragma omp parallel for collapse(2) schedule(static)
     for (int n = 0; n < x->n; n++)
         for (int ch = 0; ch < x->c; ch++) {
             const float *xr = cpu_row(x, n, ch, c->a);
@@ -85,6 +88,7 @@ static void relu_backward(const ops_call *c)
         cpu_dx_begin(c, 0);
     }
     int64_t len = plane_len(dy, a, b);
+#pragma omp parallel for collapse(2) schedule(static)
     for (int n = 0; n < dy->n; n++)
         for (int ch = 0; ch < dy->c; ch++) {
             const float *mr = cpu_row(m, n, ch, a), *dyr = cpu_row(dy, n, ch, a);
@@ -105,6 +109,7 @@ static void add_forward(const ops_call *c)
     cpu_check_rows(x1, c->a, c->b, c->in_h[1]);
     cpu_check_rows(y, c->a, c->b, c->l->h);
     int64_t len = plane_len(y, c->a, c->b);
+#pragma omp parallel for collapse(2) schedule(static)
     for (int n = 0; n < y->n; n++)
         for (int ch = 0; ch < y->c; ch++) {
             const float *ar = cpu_row(x0, n, ch, c->a), *br = cpu_row(x1, n, ch, c->a);
@@ -150,6 +155,7 @@ static void maxpool_forward(const ops_call *c)
     net_window_rows(win, a, b, &lo, &hi);
     cpu_check_rows(x, lo, hi, in_h);
     cpu_check_rows(y, a, b, l->h);
+#pragma omp parallel for collapse(2) schedule(static)
     for (int n = 0; n < x->n; n++)
         for (int ch = 0; ch < x->c; ch++)
             for (int o = a; o < b; o++) {
@@ -192,6 +198,7 @@ static void maxpool_backward(const ops_call *c)
     cpu_check_rows(dx, lo, hi, in_h);
     cpu_check_rows(dy, a, b, l->h);
     int64_t lo_i = (int64_t)(lo < 0 ? 0 : lo) * dx->w, hi_i = (int64_t)(hi > in_h ? in_h : hi) * dx->w;
+#pragma omp parallel for collapse(2) schedule(static)
     for (int n = 0; n < dy->n; n++)
         for (int ch = 0; ch < dy->c; ch++) {
             float *dxp = cpu_row(dx, n, ch, dx->row0); /* holds map element i at i - off */
@@ -218,6 +225,7 @@ static void avgpool_forward(const ops_call *c)
     net_window_rows(win, a, b, &lo, &hi);
     cpu_check_rows(x, lo, hi, in_h);
     cpu_check_rows(y, a, b, l->h);
+#pragma omp parallel for collapse(2) schedule(static)
     for (int n = 0; n < x->n; n++)
         for (int ch = 0; ch < x->c; ch++)
             for (int o = a; o < b; o++) {
@@ -250,6 +258,7 @@ static void avgpool_backward(const ops_call *c)
     cpu_dx_begin(c, 0);
     cpu_check_rows(dx, lo, hi, in_h);
     cpu_check_rows(dy, a, b, l->h);
+#pragma omp parallel for collapse(2) schedule(static)
     for (int n = 0; n < dy->n; n++)
         for (int ch = 0; ch < dy->c; ch++)
             for (int o = a; o < b; o++) {
@@ -308,6 +317,7 @@ static void apool_forward(const ops_call *c)
     const ten *x = &c->x[0], *y = &c->y; /* (N, C, H, W) -> (N, C, o, o) */
     int o = c->l->u.apool.o, H = c->in_h[0], W = x->w;
     check_full(x, H);
+#pragma omp parallel for collapse(2) schedule(static)
     for (int n = 0; n < x->n; n++)
         for (int ch = 0; ch < x->c; ch++)
             for (int i = 0; i < o; i++) {
@@ -334,6 +344,7 @@ static void apool_backward(const ops_call *c)
     if (!dx->p) return;
     check_full(dx, H);
     cpu_dx_begin(c, 0);
+#pragma omp parallel for collapse(2) schedule(static)
     for (int n = 0; n < dy->n; n++)
         for (int ch = 0; ch < dy->c; ch++)
             for (int i = 0; i < o; i++) {
@@ -369,6 +380,7 @@ static void bn_forward(const ops_call *c)
     CHECK(c->stats != NULL);
     cpu_check_rows(x, a, b, c->in_h[0]);
     cpu_check_rows(y, a, b, l->h);
+#pragma omp parallel for schedule(static)
     for (int ch = 0; ch < C; ch++) {
         float mean, invstd;
         if (c->bn == OPS_BN_TRAIN) {
@@ -425,6 +437,7 @@ static void bn_backward(const ops_call *c)
         cpu_dx_begin(c, 0);
         cpu_check_rows(dx, a, b, c->in_h[0]);
     }
+#pragma omp parallel for schedule(static)
     for (int ch = 0; ch < C; ch++) {
         double sdy = 0.0, sdyx = 0.0;
         if (need_sums)
