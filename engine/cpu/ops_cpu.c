@@ -384,16 +384,25 @@ static void bn_forward(const ops_call *c)
     for (int ch = 0; ch < C; ch++) {
         float mean, invstd;
         if (c->bn == OPS_BN_TRAIN) {
-            double s = 0.0, ss = 0.0;
+            /* One pass over x - K (K: the channel's first value, near the mean, so the variance
+             * does not cancel), four independent double lanes so the additions overlap. */
+            double s1[4] = {0}, s2[4] = {0}, K = cpu_row(x, 0, ch, a)[0];
             for (int n = 0; n < x->n; n++) {
                 const float *xr = cpu_row(x, n, ch, a);
-                for (int64_t i = 0; i < len; i++) s += xr[i];
+                int64_t i = 0;
+                for (; i + 4 <= len; i += 4)
+                    for (int q = 0; q < 4; q++) {
+                        double d = xr[i + q] - K;
+                        s1[q] += d, s2[q] += d * d;
+                    }
+                for (; i < len; i++) {
+                    double d = xr[i] - K;
+                    s1[0] += d, s2[0] += d * d;
+                }
             }
-            double mu = s / (double)M;
-            for (int n = 0; n < x->n; n++) { /* two passes: no cancellation in the variance */
-                const float *xr = cpu_row(x, n, ch, a);
-                for (int64_t i = 0; i < len; i++) ss += (xr[i] - mu) * (xr[i] - mu);
-            }
+            double sd = (s1[0] + s1[1]) + (s1[2] + s1[3]), sdd = (s2[0] + s2[1]) + (s2[2] + s2[3]);
+            double mu = K + sd / (double)M, ss = sdd - sd * sd / (double)M;
+            if (ss < 0) ss = 0;
             double var = ss / (double)M;
             mean = (float)mu;
             invstd = (float)(1.0 / sqrt(var + (double)eps));
@@ -440,15 +449,23 @@ static void bn_backward(const ops_call *c)
 #pragma omp parallel for schedule(static)
     for (int ch = 0; ch < C; ch++) {
         double sdy = 0.0, sdyx = 0.0;
-        if (need_sums)
+        if (need_sums) { /* four independent double lanes, as in bn_forward */
+            double l1[4] = {0}, l2[4] = {0};
             for (int n = 0; n < dy->n; n++) {
                 const float *xr = cpu_row(x, n, ch, a), *dyr = cpu_row(dy, n, ch, a);
-                for (int64_t i = 0; i < len; i++) {
+                int64_t i = 0;
+                for (; i + 4 <= len; i += 4)
+                    for (int q = 0; q < 4; q++) {
+                        float xhat = (xr[i + q] - mean[ch]) * invstd[ch];
+                        l1[q] += dyr[i + q], l2[q] += dyr[i + q] * xhat;
+                    }
+                for (; i < len; i++) {
                     float xhat = (xr[i] - mean[ch]) * invstd[ch];
-                    sdy += dyr[i];
-                    sdyx += dyr[i] * xhat;
+                    l1[0] += dyr[i], l2[0] += dyr[i] * xhat;
                 }
             }
+            sdy = (l1[0] + l1[1]) + (l1[2] + l1[3]), sdyx = (l2[0] + l2[1]) + (l2[2] + l2[3]);
+        }
         if (c->dw) {
             c->dw[ch] += (float)sdyx;
             c->dw[C + ch] += (float)sdy;
