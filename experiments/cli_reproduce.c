@@ -92,6 +92,14 @@ int cli_reproduce(int argc, char **argv)
         snprintf(what, sizeof what, "drawing paper/figures/%s.png and .pdf", figures[i].name);
         failed |= run_shell(what, cmd);
     }
+    /* the report as PDF, where Debian's pandoc and WeasyPrint are installed (./lrcnn reproduce does) */
+    if (system("command -v pandoc >/dev/null && command -v weasyprint >/dev/null") == 0) {
+        snprintf(cmd, sizeof cmd, "cd '%s/paper' && pandoc README.md -o report.pdf --pdf-engine=weasyprint "
+                                  "--metadata pagetitle='lrcnn report' 2>/dev/null", SRC);
+        failed |= run_shell("building paper/report.pdf (pandoc, WeasyPrint)", cmd);
+    } else {
+        fprintf(stderr, "  paper/report.pdf not built: pandoc and weasyprint are not installed (./lrcnn reproduce installs them)\n");
+    }
     printf("\nwritten in %.0f s:\n", now() - t0);
     const char *patterns[] = {SRC "/results/*.h5", SRC "/results/convergence/*", SRC "/paper/figures/*"};
     for (size_t k = 0; k < 3; k++) {
