@@ -564,21 +564,38 @@ void sched_buf_name(const sched *s, const net *n, int b, char *out, size_t len)
         snprintf(out, len, "%s.%s", layer, kind_tags[x->kind]);
 }
 
-void sched_bytes_by_category(const sched *s, int64_t *out)
+void sched_walk(const sched *s, sched_visit visit, void *ctx)
 {
     int64_t cur[MEM_NCAT] = {0};
     bool *host = err_calloc((size_t)s->n_buf, sizeof(bool));
     for (int i = 0; i < s->n_step; i++) {
         const sched_step *t = &s->steps[i];
-        if (t->buf >= 0 && t->op != SCHED_LOAD) {
-            const sched_buf *b = &s->bufs[t->buf];
-            mem_cat where = host[t->buf] ? MEM_HOST : b->cat;
-            if (t->op == SCHED_ALLOC) cur[b->cat] += b->bytes;
-            else if (t->op == SCHED_FREE) cur[where] -= b->bytes;
-            else if (t->op == SCHED_OFFLOAD) cur[b->cat] -= b->bytes, cur[MEM_HOST] += b->bytes, host[t->buf] = true;
-            else if (t->op == SCHED_PREFETCH) cur[MEM_HOST] -= b->bytes, cur[b->cat] += b->bytes, host[t->buf] = false;
-        }
-        memcpy(out + (int64_t)i * MEM_NCAT, cur, sizeof cur);
+        if (t->op != SCHED_ALLOC && t->op != SCHED_FREE && t->op != SCHED_OFFLOAD && t->op != SCHED_PREFETCH) continue;
+        const sched_buf *b = &s->bufs[t->buf];
+        if (t->op == SCHED_ALLOC) cur[b->cat] += b->bytes;
+        else if (t->op == SCHED_FREE) cur[host[t->buf] ? MEM_HOST : b->cat] -= b->bytes;
+        else if (t->op == SCHED_OFFLOAD) cur[b->cat] -= b->bytes, cur[MEM_HOST] += b->bytes, host[t->buf] = true;
+        else cur[MEM_HOST] -= b->bytes, cur[b->cat] += b->bytes, host[t->buf] = false;
+        visit(ctx, i, cur);
     }
     free(host);
+}
+
+typedef struct {
+    int64_t *out, last[MEM_NCAT];
+    int next;
+} by_category;
+
+static void fill_rows(void *ctx, int step, const int64_t cur[MEM_NCAT])
+{
+    by_category *c = ctx;
+    for (; c->next < step; c->next++) memcpy(c->out + (int64_t)c->next * MEM_NCAT, c->last, sizeof c->last);
+    memcpy(c->last, cur, sizeof c->last);
+}
+
+void sched_bytes_by_category(const sched *s, int64_t *out)
+{
+    by_category c = {.out = out};
+    sched_walk(s, fill_rows, &c);
+    fill_rows(&c, s->n_step, c.last); /* steps after the last event keep its values */
 }

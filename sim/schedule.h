@@ -91,8 +91,14 @@ typedef struct {
 int sched_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err *e);
 void sched_free(sched *s);
 
+/* Walks the schedule's memory events (ALLOC, FREE, OFFLOAD, PREFETCH), calling visit after each
+ * such step with the bytes held per category (MEM_HOST: on the host): the one place that says what
+ * a schedule holds when. The replay (sim.h) and the timelines are built on it. */
+typedef void (*sched_visit)(void *ctx, int step, const int64_t cur[MEM_NCAT]);
+void sched_walk(const sched *s, sched_visit visit, void *ctx);
+
 /* Device bytes per category after each step: out[step * MEM_NCAT + cat] (MEM_HOST: bytes on the
- * host). The replay's running sums, kept per category for memory-timeline figures. */
+ * host), for memory-timeline figures. */
 void sched_bytes_by_category(const sched *s, int64_t *out);
 
 /* "conv1_1.y[b2 0:42]" style name of a buffer. */

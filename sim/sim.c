@@ -25,38 +25,37 @@ const sim_device *sim_device_find(const char *name)
     return NULL;
 }
 
+typedef struct {
+    sim_mem *m;
+    int64_t *timeline;
+    int next;
+    int64_t total;
+} replay;
+
+static void replay_step(void *ctx, int step, const int64_t cur[MEM_NCAT])
+{
+    replay *r = ctx;
+    if (r->timeline)
+        for (; r->next < step; r->next++) r->timeline[r->next] = r->total;
+    r->total = 0;
+    for (int c = 0; c < MEM_NCAT; c++) {
+        if (c != MEM_HOST) r->total += cur[c];
+        if (cur[c] > r->m->max[c]) r->m->max[c] = cur[c];
+    }
+    if (r->total > r->m->peak) {
+        r->m->peak = r->total, r->m->peak_step = step;
+        memcpy(r->m->at_peak, cur, sizeof r->m->at_peak);
+    }
+}
+
 void sim_replay(const sched *s, sim_mem *m, int64_t *timeline)
 {
     memset(m, 0, sizeof *m);
-    int64_t cur[MEM_NCAT] = {0}, total = 0;
-    bool *on_host = err_calloc((size_t)s->n_buf, sizeof(bool));
     m->peak_step = -1;
-    for (int i = 0; i < s->n_step; i++) {
-        const sched_step *t = &s->steps[i];
-        if (t->op == SCHED_ALLOC || t->op == SCHED_FREE || t->op == SCHED_OFFLOAD || t->op == SCHED_PREFETCH) {
-            const sched_buf *b = &s->bufs[t->buf];
-            int64_t sign = t->op == SCHED_ALLOC || t->op == SCHED_PREFETCH ? 1 : -1;
-            if (t->op == SCHED_FREE && on_host[t->buf]) {
-                cur[MEM_HOST] -= b->bytes;
-            } else {
-                cur[b->cat] += sign * b->bytes;
-                total += sign * b->bytes;
-                if (t->op == SCHED_OFFLOAD || t->op == SCHED_PREFETCH) {
-                    cur[MEM_HOST] -= sign * b->bytes;
-                    on_host[t->buf] = t->op == SCHED_OFFLOAD;
-                }
-            }
-            for (int c = 0; c < MEM_NCAT; c++)
-                if (cur[c] > m->max[c]) m->max[c] = cur[c];
-            if (total > m->peak) {
-                m->peak = total;
-                m->peak_step = i;
-                memcpy(m->at_peak, cur, sizeof cur);
-            }
-        }
-        if (timeline) timeline[i] = total;
-    }
-    free(on_host);
+    replay r = {.m = m, .timeline = timeline};
+    sched_walk(s, replay_step, &r);
+    if (timeline)
+        for (; r.next < s->n_step; r.next++) timeline[r.next] = r.total;
 }
 
 /* --- closed form ------------------------------------------------------------------------------ */
