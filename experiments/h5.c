@@ -127,20 +127,9 @@ int h5_attr_str(hid_t obj, const char *name, const char *v, err *e)
 }
 
 /* 1-d dataset of n values. */
-int h5_dset_1d(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, const void *v, hsize_t n,
-                   err *e)
+int h5_dset_1d(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, const void *v, hsize_t n, err *e)
 {
-    int rc = -1;
-    hid_t sp = H5I_INVALID_HID, d = H5I_INVALID_HID;
-    H5_CHECK(sp = H5Screate_simple(1, &n, NULL));
-    H5_CHECK(d = H5Dcreate2(loc, name, file_type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    H5_CHECK(H5Dwrite(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v));
-    rc = 0;
-cleanup:
-    if (d >= 0) H5Dclose(d);
-    if (sp >= 0) H5Sclose(sp);
-    if (rc < 0) err_wrap(e, "dataset %s", name);
-    return rc;
+    return h5_dset(loc, name, file_type, mem_type, v, 1, &n, e);
 }
 
 int h5_dset(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, const void *v, int rank, const hsize_t *dims,
