@@ -54,7 +54,7 @@ static void conv_table(const net *n, int batch)
         int k = l->u.conv.win.k, M = l->c, N = l->h * l->w, K = in->c * k * k;
         float *x = rnd((int64_t)batch * in->c * in->h * in->w), *y = rnd((int64_t)batch * l->c * l->h * l->w);
         float *dx = rnd((int64_t)batch * in->c * in->h * in->w), *dy = rnd((int64_t)batch * l->c * l->h * l->w);
-        float *w = rnd(l->params), *dw = rnd(l->params), *ws = rnd(sched_workspace_bytes(n, L, l->h) / 4 + 1);
+        float *w = rnd(l->params), *dw = rnd(l->params), *ws = rnd(sched_workspace_bytes(n, L, l->h, batch) / 4 + 1);
         float *A = rnd((int64_t)M * K), *B = rnd((int64_t)K * N), *C = rnd((int64_t)M * N);
         double t_gemm = BEST(3, for (int b = 0; b < batch; b++) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N));
         ops_call c = {.l = l, .in_h = {in->h}, .a = 0, .b = l->h, .w = w, .dw = dw, .ws = ws};

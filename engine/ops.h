@@ -9,7 +9,7 @@
  * nothing), so the first writer of a gradient defines it. The exception is an in-place relu
  * backward (dx[0].p == dy.p): it rewrites rows [a, b) and leaves every other row alone, because
  * the buffer may be a whole map's gradient shared by bands that own the other rows.
- * Kernels never allocate: scratch comes in `ws`, sized by sched_workspace_bytes(). */
+ * Kernels never allocate: scratch comes in `ws`, sized by the schedule (sched_cfg_workspace; the CPU's model is sched_workspace_bytes()). */
 #ifndef LRCNN_OPS_H
 #define LRCNN_OPS_H
 

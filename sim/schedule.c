@@ -21,13 +21,21 @@ static const char *kind_tags[BUF_NKIND] = {"x", "label", "y", "dy", "argmax", "s
 bool sched_bwd_keeps_x(net_kind k) { return k == NET_CONV || k == NET_MAXPOOL || k == NET_BN || k == NET_FC; }
 bool sched_bwd_keeps_y(net_kind k) { return k == NET_RELU; }
 
-int64_t sched_workspace_bytes(const net *n, int L, int rows)
+int64_t sched_workspace_bytes(const net *n, int L, int rows, int batch)
 {
+    (void)batch; /* one image's im2col at a time */
     const net_layer *l = &n->layers[L];
     if (l->kind != NET_CONV || rows <= 0) return 0;
     net_window w = l->u.conv.win;
     if (w.k == 1 && w.s == 1 && w.p == 0) return 0;
     return (int64_t)n->layers[l->in[0]].c * w.k * w.k * rows * l->w * 4;
+}
+
+int64_t sched_cfg_workspace(const sched_cfg *cfg, const net *n, int L, int rows, bool backward)
+{
+    if (rows <= 0) return 0;
+    if (cfg->ws) return cfg->ws->bytes(cfg->ws, n, L, rows, cfg->batch, backward);
+    return sched_workspace_bytes(n, L, rows, cfg->batch);
 }
 
 typedef struct {
@@ -104,7 +112,7 @@ static int emit_fwd(lower *c, int L, int band, band_rows r, band_rows hold, int 
     t->rows = r;
     t->recompute = c->bwd_phase;
     for (int j = 0; j < l->n_in; j++) t->x[j] = c->act[l->in[j]];
-    int64_t ws = sched_workspace_bytes(n, L, band_rows_len(r));
+    int64_t ws = sched_cfg_workspace(c->cfg, n, L, band_rows_len(r), false);
     int w_buf = c->param[L];
     /* buffers are created after the step pointer is final (buf_new may not move steps) */
     if (y < 0) {
@@ -167,7 +175,7 @@ static void emit_bwd(lower *c, int L, int band, band_rows r, hold_fn hold_of, co
             acc[j] = zero;
         }
     }
-    int64_t ws = sched_workspace_bytes(n, L, band_rows_len(r));
+    int64_t ws = sched_cfg_workspace(c->cfg, n, L, band_rows_len(r), true);
     int wsb = ws ? buf_new(c, BUF_WS, MEM_WORKSPACE, L, band, r, ws) : -1;
     sched_step *t = step_new(c, SCHED_BWD, L, band);
     t->rows = r;

@@ -75,9 +75,19 @@ typedef struct {
 
 typedef enum { SCHED_SGD, SCHED_ADAM } sched_optimizer;
 
+/* Workspace sizes are the backend's: bytes of scratch for layer L's forward (backward = false)
+ * or backward on `rows` output rows of the whole batch. The CPU backend's is a formula
+ * (sched_workspace_bytes); cuDNN's depends on the algorithm it picks at run time, so a backend
+ * hands the lowering its own model and the schedule (and every prediction) uses its numbers. */
+typedef struct sched_ws_model {
+    int64_t (*bytes)(const struct sched_ws_model *m, const net *n, int layer, int rows, int batch, bool backward);
+    void *ctx;
+} sched_ws_model;
+
 typedef struct {
     int batch;
     sched_optimizer optimizer;
+    const sched_ws_model *ws;   /* NULL: the CPU backend's (sched_workspace_bytes) */
 } sched_cfg;
 
 typedef struct {
@@ -104,9 +114,11 @@ void sched_bytes_by_category(const sched *s, int64_t *out);
 /* "conv1_1.y[b2 0:42]" style name of a buffer. */
 void sched_buf_name(const sched *s, const net *n, int buf, char *out, size_t len);
 
-/* Workspace bytes of the CPU backend for layer L computing `rows` output rows (im2col of one
- * image; 0 for 1x1/stride-1/unpadded convolutions and for every other kind). */
-int64_t sched_workspace_bytes(const net *n, int layer, int rows);
+/* Workspace bytes of the CPU backend for layer L computing `rows` output rows of a batch
+ * (im2col; 0 for 1x1/stride-1/unpadded convolutions and for every other kind). */
+int64_t sched_workspace_bytes(const net *n, int layer, int rows, int batch);
+/* The workspace of cfg's backend (cfg->ws, or the CPU's) for layer L's forward or backward. */
+int64_t sched_cfg_workspace(const sched_cfg *cfg, const net *n, int layer, int rows, bool backward);
 
 /* Which inputs / output / aux autograd keeps for layer kind k's backward (FACTS.md). */
 bool sched_bwd_keeps_x(net_kind k);

@@ -100,6 +100,7 @@ typedef struct {
 typedef struct {
     const net *n;
     const plan *p;
+    const sched_cfg *cfg;
     int64_t batch;
     int *seg;                 /* [layer] plan segment (-1: the input) */
     int *tid;                 /* [layer] tensor: the layer itself, or its input's tensor for an in-place relu */
@@ -281,10 +282,10 @@ static void full_layer(cf *c, int L)
     const plan_seg *s = &c->p->segs[c->seg[L]];
     bool ckpt = s->mode == PLAN_CKPT, rec = ckpt && c->need[L];
     int F = c->fph[L], R = rec ? c->rph[L] : -1, B = c->bph[L];
-    int64_t ws = sched_workspace_bytes(n, L, l->h), aux = 0;
+    int64_t ws = sched_cfg_workspace(c->cfg, n, L, l->h, false), aux = 0;
     live(c, MEM_WORKSPACE, ws, sp(F, F));
     live(c, MEM_WORKSPACE, ws, sp(R, R));
-    live(c, MEM_WORKSPACE, ws, sp(B, B));
+    live(c, MEM_WORKSPACE, sched_cfg_workspace(c->cfg, n, L, l->h, true), sp(B, B));
     if (l->kind == NET_MAXPOOL) aux = 2 * cf_y(c, L);
     if (l->kind == NET_BN) aux = 8 * (int64_t)l->c;
     if (l->kind == NET_LOSS) { /* never recomputed: backward reads the forward's probabilities */
@@ -325,7 +326,7 @@ static void rows_layers(cf *c, int k, span *gsp, int *owner)
             const net_layer *l = &n->layers[L];
             int i = L - a, o = out_len(gf, r, i);
             if (o) {
-                live(c, MEM_WORKSPACE, sched_workspace_bytes(n, L, o), sp(ph_rf(w, r, L, PH_F), ph_rf(w, r, L, PH_F)));
+                live(c, MEM_WORKSPACE, sched_cfg_workspace(c->cfg, n, L, o, false), sp(ph_rf(w, r, L, PH_F), ph_rf(w, r, L, PH_F)));
                 if (l->kind == NET_BN) live(c, MEM_ACT, 8 * (int64_t)l->c, sp(ph_rf(w, r, L, PH_F), ph_rf(w, r, L, PH_F)));
             }
             if (tps && r + 1 < w->rf && keep_len(gf, r, i)) /* boundary rows for band r + 1, kept for its recompute */
@@ -351,10 +352,10 @@ static void rows_layers(cf *c, int k, span *gsp, int *owner)
         for (int L = a; L <= b; L++) {
             const net_layer *l = &n->layers[L];
             int i = L - a, o = out_len(gb, r, i), RF = ph_rr(w, r, L, PH_RF), B = ph_rb(w, r, L, PH_B);
-            if (emit[i]) live(c, MEM_WORKSPACE, sched_workspace_bytes(n, L, o), sp(B, B));
+            if (emit[i]) live(c, MEM_WORKSPACE, sched_cfg_workspace(c->cfg, n, L, o, true), sp(B, B));
             if (!c->need[L]) continue;
             if (o) {
-                live(c, MEM_WORKSPACE, sched_workspace_bytes(n, L, o), sp(RF, RF));
+                live(c, MEM_WORKSPACE, sched_cfg_workspace(c->cfg, n, L, o, false), sp(RF, RF));
                 int64_t aux = l->kind == NET_MAXPOOL ? 2 * cf_row(c, L) * o : l->kind == NET_BN ? 8 * (int64_t)l->c : 0;
                 live(c, MEM_ACT, aux, sp(RF, emit[i] ? B : RF));
             }
@@ -445,7 +446,7 @@ int sim_closed(const net *n, const plan *p, const sched_cfg *cfg, sim_mem *m, er
     memset(m, 0, sizeof *m);
     m->peak_step = -1;
     int nn = n->n, ns = p->n_seg, rc = 0;
-    cf c = {.n = n, .p = p, .batch = cfg->batch};
+    cf c = {.n = n, .p = p, .cfg = cfg, .batch = cfg->batch};
     int n_in = 0;
     for (int L = 0; L < nn; L++) n_in += n->layers[L].n_in;
     int *ints = err_calloc((size_t)nn * 6 + 1 + (size_t)n_in, sizeof(int));

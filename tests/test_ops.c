@@ -195,7 +195,7 @@ static void case_init(lcase *k, const char *text, int N, ops_bn bn)
     k->probs = calloc((size_t)ten_len(&k->x[0]), sizeof(float));
     k->labels = calloc((size_t)N, sizeof(int64_t));
     for (int n = 0; n < N; n++) k->labels[n] = (int64_t)(urand() * (double)(k->x[0].c * k->x[0].h * k->x[0].w));
-    int64_t ws = sched_workspace_bytes(&k->net, k->L, k->l->h);
+    int64_t ws = sched_workspace_bytes(&k->net, k->L, k->l->h, N);
     k->ws = ws ? malloc((size_t)ws) : NULL;
 }
 
@@ -386,7 +386,7 @@ static void band_partition(lcase *k, const char *name, const int *cuts, int n_ba
         ten yv = band_view(&k->y, NULL, ya, yb_, 12345.0f);
         int64_t *am = calloc((size_t)k->y.n * k->y.c * (b - a) * k->y.w, sizeof(int64_t));
         float stats[2 * 64];
-        int64_t wsb = sched_workspace_bytes(&k->net, k->L, b - a);
+        int64_t wsb = sched_workspace_bytes(&k->net, k->L, b - a, k->y.n);
         float *ws = wsb ? malloc((size_t)wsb) : NULL; /* exactly what the scheduler budgets */
         c.y = yv, c.argmax = am, c.stats = stats, c.ws = ws;
         ops_cpu.forward(&c);
