@@ -16,10 +16,32 @@ static void heap_only(void)
     mallopt(M_TRIM_THRESHOLD, -1);
 }
 
-void alloc_init(alloc_stats *a)
+static size_t padded(int64_t bytes) { return ((size_t)(bytes > 0 ? bytes : 1) + 63) / 64 * 64; }
+
+static void *host_get(int64_t bytes, bool host, bool zero)
 {
-    heap_only();
+    (void)host;
+    void *p = aligned_alloc(64, padded(bytes));
+    if (p && zero) memset(p, 0, padded(bytes));
+    return p;
+}
+
+static void host_put(void *p, bool host) { (void)host, free(p); }
+
+static void *host_move(void *p, int64_t bytes, bool to_host)
+{
+    void *q = host_get(bytes, to_host, false);
+    if (q) memcpy(q, p, padded(bytes)), free(p);
+    return q;
+}
+
+const alloc_mem alloc_mem_host = {.name = "host heap", .get = host_get, .put = host_put, .move = host_move};
+
+void alloc_init(alloc_stats *a, const alloc_mem *mem)
+{
     memset(a, 0, sizeof *a);
+    a->mem = mem ? mem : &alloc_mem_host;
+    if (a->mem == &alloc_mem_host) heap_only();
 }
 
 void alloc_free_stats(alloc_stats *a)
@@ -54,15 +76,17 @@ static void account(alloc_stats *a, mem_cat cat, int64_t delta)
     }
 }
 
+static void out_of_memory(const alloc_stats *a, const char *what, int64_t bytes, mem_cat cat)
+{
+    fprintf(stderr, "lrcnn: out of %s memory %s %lld bytes (%s) with %lld held\n", cat == MEM_HOST ? "host" : a->mem->name, what,
+            (long long)bytes, mem_cat_name(cat), (long long)a->total);
+    exit(1);
+}
+
 void *alloc_get(alloc_stats *a, mem_cat cat, int64_t bytes, bool zero)
 {
-    size_t size = ((size_t)(bytes > 0 ? bytes : 1) + 63) / 64 * 64;
-    void *p = aligned_alloc(64, size);
-    if (!p) {
-        fprintf(stderr, "lrcnn: out of host memory allocating %lld bytes (%s)\n", (long long)bytes, mem_cat_name(cat));
-        exit(1);
-    }
-    if (zero) memset(p, 0, size);
+    void *p = a->mem->get(bytes, cat == MEM_HOST, zero);
+    if (!p) out_of_memory(a, "allocating", bytes, cat);
     a->n_alloc++;
     account(a, cat, bytes);
     return p;
@@ -70,20 +94,14 @@ void *alloc_get(alloc_stats *a, mem_cat cat, int64_t bytes, bool zero)
 
 void alloc_put(alloc_stats *a, void *p, mem_cat cat, int64_t bytes)
 {
-    free(p);
+    a->mem->put(p, cat == MEM_HOST);
     account(a, cat, -bytes);
 }
 
 void *alloc_move(alloc_stats *a, void *p, mem_cat from, mem_cat to, int64_t bytes)
 {
-    size_t size = ((size_t)(bytes > 0 ? bytes : 1) + 63) / 64 * 64;
-    void *q = aligned_alloc(64, size);
-    if (!q) {
-        fprintf(stderr, "lrcnn: out of host memory moving %lld bytes (%s)\n", (long long)bytes, mem_cat_name(to));
-        exit(1);
-    }
-    memcpy(q, p, size);
-    free(p);
+    void *q = a->mem->move(p, bytes, to == MEM_HOST);
+    if (!q) out_of_memory(a, "moving", bytes, to);
     bool rec = a->record;
     a->record = false; /* one event on the timeline, as in the replay */
     account(a, from, -bytes);

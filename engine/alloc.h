@@ -3,8 +3,10 @@
  * simulator's replay category by category and the timeline explains itself.
  *
  * Device-side categories count towards the peak; MEM_HOST (offloaded tensors) is tracked apart,
- * as on a GPU. Memory is really allocated (64-byte aligned, so BLAS gets aligned panels) and
- * really freed. Not done here: pooling or reuse (a later backend may add a pool under it). */
+ * as on a GPU. Memory is really allocated and really freed, by the backend's alloc_mem: the CPU's
+ * (alloc_mem_host: malloc's heap, 64-byte aligned so BLAS gets aligned panels) or the CUDA
+ * backend's (a stream-ordered device pool, pinned host memory). The accounting is the same for
+ * both: bytes asked for, at the moment the schedule asks. */
 #ifndef LRCNN_ALLOC_H
 #define LRCNN_ALLOC_H
 
@@ -13,7 +15,21 @@
 
 #include "schedule.h"
 
+/* Where a backend's tensors live. get returns NULL when out of memory; host: a block in host
+ * memory the device can copy to and from (offload); move copies a block to new memory on the
+ * other side and releases the old one (it may do so asynchronously: the backend orders the copy
+ * before any later use of either block). */
 typedef struct {
+    const char *name;
+    void *(*get)(int64_t bytes, bool host, bool zero);
+    void (*put)(void *p, bool host);
+    void *(*move)(void *p, int64_t bytes, bool to_host);
+} alloc_mem;
+
+extern const alloc_mem alloc_mem_host;
+
+typedef struct {
+    const alloc_mem *mem;
     int64_t cur[MEM_NCAT];
     int64_t max[MEM_NCAT];       /* each category's own maximum */
     int64_t at_peak[MEM_NCAT];   /* breakdown when the device total peaked */
@@ -25,12 +41,13 @@ typedef struct {
     bool record;                 /* append to the timeline */
 } alloc_stats;
 
-void alloc_init(alloc_stats *a);
+void alloc_init(alloc_stats *a, const alloc_mem *mem);
 void alloc_free_stats(alloc_stats *a);
 /* Clears peaks and the timeline, keeping what is currently allocated (between iterations). */
 void alloc_reset_peaks(alloc_stats *a);
 
-/* bytes may be 0 (returns a valid unique pointer). zero: zero-filled. */
+/* bytes may be 0 (returns a valid unique pointer). zero: zero-filled. Out of memory: a message
+ * naming the category and exit status 1. */
 void *alloc_get(alloc_stats *a, mem_cat cat, int64_t bytes, bool zero);
 void alloc_put(alloc_stats *a, void *p, mem_cat cat, int64_t bytes);
 /* Moves a block to new memory accounted under `to` (offload: device -> MEM_HOST and back); the

@@ -34,11 +34,13 @@ static float uniform(uint64_t *s, float bound) { return bound * (2.0f * (float)(
 
 /* PyTorch's defaults: conv and fc weights and biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (what
  * kaiming_uniform_(a=sqrt(5)) amounts to); bn gamma 1, beta 0; running mean 0, variance 1. */
-static void init_buffer(exec *x, int b, float *p)
+static void init_buffer(exec *x, int b, float *dev)
 {
     const sched_buf *sb = &x->s->bufs[b];
     const net_layer *l = &x->n->layers[sb->layer];
     int64_t count = sb->bytes / 4;
+    if (sb->kind != BUF_PARAM && sb->kind != BUF_RUNSTAT) return; /* gradients and state: zero */
+    float *p = err_calloc((size_t)count + 1, sizeof(float));
     uint64_t s = x->seed * 1000003u + (uint64_t)sb->layer;
     if (sb->kind == BUF_PARAM && l->kind == NET_BN) {
         for (int64_t i = 0; i < count; i++) p[i] = i < l->c ? 1.0f : 0.0f;
@@ -50,6 +52,8 @@ static void init_buffer(exec *x, int b, float *p)
     } else if (sb->kind == BUF_RUNSTAT) {
         for (int64_t i = 0; i < count; i++) p[i] = i < l->c ? 0.0f : 1.0f;
     }
+    x->ops->upload(dev, p, sb->bytes);
+    free(p);
 }
 
 void exec_init(exec *x, const net *n, const plan *p, const sched *s, const ops_table *ops, sched_optimizer o,
@@ -57,7 +61,7 @@ void exec_init(exec *x, const net *n, const plan *p, const sched *s, const ops_t
 {
     memset(x, 0, sizeof *x);
     x->n = n, x->p = p, x->s = s, x->ops = ops, x->opt = o, x->hp = hp, x->seed = seed;
-    alloc_init(&x->mem);
+    alloc_init(&x->mem, ops->mem);
     x->ptr = err_calloc((size_t)s->n_buf, sizeof(void *));
     x->on_host = err_calloc((size_t)s->n_buf, sizeof(bool));
     x->layer_us = err_calloc((size_t)n->n * 2, sizeof(double));
@@ -108,19 +112,11 @@ static void copy_rows(exec *x, const sched_step *t)
 {
     const sched_buf *src = &x->s->bufs[t->src], *dst = &x->s->bufs[t->dst];
     const net_layer *l = &x->n->layers[src->layer];
-    const float *s = fptr(x, t->src);
-    float *d = fptr(x, t->dst);
-    int sh = src->rows.b - src->rows.a, dh = dst->rows.b - dst->rows.a, rows = t->rows.b - t->rows.a;
+    int64_t sh = src->rows.b - src->rows.a, dh = dst->rows.b - dst->rows.a, rows = t->rows.b - t->rows.a;
     CHECK(t->rows.a >= src->rows.a && t->rows.b <= src->rows.b && t->rows.a >= dst->rows.a && t->rows.b <= dst->rows.b);
-    int64_t planes = (int64_t)x->s->batch * l->c, len = (int64_t)rows * l->w;
-    for (int64_t pl = 0; pl < planes; pl++) {
-        const float *sp = s + (pl * sh + (t->rows.a - src->rows.a)) * l->w;
-        float *dp = d + (pl * dh + (t->rows.a - dst->rows.a)) * l->w;
-        if (t->acc)
-            for (int64_t i = 0; i < len; i++) dp[i] += sp[i];
-        else
-            memcpy(dp, sp, (size_t)len * sizeof(float));
-    }
+    const float *s = fptr(x, t->src) + (t->rows.a - src->rows.a) * l->w;
+    float *d = fptr(x, t->dst) + (t->rows.a - dst->rows.a) * l->w;
+    x->ops->copy2d(d, dh * l->w, s, sh * l->w, (int64_t)x->s->batch * l->c, rows * l->w, t->acc);
 }
 
 static void update(exec *x)
@@ -138,9 +134,9 @@ static void update(exec *x)
         CHECK(g >= 0 && st >= 0);
         int64_t count = sb->bytes / 4;
         float *p = x->ptr[b], *dp = x->ptr[g], *state = x->ptr[st];
-        if (x->opt == SCHED_ADAM) ops_adam_step(p, dp, state, count, x->hp.lr, x->hp.beta1, x->hp.beta2, x->hp.eps, x->steps_done);
-        else ops_sgd_step(p, dp, state, count, x->hp.lr, x->hp.momentum);
-        memset(dp, 0, (size_t)count * sizeof(float)); /* gradients are += across bands and layers */
+        if (x->opt == SCHED_ADAM) x->ops->adam(p, dp, state, count, x->hp.lr, x->hp.beta1, x->hp.beta2, x->hp.eps, x->steps_done);
+        else x->ops->sgd(p, dp, state, count, x->hp.lr, x->hp.momentum);
+        x->ops->zero(dp, count * (int64_t)sizeof(float)); /* gradients are += across bands and layers */
     }
 }
 
@@ -187,8 +183,8 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
             x->on_host[t->buf] = false;
             break;
         case SCHED_LOAD:
-            memcpy(fptr(x, t->y), images, (size_t)s->bufs[t->y].bytes);
-            memcpy(x->ptr[t->aux], labels, (size_t)s->bufs[t->aux].bytes);
+            x->ops->upload(fptr(x, t->y), images, s->bufs[t->y].bytes);
+            x->ops->upload(x->ptr[t->aux], labels, s->bufs[t->aux].bytes);
             break;
         case SCHED_COPY: copy_rows(x, t); break;
         case SCHED_FWD:
@@ -203,8 +199,10 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
                 c.dw = fptr(x, t->dw);
             }
             double t0 = now_us();
+            if (x->ops->tag) x->ops->tag(t->layer * 2 + (t->op == SCHED_BWD));
             (t->op == SCHED_FWD ? x->ops->forward : x->ops->backward)(&c);
-            x->layer_us[t->layer * 2 + (t->op == SCHED_BWD)] += now_us() - t0;
+            if (x->ops->tag) x->ops->tag(-1);
+            x->layer_us[t->layer * 2 + (t->op == SCHED_BWD)] += now_us() - t0; /* launch time on an asynchronous backend */
             if (c.loss && !t->recompute) x->loss = loss;
             break;
         }
@@ -214,17 +212,34 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
             break;
         }
     }
+    x->ops->sync();
     x->mem.record = false;
 }
 
-float *exec_param(const exec *x, buf_kind kind, int L, int64_t *count)
+static int param_buf(const exec *x, buf_kind kind, int L)
 {
     for (int b = 0; b < x->s->n_buf; b++)
-        if (x->s->bufs[b].kind == kind && x->s->bufs[b].layer == L) {
-            if (count) *count = x->s->bufs[b].bytes / 4;
-            return x->ptr[b];
-        }
-    return NULL;
+        if (x->s->bufs[b].kind == kind && x->s->bufs[b].layer == L && x->ptr[b]) return b;
+    return -1;
+}
+
+float *exec_param_copy(const exec *x, buf_kind kind, int L, int64_t *count)
+{
+    int b = param_buf(x, kind, L);
+    if (b < 0) return NULL;
+    int64_t bytes = x->s->bufs[b].bytes;
+    float *p = err_calloc((size_t)bytes / 4 + 1, sizeof(float));
+    x->ops->sync();
+    x->ops->download(p, x->ptr[b], bytes);
+    if (count) *count = bytes / 4;
+    return p;
+}
+
+void exec_param_write(exec *x, buf_kind kind, int L, const float *src)
+{
+    int b = param_buf(x, kind, L);
+    CHECK(b >= 0);
+    x->ops->upload(x->ptr[b], src, x->s->bufs[b].bytes);
 }
 
 void exec_free(exec *x)

@@ -46,7 +46,10 @@ void exec_start(exec *x);
 void exec_iteration(exec *x, const float *images, const int64_t *labels);
 void exec_free(exec *x);
 
-/* The persistent buffer of `kind` (BUF_PARAM, BUF_PGRAD, BUF_RUNSTAT) for layer L, or NULL. */
-float *exec_param(const exec *x, buf_kind kind, int L, int64_t *count);
+/* A host copy of the persistent buffer of `kind` (BUF_PARAM, BUF_PGRAD, BUF_RUNSTAT) for layer L
+ * (malloc'd, the caller frees; count receives its floats), or NULL when there is none. */
+float *exec_param_copy(const exec *x, buf_kind kind, int L, int64_t *count);
+/* Overwrites that buffer (it must exist: exec_start) from host memory. */
+void exec_param_write(exec *x, buf_kind kind, int L, const float *src);
 
 #endif

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "alloc.h"
 #include "net.h"
 
 typedef struct {
@@ -46,13 +47,31 @@ typedef struct {
     float *ws;                 /* workspace */
 } ops_call;
 
+/* A backend: its layer kernels, where its tensors live (mem), and the few things the executor
+ * does to tensors itself. Pointers the executor passes are the backend's own (device memory for
+ * CUDA) except where a parameter is called host. Calls may run asynchronously; sync waits for
+ * all of them. */
 typedef struct {
     const char *backend;
     void (*forward)(const ops_call *c);
     void (*backward)(const ops_call *c);
+    const alloc_mem *mem;
+    void (*upload)(void *dst, const void *host, int64_t bytes);
+    void (*download)(void *host, const void *src, int64_t bytes);
+    void (*zero)(void *p, int64_t bytes);
+    /* planes x len floats: d[i * d_stride + j] (+)= s[i * s_stride + j] (row copies between bands) */
+    void (*copy2d)(float *d, int64_t d_stride, const float *s, int64_t s_stride, int64_t planes, int64_t len, bool acc);
+    void (*sgd)(float *p, const float *g, float *state, int64_t n, double lr, double momentum);
+    void (*adam)(float *p, const float *g, float *state, int64_t n, double lr, double beta1, double beta2, double eps, int t);
+    void (*sync)(void);
+    /* Marks the kernels launched until the next call as step `tag`'s (profiling); may be NULL. */
+    void (*tag)(int tag);
 } ops_table;
 
 extern const ops_table ops_cpu;
+
+/* The backend called `name` ("cpu", "cuda"), or NULL with a reason in e (not built, no device). */
+const ops_table *ops_find(const char *name, err *e);
 
 /* Optimizers, PyTorch semantics (no weight decay). t is the 1-based step count (Adam's bias
  * correction). state: SGD momentum buffer (n); Adam first then second moment (2n).

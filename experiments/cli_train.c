@@ -35,23 +35,15 @@ typedef struct {
     float **before, **grads;
 } dump_copy;
 
-static float *copy_of(const float *p, int64_t n)
-{
-    float *q = err_calloc((size_t)n, sizeof(float));
-    memcpy(q, p, (size_t)n * sizeof(float));
-    return q;
-}
-
 /* before_update hook: the parameters before the step and the iteration's gradients. */
 static void take_copies(exec *x, void *ctx)
 {
     dump_copy *d = ctx;
     for (int L = 0; L < x->n->n; L++) {
-        int64_t c = 0;
-        float *p = exec_param(x, BUF_PARAM, L, &c), *g = exec_param(x, BUF_PGRAD, L, NULL);
+        float *p = exec_param_copy(x, BUF_PARAM, L, NULL);
         if (!p) continue;
         free(d->before[L]), free(d->grads[L]);
-        d->before[L] = copy_of(p, c), d->grads[L] = copy_of(g, c);
+        d->before[L] = p, d->grads[L] = exec_param_copy(x, BUF_PGRAD, L, NULL);
     }
 }
 
@@ -162,11 +154,7 @@ int cli_train(int argc, char **argv)
         if (dump && last) {
             exec_start(&x);
             x.before_update = take_copies, x.before_update_ctx = &dc;
-            for (int L = 0; L < n.n; L++) {
-                int64_t c;
-                float *r = exec_param(&x, BUF_RUNSTAT, L, &c);
-                if (r) run_before[L] = copy_of(r, c);
-            }
+            for (int L = 0; L < n.n; L++) run_before[L] = exec_param_copy(&x, BUF_RUNSTAT, L, NULL);
         }
         double t0 = now_us();
         exec_iteration(&x, images, labels);

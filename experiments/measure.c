@@ -17,7 +17,7 @@ static void compare_grads(exec *x, void *ctx)
     int64_t at = 0;
     for (int L = 0; L < c->n->n; L++) {
         int64_t k = 0;
-        float *g = exec_param(x, BUF_PGRAD, L, &k);
+        float *g = exec_param_copy(x, BUF_PGRAD, L, &k);
         if (!g) continue;
         if (c->write_ref) {
             memcpy(c->ref + at, g, (size_t)k * sizeof(float));
@@ -30,6 +30,7 @@ static void compare_grads(exec *x, void *ctx)
             double rel = r2 > 0 ? sqrt(d2 / r2) : sqrt(d2);
             if (rel > c->r->grad_dev) c->r->grad_dev = rel, snprintf(c->r->worst, sizeof c->r->worst, "%s", c->n->layers[L].name);
         }
+        free(g);
         at += k;
     }
 }

@@ -100,10 +100,12 @@ int weights_load(exec *x, const char *path, err *e)
         for (int i = 0; i < k && !rc; i++) {
             char ds[256];
             snprintf(ds, sizeof ds, "/params/%s/%s", x->n->layers[L].name, s[i].name);
-            float *buf = exec_param(x, s[i].kind, L, NULL);
+            float *buf = exec_param_copy(x, s[i].kind, L, NULL); /* read, patch the slice, write back */
             CHECK(buf);
             int got = read_slice(f, path, ds, &s[i], buf + s[i].offset, s[i].kind == BUF_RUNSTAT, e);
             if (got < 0) rc = -1;
+            else exec_param_write(x, s[i].kind, L, buf);
+            free(buf);
         }
     }
     H5Fclose(f);
@@ -143,8 +145,8 @@ int weights_dump(const exec *x, const char *path, bool overwrite, const weights_
     hid_t root = h5_root(f);
     float **after = err_calloc((size_t)n->n, sizeof(float *)), **run_after = err_calloc((size_t)n->n, sizeof(float *));
     for (int L = 0; L < n->n; L++) {
-        after[L] = exec_param(x, BUF_PARAM, L, NULL);
-        run_after[L] = exec_param(x, BUF_RUNSTAT, L, NULL);
+        after[L] = exec_param_copy(x, BUF_PARAM, L, NULL);
+        run_after[L] = exec_param_copy(x, BUF_RUNSTAT, L, NULL);
     }
     const net_layer *in = &n->layers[0];
     hsize_t idims[4] = {(hsize_t)x->s->batch, (hsize_t)in->c, (hsize_t)in->h, (hsize_t)in->w}, ldims = (hsize_t)x->s->batch;
@@ -169,6 +171,7 @@ int weights_dump(const exec *x, const char *path, bool overwrite, const weights_
     H5_TRY(write_group(root, "after", n, after, run_after, e));
     rc = 0;
 cleanup:
+    for (int L = 0; L < n->n; L++) free(after[L]), free(run_after[L]);
     free(after);
     free(run_after);
     if (rc) {

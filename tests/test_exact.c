@@ -36,10 +36,9 @@ static void capture(exec *x, void *ctx)
     grads *c = ctx;
     for (int L = 0; L < x->n->n; L++) {
         int64_t k = 0;
-        float *g = exec_param(x, BUF_PGRAD, L, &k);
+        float *g = exec_param_copy(x, BUF_PGRAD, L, &k);
         if (!g) continue;
-        c->g[L] = malloc((size_t)k * sizeof(float));
-        memcpy(c->g[L], g, (size_t)k * sizeof(float));
+        c->g[L] = g;
         c->count[L] = k;
     }
 }

@@ -560,7 +560,25 @@ static void cpu_backward(const ops_call *c)
     kernels[c->l->kind].backward(c);
 }
 
-const ops_table ops_cpu = {.backend = "cpu", .forward = cpu_forward, .backward = cpu_backward};
+static void cpu_copy(void *dst, const void *src, int64_t bytes) { memcpy(dst, src, (size_t)bytes); }
+static void cpu_zero(void *p, int64_t bytes) { memset(p, 0, (size_t)bytes); }
+static void cpu_sync(void) {}
+
+static void cpu_copy2d(float *d, int64_t d_stride, const float *s, int64_t s_stride, int64_t planes, int64_t len, bool acc)
+{
+    for (int64_t i = 0; i < planes; i++) {
+        float *dp = d + i * d_stride;
+        const float *sp = s + i * s_stride;
+        if (acc)
+            for (int64_t j = 0; j < len; j++) dp[j] += sp[j];
+        else
+            memcpy(dp, sp, (size_t)len * sizeof(float));
+    }
+}
+
+const ops_table ops_cpu = {.backend = "cpu", .forward = cpu_forward, .backward = cpu_backward, .mem = &alloc_mem_host,
+                           .upload = cpu_copy, .download = cpu_copy, .zero = cpu_zero, .copy2d = cpu_copy2d,
+                           .sgd = ops_sgd_step, .adam = ops_adam_step, .sync = cpu_sync};
 
 /* --- optimizers ------------------------------------------------------------------------------- */
 
