@@ -86,8 +86,8 @@ static float *fptr(const exec *x, int b)
 static ops_call call_of(const exec *x, const sched_step *t)
 {
     const net_layer *l = &x->n->layers[t->layer];
-    ops_call c = {.l = l, .a = t->rows.a, .b = t->rows.b, .y = view(x, t->y), .dy = view(x, t->dy), .w = fptr(x, t->w),
-                  .ws = fptr(x, t->ws)};
+    ops_call c = {.l = l, .layer = t->layer, .a = t->rows.a, .b = t->rows.b, .y = view(x, t->y), .dy = view(x, t->dy), .w = fptr(x, t->w),
+                  .ws = fptr(x, t->ws), .ws_bytes = t->ws >= 0 ? x->s->bufs[t->ws].bytes : 0};
     for (int j = 0; j < l->n_in; j++) {
         c.in_h[j] = x->n->layers[l->in[j]].h;
         c.x[j] = view(x, t->x[j]);

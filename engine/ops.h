@@ -29,6 +29,7 @@ typedef enum { OPS_BN_TRAIN, OPS_BN_FROZEN } ops_bn;
 
 typedef struct {
     const net_layer *l;        /* kind and parameters (the tagged union of net.h); l->h is the full output height */
+    int layer;                 /* l's index in its net (per-layer records) */
     int in_h[NET_MAX_IN];      /* full heights of the inputs */
     int a, b;                  /* output rows [a, b) computed (forward) or back-propagated (backward) */
     ten x[NET_MAX_IN], y;      /* activations; y may alias x[0] (in-place relu) */
@@ -43,8 +44,9 @@ typedef struct {
     bool update_running;       /* bn train forward: update running statistics (not when recomputing) */
     const int64_t *labels;     /* loss: (n) class indices */
     float *probs;              /* loss: (n, classes) softmax output */
-    float *loss;               /* loss forward: mean cross-entropy written here */
+    float *loss;               /* loss forward: mean cross-entropy written here (host memory) */
     float *ws;                 /* workspace */
+    int64_t ws_bytes;          /* its size (what the backend's workspace model asked for) */
 } ops_call;
 
 /* A backend: its layer kernels, where its tensors live (mem), and the few things the executor

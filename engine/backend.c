@@ -1,0 +1,22 @@
+/* backend: ops_find, the one place that knows which backends this build has. */
+#include <string.h>
+
+#include "ops.h"
+#ifdef LRCNN_HAVE_CUDA
+#include "ops_cuda.h"
+#endif
+
+const ops_table *ops_find(const char *name, err *e)
+{
+    if (!strcmp(name, "cpu")) return &ops_cpu;
+    if (!strcmp(name, "cuda")) {
+#ifdef LRCNN_HAVE_CUDA
+        return ops_cuda_open(false, e);
+#else
+        err_set(e, "backend cuda: this build has no CUDA backend (nvcc was not found when it was configured)");
+        return NULL;
+#endif
+    }
+    err_set(e, "unknown backend '%s' (cpu, cuda)", name);
+    return NULL;
+}

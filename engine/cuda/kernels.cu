@@ -1,0 +1,385 @@
+// kernels: see kernels.h. One thread per output element (per image for the loss); the
+// arithmetic follows the CPU kernels in engine/cpu/ops_cpu.c line for line.
+#include <math.h>
+
+#include "kernels.h"
+
+static const int T = 256;
+
+static unsigned blocks(int64_t n) { return (unsigned)((n + T - 1) / T); }
+
+__device__ static float *at(kview v, int n, int c, int r) { return v.p + (((int64_t)n * v.c + c) * v.h + (r - v.row0)) * v.w; }
+
+// Element i of the rows [a, b) of a view shaped like v: image, channel, row, column.
+struct pos {
+    int n, c, r, col;
+};
+__device__ static pos decompose(int64_t i, int c, int a, int b, int w)
+{
+    pos p;
+    p.col = (int)(i % w), i /= w;
+    p.r = a + (int)(i % (b - a)), i /= (b - a);
+    p.c = (int)(i % c), p.n = (int)(i / c);
+    return p;
+}
+
+__global__ static void copy2d(float *d, int64_t ds, const float *s, int64_t ss, int64_t planes, int64_t len, bool acc)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= planes * len) return;
+    int64_t pl = i / len, j = i % len;
+    if (acc) d[pl * ds + j] += s[pl * ss + j];
+    else d[pl * ds + j] = s[pl * ss + j];
+}
+
+extern "C" void k_copy2d(cudaStream_t st, float *d, int64_t ds, const float *s, int64_t ss, int64_t planes, int64_t len, bool acc)
+{
+    if (planes * len) copy2d<<<blocks(planes * len), T, 0, st>>>(d, ds, s, ss, planes, len, acc);
+}
+
+__global__ static void sgd(float *p, const float *g, float *m, int64_t n, float lr, float mom)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    m[i] = mom * m[i] + g[i];
+    p[i] -= lr * m[i];
+}
+
+extern "C" void k_sgd(cudaStream_t st, float *p, const float *g, float *m, int64_t n, float lr, float mom)
+{
+    if (n) sgd<<<blocks(n), T, 0, st>>>(p, g, m, n, lr, mom);
+}
+
+__global__ static void adam(float *p, const float *g, float *m, float *v, int64_t n, float step, float bc2_sqrt, float eps,
+                            float omb1, float b2, float omb2)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    m[i] += omb1 * (g[i] - m[i]);
+    v[i] = b2 * v[i] + omb2 * g[i] * g[i];
+    p[i] -= step * m[i] / (sqrtf(v[i]) / bc2_sqrt + eps);
+}
+
+extern "C" void k_adam(cudaStream_t st, float *p, const float *g, float *m, float *v, int64_t n, float step, float bc2_sqrt,
+                       float eps, float omb1, float b2, float omb2)
+{
+    if (n) adam<<<blocks(n), T, 0, st>>>(p, g, m, v, n, step, bc2_sqrt, eps, omb1, b2, omb2);
+}
+
+__global__ static void bias(kview y, int a, int b, const float *bs)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)y.n * y.c * (b - a) * y.w) return;
+    pos q = decompose(i, y.c, a, b, y.w);
+    at(y, q.n, q.c, q.r)[q.col] += bs[q.c];
+}
+
+extern "C" void k_bias(cudaStream_t st, kview y, int a, int b, const float *bs)
+{
+    int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
+    if (n) bias<<<blocks(n), T, 0, st>>>(y, a, b, bs);
+}
+
+__global__ static void add_fwd(kview x0, kview x1, kview y, int a, int b)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)y.n * y.c * (b - a) * y.w) return;
+    pos q = decompose(i, y.c, a, b, y.w);
+    at(y, q.n, q.c, q.r)[q.col] = at(x0, q.n, q.c, q.r)[q.col] + at(x1, q.n, q.c, q.r)[q.col];
+}
+
+extern "C" void k_add_fwd(cudaStream_t st, kview x0, kview x1, kview y, int a, int b)
+{
+    int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
+    if (n) add_fwd<<<blocks(n), T, 0, st>>>(x0, x1, y, a, b);
+}
+
+__global__ static void acc_rows(kview dx, kview dy, int a, int b, float scale)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)dy.n * dy.c * (b - a) * dy.w) return;
+    pos q = decompose(i, dy.c, a, b, dy.w);
+    float g = at(dy, q.n, q.c, q.r)[q.col];
+    at(dx, q.n, q.c, q.r)[q.col] += scale == 1.0f ? g : g + g; // scale 2: an add of a tensor with itself
+}
+
+extern "C" void k_acc_rows(cudaStream_t st, kview dx, kview dy, int a, int b, float scale)
+{
+    int64_t n = (int64_t)dy.n * dy.c * (b - a) * dy.w;
+    if (n) acc_rows<<<blocks(n), T, 0, st>>>(dx, dy, a, b, scale);
+}
+
+__global__ static void maxpool_fwd(kview x, kview y, int64_t *am, kwin w, int in_h, int a, int b)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)y.n * y.c * (b - a) * y.w) return;
+    pos q = decompose(i, y.c, a, b, y.w);
+    float best = -INFINITY;
+    int64_t arg = -1;
+    for (int ki = 0; ki < w.k; ki++) {
+        int ih = q.r * w.s - w.p + w.d * ki;
+        if (ih < 0 || ih >= in_h) continue;
+        const float *xr = at(x, q.n, q.c, ih);
+        for (int kj = 0; kj < w.k; kj++) {
+            int iw = q.col * w.s - w.p + w.d * kj;
+            if (iw < 0 || iw >= x.w) continue;
+            float v = xr[iw];
+            if (arg < 0 || v > best || isnan(v)) best = v, arg = (int64_t)ih * x.w + iw;
+        }
+    }
+    at(y, q.n, q.c, q.r)[q.col] = best;
+    if (am) am[i] = arg; // (N, C, b - a, W_out), the CPU's layout
+}
+
+extern "C" void k_maxpool_fwd(cudaStream_t st, kview x, kview y, int64_t *argmax, kwin w, int in_h, int a, int b)
+{
+    int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
+    if (n) maxpool_fwd<<<blocks(n), T, 0, st>>>(x, y, argmax, w, in_h, a, b);
+}
+
+// Output rows/columns whose window tap lands on input index i: o = (i + p - d * t) / s.
+__device__ static bool tap(int i, int t, kwin w, int *o)
+{
+    int num = i + w.p - w.d * t;
+    if (num < 0 || num % w.s) return false;
+    *o = num / w.s;
+    return true;
+}
+
+// dx element gathers dy over the outputs in rows [a, b) whose argmax is it (fixed order).
+__global__ static void maxpool_bwd(kview dx, kview dy, const int64_t *am, kwin w, int in_h, int a, int b, int lo, int hi)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)dx.n * dx.c * (hi - lo) * dx.w) return;
+    pos q = decompose(i, dx.c, lo, hi, dx.w);
+    int64_t me = (int64_t)q.r * dx.w + q.col;
+    float s = 0.0f;
+    for (int ti = 0; ti < w.k; ti++) {
+        int o;
+        if (!tap(q.r, ti, w, &o) || o < a || o >= b) continue;
+        for (int tj = 0; tj < w.k; tj++) {
+            int oc;
+            if (!tap(q.col, tj, w, &oc) || oc >= dy.w) continue;
+            int64_t k = (((int64_t)q.n * dy.c + q.c) * (b - a) + (o - a)) * dy.w + oc;
+            if (am[k] == me) s += at(dy, q.n, q.c, o)[oc];
+        }
+    }
+    at(dx, q.n, q.c, q.r)[q.col] += s;
+}
+
+static void rows_in(kwin w, int in_h, int a, int b, int *lo, int *hi)
+{
+    *lo = a * w.s - w.p, *hi = (b - 1) * w.s - w.p + w.d * (w.k - 1) + 1;
+    if (*lo < 0) *lo = 0;
+    if (*hi > in_h) *hi = in_h;
+}
+
+extern "C" void k_maxpool_bwd(cudaStream_t st, kview dx, kview dy, const int64_t *argmax, kwin w, int in_h, int a, int b)
+{
+    int lo, hi;
+    rows_in(w, in_h, a, b, &lo, &hi);
+    int64_t n = (int64_t)dx.n * dx.c * (hi - lo) * dx.w;
+    if (n > 0) maxpool_bwd<<<blocks(n), T, 0, st>>>(dx, dy, argmax, w, in_h, a, b, lo, hi);
+}
+
+__global__ static void avgpool_fwd(kview x, kview y, kwin w, int in_h, int a, int b)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)y.n * y.c * (b - a) * y.w) return;
+    pos q = decompose(i, y.c, a, b, y.w);
+    float s = 0.0f;
+    for (int ki = 0; ki < w.k; ki++) {
+        int ih = q.r * w.s - w.p + w.d * ki;
+        if (ih < 0 || ih >= in_h) continue;
+        const float *xr = at(x, q.n, q.c, ih);
+        for (int kj = 0; kj < w.k; kj++) {
+            int iw = q.col * w.s - w.p + w.d * kj;
+            if (iw >= 0 && iw < x.w) s += xr[iw];
+        }
+    }
+    at(y, q.n, q.c, q.r)[q.col] = s * (1.0f / (float)(w.k * w.k));
+}
+
+extern "C" void k_avgpool_fwd(cudaStream_t st, kview x, kview y, kwin w, int in_h, int a, int b)
+{
+    int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
+    if (n) avgpool_fwd<<<blocks(n), T, 0, st>>>(x, y, w, in_h, a, b);
+}
+
+__global__ static void avgpool_bwd(kview dx, kview dy, kwin w, int in_h, int a, int b, int lo, int hi)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)dx.n * dx.c * (hi - lo) * dx.w) return;
+    pos q = decompose(i, dx.c, lo, hi, dx.w);
+    float s = 0.0f, inv = 1.0f / (float)(w.k * w.k);
+    for (int ti = 0; ti < w.k; ti++) {
+        int o;
+        if (!tap(q.r, ti, w, &o) || o < a || o >= b) continue;
+        for (int tj = 0; tj < w.k; tj++) {
+            int oc;
+            if (tap(q.col, tj, w, &oc) && oc < dy.w) s += at(dy, q.n, q.c, o)[oc] * inv;
+        }
+    }
+    at(dx, q.n, q.c, q.r)[q.col] += s;
+}
+
+extern "C" void k_avgpool_bwd(cudaStream_t st, kview dx, kview dy, kwin w, int in_h, int a, int b)
+{
+    int lo, hi;
+    rows_in(w, in_h, a, b, &lo, &hi);
+    int64_t n = (int64_t)dx.n * dx.c * (hi - lo) * dx.w;
+    if (n > 0) avgpool_bwd<<<blocks(n), T, 0, st>>>(dx, dy, w, in_h, a, b, lo, hi);
+}
+
+__device__ static void apool_window(int i, int in, int o, int *s, int *e)
+{
+    *s = (int)(((int64_t)i * in) / o);
+    *e = (int)(((int64_t)(i + 1) * in + o - 1) / o);
+}
+
+__global__ static void apool_fwd(kview x, kview y, int o)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)y.n * y.c * o * o) return;
+    pos q = decompose(i, y.c, 0, o, o);
+    int h0, h1, w0, w1;
+    apool_window(q.r, x.h, o, &h0, &h1);
+    apool_window(q.col, x.w, o, &w0, &w1);
+    double s = 0.0;
+    for (int ih = h0; ih < h1; ih++)
+        for (int iw = w0; iw < w1; iw++) s += at(x, q.n, q.c, ih)[iw];
+    at(y, q.n, q.c, q.r)[q.col] = (float)(s / (double)((h1 - h0) * (w1 - w0)));
+}
+
+extern "C" void k_apool_fwd(cudaStream_t st, kview x, kview y, int o)
+{
+    int64_t n = (int64_t)y.n * y.c * o * o;
+    if (n) apool_fwd<<<blocks(n), T, 0, st>>>(x, y, o);
+}
+
+__global__ static void apool_bwd(kview dx, kview dy, int o)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)dx.n * dx.c * dx.h * dx.w) return;
+    pos q = decompose(i, dx.c, 0, dx.h, dx.w);
+    float s = 0.0f;
+    for (int oi = 0; oi < o; oi++) {
+        int h0, h1;
+        apool_window(oi, dx.h, o, &h0, &h1);
+        if (q.r < h0 || q.r >= h1) continue;
+        for (int oj = 0; oj < o; oj++) {
+            int w0, w1;
+            apool_window(oj, dx.w, o, &w0, &w1);
+            if (q.col >= w0 && q.col < w1) s += at(dy, q.n, q.c, oi)[oj] / (float)((h1 - h0) * (w1 - w0));
+        }
+    }
+    at(dx, q.n, q.c, q.r)[q.col] += s;
+}
+
+extern "C" void k_apool_bwd(cudaStream_t st, kview dx, kview dy, int o)
+{
+    int64_t n = (int64_t)dx.n * dx.c * dx.h * dx.w;
+    if (n) apool_bwd<<<blocks(n), T, 0, st>>>(dx, dy, o);
+}
+
+// One block per channel: sums in double over the block, then dx and the parameter gradients.
+__global__ static void bn_frozen_bwd(kview x, kview dx, kview dy, int a, int b, const float *gamma, const float *stats, float *dw)
+{
+    __shared__ double s1[T], s2[T];
+    int ch = blockIdx.x, C = dy.c;
+    int64_t len = (int64_t)(b - a) * dy.w, M = (int64_t)dy.n * len;
+    float mean = stats[ch], invstd = stats[C + ch], k = gamma[ch] * invstd;
+    double l1 = 0.0, l2 = 0.0;
+    for (int64_t i = threadIdx.x; i < M; i += blockDim.x) {
+        int n = (int)(i / len), r = a + (int)((i % len) / dy.w), col = (int)(i % dy.w);
+        float g = at(dy, n, ch, r)[col];
+        if (dw) l1 += g, l2 += g * ((at(x, n, ch, r)[col] - mean) * invstd);
+        if (dx.p) at(dx, n, ch, r)[col] += k * g;
+    }
+    if (!dw) return;
+    s1[threadIdx.x] = l1, s2[threadIdx.x] = l2;
+    __syncthreads();
+    for (int h = blockDim.x / 2; h > 0; h /= 2) {
+        if (threadIdx.x < h) s1[threadIdx.x] += s1[threadIdx.x + h], s2[threadIdx.x] += s2[threadIdx.x + h];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) dw[ch] += (float)s2[0], dw[C + ch] += (float)s1[0];
+}
+
+extern "C" void k_bn_frozen_bwd(cudaStream_t st, kview x, kview dx, kview dy, int a, int b, const float *gamma, const float *stats,
+                                float *dw)
+{
+    bn_frozen_bwd<<<dy.c, T, 0, st>>>(x, dx, dy, a, b, gamma, stats, dw);
+}
+
+// One thread per image (K is at most a few thousand classes); then thread 0 of a second kernel
+// averages, in image order.
+__global__ static void loss_fwd(kview x, const int64_t *labels, float *probs, double *per_image)
+{
+    int n = blockIdx.x * blockDim.x + threadIdx.x;
+    if (n >= x.n) return;
+    int64_t K = (int64_t)x.c * x.h * x.w;
+    const float *z = x.p + n * K;
+    float *p = probs + n * K, zmax = z[0];
+    for (int64_t k = 1; k < K; k++) zmax = z[k] > zmax ? z[k] : zmax;
+    double s = 0.0;
+    for (int64_t k = 0; k < K; k++) s += exp((double)z[k] - zmax);
+    for (int64_t k = 0; k < K; k++) p[k] = (float)(exp((double)z[k] - zmax) / s);
+    per_image[n] = log(s) + zmax - z[labels[n]];
+}
+
+__global__ static void loss_mean(const double *per_image, int n, float *loss)
+{
+    double t = 0.0;
+    for (int i = 0; i < n; i++) t += per_image[i];
+    *loss = (float)(t / n);
+}
+
+extern "C" void k_loss_fwd(cudaStream_t st, kview x, const int64_t *labels, float *probs, float *loss_dev, double *scratch)
+{
+    loss_fwd<<<blocks(x.n), T, 0, st>>>(x, labels, probs, scratch);
+    loss_mean<<<1, 1, 0, st>>>(scratch, x.n, loss_dev);
+}
+
+__global__ static void loss_bwd(kview dx, const float *probs, const int64_t *labels, const float *dy)
+{
+    int64_t K = (int64_t)dx.c * dx.h * dx.w, i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= dx.n * K) return;
+    int n = (int)(i / K);
+    int64_t k = i % K;
+    float g = (dy ? dy[0] : 1.0f) / (float)dx.n;
+    dx.p[i] += (probs[i] - (k == labels[n] ? 1.0f : 0.0f)) * g;
+}
+
+extern "C" void k_loss_bwd(cudaStream_t st, kview dx, const float *probs, const int64_t *labels, const float *dy)
+{
+    int64_t n = (int64_t)dx.n * dx.c * dx.h * dx.w;
+    if (n) loss_bwd<<<blocks(n), T, 0, st>>>(dx, probs, labels, dy);
+}
+
+__global__ static void bn_frozen_stats(const float *running, float *stats, int c, float eps)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= c) return;
+    stats[i] = running[i];
+    stats[c + i] = 1.0f / sqrtf(running[c + i] + eps);
+}
+
+extern "C" void k_bn_frozen_stats(cudaStream_t st, const float *running, float *stats, int c, float eps)
+{
+    bn_frozen_stats<<<blocks(c), T, 0, st>>>(running, stats, c, eps);
+}
+
+__global__ static void fc_bias_grad(const float *dy, int n, int out, float *db)
+{
+    int o = blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= out) return;
+    float s = 0.0f;
+    for (int i = 0; i < n; i++) s += dy[(int64_t)i * out + o];
+    db[o] += s;
+}
+
+extern "C" void k_fc_bias_grad(cudaStream_t st, const float *dy, int n, int out, float *db)
+{
+    fc_bias_grad<<<blocks(out), T, 0, st>>>(dy, n, out, db);
+}

@@ -1,0 +1,56 @@
+/* kernels: the CUDA backend's own kernels — what cuDNN and cuBLAS do not do in our contract (band
+ * views with row offsets, argmax kept for max-pool backward, bit-compatible optimizers). All are
+ * launched on the given stream and never allocate. Gathers rather than scatters wherever windows
+ * overlap (pool backward), so results do not depend on thread timing. */
+#ifndef LRCNN_CUDA_KERNELS_H
+#define LRCNN_CUDA_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cuda_runtime.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A band view (ops.h's ten): rows [row0, row0 + h) of maps with n images and c channels. */
+typedef struct {
+    float *p;
+    int n, c, h, w, row0;
+} kview;
+
+typedef struct { int k, s, p, d; } kwin;
+
+void k_copy2d(cudaStream_t st, float *d, int64_t ds, const float *s, int64_t ss, int64_t planes, int64_t len, bool acc);
+void k_sgd(cudaStream_t st, float *p, const float *g, float *m, int64_t n, float lr, float mom);
+void k_adam(cudaStream_t st, float *p, const float *g, float *m, float *v, int64_t n, float step, float bc2_sqrt, float eps,
+            float omb1, float b2, float omb2);
+/* y rows [a, b) (+)= bias per channel */
+void k_bias(cudaStream_t st, kview y, int a, int b, const float *bias);
+void k_add_fwd(cudaStream_t st, kview x0, kview x1, kview y, int a, int b);
+/* dx rows [a, b) += scale * dy */
+void k_acc_rows(cudaStream_t st, kview dx, kview dy, int a, int b, float scale);
+void k_maxpool_fwd(cudaStream_t st, kview x, kview y, int64_t *argmax, kwin w, int in_h, int a, int b);
+void k_maxpool_bwd(cudaStream_t st, kview dx, kview dy, const int64_t *argmax, kwin w, int in_h, int a, int b);
+void k_avgpool_fwd(cudaStream_t st, kview x, kview y, kwin w, int in_h, int a, int b);
+void k_avgpool_bwd(cudaStream_t st, kview dx, kview dy, kwin w, int in_h, int a, int b);
+void k_apool_fwd(cudaStream_t st, kview x, kview y, int o);
+void k_apool_bwd(cudaStream_t st, kview dx, kview dy, int o);
+/* frozen batch norm backward: dx += gamma * invstd * dy; dgamma/dbeta += sums (dw may be NULL) */
+void k_bn_frozen_bwd(cudaStream_t st, kview x, kview dx, kview dy, int a, int b, const float *gamma, const float *stats,
+                     float *dw);
+/* frozen batch norm forward's statistics: stats = running mean, 1 / sqrt(running var + eps) */
+void k_bn_frozen_stats(cudaStream_t st, const float *running, float *stats, int c, float eps);
+/* fully connected bias gradient: db[o] += sum over n of dy[n * out + o], in image order */
+void k_fc_bias_grad(cudaStream_t st, const float *dy, int n, int out, float *db);
+/* softmax + cross-entropy over K = c*h*w logits per image; loss_dev receives the batch mean,
+ * scratch (n doubles) each image's loss */
+void k_loss_fwd(cudaStream_t st, kview x, const int64_t *labels, float *probs, float *loss_dev, double *scratch);
+void k_loss_bwd(cudaStream_t st, kview dx, const float *probs, const int64_t *labels, const float *dy);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

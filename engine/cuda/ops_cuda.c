@@ -1,0 +1,601 @@
+/* ops_cuda: see ops_cuda.h. Every call is enqueued on one compute stream; copies for offload run
+ * on a second stream. A CUDA, cuDNN or cuBLAS error inside a step is fatal (message, exit 1): the
+ * executor has no way to resume half an iteration. */
+#include "ops_cuda.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include "conv_split.h"
+#include "cuprof.h"
+#include "kernels.h"
+
+static struct {
+    bool open, profile;
+    cudaStream_t compute, copy;
+    cudnnHandle_t dnn;
+    cublasHandle_t blas;
+    float *loss_dev;            /* the loss, on the device */
+    double *loss_scratch;       /* per-image losses */
+    int loss_cap;
+    void **host_free;           /* pinned blocks to free at the next sync (a copy may still read them) */
+    int n_host_free, cap_host_free;
+    bool deterministic;
+    int64_t ws_limit;
+    ops_cuda_algo *algo;
+    int n_algo;
+} g;
+
+static void fatal(const char *what, const char *msg, const char *file, int line)
+{
+    fprintf(stderr, "lrcnn: %s failed at %s:%d: %s\n", what, file, line, msg);
+    exit(1);
+}
+
+#define CU(x) do { cudaError_t r_ = (x); if (r_ != cudaSuccess) fatal(#x, cudaGetErrorString(r_), __FILE__, __LINE__); } while (0)
+#define DNN(x) do { cudnnStatus_t r_ = (x); if (r_ != CUDNN_STATUS_SUCCESS) fatal(#x, cudnnGetErrorString(r_), __FILE__, __LINE__); } while (0)
+#define BLAS(x) do { cublasStatus_t r_ = (x); if (r_ != CUBLAS_STATUS_SUCCESS) fatal(#x, cublasGetStatusString(r_), __FILE__, __LINE__); } while (0)
+
+static const float one = 1.0f, zero = 0.0f;
+
+/* --- memory ----------------------------------------------------------------------------------- */
+
+static void *cu_get(int64_t bytes, bool host, bool z)
+{
+    void *p = NULL;
+    size_t n = (size_t)(bytes > 0 ? bytes : 1);
+    if (host) {
+        if (cudaMallocHost(&p, n) != cudaSuccess) return NULL;
+        if (z) memset(p, 0, n);
+        return p;
+    }
+    if (cudaMallocAsync(&p, n, g.compute) != cudaSuccess) return NULL;
+    if (z) CU(cudaMemsetAsync(p, 0, n, g.compute));
+    return p;
+}
+
+static void defer_host_free(void *p)
+{
+    if (g.n_host_free == g.cap_host_free)
+        g.host_free = err_realloc(g.host_free, (size_t)(g.cap_host_free = g.cap_host_free * 2 + 16) * sizeof(void *));
+    g.host_free[g.n_host_free++] = p;
+}
+
+static void cu_put(void *p, bool host)
+{
+    if (host) defer_host_free(p);
+    else CU(cudaFreeAsync(p, g.compute));
+}
+
+/* Offload: the copy stream waits for the compute work so far, copies, and frees the device block
+ * in stream order. Prefetch: the copy stream allocates and copies; the compute stream waits on an
+ * event before any later kernel. The host side of a move is freed at the next sync. */
+static void *cu_move(void *p, int64_t bytes, bool to_host)
+{
+    size_t n = (size_t)(bytes > 0 ? bytes : 1);
+    cudaEvent_t ev;
+    CU(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    void *q = NULL;
+    if (to_host) {
+        if (cudaMallocHost(&q, n) != cudaSuccess) return NULL;
+        CU(cudaEventRecord(ev, g.compute));
+        CU(cudaStreamWaitEvent(g.copy, ev, 0));
+        CU(cudaMemcpyAsync(q, p, n, cudaMemcpyDeviceToHost, g.copy));
+        CU(cudaFreeAsync(p, g.copy));
+    } else {
+        if (cudaMallocAsync(&q, n, g.copy) != cudaSuccess) return NULL;
+        CU(cudaMemcpyAsync(q, p, n, cudaMemcpyHostToDevice, g.copy));
+        CU(cudaEventRecord(ev, g.copy));
+        CU(cudaStreamWaitEvent(g.compute, ev, 0));
+        defer_host_free(p);
+    }
+    CU(cudaEventDestroy(ev)); /* released once the work it marks completes */
+    return q;
+}
+
+static const alloc_mem cuda_mem = {.name = "device", .get = cu_get, .put = cu_put, .move = cu_move};
+
+static void cu_upload(void *dst, const void *host, int64_t bytes)
+{
+    CU(cudaMemcpyAsync(dst, host, (size_t)bytes, cudaMemcpyHostToDevice, g.compute));
+    CU(cudaStreamSynchronize(g.compute)); /* host may be reused at once */
+}
+
+static void cu_download(void *host, const void *src, int64_t bytes)
+{
+    CU(cudaMemcpyAsync(host, src, (size_t)bytes, cudaMemcpyDeviceToHost, g.compute));
+    CU(cudaStreamSynchronize(g.compute));
+}
+
+static void cu_zero(void *p, int64_t bytes) { CU(cudaMemsetAsync(p, 0, (size_t)bytes, g.compute)); }
+
+static void cu_copy2d(float *d, int64_t ds, const float *s, int64_t ss, int64_t planes, int64_t len, bool acc)
+{
+    k_copy2d(g.compute, d, ds, s, ss, planes, len, acc);
+}
+
+static void cu_sgd(float *p, const float *gr, float *state, int64_t n, double lr, double momentum)
+{
+    k_sgd(g.compute, p, gr, state, n, (float)lr, (float)momentum);
+}
+
+/* The CPU's arithmetic (ops_adam_step): constants formed in double, then rounded. */
+static void cu_adam(float *p, const float *gr, float *state, int64_t n, double lr, double beta1, double beta2, double eps, int t)
+{
+    double bc1 = 1.0 - pow(beta1, t), bc2 = 1.0 - pow(beta2, t);
+    k_adam(g.compute, p, gr, state, state + n, n, (float)(lr / bc1), (float)sqrt(bc2), (float)eps, (float)(1.0 - beta1), (float)beta2,
+           (float)(1.0 - beta2));
+}
+
+static void cu_sync(void)
+{
+    CU(cudaDeviceSynchronize());
+    for (int i = 0; i < g.n_host_free; i++) CU(cudaFreeHost(g.host_free[i]));
+    g.n_host_free = 0;
+}
+
+static void cu_tag(int tag)
+{
+    if (!g.profile) return;
+    if (tag >= 0) cuprof_tag((uint64_t)tag);
+    else cuprof_untag();
+}
+
+/* --- descriptors -------------------------------------------------------------------------------- */
+
+static kview kv(const ten *t) { return (kview){t->p, t->n, t->c, t->h, t->w, t->row0}; }
+
+static float *row_ptr(const ten *t, int row) { return t->p + (int64_t)(row - t->row0) * t->w; }
+
+/* Rows [r0, r1) of a view, all images and channels: a strided window, no copy. */
+static cudnnTensorDescriptor_t rows_desc(const ten *t, int r0, int r1)
+{
+    cudnnTensorDescriptor_t d;
+    DNN(cudnnCreateTensorDescriptor(&d));
+    DNN(cudnnSetTensor4dDescriptorEx(d, CUDNN_DATA_FLOAT, t->n, t->c, r1 - r0, t->w, t->c * t->h * t->w, t->h * t->w, t->w, 1));
+    return d;
+}
+
+static cudnnTensorDescriptor_t packed_desc(int n, int c, int h, int w)
+{
+    cudnnTensorDescriptor_t d;
+    DNN(cudnnCreateTensorDescriptor(&d));
+    DNN(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+    return d;
+}
+
+/* Zeroes rows [r0, r1) of every plane of a view. */
+static void zero_rows(const ten *t, int r0, int r1)
+{
+    if (r1 <= r0) return;
+    CU(cudaMemset2DAsync(row_ptr(t, r0), (size_t)t->h * t->w * sizeof(float), 0, (size_t)(r1 - r0) * t->w * sizeof(float),
+                         (size_t)t->n * t->c, g.compute));
+}
+
+/* Before a backward writes dx[j] (ops.h): the whole view is zeroed unless accumulating; kernels
+ * then always add. */
+static void dx_begin(const ops_call *c, int j)
+{
+    const ten *dx = &c->dx[j];
+    if (dx->p && !c->dx_acc[j]) zero_rows(dx, dx->row0, dx->row0 + dx->h);
+}
+
+/* --- convolution -------------------------------------------------------------------------------- */
+
+typedef enum { CONV_FWD, CONV_BWD_DATA, CONV_BWD_FILTER } conv_dir;
+
+typedef struct {
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+} conv_descs;
+
+static void conv_descs_make(conv_descs *d, const net_layer *l, int c_in, int pad, cudnnTensorDescriptor_t x, cudnnTensorDescriptor_t y)
+{
+    net_window w = l->u.conv.win;
+    d->x = x, d->y = y;
+    DNN(cudnnCreateFilterDescriptor(&d->w));
+    DNN(cudnnSetFilter4dDescriptor(d->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, l->u.conv.c_out, c_in, w.k, w.k));
+    DNN(cudnnCreateConvolutionDescriptor(&d->conv));
+    DNN(cudnnSetConvolution2dDescriptor(d->conv, pad, w.p, w.s, w.s, w.d, w.d, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    DNN(cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH));
+}
+
+static void conv_descs_free(conv_descs *d)
+{
+    cudnnDestroyTensorDescriptor(d->x);
+    cudnnDestroyTensorDescriptor(d->y);
+    cudnnDestroyFilterDescriptor(d->w);
+    cudnnDestroyConvolutionDescriptor(d->conv);
+}
+
+/* The policy: cuDNN's heuristic ranking, first usable algorithm within `limit` bytes (and
+ * deterministic when asked). Returns the algorithm, its workspace in *ws. */
+static int conv_algo(const conv_descs *d, conv_dir dir, int64_t limit, int64_t *ws)
+{
+    enum { MAX = 16 };
+    int n = 0;
+    if (dir == CONV_FWD) {
+        cudnnConvolutionFwdAlgoPerf_t p[MAX];
+        DNN(cudnnGetConvolutionForwardAlgorithm_v7(g.dnn, d->x, d->w, d->conv, d->y, MAX, &n, p));
+        for (int i = 0; i < n; i++)
+            if (p[i].status == CUDNN_STATUS_SUCCESS && (int64_t)p[i].memory <= limit &&
+                (!g.deterministic || p[i].determinism == CUDNN_DETERMINISTIC))
+                return *ws = (int64_t)p[i].memory, (int)p[i].algo;
+    } else if (dir == CONV_BWD_DATA) {
+        cudnnConvolutionBwdDataAlgoPerf_t p[MAX];
+        DNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(g.dnn, d->w, d->y, d->conv, d->x, MAX, &n, p));
+        for (int i = 0; i < n; i++)
+            if (p[i].status == CUDNN_STATUS_SUCCESS && (int64_t)p[i].memory <= limit &&
+                (!g.deterministic || p[i].determinism == CUDNN_DETERMINISTIC))
+                return *ws = (int64_t)p[i].memory, (int)p[i].algo;
+    } else {
+        cudnnConvolutionBwdFilterAlgoPerf_t p[MAX];
+        DNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(g.dnn, d->x, d->y, d->conv, d->w, MAX, &n, p));
+        for (int i = 0; i < n; i++)
+            if (p[i].status == CUDNN_STATUS_SUCCESS && (int64_t)p[i].memory <= limit &&
+                (!g.deterministic || p[i].determinism == CUDNN_DETERMINISTIC))
+                return *ws = (int64_t)p[i].memory, (int)p[i].algo;
+    }
+    fatal("choosing a cuDNN convolution algorithm", "none fits the workspace", __FILE__, __LINE__);
+    return -1;
+}
+
+static int64_t stage_bytes(const net_layer *l, int n, int rows)
+{
+    return (int64_t)n * l->u.conv.c_out * conv_split_stage_rows(l->u.conv.win, rows) * l->w * (int64_t)sizeof(float);
+}
+
+static void record(int L, conv_dir dir, int algo, int64_t ws)
+{
+    if (L >= g.n_algo) {
+        g.algo = err_realloc(g.algo, (size_t)(L + 1) * sizeof *g.algo);
+        for (int i = g.n_algo; i <= L; i++) g.algo[i] = (ops_cuda_algo){-1, -1, -1, 0, 0, 0};
+        g.n_algo = L + 1;
+    }
+    ops_cuda_algo *a = &g.algo[L];
+    if (dir == CONV_FWD) a->fwd = algo, a->fwd_ws = ws;
+    else if (dir == CONV_BWD_DATA) a->bwd_data = algo, a->bwd_data_ws = ws;
+    else a->bwd_filter = algo, a->bwd_filter_ws = ws;
+}
+
+static void conv_forward(const ops_call *c)
+{
+    const net_layer *l = c->l;
+    const ten *x = &c->x[0], *y = &c->y;
+    conv_piece pc[3];
+    int np = conv_split(l->u.conv.win, c->in_h[0], c->a, c->b, pc);
+    int64_t stage = stage_bytes(l, y->n, c->b - c->a), avail = c->ws_bytes - stage;
+    float *stage_p = (float *)((char *)c->ws + (avail > 0 ? avail : 0));
+    for (int i = 0; i < np; i++) {
+        const conv_piece *q = &pc[i];
+        if (q->v0 >= q->v1) { zero_rows(y, q->a, q->b); continue; }
+        bool direct = conv_piece_direct(q);
+        conv_descs d;
+        conv_descs_make(&d, l, x->c, q->pad, rows_desc(x, q->v0, q->v1),
+                        direct ? rows_desc(y, q->a, q->b) : packed_desc(y->n, y->c, q->out, y->w));
+        int64_t ws = 0;
+        int algo = conv_algo(&d, CONV_FWD, avail, &ws);
+        record(c->layer, CONV_FWD, algo, ws);
+        DNN(cudnnConvolutionForward(g.dnn, &one, d.x, row_ptr(x, q->v0), d.w, c->w, d.conv, (cudnnConvolutionFwdAlgo_t)algo, c->ws,
+                                    (size_t)ws, &zero, d.y, direct ? row_ptr(y, q->a) : stage_p));
+        if (!direct) /* rows [a, b) of the staged output into y */
+            k_copy2d(g.compute, row_ptr(y, q->a), (int64_t)y->h * y->w, stage_p + (int64_t)(q->a - q->o0) * y->w,
+                     (int64_t)q->out * y->w, (int64_t)y->n * y->c, (int64_t)(q->b - q->a) * y->w, false);
+        conv_descs_free(&d);
+    }
+    if (l->u.conv.bias) k_bias(g.compute, kv(y), c->a, c->b, c->w + (int64_t)l->u.conv.c_out * x->c * l->u.conv.win.k * l->u.conv.win.k);
+}
+
+static void conv_backward(const ops_call *c)
+{
+    const net_layer *l = c->l;
+    const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy;
+    int c_in = dx->p ? dx->c : x->c;
+    int64_t wcount = (int64_t)l->u.conv.c_out * c_in * l->u.conv.win.k * l->u.conv.win.k;
+    conv_piece pc[3];
+    int np = conv_split(l->u.conv.win, c->in_h[0], c->a, c->b, pc);
+    int64_t stage = stage_bytes(l, dy->n, c->b - c->a), avail = c->ws_bytes - stage;
+    float *stage_p = (float *)((char *)c->ws + (avail > 0 ? avail : 0));
+    if (c->dw && l->u.conv.bias) {
+        cudnnTensorDescriptor_t dyd = rows_desc(dy, c->a, c->b), bd = packed_desc(1, l->u.conv.c_out, 1, 1);
+        DNN(cudnnConvolutionBackwardBias(g.dnn, &one, dyd, row_ptr(dy, c->a), &one, bd, c->dw + wcount));
+        cudnnDestroyTensorDescriptor(dyd), cudnnDestroyTensorDescriptor(bd);
+    }
+    dx_begin(c, 0);
+    for (int i = 0; i < np; i++) {
+        const conv_piece *q = &pc[i];
+        if (q->v0 >= q->v1) continue; /* reads only padding: no weight or input gradient */
+        bool direct = conv_piece_direct(q);
+        const float *dyp = row_ptr(dy, q->a);
+        if (!direct) { /* dy rows at their place among the `out` rows cuDNN computes, zeros elsewhere */
+            CU(cudaMemsetAsync(stage_p, 0, (size_t)dy->n * dy->c * q->out * dy->w * sizeof(float), g.compute));
+            k_copy2d(g.compute, stage_p + (int64_t)(q->a - q->o0) * dy->w, (int64_t)q->out * dy->w, dyp, (int64_t)dy->h * dy->w,
+                     (int64_t)dy->n * dy->c, (int64_t)(q->b - q->a) * dy->w, false);
+            dyp = stage_p;
+        }
+        const ten *xs = dx->p ? dx : x; /* either gives the input's geometry */
+        conv_descs d;
+        conv_descs_make(&d, l, c_in, q->pad, rows_desc(xs, q->v0, q->v1),
+                        direct ? rows_desc(dy, q->a, q->b) : packed_desc(dy->n, dy->c, q->out, dy->w));
+        int64_t ws = 0;
+        if (c->dw) {
+            int algo = conv_algo(&d, CONV_BWD_FILTER, avail, &ws);
+            record(c->layer, CONV_BWD_FILTER, algo, ws);
+            DNN(cudnnConvolutionBackwardFilter(g.dnn, &one, d.x, row_ptr(x, q->v0), d.y, dyp, d.conv,
+                                               (cudnnConvolutionBwdFilterAlgo_t)algo, c->ws, (size_t)ws, &one, d.w, c->dw));
+        }
+        if (dx->p) {
+            int algo = conv_algo(&d, CONV_BWD_DATA, avail, &ws);
+            record(c->layer, CONV_BWD_DATA, algo, ws);
+            DNN(cudnnConvolutionBackwardData(g.dnn, &one, d.w, c->w, d.y, dyp, d.conv, (cudnnConvolutionBwdDataAlgo_t)algo, c->ws,
+                                             (size_t)ws, &one, d.x, row_ptr(dx, q->v0)));
+        }
+        conv_descs_free(&d);
+    }
+}
+
+/* The workspace model: the algorithm the policy picks for a band of `rows` rows (the unpadded
+ * middle piece's shape, padding p) within LRCNN_CUDNN_WS_MB, plus the staging buffer. */
+static int64_t ws_bytes(const sched_ws_model *m, const net *n, int L, int rows, int batch, bool backward)
+{
+    (void)m;
+    const net_layer *l = &n->layers[L];
+    if (l->kind != NET_CONV) return 0;
+    const net_layer *in = &n->layers[l->in[0]];
+    net_window w = l->u.conv.win;
+    int in_rows = (rows - 1) * w.s + w.d * (w.k - 1) + 1 - 2 * w.p;
+    if (in_rows < 1) in_rows = 1;
+    if (in_rows > in->h) in_rows = in->h;
+    conv_descs d;
+    conv_descs_make(&d, l, in->c, w.p, packed_desc(batch, in->c, in_rows, in->w), NULL);
+    int oh, ow, on, oc;
+    DNN(cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.w, &on, &oc, &oh, &ow));
+    d.y = packed_desc(on, oc, oh, ow);
+    int64_t a = 0, b = 0;
+    if (backward) {
+        conv_algo(&d, CONV_BWD_DATA, g.ws_limit, &a);
+        conv_algo(&d, CONV_BWD_FILTER, g.ws_limit, &b);
+    } else {
+        conv_algo(&d, CONV_FWD, g.ws_limit, &a);
+    }
+    conv_descs_free(&d);
+    return (a > b ? a : b) + stage_bytes(l, batch, rows);
+}
+
+static const sched_ws_model cuda_ws = {.bytes = ws_bytes};
+const sched_ws_model *ops_cuda_ws_model(void) { return &cuda_ws; }
+
+/* --- activation, batch norm, fully connected ----------------------------------------------------- */
+
+static cudnnActivationDescriptor_t relu_desc(void)
+{
+    cudnnActivationDescriptor_t a;
+    DNN(cudnnCreateActivationDescriptor(&a));
+    DNN(cudnnSetActivationDescriptor(a, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+    return a;
+}
+
+static void relu_forward(const ops_call *c)
+{
+    cudnnActivationDescriptor_t a = relu_desc();
+    cudnnTensorDescriptor_t xd = rows_desc(&c->x[0], c->a, c->b), yd = rows_desc(&c->y, c->a, c->b);
+    DNN(cudnnActivationForward(g.dnn, a, &one, xd, row_ptr(&c->x[0], c->a), &zero, yd, row_ptr(&c->y, c->a)));
+    cudnnDestroyTensorDescriptor(xd), cudnnDestroyTensorDescriptor(yd), cudnnDestroyActivationDescriptor(a);
+}
+
+/* dx = dy where y > 0; in place (dx is dy) only rows [a, b) are rewritten (ops.h). */
+static void relu_backward(const ops_call *c)
+{
+    const ten *dx = &c->dx[0], *dy = &c->dy, *m = c->y.p ? &c->y : &c->x[0];
+    if (!dx->p) return;
+    bool inplace = dx->p == dy->p;
+    if (!inplace) dx_begin(c, 0);
+    cudnnActivationDescriptor_t a = relu_desc();
+    cudnnTensorDescriptor_t md = rows_desc(m, c->a, c->b), dyd = rows_desc(dy, c->a, c->b), dxd = rows_desc(dx, c->a, c->b);
+    DNN(cudnnActivationBackward(g.dnn, a, &one, md, row_ptr(m, c->a), dyd, row_ptr(dy, c->a), md, row_ptr(m, c->a),
+                                inplace ? &zero : &one, dxd, row_ptr(dx, c->a)));
+    cudnnDestroyTensorDescriptor(md), cudnnDestroyTensorDescriptor(dyd), cudnnDestroyTensorDescriptor(dxd);
+    cudnnDestroyActivationDescriptor(a);
+}
+
+static void bn_forward(const ops_call *c)
+{
+    const net_layer *l = c->l;
+    const ten *x = &c->x[0], *y = &c->y;
+    int C = x->c;
+    cudnnTensorDescriptor_t xd = rows_desc(x, c->a, c->b), yd = rows_desc(y, c->a, c->b), pd = packed_desc(1, C, 1, 1);
+    if (c->bn == OPS_BN_TRAIN) {
+        DNN(cudnnBatchNormalizationForwardTraining(g.dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, row_ptr(x, c->a), yd, row_ptr(y, c->a),
+                                                   pd, c->w, c->w + C, l->u.bn.momentum, c->update_running ? c->running : NULL,
+                                                   c->update_running ? c->running + C : NULL, l->u.bn.eps, c->stats, c->stats + C));
+    } else {
+        DNN(cudnnBatchNormalizationForwardInference(g.dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, row_ptr(x, c->a), yd, row_ptr(y, c->a),
+                                                    pd, c->w, c->w + C, c->running, c->running + C, l->u.bn.eps));
+        k_bn_frozen_stats(g.compute, c->running, c->stats, C, l->u.bn.eps);
+    }
+    cudnnDestroyTensorDescriptor(xd), cudnnDestroyTensorDescriptor(yd), cudnnDestroyTensorDescriptor(pd);
+}
+
+static void bn_backward(const ops_call *c)
+{
+    const net_layer *l = c->l;
+    const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy;
+    int C = dy->c;
+    dx_begin(c, 0);
+    if (c->bn == OPS_BN_FROZEN || !dx->p) {
+        ten none = {0};
+        k_bn_frozen_bwd(g.compute, kv(x), kv(dx->p ? dx : &none), kv(dy), c->a, c->b, c->w, c->stats, c->dw);
+        CHECK(c->bn == OPS_BN_FROZEN); /* train-mode statistics need cuDNN's dx path */
+        return;
+    }
+    cudnnTensorDescriptor_t xd = rows_desc(x, c->a, c->b), dyd = rows_desc(dy, c->a, c->b), dxd = rows_desc(dx, c->a, c->b),
+                            pd = packed_desc(1, C, 1, 1);
+    float *dw = c->dw;
+    CHECK(dw != NULL);
+    DNN(cudnnBatchNormalizationBackward(g.dnn, CUDNN_BATCHNORM_SPATIAL, &one, &one, &one, &one, xd, row_ptr(x, c->a), dyd, row_ptr(dy, c->a),
+                                        dxd, row_ptr(dx, c->a), pd, c->w, dw, dw + C, l->u.bn.eps, c->stats, c->stats + C));
+    cudnnDestroyTensorDescriptor(xd), cudnnDestroyTensorDescriptor(dyd), cudnnDestroyTensorDescriptor(dxd);
+    cudnnDestroyTensorDescriptor(pd);
+}
+
+/* Row-major (N, in) x (out, in)^T through column-major cuBLAS: y^T = W^T' x^T (see ops_cuda.h). */
+static void fc_forward(const ops_call *c)
+{
+    const net_layer *l = c->l;
+    const ten *x = &c->x[0], *y = &c->y;
+    int N = x->n, in = x->c * x->h * x->w, out = l->u.fc.c_out;
+    BLAS(cublasSgemm(g.blas, CUBLAS_OP_T, CUBLAS_OP_N, out, N, in, &one, c->w, in, x->p, in, &zero, y->p, out));
+    if (l->u.fc.bias) k_bias(g.compute, (kview){y->p, N, out, 1, 1, 0}, 0, 1, c->w + (int64_t)out * in);
+}
+
+static void fc_backward(const ops_call *c)
+{
+    const net_layer *l = c->l;
+    const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy;
+    int N = dy->n, out = l->u.fc.c_out;
+    if (c->dw) {
+        int in = x->c * x->h * x->w;
+        BLAS(cublasSgemm(g.blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, N, &one, x->p, in, dy->p, out, &one, c->dw, in));
+        if (l->u.fc.bias) k_fc_bias_grad(g.compute, dy->p, N, out, c->dw + (int64_t)out * in);
+    }
+    if (dx->p) {
+        int in = dx->c * dx->h * dx->w;
+        BLAS(cublasSgemm(g.blas, CUBLAS_OP_N, CUBLAS_OP_N, in, N, out, &one, c->w, in, dy->p, out, c->dx_acc[0] ? &one : &zero, dx->p, in));
+    }
+}
+
+/* --- the rest: our kernels -------------------------------------------------------------------------- */
+
+static kwin kw(net_window w) { return (kwin){w.k, w.s, w.p, w.d}; }
+
+static void ensure_loss_scratch(int n)
+{
+    if (n <= g.loss_cap) return;
+    if (g.loss_scratch) CU(cudaFree(g.loss_scratch));
+    CU(cudaMalloc((void **)&g.loss_scratch, (size_t)n * sizeof(double)));
+    g.loss_cap = n;
+}
+
+static void cuda_forward(const ops_call *c)
+{
+    const net_layer *l = c->l;
+    CHECK(c->a >= 0 && c->a < c->b && c->b <= l->h);
+    switch (l->kind) {
+    case NET_CONV: conv_forward(c); break;
+    case NET_RELU: relu_forward(c); break;
+    case NET_BN: bn_forward(c); break;
+    case NET_FC: fc_forward(c); break;
+    case NET_ADD: k_add_fwd(g.compute, kv(&c->x[0]), kv(&c->x[1]), kv(&c->y), c->a, c->b); break;
+    case NET_MAXPOOL: k_maxpool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), c->argmax, kw(l->u.pool.win), c->in_h[0], c->a, c->b); break;
+    case NET_AVGPOOL: k_avgpool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), kw(l->u.pool.win), c->in_h[0], c->a, c->b); break;
+    case NET_GAP: k_apool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), 1); break;
+    case NET_APOOL: k_apool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), l->u.apool.o); break;
+    case NET_LOSS:
+        ensure_loss_scratch(c->x[0].n);
+        k_loss_fwd(g.compute, kv(&c->x[0]), c->labels, c->probs, g.loss_dev, g.loss_scratch);
+        if (c->loss) cu_download(c->loss, g.loss_dev, sizeof(float));
+        break;
+    default: CHECK(!"layer kind without a CUDA kernel");
+    }
+}
+
+static void cuda_backward(const ops_call *c)
+{
+    const net_layer *l = c->l;
+    CHECK(c->a >= 0 && c->a < c->b && c->b <= l->h);
+    switch (l->kind) {
+    case NET_CONV: conv_backward(c); break;
+    case NET_RELU: relu_backward(c); break;
+    case NET_BN: bn_backward(c); break;
+    case NET_FC: fc_backward(c); break;
+    case NET_ADD: {
+        bool twice = l->in[0] == l->in[1] && !c->dx[1].p;
+        for (int j = 0; j < 2; j++)
+            if (c->dx[j].p) dx_begin(c, j), k_acc_rows(g.compute, kv(&c->dx[j]), kv(&c->dy), c->a, c->b, j == 0 && twice ? 2.0f : 1.0f);
+        break;
+    }
+    case NET_MAXPOOL:
+        if (c->dx[0].p) dx_begin(c, 0), k_maxpool_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), c->argmax, kw(l->u.pool.win), c->in_h[0], c->a, c->b);
+        break;
+    case NET_AVGPOOL:
+        if (c->dx[0].p) dx_begin(c, 0), k_avgpool_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), kw(l->u.pool.win), c->in_h[0], c->a, c->b);
+        break;
+    case NET_GAP:
+        if (c->dx[0].p) dx_begin(c, 0), k_apool_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), 1);
+        break;
+    case NET_APOOL:
+        if (c->dx[0].p) dx_begin(c, 0), k_apool_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), l->u.apool.o);
+        break;
+    case NET_LOSS:
+        if (c->dx[0].p) dx_begin(c, 0), k_loss_bwd(g.compute, kv(&c->dx[0]), c->probs, c->labels, c->dy.p);
+        break;
+    default: CHECK(!"layer kind without a CUDA kernel");
+    }
+}
+
+static const ops_table cuda_table = {.backend = "cuda", .forward = cuda_forward, .backward = cuda_backward, .mem = &cuda_mem,
+                                     .upload = cu_upload, .download = cu_download, .zero = cu_zero, .copy2d = cu_copy2d,
+                                     .sgd = cu_sgd, .adam = cu_adam, .sync = cu_sync, .tag = cu_tag};
+
+const ops_table *ops_cuda_open(bool profile, err *e)
+{
+    if (g.open) return &cuda_table;
+    if (profile && cuprof_start(8192, e)) return NULL; /* before the first CUDA call */
+    int n = 0;
+    cudaError_t r = cudaGetDeviceCount(&n);
+    if (r != cudaSuccess || n == 0) {
+        err_set(e, "no CUDA device: %s", r != cudaSuccess ? cudaGetErrorString(r) : "none found");
+        return NULL;
+    }
+    CU(cudaSetDevice(0));
+    CU(cudaStreamCreateWithFlags(&g.compute, cudaStreamNonBlocking));
+    CU(cudaStreamCreateWithFlags(&g.copy, cudaStreamNonBlocking));
+    cudaMemPool_t pool;
+    CU(cudaDeviceGetDefaultMemPool(&pool, 0));
+    uint64_t keep = UINT64_MAX; /* freed blocks stay reserved: reuse without cudaMalloc */
+    CU(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    DNN(cudnnCreate(&g.dnn));
+    DNN(cudnnSetStream(g.dnn, g.compute));
+    BLAS(cublasCreate(&g.blas));
+    BLAS(cublasSetStream(g.blas, g.compute));
+    BLAS(cublasSetMathMode(g.blas, CUBLAS_DEFAULT_MATH));
+    CU(cudaMalloc((void **)&g.loss_dev, sizeof(float)));
+    const char *det = getenv("LRCNN_CUDNN_DETERMINISTIC"), *mb = getenv("LRCNN_CUDNN_WS_MB");
+    g.deterministic = det && *det == '1';
+    g.ws_limit = (mb && atol(mb) > 0 ? atol(mb) : 256) << 20;
+    g.profile = profile;
+    g.open = true;
+    return &cuda_table;
+}
+
+const ops_cuda_algo *ops_cuda_algos(int *n_layers)
+{
+    *n_layers = g.n_algo;
+    return g.algo;
+}
+
+void ops_cuda_describe(char *out, size_t len)
+{
+    struct cudaDeviceProp p;
+    int drv = 0, rt = 0;
+    if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) snprintf(p.name, sizeof p.name, "unknown");
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    size_t dnn = cudnnGetVersion();
+    snprintf(out, len, "%s, driver %d.%d, CUDA runtime %d.%d, cuDNN %zu.%zu.%zu", p.name, drv / 1000, drv % 1000 / 10, rt / 1000,
+             rt % 1000 / 10, dnn / 10000, dnn % 10000 / 100, dnn % 100);
+}
+
+int64_t ops_cuda_device_used(void)
+{
+    size_t free_b = 0, total = 0;
+    if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) return -1;
+    return (int64_t)(total - free_b);
+}
