@@ -58,6 +58,7 @@ typedef struct {
     void (*forward)(const ops_call *c);
     void (*backward)(const ops_call *c);
     const alloc_mem *mem;
+    const sched_ws_model *ws;  /* workspace sizes to lower schedules with (NULL: the CPU's) */
     void (*upload)(void *dst, const void *host, int64_t bytes);
     void (*download)(void *host, const void *src, int64_t bytes);
     void (*zero)(void *p, int64_t bytes);

@@ -16,9 +16,9 @@
 static const char *usage =
     "usage: lrcnn train --net NET [--image S] [--batch N] [--plan P] [--iters K] [--optimizer sgd|adam]\n"
     "                   [--lr F] [--seed X] [--bn MODE] [--data DIR] [--init-weights W.h5] [--dump D.h5]\n"
-    "                   [--host-budget BYTES] [-o RUN.h5] [--force]\n"
+    "                   [--host-budget BYTES] [--backend cpu|cuda] [-o RUN.h5] [--force]\n"
     "\n"
-    "Trains NET with plan P on the CPU engine: real forward, backward and optimizer steps through an\n"
+    "Trains NET with plan P on the engine (--backend: cpu, the default, or cuda on an NVIDIA GPU): real forward, backward and optimizer steps through an\n"
     "accounting allocator. Prints the loss, time and measured peak per iteration, then the measured peak\n"
     "by category beside the simulator's replay and closed-form predictions and the process's RSS high-water\n"
     "mark. Data: a deterministic synthetic dataset (default) or DIR/<class>/<image>.png|ppm.\n"
@@ -64,16 +64,16 @@ static int64_t rss_peak_bytes(void)
 int cli_train(int argc, char **argv)
 {
     cli_config o = {.plan = "layer", .batch = 8, .iters = 10, .seed = 1, .optimizer = SCHED_SGD, .host_budget = -1};
-    const char *dir = NULL, *init = NULL, *dump = NULL, *v;
+    const char *dir = NULL, *init = NULL, *dump = NULL, *backend = "cpu", *v;
     double lr = -1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
         int got = cli_common(argc, argv, &i, "train", &o);
         if (got < 0) return CLI_USAGE;
         if (got) continue;
-        const char **strs[] = {&dir, &init, &dump};
-        const char *names[] = {"--data", "--init-weights", "--dump"};
-        for (int k = 0; k < 3 && !got; k++)
+        const char **strs[] = {&dir, &init, &dump, &backend};
+        const char *names[] = {"--data", "--init-weights", "--dump", "--backend"};
+        for (int k = 0; k < 4 && !got; k++)
             if ((got = cli_opt(argc, argv, &i, names[k], &v)) > 0) *strs[k] = v;
         if (got == 0 && (got = cli_opt(argc, argv, &i, "--lr", &v)) > 0) {
             char *end;
@@ -86,7 +86,6 @@ int cli_train(int argc, char **argv)
     int image = o.image, iters = o.iters, force = o.force;
     long long seed = o.seed;
     int64_t host_budget = o.host_budget;
-    sched_cfg cfg = {.batch = o.batch, .optimizer = o.optimizer};
     if (!net_name) return cli_fail("train", "--net is required (e.g. --net vgg-small)");
     const char *outs[2] = {out, dump};
     for (int k = 0; k < 2; k++)
@@ -96,6 +95,9 @@ int cli_train(int argc, char **argv)
 
     err e;
     net n;
+    const ops_table *ops = ops_find(backend, &e);
+    if (!ops) return cli_fail("train", "--backend %s: %s", backend, e.msg);
+    sched_cfg cfg = {.batch = o.batch, .optimizer = o.optimizer, .ws = ops->ws};
     if (cli_load_net(&n, net_name, image, &e)) return cli_fail("train", "%s", e.msg);
     char text[320], resolved[1024];
     snprintf(text, sizeof text, "%s%s%s", plan_text, bn ? " bn=" : "", bn ? bn : "");
@@ -129,7 +131,7 @@ int cli_train(int argc, char **argv)
     }
     exec_hparams hp = exec_default_hparams(cfg.optimizer);
     if (lr > 0) hp.lr = lr;
-    exec_init(&x, &n, &p, &s, &ops_cpu, cfg.optimizer, hp, (uint64_t)seed);
+    exec_init(&x, &n, &p, &s, ops, cfg.optimizer, hp, (uint64_t)seed);
     have_exec = true;
     if (init && weights_load(&x, init, &e)) {
         rc = cli_fail("train", "%s", e.msg);
@@ -180,7 +182,7 @@ int cli_train(int argc, char **argv)
     if (out) {
         h5_file *f;
         h5_measure m = {.peak = x.mem.peak, .host_peak = x.mem.host_peak, .rss_peak = rss, .seed = (uint64_t)seed,
-                        .data = dir ? dir : "synthetic", .backend = "cpu", .loss = loss, .iter_us = iter_us, .n_iters = iters,
+                        .data = dir ? dir : "synthetic", .backend = ops->backend, .loss = loss, .iter_us = iter_us, .n_iters = iters,
                         .timeline = x.mem.timeline, .n_timeline = x.mem.n_timeline, .layer_us = x.layer_us};
         memcpy(m.at_peak, x.mem.at_peak, sizeof m.at_peak);
         memcpy(m.max, x.mem.max, sizeof m.max);

@@ -136,6 +136,12 @@ expect_fail "offload with a zero host budget" "offloads" -- validate --net vgg-s
 expect_fail "train offload, zero host budget" "--host-budget is 0 B" -- train --net vgg-small --plan vdnn-conv --host-budget 0 -o "$o"; no_file "$o" "train zero host budget"
 expect_ok "offload within a host budget" -- train --net vgg-small --plan vdnn-conv --iters 1 --host-budget 1GiB
 expect_fail "validate: band count beyond the rows" "at most" -- validate --net vgg-small --plan 2ps:2..9 -o "$o"; no_file "$o" "validate bands"
+expect_fail "unknown backend" "unknown backend 'tpu'" -- train --net vgg-small --backend tpu --iters 1
+# cuda without a GPU (CI): one line saying why, nothing written; on a GPU machine it trains.
+if ! "$lrcnn" train --net vgg-small --backend cuda --iters 1 --batch 2 >/dev/null 2>"$tmp/err"; then
+  expect_fail "cuda without a device" "--backend cuda:" -- train --net vgg-small --backend cuda --iters 1 -o "$tmp/cuda.h5"
+  if [ -e "$tmp/cuda.h5" ]; then bad "cuda without a device wrote $tmp/cuda.h5"; fi
+fi
 
 printf '\n%d passed, %d failed\n' "$passes" "$fails"
 [ "$fails" -eq 0 ]

@@ -43,7 +43,7 @@ static int run(const net *n, const char *text, const ops_table *ops, outcome *o)
     plan p;
     sched s;
     int batch = 4;
-    sched_cfg cfg = {.batch = batch, .optimizer = SCHED_SGD, .ws = strcmp(ops->backend, "cuda") ? NULL : ops_cuda_ws_model()};
+    sched_cfg cfg = {.batch = batch, .optimizer = SCHED_SGD, .ws = ops->ws};
     if (plan_parse(&p, n, text, &e) || sched_lower(&s, n, &p, &cfg, &e)) {
         printf("FAIL %s: %s\n", text, e.msg);
         return -1;

@@ -540,7 +540,7 @@ static void cuda_backward(const ops_call *c)
     }
 }
 
-static const ops_table cuda_table = {.backend = "cuda", .forward = cuda_forward, .backward = cuda_backward, .mem = &cuda_mem,
+static const ops_table cuda_table = {.backend = "cuda", .forward = cuda_forward, .backward = cuda_backward, .mem = &cuda_mem, .ws = &cuda_ws,
                                      .upload = cu_upload, .download = cu_download, .zero = cu_zero, .copy2d = cu_copy2d,
                                      .sgd = cu_sgd, .adam = cu_adam, .sync = cu_sync, .tag = cu_tag};
 
