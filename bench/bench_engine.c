@@ -127,16 +127,22 @@ static void iteration(const char *name, int batch, int iters)
     net_free(&n);
 }
 
+/* Usage: lrcnn_bench_engine [BATCH [NET...]]: with no nets, the conv table, VGG-16 and ResNet-50;
+ * with nets, only their iterations (e.g. `lrcnn_bench_engine 2 resnet50`). */
 int main(int argc, char **argv)
 {
     int batch = argc > 1 ? atoi(argv[1]) : 2;
+    printf("OpenBLAS: %s, %d threads\n\n", openblas_get_config(), openblas_get_num_threads());
+    if (argc > 2) {
+        for (int i = 2; i < argc; i++) iteration(argv[i], batch, 4);
+        return 0;
+    }
     net n;
     err e;
     if (net_load_named(&n, "vgg16", &e)) return fprintf(stderr, "%s\n", e.msg), 1;
-    printf("OpenBLAS: %s, %d threads\n\n", openblas_get_config(), openblas_get_num_threads());
     conv_table(&n, batch);
     net_free(&n);
-    iteration("vgg16", batch, 3);
-    iteration("resnet50", batch, 3);
+    iteration("vgg16", batch, 4);
+    iteration("resnet50", batch, 4);
     return 0;
 }

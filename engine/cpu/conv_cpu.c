@@ -9,7 +9,8 @@
  * its input row i is its output row i. Products write straight into the row range of y (or dx)
  * with the leading dimension of a whole channel plane (h*w), so no copy follows.
  * Accumulation: dw and the bias gradient are +=; dx is zeroed first when !dx_acc (whole view),
- * then accumulated into, so bands add up.
+ * then accumulated into, so bands add up; a direct product stores into dx when it may
+ * (cpu_dx_store).
  * Deterministic: fixed loop orders, and sgemm with a fixed thread count. Not done here: any
  * allocation (the workspace comes from the caller, sized by sched_workspace_bytes()). */
 #include <string.h>
@@ -165,7 +166,8 @@ void conv_cpu_backward(const ops_call *c)
     }
 
     if (dx->p) {
-        cpu_dx_begin(c, 0);
+        /* a direct product writes each element of rows [a, b) once: it may store (beta 0) */
+        bool store = conv_direct(win) ? cpu_dx_store(c, 0) : (cpu_dx_begin(c, 0), false);
         cpu_check_rows(dx, lo, hi, in_h);
         int64_t dx_plane = (int64_t)dx->h * dx->w;
         for (int n = 0; n < dy->n; n++) {
@@ -174,7 +176,7 @@ void conv_cpu_backward(const ops_call *c)
             if (conv_direct(win)) {
                 float *dxn = cpu_row(dx, n, 0, a);
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, R * w_out, c_out, 1.0f, wt, K, dyn,
-                            (int)dy_plane, 1.0f, dxn, (int)dx_plane);
+                            (int)dy_plane, store ? 0.0f : 1.0f, dxn, (int)dx_plane);
             } else {
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, R * w_out, c_out, 1.0f, wt, K, dyn,
                             (int)dy_plane, 0.0f, c->ws, R * w_out);

@@ -20,6 +20,12 @@ void cpu_check_rows(const ten *t, int lo, int hi, int full_h);
 /* Before a backward writes dx[j]: zeroes the whole view unless the call accumulates into it. */
 void cpu_dx_begin(const ops_call *c, int j);
 
+/* The same for a backward that writes every element of dx[j]'s rows [a, b) exactly once (the
+ * pointwise kernels, a 1x1 stride-1 convolution): true when it may store (=) there instead, i.e.
+ * the call does not accumulate and the view is exactly those rows, which saves zeroing the view
+ * and reading it back; false when it must add (+=), the view zeroed first unless it accumulates. */
+bool cpu_dx_store(const ops_call *c, int j);
+
 void conv_cpu_forward(const ops_call *c);
 void conv_cpu_backward(const ops_call *c);
 void fc_cpu_forward(const ops_call *c);
