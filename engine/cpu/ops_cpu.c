@@ -597,11 +597,16 @@ const ops_table ops_cpu = {.backend = "cpu", .forward = cpu_forward, .backward =
 
 /* --- optimizers ------------------------------------------------------------------------------- */
 
+/* Parameter tensors at least this long are updated on all cores (elementwise, so the result does
+ * not depend on the split); smaller ones are not worth waking the threads. */
+#define OPT_PARALLEL_MIN 65536
+
 /* torch.optim.SGD (dampening 0, no nesterov): buf = momentum * buf + g; p -= lr * buf. With the
  * buffer zero at step 1 this is PyTorch's buf = g. */
 void ops_sgd_step(float *p, const float *g, float *state, int64_t n, double lr, double momentum)
 {
     float flr = (float)lr, fm = (float)momentum; /* PyTorch casts scalars to the tensor's fp32 */
+#pragma omp parallel for schedule(static) if (n >= OPT_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) {
         state[i] = fm * state[i] + g[i];
         p[i] -= flr * state[i];
@@ -617,6 +622,7 @@ void ops_adam_step(float *p, const float *g, float *state, int64_t n, double lr,
     double bc1 = 1.0 - pow(beta1, t), bc2 = 1.0 - pow(beta2, t);
     float step = (float)(lr / bc1), bc2_sqrt = (float)sqrt(bc2), feps = (float)eps;
     float omb1 = (float)(1.0 - beta1), b2 = (float)beta2, omb2 = (float)(1.0 - beta2);
+#pragma omp parallel for schedule(static) if (n >= OPT_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) {
         m[i] += omb1 * (g[i] - m[i]);
         v[i] = b2 * v[i] + omb2 * g[i] * g[i];
