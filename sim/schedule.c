@@ -21,14 +21,21 @@ static const char *kind_tags[BUF_NKIND] = {"x", "label", "y", "dy", "argmax", "s
 bool sched_bwd_keeps_x(net_kind k) { return k == NET_CONV || k == NET_MAXPOOL || k == NET_BN || k == NET_FC; }
 bool sched_bwd_keeps_y(net_kind k) { return k == NET_RELU; }
 
+int sched_cpu_conv_group(int64_t cols, int batch)
+{
+    int64_t g = (128 + cols - 1) / cols;
+    return g > batch ? batch : g < 1 ? 1 : (int)g;
+}
+
 int64_t sched_workspace_bytes(const net *n, int L, int rows, int batch)
 {
-    (void)batch; /* one image's im2col at a time */
     const net_layer *l = &n->layers[L];
     if (l->kind != NET_CONV || rows <= 0) return 0;
     net_window w = l->u.conv.win;
-    if (w.k == 1 && w.s == 1 && w.p == 0) return 0;
-    return (int64_t)n->layers[l->in[0]].c * w.k * w.k * rows * l->w * 4;
+    int64_t cols = (int64_t)rows * l->w, K = (int64_t)n->layers[l->in[0]].c * w.k * w.k;
+    int g = sched_cpu_conv_group(cols, batch);
+    if (g == 1 && w.k == 1 && w.s == 1 && w.p == 0) return 0; /* conv_cpu.c: a direct product */
+    return (K + (g > 1 ? l->u.conv.c_out : 0)) * g * cols * 4;
 }
 
 int64_t sched_cfg_workspace(const sched_cfg *cfg, const net *n, int L, int rows, bool backward)

@@ -114,9 +114,15 @@ void sched_bytes_by_category(const sched *s, int64_t *out);
 /* "conv1_1.y[b2 0:42]" style name of a buffer. */
 void sched_buf_name(const sched *s, const net *n, int buf, char *out, size_t len);
 
-/* Workspace bytes of the CPU backend for layer L computing `rows` output rows of a batch
- * (im2col; 0 for 1x1/stride-1/unpadded convolutions and for every other kind). */
+/* Workspace bytes of the CPU backend for layer L computing `rows` output rows of a batch: its
+ * convolutions multiply sched_cpu_conv_group() images at a time; a group's im2col (C_in*k*k,
+ * g*cols), plus its (C_out, g*cols) output or gathered gradient when g > 1. A single image's 1x1
+ * stride-1 unpadded convolution needs none; nor does any other kind. */
 int64_t sched_workspace_bytes(const net *n, int layer, int rows, int batch);
+/* Images per product in the CPU backend's convolutions for `cols` output columns an image (rows *
+ * W_out): the fewest whose columns reach 128, at most the batch. sgemm runs ~20% slower on
+ * ResNet-50's 49-column 7x7 maps than on two images' 98 side by side. */
+int sched_cpu_conv_group(int64_t cols, int batch);
 /* The workspace of cfg's backend (cfg->ws, or the CPU's) for layer L's forward or backward. */
 int64_t sched_cfg_workspace(const sched_cfg *cfg, const net *n, int layer, int rows, bool backward);
 

@@ -260,11 +260,11 @@ static void analytic(lcase *k)
 
 static bool same_bits(const float *a, const float *b, int64_t n) { return !memcmp(a, b, (size_t)n * sizeof(float)); }
 
-static void fd_case(const char *name, const char *text, ops_bn bn)
+static void fd_case(const char *name, const char *text, ops_bn bn, int N)
 {
     lcase k;
     char what[128];
-    case_init(&k, text, 2, bn);
+    case_init(&k, text, N, bn);
     analytic(&k);
     /* determinism: the same call again gives the same bits */
     int64_t ny = ten_len(&k.y), nx0 = ten_len(&k.x[0]);
@@ -454,10 +454,10 @@ static void band_partition(lcase *k, const char *name, const int *cuts, int n_ba
     free(yb), free(dwa);
 }
 
-static void band_case(const char *name, const char *text, ops_bn bn)
+static void band_case(const char *name, const char *text, ops_bn bn, int N)
 {
     lcase k;
-    case_init(&k, text, 2, bn);
+    case_init(&k, text, N, bn);
     analytic(&k); /* whole-map y, argmax, dx, dw */
     int Ho = k.l->h, cuts[64], n = 0;
     /* an uneven partition: the first row alone, then two halves */
@@ -581,6 +581,7 @@ static const struct {
     const char *name, *text;
     ops_bn bn;
     bool band; /* also run the band equivalence test */
+    int n;     /* batch; 0: 2 */
 } cases[] = {
     {"conv k3 s1 p1", IN "conv t c=4 k=3 p=1\n" END, 0, true},
     {"conv k1 direct", IN "conv t c=4 k=1\n" END, 0, true},
@@ -592,6 +593,11 @@ static const struct {
     {"conv k3 s2 p0", IN "conv t c=4 k=3 s=2\n" END, 0, true},
     {"conv k3 d2 p2", IN "conv t c=4 k=3 p=2 d=2\n" END, 0, true},
     {"conv k3 s2 p1 d2", IN "conv t c=4 k=3 s=2 p=1 d=2\n" END, 0, true},
+    /* conv_cpu puts images side by side until a product has 128 columns: the maps above run
+     * grouped; these one image per product (bands: grouped again), and a batch of 3 in 2 + 1 */
+    {"conv k3 p1, 140 columns an image", "input x c=2 h=2 w=70\nconv t c=3 k=3 p=1\n" END, 0, true},
+    {"conv k1 direct, 140 columns an image", "input x c=2 h=2 w=70\nconv t c=3 k=1\n" END, 0, true},
+    {"conv k3 p1, batch 3 in groups of 2", "input x c=2 h=2 w=40\nconv t c=3 k=3 p=1\n" END, 0, true, 3},
     {"relu", IN "relu t\n" END, 0, true},
     {"maxpool k3 s2 p1", IN "maxpool t k=3 s=2 p=1\n" END, 0, true},
     {"maxpool k2", IN "maxpool t k=2\n" END, 0, true},
@@ -612,10 +618,10 @@ static const struct {
 int main(void)
 {
     int nc = (int)(sizeof cases / sizeof cases[0]);
-    for (int i = 0; i < nc; i++) fd_case(cases[i].name, cases[i].text, cases[i].bn);
+    for (int i = 0; i < nc; i++) fd_case(cases[i].name, cases[i].text, cases[i].bn, cases[i].n ? cases[i].n : 2);
     relu_inplace();
     for (int i = 0; i < nc; i++)
-        if (cases[i].band) band_case(cases[i].name, cases[i].text, cases[i].bn);
+        if (cases[i].band) band_case(cases[i].name, cases[i].text, cases[i].bn, cases[i].n ? cases[i].n : 2);
     bn_statistics();
     optimizers();
     printf("\nworst differences: fd abs %.2e rel %.2e | band forward abs %.2e rel %.2e | band backward abs %.2e "

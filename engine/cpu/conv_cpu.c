@@ -1,13 +1,16 @@
 /* conv_cpu: convolution and fully connected layers on the CPU, as sgemm calls (OpenBLAS).
  *
- * Convolution, per image, on output rows [a, b) (R = b - a rows, K = C_in*k*k):
- *   forward          col (K, R*W_out) = im2col(x rows), in ws
- *                    y[:, a:b] (C_out, R*W_out) = w (C_out, K) x col
- *   backward filter  col = im2col(x rows); dw += dy x col^T
- *   backward data    col = w^T x dy; dx += col2im(col)
- * A 1x1 stride-1 unpadded convolution is a plain product with the input rows (no workspace):
- * its input row i is its output row i. Products write straight into the row range of y (or dx)
- * with the leading dimension of a whole channel plane (h*w), so no copy follows.
+ * Convolution on output rows [a, b) (R = b - a rows, cols = R*W_out, K = C_in*k*k), images in
+ * groups of G side by side (G = sched_cpu_conv_group(): 1 for large maps, more when one image's
+ * product would be too narrow for sgemm to run at speed, as on ResNet-50's 7x7 maps):
+ *   forward          col (K, G*cols) = im2col(x rows of the group), in ws
+ *                    out (C_out, G*cols) = w (C_out, K) x col; y[:, a:b] of each image = its columns
+ *   backward filter  col = im2col(x rows); dw += dy (C_out, G*cols) x col^T
+ *   backward data    col = w^T x dy; dx += col2im(col), image by image
+ * With G = 1 the products read dy and write y straight in place (leading dimension of a whole
+ * channel plane, h*w); with G > 1 the workspace also holds out, or dy gathered, (C_out, G*cols).
+ * A 1x1 stride-1 unpadded convolution with G = 1 is a plain product with the input rows (no
+ * workspace): its input row i is its output row i. Grouped, it takes the im2col path (a row copy).
  * Accumulation: dw and the bias gradient are +=; dx is zeroed first when !dx_acc (whole view),
  * then accumulated into, so bands add up; a direct product stores into dx when it may
  * (cpu_dx_store).
@@ -19,9 +22,9 @@
 
 #include "ops_cpu.h"
 
-/* Does this convolution run as a direct product (no im2col, no workspace)? Must agree with
- * sched_workspace_bytes(). */
-static bool conv_direct(net_window w) { return w.k == 1 && w.s == 1 && w.p == 0; }
+/* Does this convolution, G images at a time, run as a direct product (no im2col, no workspace)?
+ * Must agree with sched_workspace_bytes(). */
+static bool conv_direct(net_window w, int G) { return G == 1 && w.k == 1 && w.s == 1 && w.p == 0; }
 
 /* Output columns [*lo, *hi) of kernel column kj whose input column lies inside the map; the
  * others read padding. Computed once per tap, so the copy loops carry no bounds test. */
@@ -34,16 +37,17 @@ static void valid_cols(net_window win, int kj, int w_in, int w_out, int *lo, int
     *hi = h < *lo ? *lo : h > w_out ? w_out : h;
 }
 
-/* col (C_in*k*k, R*W_out) <- the input values each output position [a, b) x [0, W_out) reads;
- * zero where the window hangs over the padding. Channels are independent: one per thread. */
-static void im2col(float *col, const ten *x, int n, net_window win, int in_h, int a, int b, int w_out)
+/* col (C_in*k*k, R*W_out), rows ld floats apart <- the input values each output position
+ * [a, b) x [0, W_out) of image n reads; zero where the window hangs over the padding. Channels
+ * are independent: one per thread. */
+static void im2col(float *col, int64_t ld, const ten *x, int n, net_window win, int in_h, int a, int b, int w_out)
 {
-    int k = win.k, R = b - a, w_in = x->w;
+    int k = win.k, w_in = x->w;
 #pragma omp parallel for schedule(static)
     for (int ci = 0; ci < x->c; ci++)
         for (int ki = 0; ki < k; ki++)
             for (int kj = 0; kj < k; kj++) {
-                float *dst = col + ((int64_t)(ci * k + ki) * k + kj) * R * w_out;
+                float *dst = col + ((int64_t)(ci * k + ki) * k + kj) * ld;
                 int lo, hi, off = win.d * kj - win.p;
                 valid_cols(win, kj, w_in, w_out, &lo, &hi);
                 for (int o = a; o < b; o++) {
@@ -64,16 +68,16 @@ static void im2col(float *col, const ten *x, int n, net_window win, int in_h, in
             }
 }
 
-/* dx += col2im(col): the transpose of im2col; padding positions are dropped. Each thread owns
- * whole input channels, so no two threads add into the same element. */
-static void col2im(const float *col, const ten *dx, int n, net_window win, int in_h, int a, int b, int w_out)
+/* dx of image n += col2im(col): the transpose of im2col (same ld); padding positions are dropped.
+ * Each thread owns whole input channels, so no two threads add into the same element. */
+static void col2im(const float *col, int64_t ld, const ten *dx, int n, net_window win, int in_h, int a, int b, int w_out)
 {
-    int k = win.k, R = b - a, w_in = dx->w;
+    int k = win.k, w_in = dx->w;
 #pragma omp parallel for schedule(static)
     for (int ci = 0; ci < dx->c; ci++)
         for (int ki = 0; ki < k; ki++)
             for (int kj = 0; kj < k; kj++) {
-                const float *src = col + ((int64_t)(ci * k + ki) * k + kj) * R * w_out;
+                const float *src = col + ((int64_t)(ci * k + ki) * k + kj) * ld;
                 int lo, hi, off = win.d * kj - win.p;
                 valid_cols(win, kj, w_in, w_out, &lo, &hi);
                 for (int o = a; o < b; o++) {
@@ -86,40 +90,63 @@ static void col2im(const float *col, const ten *dx, int n, net_window win, int i
             }
 }
 
+/* Between a group's (C, g*cols) matrix m and rows [a, a + R) of images n0.. of view t (R*W = cols):
+ * to_t copies m's columns of image i into image n0 + i, else gathers them into m. */
+static void group_copy(float *m, const ten *t, int n0, int g, int a, int cols, bool to_t)
+{
+    for (int i = 0; i < g; i++)
+        for (int ch = 0; ch < t->c; ch++) {
+            float *mrow = m + (int64_t)ch * g * cols + (int64_t)i * cols, *trow = cpu_row(t, n0 + i, ch, a);
+            if (to_t) memcpy(trow, mrow, (size_t)cols * sizeof(float));
+            else memcpy(mrow, trow, (size_t)cols * sizeof(float));
+        }
+}
+
 void conv_cpu_forward(const ops_call *c)
 {
     const net_layer *l = c->l;
     net_window win = l->u.conv.win;
     const ten *x = &c->x[0], *y = &c->y; /* (N, C_in, H_in, W_in) -> (N, C_out, H_out, W_out) */
     int a = c->a, b = c->b, R = b - a, in_h = c->in_h[0];
-    int c_out = l->u.conv.c_out, w_out = l->w, K = x->c * win.k * win.k;
+    int c_out = l->u.conv.c_out, w_out = l->w, K = x->c * win.k * win.k, cols = R * w_out;
+    int G = sched_cpu_conv_group(cols, x->n);
+    bool direct = conv_direct(win, G);
     int64_t y_plane = (int64_t)y->h * y->w, x_plane = (int64_t)x->h * x->w;
     int lo, hi;
     CHECK(y->c == c_out && y->w == w_out && y->n == x->n);
     net_window_rows(win, a, b, &lo, &hi);
     cpu_check_rows(x, lo, hi, in_h);
     cpu_check_rows(y, a, b, l->h);
-    if (!conv_direct(win)) CHECK(c->ws != NULL);
+    if (!direct) CHECK(c->ws != NULL);
     const float *wt = c->w;                                          /* (C_out, C_in, k, k) */
     const float *bias = l->u.conv.bias ? c->w + (int64_t)c_out * K : NULL; /* (C_out) */
+    float *col = c->ws, *out = col ? col + (int64_t)K * G * cols : NULL; /* (K, g*cols), (C_out, g*cols) */
 
-    for (int n = 0; n < x->n; n++) {
-        float *yn = cpu_row(y, n, 0, a); /* (C_out, R*W_out) with leading dimension y_plane */
-        if (conv_direct(win)) {
+    for (int n0 = 0; n0 < x->n; n0 += G) {
+        int g = x->n - n0 < G ? x->n - n0 : G, ld = g * cols;
+        float *yn = cpu_row(y, n0, 0, a); /* (C_out, cols) with leading dimension y_plane */
+        if (direct) {
             /* output row i reads input row i: multiply the input rows in place */
-            const float *xn = cpu_row(x, n, 0, a); /* (C_in, R*W_in), leading dimension x_plane */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c_out, R * w_out, K, 1.0f, wt, K, xn,
+            const float *xn = cpu_row(x, n0, 0, a); /* (C_in, R*W_in), leading dimension x_plane */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c_out, cols, K, 1.0f, wt, K, xn,
                         (int)x_plane, 0.0f, yn, (int)y_plane);
         } else {
-            im2col(c->ws, x, n, win, in_h, a, b, w_out);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c_out, R * w_out, K, 1.0f, wt, K, c->ws,
-                        R * w_out, 0.0f, yn, (int)y_plane);
+            for (int i = 0; i < g; i++) im2col(col + (int64_t)i * cols, ld, x, n0 + i, win, in_h, a, b, w_out);
+            if (g == 1)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c_out, cols, K, 1.0f, wt, K, col, ld, 0.0f,
+                            yn, (int)y_plane);
+            else {
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c_out, ld, K, 1.0f, wt, K, col, ld, 0.0f,
+                            out, ld);
+                group_copy(out, y, n0, g, a, cols, true);
+            }
         }
         if (bias)
-            for (int co = 0; co < c_out; co++) {
-                float *yr = yn + co * y_plane;
-                for (int i = 0; i < R * w_out; i++) yr[i] += bias[co];
-            }
+            for (int i = 0; i < g; i++)
+                for (int co = 0; co < c_out; co++) {
+                    float *yr = cpu_row(y, n0 + i, co, a);
+                    for (int j = 0; j < cols; j++) yr[j] += bias[co];
+                }
     }
 }
 
@@ -130,57 +157,64 @@ void conv_cpu_backward(const ops_call *c)
     const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy; /* dx like x; dy (N, C_out, H_out, W_out) */
     int a = c->a, b = c->b, R = b - a, in_h = c->in_h[0];
     int c_out = l->u.conv.c_out, w_out = l->w, c_in = dx->p ? dx->c : x->c, K = c_in * win.k * win.k;
+    int cols = R * w_out, G = sched_cpu_conv_group(cols, dy->n);
+    bool direct = conv_direct(win, G);
     int64_t dy_plane = (int64_t)dy->h * dy->w;
     int lo, hi;
     net_window_rows(win, a, b, &lo, &hi);
     cpu_check_rows(dy, a, b, l->h);
-    if (!conv_direct(win)) CHECK(c->ws != NULL);
+    if (!direct) CHECK(c->ws != NULL);
     const float *wt = c->w; /* (C_out, C_in, k, k) */
     float *dwt = c->dw;     /* like wt, then the bias gradient (C_out) */
-
-    if (dwt) {
-        cpu_check_rows(x, lo, hi, in_h);
-        int64_t x_plane = (int64_t)x->h * x->w;
-        for (int n = 0; n < dy->n; n++) {
-            const float *dyn = cpu_row(dy, n, 0, a); /* (C_out, R*W_out), leading dimension dy_plane */
-            if (l->u.conv.bias) {
-                float *db = dwt + (int64_t)c_out * K;
-                for (int co = 0; co < c_out; co++) {
-                    const float *dyr = dyn + co * dy_plane;
-                    float s = 0.0f;
-                    for (int i = 0; i < R * w_out; i++) s += dyr[i];
-                    db[co] += s;
-                }
-            }
-            /* dw (C_out, K) += dy (C_out, R*W_out) x col^T (R*W_out, K) */
-            if (conv_direct(win)) {
-                const float *xn = cpu_row(x, n, 0, a);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c_out, K, R * w_out, 1.0f, dyn, (int)dy_plane,
-                            xn, (int)x_plane, 1.0f, dwt, K);
-            } else {
-                im2col(c->ws, x, n, win, in_h, a, b, w_out);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c_out, K, R * w_out, 1.0f, dyn, (int)dy_plane,
-                            c->ws, R * w_out, 1.0f, dwt, K);
-            }
-        }
+    float *col = c->ws, *dyg = col ? col + (int64_t)K * G * cols : NULL; /* (K, g*cols), (C_out, g*cols) */
+    if (dwt) cpu_check_rows(x, lo, hi, in_h);
+    bool store = false; /* a direct product writes each element of rows [a, b) once: it may store (beta 0) */
+    if (dx->p) {
+        store = direct ? cpu_dx_store(c, 0) : (cpu_dx_begin(c, 0), false);
+        cpu_check_rows(dx, lo, hi, in_h);
     }
 
-    if (dx->p) {
-        /* a direct product writes each element of rows [a, b) once: it may store (beta 0) */
-        bool store = conv_direct(win) ? cpu_dx_store(c, 0) : (cpu_dx_begin(c, 0), false);
-        cpu_check_rows(dx, lo, hi, in_h);
-        int64_t dx_plane = (int64_t)dx->h * dx->w;
-        for (int n = 0; n < dy->n; n++) {
-            const float *dyn = cpu_row(dy, n, 0, a);
-            /* col (K, R*W_out) = w^T (K, C_out) x dy (C_out, R*W_out), then scattered back */
-            if (conv_direct(win)) {
-                float *dxn = cpu_row(dx, n, 0, a);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, R * w_out, c_out, 1.0f, wt, K, dyn,
-                            (int)dy_plane, store ? 0.0f : 1.0f, dxn, (int)dx_plane);
+    for (int n0 = 0; n0 < dy->n; n0 += G) {
+        int g = dy->n - n0 < G ? dy->n - n0 : G, ld = g * cols;
+        /* the group's dy (C_out, g*cols): in place for one image, else gathered */
+        const float *dyn = cpu_row(dy, n0, 0, a);
+        int dy_ld = (int)dy_plane;
+        if (g > 1) {
+            group_copy(dyg, dy, n0, g, a, cols, false);
+            dyn = dyg, dy_ld = ld;
+        }
+        if (dwt) {
+            if (l->u.conv.bias) {
+                float *db = dwt + (int64_t)c_out * K;
+                for (int i = 0; i < g; i++)
+                    for (int co = 0; co < c_out; co++) {
+                        const float *dyr = cpu_row(dy, n0 + i, co, a);
+                        float s = 0.0f;
+                        for (int j = 0; j < cols; j++) s += dyr[j];
+                        db[co] += s;
+                    }
+            }
+            /* dw (C_out, K) += dy (C_out, g*cols) x col^T (g*cols, K) */
+            if (direct) {
+                const float *xn = cpu_row(x, n0, 0, a);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c_out, K, cols, 1.0f, dyn, dy_ld, xn,
+                            (int)((int64_t)x->h * x->w), 1.0f, dwt, K);
             } else {
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, R * w_out, c_out, 1.0f, wt, K, dyn,
-                            (int)dy_plane, 0.0f, c->ws, R * w_out);
-                col2im(c->ws, dx, n, win, in_h, a, b, w_out);
+                for (int i = 0; i < g; i++) im2col(col + (int64_t)i * cols, ld, x, n0 + i, win, in_h, a, b, w_out);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c_out, K, ld, 1.0f, dyn, dy_ld, col, ld, 1.0f,
+                            dwt, K);
+            }
+        }
+        if (dx->p) {
+            /* col (K, g*cols) = w^T (K, C_out) x dy (C_out, g*cols), then scattered back */
+            if (direct) {
+                float *dxn = cpu_row(dx, n0, 0, a);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, cols, c_out, 1.0f, wt, K, dyn, dy_ld,
+                            store ? 0.0f : 1.0f, dxn, (int)((int64_t)dx->h * dx->w));
+            } else {
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, ld, c_out, 1.0f, wt, K, dyn, dy_ld, 0.0f, col,
+                            ld);
+                for (int i = 0; i < g; i++) col2im(col + (int64_t)i * cols, ld, dx, n0 + i, win, in_h, a, b, w_out);
             }
         }
     }
