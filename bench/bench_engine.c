@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <sys/resource.h>
+
 #include <cblas.h>
 
 #include "data.h"
@@ -20,6 +22,14 @@ static double now(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The process's RSS high-water mark so far, MiB (Linux reports ru_maxrss in KiB). */
+static double rss_high_water(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)u.ru_maxrss / 1024.0;
 }
 
 static float *rnd(int64_t n)
@@ -74,6 +84,7 @@ static void conv_table(const net *n, int batch)
 
 static void iteration(const char *name, int batch, int iters)
 {
+    double rss0 = rss_high_water();
     net n;
     err e;
     plan p;
@@ -118,7 +129,9 @@ static void iteration(const char *name, int batch, int iters)
         printf(" %s %.0f+%.0f ms%s", n.layers[arg].name, x.layer_us[2 * arg] / 1e3, x.layer_us[2 * arg + 1] / 1e3, k < 4 ? "," : "\n");
         x.layer_us[2 * arg] = x.layer_us[2 * arg + 1] = -1e30;
     }
-    printf("BENCH %s %.6f\n", name, best);
+    double rss = rss_high_water();
+    printf("  process RSS high-water %.0f MiB, %.0f MiB above the process before the net\n", rss, rss - rss0);
+    printf("BENCH %s %.6f %.1f %.1f\n", name, best, (double)x.mem.peak / 1048576.0, rss - rss0);
     exec_free(&x);
     free(img), free(lab);
     data_free(&d);
@@ -127,22 +140,26 @@ static void iteration(const char *name, int batch, int iters)
     net_free(&n);
 }
 
-/* Usage: lrcnn_bench_engine [BATCH [NET...]]: with no nets, the conv table, VGG-16 and ResNet-50;
- * with nets, only their iterations (e.g. `lrcnn_bench_engine 2 resnet50`). */
+/* Usage: lrcnn_bench_engine [BATCH [NET|convs]...]: with no nets, the conv table, VGG-16 and
+ * ResNet-50; otherwise only what is named (`convs`: the conv table). ./lrcnn bench runs each net in
+ * its own process, so each RSS high-water mark is that net's alone. */
 int main(int argc, char **argv)
 {
     int batch = argc > 1 ? atoi(argv[1]) : 2;
     printf("OpenBLAS: %s, %d threads\n\n", openblas_get_config(), openblas_get_num_threads());
-    if (argc > 2) {
-        for (int i = 2; i < argc; i++) iteration(argv[i], batch, 4);
-        return 0;
+    const char *all[] = {"convs", "vgg16", "resnet50"};
+    int count = argc > 2 ? argc - 2 : 3;
+    for (int i = 0; i < count; i++) {
+        const char *what = argc > 2 ? argv[i + 2] : all[i];
+        if (strcmp(what, "convs") == 0) {
+            net n;
+            err e;
+            if (net_load_named(&n, "vgg16", &e)) return fprintf(stderr, "%s\n", e.msg), 1;
+            conv_table(&n, batch);
+            net_free(&n);
+        } else {
+            iteration(what, batch, 4);
+        }
     }
-    net n;
-    err e;
-    if (net_load_named(&n, "vgg16", &e)) return fprintf(stderr, "%s\n", e.msg), 1;
-    conv_table(&n, batch);
-    net_free(&n);
-    iteration("vgg16", batch, 4);
-    iteration("resnet50", batch, 4);
     return 0;
 }

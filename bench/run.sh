@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # ./lrcnn bench: the simulator benchmark, the CPU engine benchmark and its PyTorch 1.13 peer, in one
-# run on this machine, then the engine/PyTorch time ratios. Usage: bench/run.sh BUILD_DIR
+# run on this machine, then the engine/PyTorch ratios of time and of memory. Each net runs in its
+# own process, ours and PyTorch's, so each RSS high-water mark belongs to that net alone.
+# Usage: bench/run.sh BUILD_DIR
 set -euo pipefail
 build="$1"; here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$build/lrcnn_bench"
 echo
-engine="$("$build/lrcnn_bench_engine")"; echo "$engine"
-echo
-peer="$(/usr/bin/python3 "$here/torch_peer.py" vgg16 resnet50)"; echo "$peer"
-echo
+"$build/lrcnn_bench_engine" 2 convs
+summary=""
 for net in vgg16 resnet50; do
-  ours=$(awk -v n="$net" '$1 == "BENCH" && $2 == n {print $3}' <<<"$engine")
-  theirs=$(awk -v n="$net" '$1 == "PEER" && $2 == n {print $3}' <<<"$peer")
-  awk -v n="$net" -v a="$ours" -v b="$theirs" \
-    'BEGIN { printf "%-9s one iteration, batch 2, 224x224: lrcnn %.3f s, PyTorch %.3f s: %.2fx PyTorch'"'"'s time (target <= 1.1x)\n", n, a, b, a / b }'
+  engine="$("$build/lrcnn_bench_engine" 2 "$net" | tail -n +3)"; echo "$engine"
+  peer="$(/usr/bin/python3 "$here/torch_peer.py" "$net")"; echo "$peer"; echo
+  # BENCH NET SECONDS TRACKED_PEAK_MIB RSS_RISE_MIB / PEER NET SECONDS RSS_RISE_MIB
+  summary+="$(awk -v n="$net" '$1 == "BENCH" && $2 == n {t = $3; p = $4; r = $5}
+                               $1 == "PEER" && $2 == n {pt = $3; pr = $4}
+    END { printf "%-9s batch 2, 224x224: time lrcnn %.3f s, PyTorch %.3f s: %.2fx (target <= 1.1x);", n, t, pt, t / pt
+          printf " memory rise lrcnn %.0f MiB (tracked peak %.0f), PyTorch %.0f MiB: %.2fx\n", r, p, pr, r / pr }' \
+    <<<"$engine"$'\n'"$peer")"$'\n'
 done
+printf '%s' "$summary"

@@ -2,7 +2,9 @@
 """PyTorch 1.13 (CPU) peer for bench/bench_engine.c: one training iteration (forward, loss,
 backward, SGD with momentum) of a net built from our own net file by tests/torch_ref.py's
 independent interpreter, on both cores, batch 2 at 224x224 by default. Prints "PEER NET SECONDS"
-(best of N iterations after one warm-up) and the peak RSS, for ./lrcnn bench to put beside ours."""
+(best of N iterations after one warm-up), then its RSS high-water mark and how far that rose above
+the process before the net was built (torch imported), for ./lrcnn bench to put beside ours: run
+one net per process for the second figure to be that net's alone."""
 import os
 import resource
 import sys
@@ -13,6 +15,11 @@ import torch  # noqa: E402
 import torch_ref  # noqa: E402
 
 
+def rss_high_water():
+    """The process's RSS high-water mark so far, MiB (Linux reports ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def main():
     nets = sys.argv[1:] or ["vgg16", "resnet50"]
     batch, iters = int(os.environ.get("BENCH_BATCH", "2")), int(os.environ.get("BENCH_ITERS", "3"))
@@ -20,6 +27,7 @@ def main():
     torch.manual_seed(0)
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "nets")
     for name in nets:
+        rss0 = rss_high_water()
         _, layers = torch_ref.parse_net(os.path.join(src, name + ".net"))
         model = torch_ref.RefNet(layers)
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -35,9 +43,10 @@ def main():
             dt = time.perf_counter() - t0
             if i > 0:
                 best = min(best, dt)
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print("PEER %s %.6f  (torch %s, %d threads, best of %d, RSS high-water %.0f MiB)"
-              % (name, best, torch.__version__, torch.get_num_threads(), iters, rss))
+        rss = rss_high_water()
+        print("PEER %s %.6f %.1f  (torch %s, %d threads, best of %d, RSS high-water %.0f MiB, "
+              "%.0f MiB above the process before the net)"
+              % (name, best, rss - rss0, torch.__version__, torch.get_num_threads(), iters, rss, rss - rss0))
 
 
 if __name__ == "__main__":
