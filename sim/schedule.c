@@ -391,26 +391,39 @@ static void place_offloads(lower *c)
             }
         }
     }
-    /* rebuild the step list with the new steps in place */
-    int cap = ns + 2 * nb + 1, out = 0;
-    sched_step *steps = err_calloc((size_t)cap, sizeof(sched_step));
-    int *pf = err_calloc((size_t)nb, sizeof(int)); /* step before which buffer b is prefetched */
+    /* the step before which each moved buffer is prefetched, then both moves bucketed by step
+     * (counting sort, buffers in creation order within a step), then the step list rebuilt */
+    int *pf = err_calloc((size_t)nb, sizeof(int)), moved = 0;
+    int *start_p = err_calloc((size_t)ns + 1, sizeof(int)), *start_o = err_calloc((size_t)ns + 1, sizeof(int));
     for (int b = 0; b < nb; b++) {
         if (!s->bufs[b].offload || last_fwd[b] < 0) { s->bufs[b].offload = false; continue; }
         pf[b] = first_bwd[b];
         for (int i = first_bwd[b] - 1; i > last_fwd[b]; i--)
             if (s->steps[i].op == SCHED_BWD) { pf[b] = i; break; }
+        start_p[pf[b] + 1]++, start_o[last_fwd[b] + 1]++, moved++;
     }
-    for (int i = 0; i < ns; i++) {
+    if (moved) {
+        for (int i = 0; i < ns; i++) start_p[i + 1] += start_p[i], start_o[i + 1] += start_o[i];
+        int *list_p = err_calloc((size_t)moved, sizeof(int)), *list_o = err_calloc((size_t)moved, sizeof(int));
+        int *fill_p = err_calloc((size_t)ns, sizeof(int)), *fill_o = err_calloc((size_t)ns, sizeof(int));
         for (int b = 0; b < nb; b++)
-            if (s->bufs[b].offload && pf[b] == i) steps[out++] = move_step(s, SCHED_PREFETCH, b, s->steps[i].seg);
-        steps[out++] = s->steps[i];
-        for (int b = 0; b < nb; b++)
-            if (s->bufs[b].offload && last_fwd[b] == i) steps[out++] = move_step(s, SCHED_OFFLOAD, b, s->steps[i].seg);
+            if (s->bufs[b].offload) {
+                list_p[start_p[pf[b]] + fill_p[pf[b]]++] = b;
+                list_o[start_o[last_fwd[b]] + fill_o[last_fwd[b]]++] = b;
+            }
+        int cap = ns + 2 * moved, out = 0;
+        sched_step *steps = err_calloc((size_t)cap, sizeof(sched_step));
+        for (int i = 0; i < ns; i++) {
+            for (int k = start_p[i]; k < start_p[i + 1]; k++) steps[out++] = move_step(s, SCHED_PREFETCH, list_p[k], s->steps[i].seg);
+            steps[out++] = s->steps[i];
+            for (int k = start_o[i]; k < start_o[i + 1]; k++) steps[out++] = move_step(s, SCHED_OFFLOAD, list_o[k], s->steps[i].seg);
+        }
+        CHECK(out == cap);
+        free(s->steps);
+        s->steps = steps, s->n_step = out, c->cap_step = cap;
+        free(list_p), free(list_o), free(fill_p), free(fill_o);
     }
-    free(s->steps);
-    s->steps = steps, s->n_step = out, c->cap_step = cap;
-    free(first_bwd), free(last_fwd), free(pf);
+    free(first_bwd), free(last_fwd), free(pf), free(start_p), free(start_o);
 }
 
 /* Liveness: ALLOC before first use, FREE after last use; persistent buffers around everything. */
