@@ -35,6 +35,7 @@ int main(void)
     const int np = sizeof plans / sizeof *plans;
     const char *nets[] = {"vgg16", "resnet50"};
     err e;
+    sim_keep_freed_memory(true); /* as lrcnn sweep does */
     printf("simulator: one evaluation = parse-free lower + replay + closed form, batch 8, 224x224\n\n");
     printf("  %-10s", "plan");
     for (int k = 0; k < 2; k++) printf(" %14s", nets[k]);

@@ -162,6 +162,7 @@ int sweep_run(const char *cmd, const char *spec_path, const char *out, bool over
     long count = spec_runs(&s), done = 0;
     cell *cells = err_calloc((size_t)count, sizeof(cell));
     h5_file *f = NULL;
+    bool keep = false;
     if (!d) {
         rc = cli_fail(cmd, "%s: device '%s' is not a profile (cpu, h100)", spec_path, s.device);
         goto out;
@@ -172,6 +173,8 @@ int sweep_run(const char *cmd, const char *spec_path, const char *out, bool over
                 rc = cli_fail(cmd, "%s: %s", spec_path, e.msg);
                 goto out;
             }
+    keep = !s.measure; /* not where the engine's children measure RSS; undone at out: */
+    if (keep) sim_keep_freed_memory(true);
     char text[320];
     for (int i = 0; i < n_nets; i++)
         for (int p = 0; p < s.n_plans; p++) {
@@ -241,6 +244,7 @@ out:
     for (int i = 0; i < n_nets; i++) net_free(&nets[i]);
     free(nets);
     free(cells);
+    if (keep) sim_keep_freed_memory(false);
     spec_free(&s);
     return rc;
 }

@@ -13,6 +13,7 @@
 #include "sim.h"
 
 #include <limits.h>
+#include <malloc.h>
 #include <string.h>
 
 const sim_device sim_device_cpu = {"cpu", 60.0, 10.0, 10.0};
@@ -597,4 +598,11 @@ int sim_run(const net *n, const plan *p, const sched_cfg *cfg, const sim_device 
     r->n_steps = s.n_step;
     sched_free(&s);
     return sim_closed(n, p, cfg, &r->closed, e);
+}
+
+void sim_keep_freed_memory(bool keep)
+{
+    mallopt(M_MMAP_THRESHOLD, keep ? 32 << 20 : 128 << 10); /* 32 MiB: glibc's largest */
+    mallopt(M_TRIM_THRESHOLD, keep ? 1 << 30 : 128 << 10);
+    if (!keep) malloc_trim(0);
 }
