@@ -363,6 +363,32 @@ static sched_step move_step(const sched *s, sched_op op, int b, int seg)
                         .bytes_moved = (double)s->bufs[b].bytes};
 }
 
+/* Buckets buffers by step (counting sort): the buffers b with key[b] >= 0, in creation order within
+ * a step; those of step i are list[start[i] .. start[i + 1]), start[ns] of them in all. */
+typedef struct {
+    int *start, *list;
+} step_buckets;
+
+static step_buckets bucket_by_step(const int *key, int nb, int ns)
+{
+    step_buckets k = {err_calloc((size_t)ns + 1, sizeof(int)), NULL};
+    for (int b = 0; b < nb; b++)
+        if (key[b] >= 0) k.start[key[b] + 1]++;
+    for (int i = 0; i < ns; i++) k.start[i + 1] += k.start[i];
+    int *next = err_calloc((size_t)ns + 1, sizeof(int));
+    memcpy(next, k.start, ((size_t)ns + 1) * sizeof(int));
+    k.list = err_calloc((size_t)k.start[ns] + 1, sizeof(int));
+    for (int b = 0; b < nb; b++)
+        if (key[b] >= 0) k.list[next[key[b]]++] = b;
+    free(next);
+    return k;
+}
+
+static void buckets_free(step_buckets *k)
+{
+    free(k->start), free(k->list);
+}
+
 /* Marks what offload segments move to the host, then inserts OFFLOAD after each such buffer's
  * last forward use and PREFETCH one backward step ahead of its first backward use (vDNN). */
 static void place_offloads(lower *c)
@@ -391,39 +417,33 @@ static void place_offloads(lower *c)
             }
         }
     }
-    /* the step before which each moved buffer is prefetched, then both moves bucketed by step
-     * (counting sort, buffers in creation order within a step), then the step list rebuilt */
-    int *pf = err_calloc((size_t)nb, sizeof(int)), moved = 0;
-    int *start_p = err_calloc((size_t)ns + 1, sizeof(int)), *start_o = err_calloc((size_t)ns + 1, sizeof(int));
+    /* the step before which each moved buffer is prefetched; both moves bucketed by step */
+    int *pf = err_calloc((size_t)nb, sizeof(int));
     for (int b = 0; b < nb; b++) {
-        if (!s->bufs[b].offload || last_fwd[b] < 0) { s->bufs[b].offload = false; continue; }
+        if (!s->bufs[b].offload || last_fwd[b] < 0) {
+            s->bufs[b].offload = false, pf[b] = last_fwd[b] = -1;
+            continue;
+        }
         pf[b] = first_bwd[b];
         for (int i = first_bwd[b] - 1; i > last_fwd[b]; i--)
             if (s->steps[i].op == SCHED_BWD) { pf[b] = i; break; }
-        start_p[pf[b] + 1]++, start_o[last_fwd[b] + 1]++, moved++;
     }
-    if (moved) {
-        for (int i = 0; i < ns; i++) start_p[i + 1] += start_p[i], start_o[i + 1] += start_o[i];
-        int *list_p = err_calloc((size_t)moved, sizeof(int)), *list_o = err_calloc((size_t)moved, sizeof(int));
-        int *fill_p = err_calloc((size_t)ns, sizeof(int)), *fill_o = err_calloc((size_t)ns, sizeof(int));
-        for (int b = 0; b < nb; b++)
-            if (s->bufs[b].offload) {
-                list_p[start_p[pf[b]] + fill_p[pf[b]]++] = b;
-                list_o[start_o[last_fwd[b]] + fill_o[last_fwd[b]]++] = b;
-            }
+    step_buckets pre = bucket_by_step(pf, nb, ns), off = bucket_by_step(last_fwd, nb, ns);
+    int moved = pre.start[ns];
+    if (moved) { /* rebuild the step list with the moves in place */
         int cap = ns + 2 * moved, out = 0;
         sched_step *steps = err_calloc((size_t)cap, sizeof(sched_step));
         for (int i = 0; i < ns; i++) {
-            for (int k = start_p[i]; k < start_p[i + 1]; k++) steps[out++] = move_step(s, SCHED_PREFETCH, list_p[k], s->steps[i].seg);
+            for (int k = pre.start[i]; k < pre.start[i + 1]; k++) steps[out++] = move_step(s, SCHED_PREFETCH, pre.list[k], s->steps[i].seg);
             steps[out++] = s->steps[i];
-            for (int k = start_o[i]; k < start_o[i + 1]; k++) steps[out++] = move_step(s, SCHED_OFFLOAD, list_o[k], s->steps[i].seg);
+            for (int k = off.start[i]; k < off.start[i + 1]; k++) steps[out++] = move_step(s, SCHED_OFFLOAD, off.list[k], s->steps[i].seg);
         }
         CHECK(out == cap);
         free(s->steps);
         s->steps = steps, s->n_step = out, c->cap_step = cap;
-        free(list_p), free(list_o), free(fill_p), free(fill_o);
     }
-    free(first_bwd), free(last_fwd), free(pf), free(start_p), free(start_o);
+    buckets_free(&pre), buckets_free(&off);
+    free(first_bwd), free(last_fwd), free(pf);
 }
 
 /* Liveness: ALLOC before first use, FREE after last use; persistent buffers around everything. */
@@ -443,22 +463,12 @@ static void place_allocs(sched *s)
         }
         if (t->buf >= 0) last[t->buf] = i > last[t->buf] ? i : last[t->buf];
     }
-    /* counting sort of ALLOCs by first use and FREEs by last use, creation order kept */
-    int *start_a = err_calloc((size_t)ns + 1, sizeof(int)), *start_f = err_calloc((size_t)ns + 1, sizeof(int));
-    int n_persist = 0, n_temp = 0;
-    for (int b = 0; b < nb; b++) {
-        if (s->bufs[b].persistent) { n_persist++; continue; }
-        if (first[b] < 0) continue;
-        start_a[first[b] + 1]++, start_f[last[b] + 1]++, n_temp++;
-    }
-    for (int i = 0; i < ns; i++) start_a[i + 1] += start_a[i], start_f[i + 1] += start_f[i];
-    int *list_a = err_calloc((size_t)n_temp + 1, sizeof(int)), *list_f = err_calloc((size_t)n_temp + 1, sizeof(int));
-    int *fill_a = err_calloc((size_t)ns + 1, sizeof(int)), *fill_f = err_calloc((size_t)ns + 1, sizeof(int));
-    for (int b = 0; b < nb; b++) {
-        if (s->bufs[b].persistent || first[b] < 0) continue;
-        list_a[start_a[first[b]] + fill_a[first[b]]++] = b;
-        list_f[start_f[last[b]] + fill_f[last[b]]++] = b;
-    }
+    /* ALLOCs bucketed by first use and FREEs by last use; persistent buffers are placed apart */
+    int n_persist = 0;
+    for (int b = 0; b < nb; b++)
+        if (s->bufs[b].persistent) first[b] = last[b] = -1, n_persist++;
+    step_buckets al = bucket_by_step(first, nb, ns), fr = bucket_by_step(last, nb, ns);
+    int n_temp = al.start[ns];
     int total = ns + 2 * n_temp + 2 * n_persist;
     sched_step *steps = err_calloc((size_t)total, sizeof(sched_step)), *o = steps;
 #define MARK(opv, b) (*o++ = (sched_step){.op = (opv), .layer = s->bufs[b].layer, .band = s->bufs[b].band, .buf = (b), \
@@ -467,9 +477,9 @@ static void place_allocs(sched *s)
     for (int b = 0; b < nb; b++)
         if (s->bufs[b].persistent) MARK(SCHED_ALLOC, b);
     for (int i = 0; i < ns; i++) {
-        for (int k = start_a[i]; k < start_a[i + 1]; k++) MARK(SCHED_ALLOC, list_a[k]);
+        for (int k = al.start[i]; k < al.start[i + 1]; k++) MARK(SCHED_ALLOC, al.list[k]);
         *o++ = s->steps[i];
-        for (int k = start_f[i]; k < start_f[i + 1]; k++) MARK(SCHED_FREE, list_f[k]);
+        for (int k = fr.start[i]; k < fr.start[i + 1]; k++) MARK(SCHED_FREE, fr.list[k]);
     }
     for (int b = 0; b < nb; b++)
         if (s->bufs[b].persistent) MARK(SCHED_FREE, b);
@@ -477,7 +487,8 @@ static void place_allocs(sched *s)
     CHECK(o - steps == total);
     free(s->steps);
     s->steps = steps, s->n_step = total;
-    free(start_a), free(start_f), free(list_a), free(list_f), free(fill_a), free(fill_f), free(first), free(last);
+    buckets_free(&al), buckets_free(&fr);
+    free(first), free(last);
 }
 
 int sched_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err *e)
