@@ -14,8 +14,8 @@
 
 #include <cblas.h>
 
-#include "data.h"
-#include "exec.h"
+#include "io/data.h"
+#include "engine/exec.h"
 
 static double now(void)
 {

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sim.h"
+#include "sim/sim.h"
 
 static double now(void)
 {

@@ -1,5 +1,5 @@
 /* alloc: see alloc.h. */
-#include "alloc.h"
+#include "engine/alloc.h"
 
 #include <malloc.h>
 #include <stdlib.h>

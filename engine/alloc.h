@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "schedule.h"
+#include "sim/sched.h"
 
 /* Where a backend's tensors live. get returns NULL when out of memory; host: a block in host
  * memory the device can copy to and from (offload); move copies a block to new memory on the

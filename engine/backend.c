@@ -1,9 +1,9 @@
 /* backend: ops_find, the one place that knows which backends this build has. */
 #include <string.h>
 
-#include "ops.h"
+#include "engine/ops.h"
 #ifdef LRCNN_HAVE_CUDA
-#include "ops_cuda.h"
+#include "engine/cuda/ops_cuda.h"
 #endif
 
 const ops_table *ops_find(const char *name, err *e)

@@ -1,7 +1,7 @@
 /* exec: see exec.h. Each step becomes one ops call (FWD/BWD), a row copy (COPY), a move between
  * device and host pools (OFFLOAD/PREFETCH), the optimizer (UPDATE) or an allocator event. Views
  * into buffers carry the rows they hold, so a band's kernels find their rows by offset. */
-#include "exec.h"
+#include "engine/exec.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* exec: runs a lowered schedule (schedule.h) on real tensors — one executor for every plan: the
+/* exec: runs a lowered schedule (sim/sched.h) on real tensors — one executor for every plan: the
  * schedule says what to allocate, compute, copy, offload and free, and exec does exactly that
  * through the accounting allocator and a backend's ops table. Persistent buffers (parameters,
  * their gradients, optimizer state, bn running statistics) are allocated by the first
@@ -7,8 +7,8 @@
 #ifndef LRCNN_EXEC_H
 #define LRCNN_EXEC_H
 
-#include "alloc.h"
-#include "ops.h"
+#include "engine/alloc.h"
+#include "engine/ops.h"
 
 typedef struct {
     double lr, momentum;         /* SGD */

@@ -16,8 +16,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "alloc.h"
-#include "net.h"
+#include "engine/alloc.h"
+#include "sim/net.h"
 
 typedef struct {
     float *p;        /* (n, c, h, w), contiguous */

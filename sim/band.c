@@ -1,6 +1,6 @@
 /* band: see band.h. Everything here is interval arithmetic on rows; layers are visited in reverse
  * topological order inside the segment so that every consumer is known before its producer. */
-#include "band.h"
+#include "sim/band.h"
 
 #include <string.h>
 

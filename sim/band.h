@@ -10,11 +10,11 @@
  *          boundary it keeps for the next band (rows already computed that a later band reads).
  * Borders: a band's window may run past row 0 or past the last row; those rows are the layer's
  * true zero padding. Interior band edges are never padded. Rows are [a, b); empty when a >= b.
- * Not done here: bytes, steps or time (see schedule.h). */
+ * Not done here: bytes, steps or time (see sched.h). */
 #ifndef LRCNN_BAND_H
 #define LRCNN_BAND_H
 
-#include "net.h"
+#include "sim/net.h"
 
 typedef struct {
     int a, b;

@@ -1,5 +1,5 @@
 /* err: see err.h. */
-#include "err.h"
+#include "sim/err.h"
 
 #include <stdarg.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * Parsing happens in two passes: lines become raw layers (names, keys, input names), then names
  * are resolved, layers are sorted topologically (Kahn, stable in file order) and shapes are
  * inferred. Every user error carries "path:line:". */
-#include "net.h"
+#include "sim/net.h"
 
 #include <ctype.h>
 #include <errno.h>

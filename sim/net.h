@@ -5,14 +5,14 @@
  * Conventions: shapes are per image, (C, H, W), fp32; N (the batch) is applied by the caller.
  * Layers are stored in topological order; index 0 is the input. A relu whose input has no other
  * consumer runs in place (flag `inplace`), as PyTorch's ReLU(inplace=True) does in torchvision.
- * Not done here: anything about batches, plans or memory (see plan.h, schedule.h, sim.h). */
+ * Not done here: anything about batches, plans or memory (see plan.h, sched.h, sim.h). */
 #ifndef LRCNN_NET_H
 #define LRCNN_NET_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "err.h"
+#include "sim/err.h"
 
 #define NET_NAME_LEN 48
 #define NET_MAX_IN 2

@@ -1,6 +1,6 @@
 /* plan: presets, the custom syntax (sim/PLANS.md) and validation against a net. Every rule that
  * can reject a plan lives here, so the scheduler and the engine may assume a valid plan. */
-#include "plan.h"
+#include "sim/plan.h"
 
 #include <ctype.h>
 #include <math.h>

@@ -12,7 +12,7 @@
 #ifndef LRCNN_PLAN_H
 #define LRCNN_PLAN_H
 
-#include "band.h"
+#include "sim/band.h"
 
 typedef enum { PLAN_LAYER, PLAN_CKPT, PLAN_OFFLOAD, PLAN_ROWS } plan_mode;
 typedef enum { PLAN_OFFLOAD_ALL, PLAN_OFFLOAD_CONV } plan_offload;

@@ -10,7 +10,7 @@
  * workspaces, 2PS boundaries and boundary gradients as listed there; offload cuts a host interval
  * out of a life. The peak is M = P + max over phases of the bytes alive, one prefix sum over
  * O(layers x bands) phases. Not done here: any I/O. */
-#include "sim.h"
+#include "sim/sim.h"
 
 #include <limits.h>
 #include <malloc.h>

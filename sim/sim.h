@@ -10,7 +10,7 @@
 #ifndef LRCNN_SIM_H
 #define LRCNN_SIM_H
 
-#include "schedule.h"
+#include "sim/sched.h"
 
 typedef struct {
     int64_t peak;                /* device bytes at the peak (host excluded) */

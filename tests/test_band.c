@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "band.h"
+#include "sim/band.h"
 
 static unsigned long long rng = 0x9E3779B97F4A7C15ull;
 static int rnd(int n)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim.h"
+#include "sim/sim.h"
 
 #define TOL 0.02 /* the project's acceptance bound for the closed form (paper/model.md) */
 

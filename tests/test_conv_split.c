@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "conv_split.h"
+#include "engine/cuda/conv_split.h"
 
 static long band_row(const long *x, int in_h, net_window w, int o)
 {

@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data.h"
-#include "exec.h"
-#include "ops_cuda.h"
-#include "sim.h"
+#include "io/data.h"
+#include "engine/exec.h"
+#include "engine/cuda/ops_cuda.h"
+#include "sim/sim.h"
 
 #define SKIP 77
 

@@ -5,7 +5,7 @@
  * Prints each number that differs. */
 #include <stdio.h>
 
-#include "cuprof.h"
+#include "engine/cuda/cuprof.h"
 
 static int failures;
 static void expect(const char *what, int line, double got, double want)

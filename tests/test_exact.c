@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data.h"
-#include "exec.h"
-#include "sim.h"
+#include "io/data.h"
+#include "engine/exec.h"
+#include "sim/sim.h"
 
 #define TOL 1e-5 /* fp32 reassociation on gradient norms; see the header */
 

@@ -9,7 +9,7 @@
  * refuses a missing file, a non-HDF5 file, an HDF5 file without schema_version and a file with a
  * wrongly typed attribute, naming the problem. With KEEP.h5 the file is also written there, for
  * tests/check_schema.py. Exit status: 0 when every check passes, 1 otherwise. */
-#include "h5.h"
+#include "io/h5.h"
 
 #include <hdf5.h>
 #include <string.h>

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "net.h"
+#include "sim/net.h"
 
 static int failures;
 #define EXPECT_EQ(what, got, want)                                                                    \

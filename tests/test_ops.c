@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops.h"
-#include "schedule.h"
+#include "engine/ops.h"
+#include "sim/sched.h"
 
 /* --- tolerances (all of them) ----------------------------------------------------------------
  * Finite differences run the fp32 kernels and difference J in double, with the step the floats

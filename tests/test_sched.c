@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sim.h"
+#include "sim/sim.h"
 
 static int failures;
 #define FAIL(...) (fprintf(stderr, "FAIL " __VA_ARGS__), fputc('\n', stderr), failures++)

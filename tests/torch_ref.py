@@ -8,7 +8,7 @@ running statistics, against PyTorch running the same network on the same weights
 Why it is independent: the network is rebuilt here from the net text file by a parser of its own
 (nets/FORMAT.md), the layers are PyTorch's (F.conv2d, F.max_pool2d, F.batch_norm, ...), the
 gradients come from autograd and the step from torch.optim. Nothing of lrcnn is imported; the two
-sides meet only through HDF5 files in the layout of experiments/weights.h:
+sides meet only through HDF5 files in the layout of io/weights.h:
     init     torch's default initialization -> /params (lrcnn train --init-weights reads it)
     compare  lrcnn's --dump (/params, /input, /labels, /grads, /after, attributes) -> torch
 The reference runs in float32, as the LR-CNN authors' PyTorch prototype did; the differences it
@@ -298,7 +298,7 @@ class RefNet(torch.nn.Module):
 
 
 # ---------------------------------------------------------------------------------------------
-# HDF5 (experiments/weights.h layout)
+# HDF5 (io/weights.h layout)
 
 def write_h5_atomic(path, fill):
     """Writes through a temporary name so a failure leaves nothing half-written."""

@@ -20,7 +20,7 @@
 
 #include <cblas.h>
 
-#include "ops_cpu.h"
+#include "engine/cpu/ops_cpu.h"
 
 /* Does this convolution, G images at a time, run as a direct product (no im2col, no workspace)?
  * Must agree with sched_workspace_bytes(). */

@@ -16,7 +16,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ops_cpu.h"
+#include "engine/cpu/ops_cpu.h"
 
 /* --- views ------------------------------------------------------------------------------------ */
 

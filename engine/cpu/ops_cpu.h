@@ -9,7 +9,7 @@
 #ifndef LRCNN_OPS_CPU_H
 #define LRCNN_OPS_CPU_H
 
-#include "ops.h"
+#include "engine/ops.h"
 
 /* Row `row` (a full-map index) of channel c of image n in view t. */
 float *cpu_row(const ten *t, int n, int c, int row);

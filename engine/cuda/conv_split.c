@@ -1,5 +1,5 @@
 /* conv_split: see conv_split.h. */
-#include "conv_split.h"
+#include "engine/cuda/conv_split.h"
 
 static int max_i(int x, int y) { return x > y ? x : y; }
 static int min_i(int x, int y) { return x < y ? x : y; }

@@ -18,7 +18,7 @@
 
 #include <stdbool.h>
 
-#include "net.h"
+#include "sim/net.h"
 
 typedef struct {
     int a, b;     /* output rows this piece delivers */

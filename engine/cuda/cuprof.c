@@ -3,7 +3,7 @@
  * calls back from its own thread). CUPTI's activity callbacks are process-wide, so there is one
  * profiler per process. Never prints or aborts on a CUPTI failure: it comes back as err with
  * CUPTI's own message. Does not detach CUPTI (cuptiFinalize) at stop. */
-#include "cuprof.h"
+#include "engine/cuda/cuprof.h"
 
 #include <pthread.h>
 #include <stdlib.h>

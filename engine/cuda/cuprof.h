@@ -32,7 +32,7 @@
 
 #include <cupti_activity.h>
 
-#include "err.h"
+#include "sim/err.h"
 
 typedef struct {
     bool valid;               /* false when CUPTI dropped records: every number is then suspect */

@@ -2,7 +2,7 @@
  * cuprof.h for what "reserved" means). Reads records through the CUPTI header types only and never
  * calls CUPTI. cuprof_take may run on CUPTI's thread, so it only appends to arrays; sorting and
  * replay wait for cuprof_settle. Not thread-safe: cuprof.c holds the lock. */
-#include "cuprof.h"
+#include "engine/cuda/cuprof.h"
 
 #include <stdlib.h>
 #include <string.h>

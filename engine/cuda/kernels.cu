@@ -2,7 +2,7 @@
 // arithmetic follows the CPU kernels in engine/cpu/ops_cpu.c line for line.
 #include <math.h>
 
-#include "kernels.h"
+#include "engine/cuda/kernels.h"
 
 static const int T = 256;
 

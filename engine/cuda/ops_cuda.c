@@ -1,7 +1,7 @@
 /* ops_cuda: see ops_cuda.h. Every call is enqueued on one compute stream; copies for offload run
  * on a second stream. A CUDA, cuDNN or cuBLAS error inside a step is fatal (message, exit 1): the
  * executor has no way to resume half an iteration. */
-#include "ops_cuda.h"
+#include "engine/cuda/ops_cuda.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -12,9 +12,9 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
-#include "conv_split.h"
-#include "cuprof.h"
-#include "kernels.h"
+#include "engine/cuda/conv_split.h"
+#include "engine/cuda/cuprof.h"
+#include "engine/cuda/kernels.h"
 
 static struct {
     bool open, profile;

@@ -14,8 +14,8 @@
 #ifndef LRCNN_OPS_CUDA_H
 #define LRCNN_OPS_CUDA_H
 
-#include "ops.h"
-#include "schedule.h"
+#include "engine/ops.h"
+#include "sim/sched.h"
 
 /* The backend, after initializing the first device; NULL with a reason in e when there is no
  * usable GPU (no driver, no device). profile: start CUPTI first (cuprof.h) and tag kernels. */

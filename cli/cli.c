@@ -1,5 +1,5 @@
 /* cli: see cli.h. */
-#include "cli.h"
+#include "cli/cli.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -56,7 +56,7 @@ int cli_common(int argc, char **argv, int *i, const char *cmd, cli_config *c)
         if ((got = cli_opt(argc, argv, i, strs[k].name, &v))) {
             if (got < 0) return cli_fail(cmd, "%s needs a value (see lrcnn %s --help)", a, cmd), -1;
             *strs[k].dst = v;
-            if (strs[k].dst == &c->host && cli_parse_budget(v, &c->host_budget))
+            if (strs[k].dst == &c->host && units_parse_budget(v, &c->host_budget))
                 return cli_fail(cmd, "--host-budget %s: expected bytes like 0, 8GiB, 500M", v), -1;
             return 1;
         }
@@ -92,54 +92,12 @@ int cli_unknown(const char *cmd, int argc, char **argv, int i, int got)
     return cli_fail(cmd, "unknown argument '%s' (see lrcnn %s --help)", argv[i], cmd);
 }
 
-int cli_parse_bytes(const char *s, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || !(v > 0)) return -1;
-    static const struct { const char *suffix; double mult; } units[] = {
-        {"", 1}, {"B", 1}, {"K", 1e3}, {"KB", 1e3}, {"M", 1e6}, {"MB", 1e6}, {"G", 1e9}, {"GB", 1e9}, {"T", 1e12},
-        {"TB", 1e12}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
-    };
-    for (size_t u = 0; u < sizeof units / sizeof *units; u++)
-        if (!strcasecmp(end, units[u].suffix) && (strlen(end) < 3 || !strcmp(end + 1, "iB"))) {
-            double b = v * units[u].mult;
-            if (b > 9.2e18) return -1;
-            *out = (int64_t)b;
-            return 0;
-        }
-    return -1;
-}
-
-int cli_parse_budget(const char *s, int64_t *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end != s && v == 0.0 && (!*end || !strcasecmp(end, "B"))) {
-        *out = 0;
-        return 0;
-    }
-    return cli_parse_bytes(s, out);
-}
-
 int cli_check_host(const sim_result *r, int64_t budget, const char *plan_text, err *e)
 {
     if (budget < 0 || r->replay.max[MEM_HOST] <= budget) return 0;
     char a[32], b[32];
     return err_set(e, "plan '%s' offloads %s to host memory but --host-budget is %s", plan_text,
-                   cli_fmt_bytes(r->replay.max[MEM_HOST], a, sizeof a), cli_fmt_bytes(budget, b, sizeof b));
-}
-
-const char *cli_fmt_bytes(int64_t b, char *buf, size_t len)
-{
-    static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)b;
-    int k = 0;
-    while ((v >= 1024.0 || v <= -1024.0) && k < 4) v /= 1024.0, k++;
-    if (k == 0) snprintf(buf, len, "%lld B", (long long)b);
-    else snprintf(buf, len, "%.*f %s", v >= 100 || v <= -100 ? 1 : 2, v, u[k]);
-    return buf;
+                   units_fmt_bytes(r->replay.max[MEM_HOST], a, sizeof a), units_fmt_bytes(budget, b, sizeof b));
 }
 
 int cli_parse_optimizer(const char *s, sched_optimizer *o)

@@ -16,7 +16,7 @@
 #ifndef LRCNN_WEIGHTS_H
 #define LRCNN_WEIGHTS_H
 
-#include "exec.h"
+#include "engine/exec.h"
 
 /* Loads /params into the executor's parameter buffers (they must exist: run after exec_start). */
 int weights_load(exec *x, const char *path, err *e);

@@ -9,9 +9,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "h5.h"
-#include "measure.h"
+#include "cli/cli.h"
+#include "io/h5.h"
+#include "cli/measure.h"
 
 static const char *usage =
     "usage: lrcnn validate --net NET [--plan PLANS] [--image S] [--batch N] [--iters K] [--optimizer sgd|adam]\n"
@@ -100,11 +100,11 @@ int cli_validate(int argc, char **argv)
         }
         char a[32], b[32], c[32], r[32];
         printf("  %-14s %10s %10s %10s %+7.3f%% %+7.2f%% %7.1f%% %7.0fms %6.2fx %9.1e %-14s %10s\n", items[k],
-               cli_fmt_bytes(pred[k].replay.peak, a, sizeof a), cli_fmt_bytes(pred[k].closed.peak, b, sizeof b),
-               cli_fmt_bytes(m->peak, c, sizeof c), 100.0 * (double)(pred[k].replay.peak - m->peak) / (double)m->peak,
+               units_fmt_bytes(pred[k].replay.peak, a, sizeof a), units_fmt_bytes(pred[k].closed.peak, b, sizeof b),
+               units_fmt_bytes(m->peak, c, sizeof c), 100.0 * (double)(pred[k].replay.peak - m->peak) / (double)m->peak,
                100.0 * (double)(pred[k].closed.peak - m->peak) / (double)m->peak,
                100.0 * (1.0 - (double)m->peak / (double)meas[0].peak), m->best_us / 1e3, m->best_us / meas[0].best_us,
-               cmpr[k].grad_dev, k ? cmpr[k].worst : "(reference)", cli_fmt_bytes(m->rss, r, sizeof r));
+               cmpr[k].grad_dev, k ? cmpr[k].worst : "(reference)", units_fmt_bytes(m->rss, r, sizeof r));
         fflush(stdout);
     }
     printf("\n  replay/closed: predictions; measured: the engine's tracked peak; err: prediction vs measured;\n"

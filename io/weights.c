@@ -1,11 +1,11 @@
 /* weights: see weights.h. A layer's parameter buffer holds PyTorch's tensors back to back
  * (conv/fc: weight then bias; bn: gamma then beta; running: mean then variance), so each dataset
  * is a slice of it with the shape PyTorch would give. */
-#include "weights.h"
+#include "io/weights.h"
 
 #include <string.h>
 
-#include "h5.h"
+#include "io/h5.h"
 
 typedef struct {
     const char *name;  /* "weight", "bias", "running_mean", "running_var" */

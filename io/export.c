@@ -10,7 +10,7 @@
  * and removed on any failure, so a failed export leaves no new table behind. Without a directory
  * the runs table is built in memory and goes to stdout only once complete, for the same reason.
  * Not done here: the layers table and the per-category maxima (read them with h5py). */
-#include "h5.h"
+#include "io/h5.h"
 
 #include <errno.h>
 #include <hdf5.h>

@@ -1,6 +1,5 @@
 /* sched: a plan lowered to the ordered steps of one training iteration (forward, backward,
- * optimizer update), over named buffers. (The file is schedule.h: a sched.h on the include path
- * would shadow the system <sched.h>, which OpenBLAS includes.) The simulator replays it; the engine executes it.
+ * optimizer update), over named buffers. The simulator replays it; the engine executes it.
  *
  * Buffers hold rows [a, b) of one tensor (a layer's output, its gradient, or an auxiliary: pool
  * argmax, bn statistics, loss probabilities, a 2PS boundary) for the whole batch, NCHW, or a
@@ -14,7 +13,7 @@
 #ifndef LRCNN_SCHED_H
 #define LRCNN_SCHED_H
 
-#include "plan.h"
+#include "sim/plan.h"
 
 typedef enum {
     MEM_WEIGHTS,   /* parameters and bn running statistics */

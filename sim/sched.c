@@ -1,10 +1,10 @@
-/* sched: lowering of plans to steps (see schedule.h for the buffer and accumulation conventions).
+/* sched: lowering of plans to steps (see sched.h for the buffer and accumulation conventions).
  *
  * One lowering context walks the plan's segments forward, then backward in reverse. Each mode is
  * a small function that emits FWD/BWD/COPY steps on the context's "current buffer" maps (which
  * buffer holds layer L's output and its gradient right now). Offload steps and ALLOC/FREE are
  * derived afterwards from the finished step list, so no mode decides lifetimes by hand. */
-#include "schedule.h"
+#include "sim/sched.h"
 
 #include <string.h>
 

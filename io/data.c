@@ -1,5 +1,5 @@
 /* data: see data.h. */
-#include "data.h"
+#include "io/data.h"
 
 #include <dirent.h>
 #include <errno.h>

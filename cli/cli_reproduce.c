@@ -9,10 +9,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 
-int sweep_run(const char *cmd, const char *spec_path, const char *out, bool overwrite, bool quiet);
-int cli_validate(int argc, char **argv);
 
 #define SRC LRCNN_SOURCE_DIR
 #define PY "/usr/bin/python3"
@@ -73,7 +71,7 @@ int cli_reproduce(int argc, char **argv)
             snprintf(spec, sizeof spec, SRC "/experiments/%s.spec", specs[i]);
             snprintf(out, sizeof out, SRC "/results/%s.h5", specs[i]);
             fprintf(stderr, "  regenerating results/%s.h5 (experiments/%s.spec)\n", specs[i], specs[i]);
-            failed |= sweep_run("reproduce", spec, out, true, true) != CLI_OK;
+            failed |= cli_sweep_run("reproduce", spec, out, true, true) != CLI_OK;
         }
         for (size_t i = 0; i < sizeof validations / sizeof *validations; i++) {
             snprintf(out, sizeof out, SRC "/results/validate_%s.h5", validations[i][0]);
@@ -109,7 +107,7 @@ int cli_reproduce(int argc, char **argv)
             struct stat st;
             char size[32];
             if (stat(g.gl_pathv[i], &st)) continue;
-            printf("  %-48s %10s\n", g.gl_pathv[i] + strlen(SRC) + 1, cli_fmt_bytes((int64_t)st.st_size, size, sizeof size));
+            printf("  %-48s %10s\n", g.gl_pathv[i] + strlen(SRC) + 1, units_fmt_bytes((int64_t)st.st_size, size, sizeof size));
         }
         globfree(&g);
     }

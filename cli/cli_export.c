@@ -5,8 +5,8 @@
  * on success, 2 on a bad argument or a file that cannot be exported, with one line on stderr. */
 #include <string.h>
 
-#include "cli.h"
-#include "h5.h"
+#include "cli/cli.h"
+#include "io/h5.h"
 
 static const char usage[] =
     "usage: lrcnn export FILE.h5 [-o DIR]\n"

@@ -11,7 +11,7 @@
  * so a failure is reported once, in the err, with HDF5's message. The file is written as
  * "<path>.tmp" and renamed by h5_close; h5_abort and every failure of h5_create remove the .tmp.
  * Not done here: reading the file back (export.c). */
-#include "h5.h"
+#include "io/h5.h"
 
 #include <errno.h>
 #include <hdf5.h>

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "h5.h"
+#include "cli/cli.h"
+#include "io/h5.h"
 
 static const char *usage =
     "usage: lrcnn sim --net NET [--plan PLANS] [--batch N] [--image S] [--optimizer sgd|adam]\n"
@@ -26,11 +26,11 @@ static void print_breakdown(const net *n, const sched_cfg *cfg, const char *text
            cli_optimizer_name(cfg->optimizer), text, resolved);
     printf("  %-14s %14s %14s %14s\n", "category", "replay@peak", "closed@peak", "replay max");
     for (int k = 0; k < MEM_NCAT; k++)
-        printf("  %-14s %14s %14s %14s\n", mem_cat_name((mem_cat)k), cli_fmt_bytes(r->replay.at_peak[k], a, sizeof a),
-               cli_fmt_bytes(r->closed.at_peak[k], b, sizeof b), cli_fmt_bytes(r->replay.max[k], c, sizeof c));
+        printf("  %-14s %14s %14s %14s\n", mem_cat_name((mem_cat)k), units_fmt_bytes(r->replay.at_peak[k], a, sizeof a),
+               units_fmt_bytes(r->closed.at_peak[k], b, sizeof b), units_fmt_bytes(r->replay.max[k], c, sizeof c));
     double err = r->replay.peak ? 100.0 * (double)(r->closed.peak - r->replay.peak) / (double)r->replay.peak : 0;
-    printf("  %-14s %14s %14s   (closed vs replay %+.1f%%)\n", "peak (device)", cli_fmt_bytes(r->replay.peak, a, sizeof a),
-           cli_fmt_bytes(r->closed.peak, b, sizeof b), err);
+    printf("  %-14s %14s %14s   (closed vs replay %+.1f%%)\n", "peak (device)", units_fmt_bytes(r->replay.peak, a, sizeof a),
+           units_fmt_bytes(r->closed.peak, b, sizeof b), err);
     printf("  FLOPs %.4g G (fwd+bwd incl. recompute), time %.4g ms on the device profile, %d steps\n", r->flops / 1e9,
            r->time_us / 1e3, r->n_steps);
 }
@@ -108,8 +108,8 @@ int cli_sim(int argc, char **argv)
         } else {
             double cerr = 100.0 * (double)(r.closed.peak - r.replay.peak) / (double)r.replay.peak;
             double red = 100.0 * (1.0 - (double)r.replay.peak / (double)base.replay.peak);
-            printf("  %-16s %12s %12s %+7.1f%% %9.1f%% %10.4gG %8.3fx\n", items[k], cli_fmt_bytes(r.replay.peak, a, sizeof a),
-                   cli_fmt_bytes(r.closed.peak, b, sizeof b), cerr, red, r.flops / 1e9, r.flops / base.flops);
+            printf("  %-16s %12s %12s %+7.1f%% %9.1f%% %10.4gG %8.3fx\n", items[k], units_fmt_bytes(r.replay.peak, a, sizeof a),
+                   units_fmt_bytes(r.closed.peak, b, sizeof b), cerr, red, r.flops / 1e9, r.flops / base.flops);
         }
         if (f) {
             plan p;
@@ -131,7 +131,7 @@ int cli_sim(int argc, char **argv)
         }
     }
     if (count > 1) printf("\n  reduction and FLOPs are against 'layer' (%s replay peak); closed = closed-form error vs replay\n",
-                          cli_fmt_bytes(base.replay.peak, text, sizeof text));
+                          units_fmt_bytes(base.replay.peak, text, sizeof text));
 done_file:
     if (f) {
         if (rc) h5_abort(f);

@@ -7,7 +7,7 @@
 
 #include <hdf5.h>
 
-#include "sim.h"
+#include "sim/sim.h"
 
 #define H5_SCHEMA_VERSION 1
 

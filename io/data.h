@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "err.h"
+#include "sim/err.h"
 
 typedef struct {
     int c, h, w, classes;

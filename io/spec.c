@@ -1,15 +1,15 @@
 /* spec: parser for experiment specs. Lists are comma-separated; integer lists accept ranges
  * "A..B" and doubling ranges "A..B*2" (1, 2, 4, ... B). Plans keep their own syntax (commas inside
  * parentheses belong to the plan) and are expanded by plan_list_expand. */
-#include "spec.h"
+#include "io/spec.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "plan.h"
+#include "io/units.h"
+#include "sim/plan.h"
 
 static char *trim(char *s)
 {
@@ -102,7 +102,7 @@ int spec_load(spec *s, const char *path, err *e)
             for (char *x = strtok_r(val, ",", &save); x && !rc; x = strtok_r(NULL, ",", &save)) {
                 x = trim(x);
                 if (s->n_budgets == SPEC_MAX) rc = err_set(e, "%s: too many budgets", where);
-                else if (cli_parse_bytes(x, &s->budgets[s->n_budgets])) rc = err_set(e, "%s: budget '%s': expected bytes like 16GiB", where, x);
+                else if (units_parse_bytes(x, &s->budgets[s->n_budgets])) rc = err_set(e, "%s: budget '%s': expected bytes like 16GiB", where, x);
                 else s->n_budgets++;
             }
         }

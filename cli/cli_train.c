@@ -7,11 +7,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "data.h"
-#include "exec.h"
-#include "h5.h"
-#include "weights.h"
+#include "cli/cli.h"
+#include "io/data.h"
+#include "engine/exec.h"
+#include "io/h5.h"
+#include "io/weights.h"
 
 static const char *usage =
     "usage: lrcnn train --net NET [--image S] [--batch N] [--plan P] [--iters K] [--optimizer sgd|adam]\n"
@@ -163,22 +163,22 @@ int cli_train(int argc, char **argv)
         iter_us[it] = now_us() - t0;
         loss[it] = x.loss;
         if (it % every == 0 || last)
-            printf("  %6d %12.6f %8.1f ms %14s\n", it, loss[it], iter_us[it] / 1e3, cli_fmt_bytes(x.mem.peak, a, sizeof a));
+            printf("  %6d %12.6f %8.1f ms %14s\n", it, loss[it], iter_us[it] / 1e3, units_fmt_bytes(x.mem.peak, a, sizeof a));
         cli_progress("iterations", it + 1, iters);
     }
     int64_t rss = rss_peak_bytes();
     printf("\n  %-14s %14s %14s %14s\n", "category", "measured", "replay", "closed");
     for (int k = 0; k < MEM_NCAT; k++) {
         char c[32];
-        printf("  %-14s %14s %14s %14s\n", mem_cat_name((mem_cat)k), cli_fmt_bytes(x.mem.at_peak[k], a, sizeof a),
-               cli_fmt_bytes(pred.replay.at_peak[k], b, sizeof b), cli_fmt_bytes(pred.closed.at_peak[k], c, sizeof c));
+        printf("  %-14s %14s %14s %14s\n", mem_cat_name((mem_cat)k), units_fmt_bytes(x.mem.at_peak[k], a, sizeof a),
+               units_fmt_bytes(pred.replay.at_peak[k], b, sizeof b), units_fmt_bytes(pred.closed.at_peak[k], c, sizeof c));
     }
     double err_replay = 100.0 * (double)(pred.replay.peak - x.mem.peak) / (double)x.mem.peak;
     double err_closed = 100.0 * (double)(pred.closed.peak - x.mem.peak) / (double)x.mem.peak;
-    printf("  %-14s %14s %14s %14s\n", "peak", cli_fmt_bytes(x.mem.peak, a, sizeof a), cli_fmt_bytes(pred.replay.peak, b, sizeof b),
-           cli_fmt_bytes(pred.closed.peak, text, sizeof text));
+    printf("  %-14s %14s %14s %14s\n", "peak", units_fmt_bytes(x.mem.peak, a, sizeof a), units_fmt_bytes(pred.replay.peak, b, sizeof b),
+           units_fmt_bytes(pred.closed.peak, text, sizeof text));
     printf("  prediction error vs measured: replay %+.3f%%, closed form %+.2f%%; process RSS high-water %s\n", err_replay,
-           err_closed, cli_fmt_bytes(rss, a, sizeof a));
+           err_closed, units_fmt_bytes(rss, a, sizeof a));
     if (out) {
         h5_file *f;
         h5_measure m = {.peak = x.mem.peak, .host_peak = x.mem.host_peak, .rss_peak = rss, .seed = (uint64_t)seed,

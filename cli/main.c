@@ -3,17 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "h5.h"
-
-int cli_sim(int argc, char **argv);
-int cli_sweep(int argc, char **argv);
-int cli_plan(int argc, char **argv);
-int cli_export(int argc, char **argv);
-int cli_demo(int argc, char **argv);
-int cli_train(int argc, char **argv);
-int cli_validate(int argc, char **argv);
-int cli_reproduce(int argc, char **argv);
+#include "cli/cli.h"
+#include "io/h5.h"
 
 static const struct {
     const char *name;

@@ -3,7 +3,8 @@
 #ifndef LRCNN_CLI_H
 #define LRCNN_CLI_H
 
-#include "sim.h"
+#include "io/units.h"
+#include "sim/sim.h"
 
 enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 
@@ -32,15 +33,8 @@ typedef struct {
 int cli_common(int argc, char **argv, int *i, const char *cmd, cli_config *c);
 /* After the loop: the one-line error for a leftover argument (returns CLI_USAGE). */
 int cli_unknown(const char *cmd, int argc, char **argv, int i, int got);
-/* "16GiB", "12G", "500MB", "80e9", "1048576": KiB/MiB/GiB/TiB are binary, K/M/G/T (and KB, MB,
- * GB, TB) decimal. */
-int cli_parse_bytes(const char *s, int64_t *out);
-/* Like cli_parse_bytes, but 0 is allowed (a budget of nothing). */
-int cli_parse_budget(const char *s, int64_t *out);
 /* Fails (-1, message in e) when plan_text's predicted host bytes exceed budget (-1: no budget). */
 int cli_check_host(const sim_result *r, int64_t budget, const char *plan_text, err *e);
-/* "1.23 GiB" (binary units, 3 significant digits) into buf. */
-const char *cli_fmt_bytes(int64_t b, char *buf, size_t len);
 
 int cli_parse_optimizer(const char *s, sched_optimizer *o);
 const char *cli_optimizer_name(sched_optimizer o);
@@ -67,5 +61,20 @@ typedef struct {
     int64_t peak;
 } cli_probe;
 int cli_max_fit(cli_probe *pr, bool by_image);
+
+/* The commands, one file each (cli/cli_<name>.c); main.c dispatches on argv[1] and passes the rest,
+ * argv[0] being the command's name. Each returns CLI_OK, CLI_FAILED or CLI_USAGE. */
+int cli_sim(int argc, char **argv);
+int cli_train(int argc, char **argv);
+int cli_validate(int argc, char **argv);
+int cli_sweep(int argc, char **argv);
+int cli_plan(int argc, char **argv);
+int cli_export(int argc, char **argv);
+int cli_reproduce(int argc, char **argv);
+int cli_demo(int argc, char **argv);
+
+/* An experiment spec into one HDF5 file (out NULL: the spec's own), for sweep, demo and reproduce;
+ * cmd names the command in messages. Returns a CLI status. */
+int cli_sweep_run(const char *cmd, const char *spec_path, const char *out, bool overwrite, bool quiet);
 
 #endif

@@ -5,10 +5,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "h5.h"
-#include "measure.h"
-#include "spec.h"
+#include "cli/cli.h"
+#include "io/h5.h"
+#include "cli/measure.h"
+#include "io/spec.h"
 
 static const char *usage =
     "usage: lrcnn sweep SPEC [-o FILE.h5] [--force] [--quiet]\n"
@@ -98,7 +98,7 @@ static void print_capacity(const spec *s, net *nets, const cell *cells, long cou
         const cell *c = &cells[i];
         printf("\n%s: largest %s that fits, %s, %s %d\n  %-18s", s->nets[c->net], by_image ? "square input" : "batch",
                s->optimizers[c->opt], by_image ? "batch" : "image", by_image ? s->batches[c->batch] : s->images[c->image], "plan");
-        for (int g = 0; g < s->n_budgets; g++) printf(" %10s", cli_fmt_bytes(s->budgets[g], a, sizeof a));
+        for (int g = 0; g < s->n_budgets; g++) printf(" %10s", units_fmt_bytes(s->budgets[g], a, sizeof a));
         printf("\n");
         for (int p = 0; p < s->n_plans; p++) {
             printf("  %-18s", s->plans[p]);
@@ -131,12 +131,12 @@ static void print_tables(const spec *s, net *nets, const cell *cells, long count
                 snprintf(red, sizeof red, "%.1f%%", 100.0 * (1.0 - (double)r->replay.peak / (double)base->replay.peak));
                 snprintf(fl, sizeof fl, "%.3fx", r->flops / base->flops);
             }
-            printf("  %-18s %12s %12s %+7.1f%% %9s %9.4gG %9s", s->plans[p], cli_fmt_bytes(r->replay.peak, a, sizeof a),
-                   cli_fmt_bytes(r->closed.peak, b, sizeof b),
+            printf("  %-18s %12s %12s %+7.1f%% %9s %9.4gG %9s", s->plans[p], units_fmt_bytes(r->replay.peak, a, sizeof a),
+                   units_fmt_bytes(r->closed.peak, b, sizeof b),
                    100.0 * (double)(r->closed.peak - r->replay.peak) / (double)r->replay.peak, red, r->flops / 1e9, fl);
             if (s->measure) {
                 const cell *m = &cells[i + p];
-                printf(" %12s %+7.3f%% %7.0f ms %7.2fx", cli_fmt_bytes(m->measured, a, sizeof a),
+                printf(" %12s %+7.3f%% %7.0f ms %7.2fx", units_fmt_bytes(m->measured, a, sizeof a),
                        100.0 * (double)(r->replay.peak - m->measured) / (double)m->measured, m->us / 1e3,
                        m0 ? m->us / m0->us : 0.0);
             }
@@ -146,7 +146,7 @@ static void print_tables(const spec *s, net *nets, const cell *cells, long count
 }
 
 /* Runs spec_path into out (NULL: from the spec). Returns a CLI status. */
-int sweep_run(const char *cmd, const char *spec_path, const char *out, bool overwrite, bool quiet)
+int cli_sweep_run(const char *cmd, const char *spec_path, const char *out, bool overwrite, bool quiet)
 {
     err e;
     spec s;
@@ -265,7 +265,7 @@ int cli_sweep(int argc, char **argv)
         else spec_path = argv[i];
     }
     if (!spec_path) return cli_fail("sweep", "which spec? (e.g. lrcnn sweep experiments/baselines.spec)");
-    return sweep_run("sweep", spec_path, out, force, quiet);
+    return cli_sweep_run("sweep", spec_path, out, force, quiet);
 }
 
 int cli_demo(int argc, char **argv)
@@ -282,7 +282,7 @@ int cli_demo(int argc, char **argv)
     }
     const char *out = LRCNN_SOURCE_DIR "/results/demo.h5";
     if (access(out, F_OK) == 0) fprintf(stderr, "replacing %s from the previous demo\n", out);
-    int rc = sweep_run("demo", LRCNN_SOURCE_DIR "/experiments/demo.spec", out, true, false);
+    int rc = cli_sweep_run("demo", LRCNN_SOURCE_DIR "/experiments/demo.spec", out, true, false);
     if (rc != CLI_OK) return rc;
     /* the memory timeline of every plan, drawn from the file just written */
     const char *draw = "cd '" LRCNN_SOURCE_DIR "' && d=$(mktemp -d) && /usr/bin/python3 plots/timeline.py --out \"$d\" results/demo.h5 "

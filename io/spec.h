@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "err.h"
+#include "sim/err.h"
 
 #define SPEC_MAX 64
 

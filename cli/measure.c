@@ -1,5 +1,5 @@
 /* measure: see measure.h. */
-#include "measure.h"
+#include "cli/measure.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "data.h"
+#include "io/data.h"
 
 static void compare_grads(exec *x, void *ctx)
 {

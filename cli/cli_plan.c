@@ -4,7 +4,7 @@
  * followed by bisection finds the boundary. */
 #include <string.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 
 
 static const char *usage =
@@ -38,7 +38,7 @@ int cli_plan(int argc, char **argv)
     cli_probe pr = {.net_name = o.net, .image = o.image, .batch = o.batch, .cfg = {.batch = o.batch, .optimizer = o.optimizer}};
     if (mode <= 0) return cli_fail("plan", "say --max-batch or --max-image (one of them)");
     if (!budget) return cli_fail("plan", "--budget is required (e.g. --budget 16GiB)");
-    if (cli_parse_bytes(budget, &pr.budget)) return cli_fail("plan", "--budget %s: expected bytes like 16GiB, 12G, 80e9", budget);
+    if (units_parse_bytes(budget, &pr.budget)) return cli_fail("plan", "--budget %s: expected bytes like 16GiB, 12G, 80e9", budget);
     if (!pr.net_name) return cli_fail("plan", "--net is required");
     err e;
     net n;
@@ -63,14 +63,14 @@ int cli_plan(int argc, char **argv)
         if (mode == 1) plan_free(&p);
     }
     char a[32], b[32];
-    printf("%s, budget %s, %s, %s\n\n", n.name, cli_fmt_bytes(pr.budget, a, sizeof a), cli_optimizer_name(pr.cfg.optimizer),
+    printf("%s, budget %s, %s, %s\n\n", n.name, units_fmt_bytes(pr.budget, a, sizeof a), cli_optimizer_name(pr.cfg.optimizer),
            mode == 1 ? "largest batch" : "largest square input");
     printf("  %-18s %12s %14s\n", "plan", mode == 1 ? "max batch" : "max image", "peak there");
     for (int k = 0; k < count; k++) {
         pr.plan_text = texts[k];
         pr.peak = 0;
         int best = cli_max_fit(&pr, mode == 2);
-        if (best) printf("  %-18s %12d %14s\n", items[k], best, cli_fmt_bytes(pr.peak, b, sizeof b));
+        if (best) printf("  %-18s %12d %14s\n", items[k], best, units_fmt_bytes(pr.peak, b, sizeof b));
         else printf("  %-18s %12s %14s\n", items[k], "none", "-");
     }
     printf("\n  peak = replay prediction (engine-allocated bytes) at %s %d\n", mode == 1 ? "image" : "batch",

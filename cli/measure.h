@@ -4,7 +4,7 @@
 #ifndef LRCNN_MEASURE_H
 #define LRCNN_MEASURE_H
 
-#include "exec.h"
+#include "engine/exec.h"
 
 typedef struct {
     int ok;
