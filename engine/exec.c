@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "sim/kind.h"
+
 exec_hparams exec_default_hparams(sched_optimizer o)
 {
     if (o == SCHED_ADAM) return (exec_hparams){.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8};
@@ -32,25 +34,24 @@ static uint64_t mix(uint64_t *s)
 
 static float uniform(uint64_t *s, float bound) { return bound * (2.0f * (float)((mix(s) >> 40) * 0x1.0p-24) - 1.0f); }
 
-/* PyTorch's defaults: conv and fc weights and biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (what
- * kaiming_uniform_(a=sqrt(5)) amounts to); bn gamma 1, beta 0; running mean 0, variance 1. */
+/* PyTorch's defaults, per tensor (kind_tensors): conv and fc weights and biases
+ * U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (what kaiming_uniform_(a=sqrt(5)) amounts to), drawn in
+ * tensor order from one stream per layer; bn gamma 1, beta 0; running mean 0, variance 1. */
 static void init_buffer(exec *x, int b, float *dev)
 {
     const sched_buf *sb = &x->s->bufs[b];
-    const net_layer *l = &x->n->layers[sb->layer];
-    int64_t count = sb->bytes / 4;
     if (sb->kind != BUF_PARAM && sb->kind != BUF_RUNSTAT) return; /* gradients and state: zero */
-    float *p = err_calloc((size_t)count + 1, sizeof(float));
+    float *p = err_calloc((size_t)sb->bytes / 4 + 1, sizeof(float));
     uint64_t s = x->seed * 1000003u + (uint64_t)sb->layer;
-    if (sb->kind == BUF_PARAM && l->kind == NET_BN) {
-        for (int64_t i = 0; i < count; i++) p[i] = i < l->c ? 1.0f : 0.0f;
-    } else if (sb->kind == BUF_PARAM) {
-        const net_layer *in = &x->n->layers[l->in[0]];
-        int64_t fan_in = l->kind == NET_CONV ? (int64_t)in->c * l->u.conv.win.k * l->u.conv.win.k : (int64_t)in->c * in->h * in->w;
-        float bound = 1.0f / sqrtf((float)fan_in);
-        for (int64_t i = 0; i < count; i++) p[i] = uniform(&s, bound);
-    } else if (sb->kind == BUF_RUNSTAT) {
-        for (int64_t i = 0; i < count; i++) p[i] = i < l->c ? 0.0f : 1.0f;
+    kind_tensor t[KIND_MAX_TENSORS];
+    int nt = kind_tensors(x->n, sb->layer, t);
+    for (int k = 0; k < nt; k++) {
+        if (t[k].running != (sb->kind == BUF_RUNSTAT)) continue;
+        int64_t count = 1;
+        for (int d = 0; d < t[k].rank; d++) count *= t[k].dims[d];
+        float *q = p + t[k].offset, bound = t[k].fan_in ? 1.0f / sqrtf((float)t[k].fan_in) : 0.0f;
+        for (int64_t i = 0; i < count; i++)
+            q[i] = t[k].init == KIND_INIT_FAN_IN ? uniform(&s, bound) : t[k].init == KIND_INIT_ONE ? 1.0f : 0.0f;
     }
     x->ops->upload(dev, p, sb->bytes);
     free(p);
@@ -95,16 +96,14 @@ static ops_call call_of(const exec *x, const sched_step *t)
         c.dx_acc[j] = t->dx_acc[j];
     }
     c.bn = x->p->bn == PLAN_BN_FROZEN ? OPS_BN_FROZEN : OPS_BN_TRAIN;
-    switch (l->kind) {
-    case NET_MAXPOOL: c.argmax = (int64_t *)(t->aux >= 0 ? x->ptr[t->aux] : NULL); break;
-    case NET_BN: c.stats = fptr(x, t->aux); break;
-    case NET_LOSS:
-        c.probs = fptr(x, t->aux);
-        c.labels = (const int64_t *)fptr(x, t->x[1]);
-        c.x[1] = (ten){0};
-        break;
+    const kind_traits *k = kind_of(l);
+    switch (k->aux) {
+    case KIND_AUX_ARGMAX: c.argmax = (int64_t *)(t->aux >= 0 ? x->ptr[t->aux] : NULL); break;
+    case KIND_AUX_STATS: c.stats = fptr(x, t->aux); break;
+    case KIND_AUX_PROBS: c.probs = fptr(x, t->aux); break;
     default: break;
     }
+    if (k->labels) c.labels = (const int64_t *)fptr(x, t->x[1]), c.x[1] = (ten){0};
     return c;
 }
 
@@ -192,8 +191,9 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
             ops_call c = call_of(x, t);
             float loss = 0;
             if (t->op == SCHED_FWD) {
-                if (n->layers[t->layer].kind == NET_BN) c.running = fptr(x, t->dw), c.update_running = !t->recompute;
-                if (n->layers[t->layer].kind == NET_LOSS) c.loss = &loss;
+                const kind_traits *k = kind_of(&n->layers[t->layer]);
+                if (k->running) c.running = fptr(x, t->dw), c.update_running = !t->recompute;
+                if (k->labels) c.loss = &loss;
                 c.dw = NULL;
             } else {
                 c.dw = fptr(x, t->dw);

@@ -1,42 +1,12 @@
-/* weights: see weights.h. A layer's parameter buffer holds PyTorch's tensors back to back
- * (conv/fc: weight then bias; bn: gamma then beta; running: mean then variance), so each dataset
- * is a slice of it with the shape PyTorch would give. */
+/* weights: see weights.h. A layer's parameter buffer holds PyTorch's tensors back to back, in the
+ * order and shapes of kind_tensors (conv/fc: weight then bias; bn: gamma then beta; running: mean
+ * then variance), so each dataset is a slice of it with the shape PyTorch would give. */
 #include "io/weights.h"
 
 #include <string.h>
 
 #include "io/h5.h"
-
-typedef struct {
-    const char *name;  /* "weight", "bias", "running_mean", "running_var" */
-    int rank;
-    hsize_t dims[4];
-    int64_t offset;    /* floats into the layer's buffer */
-    buf_kind kind;     /* BUF_PARAM or BUF_RUNSTAT */
-} slice;
-
-/* The datasets of layer L; returns how many. */
-static int slices(const net *n, int L, slice out[4])
-{
-    const net_layer *l = &n->layers[L];
-    const net_layer *in = l->n_in ? &n->layers[l->in[0]] : NULL;
-    int k = 0;
-    if (l->kind == NET_CONV) {
-        int kk = l->u.conv.win.k;
-        out[k++] = (slice){"weight", 4, {(hsize_t)l->c, (hsize_t)in->c, (hsize_t)kk, (hsize_t)kk}, 0, BUF_PARAM};
-        if (l->u.conv.bias) out[k++] = (slice){"bias", 1, {(hsize_t)l->c}, (int64_t)l->c * in->c * kk * kk, BUF_PARAM};
-    } else if (l->kind == NET_FC) {
-        int64_t fan = (int64_t)in->c * in->h * in->w;
-        out[k++] = (slice){"weight", 2, {(hsize_t)l->c, (hsize_t)fan}, 0, BUF_PARAM};
-        if (l->u.fc.bias) out[k++] = (slice){"bias", 1, {(hsize_t)l->c}, (int64_t)l->c * fan, BUF_PARAM};
-    } else if (l->kind == NET_BN) {
-        out[k++] = (slice){"weight", 1, {(hsize_t)l->c}, 0, BUF_PARAM};
-        out[k++] = (slice){"bias", 1, {(hsize_t)l->c}, l->c, BUF_PARAM};
-        out[k++] = (slice){"running_mean", 1, {(hsize_t)l->c}, 0, BUF_RUNSTAT};
-        out[k++] = (slice){"running_var", 1, {(hsize_t)l->c}, l->c, BUF_RUNSTAT};
-    }
-    return k;
-}
+#include "sim/kind.h"
 
 static void dims_str(const hsize_t *d, int rank, char *buf, size_t len)
 {
@@ -45,11 +15,20 @@ static void dims_str(const hsize_t *d, int rank, char *buf, size_t len)
     if (at < len) snprintf(buf + at, len - at, ")");
 }
 
-/* Reads dataset `path` of shape s into dst, checking type and shape. 1: absent (when optional). */
-static int read_slice(hid_t f, const char *file, const char *path, const slice *s, float *dst, bool optional, err *e)
+static buf_kind buffer_of(const kind_tensor *t) { return t->running ? BUF_RUNSTAT : BUF_PARAM; }
+
+static void tensor_dims(const kind_tensor *t, hsize_t *d)
+{
+    for (int i = 0; i < t->rank; i++) d[i] = (hsize_t)t->dims[i];
+}
+
+/* Reads dataset `path` of tensor s's shape into dst, checking type and shape. 1: absent (when optional). */
+static int read_slice(hid_t f, const char *file, const char *path, const kind_tensor *s, float *dst, bool optional, err *e)
 {
     char want[64], got[64];
-    dims_str(s->dims, s->rank, want, sizeof want);
+    hsize_t sdims[4];
+    tensor_dims(s, sdims);
+    dims_str(sdims, s->rank, want, sizeof want);
     htri_t group = H5Lexists(f, "/params", H5P_DEFAULT);
     if (group <= 0 || H5Lexists(f, path, H5P_DEFAULT) <= 0) {
         if (optional) return 1;
@@ -70,7 +49,7 @@ static int read_slice(hid_t f, const char *file, const char *path, const slice *
     if (rank < 0 || rank > 8) goto cleanup;
     H5Sget_simple_extent_dims(sp, dims, NULL);
     dims_str(dims, rank, got, sizeof got);
-    if (rank != s->rank || memcmp(dims, s->dims, (size_t)rank * sizeof(hsize_t))) {
+    if (rank != s->rank || memcmp(dims, sdims, (size_t)rank * sizeof(hsize_t))) {
         err_set(e, "%s: %s has shape %s, the net needs %s", file, path, got, want);
         goto cleanup;
     }
@@ -95,16 +74,16 @@ int weights_load(exec *x, const char *path, err *e)
     if (f < 0) return err_set(e, "%s: cannot open as HDF5", path);
     int rc = 0;
     for (int L = 0; L < x->n->n && !rc; L++) {
-        slice s[4];
-        int k = slices(x->n, L, s);
+        kind_tensor s[KIND_MAX_TENSORS];
+        int k = kind_tensors(x->n, L, s);
         for (int i = 0; i < k && !rc; i++) {
             char ds[256];
             snprintf(ds, sizeof ds, "/params/%s/%s", x->n->layers[L].name, s[i].name);
-            float *buf = exec_param_copy(x, s[i].kind, L, NULL); /* read, patch the slice, write back */
+            float *buf = exec_param_copy(x, buffer_of(&s[i]), L, NULL); /* read, patch the slice, write back */
             CHECK(buf);
-            int got = read_slice(f, path, ds, &s[i], buf + s[i].offset, s[i].kind == BUF_RUNSTAT, e);
+            int got = read_slice(f, path, ds, &s[i], buf + s[i].offset, s[i].running, e);
             if (got < 0) rc = -1;
-            else exec_param_write(x, s[i].kind, L, buf);
+            else exec_param_write(x, buffer_of(&s[i]), L, buf);
             free(buf);
         }
     }
@@ -119,13 +98,15 @@ static int write_group(hid_t root, const char *group, const net *n, float *const
     hid_t g = H5I_INVALID_HID, lg = H5I_INVALID_HID;
     H5_CHECK(g = H5Gcreate2(root, group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     for (int L = 0; L < n->n; L++) {
-        slice s[4];
-        int k = slices(n, L, s);
+        kind_tensor s[KIND_MAX_TENSORS];
+        int k = kind_tensors(n, L, s);
         if (!k) continue;
         H5_CHECK(lg = H5Gcreate2(g, n->layers[L].name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
         for (int i = 0; i < k; i++) {
-            const float *base = s[i].kind == BUF_PARAM ? src[L] : (run ? run[L] : NULL);
-            if (base) H5_TRY(h5_dset(lg, s[i].name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, base + s[i].offset, s[i].rank, s[i].dims, e));
+            const float *base = s[i].running ? (run ? run[L] : NULL) : src[L];
+            hsize_t dims[4];
+            tensor_dims(&s[i], dims);
+            if (base) H5_TRY(h5_dset(lg, s[i].name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, base + s[i].offset, s[i].rank, dims, e));
         }
         H5Gclose(lg);
         lg = H5I_INVALID_HID;

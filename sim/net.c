@@ -4,6 +4,8 @@
  * inferred. Every user error carries "path:line:". */
 #include "sim/net.h"
 
+#include "sim/kind.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -11,22 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *kind_names[NET_NKIND] = {
-    "input", "conv", "relu", "maxpool", "avgpool", "bn", "fc", "add", "gap", "apool", "loss",
-};
-
-/* Keys each kind accepts, space-separated; the first `required` ones are mandatory. */
-static const struct {
-    const char *keys;
-    int required;
-} kind_keys[NET_NKIND] = {
-    [NET_INPUT] = {"c h w", 3},   [NET_CONV] = {"c k s p d bias", 2}, [NET_RELU] = {"", 0},
-    [NET_MAXPOOL] = {"k s p", 1}, [NET_AVGPOOL] = {"k s p", 1},       [NET_BN] = {"eps momentum", 0},
-    [NET_FC] = {"c bias", 1},     [NET_ADD] = {"", 0},                [NET_GAP] = {"", 0},
-    [NET_APOOL] = {"o", 1},       [NET_LOSS] = {"", 0},
-};
-
-const char *net_kind_name(net_kind k) { return (k >= 0 && k < NET_NKIND) ? kind_names[k] : "?"; }
+const char *net_kind_name(net_kind k) { return (k >= 0 && k < NET_NKIND) ? kind_table[k].name : "?"; }
 
 /* A parsed line before names are resolved. */
 typedef struct {
@@ -43,20 +30,6 @@ static bool name_ok(const char *s)
     return true;
 }
 
-static bool key_allowed(net_kind k, const char *key)
-{
-    const char *p = kind_keys[k].keys;
-    size_t n = strlen(key);
-    while (*p) {
-        const char *q = strchr(p, ' ');
-        size_t len = q ? (size_t)(q - p) : strlen(p);
-        if (len == n && !strncmp(p, key, n)) return true;
-        if (!q) break;
-        p = q + 1;
-    }
-    return false;
-}
-
 static int parse_int(const char *v, int lo, int *out)
 {
     char *end;
@@ -67,60 +40,56 @@ static int parse_int(const char *v, int lo, int *out)
     return 0;
 }
 
-/* Fills the kind-specific parameter named key from text v. */
-static int set_key(net_layer *l, const char *key, const char *v, const char *where, err *e)
+/* The key called name among the kind's, or -1. */
+static int key_index(const kind_traits *t, const char *name)
 {
-    int x = 0;
-    bool is_float = !strcmp(key, "eps") || !strcmp(key, "momentum");
-    bool is_bool = !strcmp(key, "bias");
-    if (is_float) {
-        char *end;
-        float f = strtof(v, &end);
-        if (*end || end == v || !(f >= 0.0f)) return err_set(e, "%s: bad value '%s' for %s", where, v, key);
-        if (key[0] == 'e') l->u.bn.eps = f; else l->u.bn.momentum = f;
-        return 0;
-    }
-    int lo = (!strcmp(key, "p") || is_bool) ? 0 : 1;
-    if (parse_int(v, lo, &x) || (is_bool && x > 1))
-        return err_set(e, "%s: bad value '%s' for %s (%s)", where, v, key,
-                       is_bool ? "0 or 1" : lo ? "an integer >= 1" : "an integer >= 0");
-    switch (l->kind) {
-    case NET_INPUT:
-        if (key[0] == 'c') l->u.input.c = x; else if (key[0] == 'h') l->u.input.h = x; else l->u.input.w = x;
-        break;
-    case NET_CONV:
-        if (!strcmp(key, "c")) l->u.conv.c_out = x;
-        else if (!strcmp(key, "k")) l->u.conv.win.k = x;
-        else if (!strcmp(key, "s")) l->u.conv.win.s = x;
-        else if (!strcmp(key, "p")) l->u.conv.win.p = x;
-        else if (!strcmp(key, "d")) l->u.conv.win.d = x;
-        else l->u.conv.bias = x;
-        break;
-    case NET_MAXPOOL:
-    case NET_AVGPOOL:
-        if (!strcmp(key, "k")) l->u.pool.win.k = x;
-        else if (!strcmp(key, "s")) l->u.pool.win.s = x;
-        else l->u.pool.win.p = x;
-        break;
-    case NET_FC:
-        if (!strcmp(key, "c")) l->u.fc.c_out = x; else l->u.fc.bias = x;
-        break;
-    case NET_APOOL: l->u.apool.o = x; break;
-    default: CHECK(0);
-    }
-    return 0;
+    for (int k = 0; k < KIND_MAX_KEYS && t->keys[k].name; k++)
+        if (!strcmp(t->keys[k].name, name)) return k;
+    return -1;
 }
 
-static void set_defaults(net_layer *l)
+/* "c k s p d bias": the kind's keys, for messages. */
+static const char *key_list(const kind_traits *t, char *buf, size_t len)
 {
-    switch (l->kind) {
-    case NET_CONV: l->u.conv.win = (net_window){0, 1, 0, 1}; l->u.conv.bias = true; break;
-    case NET_MAXPOOL:
-    case NET_AVGPOOL: l->u.pool.win = (net_window){0, 0, 0, 1}; break; /* s defaults to k */
-    case NET_BN: l->u.bn.eps = 1e-5f; l->u.bn.momentum = 0.1f; break;
-    case NET_FC: l->u.fc.bias = true; break;
-    default: break;
+    size_t at = 0;
+    buf[0] = 0;
+    for (int k = 0; k < KIND_MAX_KEYS && t->keys[k].name && at < len; k++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%s", k ? " " : "", t->keys[k].name);
+    return buf;
+}
+
+static void key_store(net_layer *l, const kind_key *k, double v)
+{
+    char *field = (char *)l + k->off;
+    if (k->type == KIND_KEY_FLOAT) *(float *)field = (float)v;
+    else if (k->type == KIND_KEY_BOOL) *(bool *)field = v != 0;
+    else *(int *)field = (int)v;
+}
+
+static double key_load(const net_layer *l, const kind_key *k)
+{
+    const char *field = (const char *)l + k->off;
+    if (k->type == KIND_KEY_FLOAT) return *(const float *)field;
+    if (k->type == KIND_KEY_BOOL) return *(const bool *)field;
+    return *(const int *)field;
+}
+
+/* Parses value text v for key k into l. */
+static int key_parse(net_layer *l, const kind_key *k, const char *v, const char *where, err *e)
+{
+    char *end;
+    if (k->type == KIND_KEY_FLOAT) {
+        float f = strtof(v, &end);
+        if (*end || end == v || !(f >= 0.0f)) return err_set(e, "%s: bad value '%s' for %s", where, v, k->name);
+        key_store(l, k, f);
+        return 0;
     }
+    int lo = k->type == KIND_KEY_COUNT ? 1 : 0, x = 0;
+    if (parse_int(v, lo, &x) || (k->type == KIND_KEY_BOOL && x > 1))
+        return err_set(e, "%s: bad value '%s' for %s (%s)", where, v, k->name,
+                       k->type == KIND_KEY_BOOL ? "0 or 1" : lo ? "an integer >= 1" : "an integer >= 0");
+    key_store(l, k, x);
+    return 0;
 }
 
 /* Splits one line into kind, name and key=value pairs; fills r. Returns 1 for a layer line,
@@ -144,12 +113,9 @@ static int parse_line(char *s, int lineno, const char *path, net *n, raw_layer *
         snprintf(n->name, sizeof n->name, "%s", tok[1]);
         return 0;
     }
-    int kind = -1;
-    for (int k = 0; k < NET_NKIND; k++)
-        if (!strcmp(tok[0], kind_names[k])) kind = k;
-    if (kind < 0)
-        return err_set(e, "%s: unknown layer kind '%s' (known: input conv relu maxpool avgpool bn fc "
-                          "add gap apool loss)", where, tok[0]);
+    int kind = kind_find(tok[0]);
+    if (kind < 0) return err_set(e, "%s: unknown layer kind '%s' (known: %s)", where, tok[0], kind_names());
+    const kind_traits *t = &kind_table[kind];
     if (nt < 2 || strchr(tok[1], '='))
         return err_set(e, "%s: %s layer needs a name after the kind", where, tok[0]);
     if (!name_ok(tok[1]) || strlen(tok[1]) >= NET_NAME_LEN)
@@ -159,8 +125,10 @@ static int parse_line(char *s, int lineno, const char *path, net *n, raw_layer *
     r->l.kind = (net_kind)kind;
     r->l.line = lineno;
     snprintf(r->l.name, sizeof r->l.name, "%s", tok[1]);
-    set_defaults(&r->l);
+    r->l.win = (net_window){1, 1, 0, 1};
+    for (int k = 0; k < KIND_MAX_KEYS && t->keys[k].name; k++) key_store(&r->l, &t->keys[k], t->keys[k].def);
     unsigned seen = 0;
+    char keys[64];
     for (int i = 2; i < nt; i++) {
         char *eq = strchr(tok[i], '=');
         if (!eq || eq == tok[i]) return err_set(e, "%s: expected key=value, got '%s'", where, tok[i]);
@@ -172,43 +140,33 @@ static int parse_line(char *s, int lineno, const char *path, net *n, raw_layer *
             char buf[256];
             snprintf(buf, sizeof buf, "%s", val);
             char *save = NULL;
-            for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            for (char *in = strtok_r(buf, ",", &save); in; in = strtok_r(NULL, ",", &save)) {
                 if (r->l.n_in == NET_MAX_IN)
                     return err_set(e, "%s: %s takes at most %d inputs", where, tok[0], NET_MAX_IN);
-                if (!name_ok(t) || strlen(t) >= NET_NAME_LEN) return err_set(e, "%s: bad input name '%s'", where, t);
-                snprintf(r->in_names[r->l.n_in++], NET_NAME_LEN, "%s", t);
+                if (!name_ok(in) || strlen(in) >= NET_NAME_LEN) return err_set(e, "%s: bad input name '%s'", where, in);
+                snprintf(r->in_names[r->l.n_in++], NET_NAME_LEN, "%s", in);
             }
             if (r->l.n_in == 0) return err_set(e, "%s: empty in=", where);
             continue;
         }
-        if (!key_allowed(r->l.kind, key))
+        int k = key_index(t, key);
+        if (k < 0)
             return err_set(e, "%s: unknown key '%s' for %s (keys: %s%s)", where, key, tok[0],
-                           kind_keys[kind].keys[0] ? kind_keys[kind].keys : "none", kind == NET_INPUT ? "" : " in");
-        /* remember which keys were seen, by position in the kind's key list */
-        int pos = 0;
-        for (const char *p = kind_keys[kind].keys; *p; pos++) {
-            const char *q = strchr(p, ' ');
-            size_t len = q ? (size_t)(q - p) : strlen(p);
-            if (len == strlen(key) && !strncmp(p, key, len)) break;
-            p = q ? q + 1 : p + len;
-        }
-        if (seen & (1u << pos)) return err_set(e, "%s: key '%s' given twice", where, key);
-        seen |= 1u << pos;
-        if (set_key(&r->l, key, val, where, e)) return -1;
+                           t->keys[0].name ? key_list(t, keys, sizeof keys) : "none", t->max_in ? " in" : "");
+        if (seen & (1u << k)) return err_set(e, "%s: key '%s' given twice", where, key);
+        seen |= 1u << k;
+        if (key_parse(&r->l, &t->keys[k], val, where, e)) return -1;
     }
-    for (int i = 0; i < kind_keys[kind].required; i++)
-        if (!(seen & (1u << i))) {
-            const char *p = kind_keys[kind].keys;
-            for (int j = 0; j < i; j++) p = strchr(p, ' ') + 1;
-            int len = (int)(strchr(p, ' ') ? strchr(p, ' ') - p : (long)strlen(p));
-            return err_set(e, "%s: %s '%s' needs key '%.*s'", where, tok[0], r->l.name, len, p);
-        }
-    if ((r->l.kind == NET_MAXPOOL || r->l.kind == NET_AVGPOOL) && !(seen & 2u)) r->l.u.pool.win.s = r->l.u.pool.win.k;
-    if (r->l.kind == NET_ADD && r->l.n_in != 2)
-        return err_set(e, "%s: add '%s' needs two inputs (in=a,b)", where, r->l.name);
-    if (r->l.kind == NET_INPUT && r->in_given) return err_set(e, "%s: the input layer takes no in=", where);
-    if (r->l.kind != NET_ADD && r->l.kind != NET_INPUT && r->l.n_in > 1)
-        return err_set(e, "%s: %s takes one input", where, tok[0]);
+    for (int k = 0; k < KIND_MAX_KEYS && t->keys[k].name; k++) {
+        const kind_key *key = &t->keys[k];
+        if (key->required && !(seen & (1u << k)))
+            return err_set(e, "%s: %s '%s' needs key '%s'", where, tok[0], r->l.name, key->name);
+        if (key->def_key && !(seen & (1u << k))) key_store(&r->l, key, key_load(&r->l, &t->keys[key_index(t, key->def_key)]));
+    }
+    if (!t->max_in && r->in_given) return err_set(e, "%s: the input layer takes no in=", where);
+    if (t->min_in > 1 && r->l.n_in < t->min_in) /* a single input may be implicit (the line before) */
+        return err_set(e, "%s: %s '%s' needs %s inputs (in=a,b)", where, tok[0], r->l.name, t->min_in == 2 ? "two" : "more");
+    if (r->l.n_in > t->max_in) return err_set(e, "%s: %s takes one input", where, tok[0]);
     return 1;
 }
 
@@ -370,15 +328,7 @@ int net_find(const net *n, const char *name)
     return -1;
 }
 
-net_window net_layer_window(const net_layer *l)
-{
-    switch (l->kind) {
-    case NET_CONV: return l->u.conv.win;
-    case NET_MAXPOOL:
-    case NET_AVGPOOL: return l->u.pool.win;
-    default: return (net_window){1, 1, 0, 1};
-    }
-}
+net_window net_layer_window(const net_layer *l) { return l->win; }
 
 void net_window_rows(net_window w, int a, int b, int *lo, int *hi)
 {
@@ -386,7 +336,7 @@ void net_window_rows(net_window w, int a, int b, int *lo, int *hi)
     *hi = (b - 1) * w.s - w.p + w.d * (w.k - 1) + 1;
 }
 
-static int window_out(net_window w, int in)
+int net_window_out(net_window w, int in)
 {
     int span = in + 2 * w.p - w.d * (w.k - 1) - 1;
     return span < 0 ? 0 : span / w.s + 1;
@@ -400,74 +350,15 @@ int net_set_input(net *n, int h, int w, err *e)
         for (int j = 0; j < n->layers[i].n_in; j++) n->layers[n->layers[i].in[j]].n_out++;
     for (int i = 0; i < n->n; i++) {
         net_layer *l = &n->layers[i];
-        const net_layer *x = l->n_in ? &n->layers[l->in[0]] : NULL;
+        const kind_traits *t = kind_of(l);
         char where[320];
-        snprintf(where, sizeof where, "%s:%d: %s '%s'", n->path, l->line, net_kind_name(l->kind), l->name);
+        snprintf(where, sizeof where, "%s:%d: %s '%s'", n->path, l->line, t->name, l->name);
         l->params = l->macs = 0;
-        l->rowwise = true;
-        switch (l->kind) {
-        case NET_INPUT:
-            l->u.input.h = h, l->u.input.w = w;
-            l->c = l->u.input.c, l->h = h, l->w = w;
-            break;
-        case NET_CONV:
-        case NET_MAXPOOL:
-        case NET_AVGPOOL: {
-            net_window win = net_layer_window(l);
-            if (l->kind != NET_CONV && win.p * 2 > win.k)
-                return err_set(e, "%s: padding %d is more than half the kernel %d", where, win.p, win.k);
-            l->c = l->kind == NET_CONV ? l->u.conv.c_out : x->c;
-            l->h = window_out(win, x->h);
-            l->w = window_out(win, x->w);
-            if (l->h < 1 || l->w < 1)
-                return err_set(e, "%s: output would be empty for a %dx%d input (kernel %d, stride %d, padding %d, "
-                                  "dilation %d); use a larger --image", where, x->h, x->w, win.k, win.s, win.p, win.d);
-            if (l->kind == NET_CONV) {
-                l->params = (int64_t)x->c * l->c * win.k * win.k + (l->u.conv.bias ? l->c : 0);
-                l->macs = (int64_t)x->c * win.k * win.k * l->c * l->h * l->w;
-            }
-            break;
-        }
-        case NET_RELU:
-            l->c = x->c, l->h = x->h, l->w = x->w;
-            break;
-        case NET_BN:
-            l->c = x->c, l->h = x->h, l->w = x->w;
-            l->params = 2 * (int64_t)l->c;
-            break;
-        case NET_ADD: {
-            const net_layer *y = &n->layers[l->in[1]];
-            if (x->c != y->c || x->h != y->h || x->w != y->w)
-                return err_set(e, "%s: inputs '%s' (%dx%dx%d) and '%s' (%dx%dx%d) differ in shape", where, x->name,
-                               x->c, x->h, x->w, y->name, y->c, y->h, y->w);
-            l->c = x->c, l->h = x->h, l->w = x->w;
-            break;
-        }
-        case NET_FC: {
-            int64_t in = (int64_t)x->c * x->h * x->w;
-            l->c = l->u.fc.c_out, l->h = 1, l->w = 1;
-            l->params = in * l->c + (l->u.fc.bias ? l->c : 0);
-            l->macs = in * l->c;
-            l->rowwise = false;
-            break;
-        }
-        case NET_GAP:
-            l->c = x->c, l->h = 1, l->w = 1;
-            l->rowwise = false;
-            break;
-        case NET_APOOL:
-            l->c = x->c, l->h = l->u.apool.o, l->w = l->u.apool.o;
-            l->rowwise = false;
-            break;
-        case NET_LOSS:
-            if (i != n->n - 1 || l->n_out)
-                return err_set(e, "%s: the loss must be the last layer, with no consumer", where);
-            l->c = x->c * x->h * x->w, l->h = 1, l->w = 1;
-            l->rowwise = false;
-            break;
-        default: CHECK(0);
-        }
-        l->inplace = l->kind == NET_RELU && x->n_out == 1 && x->kind != NET_INPUT;
+        l->rowwise = t->rowwise;
+        if (l->kind == NET_INPUT) l->u.input.h = h, l->u.input.w = w;
+        if (t->infer(n, i, where, e)) return -1;
+        const net_layer *x = l->n_in ? &n->layers[l->in[0]] : NULL;
+        l->inplace = t->inplace && x->n_out == 1 && x->kind != NET_INPUT;
         l->inplace_by = -1;
         if (l->inplace) n->layers[l->in[0]].inplace_by = i;
     }
@@ -516,9 +407,7 @@ int64_t net_forward_values(const net *n)
 {
     int64_t s = 0;
     for (int i = 0; i < n->n; i++) {
-        net_kind k = n->layers[i].kind;
-        if (k == NET_INPUT || k == NET_CONV || k == NET_MAXPOOL || k == NET_AVGPOOL || k == NET_FC)
-            s += net_layer_values(&n->layers[i]);
+        if (kind_of(&n->layers[i])->fwd_value) s += net_layer_values(&n->layers[i]);
     }
     return s;
 }

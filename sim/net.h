@@ -43,10 +43,10 @@ typedef struct {
     int line;               /* line in the net file, for messages */
     int n_in;
     int in[NET_MAX_IN];     /* producer layer indices (topological, < own index) */
+    net_window win;         /* conv and pools (avg: zeros padded, / k*k); the identity {1, 1, 0, 1} else */
     union {
         struct { int c, h, w; } input;
-        struct { int c_out; net_window win; bool bias; } conv;
-        struct { net_window win; } pool;          /* max and avg (avg: zeros padded, / k*k) */
+        struct { int c_out; bool bias; } conv;
         struct { float eps, momentum; } bn;
         struct { int c_out; bool bias; } fc;
         struct { int o; } apool;
@@ -58,7 +58,7 @@ typedef struct {
     int n_out;              /* number of consumers */
     bool inplace;           /* relu overwriting its input (single consumer) */
     int inplace_by;         /* the relu that overwrites this layer's output in place, or -1 */
-    bool rowwise;           /* can run on a band of rows: false for fc, gap, apool, loss */
+    bool rowwise;           /* can run on a band of rows (kind_table): false for fc, gap, apool, loss */
     bool cut_before;        /* exactly one tensor crosses the cut between layer i-1 and i, and layer i
                                is not a relu overwriting it in place */
 } net_layer;
@@ -70,6 +70,7 @@ typedef struct {
     net_layer *layers;
 } net;
 
+/* The kind's name (kind_table), "?" out of range. */
 const char *net_kind_name(net_kind k);
 
 /* Parses a net file; on failure returns -1 with "path:line: what" in e. */
@@ -89,6 +90,8 @@ int net_find(const net *n, const char *name);
 
 /* Input window of a layer along H (identity for pointwise layers); valid only when rowwise. */
 net_window net_layer_window(const net_layer *l);
+/* Output size of a window over `in` rows (or columns); 0 when the window does not fit. */
+int net_window_out(net_window w, int in);
 
 int64_t net_params(const net *n);
 int64_t net_macs(const net *n);

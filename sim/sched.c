@@ -8,6 +8,8 @@
 
 #include <string.h>
 
+#include "sim/kind.h"
+
 static const char *cat_names[MEM_NCAT] = {"weights", "weight_grads", "optimizer", "activations",
                                           "act_grads", "boundaries", "workspace", "host"};
 const char *mem_cat_name(mem_cat c) { return cat_names[c]; }
@@ -17,9 +19,6 @@ const char *sched_op_name(sched_op op) { return op_names[op]; }
 
 static const char *kind_tags[BUF_NKIND] = {"x", "label", "y", "dy", "argmax", "stats", "prob", "boundary",
                                            "dboundary", "ws", "w", "dw", "opt", "running"};
-
-bool sched_bwd_keeps_x(net_kind k) { return k == NET_CONV || k == NET_MAXPOOL || k == NET_BN || k == NET_FC; }
-bool sched_bwd_keeps_y(net_kind k) { return k == NET_RELU; }
 
 int sched_cpu_conv_group(int64_t cols, int batch)
 {
@@ -31,7 +30,7 @@ int64_t sched_workspace_bytes(const net *n, int L, int rows, int batch)
 {
     const net_layer *l = &n->layers[L];
     if (l->kind != NET_CONV || rows <= 0) return 0;
-    net_window w = l->u.conv.win;
+    net_window w = l->win;
     int64_t cols = (int64_t)rows * l->w, K = (int64_t)n->layers[l->in[0]].c * w.k * w.k;
     int g = sched_cpu_conv_group(cols, batch);
     if (g == 1 && w.k == 1 && w.s == 1 && w.p == 0) return 0; /* conv_cpu.c: a direct product */
@@ -87,25 +86,9 @@ static sched_step *step_new(lower *c, sched_op op, int L, int band)
 
 static band_rows full(const net *n, int L) { return (band_rows){0, n->layers[L].h}; }
 
-/* Forward cost of layer L on rows r: multiply-adds count 2 flops. */
 static double fwd_flops(const lower *c, int L, band_rows r)
 {
-    const net_layer *l = &c->n->layers[L];
-    double out = (double)c->cfg->batch * l->c * band_rows_len(r) * l->w;
-    switch (l->kind) {
-    case NET_CONV: {
-        net_window w = l->u.conv.win;
-        return 2.0 * out * c->n->layers[l->in[0]].c * w.k * w.k;
-    }
-    case NET_FC: return 2.0 * (double)l->macs * c->cfg->batch;
-    case NET_MAXPOOL:
-    case NET_AVGPOOL: return out * l->u.pool.win.k * l->u.pool.win.k;
-    case NET_BN: return 4.0 * out;
-    case NET_GAP:
-    case NET_APOOL: return (double)c->cfg->batch * net_layer_values(&c->n->layers[l->in[0]]);
-    case NET_LOSS: return 5.0 * out;
-    default: return out;
-    }
+    return kind_table[c->n->layers[L].kind].flops(c->n, L, band_rows_len(r), c->cfg->batch);
 }
 
 /* FWD of layer L, band `band`, computing rows r into y (-1: a new buffer holding rows `hold`).
@@ -131,14 +114,15 @@ static int emit_fwd(lower *c, int L, int band, band_rows r, band_rows hold, int 
     t = &c->s->steps[sidx];
     t->y = y;
     t->w = w_buf;
-    if (l->kind == NET_MAXPOOL && keep_aux) t->aux = buf_new(c, BUF_IDX, MEM_ACT, L, band, r, act_bytes(c, L, r, 8));
-    if (l->kind == NET_BN) t->aux = buf_new(c, BUF_STAT, MEM_ACT, L, band, (band_rows){0, 0}, 2 * (int64_t)l->c * 4);
-    if (l->kind == NET_LOSS) {
-        t->aux = buf_new(c, BUF_PROB, MEM_ACT, L, band, r, (int64_t)c->cfg->batch * l->c * 4);
-        t->x[1] = c->label;
+    const kind_traits *k = kind_of(l);
+    if (k->aux && (keep_aux || !k->aux_optional)) {
+        static const buf_kind aux_kind[] = {[KIND_AUX_ARGMAX] = BUF_IDX, [KIND_AUX_STATS] = BUF_STAT, [KIND_AUX_PROBS] = BUF_PROB};
+        band_rows ar = k->aux == KIND_AUX_STATS ? (band_rows){0, 0} : r;
+        t->aux = buf_new(c, aux_kind[k->aux], MEM_ACT, L, band, ar, kind_aux_bytes(n, L, band_rows_len(r), c->cfg->batch));
     }
+    if (k->labels) t->x[1] = c->label;
     if (ws) t->ws = buf_new(c, BUF_WS, MEM_WORKSPACE, L, band, r, ws);
-    if (l->kind == NET_BN) t->dw = c->run[L]; /* running statistics are updated (train) or read */
+    if (k->running) t->dw = c->run[L]; /* running statistics are updated (train) or read */
     t->flops = fwd_flops(c, L, r);
     t->bytes_moved = (double)act_bytes(c, L, r, 4) * 2;
     c->act[L] = y;
@@ -187,17 +171,17 @@ static void emit_bwd(lower *c, int L, int band, band_rows r, hold_fn hold_of, co
     sched_step *t = step_new(c, SCHED_BWD, L, band);
     t->rows = r;
     t->dy = dy;
+    const kind_traits *k = kind_of(l);
     for (int j = 0; j < l->n_in; j++) {
         t->dx[j] = dx[j], t->dx_acc[j] = acc[j];
-        if (sched_bwd_keeps_x(l->kind)) t->x[j] = c->act[l->in[j]];
+        if (k->keeps_x) t->x[j] = c->act[l->in[j]];
     }
-    if (sched_bwd_keeps_y(l->kind)) t->y = c->act[L];
-    if (l->kind == NET_MAXPOOL || l->kind == NET_BN || l->kind == NET_LOSS) t->aux = c->aux[L];
-    if (l->kind == NET_LOSS) t->x[1] = c->label;
+    if (k->keeps_y) t->y = c->act[L];
+    if (k->aux) t->aux = c->aux[L];
+    if (k->labels) t->x[1] = c->label;
     t->w = c->param[L], t->dw = c->pgrad[L];
     t->ws = wsb;
-    bool first_conv = l->kind == NET_CONV && dx[0] < 0;
-    t->flops = fwd_flops(c, L, r) * (l->kind == NET_CONV || l->kind == NET_FC ? (first_conv ? 1.0 : 2.0) : 1.0);
+    t->flops = fwd_flops(c, L, r) * (k->product && dx[0] >= 0 ? 2.0 : 1.0);
     t->bytes_moved = (double)act_bytes(c, L, r, 4) * 3;
 }
 
@@ -216,11 +200,11 @@ static band_rows hold_full(const void *ctx, int P) { return full(((const lower *
 static void recompute_needed(const net *n, int first, int last, bool *need)
 {
     for (int L = last; L >= first; L--) {
-        const net_layer *l = &n->layers[L];
-        bool nd = sched_bwd_keeps_y(l->kind) || l->kind == NET_MAXPOOL || l->kind == NET_BN;
+        const kind_traits *k = kind_of(&n->layers[L]);
+        bool nd = k->keeps_y || k->aux_rebuilt;
         for (int c = L + 1; c <= last && !nd; c++)
             for (int j = 0; j < n->layers[c].n_in; j++)
-                if (n->layers[c].in[j] == L && (need[c] || sched_bwd_keeps_x(n->layers[c].kind))) nd = true;
+                if (n->layers[c].in[j] == L && (need[c] || kind_of(&n->layers[c])->keeps_x)) nd = true;
         need[L] = nd;
     }
 }
@@ -347,7 +331,7 @@ static void persistent_buffers(lower *c)
             c->pgrad[L] = buf_new(c, BUF_PGRAD, MEM_WGRAD, L, -1, (band_rows){0, 0}, l->params * 4);
             c->opt[L] = buf_new(c, BUF_OPT, MEM_OPTIM, L, -1, (band_rows){0, 0}, l->params * 4 * opt_mult);
         }
-        if (l->kind == NET_BN) c->run[L] = buf_new(c, BUF_RUNSTAT, MEM_WEIGHTS, L, -1, (band_rows){0, 0}, 2 * (int64_t)l->c * 4);
+        if (kind_of(l)->running) c->run[L] = buf_new(c, BUF_RUNSTAT, MEM_WEIGHTS, L, -1, (band_rows){0, 0}, 2 * (int64_t)l->c * 4);
     }
     for (int b = 0; b < c->s->n_buf; b++) {
         c->s->bufs[b].persistent = true;

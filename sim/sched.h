@@ -125,8 +125,4 @@ int sched_cpu_conv_group(int64_t cols, int batch);
 /* The workspace of cfg's backend (cfg->ws, or the CPU's) for layer L's forward or backward. */
 int64_t sched_cfg_workspace(const sched_cfg *cfg, const net *n, int layer, int rows, bool backward);
 
-/* Which inputs / output / aux autograd keeps for layer kind k's backward (FACTS.md). */
-bool sched_bwd_keeps_x(net_kind k);
-bool sched_bwd_keeps_y(net_kind k);
-
 #endif

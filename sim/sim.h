@@ -38,8 +38,6 @@ typedef struct {
 
 /* Replay of a schedule; timeline (optional, n_step + 1 values) receives device bytes after each step. */
 void sim_replay(const sched *s, sim_mem *m, int64_t *timeline);
-/* Closed form for plan p (see paper/model.md). */
-int sim_closed(const net *n, const plan *p, const sched_cfg *cfg, sim_mem *m, err *e);
 double sim_time_us(const sched *s, const sim_device *d);
 
 /* Everything for one configuration: lower, replay, closed form, time. timeline (optional)

@@ -105,7 +105,7 @@ static void group_copy(float *m, const ten *t, int n0, int g, int a, int cols, b
 void conv_cpu_forward(const ops_call *c)
 {
     const net_layer *l = c->l;
-    net_window win = l->u.conv.win;
+    net_window win = l->win;
     const ten *x = &c->x[0], *y = &c->y; /* (N, C_in, H_in, W_in) -> (N, C_out, H_out, W_out) */
     int a = c->a, b = c->b, R = b - a, in_h = c->in_h[0];
     int c_out = l->u.conv.c_out, w_out = l->w, K = x->c * win.k * win.k, cols = R * w_out;
@@ -153,7 +153,7 @@ void conv_cpu_forward(const ops_call *c)
 void conv_cpu_backward(const ops_call *c)
 {
     const net_layer *l = c->l;
-    net_window win = l->u.conv.win;
+    net_window win = l->win;
     const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy; /* dx like x; dy (N, C_out, H_out, W_out) */
     int a = c->a, b = c->b, R = b - a, in_h = c->in_h[0];
     int c_out = l->u.conv.c_out, w_out = l->w, c_in = dx->p ? dx->c : x->c, K = c_in * win.k * win.k;

@@ -163,7 +163,7 @@ static void add_backward(const ops_call *c)
 static void maxpool_forward(const ops_call *c)
 {
     const net_layer *l = c->l;
-    net_window win = l->u.pool.win;
+    net_window win = l->win;
     const ten *x = &c->x[0], *y = &c->y; /* (N, C, H_in, W_in) -> (N, C, H_out, W_out) */
     int in_h = c->in_h[0], in_w = x->w, w_out = l->w, a = c->a, b = c->b, lo, hi;
     net_window_rows(win, a, b, &lo, &hi);
@@ -207,7 +207,7 @@ static void maxpool_backward(const ops_call *c)
     int in_h = c->in_h[0], w_out = l->w, a = c->a, b = c->b, lo, hi;
     if (!dx->p) return;
     CHECK(c->argmax != NULL);
-    net_window_rows(l->u.pool.win, a, b, &lo, &hi);
+    net_window_rows(l->win, a, b, &lo, &hi);
     cpu_dx_begin(c, 0);
     cpu_check_rows(dx, lo, hi, in_h);
     cpu_check_rows(dy, a, b, l->h);
@@ -232,7 +232,7 @@ static void maxpool_backward(const ops_call *c)
 static void avgpool_forward(const ops_call *c)
 {
     const net_layer *l = c->l;
-    net_window win = l->u.pool.win;
+    net_window win = l->win;
     const ten *x = &c->x[0], *y = &c->y;
     int in_h = c->in_h[0], in_w = x->w, w_out = l->w, a = c->a, b = c->b, lo, hi;
     float inv = 1.0f / (float)(win.k * win.k);
@@ -263,7 +263,7 @@ static void avgpool_forward(const ops_call *c)
 static void avgpool_backward(const ops_call *c)
 {
     const net_layer *l = c->l;
-    net_window win = l->u.pool.win;
+    net_window win = l->win;
     const ten *dx = &c->dx[0], *dy = &c->dy;
     int in_h = c->in_h[0], w_out = l->w, a = c->a, b = c->b, lo, hi;
     float inv = 1.0f / (float)(win.k * win.k);

@@ -198,7 +198,7 @@ typedef struct {
 
 static void conv_descs_make(conv_descs *d, const net_layer *l, int c_in, int pad, cudnnTensorDescriptor_t x, cudnnTensorDescriptor_t y)
 {
-    net_window w = l->u.conv.win;
+    net_window w = l->win;
     d->x = x, d->y = y;
     DNN(cudnnCreateFilterDescriptor(&d->w));
     DNN(cudnnSetFilter4dDescriptor(d->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, l->u.conv.c_out, c_in, w.k, w.k));
@@ -249,7 +249,7 @@ static int conv_algo(const conv_descs *d, conv_dir dir, int64_t limit, int64_t *
 
 static int64_t stage_bytes(const net_layer *l, int n, int rows)
 {
-    return (int64_t)n * l->u.conv.c_out * conv_split_stage_rows(l->u.conv.win, rows) * l->w * (int64_t)sizeof(float);
+    return (int64_t)n * l->u.conv.c_out * conv_split_stage_rows(l->win, rows) * l->w * (int64_t)sizeof(float);
 }
 
 static void record(int L, conv_dir dir, int algo, int64_t ws)
@@ -270,7 +270,7 @@ static void conv_forward(const ops_call *c)
     const net_layer *l = c->l;
     const ten *x = &c->x[0], *y = &c->y;
     conv_piece pc[3];
-    int np = conv_split(l->u.conv.win, c->in_h[0], c->a, c->b, pc);
+    int np = conv_split(l->win, c->in_h[0], c->a, c->b, pc);
     int64_t stage = stage_bytes(l, y->n, c->b - c->a), avail = c->ws_bytes - stage;
     float *stage_p = (float *)((char *)c->ws + (avail > 0 ? avail : 0));
     for (int i = 0; i < np; i++) {
@@ -290,7 +290,7 @@ static void conv_forward(const ops_call *c)
                      (int64_t)q->out * y->w, (int64_t)y->n * y->c, (int64_t)(q->b - q->a) * y->w, false);
         conv_descs_free(&d);
     }
-    if (l->u.conv.bias) k_bias(g.compute, kv(y), c->a, c->b, c->w + (int64_t)l->u.conv.c_out * x->c * l->u.conv.win.k * l->u.conv.win.k);
+    if (l->u.conv.bias) k_bias(g.compute, kv(y), c->a, c->b, c->w + (int64_t)l->u.conv.c_out * x->c * l->win.k * l->win.k);
 }
 
 static void conv_backward(const ops_call *c)
@@ -298,9 +298,9 @@ static void conv_backward(const ops_call *c)
     const net_layer *l = c->l;
     const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy;
     int c_in = dx->p ? dx->c : x->c;
-    int64_t wcount = (int64_t)l->u.conv.c_out * c_in * l->u.conv.win.k * l->u.conv.win.k;
+    int64_t wcount = (int64_t)l->u.conv.c_out * c_in * l->win.k * l->win.k;
     conv_piece pc[3];
-    int np = conv_split(l->u.conv.win, c->in_h[0], c->a, c->b, pc);
+    int np = conv_split(l->win, c->in_h[0], c->a, c->b, pc);
     int64_t stage = stage_bytes(l, dy->n, c->b - c->a), avail = c->ws_bytes - stage;
     float *stage_p = (float *)((char *)c->ws + (avail > 0 ? avail : 0));
     if (c->dw && l->u.conv.bias) {
@@ -349,7 +349,7 @@ static int64_t ws_bytes(const sched_ws_model *m, const net *n, int L, int rows, 
     const net_layer *l = &n->layers[L];
     if (l->kind != NET_CONV) return 0;
     const net_layer *in = &n->layers[l->in[0]];
-    net_window w = l->u.conv.win;
+    net_window w = l->win;
     int in_rows = (rows - 1) * w.s + w.d * (w.k - 1) + 1 - 2 * w.p;
     if (in_rows < 1) in_rows = 1;
     if (in_rows > in->h) in_rows = in->h;
@@ -493,8 +493,8 @@ static void cuda_forward(const ops_call *c)
     case NET_BN: bn_forward(c); break;
     case NET_FC: fc_forward(c); break;
     case NET_ADD: k_add_fwd(g.compute, kv(&c->x[0]), kv(&c->x[1]), kv(&c->y), c->a, c->b); break;
-    case NET_MAXPOOL: k_maxpool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), c->argmax, kw(l->u.pool.win), c->in_h[0], c->a, c->b); break;
-    case NET_AVGPOOL: k_avgpool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), kw(l->u.pool.win), c->in_h[0], c->a, c->b); break;
+    case NET_MAXPOOL: k_maxpool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), c->argmax, kw(l->win), c->in_h[0], c->a, c->b); break;
+    case NET_AVGPOOL: k_avgpool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), kw(l->win), c->in_h[0], c->a, c->b); break;
     case NET_GAP: k_apool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), 1); break;
     case NET_APOOL: k_apool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), l->u.apool.o); break;
     case NET_LOSS:
@@ -522,10 +522,10 @@ static void cuda_backward(const ops_call *c)
         break;
     }
     case NET_MAXPOOL:
-        if (c->dx[0].p) dx_begin(c, 0), k_maxpool_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), c->argmax, kw(l->u.pool.win), c->in_h[0], c->a, c->b);
+        if (c->dx[0].p) dx_begin(c, 0), k_maxpool_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), c->argmax, kw(l->win), c->in_h[0], c->a, c->b);
         break;
     case NET_AVGPOOL:
-        if (c->dx[0].p) dx_begin(c, 0), k_avgpool_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), kw(l->u.pool.win), c->in_h[0], c->a, c->b);
+        if (c->dx[0].p) dx_begin(c, 0), k_avgpool_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), kw(l->win), c->in_h[0], c->a, c->b);
         break;
     case NET_GAP:
         if (c->dx[0].p) dx_begin(c, 0), k_apool_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), 1);

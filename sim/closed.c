@@ -1,0 +1,529 @@
+/* closed: the closed-form memory model (the equations of paper/model.md).
+ *
+ * It never lowers or reads a schedule. From the net, the plan and the band geometry
+ * it numbers the phases of one iteration (forward, recompute and backward of every layer; per
+ * band and with the boundary copies in row segments) and gives every buffer the scheduler's
+ * policy creates a size and a life [born, freed] in phases, by the rules of paper/model.md: an
+ * activation lives from its producer to its last reader (forward consumers; the backward readers
+ * autograd keeps it for, unless their segment recomputes it; every band of a row segment it
+ * feeds), a gradient from its first consumer's backward to its producer's; auxiliaries,
+ * workspaces, 2PS boundaries and boundary gradients as listed there; offload cuts a host interval
+ * out of a life. The peak is M = P + max over phases of the bytes alive, one prefix sum over
+ * O(layers x bands) phases. Not done here: any I/O. */
+#include "sim/closed.h"
+
+#include <limits.h>
+#include <string.h>
+
+#include "sim/kind.h"
+
+/* Phases number the compute steps of one iteration in time order, from the plan alone: phase 0
+ * loads the batch; a full-map segment has one forward phase per layer and, in backward, one
+ * recompute phase per layer (ckpt) and one backward phase per layer; a row segment has three
+ * forward phases per band and layer (boundary in, compute, boundary out) and five backward ones
+ * (boundary in, recompute, gradient boundary in, gradient boundary out, backward). A phase whose
+ * step does not run holds a subset of the next phase's buffers, so it never sets the peak. */
+enum { PH_CIN, PH_F, PH_COUT };   /* row forward, per band and layer */
+enum { PH_RCIN, PH_RF };          /* row recompute */
+enum { PH_BGIN, PH_BGOUT, PH_B }; /* row backward */
+
+#define CF_NCAT (MEM_NCAT - MEM_ACT) /* categories that vary by phase: activations .. host */
+_Static_assert(MEM_AGRAD == MEM_ACT + 1 && MEM_BOUNDARY == MEM_ACT + 2 && MEM_WORKSPACE == MEM_ACT + 3 &&
+                   MEM_HOST == MEM_ACT + 4 && MEM_NCAT == MEM_ACT + 5,
+               "the closed form's sweep names the phase categories in mem_cat order");
+
+typedef struct {
+    int lo, hi; /* phases [lo, hi]; empty when lo > hi */
+} span;
+
+static span span_none(void) { return (span){INT_MAX, -1}; }
+
+static void span_add(span *s, int ph)
+{
+    if (ph < 0) return;
+    if (ph < s->lo) s->lo = ph;
+    if (ph > s->hi) s->hi = ph;
+}
+
+typedef struct {
+    band_seg bs;
+    band_geom gf, gb;         /* forward and backward geometry (gb is gf unless OverL with fp != bp) */
+    bool own_gb;
+    int rf, rb, nl;           /* bands forward and backward; layers */
+    int fbase, bbase;         /* first forward and first backward phase */
+    bool *emit, *has, *bgin;  /* [band * nl + i], backward: BWD runs / a gradient exists / a boundary gradient arrives */
+} cf_rows;
+
+typedef struct {
+    const net *n;
+    const plan *p;
+    const sched_cfg *cfg;
+    int64_t batch;
+    int *seg;                 /* [layer] plan segment (-1: the input) */
+    int *tid;                 /* [layer] tensor: the layer itself, or its input's tensor for an in-place relu */
+    int *cs, *cl;             /* consumers of layer L: cl[cs[L] .. cs[L + 1]) */
+    bool *need;               /* [layer] recomputed in its ckpt or row segment's backward */
+    int *fph, *rph, *bph;     /* [layer] full-map phases: forward, recompute, backward (-1: none) */
+    cf_rows *rows;            /* [segment] */
+    span *grad;               /* [tensor] life of its whole-map activation gradient */
+    int n_ph;
+    int64_t *d;               /* [(n_ph + 1) * CF_NCAT] bytes allocated at a phase, minus bytes freed before it */
+} cf;
+
+static int64_t cf_y(const cf *c, int L)
+{
+    const net_layer *l = &c->n->layers[L];
+    return c->batch * l->c * l->h * l->w * 4;
+}
+
+static int64_t cf_row(const cf *c, int L) /* bytes of one row of L's output */
+{
+    const net_layer *l = &c->n->layers[L];
+    return c->batch * l->c * l->w * 4;
+}
+
+static void live(cf *c, mem_cat cat, int64_t bytes, span s)
+{
+    if (bytes <= 0 || s.lo < 0 || s.lo > s.hi) return;
+    c->d[(size_t)s.lo * CF_NCAT + cat - MEM_ACT] += bytes;
+    c->d[(size_t)(s.hi + 1) * CF_NCAT + cat - MEM_ACT] -= bytes;
+}
+
+static span sp(int lo, int hi) { return (span){lo, hi}; }
+
+static int ph_rf(const cf_rows *w, int r, int L, int k) { return w->fbase + (r * w->nl + L - w->bs.first) * 3 + k; }
+static int ph_rr(const cf_rows *w, int r, int L, int k)
+{
+    return w->bbase + (w->rb - 1 - r) * 5 * w->nl + (L - w->bs.first) * 2 + k;
+}
+static int ph_rb(const cf_rows *w, int r, int L, int k)
+{
+    return w->bbase + (w->rb - 1 - r) * 5 * w->nl + 2 * w->nl + (w->bs.last - L) * 3 + k;
+}
+
+static int out_len(const band_geom *g, int r, int i) { return band_rows_len(g->out[r * g->n_layers + i]); }
+static int keep_len(const band_geom *g, int r, int i) { return band_rows_len(g->keep[r * g->n_layers + i]); }
+
+/* Rows band r holds of L's output: its held rows, widened to those of the relu overwriting it. */
+static int hold_len(const cf *c, const cf_rows *w, const band_geom *g, int r, int L)
+{
+    band_rows h = band_held(g, &w->bs, r, L);
+    int q = c->n->layers[L].inplace_by;
+    if (q >= 0 && q <= w->bs.last) {
+        band_rows k = band_held(g, &w->bs, r, q);
+        if (band_rows_len(k)) h = band_rows_len(h) ? (band_rows){h.a < k.a ? h.a : k.a, h.b > k.b ? h.b : k.b} : k;
+    }
+    return band_rows_len(h);
+}
+
+/* Recompute rule of checkpointing: a layer is recomputed when backward keeps its output or
+ * auxiliary, or when a recomputed layer or a kept input of the segment reads it. */
+static void cf_need(cf *c, int first, int last)
+{
+    for (int L = last; L >= first; L--) {
+        const kind_traits *k = kind_of(&c->n->layers[L]);
+        bool nd = k->keeps_y || k->aux_rebuilt;
+        for (int j = c->cs[L]; j < c->cs[L + 1]; j++) {
+            int x = c->cl[j];
+            if (x <= last && (c->need[x] || kind_of(&c->n->layers[x])->keeps_x)) nd = true;
+        }
+        c->need[L] = nd;
+    }
+}
+
+/* Reads of a whole-map activation: every phase using it, the earliest backward one (and its
+ * layer) and the latest non-backward one before `limit`. */
+typedef struct {
+    span all;
+    int first_bwd, first_layer, limit, before;
+} reads;
+
+static void ev(reads *r, int ph, bool bwd, int layer)
+{
+    if (ph < 0) return;
+    span_add(&r->all, ph);
+    if (bwd && (r->first_bwd < 0 || ph < r->first_bwd)) r->first_bwd = ph, r->first_layer = layer;
+    if (!bwd && ph < r->limit && ph > r->before) r->before = ph;
+}
+
+/* Layer x reads an activation made in segment hs: x is an in-place relu on it (member: keeps it as
+ * its output) or a consumer (keeps it as input where autograd does). Backward reads the forward
+ * copy unless x's segment recomputes it (ckpt and rows recompute their own layers only). */
+static void reader(const cf *c, int hs, int x, bool member, reads *r)
+{
+    int k = c->seg[x];
+    const plan_seg *s = &c->p->segs[k];
+    const kind_traits *t = kind_of(&c->n->layers[x]);
+    bool keeps = member ? t->keeps_y : t->keeps_x;
+    if (s->mode == PLAN_ROWS) { /* the segment input: every band reads it, forward and backward */
+        const cf_rows *w = &c->rows[k];
+        int i = x - w->bs.first;
+        for (int b = 0; b < w->rf; b++)
+            if (out_len(&w->gf, b, i)) ev(r, ph_rf(w, b, x, PH_F), false, x);
+        for (int b = 0; b < w->rb; b++) {
+            if (c->need[x] && out_len(&w->gb, b, i)) ev(r, ph_rr(w, b, x, PH_RF), false, x);
+            if (keeps && w->emit[b * w->nl + i]) ev(r, ph_rb(w, b, x, PH_B), true, x);
+        }
+        return;
+    }
+    ev(r, c->fph[x], false, x);
+    bool later = k > hs;
+    if (s->mode == PLAN_CKPT && later && c->need[x]) ev(r, c->rph[x], false, x);
+    if (keeps && (later || s->mode != PLAN_CKPT)) ev(r, c->bph[x], true, x);
+}
+
+/* All reads of the whole-map activation made by layer h (and overwritten by the in-place relus
+ * chained on it). */
+static void activation_reads(const cf *c, int h, reads *r)
+{
+    const net *n = c->n;
+    int hs = c->seg[h];
+    plan_mode hm = hs >= 0 ? c->p->segs[hs].mode : PLAN_CKPT;
+    if ((hm == PLAN_LAYER || hm == PLAN_OFFLOAD) && kind_of(&n->layers[h])->keeps_y) ev(r, c->bph[h], true, h);
+    for (int m = h; m >= 0; m = n->layers[m].inplace_by) {
+        if (m != h) reader(c, hs, m, true, r);
+        for (int j = c->cs[m]; j < c->cs[m + 1]; j++)
+            if (c->cl[j] != n->layers[m].inplace_by) reader(c, hs, c->cl[j], false, r);
+    }
+}
+
+/* The backward phase before layer L's: vDNN prefetches one backward step ahead. */
+static int prev_bwd(const cf *c, int L)
+{
+    int k = c->seg[L];
+    if (L < c->p->segs[k].last) return c->bph[L + 1];
+    if (k + 1 >= c->p->n_seg) return -1;
+    const plan_seg *t = &c->p->segs[k + 1];
+    if (t->mode != PLAN_ROWS) return c->bph[t->first];
+    const cf_rows *w = &c->rows[k + 1];
+    for (int x = t->first; x <= t->last; x++)
+        if (w->emit[x - t->first]) return ph_rb(w, 0, x, PH_B);
+    return -1;
+}
+
+/* An offloaded buffer: on the device until its last forward use and again from the prefetch,
+ * one backward step before its first backward use, to its last. */
+static void offloaded(cf *c, int64_t bytes, int birth, int last_fwd, int first_bwd, int layer, int death)
+{
+    int pf = prev_bwd(c, layer);
+    if (pf <= last_fwd) pf = first_bwd;
+    live(c, MEM_ACT, bytes, sp(birth, last_fwd));
+    live(c, MEM_HOST, bytes, sp(last_fwd + 1, pf - 1));
+    live(c, MEM_ACT, bytes, sp(pf, death));
+}
+
+/* A whole-map activation: born at `birth`, freed after its last read; offloaded when its first
+ * backward read is in an offload segment (offload(conv): a convolution's input). */
+static void activation(cf *c, int h, int birth, int64_t bytes)
+{
+    reads r = {span_none(), -1, -1, -1, -1};
+    span_add(&r.all, birth);
+    activation_reads(c, h, &r);
+    const plan_seg *s = r.first_bwd >= 0 ? &c->p->segs[c->seg[r.first_layer]] : NULL;
+    if (!s || s->mode != PLAN_OFFLOAD ||
+        (s->offload == PLAN_OFFLOAD_CONV && c->n->layers[r.first_layer].kind != NET_CONV)) {
+        live(c, MEM_ACT, bytes, r.all);
+        return;
+    }
+    reads f = {span_none(), -1, -1, r.first_bwd, birth};
+    activation_reads(c, h, &f);
+    offloaded(c, bytes, birth, f.before, r.first_bwd, r.first_layer, r.all.hi);
+}
+
+/* Full-map layer L: auxiliaries (argmax, bn statistics, loss probabilities), the recomputed
+ * activation of a checkpointed segment, and workspaces. */
+static void full_layer(cf *c, int L)
+{
+    const net *n = c->n;
+    const net_layer *l = &n->layers[L];
+    const plan_seg *s = &c->p->segs[c->seg[L]];
+    bool ckpt = s->mode == PLAN_CKPT, rec = ckpt && c->need[L];
+    int F = c->fph[L], R = rec ? c->rph[L] : -1, B = c->bph[L];
+    const kind_traits *k = kind_of(l);
+    int64_t ws = sched_cfg_workspace(c->cfg, n, L, l->h, false), aux = k->aux_rebuilt ? kind_aux_bytes(n, L, l->h, (int)c->batch) : 0;
+    live(c, MEM_WORKSPACE, ws, sp(F, F));
+    live(c, MEM_WORKSPACE, ws, sp(R, R));
+    live(c, MEM_WORKSPACE, sched_cfg_workspace(c->cfg, n, L, l->h, true), sp(B, B));
+    if (k->aux == KIND_AUX_PROBS) /* never recomputed: backward reads the forward's probabilities */
+        live(c, MEM_ACT, kind_aux_bytes(n, L, l->h, (int)c->batch), sp(F, B));
+    if (k->labels) live(c, MEM_ACT, c->batch * 8, sp(0, B));
+    if (aux && !ckpt && s->mode == PLAN_OFFLOAD && s->offload == PLAN_OFFLOAD_ALL) offloaded(c, aux, F, F, B, L, B);
+    else if (aux && !ckpt) live(c, MEM_ACT, aux, sp(F, B));
+    else if (aux && !k->aux_optional) live(c, MEM_ACT, aux, sp(F, F)); /* written, then unused: backward rebuilds it */
+    live(c, MEM_ACT, aux, sp(R, B));
+    if (!rec || c->tid[L] != L) return;
+    span a = sp(R, R); /* the recomputed activation and the in-place relus on it */
+    for (int m = L; m >= 0 && m <= s->last; m = n->layers[m].inplace_by) {
+        span_add(&a, c->rph[m]);
+        if (kind_of(&n->layers[m])->keeps_y) span_add(&a, c->bph[m]);
+        for (int j = c->cs[m]; j < c->cs[m + 1]; j++) {
+            int x = c->cl[j];
+            if (x == n->layers[m].inplace_by || x > s->last) continue;
+            if (c->need[x]) span_add(&a, c->rph[x]);
+            if (kind_of(&n->layers[x])->keeps_x) span_add(&a, c->bph[x]);
+        }
+    }
+    live(c, MEM_ACT, cf_y(c, L), a);
+}
+
+/* Band-level buffers of row segment k: band activations and gradients, boundaries, boundary
+ * gradients, auxiliaries and workspaces; whole-map gradients of the segment output and input get
+ * their band reads and writes in c->grad. */
+static void rows_layers(cf *c, int k, span *gsp, int *owner)
+{
+    const net *n = c->n;
+    cf_rows *w = &c->rows[k];
+    int a = w->bs.first, b = w->bs.last, nl = w->nl, src = w->bs.src;
+    bool tps = c->p->segs[k].policy == BAND_2PS;
+    const band_geom *gf = &w->gf, *gb = &w->gb;
+    for (int r = 0; r < w->rf; r++)
+        for (int L = a; L <= b; L++) {
+            const net_layer *l = &n->layers[L];
+            int i = L - a, o = out_len(gf, r, i);
+            if (o) {
+                live(c, MEM_WORKSPACE, sched_cfg_workspace(c->cfg, n, L, o, false), sp(ph_rf(w, r, L, PH_F), ph_rf(w, r, L, PH_F)));
+                if (kind_of(l)->aux && !kind_of(l)->aux_optional) /* written by the forward, rebuilt for backward */
+                    live(c, MEM_ACT, kind_aux_bytes(n, L, o, (int)c->batch), sp(ph_rf(w, r, L, PH_F), ph_rf(w, r, L, PH_F)));
+            }
+            if (tps && r + 1 < w->rf && keep_len(gf, r, i)) /* boundary rows for band r + 1, kept for its recompute */
+                live(c, MEM_BOUNDARY, cf_row(c, L) * keep_len(gf, r, i),
+                     sp(ph_rf(w, r, L, PH_COUT), c->need[L] ? ph_rr(w, r + 1, L, PH_RCIN) : ph_rf(w, r + 1, L, PH_CIN)));
+            if (L == b || (l->inplace && l->in[0] >= a)) continue;
+            span t = span_none(); /* band activation of L and the in-place relus on it (not b: `out`) */
+            for (int m = L; m >= 0 && m < b; m = n->layers[m].inplace_by) {
+                int mi = m - a;
+                if (tps && r > 0 && keep_len(gf, r - 1, mi)) span_add(&t, ph_rf(w, r, m, PH_CIN));
+                if (out_len(gf, r, mi)) span_add(&t, ph_rf(w, r, m, PH_F));
+                if (tps && r + 1 < w->rf && keep_len(gf, r, mi)) span_add(&t, ph_rf(w, r, m, PH_COUT));
+                for (int j = c->cs[m]; j < c->cs[m + 1]; j++) {
+                    int x = c->cl[j];
+                    if ((x == n->layers[m].inplace_by && x < b) || x > b) continue;
+                    if (out_len(gf, r, x - a)) span_add(&t, ph_rf(w, r, x, PH_F));
+                }
+            }
+            live(c, MEM_ACT, cf_row(c, L) * hold_len(c, w, gf, r, L), t);
+        }
+    for (int r = w->rb - 1; r >= 0; r--) {
+        bool *emit = &w->emit[r * nl];
+        for (int L = a; L <= b; L++) {
+            const net_layer *l = &n->layers[L];
+            int i = L - a, o = out_len(gb, r, i), RF = ph_rr(w, r, L, PH_RF), B = ph_rb(w, r, L, PH_B);
+            if (emit[i]) live(c, MEM_WORKSPACE, sched_cfg_workspace(c->cfg, n, L, o, true), sp(B, B));
+            if (!c->need[L]) continue;
+            if (o) {
+                live(c, MEM_WORKSPACE, sched_cfg_workspace(c->cfg, n, L, o, false), sp(RF, RF));
+                int64_t aux = kind_of(l)->aux_rebuilt ? kind_aux_bytes(n, L, o, (int)c->batch) : 0;
+                live(c, MEM_ACT, aux, sp(RF, emit[i] ? B : RF));
+            }
+            if (l->inplace && l->in[0] >= a) continue;
+            span t = span_none(); /* recomputed band activation */
+            for (int m = L; m >= 0 && m <= b; m = n->layers[m].inplace_by) {
+                int mi = m - a;
+                if (tps && r > 0 && keep_len(gb, r - 1, mi)) span_add(&t, ph_rr(w, r, m, PH_RCIN));
+                if (out_len(gb, r, mi)) span_add(&t, ph_rr(w, r, m, PH_RF));
+                if (kind_of(&n->layers[m])->keeps_y && emit[mi]) span_add(&t, ph_rb(w, r, m, PH_B));
+                for (int j = c->cs[m]; j < c->cs[m + 1]; j++) {
+                    int x = c->cl[j];
+                    if (x == n->layers[m].inplace_by || x > b) continue;
+                    if (c->need[x] && out_len(gb, r, x - a)) span_add(&t, ph_rr(w, r, x, PH_RF));
+                    if (kind_of(&n->layers[x])->keeps_x && emit[x - a]) span_add(&t, ph_rb(w, r, x, PH_B));
+                }
+            }
+            live(c, MEM_ACT, cf_row(c, L) * hold_len(c, w, gb, r, L), t);
+        }
+        /* gradients: an in-place relu whose backward runs hands its buffer to its input */
+        for (int L = b; L >= a; L--) {
+            int i = L - a, q = n->layers[L].inplace_by;
+            owner[i] = q >= 0 && q <= b && emit[q - a] ? owner[q - a] : L;
+            gsp[i] = span_none();
+            if (!w->has[r * nl + i]) continue;
+            span *t = owner[i] == b ? &c->grad[c->tid[b]] : &gsp[owner[i] - a];
+            for (int j = c->cs[L]; j < c->cs[L + 1]; j++)
+                if (c->cl[j] <= b && emit[c->cl[j] - a]) span_add(t, ph_rb(w, r, c->cl[j], PH_B));
+            if (w->bgin[r * nl + i]) span_add(t, ph_rb(w, r, L, PH_BGIN));
+            if (tps && L < b && r > 0 && keep_len(gb, r - 1, i)) {
+                span_add(t, ph_rb(w, r, L, PH_BGOUT));
+                live(c, MEM_BOUNDARY, cf_row(c, L) * keep_len(gb, r - 1, i),
+                     sp(ph_rb(w, r, L, PH_BGOUT), ph_rb(w, r - 1, L, PH_BGIN)));
+            }
+            if (emit[i]) span_add(t, ph_rb(w, r, L, PH_B));
+        }
+        for (int L = a; L < b; L++)
+            if (owner[L - a] == L) live(c, MEM_AGRAD, cf_row(c, L) * hold_len(c, w, gb, r, L), gsp[L - a]);
+        if (src > 0)
+            for (int j = c->cs[src]; j < c->cs[src + 1]; j++)
+                if (c->cl[j] >= a && c->cl[j] <= b && emit[c->cl[j] - a])
+                    span_add(&c->grad[c->tid[src]], ph_rb(w, r, c->cl[j], PH_B));
+    }
+}
+
+/* Row segment k: geometry as the scheduler builds it, and which band backward steps run. */
+static int rows_init(cf *c, int k, err *e)
+{
+    const net *n = c->n;
+    const plan_seg *s = &c->p->segs[k];
+    cf_rows *w = &c->rows[k];
+    int *cuts = err_calloc((size_t)(s->fp > s->bp ? s->fp : s->bp) + 1, sizeof(int));
+    int rc = band_seg_init(&w->bs, n, s->first, s->last, e);
+    if (!rc && s->cuts) memcpy(cuts, s->cuts, ((size_t)s->fp + 1) * sizeof(int));
+    else if (!rc) rc = band_cuts_default(n, &w->bs, s->policy, s->fp, cuts, e);
+    if (!rc) rc = band_geom_init(&w->gf, n, &w->bs, s->policy, cuts, s->fp, e);
+    w->rf = s->fp, w->rb = s->policy == BAND_2PS ? s->fp : s->bp, w->nl = s->last - s->first + 1;
+    if (!rc && w->rb != w->rf) {
+        rc = band_cuts_default(n, &w->bs, s->policy, w->rb, cuts, e);
+        if (!rc) rc = band_geom_init(&w->gb, n, &w->bs, s->policy, cuts, w->rb, e);
+        w->own_gb = !rc;
+    }
+    free(cuts);
+    if (rc) return rc;
+    if (!w->own_gb) w->gb = w->gf;
+    cf_need(c, s->first, s->last);
+    /* backward band r runs layer L when it owns output rows of L and L has a gradient: L is the
+     * segment output, or a consumer's backward ran in the band, or a boundary gradient arrived */
+    int nl = w->nl, a = s->first, b = s->last;
+    w->emit = err_calloc((size_t)w->rb * nl * 3, sizeof(bool));
+    w->has = w->emit + (size_t)w->rb * nl, w->bgin = w->has + (size_t)w->rb * nl;
+    for (int r = w->rb - 1; r >= 0; r--)
+        for (int L = b; L >= a; L--) {
+            int i = L - a;
+            bool hg = L == b || w->bgin[r * nl + i];
+            for (int j = c->cs[L]; j < c->cs[L + 1]; j++)
+                if (c->cl[j] <= b && w->emit[r * nl + c->cl[j] - a]) hg = true;
+            w->has[r * nl + i] = hg;
+            w->emit[r * nl + i] = hg && out_len(&w->gb, r, i);
+            if (s->policy == BAND_2PS && L < b && r > 0 && hg && keep_len(&w->gb, r - 1, i))
+                w->bgin[(r - 1) * nl + i] = true;
+        }
+    return 0;
+}
+
+int closed_predict(const net *n, const plan *p, const sched_cfg *cfg, sim_mem *m, err *e)
+{
+    memset(m, 0, sizeof *m);
+    m->peak_step = -1;
+    int nn = n->n, ns = p->n_seg, rc = 0;
+    cf c = {.n = n, .p = p, .cfg = cfg, .batch = cfg->batch};
+    int n_in = 0;
+    for (int L = 0; L < nn; L++) n_in += n->layers[L].n_in;
+    int *ints = err_calloc((size_t)nn * 6 + 1 + (size_t)n_in, sizeof(int));
+    c.seg = ints, c.tid = ints + nn, c.fph = ints + 2 * nn, c.rph = ints + 3 * nn, c.bph = ints + 4 * nn;
+    c.cs = ints + 5 * nn, c.cl = ints + 6 * nn + 1;
+    c.need = err_calloc((size_t)nn, sizeof(bool));
+    c.rows = err_calloc((size_t)ns, sizeof(cf_rows));
+    c.grad = err_calloc((size_t)nn, sizeof(span));
+    for (int L = 0; L < nn; L++) {
+        const net_layer *l = &n->layers[L];
+        c.tid[L] = l->inplace ? c.tid[l->in[0]] : L;
+        c.fph[L] = c.rph[L] = c.bph[L] = c.seg[L] = -1;
+        c.grad[L] = span_none();
+        for (int j = 0; j < l->n_in; j++) c.cs[l->in[j] + 1]++;
+    }
+    for (int L = 0; L < nn; L++) c.cs[L + 1] += c.cs[L];
+    {
+        int *fill = err_calloc((size_t)nn, sizeof(int));
+        for (int L = 0; L < nn; L++)
+            for (int j = 0; j < n->layers[L].n_in; j++) c.cl[c.cs[n->layers[L].in[j]] + fill[n->layers[L].in[j]]++] = L;
+        free(fill);
+    }
+    for (int i = 0; i < ns; i++)
+        for (int L = p->segs[i].first; L <= p->segs[i].last; L++) c.seg[L] = i;
+    /* phases */
+    int ph = 1;
+    for (int i = 0; i < ns && !rc; i++) {
+        const plan_seg *s = &p->segs[i];
+        if (s->mode == PLAN_ROWS) {
+            if ((rc = rows_init(&c, i, e))) break;
+            c.rows[i].fbase = ph;
+            ph += 3 * c.rows[i].rf * c.rows[i].nl;
+            continue;
+        }
+        if (s->mode == PLAN_CKPT) cf_need(&c, s->first, s->last);
+        for (int L = s->first; L <= s->last; L++) c.fph[L] = ph++;
+    }
+    for (int i = ns - 1; i >= 0 && !rc; i--) {
+        const plan_seg *s = &p->segs[i];
+        if (s->mode == PLAN_ROWS) {
+            c.rows[i].bbase = ph;
+            ph += 5 * c.rows[i].rb * c.rows[i].nl;
+            continue;
+        }
+        if (s->mode == PLAN_CKPT)
+            for (int L = s->first; L <= s->last; L++) c.rph[L] = c.need[L] ? ph++ : -1;
+        for (int L = s->last; L >= s->first; L--) c.bph[L] = ph++;
+    }
+    c.n_ph = ph;
+    if (!rc) {
+        c.d = err_calloc(((size_t)ph + 1) * CF_NCAT, sizeof(int64_t));
+        span *gsp = NULL;
+        int *owner = NULL, maxnl = 0;
+        for (int i = 0; i < ns; i++)
+            if (p->segs[i].mode == PLAN_ROWS && c.rows[i].nl > maxnl) maxnl = c.rows[i].nl;
+        gsp = err_calloc((size_t)maxnl + 1, sizeof(span));
+        owner = err_calloc((size_t)maxnl + 1, sizeof(int));
+        /* whole-map activations: the image, each full-map tensor, each row segment's output */
+        activation(&c, 0, 0, cf_y(&c, 0));
+        for (int L = 1; L < nn; L++) {
+            const plan_seg *s = &p->segs[c.seg[L]];
+            if (s->mode == PLAN_ROWS) {
+                if (L == s->last) activation(&c, L, ph_rf(&c.rows[c.seg[L]], 0, L, PH_F), cf_y(&c, L));
+                continue;
+            }
+            if (c.tid[L] == L) activation(&c, L, c.fph[L], cf_y(&c, L));
+            full_layer(&c, L);
+        }
+        for (int i = 0; i < ns; i++)
+            if (p->segs[i].mode == PLAN_ROWS) rows_layers(&c, i, gsp, owner);
+        /* whole-map gradients: from the first consumer's backward to the producer's */
+        for (int T = 1; T < nn; T++) {
+            if (c.tid[T] != T) continue;
+            bool consumed = false;
+            for (int q = T; q >= 0; q = n->layers[q].inplace_by) {
+                if (p->segs[c.seg[q]].mode != PLAN_ROWS) span_add(&c.grad[T], c.bph[q]);
+                for (int j = c.cs[q]; j < c.cs[q + 1]; j++) {
+                    int x = c.cl[j];
+                    if (x == n->layers[q].inplace_by) continue;
+                    consumed = true;
+                    if (p->segs[c.seg[x]].mode != PLAN_ROWS) span_add(&c.grad[T], c.bph[x]);
+                }
+            }
+            if (consumed) live(&c, MEM_AGRAD, cf_y(&c, T), c.grad[T]);
+        }
+        free(gsp), free(owner);
+    }
+    if (!rc) {
+        int opt = cfg->optimizer == SCHED_ADAM ? 2 : 1;
+        int64_t base[MEM_NCAT] = {0}, best = -1;
+        for (int L = 0; L < nn; L++) {
+            base[MEM_WEIGHTS] += n->layers[L].params * 4 + (kind_of(&n->layers[L])->running ? 8 * (int64_t)n->layers[L].c : 0);
+            base[MEM_WGRAD] += n->layers[L].params * 4;
+            base[MEM_OPTIM] += n->layers[L].params * 4 * opt;
+        }
+        for (int k = MEM_WEIGHTS; k <= MEM_OPTIM; k++) m->max[k] = base[k];
+        /* the phase categories (activations .. host) in locals, so the sweep stays in registers */
+        int64_t act = 0, agr = 0, bnd = 0, wsp = 0, hst = 0;
+        int64_t mact = 0, magr = 0, mbnd = 0, mwsp = 0, mhst = 0;
+        for (int f = 0; f < c.n_ph; f++) {
+            const int64_t *row = &c.d[(size_t)f * CF_NCAT];
+            act += row[0], agr += row[1], bnd += row[2], wsp += row[3], hst += row[4];
+            mact = act > mact ? act : mact, magr = agr > magr ? agr : magr, mbnd = bnd > mbnd ? bnd : mbnd;
+            mwsp = wsp > mwsp ? wsp : mwsp, mhst = hst > mhst ? hst : mhst;
+            if (act + agr + bnd + wsp > best) {
+                best = act + agr + bnd + wsp;
+                m->at_peak[MEM_ACT] = act, m->at_peak[MEM_AGRAD] = agr, m->at_peak[MEM_BOUNDARY] = bnd;
+                m->at_peak[MEM_WORKSPACE] = wsp, m->at_peak[MEM_HOST] = hst;
+            }
+        }
+        m->max[MEM_ACT] = mact, m->max[MEM_AGRAD] = magr, m->max[MEM_BOUNDARY] = mbnd, m->max[MEM_WORKSPACE] = mwsp;
+        m->max[MEM_HOST] = mhst;
+        for (int k = MEM_WEIGHTS; k <= MEM_OPTIM; k++) m->at_peak[k] = base[k];
+        m->peak = best + base[MEM_WEIGHTS] + base[MEM_WGRAD] + base[MEM_OPTIM];
+    }
+    for (int i = 0; i < ns; i++)
+        if (p->segs[i].mode == PLAN_ROWS) {
+            if (c.rows[i].own_gb) band_geom_free(&c.rows[i].gb);
+            band_geom_free(&c.rows[i].gf);
+            free(c.rows[i].emit);
+        }
+    free(ints), free(c.need), free(c.rows), free(c.grad), free(c.d);
+    return rc;
+}

@@ -1,0 +1,250 @@
+/* kind: the table of layer-kind facts (kind.h) and the few functions that read it: shape
+ * inference per kind, auxiliary bytes, FLOPs, parameter tensors. Shapes are per image (C, H, W);
+ * sizes that reach bytes are int64. */
+#include "sim/kind.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#define OFF(field) offsetof(net_layer, field)
+
+/* --- shapes ----------------------------------------------------------------------------------- */
+
+static const net_layer *input_of(const net *n, int i, int j) { return &n->layers[n->layers[i].in[j]]; }
+
+static void same_shape(net_layer *l, const net_layer *x) { l->c = x->c, l->h = x->h, l->w = x->w; }
+
+static int infer_input(net *n, int i, const char *where, err *e)
+{
+    (void)where, (void)e;
+    net_layer *l = &n->layers[i];
+    l->c = l->u.input.c, l->h = l->u.input.h, l->w = l->u.input.w;
+    return 0;
+}
+
+/* Conv and pools: a sliding window along H and W. */
+static int infer_window(net *n, int i, const char *where, err *e)
+{
+    net_layer *l = &n->layers[i];
+    const net_layer *x = input_of(n, i, 0);
+    net_window win = l->win;
+    bool conv = l->kind == NET_CONV;
+    if (!conv && win.p * 2 > win.k)
+        return err_set(e, "%s: padding %d is more than half the kernel %d", where, win.p, win.k);
+    l->c = conv ? l->u.conv.c_out : x->c;
+    l->h = net_window_out(win, x->h);
+    l->w = net_window_out(win, x->w);
+    if (l->h < 1 || l->w < 1)
+        return err_set(e, "%s: output would be empty for a %dx%d input (kernel %d, stride %d, padding %d, dilation %d); use a "
+                          "larger --image", where, x->h, x->w, win.k, win.s, win.p, win.d);
+    if (conv) {
+        l->params = (int64_t)x->c * l->c * win.k * win.k + (l->u.conv.bias ? l->c : 0);
+        l->macs = (int64_t)x->c * win.k * win.k * l->c * l->h * l->w;
+    }
+    return 0;
+}
+
+static int infer_pointwise(net *n, int i, const char *where, err *e)
+{
+    (void)where, (void)e;
+    same_shape(&n->layers[i], input_of(n, i, 0));
+    return 0;
+}
+
+static int infer_bn(net *n, int i, const char *where, err *e)
+{
+    infer_pointwise(n, i, where, e);
+    n->layers[i].params = 2 * (int64_t)n->layers[i].c;
+    return 0;
+}
+
+static int infer_add(net *n, int i, const char *where, err *e)
+{
+    net_layer *l = &n->layers[i];
+    const net_layer *x = input_of(n, i, 0);
+    for (int j = 1; j < l->n_in; j++) {
+        const net_layer *y = input_of(n, i, j);
+        if (x->c != y->c || x->h != y->h || x->w != y->w)
+            return err_set(e, "%s: inputs '%s' (%dx%dx%d) and '%s' (%dx%dx%d) differ in shape", where, x->name, x->c, x->h,
+                           x->w, y->name, y->c, y->h, y->w);
+    }
+    same_shape(l, x);
+    return 0;
+}
+
+static int infer_fc(net *n, int i, const char *where, err *e)
+{
+    (void)where, (void)e;
+    net_layer *l = &n->layers[i];
+    int64_t in = net_layer_values(input_of(n, i, 0));
+    l->c = l->u.fc.c_out, l->h = 1, l->w = 1;
+    l->params = in * l->c + (l->u.fc.bias ? l->c : 0);
+    l->macs = in * l->c;
+    return 0;
+}
+
+static int infer_gap(net *n, int i, const char *where, err *e)
+{
+    (void)where, (void)e;
+    n->layers[i].c = input_of(n, i, 0)->c, n->layers[i].h = n->layers[i].w = 1;
+    return 0;
+}
+
+static int infer_apool(net *n, int i, const char *where, err *e)
+{
+    (void)where, (void)e;
+    net_layer *l = &n->layers[i];
+    l->c = input_of(n, i, 0)->c, l->h = l->w = l->u.apool.o;
+    return 0;
+}
+
+/* Softmax + cross-entropy over the input's C*H*W logits of each image. */
+static int infer_loss(net *n, int i, const char *where, err *e)
+{
+    net_layer *l = &n->layers[i];
+    if (i != n->n - 1 || l->n_out) return err_set(e, "%s: the loss must be the last layer, with no consumer", where);
+    l->c = (int)net_layer_values(input_of(n, i, 0)), l->h = 1, l->w = 1;
+    return 0;
+}
+
+/* --- FLOPs ------------------------------------------------------------------------------------ */
+
+static double out_values(const net *n, int i, int rows, int batch)
+{
+    const net_layer *l = &n->layers[i];
+    return (double)batch * l->c * rows * l->w;
+}
+
+static double flops_conv(const net *n, int i, int rows, int batch)
+{
+    net_window w = n->layers[i].win;
+    return 2.0 * out_values(n, i, rows, batch) * input_of(n, i, 0)->c * w.k * w.k;
+}
+
+static double flops_fc(const net *n, int i, int rows, int batch)
+{
+    (void)rows;
+    return 2.0 * (double)n->layers[i].macs * batch;
+}
+
+static double flops_pool(const net *n, int i, int rows, int batch)
+{
+    net_window w = n->layers[i].win;
+    return out_values(n, i, rows, batch) * w.k * w.k;
+}
+
+static double flops_one(const net *n, int i, int rows, int batch) { return out_values(n, i, rows, batch); }
+static double flops_bn(const net *n, int i, int rows, int batch) { return 4.0 * out_values(n, i, rows, batch); }
+static double flops_loss(const net *n, int i, int rows, int batch) { return 5.0 * out_values(n, i, rows, batch); }
+
+/* Global pools read every input value once. */
+static double flops_gpool(const net *n, int i, int rows, int batch)
+{
+    (void)rows;
+    return (double)batch * net_layer_values(input_of(n, i, 0));
+}
+
+/* --- parameter tensors (PyTorch's names, shapes and initialization) ---------------------------- */
+
+/* conv: weight (C_out, C_in, k, k) then bias (C_out); fc: weight (out, in) then bias (out). */
+static int tensors_product(const net *n, int L, kind_tensor *out)
+{
+    const net_layer *l = &n->layers[L];
+    bool conv = l->kind == NET_CONV, bias = conv ? l->u.conv.bias : l->u.fc.bias;
+    int64_t cin = input_of(n, L, 0)->c, kk = l->win.k;
+    int64_t fan = conv ? cin * kk * kk : net_layer_values(input_of(n, L, 0));
+    out[0] = conv ? (kind_tensor){"weight", 4, {l->c, cin, kk, kk}, 0, false, KIND_INIT_FAN_IN, fan}
+                  : (kind_tensor){"weight", 2, {l->c, fan}, 0, false, KIND_INIT_FAN_IN, fan};
+    if (!bias) return 1;
+    out[1] = (kind_tensor){"bias", 1, {l->c}, l->c * fan, false, KIND_INIT_FAN_IN, fan};
+    return 2;
+}
+
+/* bn: gamma then beta; running mean then variance in the running-statistics buffer. */
+static int tensors_bn(const net *n, int L, kind_tensor *out)
+{
+    int64_t c = n->layers[L].c;
+    out[0] = (kind_tensor){"weight", 1, {c}, 0, false, KIND_INIT_ONE, 0};
+    out[1] = (kind_tensor){"bias", 1, {c}, c, false, KIND_INIT_ZERO, 0};
+    out[2] = (kind_tensor){"running_mean", 1, {c}, 0, true, KIND_INIT_ZERO, 0};
+    out[3] = (kind_tensor){"running_var", 1, {c}, c, true, KIND_INIT_ONE, 0};
+    return 4;
+}
+
+/* --- the table -------------------------------------------------------------------------------- */
+
+const kind_traits kind_table[NET_NKIND] = {
+    [NET_INPUT] = {.name = "input", .min_in = 0, .max_in = 0, .rowwise = true, .fwd_value = true, .infer = infer_input,
+                   .flops = flops_one,
+                   .keys = {{"c", KIND_KEY_COUNT, OFF(u.input.c), true}, {"h", KIND_KEY_COUNT, OFF(u.input.h), true},
+                            {"w", KIND_KEY_COUNT, OFF(u.input.w), true}}},
+    [NET_CONV] = {.name = "conv", .min_in = 1, .max_in = 1, .window = true, .rowwise = true, .keeps_x = true,
+                  .fwd_value = true, .product = true, .infer = infer_window, .flops = flops_conv,
+                  .tensors = tensors_product,
+                  .keys = {{"c", KIND_KEY_COUNT, OFF(u.conv.c_out), true}, {"k", KIND_KEY_COUNT, OFF(win.k), true},
+                           {"s", KIND_KEY_COUNT, OFF(win.s), false, 1, NULL}, {"p", KIND_KEY_SIZE, OFF(win.p), false, 0, NULL},
+                           {"d", KIND_KEY_COUNT, OFF(win.d), false, 1, NULL},
+                           {"bias", KIND_KEY_BOOL, OFF(u.conv.bias), false, 1, NULL}}},
+    [NET_RELU] = {.name = "relu", .min_in = 1, .max_in = 1, .rowwise = true, .inplace = true, .keeps_y = true,
+                  .infer = infer_pointwise, .flops = flops_one},
+    [NET_MAXPOOL] = {.name = "maxpool", .min_in = 1, .max_in = 1, .window = true, .rowwise = true, .keeps_x = true,
+                     .aux = KIND_AUX_ARGMAX, .aux_optional = true, .aux_rebuilt = true, .fwd_value = true,
+                     .infer = infer_window, .flops = flops_pool,
+                     .keys = {{"k", KIND_KEY_COUNT, OFF(win.k), true}, {"s", KIND_KEY_COUNT, OFF(win.s), false, 0, "k"},
+                              {"p", KIND_KEY_SIZE, OFF(win.p), false, 0, NULL}}},
+    [NET_AVGPOOL] = {.name = "avgpool", .min_in = 1, .max_in = 1, .window = true, .rowwise = true, .fwd_value = true,
+                     .infer = infer_window, .flops = flops_pool,
+                     .keys = {{"k", KIND_KEY_COUNT, OFF(win.k), true}, {"s", KIND_KEY_COUNT, OFF(win.s), false, 0, "k"},
+                              {"p", KIND_KEY_SIZE, OFF(win.p), false, 0, NULL}}},
+    [NET_BN] = {.name = "bn", .min_in = 1, .max_in = 1, .rowwise = true, .keeps_x = true, .aux = KIND_AUX_STATS,
+                .aux_rebuilt = true, .running = true, .map_stats = true, .infer = infer_bn, .flops = flops_bn, .tensors = tensors_bn,
+                .keys = {{"eps", KIND_KEY_FLOAT, OFF(u.bn.eps), false, 1e-5, NULL},
+                         {"momentum", KIND_KEY_FLOAT, OFF(u.bn.momentum), false, 0.1, NULL}}},
+    [NET_FC] = {.name = "fc", .min_in = 1, .max_in = 1, .keeps_x = true, .fwd_value = true, .product = true,
+                .infer = infer_fc, .flops = flops_fc, .tensors = tensors_product,
+                .keys = {{"c", KIND_KEY_COUNT, OFF(u.fc.c_out), true}, {"bias", KIND_KEY_BOOL, OFF(u.fc.bias), false, 1, NULL}}},
+    [NET_ADD] = {.name = "add", .min_in = 2, .max_in = 2, .rowwise = true, .infer = infer_add, .flops = flops_one},
+    [NET_GAP] = {.name = "gap", .min_in = 1, .max_in = 1, .infer = infer_gap, .flops = flops_gpool},
+    [NET_APOOL] = {.name = "apool", .min_in = 1, .max_in = 1, .infer = infer_apool, .flops = flops_gpool,
+                   .keys = {{"o", KIND_KEY_COUNT, OFF(u.apool.o), true}}},
+    [NET_LOSS] = {.name = "loss", .min_in = 1, .max_in = 1, .aux = KIND_AUX_PROBS, .labels = true, .infer = infer_loss,
+                  .flops = flops_loss},
+};
+
+const kind_traits *kind_of(const net_layer *l) { return &kind_table[l->kind]; }
+
+int kind_find(const char *name)
+{
+    for (int k = 0; k < NET_NKIND; k++)
+        if (!strcmp(kind_table[k].name, name)) return k;
+    return -1;
+}
+
+const char *kind_names(void)
+{
+    static char names[256];
+    if (!names[0])
+        for (int k = 0; k < NET_NKIND; k++) {
+            size_t at = strlen(names);
+            snprintf(names + at, sizeof names - at, "%s%s", k ? " " : "", kind_table[k].name);
+        }
+    return names;
+}
+
+int64_t kind_aux_bytes(const net *n, int L, int rows, int batch)
+{
+    const net_layer *l = &n->layers[L];
+    switch (kind_of(l)->aux) {
+    case KIND_AUX_ARGMAX: return (int64_t)batch * l->c * rows * l->w * 8;
+    case KIND_AUX_STATS: return 2 * (int64_t)l->c * 4;
+    case KIND_AUX_PROBS: return (int64_t)batch * l->c * 4;
+    default: return 0;
+    }
+}
+
+int kind_tensors(const net *n, int L, kind_tensor out[KIND_MAX_TENSORS])
+{
+    const kind_traits *t = kind_of(&n->layers[L]);
+    return t->tensors ? t->tensors(n, L, out) : 0;
+}

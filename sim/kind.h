@@ -1,0 +1,100 @@
+/* kind: the one table of layer-kind facts. Everything that is true of a kind of layer, whatever the
+ * net, plan or backend — the keys its net-file line takes, how many inputs it reads, whether it
+ * reads a window of rows, whether it can run on a band of rows or in place, what its backward
+ * keeps (input, output, an auxiliary and its bytes), its parameter tensors and how they start,
+ * its FLOPs and how its output shape follows from its inputs — is a row of kind_table, read by
+ * the parser (net.c), the lowering (sched.c), the closed form (closed.c), the executor (exec.c),
+ * the weights files (io/weights.c) and the backends. A new kind is one row here, its shape
+ * function, and its kernels in each backend (engine/cpu/ops_cpu.c, engine/cuda/ops_cuda.c).
+ * Not done here: kernels, or anything that depends on a plan. */
+#ifndef LRCNN_KIND_H
+#define LRCNN_KIND_H
+
+#include "sim/net.h"
+
+/* The auxiliary a layer's forward writes and its backward reads. */
+typedef enum {
+    KIND_AUX_NONE,
+    KIND_AUX_ARGMAX, /* int64 per output element computed: the input element that won (max-pool) */
+    KIND_AUX_STATS,  /* fp32 mean and inverse std per channel (bn): 2 * C values, whatever the rows */
+    KIND_AUX_PROBS,  /* fp32 softmax probabilities per image (loss): N * C values */
+} kind_aux;
+
+/* A key of the net format: `name=value` fills the int or float at byte `off` of a net_layer. */
+typedef enum { KIND_KEY_COUNT, KIND_KEY_SIZE, KIND_KEY_BOOL, KIND_KEY_FLOAT } kind_key_type;
+typedef struct {
+    const char *name;
+    kind_key_type type;   /* COUNT: integer >= 1; SIZE: integer >= 0; BOOL: 0 or 1; FLOAT: >= 0 */
+    size_t off;
+    bool required;
+    double def;           /* the default when not given (and not required) */
+    const char *def_key;  /* or: defaults to this other key's value (a pool's stride is its kernel) */
+} kind_key;
+
+#define KIND_MAX_KEYS 6
+
+/* How a parameter tensor starts (PyTorch's defaults). */
+typedef enum { KIND_INIT_FAN_IN, KIND_INIT_ONE, KIND_INIT_ZERO } kind_init;
+
+/* One of a layer's parameter tensors, PyTorch's name and shape, at `offset` floats into the layer's
+ * parameter buffer (or its running-statistics buffer when `running`). */
+typedef struct {
+    const char *name;     /* "weight", "bias", "running_mean", "running_var" */
+    int rank;
+    int64_t dims[4];
+    int64_t offset;
+    bool running;
+    kind_init init;       /* FAN_IN: uniform in +-1/sqrt(fan_in) */
+    int64_t fan_in;
+} kind_tensor;
+
+#define KIND_MAX_TENSORS 4
+
+typedef struct {
+    const char *name;
+    kind_key keys[KIND_MAX_KEYS];
+    int min_in, max_in;   /* inputs it reads (in=a,b) */
+    bool window;          /* reads a sliding window of rows (net_layer_window): conv, pools */
+    bool rowwise;         /* can run on a band of rows; else it needs whole maps (fc, gap, loss) */
+    bool inplace;         /* overwrites its input when nothing else reads it (and it is not the image) */
+    bool keeps_x;         /* backward reads its inputs (autograd's saved tensors) */
+    bool keeps_y;         /* backward reads its output */
+    kind_aux aux;
+    bool aux_optional;    /* the forward writes the auxiliary only when a backward will read it */
+    bool aux_rebuilt;     /* a recompute rebuilds the auxiliary, so a checkpointed or banded layer is
+                             recomputed for it (argmax, bn statistics); the loss's probabilities are
+                             kept from the forward instead */
+    bool running;         /* keeps running statistics (bn): a persistent 2 * C fp32 buffer */
+    bool map_stats;       /* train mode normalizes with statistics over whole maps (bn), which row
+                             segments gather in extra passes over their bands */
+    bool labels;          /* reads the batch's labels (loss) */
+    bool fwd_value;       /* counted by net_forward_values (cs231n's convention: input, conv, pools, fc) */
+    /* Output shape, parameters and MACs of layer i from its inputs' (already inferred) shapes; on a
+     * bad shape, -1 with "where: what" in e. */
+    int (*infer)(net *n, int i, const char *where, err *e);
+    /* Forward FLOPs of layer i on `rows` output rows of a batch (a multiply-add counts 2). */
+    double (*flops)(const net *n, int i, int rows, int batch);
+    /* A product (conv, fc): backward computes the weight gradient and the input gradient, each as
+     * costly as the forward, so 2x forward, or 1x where no input gradient is wanted (the image).
+     * Other kinds' backward costs one forward. */
+    bool product;
+    /* Its parameter tensors, in the order of its parameter buffer; NULL: none. */
+    int (*tensors)(const net *n, int i, kind_tensor *out);
+} kind_traits;
+
+extern const kind_traits kind_table[NET_NKIND];
+
+/* The row of l's kind. */
+const kind_traits *kind_of(const net_layer *l);
+
+/* The kind called name, or -1. */
+int kind_find(const char *name);
+/* "input conv relu ..." (every kind, for messages). */
+const char *kind_names(void);
+
+/* Bytes of layer L's auxiliary for `rows` output rows of a batch (0: none). */
+int64_t kind_aux_bytes(const net *n, int L, int rows, int batch);
+/* Layer L's parameter tensors (none for most kinds); returns how many. */
+int kind_tensors(const net *n, int L, kind_tensor out[KIND_MAX_TENSORS]);
+
+#endif
