@@ -46,9 +46,8 @@ static void span_add(span *s, int ph)
 }
 
 typedef struct {
-    band_seg bs;
-    band_geom gf, gb;         /* forward and backward geometry (gb is gf unless OverL with fp != bp) */
-    bool own_gb;
+    const band_seg *bs;       /* the plan's segment and geometry (plan_seg) */
+    const band_geom *gf, *gb; /* forward and backward geometry (gb is gf unless OverL with fp != bp) */
     int rf, rb, nl;           /* bands forward and backward; layers */
     int fbase, bbase;         /* first forward and first backward phase */
     bool *emit, *has, *bgin;  /* [band * nl + i], backward: BWD runs / a gradient exists / a boundary gradient arrives */
@@ -91,14 +90,14 @@ static void live(cf *c, mem_cat cat, int64_t bytes, span s)
 
 static span sp(int lo, int hi) { return (span){lo, hi}; }
 
-static int ph_rf(const cf_rows *w, int r, int L, int k) { return w->fbase + (r * w->nl + L - w->bs.first) * 3 + k; }
+static int ph_rf(const cf_rows *w, int r, int L, int k) { return w->fbase + (r * w->nl + L - w->bs->first) * 3 + k; }
 static int ph_rr(const cf_rows *w, int r, int L, int k)
 {
-    return w->bbase + (w->rb - 1 - r) * 5 * w->nl + (L - w->bs.first) * 2 + k;
+    return w->bbase + (w->rb - 1 - r) * 5 * w->nl + (L - w->bs->first) * 2 + k;
 }
 static int ph_rb(const cf_rows *w, int r, int L, int k)
 {
-    return w->bbase + (w->rb - 1 - r) * 5 * w->nl + 2 * w->nl + (w->bs.last - L) * 3 + k;
+    return w->bbase + (w->rb - 1 - r) * 5 * w->nl + 2 * w->nl + (w->bs->last - L) * 3 + k;
 }
 
 static int out_len(const band_geom *g, int r, int i) { return band_rows_len(g->out[r * g->n_layers + i]); }
@@ -107,10 +106,10 @@ static int keep_len(const band_geom *g, int r, int i) { return band_rows_len(g->
 /* Rows band r holds of L's output: its held rows, widened to those of the relu overwriting it. */
 static int hold_len(const cf *c, const cf_rows *w, const band_geom *g, int r, int L)
 {
-    band_rows h = band_held(g, &w->bs, r, L);
+    band_rows h = band_held(g, w->bs, r, L);
     int q = c->n->layers[L].inplace_by;
-    if (q >= 0 && q <= w->bs.last) {
-        band_rows k = band_held(g, &w->bs, r, q);
+    if (q >= 0 && q <= w->bs->last) {
+        band_rows k = band_held(g, w->bs, r, q);
         if (band_rows_len(k)) h = band_rows_len(h) ? (band_rows){h.a < k.a ? h.a : k.a, h.b > k.b ? h.b : k.b} : k;
     }
     return band_rows_len(h);
@@ -157,11 +156,11 @@ static void reader(const cf *c, int hs, int x, bool member, reads *r)
     bool keeps = member ? t->keeps_y : t->keeps_x;
     if (s->mode == PLAN_ROWS) { /* the segment input: every band reads it, forward and backward */
         const cf_rows *w = &c->rows[k];
-        int i = x - w->bs.first;
+        int i = x - w->bs->first;
         for (int b = 0; b < w->rf; b++)
-            if (out_len(&w->gf, b, i)) ev(r, ph_rf(w, b, x, PH_F), false, x);
+            if (out_len(w->gf, b, i)) ev(r, ph_rf(w, b, x, PH_F), false, x);
         for (int b = 0; b < w->rb; b++) {
-            if (c->need[x] && out_len(&w->gb, b, i)) ev(r, ph_rr(w, b, x, PH_RF), false, x);
+            if (c->need[x] && out_len(w->gb, b, i)) ev(r, ph_rr(w, b, x, PH_RF), false, x);
             if (keeps && w->emit[b * w->nl + i]) ev(r, ph_rb(w, b, x, PH_B), true, x);
         }
         return;
@@ -273,9 +272,9 @@ static void rows_layers(cf *c, int k, span *gsp, int *owner)
 {
     const net *n = c->n;
     cf_rows *w = &c->rows[k];
-    int a = w->bs.first, b = w->bs.last, nl = w->nl, src = w->bs.src;
+    int a = w->bs->first, b = w->bs->last, nl = w->nl, src = w->bs->src;
     bool tps = c->p->segs[k].policy == BAND_2PS;
-    const band_geom *gf = &w->gf, *gb = &w->gb;
+    const band_geom *gf = w->gf, *gb = w->gb;
     for (int r = 0; r < w->rf; r++)
         for (int L = a; L <= b; L++) {
             const net_layer *l = &n->layers[L];
@@ -357,26 +356,13 @@ static void rows_layers(cf *c, int k, span *gsp, int *owner)
     }
 }
 
-/* Row segment k: geometry as the scheduler builds it, and which band backward steps run. */
-static int rows_init(cf *c, int k, err *e)
+/* Row segment k: the plan's geometry, and which band backward steps run. */
+static void rows_init(cf *c, int k)
 {
-    const net *n = c->n;
     const plan_seg *s = &c->p->segs[k];
     cf_rows *w = &c->rows[k];
-    int *cuts = err_calloc((size_t)(s->fp > s->bp ? s->fp : s->bp) + 1, sizeof(int));
-    int rc = band_seg_init(&w->bs, n, s->first, s->last, e);
-    if (!rc && s->cuts) memcpy(cuts, s->cuts, ((size_t)s->fp + 1) * sizeof(int));
-    else if (!rc) rc = band_cuts_default(n, &w->bs, s->policy, s->fp, cuts, e);
-    if (!rc) rc = band_geom_init(&w->gf, n, &w->bs, s->policy, cuts, s->fp, e);
-    w->rf = s->fp, w->rb = s->policy == BAND_2PS ? s->fp : s->bp, w->nl = s->last - s->first + 1;
-    if (!rc && w->rb != w->rf) {
-        rc = band_cuts_default(n, &w->bs, s->policy, w->rb, cuts, e);
-        if (!rc) rc = band_geom_init(&w->gb, n, &w->bs, s->policy, cuts, w->rb, e);
-        w->own_gb = !rc;
-    }
-    free(cuts);
-    if (rc) return rc;
-    if (!w->own_gb) w->gb = w->gf;
+    w->bs = &s->band, w->gf = s->fwd, w->gb = s->bwd;
+    w->rf = s->fp, w->rb = s->bwd->n_bands, w->nl = s->last - s->first + 1;
     cf_need(c, s->first, s->last);
     /* backward band r runs layer L when it owns output rows of L and L has a gradient: L is the
      * segment output, or a consumer's backward ran in the band, or a boundary gradient arrived */
@@ -390,140 +376,153 @@ static int rows_init(cf *c, int k, err *e)
             for (int j = c->cs[L]; j < c->cs[L + 1]; j++)
                 if (c->cl[j] <= b && w->emit[r * nl + c->cl[j] - a]) hg = true;
             w->has[r * nl + i] = hg;
-            w->emit[r * nl + i] = hg && out_len(&w->gb, r, i);
-            if (s->policy == BAND_2PS && L < b && r > 0 && hg && keep_len(&w->gb, r - 1, i))
+            w->emit[r * nl + i] = hg && out_len(w->gb, r, i);
+            if (s->policy == BAND_2PS && L < b && r > 0 && hg && keep_len(w->gb, r - 1, i))
                 w->bgin[(r - 1) * nl + i] = true;
         }
-    return 0;
 }
 
-int closed_predict(const net *n, const plan *p, const sched_cfg *cfg, sim_mem *m, err *e)
+/* Consumer lists, tensor ids and the segment of every layer. */
+static void cf_init(cf *c, const net *n, const plan *p, const sched_cfg *cfg)
 {
-    memset(m, 0, sizeof *m);
-    m->peak_step = -1;
-    int nn = n->n, ns = p->n_seg, rc = 0;
-    cf c = {.n = n, .p = p, .cfg = cfg, .batch = cfg->batch};
-    int n_in = 0;
+    int nn = n->n, n_in = 0;
+    *c = (cf){.n = n, .p = p, .cfg = cfg, .batch = cfg->batch};
     for (int L = 0; L < nn; L++) n_in += n->layers[L].n_in;
     int *ints = err_calloc((size_t)nn * 6 + 1 + (size_t)n_in, sizeof(int));
-    c.seg = ints, c.tid = ints + nn, c.fph = ints + 2 * nn, c.rph = ints + 3 * nn, c.bph = ints + 4 * nn;
-    c.cs = ints + 5 * nn, c.cl = ints + 6 * nn + 1;
-    c.need = err_calloc((size_t)nn, sizeof(bool));
-    c.rows = err_calloc((size_t)ns, sizeof(cf_rows));
-    c.grad = err_calloc((size_t)nn, sizeof(span));
+    c->seg = ints, c->tid = ints + nn, c->fph = ints + 2 * nn, c->rph = ints + 3 * nn, c->bph = ints + 4 * nn;
+    c->cs = ints + 5 * nn, c->cl = ints + 6 * nn + 1;
+    c->need = err_calloc((size_t)nn, sizeof(bool));
+    c->rows = err_calloc((size_t)p->n_seg, sizeof(cf_rows));
+    c->grad = err_calloc((size_t)nn, sizeof(span));
     for (int L = 0; L < nn; L++) {
         const net_layer *l = &n->layers[L];
-        c.tid[L] = l->inplace ? c.tid[l->in[0]] : L;
-        c.fph[L] = c.rph[L] = c.bph[L] = c.seg[L] = -1;
-        c.grad[L] = span_none();
-        for (int j = 0; j < l->n_in; j++) c.cs[l->in[j] + 1]++;
+        c->tid[L] = l->inplace ? c->tid[l->in[0]] : L;
+        c->fph[L] = c->rph[L] = c->bph[L] = c->seg[L] = -1;
+        c->grad[L] = span_none();
+        for (int j = 0; j < l->n_in; j++) c->cs[l->in[j] + 1]++;
     }
-    for (int L = 0; L < nn; L++) c.cs[L + 1] += c.cs[L];
-    {
-        int *fill = err_calloc((size_t)nn, sizeof(int));
-        for (int L = 0; L < nn; L++)
-            for (int j = 0; j < n->layers[L].n_in; j++) c.cl[c.cs[n->layers[L].in[j]] + fill[n->layers[L].in[j]]++] = L;
-        free(fill);
-    }
-    for (int i = 0; i < ns; i++)
-        for (int L = p->segs[i].first; L <= p->segs[i].last; L++) c.seg[L] = i;
-    /* phases */
+    for (int L = 0; L < nn; L++) c->cs[L + 1] += c->cs[L];
+    int *fill = err_calloc((size_t)nn, sizeof(int));
+    for (int L = 0; L < nn; L++)
+        for (int j = 0; j < n->layers[L].n_in; j++) c->cl[c->cs[n->layers[L].in[j]] + fill[n->layers[L].in[j]]++] = L;
+    free(fill);
+    for (int i = 0; i < p->n_seg; i++)
+        for (int L = p->segs[i].first; L <= p->segs[i].last; L++) c->seg[L] = i;
+}
+
+/* Numbers the phases: forward through the segments, then backward in reverse (paper/model.md). */
+static void cf_phases(cf *c)
+{
+    const plan *p = c->p;
     int ph = 1;
-    for (int i = 0; i < ns && !rc; i++) {
+    for (int i = 0; i < p->n_seg; i++) {
         const plan_seg *s = &p->segs[i];
         if (s->mode == PLAN_ROWS) {
-            if ((rc = rows_init(&c, i, e))) break;
-            c.rows[i].fbase = ph;
-            ph += 3 * c.rows[i].rf * c.rows[i].nl;
+            rows_init(c, i);
+            c->rows[i].fbase = ph;
+            ph += 3 * c->rows[i].rf * c->rows[i].nl;
             continue;
         }
-        if (s->mode == PLAN_CKPT) cf_need(&c, s->first, s->last);
-        for (int L = s->first; L <= s->last; L++) c.fph[L] = ph++;
+        if (s->mode == PLAN_CKPT) cf_need(c, s->first, s->last);
+        for (int L = s->first; L <= s->last; L++) c->fph[L] = ph++;
     }
-    for (int i = ns - 1; i >= 0 && !rc; i--) {
+    for (int i = p->n_seg - 1; i >= 0; i--) {
         const plan_seg *s = &p->segs[i];
         if (s->mode == PLAN_ROWS) {
-            c.rows[i].bbase = ph;
-            ph += 5 * c.rows[i].rb * c.rows[i].nl;
+            c->rows[i].bbase = ph;
+            ph += 5 * c->rows[i].rb * c->rows[i].nl;
             continue;
         }
         if (s->mode == PLAN_CKPT)
-            for (int L = s->first; L <= s->last; L++) c.rph[L] = c.need[L] ? ph++ : -1;
-        for (int L = s->last; L >= s->first; L--) c.bph[L] = ph++;
+            for (int L = s->first; L <= s->last; L++) c->rph[L] = c->need[L] ? ph++ : -1;
+        for (int L = s->last; L >= s->first; L--) c->bph[L] = ph++;
     }
-    c.n_ph = ph;
-    if (!rc) {
-        c.d = err_calloc(((size_t)ph + 1) * CF_NCAT, sizeof(int64_t));
-        span *gsp = NULL;
-        int *owner = NULL, maxnl = 0;
-        for (int i = 0; i < ns; i++)
-            if (p->segs[i].mode == PLAN_ROWS && c.rows[i].nl > maxnl) maxnl = c.rows[i].nl;
-        gsp = err_calloc((size_t)maxnl + 1, sizeof(span));
-        owner = err_calloc((size_t)maxnl + 1, sizeof(int));
-        /* whole-map activations: the image, each full-map tensor, each row segment's output */
-        activation(&c, 0, 0, cf_y(&c, 0));
-        for (int L = 1; L < nn; L++) {
-            const plan_seg *s = &p->segs[c.seg[L]];
-            if (s->mode == PLAN_ROWS) {
-                if (L == s->last) activation(&c, L, ph_rf(&c.rows[c.seg[L]], 0, L, PH_F), cf_y(&c, L));
-                continue;
-            }
-            if (c.tid[L] == L) activation(&c, L, c.fph[L], cf_y(&c, L));
-            full_layer(&c, L);
+    c->n_ph = ph;
+}
+
+/* Every buffer's bytes and life, into the difference array c->d. */
+static void cf_lifetimes(cf *c)
+{
+    const net *n = c->n;
+    const plan *p = c->p;
+    int nn = n->n, maxnl = 0;
+    c->d = err_calloc(((size_t)c->n_ph + 1) * CF_NCAT, sizeof(int64_t));
+    for (int i = 0; i < p->n_seg; i++)
+        if (p->segs[i].mode == PLAN_ROWS && c->rows[i].nl > maxnl) maxnl = c->rows[i].nl;
+    span *gsp = err_calloc((size_t)maxnl + 1, sizeof(span));
+    int *owner = err_calloc((size_t)maxnl + 1, sizeof(int));
+    /* whole-map activations: the image, each full-map tensor, each row segment's output */
+    activation(c, 0, 0, cf_y(c, 0));
+    for (int L = 1; L < nn; L++) {
+        const plan_seg *s = &p->segs[c->seg[L]];
+        if (s->mode == PLAN_ROWS) {
+            if (L == s->last) activation(c, L, ph_rf(&c->rows[c->seg[L]], 0, L, PH_F), cf_y(c, L));
+            continue;
         }
-        for (int i = 0; i < ns; i++)
-            if (p->segs[i].mode == PLAN_ROWS) rows_layers(&c, i, gsp, owner);
-        /* whole-map gradients: from the first consumer's backward to the producer's */
-        for (int T = 1; T < nn; T++) {
-            if (c.tid[T] != T) continue;
-            bool consumed = false;
-            for (int q = T; q >= 0; q = n->layers[q].inplace_by) {
-                if (p->segs[c.seg[q]].mode != PLAN_ROWS) span_add(&c.grad[T], c.bph[q]);
-                for (int j = c.cs[q]; j < c.cs[q + 1]; j++) {
-                    int x = c.cl[j];
-                    if (x == n->layers[q].inplace_by) continue;
-                    consumed = true;
-                    if (p->segs[c.seg[x]].mode != PLAN_ROWS) span_add(&c.grad[T], c.bph[x]);
-                }
-            }
-            if (consumed) live(&c, MEM_AGRAD, cf_y(&c, T), c.grad[T]);
-        }
-        free(gsp), free(owner);
+        if (c->tid[L] == L) activation(c, L, c->fph[L], cf_y(c, L));
+        full_layer(c, L);
     }
-    if (!rc) {
-        int opt = cfg->optimizer == SCHED_ADAM ? 2 : 1;
-        int64_t base[MEM_NCAT] = {0}, best = -1;
-        for (int L = 0; L < nn; L++) {
-            base[MEM_WEIGHTS] += n->layers[L].params * 4 + (kind_of(&n->layers[L])->running ? 8 * (int64_t)n->layers[L].c : 0);
-            base[MEM_WGRAD] += n->layers[L].params * 4;
-            base[MEM_OPTIM] += n->layers[L].params * 4 * opt;
-        }
-        for (int k = MEM_WEIGHTS; k <= MEM_OPTIM; k++) m->max[k] = base[k];
-        /* the phase categories (activations .. host) in locals, so the sweep stays in registers */
-        int64_t act = 0, agr = 0, bnd = 0, wsp = 0, hst = 0;
-        int64_t mact = 0, magr = 0, mbnd = 0, mwsp = 0, mhst = 0;
-        for (int f = 0; f < c.n_ph; f++) {
-            const int64_t *row = &c.d[(size_t)f * CF_NCAT];
-            act += row[0], agr += row[1], bnd += row[2], wsp += row[3], hst += row[4];
-            mact = act > mact ? act : mact, magr = agr > magr ? agr : magr, mbnd = bnd > mbnd ? bnd : mbnd;
-            mwsp = wsp > mwsp ? wsp : mwsp, mhst = hst > mhst ? hst : mhst;
-            if (act + agr + bnd + wsp > best) {
-                best = act + agr + bnd + wsp;
-                m->at_peak[MEM_ACT] = act, m->at_peak[MEM_AGRAD] = agr, m->at_peak[MEM_BOUNDARY] = bnd;
-                m->at_peak[MEM_WORKSPACE] = wsp, m->at_peak[MEM_HOST] = hst;
+    for (int i = 0; i < p->n_seg; i++)
+        if (p->segs[i].mode == PLAN_ROWS) rows_layers(c, i, gsp, owner);
+    /* whole-map gradients: from the first consumer's backward to the producer's */
+    for (int T = 1; T < nn; T++) {
+        if (c->tid[T] != T) continue;
+        bool consumed = false;
+        for (int q = T; q >= 0; q = n->layers[q].inplace_by) {
+            if (p->segs[c->seg[q]].mode != PLAN_ROWS) span_add(&c->grad[T], c->bph[q]);
+            for (int j = c->cs[q]; j < c->cs[q + 1]; j++) {
+                int x = c->cl[j];
+                if (x == n->layers[q].inplace_by) continue;
+                consumed = true;
+                if (p->segs[c->seg[x]].mode != PLAN_ROWS) span_add(&c->grad[T], c->bph[x]);
             }
         }
-        m->max[MEM_ACT] = mact, m->max[MEM_AGRAD] = magr, m->max[MEM_BOUNDARY] = mbnd, m->max[MEM_WORKSPACE] = mwsp;
-        m->max[MEM_HOST] = mhst;
-        for (int k = MEM_WEIGHTS; k <= MEM_OPTIM; k++) m->at_peak[k] = base[k];
-        m->peak = best + base[MEM_WEIGHTS] + base[MEM_WGRAD] + base[MEM_OPTIM];
+        if (consumed) live(c, MEM_AGRAD, cf_y(c, T), c->grad[T]);
     }
-    for (int i = 0; i < ns; i++)
-        if (p->segs[i].mode == PLAN_ROWS) {
-            if (c.rows[i].own_gb) band_geom_free(&c.rows[i].gb);
-            band_geom_free(&c.rows[i].gf);
-            free(c.rows[i].emit);
+    free(gsp), free(owner);
+}
+
+/* (1): the persistent bytes plus the largest sum over phases, with its breakdown. */
+static void cf_sweep(const cf *c, sim_mem *m)
+{
+    const net *n = c->n;
+    int opt = c->cfg->optimizer == SCHED_ADAM ? 2 : 1;
+    int64_t base[MEM_NCAT] = {0}, best = -1;
+    for (int L = 0; L < n->n; L++) {
+        base[MEM_WEIGHTS] += n->layers[L].params * 4 + (kind_of(&n->layers[L])->running ? 8 * (int64_t)n->layers[L].c : 0);
+        base[MEM_WGRAD] += n->layers[L].params * 4;
+        base[MEM_OPTIM] += n->layers[L].params * 4 * opt;
+    }
+    for (int k = MEM_WEIGHTS; k <= MEM_OPTIM; k++) m->max[k] = base[k];
+    /* the phase categories (activations .. host) in locals, so the sweep stays in registers */
+    int64_t act = 0, agr = 0, bnd = 0, wsp = 0, hst = 0;
+    int64_t mact = 0, magr = 0, mbnd = 0, mwsp = 0, mhst = 0;
+    for (int f = 0; f < c->n_ph; f++) {
+        const int64_t *row = &c->d[(size_t)f * CF_NCAT];
+        act += row[0], agr += row[1], bnd += row[2], wsp += row[3], hst += row[4];
+        mact = act > mact ? act : mact, magr = agr > magr ? agr : magr, mbnd = bnd > mbnd ? bnd : mbnd;
+        mwsp = wsp > mwsp ? wsp : mwsp, mhst = hst > mhst ? hst : mhst;
+        if (act + agr + bnd + wsp > best) {
+            best = act + agr + bnd + wsp;
+            m->at_peak[MEM_ACT] = act, m->at_peak[MEM_AGRAD] = agr, m->at_peak[MEM_BOUNDARY] = bnd;
+            m->at_peak[MEM_WORKSPACE] = wsp, m->at_peak[MEM_HOST] = hst;
         }
-    free(ints), free(c.need), free(c.rows), free(c.grad), free(c.d);
-    return rc;
+    }
+    m->max[MEM_ACT] = mact, m->max[MEM_AGRAD] = magr, m->max[MEM_BOUNDARY] = mbnd, m->max[MEM_WORKSPACE] = mwsp;
+    m->max[MEM_HOST] = mhst;
+    for (int k = MEM_WEIGHTS; k <= MEM_OPTIM; k++) m->at_peak[k] = base[k];
+    m->peak = best + base[MEM_WEIGHTS] + base[MEM_WGRAD] + base[MEM_OPTIM];
+}
+
+void closed_predict(const net *n, const plan *p, const sched_cfg *cfg, sim_mem *m)
+{
+    memset(m, 0, sizeof *m);
+    m->peak_step = -1;
+    cf c;
+    cf_init(&c, n, p, cfg);
+    cf_phases(&c);
+    cf_lifetimes(&c);
+    cf_sweep(&c, m);
+    for (int i = 0; i < p->n_seg; i++) free(c.rows[i].emit);
+    free(c.seg), free(c.need), free(c.rows), free(c.grad), free(c.d);
 }

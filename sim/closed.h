@@ -9,6 +9,6 @@
 #include "sim/sim.h"
 
 /* The closed-form peak of plan p (resolved for n) and its breakdown by category, in m. */
-int closed_predict(const net *n, const plan *p, const sched_cfg *cfg, sim_mem *m, err *e);
+void closed_predict(const net *n, const plan *p, const sched_cfg *cfg, sim_mem *m);
 
 #endif

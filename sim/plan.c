@@ -168,6 +168,28 @@ static int custom_seg(plan *p, const net *n, char *t, err *e)
     return 0;
 }
 
+/* The band geometry of row segment s: forward from its cuts (explicit, or the policy's default),
+ * backward the same unless its band count differs (then default cuts for it). */
+static int seg_geometry(plan_seg *s, const net *n, const band_seg *bs, err *e)
+{
+    int R = s->fp > s->bp ? s->fp : s->bp;
+    int *cuts = err_calloc((size_t)R + 1, sizeof(int));
+    s->band = *bs;
+    s->fwd = err_calloc(1, sizeof(band_geom));
+    int rc = 0;
+    if (s->cuts) memcpy(cuts, s->cuts, ((size_t)s->fp + 1) * sizeof(int));
+    else rc = band_cuts_default(n, bs, s->policy, s->fp, cuts, e);
+    if (!rc) rc = band_geom_init(s->fwd, n, bs, s->policy, cuts, s->fp, e);
+    s->bwd = s->fwd;
+    if (!rc && s->bp != s->fp) {
+        s->bwd = err_calloc(1, sizeof(band_geom));
+        rc = band_cuts_default(n, bs, s->policy, s->bp, cuts, e);
+        if (!rc) rc = band_geom_init(s->bwd, n, bs, s->policy, cuts, s->bp, e);
+    }
+    free(cuts);
+    return rc;
+}
+
 static int validate(plan *p, const net *n, err *e)
 {
     bool rows_bn = false;
@@ -191,12 +213,7 @@ static int validate(plan *p, const net *n, err *e)
         if (s->policy == BAND_2PS && s->fp != s->bp)
             return err_set(e, "plan '%s': 2PS keeps each forward band's boundaries for its backward, so fp (%d) and bp (%d) "
                               "must be equal; use overl for distinct granularity", where, s->fp, s->bp);
-        if (s->cuts) {
-            band_geom g;
-            int rc = band_geom_init(&g, n, &bs, s->policy, s->cuts, s->fp, e);
-            band_geom_free(&g);
-            if (rc) return err_wrap(e, "plan '%s'", where);
-        }
+        if (seg_geometry(s, n, &bs, e)) return err_wrap(e, "plan '%s'", where);
         for (int l = s->first; l <= s->last; l++) rows_bn |= n->layers[l].kind == NET_BN;
     }
     if (p->bn == PLAN_BN_AUTO) p->bn = rows_bn ? PLAN_BN_PERBAND : PLAN_BN_TRAIN;
@@ -258,7 +275,12 @@ int plan_parse(plan *p, const net *n, const char *text, err *e)
 
 void plan_free(plan *p)
 {
-    for (int i = 0; i < p->n_seg; i++) free(p->segs[i].cuts);
+    for (int i = 0; i < p->n_seg; i++) {
+        plan_seg *s = &p->segs[i];
+        if (s->bwd && s->bwd != s->fwd) band_geom_free(s->bwd), free(s->bwd);
+        if (s->fwd) band_geom_free(s->fwd), free(s->fwd);
+        free(s->cuts);
+    }
     free(p->segs);
     p->segs = NULL;
     p->n_seg = 0;

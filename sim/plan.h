@@ -31,6 +31,10 @@ typedef struct {
     band_policy policy;       /* PLAN_ROWS */
     int fp, bp;               /* band counts forward / backward */
     int *cuts;                /* PLAN_ROWS with explicit forward cuts: fp + 1 values, else NULL */
+    /* PLAN_ROWS: the segment's band geometry, built once by plan_parse for the lowering and the
+     * closed form to read. bwd is fwd itself unless the backward band count differs (OverL). */
+    band_seg band;
+    band_geom *fwd, *bwd;
 } plan_seg;
 
 typedef struct {

@@ -270,11 +270,10 @@ static void band_forward(lower *c, const band_seg *bs, const band_geom *g, int r
     }
 }
 
-static void rows_forward(lower *c, const plan_seg *ps, const band_seg *bs, const band_geom *g, int *bound)
+static void rows_forward(lower *c, const band_seg *bs, const band_geom *g, int *bound)
 {
     int out = buf_new(c, BUF_ACT, MEM_ACT, bs->last, -1, full(c->n, bs->last), act_bytes(c, bs->last, full(c->n, bs->last), 4));
     int src = c->act[bs->src];
-    (void)ps;
     for (int r = 0; r < g->n_bands; r++) {
         band_forward(c, bs, g, r, bound, true, out, NULL);
         c->act[bs->src] = src;
@@ -487,30 +486,12 @@ int sched_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err
         memset(*maps[m], -1, (size_t)n->n * sizeof(int));
     }
     persistent_buffers(&c);
-    band_seg *bss = err_calloc((size_t)p->n_seg, sizeof(band_seg));
-    band_geom *gf = err_calloc((size_t)p->n_seg, sizeof(band_geom)), *gb = err_calloc((size_t)p->n_seg, sizeof(band_geom));
-    int **bound = err_calloc((size_t)p->n_seg, sizeof(int *));
-    int rc = 0;
-    for (int i = 0; i < p->n_seg && !rc; i++) {
-        const plan_seg *ps = &p->segs[i];
-        if (ps->mode != PLAN_ROWS) continue;
-        int *cuts = err_calloc((size_t)(ps->fp > ps->bp ? ps->fp : ps->bp) + 1, sizeof(int));
-        rc = band_seg_init(&bss[i], n, ps->first, ps->last, e);
-        if (!rc && ps->cuts) memcpy(cuts, ps->cuts, ((size_t)ps->fp + 1) * sizeof(int));
-        else if (!rc) rc = band_cuts_default(n, &bss[i], ps->policy, ps->fp, cuts, e);
-        if (!rc) rc = band_geom_init(&gf[i], n, &bss[i], ps->policy, cuts, ps->fp, e);
-        if (!rc && ps->bp == ps->fp) rc = band_geom_init(&gb[i], n, &bss[i], ps->policy, cuts, ps->fp, e);
-        else if (!rc) {
-            rc = band_cuts_default(n, &bss[i], ps->policy, ps->bp, cuts, e);
-            if (!rc) rc = band_geom_init(&gb[i], n, &bss[i], ps->policy, cuts, ps->bp, e);
+    int **bound = err_calloc((size_t)p->n_seg, sizeof(int *)); /* 2PS boundaries, [segment][layer * R + band] */
+    for (int i = 0; i < p->n_seg; i++)
+        if (p->segs[i].mode == PLAN_ROWS) {
+            bound[i] = err_calloc((size_t)n->n * p->segs[i].fp, sizeof(int));
+            memset(bound[i], -1, (size_t)n->n * p->segs[i].fp * sizeof(int));
         }
-        free(cuts);
-        if (!rc) {
-            bound[i] = err_calloc((size_t)n->n * ps->fp, sizeof(int));
-            memset(bound[i], -1, (size_t)n->n * ps->fp * sizeof(int));
-        }
-    }
-    if (rc) goto out;
 
     /* forward */
     c.act[0] = buf_new(&c, BUF_INPUT, MEM_ACT, 0, -1, full(n, 0), act_bytes(&c, 0, full(n, 0), 4));
@@ -523,7 +504,7 @@ int sched_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err
         const plan_seg *ps = &p->segs[i];
         c.seg = i;
         if (ps->mode == PLAN_ROWS) {
-            rows_forward(&c, ps, &bss[i], &gf[i], bound[i]);
+            rows_forward(&c, &ps->band, ps->fwd, bound[i]);
             continue;
         }
         for (int L = ps->first; L <= ps->last; L++) emit_fwd(&c, L, -1, full(n, L), full(n, L), -1, ps->mode != PLAN_CKPT);
@@ -534,8 +515,7 @@ int sched_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err
         const plan_seg *ps = &p->segs[i];
         c.seg = i;
         if (ps->mode == PLAN_ROWS) {
-            if (ps->policy == BAND_2PS) rows_backward(&c, &bss[i], &gf[i], bound[i]);
-            else rows_backward(&c, &bss[i], &gb[i], bound[i]);
+            rows_backward(&c, &ps->band, ps->bwd, bound[i]); /* 2PS: bwd is fwd, whose boundaries it reads */
             continue;
         }
         if (ps->mode == PLAN_CKPT) {
@@ -559,15 +539,10 @@ int sched_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err
             break;
         }
     place_allocs(s);
-out:
-    for (int i = 0; i < p->n_seg; i++) {
-        if (p->segs[i].mode == PLAN_ROWS) band_geom_free(&gf[i]), band_geom_free(&gb[i]);
-        free(bound[i]);
-    }
-    free(bss), free(gf), free(gb), free(bound);
+    for (int i = 0; i < p->n_seg; i++) free(bound[i]);
+    free(bound);
     for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) free(*maps[m]);
-    if (rc) sched_free(s);
-    return rc;
+    return 0;
 }
 
 void sched_free(sched *s)
