@@ -15,7 +15,7 @@
 #include <cblas.h>
 
 #include "io/data.h"
-#include "engine/exec.h"
+#include "engine/run.h"
 
 static double now(void)
 {
@@ -88,36 +88,30 @@ static void iteration(const char *name, int batch, int iters)
     net n;
     err e;
     plan p;
-    sched s;
-    sched_cfg cfg = {.batch = batch, .optimizer = SCHED_SGD};
-    if (net_load_named(&n, name, &e) || plan_parse(&p, &n, "layer", &e) || sched_lower(&s, &n, &p, &cfg, &e)) {
+    run r;
+    if (net_load_named(&n, name, &e) || plan_parse(&p, &n, "layer", &e)) {
         fprintf(stderr, "%s\n", e.msg);
         exit(1);
     }
     const net_layer *in = &n.layers[0];
     data d;
     data_synthetic(&d, in->c, in->h, in->w, n.layers[n.n - 1].c, 1);
-    float *img = calloc((size_t)batch * in->c * in->h * in->w, sizeof(float));
-    int64_t *lab = calloc((size_t)batch, sizeof(int64_t));
-    exec x;
-    exec_init(&x, &n, &p, &s, &ops_cpu, SCHED_SGD, exec_default_hparams(SCHED_SGD), 1);
-    double best = 1e30;
-    for (int i = 0; i < iters; i++) { /* the first iteration also allocates the parameters */
-        data_batch(&d, i, batch, img, lab);
-        double t0 = now();
-        exec_iteration(&x, img, lab);
-        double dt = now() - t0;
-        if (i > 0 && dt < best) best = dt;
+    run_cfg c = {.n = &n, .p = &p, .sched = {.batch = batch, .optimizer = SCHED_SGD}, .ops = &ops_cpu,
+                 .hp = exec_default_hparams(SCHED_SGD), .seed = 1, .iters = iters, .batches = data_batches(&d)};
+    if (run_plan(&r, &c, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        exit(1);
     }
+    double best = r.sum.best_us / 1e6, *us = r.x.layer_us; /* the first iteration also allocates the parameters */
     double total = 0;
-    for (int L = 0; L < n.n; L++) total += x.layer_us[2 * L] + x.layer_us[2 * L + 1];
+    for (int L = 0; L < n.n; L++) total += us[2 * L] + us[2 * L + 1];
     printf("%s, batch %d, layer plan, SGD: %.3f s per iteration (best of %d), peak %.1f MiB, kernels %.0f%% of it\n", name, batch,
-           best, iters - 1, (double)x.mem.peak / 1048576.0, 100.0 * total / 1e6 / best);
+           best, iters - 1, (double)r.sum.peak / 1048576.0, 100.0 * total / 1e6 / best);
     printf("  by kind (forward + backward):");
     for (int k = 0; k < NET_NKIND; k++) {
         double t = 0;
         for (int L = 0; L < n.n; L++)
-            if (n.layers[L].kind == (net_kind)k && x.layer_us[2 * L] > 0) t += x.layer_us[2 * L] + x.layer_us[2 * L + 1];
+            if (n.layers[L].kind == (net_kind)k && us[2 * L] > 0) t += us[2 * L] + us[2 * L + 1];
         if (t > 0) printf(" %s %.0f ms", net_kind_name((net_kind)k), t / 1e3);
     }
     printf("\n");
@@ -125,17 +119,15 @@ static void iteration(const char *name, int batch, int iters)
     for (int k = 0; k < 5; k++) {
         int arg = -1;
         for (int L = 0; L < n.n; L++)
-            if (x.layer_us[2 * L] + x.layer_us[2 * L + 1] >= 0 && (arg < 0 || x.layer_us[2 * L] + x.layer_us[2 * L + 1] > x.layer_us[2 * arg] + x.layer_us[2 * arg + 1])) arg = L;
-        printf(" %s %.0f+%.0f ms%s", n.layers[arg].name, x.layer_us[2 * arg] / 1e3, x.layer_us[2 * arg + 1] / 1e3, k < 4 ? "," : "\n");
-        x.layer_us[2 * arg] = x.layer_us[2 * arg + 1] = -1e30;
+            if (us[2 * L] + us[2 * L + 1] >= 0 && (arg < 0 || us[2 * L] + us[2 * L + 1] > us[2 * arg] + us[2 * arg + 1])) arg = L;
+        printf(" %s %.0f+%.0f ms%s", n.layers[arg].name, us[2 * arg] / 1e3, us[2 * arg + 1] / 1e3, k < 4 ? "," : "\n");
+        us[2 * arg] = us[2 * arg + 1] = -1e30;
     }
     double rss = rss_high_water();
     printf("  process RSS high-water %.0f MiB, %.0f MiB above the process before the net\n", rss, rss - rss0);
-    printf("BENCH %s %.6f %.1f %.1f\n", name, best, (double)x.mem.peak / 1048576.0, rss - rss0);
-    exec_free(&x);
-    free(img), free(lab);
+    printf("BENCH %s %.6f %.1f %.1f\n", name, best, (double)r.sum.peak / 1048576.0, rss - rss0);
+    run_free(&r);
     data_free(&d);
-    sched_free(&s);
     plan_free(&p);
     net_free(&n);
 }

@@ -98,11 +98,13 @@ int cli_sim(int argc, char **argv)
         sim_result r;
         char resolved[1024], a[32], b[32];
         int64_t *tl = NULL;
+        plan p;
         snprintf(text, sizeof text, "%s%s%s", items[k], bn ? " bn=" : "", bn ? bn : "");
-        if (cli_simulate(&n, text, &cfg, d, &r, resolved, sizeof resolved, f ? &tl : NULL, &e)) {
+        if (plan_parse(&p, &n, text, &e) || sim_run(&n, &p, &cfg, d, &r, f ? &tl : NULL, &e)) {
             rc = cli_fail("sim", "%s", e.msg);
-            goto done_file;
+            goto done_file; /* (a plan that fails here failed its first parse too) */
         }
+        plan_describe(&p, &n, resolved, sizeof resolved);
         if (count == 1) {
             print_breakdown(&n, &cfg, text, resolved, &r);
         } else {
@@ -111,23 +113,15 @@ int cli_sim(int argc, char **argv)
             printf("  %-16s %12s %12s %+7.1f%% %9.1f%% %10.4gG %8.3fx\n", items[k], units_fmt_bytes(r.replay.peak, a, sizeof a),
                    units_fmt_bytes(r.closed.peak, b, sizeof b), cerr, red, r.flops / 1e9, r.flops / base.flops);
         }
-        if (f) {
-            plan p;
-            plan_parse(&p, &n, text, &e);
-            int fp = 0, bp = 0;
-            for (int s = 0; s < p.n_seg && !fp; s++)
-                if (p.segs[s].mode == PLAN_ROWS) fp = p.segs[s].fp, bp = p.segs[s].bp;
-            h5_run run = {.kind = "sim", .net = n.name, .net_path = n.path, .image_h = n.layers[0].h, .image_w = n.layers[0].w,
-                          .batch = cfg.batch, .plan = items[k], .plan_resolved = resolved,
-                          .optimizer = cli_optimizer_name(cfg.optimizer), .bn = plan_bn_name(p.bn), .device = d->name,
-                          .fp_bands = fp, .bp_bands = bp, .sim = &r, .timeline = tl, .n_timeline = r.n_steps, .layers = &n};
-            plan_free(&p);
-            int wrc = h5_write_run(f, &run, &e);
-            free(tl);
-            if (wrc) {
-                rc = cli_fail("sim", "%s", e.msg);
-                goto done_file;
-            }
+        h5_run run = {.kind = "sim", .n = &n, .p = &p, .plan = items[k], .batch = cfg.batch,
+                      .optimizer = cli_optimizer_name(cfg.optimizer), .device = d->name, .sim = &r, .timeline = tl,
+                      .n_timeline = r.n_steps};
+        int wrc = f ? h5_write_run(f, &run, &e) : 0;
+        free(tl);
+        plan_free(&p);
+        if (wrc) {
+            rc = cli_fail("sim", "%s", e.msg);
+            goto done_file;
         }
     }
     if (count > 1) printf("\n  reduction and FLOPs are against 'layer' (%s replay peak); closed = closed-form error vs replay\n",

@@ -7,7 +7,8 @@
 
 #include "cli/cli.h"
 #include "io/h5.h"
-#include "cli/measure.h"
+#include "engine/run.h"
+#include "io/data.h"
 #include "io/spec.h"
 
 static const char *usage =
@@ -41,12 +42,11 @@ static int sweep_one(const spec *s, const net *n, const sim_device *d, int batch
     sim_result *r = &c->r;
     sched_cfg cfg = {.batch = batch};
     cli_parse_optimizer(s->optimizers[o], &cfg.optimizer);
-    char text[320], resolved[1024];
+    char text[320];
     snprintf(text, sizeof text, "%s%s%s", s->plans[p], s->bn[0] ? " bn=" : "", s->bn);
     plan pl;
     sched sc;
     if (plan_parse(&pl, n, text, e)) return -1;
-    plan_describe(&pl, n, resolved, sizeof resolved);
     int rc = sched_lower(&sc, n, &pl, &cfg, e);
     if (rc) {
         plan_free(&pl);
@@ -60,27 +60,21 @@ static int sweep_one(const spec *s, const net *n, const sim_device *d, int batch
     int steps = sc.n_step;
     sched_free(&sc);
     rc = sim_run(n, &pl, &cfg, d, r, NULL, e);
-    measure_result mr = {0};
-    h5_measure m = {0};
-    float loss = 0;
-    double us = 0;
+    run m = {0};
     if (!rc && s->measure) { /* the engine runs the same schedule, in its own process */
-        measure_plan(n, &pl, &cfg, s->measure, 1, NULL, &mr);
-        if (!mr.ok) rc = err_set(e, "%s at batch %d: engine: %s", text, batch, mr.err);
-        loss = mr.loss0, us = mr.best_us;
-        c->measured = mr.peak, c->us = mr.best_us;
-        m = (h5_measure){.peak = mr.peak, .host_peak = mr.host_peak, .rss_peak = mr.rss, .seed = 1, .data = "synthetic",
-                         .backend = "cpu", .loss = &loss, .iter_us = &us, .n_iters = 1};
-        memcpy(m.at_peak, mr.at_peak, sizeof m.at_peak);
-        memcpy(m.max, mr.max, sizeof m.max);
+        const net_layer *in = &n->layers[0];
+        data dt;
+        data_synthetic(&dt, in->c, in->h, in->w, n->layers[n->n - 1].c, 1);
+        run_cfg rcfg = {.n = n, .p = &pl, .sched = cfg, .ops = &ops_cpu, .hp = exec_default_hparams(cfg.optimizer), .seed = 1,
+                        .iters = s->measure, .batches = data_batches(&dt)};
+        run_forked(&rcfg, NULL, 0, &m.sum);
+        if (!m.sum.ok) rc = err_set(e, "%s at batch %d: engine: %s", text, batch, m.sum.err);
+        c->measured = m.sum.peak, c->us = m.sum.best_us;
     }
-    int fp = 0, bp = 0;
-    for (int g = 0; g < pl.n_seg && !fp; g++)
-        if (pl.segs[g].mode == PLAN_ROWS) fp = pl.segs[g].fp, bp = pl.segs[g].bp;
-    h5_run run = {.kind = s->measure ? "train" : "sim", .measured = s->measure ? &m : NULL, .net = n->name, .net_path = n->path, .image_h = n->layers[0].h, .image_w = n->layers[0].w,
-                  .batch = batch, .plan = s->plans[p], .plan_resolved = resolved, .optimizer = s->optimizers[o],
-                  .bn = plan_bn_name(pl.bn), .device = d->name, .fp_bands = fp, .bp_bands = bp, .sim = r,
-                  .timeline = s->timeline ? tl : NULL, .timeline_cat = s->timeline ? tc : NULL, .n_timeline = steps, .layers = n, .search = si ? si->search : NULL,
+    h5_run run = {.kind = s->measure ? "train" : "sim", .n = n, .p = &pl, .plan = s->plans[p], .batch = batch,
+                  .optimizer = s->optimizers[o], .device = d->name, .sim = r, .timeline = s->timeline ? tl : NULL,
+                  .timeline_cat = s->timeline ? tc : NULL, .n_timeline = steps, .measured = s->measure ? &m : NULL,
+                  .backend = "cpu", .data = "synthetic", .seed = 1, .search = si ? si->search : NULL,
                   .budget = si ? si->budget : 0, .max_value = si ? si->max_value : 0};
     if (!rc) rc = h5_write_run(f, &run, e);
     plan_free(&pl);

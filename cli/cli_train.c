@@ -3,13 +3,11 @@
  * paths) is checked before the first iteration, so a bad one stops the run with nothing written. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "io/data.h"
-#include "engine/exec.h"
+#include "engine/run.h"
 #include "io/h5.h"
 #include "io/weights.h"
 
@@ -29,36 +27,62 @@ static const char *usage =
     "\n"
     "example: lrcnn train --net vgg-small --batch 16 --plan ckpt-sqrt --iters 50 -o /tmp/run.h5\n";
 
+/* The hooks' state: weights to load, the dump's copies, progress. */
 typedef struct {
-    const net *n;
-    int64_t count[256];
-    float **before, **grads;
-} dump_copy;
+    const char *init;
+    char header[1536];                     /* printed once the weights are in */
+    bool dump;
+    int iters, every;
+    float **before, **grads, **run_before; /* [layers]: for the dump of the last iteration */
+} train_ctx;
 
-/* before_update hook: the parameters before the step and the iteration's gradients. */
-static void take_copies(exec *x, void *ctx)
+static void copy_all(exec *x, buf_kind kind, float **to)
 {
-    dump_copy *d = ctx;
-    for (int L = 0; L < x->n->n; L++) {
-        float *p = exec_param_copy(x, BUF_PARAM, L, NULL);
-        if (!p) continue;
-        free(d->before[L]), free(d->grads[L]);
-        d->before[L] = p, d->grads[L] = exec_param_copy(x, BUF_PGRAD, L, NULL);
-    }
+    for (int L = 0; L < x->n->n; L++) free(to[L]), to[L] = exec_param_copy(x, kind, L, NULL);
 }
 
-static double now_us(void)
+static int on_start(exec *x, void *ctx, err *e)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+    train_ctx *t = ctx;
+    if (t->init && weights_load(x, t->init, e)) return -1;
+    if (t->dump && t->iters == 1) copy_all(x, BUF_RUNSTAT, t->run_before);
+    printf("%s", t->header);
+    return 0;
 }
 
-static int64_t rss_peak_bytes(void)
+/* The last iteration's parameters before the step and its gradients, for the dump. */
+static void before_update(exec *x, int iter, void *ctx)
 {
-    struct rusage u;
-    getrusage(RUSAGE_SELF, &u);
-    return (int64_t)u.ru_maxrss * 1024;
+    train_ctx *t = ctx;
+    if (!t->dump || iter != t->iters - 1) return;
+    copy_all(x, BUF_PARAM, t->before);
+    copy_all(x, BUF_PGRAD, t->grads);
+}
+
+static void on_iter(const run *r, int it, void *ctx)
+{
+    train_ctx *t = ctx;
+    char a[32];
+    if (t->dump && it == t->iters - 2) copy_all((exec *)&r->x, BUF_RUNSTAT, t->run_before); /* before the last */
+    if (it % t->every == 0 || it == t->iters - 1)
+        printf("  %6d %12.6f %8.1f ms %14s\n", it, r->loss[it], r->iter_us[it] / 1e3, units_fmt_bytes(r->x.mem.peak, a, sizeof a));
+    cli_progress("iterations", it + 1, t->iters);
+}
+
+/* Measured beside both predictions, by category. */
+static void print_table(const run_summary *m, const sim_result *pred)
+{
+    char a[32], b[32], c[32];
+    printf("\n  %-14s %14s %14s %14s\n", "category", "measured", "replay", "closed");
+    for (int k = 0; k < MEM_NCAT; k++)
+        printf("  %-14s %14s %14s %14s\n", mem_cat_name((mem_cat)k), units_fmt_bytes(m->at_peak[k], a, sizeof a),
+               units_fmt_bytes(pred->replay.at_peak[k], b, sizeof b), units_fmt_bytes(pred->closed.at_peak[k], c, sizeof c));
+    double err_replay = 100.0 * (double)(pred->replay.peak - m->peak) / (double)m->peak;
+    double err_closed = 100.0 * (double)(pred->closed.peak - m->peak) / (double)m->peak;
+    printf("  %-14s %14s %14s %14s\n", "peak", units_fmt_bytes(m->peak, a, sizeof a), units_fmt_bytes(pred->replay.peak, b, sizeof b),
+           units_fmt_bytes(pred->closed.peak, c, sizeof c));
+    printf("  prediction error vs measured: replay %+.3f%%, closed form %+.2f%%; process RSS high-water %s\n", err_replay,
+           err_closed, units_fmt_bytes(m->rss_peak, a, sizeof a));
 }
 
 int cli_train(int argc, char **argv)
@@ -82,140 +106,83 @@ int cli_train(int argc, char **argv)
         }
         if (got <= 0) return cli_unknown("train", argc, argv, i, got);
     }
-    const char *net_name = o.net, *plan_text = o.plan, *bn = o.bn, *out = o.out;
-    int image = o.image, iters = o.iters, force = o.force;
-    long long seed = o.seed;
-    int64_t host_budget = o.host_budget;
-    if (!net_name) return cli_fail("train", "--net is required (e.g. --net vgg-small)");
-    const char *outs[2] = {out, dump};
+    if (!o.net) return cli_fail("train", "--net is required (e.g. --net vgg-small)");
+    const char *outs[2] = {o.out, dump};
     for (int k = 0; k < 2; k++)
-        if (outs[k] && !force && access(outs[k], F_OK) == 0)
+        if (outs[k] && !o.force && access(outs[k], F_OK) == 0)
             return cli_fail("train", "%s exists; use --force to overwrite", outs[k]);
-    if (out && dump && !strcmp(out, dump)) return cli_fail("train", "-o and --dump name the same file");
+    if (o.out && dump && !strcmp(o.out, dump)) return cli_fail("train", "-o and --dump name the same file");
 
     err e;
     net n;
     const ops_table *ops = ops_find(backend, &e);
     if (!ops) return cli_fail("train", "--backend %s: %s", backend, e.msg);
     sched_cfg cfg = {.batch = o.batch, .optimizer = o.optimizer, .ws = ops->ws};
-    if (cli_load_net(&n, net_name, image, &e)) return cli_fail("train", "%s", e.msg);
+    if (cli_load_net(&n, o.net, o.image, &e)) return cli_fail("train", "%s", e.msg);
     char text[320], resolved[1024];
-    snprintf(text, sizeof text, "%s%s%s", plan_text, bn ? " bn=" : "", bn ? bn : "");
+    snprintf(text, sizeof text, "%s%s%s", o.plan, o.bn ? " bn=" : "", o.bn ? o.bn : "");
     plan p;
-    sched s;
     sim_result pred;
     data d = {0};
-    exec x;
-    bool have_exec = false;
+    run r;
     int rc = CLI_OK;
-    dump_copy dc = {.n = &n};
     if (plan_parse(&p, &n, text, &e)) {
         net_free(&n);
         return cli_fail("train", "%s", e.msg);
     }
     plan_describe(&p, &n, resolved, sizeof resolved);
-    if (sched_lower(&s, &n, &p, &cfg, &e) || sim_run(&n, &p, &cfg, &sim_device_cpu, &pred, NULL, &e) ||
-        cli_check_host(&pred, host_budget, text, &e)) {
+    if (sim_run(&n, &p, &cfg, &sim_device_cpu, &pred, NULL, &e) || cli_check_host(&pred, o.host_budget, text, &e)) {
         rc = cli_fail("train", "%s", e.msg);
         goto done_plan;
     }
     const net_layer *in = &n.layers[0];
-    int classes = n.layers[n.n - 1].c;
-    if (dir) {
-        if (data_open_dir(&d, dir, in->c, in->h, in->w, classes, (uint64_t)seed, &e)) {
-            rc = cli_fail("train", "%s", e.msg);
-            goto done_sched;
-        }
-    } else {
-        data_synthetic(&d, in->c, in->h, in->w, classes, (uint64_t)seed);
+    if (dir ? data_open_dir(&d, dir, in->c, in->h, in->w, n.layers[n.n - 1].c, (uint64_t)o.seed, &e)
+            : (data_synthetic(&d, in->c, in->h, in->w, n.layers[n.n - 1].c, (uint64_t)o.seed), 0)) {
+        rc = cli_fail("train", "%s", e.msg);
+        goto done_plan;
     }
     exec_hparams hp = exec_default_hparams(cfg.optimizer);
     if (lr > 0) hp.lr = lr;
-    exec_init(&x, &n, &p, &s, ops, cfg.optimizer, hp, (uint64_t)seed);
-    have_exec = true;
-    if (init && weights_load(&x, init, &e)) {
+    train_ctx t = {.init = init, .dump = dump != NULL, .iters = o.iters, .every = o.iters > 20 ? o.iters / 20 : 1,
+                   .before = err_calloc((size_t)n.n, sizeof(float *)), .grads = err_calloc((size_t)n.n, sizeof(float *)),
+                   .run_before = err_calloc((size_t)n.n, sizeof(float *))};
+    run_cfg rcfg = {.n = &n, .p = &p, .sched = cfg, .ops = ops, .hp = hp, .seed = (uint64_t)o.seed, .iters = o.iters,
+                    .batches = data_batches(&d), .on_start = on_start, .on_iter = on_iter, .before_update = before_update,
+                    .ctx = &t};
+    snprintf(t.header, sizeof t.header, "%s @ %dx%d, batch %d, %s (lr %g), plan %s\n  %s\n\n  %6s %12s %10s %14s\n", n.name,
+             in->h, in->w, cfg.batch, cli_optimizer_name(cfg.optimizer), hp.lr, text, resolved, "iter", "loss", "time",
+             "measured peak");
+    if (run_plan(&r, &rcfg, &e)) {
         rc = cli_fail("train", "%s", e.msg);
-        goto done_exec;
+        goto done_ctx;
     }
-    dc.before = err_calloc((size_t)n.n, sizeof(float *));
-    dc.grads = err_calloc((size_t)n.n, sizeof(float *));
-    float **run_before = err_calloc((size_t)n.n, sizeof(float *));
-
-    int64_t img = (int64_t)cfg.batch * in->c * in->h * in->w;
-    float *images = err_calloc((size_t)img, sizeof(float)), *loss = err_calloc((size_t)iters, sizeof(float));
-    int64_t *labels = err_calloc((size_t)cfg.batch, sizeof(int64_t));
-    double *iter_us = err_calloc((size_t)iters, sizeof(double));
-    char a[32], b[32];
-    printf("%s @ %dx%d, batch %d, %s (lr %g), plan %s\n  %s\n\n", n.name, in->h, in->w, cfg.batch,
-           cli_optimizer_name(cfg.optimizer), hp.lr, text, resolved);
-    printf("  %6s %12s %10s %14s\n", "iter", "loss", "time", "measured peak");
-    int every = iters > 20 ? iters / 20 : 1;
-    for (int it = 0; it < iters; it++) {
-        data_batch(&d, it, cfg.batch, images, labels);
-        bool last = it == iters - 1;
-        if (dump && last) {
-            exec_start(&x);
-            x.before_update = take_copies, x.before_update_ctx = &dc;
-            for (int L = 0; L < n.n; L++) run_before[L] = exec_param_copy(&x, BUF_RUNSTAT, L, NULL);
-        }
-        double t0 = now_us();
-        exec_iteration(&x, images, labels);
-        iter_us[it] = now_us() - t0;
-        loss[it] = x.loss;
-        if (it % every == 0 || last)
-            printf("  %6d %12.6f %8.1f ms %14s\n", it, loss[it], iter_us[it] / 1e3, units_fmt_bytes(x.mem.peak, a, sizeof a));
-        cli_progress("iterations", it + 1, iters);
-    }
-    int64_t rss = rss_peak_bytes();
-    printf("\n  %-14s %14s %14s %14s\n", "category", "measured", "replay", "closed");
-    for (int k = 0; k < MEM_NCAT; k++) {
-        char c[32];
-        printf("  %-14s %14s %14s %14s\n", mem_cat_name((mem_cat)k), units_fmt_bytes(x.mem.at_peak[k], a, sizeof a),
-               units_fmt_bytes(pred.replay.at_peak[k], b, sizeof b), units_fmt_bytes(pred.closed.at_peak[k], c, sizeof c));
-    }
-    double err_replay = 100.0 * (double)(pred.replay.peak - x.mem.peak) / (double)x.mem.peak;
-    double err_closed = 100.0 * (double)(pred.closed.peak - x.mem.peak) / (double)x.mem.peak;
-    printf("  %-14s %14s %14s %14s\n", "peak", units_fmt_bytes(x.mem.peak, a, sizeof a), units_fmt_bytes(pred.replay.peak, b, sizeof b),
-           units_fmt_bytes(pred.closed.peak, text, sizeof text));
-    printf("  prediction error vs measured: replay %+.3f%%, closed form %+.2f%%; process RSS high-water %s\n", err_replay,
-           err_closed, units_fmt_bytes(rss, a, sizeof a));
-    if (out) {
+    print_table(&r.sum, &pred);
+    if (o.out) {
         h5_file *f;
-        h5_measure m = {.peak = x.mem.peak, .host_peak = x.mem.host_peak, .rss_peak = rss, .seed = (uint64_t)seed,
-                        .data = dir ? dir : "synthetic", .backend = ops->backend, .loss = loss, .iter_us = iter_us, .n_iters = iters,
-                        .timeline = x.mem.timeline, .n_timeline = x.mem.n_timeline, .layer_us = x.layer_us};
-        memcpy(m.at_peak, x.mem.at_peak, sizeof m.at_peak);
-        memcpy(m.max, x.mem.max, sizeof m.max);
-        int fp = 0, bp = 0;
-        for (int g = 0; g < p.n_seg && !fp; g++)
-            if (p.segs[g].mode == PLAN_ROWS) fp = p.segs[g].fp, bp = p.segs[g].bp;
-        h5_run run = {.kind = "train", .net = n.name, .net_path = n.path, .image_h = in->h, .image_w = in->w, .batch = cfg.batch,
-                      .plan = plan_text, .plan_resolved = resolved, .optimizer = cli_optimizer_name(cfg.optimizer),
-                      .bn = plan_bn_name(p.bn), .device = "cpu", .fp_bands = fp, .bp_bands = bp, .sim = &pred,
-                      .layers = &n, .measured = &m};
-        if (h5_create(&f, out, force, &e) || h5_write_run(f, &run, &e)) {
-            rc = cli_fail("train", "%s", e.msg);
-        } else if (h5_close(f, &e)) {
-            rc = cli_fail("train", "%s", e.msg);
-        } else {
-            fprintf(stderr, "wrote %s\n", out);
-        }
+        h5_run hr = {.kind = "train", .n = &n, .p = &p, .plan = o.plan, .batch = cfg.batch, .optimizer = cli_optimizer_name(cfg.optimizer),
+                     .device = "cpu", .sim = &pred, .measured = &r, .backend = ops->backend, .data = dir ? dir : "synthetic",
+                     .seed = (uint64_t)o.seed};
+        if (h5_create(&f, o.out, o.force, &e) || h5_write_run(f, &hr, &e)) rc = cli_fail("train", "%s", e.msg);
+        else if (h5_close(f, &e)) rc = cli_fail("train", "%s", e.msg);
+        else fprintf(stderr, "wrote %s\n", o.out);
     }
     if (dump && rc == CLI_OK) {
-        weights_dump_args da = {.plan = plan_text, .optimizer = cli_optimizer_name(cfg.optimizer), .bn = plan_bn_name(p.bn),
-                                .iteration = iters - 1, .seed = seed, .input = images, .labels = labels,
-                                .before = dc.before, .grads = dc.grads, .run_before = run_before};
-        if (weights_dump(&x, dump, force, &da, &e)) rc = cli_fail("train", "%s", e.msg);
+        int64_t img = (int64_t)cfg.batch * in->c * in->h * in->w;
+        float *images = err_calloc((size_t)img, sizeof(float));
+        int64_t *labels = err_calloc((size_t)cfg.batch, sizeof(int64_t));
+        data_batch(&d, o.iters - 1, cfg.batch, images, labels); /* the last iteration's batch again */
+        weights_dump_args da = {.plan = o.plan, .optimizer = cli_optimizer_name(cfg.optimizer), .bn = plan_bn_name(p.bn),
+                                .iteration = o.iters - 1, .seed = o.seed, .input = images, .labels = labels,
+                                .before = t.before, .grads = t.grads, .run_before = t.run_before};
+        if (weights_dump(&r.x, dump, o.force, &da, &e)) rc = cli_fail("train", "%s", e.msg);
         else fprintf(stderr, "wrote %s\n", dump);
+        free(images), free(labels);
     }
-    for (int L = 0; L < n.n; L++) free(dc.before[L]), free(dc.grads[L]), free(run_before[L]);
-    free(dc.before), free(dc.grads), free(run_before);
-    free(images), free(loss), free(labels), free(iter_us);
-done_exec:
-    if (have_exec) exec_free(&x);
+    run_free(&r);
+done_ctx:
+    for (int L = 0; L < n.n; L++) free(t.before[L]), free(t.grads[L]), free(t.run_before[L]);
+    free(t.before), free(t.grads), free(t.run_before);
     data_free(&d);
-done_sched:
-    sched_free(&s);
 done_plan:
     plan_free(&p);
     net_free(&n);

@@ -11,7 +11,8 @@
 
 #include "cli/cli.h"
 #include "io/h5.h"
-#include "cli/measure.h"
+#include "engine/run.h"
+#include "io/data.h"
 
 static const char *usage =
     "usage: lrcnn validate --net NET [--plan PLANS] [--image S] [--batch N] [--iters K] [--optimizer sgd|adam]\n"
@@ -60,8 +61,8 @@ int cli_validate(int argc, char **argv)
         if (strcmp(items0[k], "layer")) items[count++] = items0[k];
     plan *ps = err_calloc((size_t)count, sizeof(plan));
     sim_result *pred = err_calloc((size_t)count, sizeof(sim_result));
-    measure_result *meas = err_calloc((size_t)count, sizeof(measure_result)), *cmpr = err_calloc((size_t)count, sizeof(measure_result));
-    char (*texts)[320] = err_calloc((size_t)count, sizeof *texts), (*resolved)[1024] = err_calloc((size_t)count, sizeof *resolved);
+    run_summary *meas = err_calloc((size_t)count, sizeof(run_summary)), *cmpr = err_calloc((size_t)count, sizeof(run_summary));
+    char (*texts)[320] = err_calloc((size_t)count, sizeof *texts);
     int parsed = 0;
     for (; parsed < count; parsed++) { /* everything checked before anything runs */
         snprintf(texts[parsed], sizeof texts[parsed], "%s%s%s", items[parsed], bn ? " bn=" : "", bn ? bn : "");
@@ -69,30 +70,36 @@ int cli_validate(int argc, char **argv)
             rc = cli_fail("validate", "%s", e.msg);
             goto done;
         }
-        plan_describe(&ps[parsed], &n, resolved[parsed], sizeof resolved[parsed]);
         if (cli_check_host(&pred[parsed], host_budget, texts[parsed], &e)) {
             parsed++;
             rc = cli_fail("validate", "%s", e.msg);
             goto done;
         }
     }
-    int64_t params = 0;
-    for (int L = 0; L < n.n; L++) params += n.layers[L].params;
+    /* the reference's iteration-0 gradients, shared with the children that compare against them */
+    int64_t params = net_params(&n);
     float *shared = mmap(NULL, (size_t)(params + 1) * sizeof(float), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (shared == MAP_FAILED) {
         rc = cli_fail("validate", "cannot map %lld bytes for the reference gradients", (long long)(params + 1) * 4);
         goto done;
     }
     const net_layer *in = &n.layers[0];
+    data d;
+    data_synthetic(&d, in->c, in->h, in->w, n.layers[n.n - 1].c, (uint64_t)seed);
     printf("%s @ %dx%d, batch %d, %s, %d iteration%s per plan (time: best after the first), seed %lld\n\n", n.name, in->h, in->w,
            cfg.batch, cli_optimizer_name(cfg.optimizer), iters, iters > 1 ? "s" : "", seed);
     printf("  %-14s %10s %10s %10s %8s %8s %8s %9s %7s %9s %-14s %10s\n", "plan", "replay", "closed", "measured", "err rep", "err cl",
            "vs layer", "time/it", "vs lay", "grad dev", "(worst)", "RSS");
     for (int k = 0; k < count; k++) {
-        measure_compare cc = {.n = &n, .ref = shared + 1, .ref_loss = shared, .write_ref = k == 0};
-        measure_plan(&n, &ps[k], &cfg, iters, (uint64_t)seed, NULL, &meas[k]);
-        measure_plan(&n, &ps[k], &cfg, 1, (uint64_t)seed, &cc, &cmpr[k]);
-        const measure_result *m = &meas[k];
+        /* one child measures K iterations; another runs iteration 0 again for the gradients, so the
+         * comparison's memory never shows in a measurement */
+        run_cfg rcfg = {.n = &n, .p = &ps[k], .sched = cfg, .ops = &ops_cpu, .hp = exec_default_hparams(cfg.optimizer),
+                        .seed = (uint64_t)seed, .iters = iters, .batches = data_batches(&d)};
+        run_forked(&rcfg, NULL, 0, &meas[k]);
+        rcfg.iters = 1;
+        if (k == 0) rcfg.grads = true, rcfg.grads_to = shared;
+        run_forked(&rcfg, k ? shared : NULL, meas[0].loss0, &cmpr[k]);
+        const run_summary *m = &meas[k];
         if (!m->ok || !cmpr[k].ok) {
             printf("  %-14s engine failed: %s\n", items[k], m->ok ? cmpr[k].err : m->err);
             rc = CLI_FAILED;
@@ -104,7 +111,7 @@ int cli_validate(int argc, char **argv)
                units_fmt_bytes(m->peak, c, sizeof c), 100.0 * (double)(pred[k].replay.peak - m->peak) / (double)m->peak,
                100.0 * (double)(pred[k].closed.peak - m->peak) / (double)m->peak,
                100.0 * (1.0 - (double)m->peak / (double)meas[0].peak), m->best_us / 1e3, m->best_us / meas[0].best_us,
-               cmpr[k].grad_dev, k ? cmpr[k].worst : "(reference)", units_fmt_bytes(m->rss, r, sizeof r));
+               cmpr[k].grad_dev, k ? cmpr[k].worst : "(reference)", units_fmt_bytes(m->rss_peak, r, sizeof r));
         fflush(stdout);
     }
     printf("\n  replay/closed: predictions; measured: the engine's tracked peak; err: prediction vs measured;\n"
@@ -117,21 +124,12 @@ int cli_validate(int argc, char **argv)
             goto done;
         }
         for (int k = 0; k < count && rc == CLI_OK; k++) {
-            float loss = meas[k].loss0;
-            double us = meas[k].best_us;
-            h5_measure m = {.peak = meas[k].peak, .host_peak = meas[k].host_peak, .rss_peak = meas[k].rss, .seed = (uint64_t)seed,
-                            .data = "synthetic", .backend = "cpu", .loss = &loss, .iter_us = &us, .n_iters = 1,
-                            .grad_deviation = cmpr[k].grad_dev, .loss_deviation = cmpr[k].loss_dev, .worst_tensor = cmpr[k].worst,
-                            .compared = true};
-            memcpy(m.at_peak, meas[k].at_peak, sizeof m.at_peak);
-            memcpy(m.max, meas[k].max, sizeof m.max);
-            int fp = 0, bp = 0;
-            for (int g = 0; g < ps[k].n_seg && !fp; g++)
-                if (ps[k].segs[g].mode == PLAN_ROWS) fp = ps[k].segs[g].fp, bp = ps[k].segs[g].bp;
-            h5_run run = {.kind = "validate", .net = n.name, .net_path = n.path, .image_h = in->h, .image_w = in->w,
-                          .batch = cfg.batch, .plan = items[k], .plan_resolved = resolved[k],
-                          .optimizer = cli_optimizer_name(cfg.optimizer), .bn = plan_bn_name(ps[k].bn), .device = "cpu",
-                          .fp_bands = fp, .bp_bands = bp, .sim = &pred[k], .layers = &n, .measured = &m};
+            run m = {.sum = meas[k]}; /* a forked run: its summary, and iteration 0's gradient comparison */
+            m.sum.compared = true, m.sum.grad_dev = cmpr[k].grad_dev, m.sum.loss_dev = cmpr[k].loss_dev;
+            snprintf(m.sum.worst, sizeof m.sum.worst, "%s", cmpr[k].worst);
+            h5_run run = {.kind = "validate", .n = &n, .p = &ps[k], .plan = items[k], .batch = cfg.batch,
+                          .optimizer = cli_optimizer_name(cfg.optimizer), .device = "cpu", .sim = &pred[k], .measured = &m,
+                          .backend = "cpu", .data = "synthetic", .seed = (uint64_t)seed};
             if (h5_write_run(f, &run, &e)) rc = cli_fail("validate", "%s", e.msg);
         }
         if (rc == CLI_OK && h5_close(f, &e)) rc = cli_fail("validate", "%s", e.msg);
@@ -140,7 +138,7 @@ int cli_validate(int argc, char **argv)
     }
 done:
     for (int k = 0; k < parsed && k < count; k++) plan_free(&ps[k]);
-    free(ps), free(pred), free(meas), free(cmpr), free(texts), free(resolved), free(items);
+    free(ps), free(pred), free(meas), free(cmpr), free(texts), free(items);
     plan_list_free(items0, count0);
     net_free(&n);
     return rc;

@@ -208,3 +208,7 @@ void data_free(data *d)
     free(d->order);
     memset(d, 0, sizeof *d);
 }
+
+static void fill(const void *d, int iter, int n, float *images, int64_t *labels) { data_batch(d, iter, n, images, labels); }
+
+run_batches data_batches(const data *d) { return (run_batches){fill, d}; }

@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "engine/run.h"
 #include "sim/err.h"
 
 typedef struct {
@@ -28,5 +29,7 @@ int data_open_dir(data *d, const char *dir, int c, int h, int w, int classes, ui
 /* Fills images (n, c, h, w) and labels (n) for iteration `iter`. */
 void data_batch(const data *d, int iter, int n, float *images, int64_t *labels);
 void data_free(data *d);
+/* d's batches for the run driver (d must outlive the run). */
+run_batches data_batches(const data *d);
 
 #endif

@@ -316,35 +316,82 @@ cleanup:
     return rc;
 }
 
-/* measured/: what the engine measured (train runs); see results/SCHEMA.md. */
-static int write_measured(hid_t loc, const h5_measure *m, int n_layers, err *e)
+/* measured/: what the engine measured (engine runs); see results/SCHEMA.md. A run from
+ * run_forked has only its summary: loss and iter_us then hold iteration 0's loss and the best time. */
+static int write_measured(hid_t loc, const h5_run *r, err *e)
 {
     int rc = -1;
     hid_t g = H5I_INVALID_HID;
+    const run *m = r->measured;
+    const run_summary *s = &m->sum;
+    int n_layers = r->n->n;
     H5_CHECK(g = H5Gcreate2(loc, "measured", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    H5_TRY(h5_attr_i64(g, "peak", m->peak, e));
-    H5_TRY(h5_attr_i64(g, "host_peak", m->host_peak, e));
-    H5_TRY(h5_attr_i64(g, "rss_peak", m->rss_peak, e));
-    H5_TRY(h5_attr_i64(g, "seed", (int64_t)m->seed, e));
-    H5_TRY(h5_attr_str(g, "data", m->data, e));
-    H5_TRY(h5_attr_str(g, "backend", m->backend, e));
-    if (m->compared) {
-        H5_TRY(h5_attr_f64(g, "grad_deviation", m->grad_deviation, e));
-        H5_TRY(h5_attr_f64(g, "loss_deviation", m->loss_deviation, e));
-        H5_TRY(h5_attr_str(g, "worst_tensor", m->worst_tensor, e));
+    H5_TRY(h5_attr_i64(g, "peak", s->peak, e));
+    H5_TRY(h5_attr_i64(g, "host_peak", s->host_peak, e));
+    H5_TRY(h5_attr_i64(g, "rss_peak", s->rss_peak, e));
+    H5_TRY(h5_attr_i64(g, "seed", (int64_t)r->seed, e));
+    H5_TRY(h5_attr_str(g, "data", r->data, e));
+    H5_TRY(h5_attr_str(g, "backend", r->backend, e));
+    if (s->compared) {
+        H5_TRY(h5_attr_f64(g, "grad_deviation", s->grad_dev, e));
+        H5_TRY(h5_attr_f64(g, "loss_deviation", s->loss_dev, e));
+        H5_TRY(h5_attr_str(g, "worst_tensor", s->worst, e));
     }
-    H5_TRY(dset_i64(g, "at_peak", m->at_peak, MEM_NCAT, e));
-    H5_TRY(dset_i64(g, "max", m->max, MEM_NCAT, e));
-    H5_TRY(h5_dset_1d(g, "loss", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, m->loss, (hsize_t)m->n_iters, e));
-    H5_TRY(h5_dset_1d(g, "iter_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, m->iter_us, (hsize_t)m->n_iters, e));
-    if (m->timeline && m->n_timeline) H5_TRY(dset_i64(g, "timeline", m->timeline, m->n_timeline, e));
-    if (m->layer_us && n_layers) {
+    H5_TRY(dset_i64(g, "at_peak", s->at_peak, MEM_NCAT, e));
+    H5_TRY(dset_i64(g, "max", s->max, MEM_NCAT, e));
+    bool all = m->loss != NULL;
+    hsize_t n_iters = all ? (hsize_t)s->iters : 1;
+    H5_TRY(h5_dset_1d(g, "loss", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, all ? m->loss : &s->loss0, n_iters, e));
+    H5_TRY(h5_dset_1d(g, "iter_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, all ? m->iter_us : &s->best_us, n_iters, e));
+    if (m->x.mem.timeline && m->x.mem.n_timeline) H5_TRY(dset_i64(g, "timeline", m->x.mem.timeline, m->x.mem.n_timeline, e));
+    if (m->x.layer_us) {
         hsize_t dims[2] = {(hsize_t)n_layers, 2};
-        H5_TRY(h5_dset(g, "layer_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, m->layer_us, 2, dims, e));
+        H5_TRY(h5_dset(g, "layer_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, m->x.layer_us, 2, dims, e));
     }
     rc = 0;
 cleanup:
     if (g >= 0) H5Gclose(g);
+    return rc;
+}
+
+/* One row of the compound dataset `plan_segments` (memory layout; the file type is packed). */
+typedef struct {
+    const char *mode, *first, *last, *policy;
+    int32_t fp, bp;
+} segment_row;
+
+/* The plan's structure: family, preset and count as attributes, its segments as a table. */
+static int write_plan(hid_t g, const net *n, const plan *p, err *e)
+{
+    int rc = -1;
+    hid_t s = H5I_INVALID_HID, mt = H5I_INVALID_HID, ft = H5I_INVALID_HID;
+    segment_row *rows = err_calloc((size_t)p->n_seg, sizeof *rows);
+    for (int i = 0; i < p->n_seg; i++) {
+        const plan_seg *q = &p->segs[i];
+        bool banded = q->mode == PLAN_ROWS;
+        rows[i] = (segment_row){plan_mode_name(q->mode), n->layers[q->first].name, n->layers[q->last].name,
+                                banded ? (q->policy == BAND_2PS ? "2ps" : "overl") : "", banded ? q->fp : 0, banded ? q->bp : 0};
+    }
+    H5_TRY(h5_attr_str(g, "plan_family", plan_family(p), e));
+    H5_TRY(h5_attr_str(g, "plan_preset", p->preset, e));
+    H5_TRY(h5_attr_int(g, "plan_count", p->preset_count, e));
+    H5_TRY(s = vlen_str(e));
+    H5_CHECK(mt = H5Tcreate(H5T_COMPOUND, sizeof(segment_row)));
+    H5_CHECK(H5Tinsert(mt, "mode", HOFFSET(segment_row, mode), s));
+    H5_CHECK(H5Tinsert(mt, "first", HOFFSET(segment_row, first), s));
+    H5_CHECK(H5Tinsert(mt, "last", HOFFSET(segment_row, last), s));
+    H5_CHECK(H5Tinsert(mt, "policy", HOFFSET(segment_row, policy), s));
+    H5_CHECK(H5Tinsert(mt, "fp", HOFFSET(segment_row, fp), H5T_NATIVE_INT32));
+    H5_CHECK(H5Tinsert(mt, "bp", HOFFSET(segment_row, bp), H5T_NATIVE_INT32));
+    H5_CHECK(ft = H5Tcopy(mt));
+    H5_CHECK(H5Tpack(ft));
+    H5_TRY(h5_dset_1d(g, "plan_segments", ft, mt, rows, (hsize_t)p->n_seg, e));
+    rc = 0;
+cleanup:
+    if (ft >= 0) H5Tclose(ft);
+    if (mt >= 0) H5Tclose(mt);
+    if (s >= 0) H5Tclose(s);
+    free(rows);
     return rc;
 }
 
@@ -387,22 +434,28 @@ cleanup:
 
 int h5_write_run(h5_file *f, const h5_run *r, err *e)
 {
-    CHECK(f && r && r->sim);
+    CHECK(f && r && r->sim && r->n && r->p);
     int rc = -1;
     hid_t g = H5I_INVALID_HID, pred = H5I_INVALID_HID;
-    char name[16];
+    char name[16], resolved[1024];
+    const net *n = r->n;
+    const plan *p = r->p;
 
     if (f->n_runs >= H5_MAX_RUNS) return err_set(e, "%s: more than %d runs in one file", f->path, H5_MAX_RUNS);
     snprintf(name, sizeof name, "%05d", f->n_runs);
     H5_CHECK(g = H5Gcreate2(f->runs, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
 
+    plan_describe(p, n, resolved, sizeof resolved);
+    int fp = 0, bp = 0; /* of the first row segment */
+    for (int i = 0; i < p->n_seg && !fp; i++)
+        if (p->segs[i].mode == PLAN_ROWS) fp = p->segs[i].fp, bp = p->segs[i].bp;
     const struct { const char *name, *v; } strs[] = {
-        {"kind", r->kind}, {"net", r->net}, {"net_path", r->net_path}, {"plan", r->plan},
-        {"plan_resolved", r->plan_resolved}, {"optimizer", r->optimizer}, {"bn", r->bn}, {"device", r->device},
+        {"kind", r->kind}, {"net", n->name}, {"net_path", n->path}, {"plan", r->plan}, {"plan_resolved", resolved},
+        {"optimizer", r->optimizer}, {"bn", plan_bn_name(p->bn)}, {"device", r->device},
     };
     const struct { const char *name; int v; } ints[] = {
-        {"image_h", r->image_h}, {"image_w", r->image_w}, {"batch", r->batch},
-        {"fp_bands", r->fp_bands}, {"bp_bands", r->bp_bands}, {"n_steps", r->sim->n_steps},
+        {"image_h", n->layers[0].h}, {"image_w", n->layers[0].w}, {"batch", r->batch},
+        {"fp_bands", fp}, {"bp_bands", bp}, {"n_steps", r->sim->n_steps},
     };
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) H5_TRY(h5_attr_str(g, strs[i].name, strs[i].v, e));
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) H5_TRY(h5_attr_int(g, ints[i].name, ints[i].v, e));
@@ -413,7 +466,7 @@ int h5_write_run(h5_file *f, const h5_run *r, err *e)
     H5_TRY(write_mem(pred, "replay", &r->sim->replay, e));
     H5_TRY(write_mem(pred, "closed", &r->sim->closed, e));
     if (r->timeline && r->n_timeline > 0) H5_TRY(dset_i64(g, "timeline", r->timeline, r->n_timeline, e));
-    if (r->measured) H5_TRY(write_measured(g, r->measured, r->layers ? r->layers->n : 0, e));
+    if (r->measured) H5_TRY(write_measured(g, r, e));
     if (r->search) {
         H5_TRY(h5_attr_str(g, "search", r->search, e));
         H5_TRY(h5_attr_i64(g, "budget", r->budget, e));
@@ -423,7 +476,8 @@ int h5_write_run(h5_file *f, const h5_run *r, err *e)
         hsize_t dims[2] = {(hsize_t)r->n_timeline, MEM_NCAT};
         H5_TRY(h5_dset(g, "timeline_by_category", H5T_STD_I64LE, H5T_NATIVE_INT64, r->timeline_cat, 2, dims, e));
     }
-    if (r->layers) H5_TRY(write_layers(g, r->layers, e));
+    H5_TRY(write_layers(g, n, e));
+    H5_TRY(write_plan(g, n, p, e));
     f->n_runs++;
     rc = 0;
 cleanup:

@@ -7,53 +7,35 @@
 
 #include <hdf5.h>
 
+#include "engine/run.h"
 #include "sim/sim.h"
 
-#define H5_SCHEMA_VERSION 1
+#define H5_SCHEMA_VERSION 2
 
 typedef struct h5_file h5_file;
 
-/* What the engine measured in a training run (group measured/ of a run). */
+/* One run (a group "runs/NNNNN"). Strings and arrays are borrowed. Everything about the net and
+ * the plan (name, file, input size, resolved segments, BatchNorm mode, band counts, the plan's
+ * family and segments) is read from `n` and `p`. */
 typedef struct {
-    int64_t peak, host_peak;     /* device bytes (accounting allocator), host (offloaded) bytes */
-    int64_t at_peak[MEM_NCAT], max[MEM_NCAT];
-    int64_t rss_peak;            /* the process's resident-set high-water mark, bytes */
-    uint64_t seed;
-    const char *data;            /* "synthetic" or the image directory */
-    const char *backend;         /* "cpu" */
-    const float *loss;           /* [n_iters] */
-    const double *iter_us;       /* [n_iters] */
-    int n_iters;
-    const int64_t *timeline;     /* allocated device bytes after each allocator event, last iteration */
-    int n_timeline;
-    const double *layer_us;      /* [layers][2] forward, backward microseconds, last iteration */
-    bool compared;               /* validate: gradients were compared with `layer` */
-    double grad_deviation;       /* max over tensors of |g - g_layer| / |g_layer|, iteration 0 */
-    double loss_deviation;       /* |loss - loss_layer| / |loss_layer|, iteration 0 */
-    const char *worst_tensor;    /* layer of the largest gradient deviation */
-} h5_measure;
-
-/* One run (a group "runs/NNNNN"). Strings are borrowed. */
-typedef struct {
-    const char *kind;            /* "sim" now; "train"/"validate" when the engine lands */
-    const char *net;             /* net name */
-    const char *net_path;
-    int image_h, image_w, batch;
-    const char *plan;            /* as written */
-    const char *plan_resolved;   /* plan_describe() */
+    const char *kind;            /* "sim", "train" or "validate" */
+    const net *n;                /* at the run's input size */
+    const plan *p;               /* as parsed for n */
+    const char *plan;            /* the plan as written (without a bn= given apart) */
+    int batch;
     const char *optimizer;       /* "sgd" | "adam" */
-    const char *bn;              /* plan_bn_name() */
-    const char *device;          /* sim device profile */
-    int fp_bands, bp_bands;      /* of the first row segment; 0 if none */
+    const char *device;          /* the time estimate's device profile */
     const sim_result *sim;       /* predictions */
     const int64_t *timeline;     /* device bytes after each schedule step, or NULL */
+    const int64_t *timeline_cat; /* [n_timeline][MEM_NCAT] device bytes per category, or NULL */
     int n_timeline;
-    const net *layers;           /* per-layer table source, or NULL to skip it */
-    const h5_measure *measured;  /* train runs, else NULL */
+    const run *measured;         /* engine runs (measured/), else NULL */
+    const char *backend;         /* engine runs: the backend's name */
+    const char *data;            /* engine runs: "synthetic" or the image directory */
+    uint64_t seed;               /* engine runs: weights and data */
     const char *search;          /* capacity runs: "batch" or "image", else NULL */
     int64_t budget;              /* capacity runs: bytes */
     int max_value;               /* capacity runs: the largest batch or image that fits (0: none) */
-    const int64_t *timeline_cat; /* [n_timeline][MEM_NCAT] device bytes per category, or NULL */
 } h5_run;
 
 /* Opens path for writing. Fails (exit-2 class error) if path exists and !overwrite, or if the

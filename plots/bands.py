@@ -22,7 +22,7 @@ def sweeps(runs):
     """{series: [(R, replay peak bytes)]} over the banded runs of one configuration."""
     out = {}
     for r in runs:
-        s = C.plan_series(r["plan"])
+        s = C.plan_series(r)
         if s and r["replay"]:
             out.setdefault(s[0], []).append((r["fp_bands"] or s[1], r["replay"]["peak"]))
     return {k: sorted(v) for k, v in out.items() if len({x for x, _ in v}) >= 2}

@@ -34,7 +34,7 @@ def main():
         C.die("no configuration has a `layer` run and another plan to compare with")
 
     plans = list(dict.fromkeys(r["plan"] for cfgs in nets.values() for _, rs in cfgs for r in rs))
-    styles = C.plan_styles(plans)
+    styles = C.plan_styles([r for cfgs in nets.values() for _, rs in cfgs for r in rs])
     bars = len(plans) * max(len(c) for c in nets.values())
     fig, axs = C.plt.subplots(2, len(nets), figsize=(max(3.4, 0.6 + 0.22 * bars) * len(nets), 5.0),
                               squeeze=False, layout="constrained",

@@ -39,7 +39,7 @@ def main():
     ncols = max(sum(1 for k in panels if k[0] == s) for s in searches)
     fig, axs = C.plt.subplots(len(searches), ncols, figsize=(3.4 * ncols, 2.7 * len(searches)),
                               squeeze=False, layout="constrained")
-    styles = C.plan_styles([r["plan"] for r in runs])
+    styles = C.plan_styles(runs)
     handles = {}
     for i, s in enumerate(searches):
         keys = [k for k in panels if k[0] == s]

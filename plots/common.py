@@ -8,9 +8,10 @@ This module holds what the scripts share, so that no two of them disagree:
   * reading    `read_runs` turns files into a list of plain dicts, one per run (attributes as Python
                values, predictions and measurements with per-category dicts keyed by the names in
                the file's /categories, timelines as numpy arrays);
-  * plans      `plan_family` sorts a plan into layer / ckpt / vdnn / 2ps / overl / hybrid (custom
-               plans by their segments), `plan_styles` gives one colour per family (shades, markers
-               and dashes tell the members of a family apart, the same way in every figure);
+  * plans      each run says what its plan is (family: layer / ckpt / vdnn / 2ps / overl /
+               hybrid, the preset and its count, the segments: SCHEMA.md); `plan_styles` gives one
+               colour per family (shades, markers and dashes tell the members of a family apart,
+               the same way in every figure);
   * units      bytes in binary units (KiB/MiB/GiB) chosen from the data, FLOPs in GFLOP, costs
                as ratios to `layer` (×);
   * layout     titles naming net, batch, image and optimizer, panels per configuration, a shared
@@ -38,7 +39,7 @@ from matplotlib.colors import to_rgb  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "paper" / "figures"
 _prog = "plots"
@@ -211,7 +212,7 @@ def group_by(runs, key):
 
 def find_layer(runs):
     """The `layer` run among runs of one configuration (the reference of every ratio), or None."""
-    return next((r for r in runs if plan_base(r["plan"]) == "layer"), None)
+    return next((r for r in runs if r["plan_family"] == "layer"), None)
 
 
 def panel_grid(keys, panel_w=3.3, panel_h=2.4, sharex=False, sharey=False, wrap=None):
@@ -253,59 +254,27 @@ def figure_legend(fig, handles, labels=None, ncol=None):
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies and in greyscale by
 # lightness (layer dark, 2PS/OverL mid, hybrids light).
 FAMILY_COLOR = {"layer": "#3b3b3b", "ckpt": "#0072B2", "vdnn": "#CC79A7", "2ps": "#D55E00",
-                "overl": "#009E73", "hybrid": "#E69F00", "custom": "#999999"}
+                "overl": "#009E73", "hybrid": "#E69F00"}
 # Markers per family, for its members in order (then the shared extras).
 FAMILY_MARKERS = {"layer": "o", "ckpt": "sh", "vdnn": "Dd", "2ps": "^<", "overl": "v>",
-                  "hybrid": "PX", "custom": "X*"}
+                  "hybrid": "PX"}
 FAMILY_MARKER = {f: m[0] for f, m in FAMILY_MARKERS.items()}
-# Members of a family with a fixed place (so they look the same in every figure); others take
-# the next free place in the order they are shown.
-VARIANT = {"ckpt-sqrt": 0, "vdnn-all": 0, "vdnn-conv": 1, "2ps-h": 0, "overl-h": 1}
+# Presets with a fixed place in their family (so they look the same in every figure): preset ->
+# (family, place); other plans take the next free place in the order they are shown.
+VARIANT = {"ckpt-sqrt": ("ckpt", 0), "vdnn-all": ("vdnn", 0), "vdnn-conv": ("vdnn", 1),
+           "2ps-h": ("hybrid", 0), "overl-h": ("hybrid", 1)}
 _SHADE = (0.0, 0.4, 0.22, 0.55, 0.12)
 _DASH = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)))
 _ALT_MARKER = ("o", "s", "D", "^", "v", "P", "X", "*")
 
 
-def plan_base(plan):
-    """The plan without its BatchNorm suffix: '2ps:4 bn=frozen' -> '2ps:4'."""
-    return re.sub(r"\s*\bbn=\S+", "", plan).strip()
-
-
-def plan_family(plan):
-    p = plan_base(plan)
-    preset = p.split(":")[0]
-    if preset == "layer":
-        return "layer"
-    if preset in ("ckpt", "ckpt-sqrt"):
-        return "ckpt"
-    if preset.startswith("vdnn"):
-        return "vdnn"
-    if preset in ("2ps-h", "overl-h"):
-        return "hybrid"
-    if preset in ("2ps", "overl"):
-        return preset
-    # Custom plans: by their segments.
-    rows = re.findall(r"rows\(\s*(2ps|overl)", p)
-    if rows and ("ckpt@" in p or "offload" in p):
-        return "hybrid"
-    if rows:
-        return rows[0]
-    if "offload" in p:
-        return "vdnn"
-    if "ckpt" in p:
-        return "ckpt"
-    return "layer" if re.fullmatch(r"(layer@[^;]*;?\s*)*", p) else "custom"
-
-
-def plan_series(plan):
-    """(series, R) for a banded preset, '2ps:4' -> ('2ps', 4), 'overl-h:6 bn=frozen' ->
-    ('overl-h bn=frozen', 6); None for other plans."""
-    m = re.fullmatch(r"(2ps|overl)(-h)?(?::(\d+))?", plan_base(plan))
-    if not m or (m.group(3) is None and not m.group(2)):
+def plan_series(run):
+    """(series, R) for a run of a banded preset (2ps:R, overl:R, 2ps-h[:R], overl-h[:R]); the
+    approximate per-band BatchNorm is a series of its own. None for other plans."""
+    preset = run["plan_preset"]
+    if preset not in ("2ps", "overl", "2ps-h", "overl-h"):
         return None
-    bn = re.search(r"\bbn=\S+", plan)
-    name = m.group(1) + (m.group(2) or "") + (f" {bn.group(0)}" if bn else "")
-    return name, int(m.group(3)) if m.group(3) else 4
+    return preset + (" bn=per-band" if run["bn"] == "per-band" else ""), run["plan_count"]
 
 
 SERIES_LABEL = {"2ps": "2PS", "overl": "OverL", "2ps-h": "2PS + ckpt", "overl-h": "OverL + ckpt"}
@@ -322,16 +291,19 @@ def lighten(color, f):
     return (r + (1 - r) * f, g + (1 - g) * f, b + (1 - b) * f)
 
 
-def plan_styles(plans):
-    """{plan: dict(color, marker, linestyle)} for the plans a figure shows: colour by family,
-    members of one family told apart by shade, marker and dashes."""
+def plan_styles(runs):
+    """{plan: dict(color, marker, linestyle)} for the plans of the runs a figure shows: colour by
+    family, members of one family told apart by shade, marker and dashes."""
     taken, styles = {}, {}
-    for plan in dict.fromkeys(plans):
-        fam = plan_family(plan)
+    for r in runs:
+        plan = r["plan"]
+        if plan in styles:
+            continue
+        fam = r["plan_family"]
         used = taken.setdefault(fam, set())
-        v = VARIANT.get(plan_base(plan))
+        v = VARIANT.get(r["plan_preset"], (None, None))[1]
         if v is None or v in used:
-            fixed = {i for p, i in VARIANT.items() if plan_family(p) == fam}
+            fixed = {i for f, i in VARIANT.values() if f == fam}
             v = next(i for i in itertools.count() if i not in used and i not in fixed)
         used.add(v)
         base = FAMILY_COLOR[fam]

@@ -36,7 +36,7 @@ def main():
                               figsize=(3.4 * ncols, 4.6 if with_diff else 2.7), squeeze=False,
                               layout="constrained", sharex="col",
                               gridspec_kw={"height_ratios": [1.4, 1] if with_diff else [1]})
-    styles = C.plan_styles([r["plan"] for r in runs])
+    styles = C.plan_styles(runs)
     handles = {}
     for j, (key, rs) in enumerate(configs.items()):
         ax, ref = axs[0][j], refs[key]

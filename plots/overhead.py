@@ -42,7 +42,7 @@ def main():
                 continue
             t_layer = measured_time(layer)
             for r in crs:
-                s = C.plan_series(r["plan"])
+                s = C.plan_series(r)
                 if not s:
                     continue
                 R = r["fp_bands"] or s[1]

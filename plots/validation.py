@@ -24,7 +24,7 @@ def main():
     if not runs:
         C.die("no run has measurements (measured/ with a peak): give `lrcnn validate` or "
               "`lrcnn train` files")
-    styles = C.plan_styles([r["plan"] for r in runs])
+    styles = C.plan_styles(runs)
     fig, (ax_s, ax_e) = C.plt.subplots(1, 2, figsize=(7.0, 3.3), layout="constrained",
                                        gridspec_kw={"width_ratios": [1, 1]})
 

@@ -14,6 +14,7 @@ static const char *bn_names[] = {"auto", "train", "frozen", "per-band"};
 const char *plan_bn_name(plan_bn b) { return bn_names[b]; }
 
 static const char *mode_names[] = {"layer", "ckpt", "offload", "rows"};
+const char *plan_mode_name(plan_mode m) { return mode_names[m]; }
 
 static plan_seg *seg_push(plan *p, plan_mode m, int first, int last)
 {
@@ -65,6 +66,12 @@ static int parse_count(const char *s, int *out)
     return 0;
 }
 
+/* The hybrids take an optional count (R = 4 when not given). */
+static bool is_hybrid(const char *t, size_t base)
+{
+    return (base == 5 && !strncmp(t, "2ps-h", 5)) || (base == 7 && !strncmp(t, "overl-h", 7));
+}
+
 static int preset(plan *p, const net *n, const char *t, err *e)
 {
     int last = n->n - 1, R = 4;
@@ -100,6 +107,9 @@ static int preset(plan *p, const net *n, const char *t, err *e)
                           "overl-h[:R]; or a custom plan, see sim/PLANS.md)", t);
     }
 #undef IS
+    snprintf(p->preset, sizeof p->preset, "%.*s", (int)base, t);
+    bool counted = colon || is_hybrid(t, base);
+    p->preset_count = counted ? R : 0;
     return 0;
 }
 
@@ -284,6 +294,20 @@ void plan_free(plan *p)
     free(p->segs);
     p->segs = NULL;
     p->n_seg = 0;
+}
+
+const char *plan_family(const plan *p)
+{
+    int rows = 0, ckpt = 0, offload = 0;
+    const char *policy = "2ps";
+    for (int i = 0; i < p->n_seg; i++) {
+        const plan_seg *s = &p->segs[i];
+        rows += s->mode == PLAN_ROWS, ckpt += s->mode == PLAN_CKPT, offload += s->mode == PLAN_OFFLOAD;
+        if (s->mode == PLAN_ROWS && s->policy == BAND_OVERL) policy = "overl";
+    }
+    if (rows && (rows > 1 || ckpt || offload)) return "hybrid";
+    if (rows) return policy;
+    return offload ? "vdnn" : ckpt ? "ckpt" : "layer";
 }
 
 void plan_describe(const plan *p, const net *n, char *buf, size_t len)

@@ -39,6 +39,8 @@ typedef struct {
 
 typedef struct {
     char text[256];           /* the plan as the user wrote it */
+    char preset[16];          /* the preset it came from ("2ps-h"), "" for a custom plan */
+    int preset_count;         /* the preset's R or K, defaults resolved ("2ps-h" -> 4); 0 if it has none */
     int n_seg;
     plan_seg *segs;
     plan_bn bn;               /* resolved: never AUTO after plan_parse */
@@ -53,6 +55,11 @@ void plan_free(plan *p);
 void plan_describe(const plan *p, const net *n, char *buf, size_t len);
 
 const char *plan_bn_name(plan_bn b);
+const char *plan_mode_name(plan_mode m);
+
+/* The plan's family, from its segments: "layer", "ckpt", "vdnn" (offload), "2ps" or "overl" (one
+ * row segment, the rest layer), "hybrid" (rows with checkpointing, offload or a second row stage). */
+const char *plan_family(const plan *p);
 
 /* The preset names, for --help and sweeps. */
 extern const char *const plan_presets[];

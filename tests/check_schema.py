@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks an lrcnn result file against results/SCHEMA.md (schema_version 1).
+"""Checks an lrcnn result file against results/SCHEMA.md (schema_version 2).
 
     /usr/bin/python3 tests/check_schema.py FILE.h5 [more.h5 ...]
 
@@ -16,7 +16,7 @@ import sys
 import h5py
 import numpy as np
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 I32, I64, F64 = np.dtype("<i4"), np.dtype("<i8"), np.dtype("<f8")
 STR = "str"  # variable-length UTF-8 string
@@ -25,13 +25,16 @@ ROOT_ATTRS = {"schema_version": I32, "git_commit": STR, "date": STR, "host": STR
               "hdf5_version": STR, "lrcnn_command": STR}
 RUN_ATTRS = {"kind": STR, "net": STR, "net_path": STR, "image_h": I32, "image_w": I32, "batch": I32,
              "plan": STR, "plan_resolved": STR, "optimizer": STR, "bn": STR, "device": STR,
-             "fp_bands": I32, "bp_bands": I32, "n_steps": I32, "flops": F64, "time_us": F64}
+             "fp_bands": I32, "bp_bands": I32, "n_steps": I32, "flops": F64, "time_us": F64,
+             "plan_family": STR, "plan_preset": STR, "plan_count": I32}
+PLAN_FAMILIES = ("layer", "ckpt", "vdnn", "2ps", "overl", "hybrid")
 PRED_ATTRS = {"peak": I64, "peak_step": I32}
 PRED_DSETS = ("at_peak", "max")
 MEAS_ATTRS = {"peak": I64, "host_peak": I64, "rss_peak": I64, "seed": I64, "data": STR, "backend": STR}
 MEAS_DSETS = {"at_peak": I64, "max": I64, "loss": np.dtype("<f4"), "iter_us": F64, "timeline": I64, "layer_us": F64}
 LAYER_FIELDS = [("name", STR), ("kind", STR), ("c", I32), ("h", I32), ("w", I32),
                 ("params", I64), ("macs", I64)]
+SEGMENT_FIELDS = [("mode", STR), ("first", STR), ("last", STR), ("policy", STR), ("fp", I32), ("bp", I32)]
 
 
 class Problem(Exception):
@@ -106,16 +109,30 @@ def check_only(obj, where, attrs, members):
         raise Problem("%s: member %s is not in SCHEMA.md" % (where, extra[0]))
 
 
-def check_layers(run, where):
-    d = check_dset(run, where, "layers", None)
+def check_table(run, where, name, fields):
+    """A 1-d compound dataset with exactly these fields and types."""
+    d = check_dset(run, where, name, None)
     dt = d.dtype
     names = list(dt.names or ())
-    if names != [f for f, _ in LAYER_FIELDS]:
-        raise Problem("%s/layers: fields %s, want %s" % (where, names, [f for f, _ in LAYER_FIELDS]))
-    for f, want in LAYER_FIELDS:
+    if names != [f for f, _ in fields]:
+        raise Problem("%s/%s: fields %s, want %s" % (where, name, names, [f for f, _ in fields]))
+    for f, want in fields:
         if not type_ok(dt.fields[f][0], want):
-            raise Problem("%s/layers: field %s is %s, want %s" % (where, f, type_name(dt.fields[f][0]),
-                                                                   want_name(want)))
+            raise Problem("%s/%s: field %s is %s, want %s" % (where, name, f, type_name(dt.fields[f][0]),
+                                                               want_name(want)))
+    return d
+
+
+def check_plan(run, where):
+    family = run.attrs["plan_family"]
+    if family not in PLAN_FAMILIES:
+        raise Problem("%s: plan_family '%s', want one of %s" % (where, family, ", ".join(PLAN_FAMILIES)))
+    segs = check_table(run, where, "plan_segments", SEGMENT_FIELDS)
+    if segs.shape[0] < 1:
+        raise Problem("%s/plan_segments: no segments" % where)
+    modes = {m.decode() if isinstance(m, bytes) else m for m in segs["mode"]}
+    if not modes <= {"layer", "ckpt", "offload", "rows"}:
+        raise Problem("%s/plan_segments: modes %s" % (where, sorted(modes)))
 
 
 def check_run(run, where, ncat):
@@ -134,8 +151,8 @@ def check_run(run, where, ncat):
         check_only(m, mwhere, PRED_ATTRS, PRED_DSETS)
     if "timeline" in run:
         check_dset(run, where, "timeline", I64)
-    if "layers" in run:
-        check_layers(run, where)
+    check_table(run, where, "layers", LAYER_FIELDS)
+    check_plan(run, where)
     if "measured" in run:
         check_measured(run, where, ncat)
     if "timeline_by_category" in run:
@@ -146,7 +163,7 @@ def check_run(run, where, ncat):
         for name, want in search.items():
             check_attr(run, where, name, want)
     check_only(run, where, dict(RUN_ATTRS, **search),
-               ("prediction", "timeline", "timeline_by_category", "layers", "measured"))
+               ("prediction", "timeline", "timeline_by_category", "layers", "plan_segments", "measured"))
 
 
 def check_measured(run, where, ncat):

@@ -15,59 +15,42 @@
 #include <string.h>
 
 #include "io/data.h"
-#include "engine/exec.h"
+#include "engine/run.h"
 #include "engine/cuda/ops_cuda.h"
 #include "sim/sim.h"
 
 #define SKIP 77
 
 typedef struct {
-    float loss;
-    float **g;
-    int64_t *count;
-    alloc_stats mem;
+    plan p;
+    run r;
     sim_mem replay;
 } outcome;
 
-static outcome *capturing;
-
-static void capture(exec *x, void *ctx)
-{
-    (void)ctx;
-    for (int L = 0; L < x->n->n; L++) capturing->g[L] = exec_param_copy(x, BUF_PGRAD, L, &capturing->count[L]);
-}
-
-static int run(const net *n, const char *text, const ops_table *ops, outcome *o)
+/* One SGD iteration (batch 4) of plan `text` on a backend, from seed 3's weights on synthetic
+ * batch 0 (seed 7), gradients kept; the replay of the schedule it lowers with the backend's
+ * workspace model. */
+static int run_one(const net *n, const char *text, const ops_table *ops, outcome *o)
 {
     err e;
-    plan p;
     sched s;
-    int batch = 4;
-    sched_cfg cfg = {.batch = batch, .optimizer = SCHED_SGD, .ws = ops->ws};
-    if (plan_parse(&p, n, text, &e) || sched_lower(&s, n, &p, &cfg, &e)) {
+    sched_cfg cfg = {.batch = 4, .optimizer = SCHED_SGD, .ws = ops->ws};
+    if (plan_parse(&o->p, n, text, &e)) {
         printf("FAIL %s: %s\n", text, e.msg);
         return -1;
     }
-    sim_replay(&s, &o->replay, NULL);
     const net_layer *in = &n->layers[0];
     data d;
     data_synthetic(&d, in->c, in->h, in->w, n->layers[n->n - 1].c, 7);
-    float *img = calloc((size_t)batch * in->c * in->h * in->w, sizeof(float));
-    int64_t *lab = calloc((size_t)batch, sizeof(int64_t));
-    data_batch(&d, 0, batch, img, lab);
-    exec x;
-    exec_init(&x, n, &p, &s, ops, SCHED_SGD, exec_default_hparams(SCHED_SGD), 3);
-    o->g = calloc((size_t)n->n, sizeof(float *)), o->count = calloc((size_t)n->n, sizeof(int64_t));
-    capturing = o;
-    x.before_update = capture;
-    exec_iteration(&x, img, lab);
-    o->loss = x.loss;
-    o->mem = x.mem;
-    o->mem.timeline = NULL;
-    exec_free(&x);
-    free(img), free(lab);
+    run_cfg c = {.n = n, .p = &o->p, .sched = cfg, .ops = ops, .hp = exec_default_hparams(SCHED_SGD), .seed = 3, .iters = 1,
+                 .batches = data_batches(&d), .grads = true};
+    if (sched_lower(&s, n, &o->p, &cfg, &e) || run_plan(&o->r, &c, &e)) {
+        printf("FAIL %s: %s\n", text, e.msg);
+        plan_free(&o->p);
+        return -1;
+    }
+    sim_replay(&s, &o->replay, NULL);
     sched_free(&s);
-    plan_free(&p);
     return 0;
 }
 
@@ -75,31 +58,20 @@ static int failures;
 
 static void compare(const net *n, const char *text, const ops_table *cpu, const ops_table *cu, double tol)
 {
-    outcome a = {0}, b = {0};
-    if (run(n, text, cpu, &a) || run(n, text, cu, &b)) { failures++; return; }
-    double worst = 0;
-    int worst_L = -1;
-    long bad = 0;
-    for (int L = 0; L < n->n; L++) {
-        if (!a.g[L]) continue;
-        double d2 = 0, r2 = 0;
-        for (int64_t i = 0; i < a.count[L]; i++) {
-            if (!isfinite(b.g[L][i])) { bad++; continue; }
-            double d = (double)b.g[L][i] - a.g[L][i];
-            d2 += d * d, r2 += (double)a.g[L][i] * a.g[L][i];
-        }
-        double nmse = r2 > 0 ? d2 / r2 : d2;
-        if (nmse > worst) worst = nmse, worst_L = L;
-    }
-    bool mem = b.mem.peak == b.replay.peak;
-    for (int k = 0; k < MEM_NCAT; k++) mem &= b.mem.at_peak[k] == b.replay.at_peak[k];
-    double dloss = fabs((double)b.loss - a.loss) / fabs((double)a.loss);
-    bool ok = worst <= tol && !bad && dloss <= 1e-5 && mem;
-    printf("%s %-14s %-12s loss %+.1e  worst nmse %-18s %.2e  non-finite %ld  allocated %lld = replay %s\n", ok ? "ok  " : "FAIL", n->name,
-           text, dloss, worst_L >= 0 ? n->layers[worst_L].name : "-", worst, bad, (long long)b.mem.peak, mem ? "yes" : "NO");
+    outcome a, b;
+    if (run_one(n, text, cpu, &a)) { failures++; return; }
+    if (run_one(n, text, cu, &b)) { failures++; run_free(&a.r), plan_free(&a.p); return; }
+    run_summary *m = &b.r.sum;
+    run_compare(m, n, b.r.grads, a.r.grads, m->loss0, a.r.sum.loss0);
+    double nmse = m->grad_dev * m->grad_dev; /* normalized MSE: the relative norm, squared */
+    bool mem = m->peak == b.replay.peak;
+    for (int k = 0; k < MEM_NCAT; k++) mem &= m->at_peak[k] == b.replay.at_peak[k];
+    bool ok = nmse <= tol && !m->non_finite && m->loss_dev <= 1e-5 && mem;
+    printf("%s %-14s %-12s loss %+.1e  worst nmse %-18s %.2e  non-finite %lld  allocated %lld = replay %s\n", ok ? "ok  " : "FAIL",
+           n->name, text, m->loss_dev, m->worst[0] ? m->worst : "-", nmse, (long long)m->non_finite, (long long)m->peak,
+           mem ? "yes" : "NO");
     failures += !ok;
-    for (int L = 0; L < n->n; L++) free(a.g[L]), free(b.g[L]);
-    free(a.g), free(a.count), free(b.g), free(b.count);
+    run_free(&a.r), plan_free(&a.p), run_free(&b.r), plan_free(&b.p);
 }
 
 static void check(const char *name, const char *bn, char **plans, int np, double tol, const ops_table *cpu, const ops_table *cu)

@@ -20,71 +20,43 @@
 #include <string.h>
 
 #include "io/data.h"
-#include "engine/exec.h"
+#include "engine/run.h"
 #include "sim/sim.h"
 
 #define TOL 1e-5 /* fp32 reassociation on gradient norms; see the header */
 
 typedef struct {
-    int n;
-    float **g;
-    int64_t *count;
-} grads;
-
-static void capture(exec *x, void *ctx)
-{
-    grads *c = ctx;
-    for (int L = 0; L < x->n->n; L++) {
-        int64_t k = 0;
-        float *g = exec_param_copy(x, BUF_PGRAD, L, &k);
-        if (!g) continue;
-        c->g[L] = g;
-        c->count[L] = k;
-    }
-}
-
-typedef struct {
-    float loss;
-    grads g;
-    alloc_stats mem;
+    plan p;
+    run r;
     sim_result pred;
 } outcome;
 
-static int run(const net *n, const char *text, int batch, outcome *o)
+/* One SGD iteration of plan `text` from seed 3's weights on synthetic batch 0 (seed 7), gradients kept. */
+static int run_one(const net *n, const char *text, int batch, outcome *o)
 {
     err e;
-    plan p;
-    sched s;
     sched_cfg cfg = {.batch = batch, .optimizer = SCHED_SGD};
-    if (plan_parse(&p, n, text, &e) || sched_lower(&s, n, &p, &cfg, &e) || sim_run(n, &p, &cfg, &sim_device_cpu, &o->pred, NULL, &e)) {
+    if (plan_parse(&o->p, n, text, &e)) {
         fprintf(stderr, "FAIL %s: %s\n", text, e.msg);
         return -1;
     }
     const net_layer *in = &n->layers[0];
     data d;
     data_synthetic(&d, in->c, in->h, in->w, n->layers[n->n - 1].c, 7);
-    float *img = calloc((size_t)batch * in->c * in->h * in->w, sizeof(float));
-    int64_t *lab = calloc((size_t)batch, sizeof(int64_t));
-    data_batch(&d, 0, batch, img, lab);
-    exec x;
-    exec_init(&x, n, &p, &s, &ops_cpu, SCHED_SGD, exec_default_hparams(SCHED_SGD), 3);
-    o->g = (grads){n->n, calloc((size_t)n->n, sizeof(float *)), calloc((size_t)n->n, sizeof(int64_t))};
-    x.before_update = capture, x.before_update_ctx = &o->g;
-    exec_iteration(&x, img, lab);
-    o->loss = x.loss;
-    o->mem = x.mem;
-    o->mem.timeline = NULL;
-    exec_free(&x);
-    free(img), free(lab);
-    sched_free(&s);
-    plan_free(&p);
+    run_cfg c = {.n = n, .p = &o->p, .sched = cfg, .ops = &ops_cpu, .hp = exec_default_hparams(SCHED_SGD), .seed = 3,
+                 .iters = 1, .batches = data_batches(&d), .grads = true};
+    if (sim_run(n, &o->p, &cfg, &sim_device_cpu, &o->pred, NULL, &e) || run_plan(&o->r, &c, &e)) {
+        fprintf(stderr, "FAIL %s: %s\n", text, e.msg);
+        plan_free(&o->p);
+        return -1;
+    }
     return 0;
 }
 
 static void drop(outcome *o)
 {
-    for (int L = 0; L < o->g.n; L++) free(o->g.g[L]);
-    free(o->g.g), free(o->g.count);
+    run_free(&o->r);
+    plan_free(&o->p);
 }
 
 static int failures;
@@ -93,33 +65,23 @@ static bool require_lower = true; /* checkpointing must lower the peak (see the 
 static void compare(const net *n, const char *text, int batch, const outcome *ref)
 {
     outcome o;
-    if (run(n, text, batch, &o)) { failures++; return; }
-    double worst = 0;
-    int worst_L = -1;
-    for (int L = 0; L < n->n; L++) {
-        if (!ref->g.g[L]) continue;
-        double d2 = 0, r2 = 0;
-        for (int64_t i = 0; i < ref->g.count[L]; i++) {
-            double a = o.g.g[L][i], b = ref->g.g[L][i];
-            d2 += (a - b) * (a - b), r2 += b * b;
-        }
-        double rel = r2 > 0 ? sqrt(d2 / r2) : sqrt(d2);
-        if (rel > worst) worst = rel, worst_L = L;
-    }
-    double dloss = fabs((double)o.loss - ref->loss) / fabs((double)ref->loss);
-    bool mem_ok = o.mem.peak == o.pred.replay.peak;
-    for (int k = 0; k < MEM_NCAT; k++) mem_ok &= o.mem.at_peak[k] == o.pred.replay.at_peak[k] && o.mem.max[k] == o.pred.replay.max[k];
-    bool lower = strncmp(text, "ckpt", 4) || o.mem.peak < ref->mem.peak || (!require_lower && o.mem.peak == ref->mem.peak);
-    bool ok = worst <= TOL && dloss <= 1e-5 && mem_ok && lower;
-    if (!lower) printf("FAIL %s: checkpointing measured %lld bytes, not below layer's %lld\n", text, (long long)o.mem.peak, (long long)ref->mem.peak);
+    if (run_one(n, text, batch, &o)) { failures++; return; }
+    run_summary *m = &o.r.sum;
+    run_compare(m, n, o.r.grads, ref->r.grads, m->loss0, ref->r.sum.loss0);
+    bool mem_ok = m->peak == o.pred.replay.peak;
+    for (int k = 0; k < MEM_NCAT; k++) mem_ok &= m->at_peak[k] == o.pred.replay.at_peak[k] && m->max[k] == o.pred.replay.max[k];
+    bool lower = strncmp(text, "ckpt", 4) || m->peak < ref->r.sum.peak || (!require_lower && m->peak == ref->r.sum.peak);
+    bool ok = m->grad_dev <= TOL && !m->non_finite && m->loss_dev <= 1e-5 && mem_ok && lower;
+    if (!lower) printf("FAIL %s: checkpointing measured %lld bytes, not below layer's %lld\n", text, (long long)m->peak, (long long)ref->r.sum.peak);
     printf("%s %-14s %-44s loss %+.1e  worst grad %-22s %.2e  peak %10lld = replay %-3s closed %+6.2f%%\n", ok ? "ok  " : "FAIL",
-           n->name, text, dloss, worst_L >= 0 ? n->layers[worst_L].name : "-", worst, (long long)o.mem.peak,
-           mem_ok ? "yes" : "NO", 100.0 * (double)(o.pred.closed.peak - o.mem.peak) / (double)o.mem.peak);
+           n->name, text, m->loss_dev, m->worst[0] ? m->worst : "-", m->grad_dev, (long long)m->peak, mem_ok ? "yes" : "NO",
+           100.0 * (double)(o.pred.closed.peak - m->peak) / (double)m->peak);
+    if (m->non_finite) printf("     %lld gradient values are not finite\n", (long long)m->non_finite);
     if (!mem_ok)
         for (int k = 0; k < MEM_NCAT; k++)
-            if (o.mem.at_peak[k] != o.pred.replay.at_peak[k] || o.mem.max[k] != o.pred.replay.max[k])
-                printf("     %s: measured at peak %lld max %lld, replay %lld %lld\n", mem_cat_name((mem_cat)k), (long long)o.mem.at_peak[k],
-                       (long long)o.mem.max[k], (long long)o.pred.replay.at_peak[k], (long long)o.pred.replay.max[k]);
+            if (m->at_peak[k] != o.pred.replay.at_peak[k] || m->max[k] != o.pred.replay.max[k])
+                printf("     %s: measured at peak %lld max %lld, replay %lld %lld\n", mem_cat_name((mem_cat)k), (long long)m->at_peak[k],
+                       (long long)m->max[k], (long long)o.pred.replay.at_peak[k], (long long)o.pred.replay.max[k]);
     failures += !ok;
     drop(&o);
 }
@@ -136,7 +98,7 @@ static void check_net(const char *name, int image, int batch, const char *bn, ch
     char text[512];
     snprintf(text, sizeof text, "layer%s%s", bn ? " bn=" : "", bn ? bn : "");
     outcome ref;
-    if (run(&n, text, batch, &ref)) { failures++; return; }
+    if (run_one(&n, text, batch, &ref)) { failures++; return; }
     for (int i = 0; i < np; i++) {
         snprintf(text, sizeof text, "%s%s%s", plans[i], bn ? " bn=" : "", bn ? bn : "");
         compare(&n, text, batch, &ref);

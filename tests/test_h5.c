@@ -36,18 +36,20 @@ static bool exists(const char *path)
 
 /* --- the fake runs ------------------------------------------------------------------------------ */
 
-static net_layer layers[3];
-static net tiny = {"tiny", "nets/tiny.net", 3, layers};
+static const char *tiny_text = "input data c=3 h=32 w=32\nconv conv1 c=16 k=3 p=1\nrelu relu1\ngap g\nfc f c=2\nloss loss\n";
+static net tiny[2];   /* at 32x32 and 64x48 */
+static plan plans[2]; /* layer; rows(2ps,4) over conv1..relu1 with frozen bn */
 static int64_t timeline[5] = {0, 4096, INT64_MAX - 1, 123456789012345LL, 0};
 static sim_result res[2];
 static h5_run runs[2];
 
 static void fake_runs(void)
 {
-    layers[0] = (net_layer){.kind = NET_INPUT, .name = "data", .c = 3, .h = 32, .w = 32};
-    layers[1] = (net_layer){.kind = NET_CONV, .name = "conv1", .c = 16, .h = 32, .w = 32, .params = 448,
-                            .macs = 442368};
-    layers[2] = (net_layer){.kind = NET_RELU, .name = "relu1", .c = 16, .h = 32, .w = 32};
+    err e;
+    for (int r = 0; r < 2; r++) CHECK(!net_parse(&tiny[r], tiny_text, "nets/tiny.net", &e));
+    CHECK(!net_set_input(&tiny[1], 64, 48, &e));
+    CHECK(!plan_parse(&plans[0], &tiny[0], "layer", &e));
+    CHECK(!plan_parse(&plans[1], &tiny[1], "rows(2ps,4)@conv1..relu1 bn=frozen", &e));
     for (int r = 0; r < 2; r++) {
         sim_result *s = &res[r];
         for (int c = 0; c < MEM_NCAT; c++) {
@@ -65,10 +67,10 @@ static void fake_runs(void)
         s->time_us = r ? 5e-324 : 1.0 / 3.0;
         s->n_steps = 5;
     }
-    runs[0] = (h5_run){"sim", "tiny", "nets/tiny.net", 32, 32, 8, "layer", "layer@conv1..relu1", "sgd", "train",
-                       "cpu", 0, 0, &res[0], timeline, 5, &tiny};
-    runs[1] = (h5_run){"sim", "tiny", NULL, 64, 48, 2, "2ps:4\tbn=frozen", "rows(2ps,fp=4,bp=4)@conv1..relu1",
-                       "adam", "frozen", "h100", 4, 4, &res[1], NULL, 0, NULL};
+    runs[0] = (h5_run){.kind = "sim", .n = &tiny[0], .p = &plans[0], .plan = "layer", .batch = 8, .optimizer = "sgd",
+                       .device = "cpu", .sim = &res[0], .timeline = timeline, .n_timeline = 5};
+    runs[1] = (h5_run){.kind = "sim", .n = &tiny[1], .p = &plans[1], .plan = "2ps:4\tbn=frozen", .batch = 2,
+                       .optimizer = "adam", .device = "h100", .sim = &res[1]};
 }
 
 static int write_file(const char *path, bool overwrite, err *e)
@@ -167,16 +169,16 @@ static void check_runs_tsv(const char *path)
         if (m != n) continue;
         snprintf(name, sizeof name, "%05d", r);
         expect_str(head, row, n, "run", name, r);
-        expect_str(head, row, n, "net", u->net, r);
+        expect_str(head, row, n, "net", "tiny", r);
         expect_str(head, row, n, "plan", r ? "2ps:4 bn=frozen" : u->plan, r); /* tab -> space */
         expect_str(head, row, n, "optimizer", u->optimizer, r);
-        expect_str(head, row, n, "bn", u->bn, r);
+        expect_str(head, row, n, "bn", r ? "frozen" : "train", r);
         expect_str(head, row, n, "device", u->device, r);
-        expect_i64(head, row, n, "image_h", u->image_h, r);
-        expect_i64(head, row, n, "image_w", u->image_w, r);
+        expect_i64(head, row, n, "image_h", r ? 64 : 32, r);
+        expect_i64(head, row, n, "image_w", r ? 48 : 32, r);
         expect_i64(head, row, n, "batch", u->batch, r);
-        expect_i64(head, row, n, "fp_bands", u->fp_bands, r);
-        expect_i64(head, row, n, "bp_bands", u->bp_bands, r);
+        expect_i64(head, row, n, "fp_bands", r ? 4 : 0, r);
+        expect_i64(head, row, n, "bp_bands", r ? 4 : 0, r);
         expect_i64(head, row, n, "replay_peak", s->replay.peak, r);
         expect_i64(head, row, n, "closed_peak", s->closed.peak, r);
         for (int c = 0; c < MEM_NCAT; c++) {

@@ -1,0 +1,165 @@
+/* run: see run.h. */
+#include "engine/run.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
+static int64_t rss_peak_bytes(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (int64_t)u.ru_maxrss * 1024; /* Linux reports KiB */
+}
+
+typedef struct {
+    run *r;
+    const run_cfg *c;
+    int iter;
+} hook;
+
+/* The executor's before_update: gradients are complete. */
+static void before_update(exec *x, void *ctx)
+{
+    hook *h = ctx;
+    if (h->c->grads && h->iter == 0) {
+        int64_t at = 0;
+        for (int L = 0; L < x->n->n; L++) {
+            int64_t k = 0;
+            float *g = exec_param_copy(x, BUF_PGRAD, L, &k);
+            if (!g) continue;
+            memcpy(h->r->grads + at, g, (size_t)k * sizeof(float));
+            at += k;
+            free(g);
+        }
+        CHECK(at == h->r->n_grads);
+    }
+    if (h->c->before_update) h->c->before_update(x, h->iter, h->c->ctx);
+}
+
+int run_plan(run *r, const run_cfg *c, err *e)
+{
+    memset(r, 0, sizeof *r);
+    sched_cfg sc = c->sched;
+    sc.ws = c->ops->ws;
+    if (sched_lower(&r->s, c->n, c->p, &sc, e)) return -1;
+    exec_init(&r->x, c->n, c->p, &r->s, c->ops, sc.optimizer, c->hp, c->seed);
+    exec_start(&r->x);
+    if (c->on_start && c->on_start(&r->x, c->ctx, e)) {
+        run_free(r);
+        return -1;
+    }
+    const net_layer *in = &c->n->layers[0];
+    int N = sc.batch, K = c->iters;
+    float *images = err_calloc((size_t)N * in->c * in->h * in->w, sizeof(float));
+    int64_t *labels = err_calloc((size_t)N, sizeof(int64_t));
+    r->loss = err_calloc((size_t)K, sizeof(float));
+    r->iter_us = err_calloc((size_t)K, sizeof(double));
+    if (c->grads) {
+        r->n_grads = net_params(c->n);
+        r->own_grads = !c->grads_to;
+        r->grads = c->grads_to ? c->grads_to : err_calloc((size_t)r->n_grads + 1, sizeof(float));
+    }
+    hook h = {r, c, 0};
+    r->x.before_update = before_update, r->x.before_update_ctx = &h;
+    r->sum.best_us = INFINITY;
+    for (int it = 0; it < K; it++) {
+        h.iter = it;
+        c->batches.fill(c->batches.ctx, it, N, images, labels);
+        double t0 = now_us();
+        exec_iteration(&r->x, images, labels);
+        r->iter_us[it] = now_us() - t0;
+        r->loss[it] = r->x.loss;
+        if ((it > 0 || K == 1) && r->iter_us[it] < r->sum.best_us) r->sum.best_us = r->iter_us[it];
+        if (c->on_iter) c->on_iter(r, it, c->ctx);
+    }
+    free(images), free(labels);
+    run_summary *s = &r->sum;
+    const alloc_stats *m = &r->x.mem;
+    s->ok = true, s->iters = K, s->peak = m->peak, s->host_peak = m->host_peak;
+    memcpy(s->at_peak, m->at_peak, sizeof s->at_peak);
+    memcpy(s->max, m->max, sizeof s->max);
+    s->rss_peak = rss_peak_bytes();
+    s->loss0 = r->loss[0], s->loss_last = r->loss[K - 1];
+    return 0;
+}
+
+void run_free(run *r)
+{
+    exec_free(&r->x);
+    sched_free(&r->s);
+    free(r->loss), free(r->iter_us);
+    if (r->own_grads) free(r->grads);
+    memset(r, 0, sizeof *r);
+}
+
+void run_compare(run_summary *s, const net *n, const float *g, const float *ref, float loss, float ref_loss)
+{
+    int64_t at = 0;
+    s->compared = true, s->grad_dev = 0, s->non_finite = 0, s->worst[0] = 0;
+    for (int L = 0; L < n->n; L++) {
+        int64_t k = n->layers[L].params;
+        double d2 = 0, r2 = 0;
+        for (int64_t i = 0; i < k; i++) {
+            if (!isfinite(g[at + i])) {
+                s->non_finite++;
+                continue;
+            }
+            double d = (double)g[at + i] - ref[at + i];
+            d2 += d * d, r2 += (double)ref[at + i] * ref[at + i];
+        }
+        double rel = r2 > 0 ? sqrt(d2 / r2) : sqrt(d2);
+        if (k && rel > s->grad_dev) s->grad_dev = rel, snprintf(s->worst, sizeof s->worst, "%s", n->layers[L].name);
+        at += k;
+    }
+    s->loss_dev = fabs((double)loss - ref_loss) / fabs((double)ref_loss);
+}
+
+void run_forked(const run_cfg *c, const float *cmp_ref, float cmp_loss, run_summary *out)
+{
+    int fd[2];
+    memset(out, 0, sizeof *out);
+    if (pipe(fd)) {
+        snprintf(out->err, sizeof out->err, "pipe failed");
+        return;
+    }
+    fflush(stdout), fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        run r;
+        run_cfg cc = *c;
+        err e;
+        cc.grads = c->grads || cmp_ref;
+        run_summary s = {0};
+        if (run_plan(&r, &cc, &e)) {
+            snprintf(s.err, sizeof s.err, "%.250s", e.msg);
+        } else {
+            s = r.sum;
+            if (cmp_ref) run_compare(&s, c->n, r.grads, cmp_ref, r.sum.loss0, cmp_loss);
+        }
+        ssize_t w = write(fd[1], &s, sizeof s);
+        _exit(w == (ssize_t)sizeof s ? 0 : 1);
+    }
+    close(fd[1]);
+    ssize_t got = pid > 0 ? read(fd[0], out, sizeof *out) : -1;
+    close(fd[0]);
+    int status = 0;
+    if (pid > 0) waitpid(pid, &status, 0);
+    if (got != (ssize_t)sizeof *out) {
+        memset(out, 0, sizeof *out);
+        snprintf(out->err, sizeof out->err, "engine process failed (%s %d)", WIFSIGNALED(status) ? "signal" : "exit",
+                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    }
+}

@@ -1,0 +1,84 @@
+/* run: one training run of a plan, the loop every command and test shares — lower the plan with
+ * the backend's workspace model, start the executor (persistent buffers, initial weights), run K
+ * iterations on the batches it is given, time each, capture iteration 0's parameter gradients
+ * when asked and compare them with a reference, and read the process's RSS high-water mark.
+ * run_forked does the same in a child process, so that the RSS figure is that run's alone and a
+ * crash cannot take the caller down; its summary comes back through a pipe.
+ * Not done here: predictions (sim.h), data (io/data.h), output (io/h5.h). */
+#ifndef LRCNN_RUN_H
+#define LRCNN_RUN_H
+
+#include "engine/exec.h"
+
+/* Where batches come from: fill images (n, C, H, W) and labels (n) for iteration iter. */
+typedef struct {
+    void (*fill)(const void *ctx, int iter, int n, float *images, int64_t *labels);
+    const void *ctx;
+} run_batches;
+
+typedef struct run run;
+
+typedef struct {
+    const net *n;
+    const plan *p;
+    sched_cfg sched;              /* batch and optimizer; the workspace model is the backend's */
+    const ops_table *ops;
+    exec_hparams hp;
+    uint64_t seed;                /* weights (and, by the caller's batches, data) */
+    int iters;
+    run_batches batches;
+    bool grads;                   /* capture iteration 0's parameter gradients (run.grads) */
+    float *grads_to;              /* into this buffer (e.g. shared memory) instead of a new one */
+    /* Optional hooks, all given ctx: on_start after the persistent buffers exist and before
+     * iteration 0 (load weights; -1 with e set stops the run); on_iter after each iteration;
+     * before_update once an iteration's gradients are complete, before the optimizer step. */
+    int (*on_start)(exec *x, void *ctx, err *e);
+    void (*on_iter)(const run *r, int iter, void *ctx);
+    void (*before_update)(exec *x, int iter, void *ctx);
+    void *ctx;
+} run_cfg;
+
+/* What a run measured, as plain data (it crosses a pipe from run_forked's child). */
+typedef struct {
+    bool ok;
+    char err[256];                /* why not ok */
+    int iters;
+    int64_t peak, host_peak;      /* the accounting allocator, last iteration: device and host bytes */
+    int64_t at_peak[MEM_NCAT], max[MEM_NCAT];
+    int64_t rss_peak;             /* the process's resident-set high-water mark, bytes */
+    double best_us;               /* best iteration time after the first (the only one when iters == 1) */
+    float loss0, loss_last;
+    /* against a reference run (run_compare): */
+    bool compared;
+    double grad_dev;              /* max over tensors of ||g - g_ref|| / ||g_ref|| */
+    double loss_dev;              /* |loss0 - ref| / |ref| */
+    int64_t non_finite;           /* gradient values that are NaN or infinite */
+    char worst[NET_NAME_LEN];     /* the layer of grad_dev */
+} run_summary;
+
+struct run {
+    run_summary sum;
+    sched s;                      /* the lowered schedule */
+    exec x;                       /* alive until run_free (dumps read the parameters) */
+    float *loss;                  /* [iters] */
+    double *iter_us;              /* [iters] */
+    float *grads;                 /* iteration 0's parameter gradients, layer by layer (cfg.grads) */
+    int64_t n_grads;
+    bool own_grads;
+};
+
+/* Runs c->iters iterations. On failure (the plan does not lower, on_start fails) -1 with e set and
+ * nothing to free. */
+int run_plan(run *r, const run_cfg *c, err *e);
+void run_free(run *r);
+
+/* The same in a child process: only the summary comes back (with ok false and err set on failure,
+ * a crash included). With cmp_ref, iteration 0's gradients are compared with cmp_ref (all
+ * parameter tensors back to back, as run.grads) and its loss with cmp_loss. */
+void run_forked(const run_cfg *c, const float *cmp_ref, float cmp_loss, run_summary *out);
+
+/* Fills s's comparison fields: g against ref, both all parameter tensors of n back to back
+ * (net_params(n) floats, layer by layer, as run.grads). */
+void run_compare(run_summary *s, const net *n, const float *g, const float *ref, float loss, float ref_loss);
+
+#endif
