@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sim/heap.h"
 #include "sim/sim.h"
 
 static double now(void)
@@ -35,7 +36,7 @@ int main(void)
     const int np = sizeof plans / sizeof *plans;
     const char *nets[] = {"vgg16", "resnet50"};
     err e;
-    sim_keep_freed_memory(true); /* as lrcnn sweep does */
+    heap_tune(HEAP_SWEEP); /* as lrcnn sweep does */
     printf("simulator: one evaluation = parse-free lower + replay + closed form, batch 8, 224x224\n\n");
     printf("  %-10s", "plan");
     for (int k = 0; k < 2; k++) printf(" %14s", nets[k]);

@@ -10,6 +10,7 @@
 #include "engine/run.h"
 #include "io/data.h"
 #include "io/spec.h"
+#include "sim/heap.h"
 
 static const char *usage =
     "usage: lrcnn sweep SPEC [-o FILE.h5] [--force] [--quiet]\n"
@@ -168,7 +169,7 @@ int cli_sweep_run(const char *cmd, const char *spec_path, const char *out, bool 
                 goto out;
             }
     keep = !s.measure; /* not where the engine's children measure RSS; undone at out: */
-    if (keep) sim_keep_freed_memory(true);
+    if (keep) heap_tune(HEAP_SWEEP);
     char text[320];
     for (int i = 0; i < n_nets; i++)
         for (int p = 0; p < s.n_plans; p++) {
@@ -238,7 +239,7 @@ out:
     for (int i = 0; i < n_nets; i++) net_free(&nets[i]);
     free(nets);
     free(cells);
-    if (keep) sim_keep_freed_memory(false);
+    if (keep) heap_tune(HEAP_DEFAULT);
     spec_free(&s);
     return rc;
 }

@@ -1,20 +1,10 @@
 /* alloc: see alloc.h. */
 #include "engine/alloc.h"
 
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Large blocks come from malloc's heap, not from fresh mmaps: a freed activation is then reused by
- * the next allocation instead of being unmapped and faulted in again, page by page, every
- * iteration (that cost ~0.3 s per VGG-16 iteration). Freed memory still returns to malloc. */
-static void heap_only(void)
-{
-    static int done;
-    if (done++) return;
-    mallopt(M_MMAP_MAX, 0);
-    mallopt(M_TRIM_THRESHOLD, -1);
-}
+#include "sim/heap.h"
 
 static size_t padded(int64_t bytes) { return ((size_t)(bytes > 0 ? bytes : 1) + 63) / 64 * 64; }
 
@@ -41,7 +31,7 @@ void alloc_init(alloc_stats *a, const alloc_mem *mem)
 {
     memset(a, 0, sizeof *a);
     a->mem = mem ? mem : &alloc_mem_host;
-    if (a->mem == &alloc_mem_host) heap_only();
+    if (a->mem == &alloc_mem_host) heap_tune(HEAP_ENGINE);
 }
 
 void alloc_free_stats(alloc_stats *a)

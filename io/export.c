@@ -360,7 +360,7 @@ int h5_export(const char *path, const char *out_dir, FILE *log, err *e)
 
     if (stat(path, &st) != 0) return err_set(e, "%s: %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode)) return err_set(e, "%s: is a directory, not a result file", path);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    h5_quiet();
     if (H5Fis_hdf5(path) <= 0) return err_set(e, "%s: not an HDF5 file", path);
     H5_CHECK(f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT));
     H5_CHECK(ok = H5Aexists(f, "schema_version"));

@@ -56,6 +56,13 @@ static herr_t stack_walk(unsigned n, const H5E_error2_t *d, void *data)
     return 0;
 }
 
+void h5_quiet(void)
+{
+    static bool done;
+    if (!done) H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    done = true;
+}
+
 int h5_fail(err *e, const char *stmt, const char *func, const char *file, int line)
 {
     h5_stack s = {0};
@@ -263,7 +270,7 @@ int h5_create(h5_file **out, const char *path, bool overwrite, err *e)
     }
     if (check_dir(path, e) < 0) return -1;
 
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    h5_quiet();
     f = err_calloc(1, sizeof *f);
     f->file = f->runs = H5I_INVALID_HID;
     f->path = dup_str(path);

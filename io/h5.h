@@ -77,6 +77,9 @@ int h5_export(const char *path, const char *out_dir, FILE *log, err *e);
  * label `cleanup`. h5_fail formats that message and returns -1. H5_TRY(call) is for the files' own
  * helpers, which set `e` themselves: on a negative result it only jumps to `cleanup`. */
 int h5_fail(err *e, const char *stmt, const char *func, const char *file, int line);
+/* Switches off HDF5's own printing of its error stack (once per process), so that a failure is
+ * reported once, through H5_CHECK's err, with HDF5's message. Every entry point calls it. */
+void h5_quiet(void);
 #define H5_CHECK(call)                                              \
     do {                                                            \
         if ((call) < 0) {                                           \

@@ -65,7 +65,7 @@ cleanup:
 int weights_load(exec *x, const char *path, err *e)
 {
     exec_start(x);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    h5_quiet();
     FILE *probe = fopen(path, "rb");
     if (!probe) return err_set(e, "%s: cannot open weights file", path);
     fclose(probe);

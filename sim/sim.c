@@ -2,7 +2,6 @@
  * form (closed.h). Not done here: any I/O. */
 #include "sim/sim.h"
 
-#include <malloc.h>
 #include <string.h>
 
 #include "sim/closed.h"
@@ -76,11 +75,4 @@ int sim_run(const net *n, const plan *p, const sched_cfg *cfg, const sim_device 
     sched_free(&s);
     closed_predict(n, p, cfg, &r->closed);
     return 0;
-}
-
-void sim_keep_freed_memory(bool keep)
-{
-    mallopt(M_MMAP_THRESHOLD, keep ? 32 << 20 : 128 << 10); /* 32 MiB: glibc's largest */
-    mallopt(M_TRIM_THRESHOLD, keep ? 1 << 30 : 128 << 10);
-    if (!keep) malloc_trim(0);
 }

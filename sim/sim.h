@@ -45,11 +45,4 @@ double sim_time_us(const sched *s, const sim_device *d);
 int sim_run(const net *n, const plan *p, const sched_cfg *cfg, const sim_device *d, sim_result *r, int64_t **timeline,
             err *e);
 
-/* keep: for a stretch of many simulator runs and nothing large besides, memory freed stays in the
- * process for the next run instead of going back to the kernel (glibc's mmap and trim thresholds
- * raised), so a run stops paying first-touch page faults on a fresh schedule: about 40% of a
- * 10,000-configuration sweep. !keep: glibc's starting thresholds again, and what was kept is
- * returned, before anything whose RSS is measured (the engine's children inherit this). */
-void sim_keep_freed_memory(bool keep);
-
 #endif
