@@ -100,6 +100,15 @@ int cli_check_host(const sim_result *r, int64_t budget, const char *plan_text, e
                    units_fmt_bytes(r->replay.max[MEM_HOST], a, sizeof a), units_fmt_bytes(budget, b, sizeof b));
 }
 
+void cli_warn_plan(const char *cmd, const plan *p, const net *n)
+{
+    static bool said;
+    if (said || !plan_bn_approximate(p, n)) return;
+    said = true;
+    fprintf(stderr, "lrcnn %s: warning: bn=per-band normalizes each band with its own rows' statistics (the LR-CNN "
+                    "prototype's approximation): gradients differ from layer's; bn=train is exact\n", cmd);
+}
+
 int cli_parse_optimizer(const char *s, sched_optimizer *o)
 {
     if (!strcmp(s, "sgd")) *o = SCHED_SGD;

@@ -36,6 +36,10 @@ int cli_unknown(const char *cmd, int argc, char **argv, int i, int got);
 /* Fails (-1, message in e) when plan_text's predicted host bytes exceed budget (-1: no budget). */
 int cli_check_host(const sim_result *r, int64_t budget, const char *plan_text, err *e);
 
+/* One line on stderr, once per process, when plan p approximates BatchNorm (bn=per-band in a row
+ * segment holding a bn): the user asked for it, but should know. */
+void cli_warn_plan(const char *cmd, const plan *p, const net *n);
+
 int cli_parse_optimizer(const char *s, sched_optimizer *o);
 const char *cli_optimizer_name(sched_optimizer o);
 

@@ -179,6 +179,7 @@ int cli_sweep_run(const char *cmd, const char *spec_path, const char *out, bool 
                 rc = cli_fail(cmd, "%s: at %dx%d: %s", spec_path, nets[i].layers[0].h, nets[i].layers[0].w, e.msg);
                 goto out;
             }
+            cli_warn_plan(cmd, &pl, &nets[i]);
             plan_free(&pl);
         }
     if (h5_create(&f, path, overwrite, &e) || h5_set_root_attr(f, "spec", spec_path, &e) ||

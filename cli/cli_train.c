@@ -130,6 +130,7 @@ int cli_train(int argc, char **argv)
         net_free(&n);
         return cli_fail("train", "%s", e.msg);
     }
+    cli_warn_plan("train", &p, &n);
     plan_describe(&p, &n, resolved, sizeof resolved);
     if (sim_run(&n, &p, &cfg, &sim_device_cpu, &pred, NULL, &e) || cli_check_host(&pred, o.host_budget, text, &e)) {
         rc = cli_fail("train", "%s", e.msg);

@@ -70,6 +70,7 @@ int cli_validate(int argc, char **argv)
             rc = cli_fail("validate", "%s", e.msg);
             goto done;
         }
+        cli_warn_plan("validate", &ps[parsed], &n);
         if (cli_check_host(&pred[parsed], host_budget, texts[parsed], &e)) {
             parsed++;
             rc = cli_fail("validate", "%s", e.msg);

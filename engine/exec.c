@@ -95,7 +95,12 @@ static ops_call call_of(const exec *x, const sched_step *t)
         c.dx[j] = view(x, t->dx[j]);
         c.dx_acc[j] = t->dx_acc[j];
     }
-    c.bn = x->p->bn == PLAN_BN_FROZEN ? OPS_BN_FROZEN : OPS_BN_TRAIN;
+    c.bn = t->map_stats ? OPS_BN_MAP : x->p->bn == PLAN_BN_FROZEN ? OPS_BN_FROZEN : OPS_BN_TRAIN;
+    if (t->map_stats) {
+        c.sums = t->sums >= 0 ? x->ptr[t->sums] : NULL;
+        c.own_a = t->own.a, c.own_b = t->own.b;
+        c.count = (int64_t)x->s->batch * l->h * l->w;
+    }
     const kind_traits *k = kind_of(l);
     switch (k->aux) {
     case KIND_AUX_ARGMAX: c.argmax = (int64_t *)(t->aux >= 0 ? x->ptr[t->aux] : NULL); break;
@@ -204,6 +209,16 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
             if (x->ops->tag) x->ops->tag(-1);
             x->layer_us[t->layer * 2 + (t->op == SCHED_BWD)] += now_us() - t0; /* launch time on an asynchronous backend */
             if (c.loss && !t->recompute) x->loss = loss;
+            break;
+        }
+        case SCHED_STATS:
+        case SCHED_STATS_END: {
+            ops_call c = call_of(x, t);
+            ops_stats what = t->op == SCHED_STATS_END ? OPS_STATS_END : t->dy >= 0 ? OPS_STATS_DY : OPS_STATS_X;
+            if (what == OPS_STATS_END) c.running = fptr(x, t->dw), c.update_running = true;
+            double t0 = now_us();
+            x->ops->stats(&c, what);
+            x->layer_us[t->layer * 2 + (what == OPS_STATS_DY)] += now_us() - t0;
             break;
         }
         case SCHED_UPDATE:

@@ -25,7 +25,18 @@ typedef struct {
     int row0;        /* the first row of the full map held */
 } ten;
 
-typedef enum { OPS_BN_TRAIN, OPS_BN_FROZEN } ops_bn;
+/* BatchNorm: TRAIN normalizes with the statistics of the rows it is given (a whole map outside
+ * row segments; a band's own under bn=per-band); FROZEN with the running ones; MAP with the whole
+ * map's, gathered over the bands beforehand (`stats`), and its backward takes the whole map's
+ * gradient sums from `sums` and subtracts their mean terms on rows [own_a, own_b) only. */
+typedef enum { OPS_BN_TRAIN, OPS_BN_FROZEN, OPS_BN_MAP } ops_bn;
+
+/* What a `stats` call does (sched.h: STATS, STATS_END), sums in fp64 per channel:
+ *   X    sums += (sum of x, sum of x^2) over rows [a, b)
+ *   DY   sums += (sum of dy, sum of dy * xhat) over rows [a, b), xhat from x and `stats`
+ *   END  stats = (mean, 1 / sqrt(var + eps)) from the X sums over `count` values per channel, and
+ *        the running statistics move toward them (the unbiased variance, as PyTorch) */
+typedef enum { OPS_STATS_X, OPS_STATS_DY, OPS_STATS_END } ops_stats;
 
 typedef struct {
     const net_layer *l;        /* kind and parameters (the tagged union of net.h); l->h is the full output height */
@@ -40,7 +51,10 @@ typedef struct {
     int64_t *argmax;           /* maxpool: per output element, the input element (row * in_w + col) */
     float *stats;              /* bn: mean (c) then inverse std (c) of the rows used */
     float *running;            /* bn: running mean (c) then running variance (c) */
-    ops_bn bn;                 /* bn: batch statistics of rows [a, b) (train) or running ones (frozen) */
+    ops_bn bn;                 /* bn: which statistics (above) */
+    double *sums;              /* bn MAP backward and stats calls: per-channel sums (2 * c) */
+    int own_a, own_b;          /* bn MAP backward: the rows this call owns of the map's partition */
+    int64_t count;             /* bn MAP: values per channel over the whole map (N * H * W) */
     bool update_running;       /* bn train forward: update running statistics (not when recomputing) */
     const int64_t *labels;     /* loss: (n) class indices */
     float *probs;              /* loss: (n, classes) softmax output */
@@ -57,6 +71,7 @@ typedef struct {
     const char *backend;
     void (*forward)(const ops_call *c);
     void (*backward)(const ops_call *c);
+    void (*stats)(const ops_call *c, ops_stats what); /* whole-map statistics over bands (bn) */
     const alloc_mem *mem;
     const sched_ws_model *ws;  /* workspace sizes to lower schedules with (NULL: the CPU's) */
     void (*upload)(void *dst, const void *host, int64_t bytes);

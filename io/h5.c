@@ -380,6 +380,7 @@ static int write_plan(hid_t g, const net *n, const plan *p, err *e)
                                 banded ? (q->policy == BAND_2PS ? "2ps" : "overl") : "", banded ? q->fp : 0, banded ? q->bp : 0};
     }
     H5_TRY(h5_attr_str(g, "plan_family", plan_family(p), e));
+    H5_TRY(h5_attr_int(g, "bn_exact", !plan_bn_approximate(p, n), e));
     H5_TRY(h5_attr_str(g, "plan_preset", p->preset, e));
     H5_TRY(h5_attr_int(g, "plan_count", p->preset_count, e));
     H5_TRY(s = vlen_str(e));

@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "sim/kind.h"
+
 int band_rows_len(band_rows r) { return r.b > r.a ? r.b - r.a : 0; }
 
 static band_rows rows_clip(band_rows r, int h)
@@ -37,7 +39,7 @@ int band_seg_init(band_seg *s, const net *n, int first, int last, err *e)
         return err_set(e, "a row segment cannot end at '%s': %s", l->name,
                        n->layers[last + 1].inplace ? "the next layer overwrites its output in place"
                                                    : "more than one tensor crosses there (inside a residual block?)");
-    s->first = first, s->last = last, s->src = -1;
+    s->first = first, s->last = last, s->src = -1, s->cover = false;
     for (int i = first; i <= last; i++)
         for (int j = 0; j < n->layers[i].n_in; j++)
             if (n->layers[i].in[j] < first) s->src = n->layers[i].in[j];
@@ -79,11 +81,17 @@ static band_rows reads_of(const net *n, int cons, int prod, band_rows r)
 /* Index into per-segment arrays: segment layers at [0, L), the segment input at L. */
 static int slot(const band_seg *s, int layer) { return layer == s->src ? s->last - s->first + 1 : layer - s->first; }
 
+static bool covered(const net *n, const band_seg *s, int layer)
+{
+    return s->cover && kind_table[n->layers[layer].kind].map_stats;
+}
+
 /* 2PS prefixes: given pre[L-1] (rows of `last` finished), fills pre[] for every segment layer and
  * the input (slot L) with the rows consumers need, in one reverse pass (consumers push to their
  * producers). When first_read is given it receives, per slot, the first row a consumer that is
- * not finished will read next (rows a later band may still need). */
-static void prefixes(const net *n, const band_seg *s, int *pre, int *first_read)
+ * not finished will read next (rows a later band may still need). `all`: the last band, which
+ * finishes every covered layer. */
+static void prefixes(const net *n, const band_seg *s, int *pre, int *first_read, bool all)
 {
     int L = s->last - s->first + 1;
     for (int i = 0; i < L; i++) pre[i] = i == L - 1 ? pre[i] : 0;
@@ -92,6 +100,7 @@ static void prefixes(const net *n, const band_seg *s, int *pre, int *first_read)
         for (int i = s->first; i <= s->last; i++) first_read[i - s->first] = n->layers[i].h;
     for (int c = s->last; c >= s->first; c--) {
         const net_layer *l = &n->layers[c];
+        if (all && covered(n, s, c)) pre[c - s->first] = l->h;
         int m = pre[c - s->first];
         for (int j = 0; j < l->n_in; j++) {
             int k = slot(s, l->in[j]);
@@ -107,18 +116,33 @@ static void prefixes(const net *n, const band_seg *s, int *pre, int *first_read)
     }
 }
 
-/* OverL: rows each segment layer and the input (slot L) must compute for out[L-1], hull over
- * consumers, in one reverse pass. */
-static void halos(const net *n, const band_seg *s, band_rows *out)
+/* OverL: rows every band must compute at each segment layer and at the input (slot L), in one
+ * reverse pass over the layers: rows[r * (L + 1) + slot], the segment output's set from the cuts,
+ * the others the hull of what their consumers read. A covered layer's rows are widened, before its
+ * producers read them, so the bands leave no row out: each reaches the next band's first row, the
+ * first starts at 0 and the last ends at the map's end. */
+static void halos(const net *n, const band_seg *s, const int *cuts, int R, band_rows *rows)
 {
-    int L = s->last - s->first + 1;
-    for (int i = 0; i < L - 1; i++) out[i] = (band_rows){0, 0};
-    out[L] = (band_rows){0, 0};
-    for (int c = s->last; c >= s->first; c--)
-        for (int j = 0; j < n->layers[c].n_in; j++) {
-            int k = slot(s, n->layers[c].in[j]);
-            out[k] = rows_hull(out[k], reads_of(n, c, n->layers[c].in[j], out[c - s->first]));
+    int L = s->last - s->first + 1, W = L + 1;
+    for (int r = 0; r < R; r++) {
+        for (int i = 0; i <= L; i++) rows[r * W + i] = (band_rows){0, 0};
+        rows[r * W + L - 1] = (band_rows){cuts[r], cuts[r + 1]};
+    }
+    for (int c = s->last; c >= s->first; c--) {
+        int ci = c - s->first;
+        if (covered(n, s, c)) {
+            for (int r = 0; r + 1 < R; r++) {
+                band_rows *x = &rows[r * W + ci], next = rows[(r + 1) * W + ci];
+                if (x->b < next.a) x->b = next.a;
+            }
+            rows[ci].a = 0, rows[(R - 1) * W + ci].b = n->layers[c].h;
         }
+        for (int r = 0; r < R; r++)
+            for (int j = 0; j < n->layers[c].n_in; j++) {
+                int k = slot(s, n->layers[c].in[j]);
+                rows[r * W + k] = rows_hull(rows[r * W + k], reads_of(n, c, n->layers[c].in[j], rows[r * W + ci]));
+            }
+    }
 }
 
 int band_geom_init(band_geom *g, const net *n, const band_seg *s, band_policy p, const int *cuts, int R, err *e)
@@ -139,21 +163,23 @@ int band_geom_init(band_geom *g, const net *n, const band_seg *s, band_policy p,
     g->out = err_calloc((size_t)R * L, sizeof(band_rows));
     g->keep = err_calloc((size_t)R * L, sizeof(band_rows));
     g->src_rows = err_calloc((size_t)R, sizeof(band_rows));
+    if (p == BAND_OVERL) {
+        band_rows *rows = err_calloc((size_t)R * (L + 1), sizeof(band_rows));
+        halos(n, s, cuts, R, rows);
+        for (int r = 0; r < R; r++) {
+            memcpy(&g->out[r * L], &rows[r * (L + 1)], (size_t)L * sizeof(band_rows));
+            g->src_rows[r] = rows[r * (L + 1) + L];
+        }
+        free(rows);
+        return 0;
+    }
     int *pre = err_calloc((size_t)L + 1, sizeof(int)), *prev = err_calloc((size_t)L + 1, sizeof(int));
     int *first = err_calloc((size_t)L, sizeof(int));
-    band_rows *rows = err_calloc((size_t)L + 1, sizeof(band_rows));
     for (int r = 0; r < R; r++) {
         band_rows *out = &g->out[r * L];
-        if (p == BAND_OVERL) {
-            rows[L - 1] = (band_rows){cuts[r], cuts[r + 1]};
-            halos(n, s, rows);
-            memcpy(out, rows, (size_t)L * sizeof(band_rows));
-            g->src_rows[r] = rows[L];
-            continue;
-        }
         /* 2PS: cumulative prefixes; this band computes the difference from the last band's */
         pre[L - 1] = cuts[r + 1];
-        prefixes(n, s, pre, first);
+        prefixes(n, s, pre, first, r == R - 1);
         for (int i = 0; i < L; i++) {
             out[i] = (band_rows){prev[i], pre[i] > prev[i] ? pre[i] : prev[i]};
             int lo = r + 1 < R ? first[i] : pre[i];
@@ -168,7 +194,6 @@ int band_geom_init(band_geom *g, const net *n, const band_seg *s, band_policy p,
     free(pre);
     free(prev);
     free(first);
-    free(rows);
     return 0;
 }
 
@@ -179,6 +204,13 @@ void band_geom_free(band_geom *g)
     free(g->keep);
     free(g->src_rows);
     memset(g, 0, sizeof *g);
+}
+
+band_rows band_own(const band_geom *g, const band_seg *s, int r, int layer, int h)
+{
+    int i = layer - s->first, a = r ? g->out[r * g->n_layers + i].a : 0;
+    int b = r + 1 < g->n_bands ? g->out[(r + 1) * g->n_layers + i].a : h;
+    return (band_rows){a, b > a ? b : a};
 }
 
 band_rows band_held(const band_geom *g, const band_seg *s, int r, int layer)
@@ -196,7 +228,7 @@ static int src_prefix(const net *n, const band_seg *s, int o, int *pre)
 {
     int L = s->last - s->first + 1;
     pre[L - 1] = o;
-    prefixes(n, s, pre, NULL);
+    prefixes(n, s, pre, NULL, false);
     return pre[L];
 }
 

@@ -10,6 +10,9 @@
  *          boundary it keeps for the next band (rows already computed that a later band reads).
  * Borders: a band's window may run past row 0 or past the last row; those rows are the layer's
  * true zero padding. Interior band edges are never padded. Rows are [a, b); empty when a >= b.
+ * Cover (band_seg.cover): at a layer with whole-map statistics every row is computed by some band
+ * — 2PS: the last band finishes the map; OverL: a band's rows reach the next band's first row and
+ * the last band's the map's end — and the layers before it compute what that takes.
  * Not done here: bytes, steps or time (see sched.h). */
 #ifndef LRCNN_BAND_H
 #define LRCNN_BAND_H
@@ -26,6 +29,9 @@ typedef struct {
     int first, last; /* layers, inclusive */
     int src;         /* producer of the segment input */
     int stride;      /* rows of src per row of last, along the first-input path */
+    bool cover;      /* every row of a layer that normalizes with whole-map statistics (kind_table:
+                        map_stats, i.e. bn in train mode) is computed by some band, read downstream
+                        or not, so the bands can gather its statistics (set by the plan) */
 } band_seg;
 
 typedef struct {
@@ -56,6 +62,11 @@ void band_input_rows(const net *n, int layer, int j, band_rows r, band_rows *in,
 /* Rows of layer L's output that band r holds while computing: 2PS: received boundary + computed;
  * OverL: computed. For L == src: the rows read from the segment input. */
 band_rows band_held(const band_geom *g, const band_seg *s, int band, int layer);
+
+/* The rows of layer L that band r owns for statistics: a partition of L's h rows over the bands
+ * (all of them with cover), each inside what the band computes: [out_r.a, out_{r+1}.a), from row
+ * 0 for the first band and to row h for the last. */
+band_rows band_own(const band_geom *g, const band_seg *s, int band, int layer, int h);
 
 int band_rows_len(band_rows r);
 

@@ -50,6 +50,7 @@ typedef struct {
     const band_geom *gf, *gb; /* forward and backward geometry (gb is gf unless OverL with fp != bp) */
     int rf, rb, nl;           /* bands forward and backward; layers */
     int fbase, bbase;         /* first forward and first backward phase */
+    bool map_stats;           /* whole-map statistics gathered in passes over the bands (plan_seg_map_stats) */
     bool *emit, *has, *bgin;  /* [band * nl + i], backward: BWD runs / a gradient exists / a boundary gradient arrives */
 } cf_rows;
 
@@ -116,12 +117,13 @@ static int hold_len(const cf *c, const cf_rows *w, const band_geom *g, int r, in
 }
 
 /* Recompute rule of checkpointing: a layer is recomputed when backward keeps its output or
- * auxiliary, or when a recomputed layer or a kept input of the segment reads it. */
-static void cf_need(cf *c, int first, int last)
+ * auxiliary, or when a recomputed layer or a kept input of the segment reads it. map_stats: the
+ * segment gathers whole-map statistics in passes, so a bn's statistics are no reason. */
+static void cf_need(cf *c, int first, int last, bool map_stats)
 {
     for (int L = last; L >= first; L--) {
         const kind_traits *k = kind_of(&c->n->layers[L]);
-        bool nd = k->keeps_y || k->aux_rebuilt;
+        bool nd = k->keeps_y || (k->aux_rebuilt && !(map_stats && k->map_stats));
         for (int j = c->cs[L]; j < c->cs[L + 1]; j++) {
             int x = c->cl[j];
             if (x <= last && (c->need[x] || kind_of(&c->n->layers[x])->keeps_x)) nd = true;
@@ -268,25 +270,46 @@ static void full_layer(cf *c, int L)
 /* Band-level buffers of row segment k: band activations and gradients, boundaries, boundary
  * gradients, auxiliaries and workspaces; whole-map gradients of the segment output and input get
  * their band reads and writes in c->grad. */
+/* A segment's whole-map statistics (sched: rows.c): per bn, its mean and inverse std from the
+ * forward's passes to band 0's backward of the layer, and its gradient sums from the backward's
+ * first pass to the same; the forward's sums live inside the passes, which never set the peak. */
+static void map_stats_buffers(cf *c, const cf_rows *w)
+{
+    for (int L = w->bs->first; L <= w->bs->last; L++) {
+        if (!kind_of(&c->n->layers[L])->map_stats) continue;
+        int64_t ch = c->n->layers[L].c;
+        live(c, MEM_ACT, kind_aux_bytes(c->n, L, 0, (int)c->batch), sp(w->fbase, ph_rb(w, 0, L, PH_B)));
+        live(c, MEM_ACT, 16 * ch, sp(w->bbase, ph_rb(w, 0, L, PH_B)));
+    }
+}
+
 static void rows_layers(cf *c, int k, span *gsp, int *owner)
 {
     const net *n = c->n;
     cf_rows *w = &c->rows[k];
     int a = w->bs->first, b = w->bs->last, nl = w->nl, src = w->bs->src;
-    bool tps = c->p->segs[k].policy == BAND_2PS;
+    bool tps = c->p->segs[k].policy == BAND_2PS, ms = w->map_stats;
     const band_geom *gf = w->gf, *gb = w->gb;
+    int end = w->bbase + 5 * w->rb * nl - 1; /* the segment's last backward phase */
+    if (ms) { /* and the passes before the last read the output's gradient again: kept to the end */
+        map_stats_buffers(c, w);
+        span_add(&c->grad[c->tid[b]], end);
+    }
     for (int r = 0; r < w->rf; r++)
         for (int L = a; L <= b; L++) {
             const net_layer *l = &n->layers[L];
             int i = L - a, o = out_len(gf, r, i);
             if (o) {
                 live(c, MEM_WORKSPACE, sched_cfg_workspace(c->cfg, n, L, o, false), sp(ph_rf(w, r, L, PH_F), ph_rf(w, r, L, PH_F)));
-                if (kind_of(l)->aux && !kind_of(l)->aux_optional) /* written by the forward, rebuilt for backward */
+                bool own_stats = !(ms && kind_of(l)->map_stats); /* else the segment's (map_stats_buffers) */
+                if (kind_of(l)->aux && !kind_of(l)->aux_optional && own_stats) /* written by the forward, rebuilt for backward */
                     live(c, MEM_ACT, kind_aux_bytes(n, L, o, (int)c->batch), sp(ph_rf(w, r, L, PH_F), ph_rf(w, r, L, PH_F)));
             }
-            if (tps && r + 1 < w->rf && keep_len(gf, r, i)) /* boundary rows for band r + 1, kept for its recompute */
+            /* boundary rows for band r + 1, kept for its recompute; with statistics passes every
+             * pass before the last holds them all beside one band's buffers, so until the end */
+            if (tps && r + 1 < w->rf && keep_len(gf, r, i))
                 live(c, MEM_BOUNDARY, cf_row(c, L) * keep_len(gf, r, i),
-                     sp(ph_rf(w, r, L, PH_COUT), c->need[L] ? ph_rr(w, r + 1, L, PH_RCIN) : ph_rf(w, r + 1, L, PH_CIN)));
+                     sp(ph_rf(w, r, L, PH_COUT), !c->need[L] ? ph_rf(w, r + 1, L, PH_CIN) : ms ? end : ph_rr(w, r + 1, L, PH_RCIN)));
             if (L == b || (l->inplace && l->in[0] >= a)) continue;
             span t = span_none(); /* band activation of L and the in-place relus on it (not b: `out`) */
             for (int m = L; m >= 0 && m < b; m = n->layers[m].inplace_by) {
@@ -311,7 +334,8 @@ static void rows_layers(cf *c, int k, span *gsp, int *owner)
             if (!c->need[L]) continue;
             if (o) {
                 live(c, MEM_WORKSPACE, sched_cfg_workspace(c->cfg, n, L, o, false), sp(RF, RF));
-                int64_t aux = kind_of(l)->aux_rebuilt ? kind_aux_bytes(n, L, o, (int)c->batch) : 0;
+                bool rebuilt = kind_of(l)->aux_rebuilt && !(ms && kind_of(l)->map_stats);
+                int64_t aux = rebuilt ? kind_aux_bytes(n, L, o, (int)c->batch) : 0;
                 live(c, MEM_ACT, aux, sp(RF, emit[i] ? B : RF));
             }
             if (l->inplace && l->in[0] >= a) continue;
@@ -363,7 +387,8 @@ static void rows_init(cf *c, int k)
     cf_rows *w = &c->rows[k];
     w->bs = &s->band, w->gf = s->fwd, w->gb = s->bwd;
     w->rf = s->fp, w->rb = s->bwd->n_bands, w->nl = s->last - s->first + 1;
-    cf_need(c, s->first, s->last);
+    w->map_stats = plan_seg_map_stats(c->p, c->n, k);
+    cf_need(c, s->first, s->last, w->map_stats);
     /* backward band r runs layer L when it owns output rows of L and L has a gradient: L is the
      * segment output, or a consumer's backward ran in the band, or a boundary gradient arrived */
     int nl = w->nl, a = s->first, b = s->last;
@@ -423,7 +448,7 @@ static void cf_phases(cf *c)
             ph += 3 * c->rows[i].rf * c->rows[i].nl;
             continue;
         }
-        if (s->mode == PLAN_CKPT) cf_need(c, s->first, s->last);
+        if (s->mode == PLAN_CKPT) cf_need(c, s->first, s->last, false);
         for (int L = s->first; L <= s->last; L++) c->fph[L] = ph++;
     }
     for (int i = p->n_seg - 1; i >= 0; i--) {

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/kind.h"
+
 const char *const plan_presets[] = {"layer", "ckpt-sqrt", "ckpt:K", "vdnn-all", "vdnn-conv", "2ps:R", "overl:R",
                                     "2ps-h[:R]", "overl-h[:R]", NULL};
 
@@ -202,7 +204,7 @@ static int seg_geometry(plan_seg *s, const net *n, const band_seg *bs, err *e)
 
 static int validate(plan *p, const net *n, err *e)
 {
-    bool rows_bn = false;
+    if (p->bn == PLAN_BN_AUTO) p->bn = PLAN_BN_TRAIN; /* exact everywhere; per-band only when asked */
     for (int i = 0; i < p->n_seg; i++) {
         plan_seg *s = &p->segs[i];
         const char *where = p->text;
@@ -216,6 +218,7 @@ static int validate(plan *p, const net *n, err *e)
         if (s->mode != PLAN_ROWS) continue;
         band_seg bs;
         if (band_seg_init(&bs, n, s->first, s->last, e)) return err_wrap(e, "plan '%s'", where);
+        bs.cover = p->bn == PLAN_BN_TRAIN; /* statistics gathered over the bands need every row */
         int h = n->layers[s->last].h;
         if (s->fp > h || s->bp > h)
             return err_set(e, "plan '%s': %d bands but '%s' has only %d rows at %dx%d input (at most %d bands)", where,
@@ -224,13 +227,25 @@ static int validate(plan *p, const net *n, err *e)
             return err_set(e, "plan '%s': 2PS keeps each forward band's boundaries for its backward, so fp (%d) and bp (%d) "
                               "must be equal; use overl for distinct granularity", where, s->fp, s->bp);
         if (seg_geometry(s, n, &bs, e)) return err_wrap(e, "plan '%s'", where);
-        for (int l = s->first; l <= s->last; l++) rows_bn |= n->layers[l].kind == NET_BN;
     }
-    if (p->bn == PLAN_BN_AUTO) p->bn = rows_bn ? PLAN_BN_PERBAND : PLAN_BN_TRAIN;
-    if (p->bn == PLAN_BN_TRAIN && rows_bn)
-        return err_set(e, "plan '%s': bn=train needs whole-batch statistics, which a band cannot see; use bn=frozen "
-                          "(exact) or bn=per-band (approximate)", p->text);
     return 0;
+}
+
+bool plan_seg_map_stats(const plan *p, const net *n, int i)
+{
+    const plan_seg *s = &p->segs[i];
+    if (s->mode != PLAN_ROWS || p->bn != PLAN_BN_TRAIN) return false;
+    for (int L = s->first; L <= s->last; L++)
+        if (kind_table[n->layers[L].kind].map_stats) return true;
+    return false;
+}
+
+bool plan_bn_approximate(const plan *p, const net *n)
+{
+    for (int i = 0; i < p->n_seg && p->bn == PLAN_BN_PERBAND; i++)
+        for (int L = p->segs[i].first; p->segs[i].mode == PLAN_ROWS && L <= p->segs[i].last; L++)
+            if (kind_table[n->layers[L].kind].map_stats) return true;
+    return false;
 }
 
 int plan_parse(plan *p, const net *n, const char *text, err *e)
@@ -243,10 +258,10 @@ int plan_parse(plan *p, const net *n, const char *text, err *e)
     char *bn = strstr(buf, " bn=");
     if (bn) {
         *bn = 0;
-        int found = -1;
+        int found = strcmp(bn + 4, "exact") ? -1 : PLAN_BN_TRAIN; /* exact: a synonym of train */
         for (int b = 0; b < 4; b++)
             if (!strcmp(bn + 4, bn_names[b])) found = b;
-        if (found < 0) return err_set(e, "plan '%s': bn=%s is not one of auto train frozen per-band", text, bn + 4);
+        if (found < 0) return err_set(e, "plan '%s': bn=%s is not one of auto train exact frozen per-band", text, bn + 4);
         p->bn = (plan_bn)found;
     }
     int rc;

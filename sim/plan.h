@@ -16,10 +16,11 @@
 
 typedef enum { PLAN_LAYER, PLAN_CKPT, PLAN_OFFLOAD, PLAN_ROWS } plan_mode;
 typedef enum { PLAN_OFFLOAD_ALL, PLAN_OFFLOAD_CONV } plan_offload;
-/* BatchNorm: train = batch statistics (not allowed inside row segments); frozen = running
- * statistics everywhere (exact under rows); per-band = batch statistics of each band inside row
- * segments (the authors' approximation), train elsewhere; auto = per-band if some row segment
- * holds a bn, else train. */
+/* BatchNorm: train = batch statistics over the whole batch and map, as PyTorch in train mode —
+ * inside a row segment gathered exactly by extra passes over its bands (`exact` is a synonym);
+ * frozen = running statistics everywhere; per-band = each band normalizes with its own rows'
+ * statistics inside row segments (the LR-CNN prototype's approximation: gradients differ), train
+ * elsewhere; auto (the default) = train: an approximation is never chosen silently. */
 typedef enum { PLAN_BN_AUTO, PLAN_BN_TRAIN, PLAN_BN_FROZEN, PLAN_BN_PERBAND } plan_bn;
 
 #define PLAN_MAX_BANDS 4096
@@ -55,6 +56,11 @@ void plan_free(plan *p);
 void plan_describe(const plan *p, const net *n, char *buf, size_t len);
 
 const char *plan_bn_name(plan_bn b);
+/* Segment i is a row segment holding a layer with whole-map statistics in train mode: the
+ * lowering adds statistics passes over its bands. */
+bool plan_seg_map_stats(const plan *p, const net *n, int i);
+/* The plan approximates BatchNorm (per-band statistics in some row segment): say so to the user. */
+bool plan_bn_approximate(const plan *p, const net *n);
 const char *plan_mode_name(plan_mode m);
 
 /* The plan's family, from its segments: "layer", "ckpt", "vdnn" (offload), "2ps" or "overl" (one

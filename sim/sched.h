@@ -31,7 +31,9 @@ const char *mem_cat_name(mem_cat c);
 
 typedef enum {
     BUF_INPUT, BUF_LABEL, BUF_ACT, BUF_GRAD, BUF_IDX, BUF_STAT, BUF_PROB, BUF_BOUND, BUF_BGRAD, BUF_WS,
-    BUF_PARAM, BUF_PGRAD, BUF_OPT, BUF_RUNSTAT, BUF_NKIND
+    BUF_PARAM, BUF_PGRAD, BUF_OPT, BUF_RUNSTAT,
+    BUF_SUMS, /* per-channel sums (fp64) gathered over a row segment's bands for whole-map statistics */
+    BUF_NKIND
 } buf_kind;
 
 typedef struct {
@@ -46,8 +48,16 @@ typedef struct {
     bool offload;     /* moved to host between forward and backward */
 } sched_buf;
 
-/* LOAD: the batch arrives (image into y, labels into aux). */
-typedef enum { SCHED_ALLOC, SCHED_FREE, SCHED_FWD, SCHED_BWD, SCHED_COPY, SCHED_OFFLOAD, SCHED_PREFETCH, SCHED_UPDATE, SCHED_LOAD } sched_op;
+/* LOAD: the batch arrives (image into y, labels into aux).
+ * STATS: adds a band's rows to the sums of a layer with whole-map statistics (bn in train mode in a
+ * row segment): forward (dy < 0) the sum and sum of squares of its input x[0] over rows; backward
+ * the sum of its output gradient dy and of dy times the normalized input, from x[0] and the
+ * statistics in aux. STATS_END turns the forward sums into the statistics (aux: mean and inverse
+ * std) and updates the running ones (dw). */
+typedef enum {
+    SCHED_ALLOC, SCHED_FREE, SCHED_FWD, SCHED_BWD, SCHED_COPY, SCHED_OFFLOAD, SCHED_PREFETCH, SCHED_UPDATE, SCHED_LOAD,
+    SCHED_STATS, SCHED_STATS_END
+} sched_op;
 
 const char *sched_op_name(sched_op op);
 
@@ -56,7 +66,8 @@ typedef struct {
     int layer, band;     /* -1 where not applicable */
     int seg;             /* plan segment */
     band_rows rows;      /* FWD: output rows computed; BWD: output-gradient rows used; COPY: rows copied */
-    bool recompute;      /* FWD executed again in the backward pass (ckpt, rows) */
+    bool recompute;      /* FWD whose output is not the forward pass's own: recomputation in backward
+                            (ckpt, rows) or a statistics pass */
     int x[NET_MAX_IN];   /* FWD and BWD: input activations (BWD: only those autograd keeps; else -1) */
     int y;               /* FWD: output (== x[0] for an in-place relu); BWD: kept output (relu) */
     int aux;             /* pool argmax, bn statistics, loss probabilities */
@@ -67,6 +78,13 @@ typedef struct {
     bool dx_acc[NET_MAX_IN];
     int src, dst;        /* COPY: rows from src to dst */
     bool acc;            /* COPY: add instead of overwrite */
+    /* Whole-map statistics in a row segment (bn, train mode): FWD normalizes with the statistics in
+     * aux rather than its rows' own; BWD takes the whole map's gradient sums from `sums` and
+     * subtracts their mean terms on rows `own` only (the rows this band owns of a partition of the
+     * map: where bands overlap each adds its share once); STATS adds to `sums`. */
+    bool map_stats;
+    int sums;
+    band_rows own;
     int buf;             /* ALLOC, FREE, OFFLOAD, PREFETCH */
     double flops;
     double bytes_moved;  /* memory traffic estimate (time model) */
@@ -109,6 +127,10 @@ void sched_walk(const sched *s, sched_visit visit, void *ctx);
 /* Device bytes per category after each step: out[step * MEM_NCAT + cat] (MEM_HOST: bytes on the
  * host), for memory-timeline figures. */
 void sched_bytes_by_category(const sched *s, int64_t *out);
+
+/* The buffers step t uses, into out (at most SCHED_MAX_USES); returns how many. */
+#define SCHED_MAX_USES 16
+int sched_step_uses(const sched_step *t, int *out);
 
 /* "conv1_1.y[b2 0:42]" style name of a buffer. */
 void sched_buf_name(const sched *s, const net *n, int buf, char *out, size_t len);

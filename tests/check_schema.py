@@ -26,7 +26,7 @@ ROOT_ATTRS = {"schema_version": I32, "git_commit": STR, "date": STR, "host": STR
 RUN_ATTRS = {"kind": STR, "net": STR, "net_path": STR, "image_h": I32, "image_w": I32, "batch": I32,
              "plan": STR, "plan_resolved": STR, "optimizer": STR, "bn": STR, "device": STR,
              "fp_bands": I32, "bp_bands": I32, "n_steps": I32, "flops": F64, "time_us": F64,
-             "plan_family": STR, "plan_preset": STR, "plan_count": I32}
+             "plan_family": STR, "plan_preset": STR, "plan_count": I32, "bn_exact": I32}
 PLAN_FAMILIES = ("layer", "ckpt", "vdnn", "2ps", "overl", "hybrid")
 PRED_ATTRS = {"peak": I64, "peak_step": I32}
 PRED_DSETS = ("at_peak", "max")

@@ -46,7 +46,17 @@ expect_fail "2PS over an fc" "needs whole feature maps" -- sim --net vgg16 --pla
 expect_fail "2PS fp != bp" "fp (2) and bp (4) must be equal" -- sim --net vgg16 --plan 'rows(2ps,fp=2,bp=4)@conv1_1..pool2'
 expect_fail "segment starting at an in-place relu" "overwrites 'conv1_1' in place" -- sim --net vgg16 --plan 'rows(2ps,3)@relu1_1..pool2'
 expect_fail "segment inside a block" "more than one tensor crosses" -- sim --net resnet50 --plan 'ckpt@layer1.0.conv2..layer1.0.add'
-expect_fail "bn=train in rows" "bn=train needs whole-batch statistics" -- sim --net resnet50 --plan 2ps:4 --bn train
+expect_fail "segment ending before an in-place relu" "the next layer overwrites its output in place" -- sim --net vgg16 --plan 'rows(2ps,2)@conv1_1..conv1_1'
+expect_fail "segment starting at an in-place relu" "which overwrites 'conv1_2' in place" -- sim --net vgg16 --plan 'ckpt@conv1_1..relu1_1; ckpt@relu1_2..pool1'
+expect_ok "bn=train in a row segment (exact: statistics passes)" -- sim --net resnet-small --plan 2ps:4 --bn train
+[ ! -s "$tmp/err" ] && ok "bn=train: no warning" || bad "bn=train: stderr not empty"
+expect_ok "bn=exact is bn=train" -- sim --net resnet-small --plan 2ps:4 --bn exact
+grep -q "bn=train" "$tmp/out" && ok "bn=exact resolves to train" || bad "bn=exact does not resolve to train"
+expect_ok "default bn in a row segment" -- sim --net resnet-small --plan 2ps:4
+grep -q "bn=train" "$tmp/out" && [ ! -s "$tmp/err" ] && ok "bn defaults to train (exact), silently" || bad "default bn is not train"
+expect_ok "bn=per-band" -- sim --net resnet-small --plan 2ps:4,overl:4 --bn per-band -o "$tmp/pb.h5"
+[ "$(grep -c "warning: bn=per-band" "$tmp/err")" -eq 1 ] && ok "bn=per-band: one warning line" || bad "bn=per-band warning: $(cat "$tmp/err")"
+"$python" -c "import h5py,sys; r=h5py.File('$tmp/pb.h5')['runs/00000']; sys.exit(0 if r.attrs['bn']=='per-band' and r.attrs['bn_exact']==0 else 1)" && ok "per-band recorded: bn, bn_exact = 0" || bad "per-band not recorded in the file"
 expect_fail "unknown net" "unknown net 'nosuchnet'" -- sim --net nosuchnet
 printf 'input data c=3 h=32 w=32\nconv c1 c=8 k=3 kernel=3\ngap g\nfc f c=2\nloss l\n' >"$tmp/bad.net"
 expect_fail "malformed net file" "bad.net:2: unknown key 'kernel'" -- sim --net "$tmp/bad.net" -o "$o"; no_file "$o" "malformed net"

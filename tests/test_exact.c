@@ -11,9 +11,12 @@
  * cases may only tie: VGG-16 at batch 1 peaks in its fc layers, whose weights, gradients and
  * momentum (1.6 GB) no activation strategy touches; kernels.net peaks in conv3's backward, inside
  * the tail that checkpoint_sequential runs as `layer`, holding the same tensors either way.
- * Usage: test_exact small            every preset and every band count 1..H on the test nets
- *        test_exact NET IMAGE        VGG-16 / ResNet-50 size: layer, checkpoint, offload, rows
- *        test_exact NET BN PLAN...   ad hoc (BN: train, frozen, per-band or -) */
+ * BatchNorm in train mode inside row segments is exact too: the bands gather whole-map statistics in
+ * extra passes (sim/rows.h), on ResNet-small at 32 and 35 rows for every band count, on bn-cover.net
+ * (rows of each bn's map that nothing downstream reads) and on ResNet-50.
+ * Usage: test_exact small             every preset and every band count 1..H on the test nets
+ *        test_exact NET IMAGE [BN]    VGG-16 / ResNet-50 size: layer, checkpoint, offload, rows
+ *        test_exact NET BN PLAN...    ad hoc (BN: train, frozen, per-band or -) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,35 +140,57 @@ static void check_small_at(const char *name, int image, const char *bn)
 
 static void check_small(const char *name, const char *bn) { check_small_at(name, 0, bn); }
 
+/* Row plans over a custom segment of every policy and band count (net bn-cover: bns whose rows are
+ * partly unread downstream). */
+static void check_cover(const char *bn)
+{
+    char text[16][64];
+    char *plans[16];
+    int np = 0;
+    for (int r = 1; r <= 4; r++) {
+        snprintf(text[np], sizeof text[np], "rows(2ps,%d)@c1..r3", r), plans[np] = text[np], np++;
+        snprintf(text[np], sizeof text[np], "rows(overl,%d)@c1..r3", r), plans[np] = text[np], np++;
+        snprintf(text[np], sizeof text[np], "rows(overl,fp=%d,bp=%d)@c1..r3", r, 5 - r), plans[np] = text[np], np++;
+    }
+    check_net("bn-cover", 0, 4, bn, plans, np);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc >= 4) {
-        check_net(argv[1], 0, 2, strcmp(argv[2], "-") ? argv[2] : NULL, argv + 3, argc - 3);
-    } else if (argc == 3) {
-        /* full-size nets, batch 1: checkpoint (preset and a custom cut after the first stage),
-         * offload, and rows with 2, 3 and 7 bands, the hybrids and an uneven custom split */
-        bool vgg = !strcmp(argv[1], "vgg16");
-        char *plans[] = {"ckpt-sqrt", vgg ? "ckpt@conv1_1..pool2" : "ckpt@conv1..layer1.2.relu3", "vdnn-conv",
-                         "2ps:2", "2ps:3", "2ps:7", "overl:2", "overl:3", "overl:7", "2ps-h", "overl-h",
-                         vgg ? "rows(2ps,3,cuts=3/20)@conv1_1..pool3" : "rows(overl,3,cuts=5/40)@conv1..layer1.2.relu3"};
-        require_lower = !vgg;
-        if (!require_lower) printf("vgg16 at batch 1 peaks in fc6/fc7 (weights, gradients, momentum): checkpointing may only tie\n");
-        check_net(argv[1], atoi(argv[2]), 1, vgg ? NULL : "frozen", plans, sizeof plans / sizeof *plans);
-    } else if (argc == 2 && !strcmp(argv[1], "small")) {
+    bool sized = argc >= 3 && argv[2][0] >= '0' && argv[2][0] <= '9';
+    if (argc == 2 && !strcmp(argv[1], "small")) {
         check_small("vgg-small", NULL);
         check_small("resnet-small", "frozen");
-        require_lower = false; /* kernels.net: see the header */
-    check_small("kernels", NULL);
-    require_lower = true;
+        check_small("resnet-small", "train"); /* whole-map statistics gathered over the bands */
+        require_lower = false;                /* kernels.net: see the header */
+        check_small("kernels", NULL);
+        require_lower = true;
         check_small_at("vgg-small", 37, NULL); /* odd heights: every band count again */
         check_small_at("resnet-small", 35, "frozen");
+        check_small_at("resnet-small", 35, "train");
         char *uneven[] = {"rows(2ps,3,cuts=1/7)@conv1_1..pool2", "rows(overl,3,cuts=6/7)@conv1_1..pool2",
                           "rows(overl,fp=2,bp=5)@conv1_1..pool2", "rows(2ps,2)@conv1_1..relu1_2; ckpt@pool1..pool2"};
         check_net("vgg-small", 0, 16, NULL, uneven, 4);
-        char *train_bn[] = {"ckpt-sqrt", "ckpt:3", "vdnn-all"};
-        check_net("resnet-small", 0, 16, "train", train_bn, 3);
+        char *train_bn[] = {"ckpt-sqrt", "ckpt:3", "vdnn-all", "rows(overl,fp=2,bp=4)@conv1..layer1.0.relu3"};
+        check_net("resnet-small", 0, 16, "train", train_bn, 4);
+        check_cover("train");
+    } else if (sized && argc <= 4) {
+        /* full-size nets, batch 1: checkpoint (preset and a custom cut after the first stage),
+         * offload, and rows with 2, 3 and 7 bands, the hybrids and an uneven custom split; BN
+         * frozen by default on ResNet-50 (train: the statistics passes, on fewer plans) */
+        bool vgg = !strcmp(argv[1], "vgg16"), train = argc == 4 && !strcmp(argv[3], "train");
+        char *plans[] = {"ckpt-sqrt", vgg ? "ckpt@conv1_1..pool2" : "ckpt@conv1..layer1.2.relu3", "vdnn-conv",
+                         "2ps:2", "2ps:3", "2ps:7", "overl:2", "overl:3", "overl:7", "2ps-h", "overl-h",
+                         vgg ? "rows(2ps,3,cuts=3/20)@conv1_1..pool3" : "rows(overl,3,cuts=5/40)@conv1..layer1.2.relu3"};
+        char *train_plans[] = {"2ps:3", "overl:2", "rows(overl,fp=2,bp=3)@conv1..layer1.2.relu3"};
+        require_lower = !vgg;
+        if (!require_lower) printf("vgg16 at batch 1 peaks in fc6/fc7 (weights, gradients, momentum): checkpointing may only tie\n");
+        if (train) check_net(argv[1], atoi(argv[2]), 1, "train", train_plans, sizeof train_plans / sizeof *train_plans);
+        else check_net(argv[1], atoi(argv[2]), 1, argc == 4 ? argv[3] : vgg ? NULL : "frozen", plans, sizeof plans / sizeof *plans);
+    } else if (argc >= 4) {
+        check_net(argv[1], 0, 2, strcmp(argv[2], "-") ? argv[2] : NULL, argv + 3, argc - 3);
     } else {
-        fprintf(stderr, "usage: test_exact small | NET IMAGE | NET BN PLAN...\n");
+        fprintf(stderr, "usage: test_exact small | NET IMAGE [BN] | NET BN PLAN...\n");
         return 2;
     }
     printf("%s\n", failures ? "FAILED" : "all plans exact");

@@ -312,6 +312,115 @@ extern "C" void k_bn_frozen_bwd(cudaStream_t st, kview x, kview dx, kview dy, in
     bn_frozen_bwd<<<dy.c, T, 0, st>>>(x, dx, dy, a, b, gamma, stats, dw);
 }
 
+// Whole-map statistics gathered over bands (ops.h: OPS_BN_MAP, ops_stats). One block per channel,
+// fp64 sums reduced in shared memory in a fixed order, so results do not depend on thread timing.
+
+// Block reduction of two doubles; thread 0 gets the totals.
+__device__ static void reduce2(double *s1, double *s2, double l1, double l2)
+{
+    s1[threadIdx.x] = l1, s2[threadIdx.x] = l2;
+    __syncthreads();
+    for (int h = blockDim.x / 2; h > 0; h /= 2) {
+        if (threadIdx.x < h) s1[threadIdx.x] += s1[threadIdx.x + h], s2[threadIdx.x] += s2[threadIdx.x + h];
+        __syncthreads();
+    }
+}
+
+// y rows [a, b) = (x - mean) * invstd * gamma + beta with the given statistics.
+__global__ static void bn_map_fwd(kview x, kview y, int a, int b, const float *w, const float *stats)
+{
+    int64_t len = (int64_t)(b - a) * y.w, n_all = (int64_t)y.n * y.c * len;
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_all) return;
+    int col = (int)(i % y.w), r = a + (int)((i / y.w) % (b - a)), ch = (int)((i / len) % y.c), n = (int)(i / (len * y.c));
+    float xv = at(x, n, ch, r)[col];
+    at(y, n, ch, r)[col] = (xv - stats[ch]) * stats[y.c + ch] * w[ch] + w[y.c + ch];
+}
+
+extern "C" void k_bn_map_fwd(cudaStream_t st, kview x, kview y, int a, int b, const float *w, const float *stats)
+{
+    int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
+    if (n) bn_map_fwd<<<blocks(n), T, 0, st>>>(x, y, a, b, w, stats);
+}
+
+// dx (+)= gamma * invstd * (dy - [row owned] (S1 + xhat * S2) / count) with the whole map's sums;
+// dgamma, dbeta += this call's own sums (dw may be NULL; dx.p NULL: none wanted).
+__global__ static void bn_map_bwd(kview x, kview dx, kview dy, int a, int b, int own_a, int own_b, const float *gamma,
+                                  const float *stats, const double *sums, double count, float *dw)
+{
+    __shared__ double s1[T], s2[T];
+    int ch = blockIdx.x, C = dy.c;
+    int64_t len = (int64_t)(b - a) * dy.w, M = (int64_t)dy.n * len;
+    float mean = stats[ch], invstd = stats[C + ch], k = gamma[ch] * invstd;
+    float mdy = (float)(sums[ch] / count), mdyx = (float)(sums[C + ch] / count);
+    double l1 = 0.0, l2 = 0.0;
+    for (int64_t i = threadIdx.x; i < M; i += blockDim.x) {
+        int n = (int)(i / len), r = a + (int)((i % len) / dy.w), col = (int)(i % dy.w);
+        float g = at(dy, n, ch, r)[col], xhat = (at(x, n, ch, r)[col] - mean) * invstd;
+        if (dw) l1 += g, l2 += g * xhat;
+        if (dx.p) at(dx, n, ch, r)[col] += k * (r >= own_a && r < own_b ? g - mdy - xhat * mdyx : g);
+    }
+    if (!dw) return;
+    reduce2(s1, s2, l1, l2);
+    if (threadIdx.x == 0) dw[ch] += (float)s2[0], dw[C + ch] += (float)s1[0];
+}
+
+extern "C" void k_bn_map_bwd(cudaStream_t st, kview x, kview dx, kview dy, int a, int b, int own_a, int own_b, const float *gamma,
+                             const float *stats, const double *sums, int64_t count, float *dw)
+{
+    bn_map_bwd<<<dy.c, T, 0, st>>>(x, dx, dy, a, b, own_a, own_b, gamma, stats, sums, (double)count, dw);
+}
+
+// sums += (sum x, sum x^2) over rows [a, b), or with dy (sum dy, sum dy * xhat).
+__global__ static void bn_sums(kview x, kview dy, int a, int b, const float *stats, double *sums)
+{
+    __shared__ double s1[T], s2[T];
+    int ch = blockIdx.x, C = x.c;
+    int64_t len = (int64_t)(b - a) * x.w, M = (int64_t)x.n * len;
+    double l1 = 0.0, l2 = 0.0;
+    for (int64_t i = threadIdx.x; i < M; i += blockDim.x) {
+        int n = (int)(i / len), r = a + (int)((i % len) / x.w), col = (int)(i % x.w);
+        float xv = at(x, n, ch, r)[col];
+        if (dy.p) {
+            float g = at(dy, n, ch, r)[col];
+            l1 += g, l2 += g * ((xv - stats[ch]) * stats[C + ch]);
+        } else {
+            l1 += xv, l2 += (double)xv * xv;
+        }
+    }
+    reduce2(s1, s2, l1, l2);
+    if (threadIdx.x == 0) sums[ch] += s1[0], sums[C + ch] += s2[0];
+}
+
+extern "C" void k_bn_sums(cudaStream_t st, kview x, kview dy, int a, int b, const float *stats, double *sums)
+{
+    bn_sums<<<x.c, T, 0, st>>>(x, dy, a, b, stats, sums);
+}
+
+// stats = (mean, 1 / sqrt(var + eps)) from the sums; running statistics toward them (unbiased var).
+__global__ static void bn_sums_end(const double *sums, float *stats, float *running, int c, double count, float eps, float mom,
+                                   bool update)
+{
+    int ch = blockIdx.x * blockDim.x + threadIdx.x;
+    if (ch >= c) return;
+    double mu = sums[ch] / count, var = sums[c + ch] / count - mu * mu;
+    if (var < 0) var = 0;
+    float mean = (float)mu;
+    stats[ch] = mean;
+    stats[c + ch] = (float)(1.0 / sqrt(var + (double)eps));
+    if (update) {
+        double unbiased = count > 1 ? var * count / (count - 1) : var;
+        running[ch] = (1.0f - mom) * running[ch] + mom * mean;
+        running[c + ch] = (1.0f - mom) * running[c + ch] + mom * (float)unbiased;
+    }
+}
+
+extern "C" void k_bn_sums_end(cudaStream_t st, const double *sums, float *stats, float *running, int c, int64_t count, float eps,
+                              float momentum, bool update)
+{
+    bn_sums_end<<<blocks(c), T, 0, st>>>(sums, stats, running, c, (double)count, eps, momentum, update);
+}
+
 // One thread per image (K is at most a few thousand classes); then thread 0 of a second kernel
 // averages, in image order.
 __global__ static void loss_fwd(kview x, const int64_t *labels, float *probs, double *per_image)

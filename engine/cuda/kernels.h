@@ -42,6 +42,17 @@ void k_bn_frozen_bwd(cudaStream_t st, kview x, kview dx, kview dy, int a, int b,
                      float *dw);
 /* frozen batch norm forward's statistics: stats = running mean, 1 / sqrt(running var + eps) */
 void k_bn_frozen_stats(cudaStream_t st, const float *running, float *stats, int c, float eps);
+/* batch norm with whole-map statistics gathered over bands (ops.h OPS_BN_MAP): forward with the
+ * given statistics; backward with the map's gradient sums (count values per channel), the mean
+ * terms on rows [own_a, own_b) only, dgamma/dbeta += this call's sums (dw may be NULL, dx.p too) */
+void k_bn_map_fwd(cudaStream_t st, kview x, kview y, int a, int b, const float *w, const float *stats);
+void k_bn_map_bwd(cudaStream_t st, kview x, kview dx, kview dy, int a, int b, int own_a, int own_b, const float *gamma,
+                  const float *stats, const double *sums, int64_t count, float *dw);
+/* sums += per channel (sum x, sum x^2) over rows [a, b), or with dy.p (sum dy, sum dy * xhat) */
+void k_bn_sums(cudaStream_t st, kview x, kview dy, int a, int b, const float *stats, double *sums);
+/* stats from the sums; running statistics moved toward them when update */
+void k_bn_sums_end(cudaStream_t st, const double *sums, float *stats, float *running, int c, int64_t count, float eps,
+                   float momentum, bool update);
 /* fully connected bias gradient: db[o] += sum over n of dy[n * out + o], in image order */
 void k_fc_bias_grad(cudaStream_t st, const float *dy, int n, int out, float *db);
 /* softmax + cross-entropy over K = c*h*w logits per image; loss_dev receives the batch mean,

@@ -2,6 +2,7 @@
  * on a second stream. A CUDA, cuDNN or cuBLAS error inside a step is fatal (message, exit 1): the
  * executor has no way to resume half an iteration. */
 #include "engine/cuda/ops_cuda.h"
+#include "sim/kind.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -410,6 +411,10 @@ static void bn_forward(const ops_call *c)
     const net_layer *l = c->l;
     const ten *x = &c->x[0], *y = &c->y;
     int C = x->c;
+    if (c->bn == OPS_BN_MAP) { /* the whole map's statistics, gathered over the bands */
+        k_bn_map_fwd(g.compute, kv(x), kv(y), c->a, c->b, c->w, c->stats);
+        return;
+    }
     cudnnTensorDescriptor_t xd = rows_desc(x, c->a, c->b), yd = rows_desc(y, c->a, c->b), pd = packed_desc(1, C, 1, 1);
     if (c->bn == OPS_BN_TRAIN) {
         DNN(cudnnBatchNormalizationForwardTraining(g.dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, row_ptr(x, c->a), yd, row_ptr(y, c->a),
@@ -429,6 +434,12 @@ static void bn_backward(const ops_call *c)
     const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy;
     int C = dy->c;
     dx_begin(c, 0);
+    if (c->bn == OPS_BN_MAP) {
+        ten none = {0};
+        k_bn_map_bwd(g.compute, kv(x), kv(dx->p ? dx : &none), kv(dy), c->a, c->b, c->own_a, c->own_b, c->w, c->stats, c->sums,
+                     c->count, c->dw);
+        return;
+    }
     if (c->bn == OPS_BN_FROZEN || !dx->p) {
         ten none = {0};
         k_bn_frozen_bwd(g.compute, kv(x), kv(dx->p ? dx : &none), kv(dy), c->a, c->b, c->w, c->stats, c->dw);
@@ -540,7 +551,21 @@ static void cuda_backward(const ops_call *c)
     }
 }
 
-static const ops_table cuda_table = {.backend = "cuda", .forward = cuda_forward, .backward = cuda_backward, .mem = &cuda_mem, .ws = &cuda_ws,
+/* Whole-map statistics gathered band by band (ops.h: ops_stats); bn only. */
+static void cuda_stats(const ops_call *c, ops_stats what)
+{
+    const net_layer *l = c->l;
+    CHECK(kind_of(l)->map_stats && c->sums && c->stats);
+    if (what == OPS_STATS_END) {
+        k_bn_sums_end(g.compute, c->sums, c->stats, c->running, l->c, c->count, l->u.bn.eps, l->u.bn.momentum, c->update_running);
+        return;
+    }
+    ten none = {0};
+    k_bn_sums(g.compute, kv(&c->x[0]), kv(what == OPS_STATS_DY ? &c->dy : &none), c->a, c->b, c->stats, c->sums);
+}
+
+static const ops_table cuda_table = {.backend = "cuda", .forward = cuda_forward, .backward = cuda_backward, .stats = cuda_stats,
+                                     .mem = &cuda_mem, .ws = &cuda_ws,
                                      .upload = cu_upload, .download = cu_download, .zero = cu_zero, .copy2d = cu_copy2d,
                                      .sgd = cu_sgd, .adam = cu_adam, .sync = cu_sync, .tag = cu_tag};
 

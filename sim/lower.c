@@ -1,0 +1,158 @@
+/* lower: see lower.h. Buffers are created in a fixed order per step (output, auxiliary, workspace;
+ * gradients before the backward's workspace), so buffer numbering, and with it the order of
+ * ALLOC and FREE within a step, depends only on the plan. */
+#include "sim/lower.h"
+
+#include <string.h>
+
+#include "sim/kind.h"
+
+int lower_buf(lower *c, buf_kind k, mem_cat cat, int L, int band, band_rows r, int64_t bytes)
+{
+    sched *s = c->s;
+    if (s->n_buf == c->cap_buf) s->bufs = err_realloc(s->bufs, (size_t)(c->cap_buf = c->cap_buf * 2 + 64) * sizeof(sched_buf));
+    s->bufs[s->n_buf] = (sched_buf){.kind = k, .cat = cat, .layer = L, .band = band, .rows = r, .bytes = bytes};
+    return s->n_buf++;
+}
+
+sched_step *lower_step(lower *c, sched_op op, int L, int band)
+{
+    sched *s = c->s;
+    if (s->n_step == c->cap_step) s->steps = err_realloc(s->steps, (size_t)(c->cap_step = c->cap_step * 2 + 256) * sizeof(sched_step));
+    sched_step *t = &s->steps[s->n_step++];
+    memset(t, 0, sizeof *t);
+    t->op = op, t->layer = L, t->band = band, t->seg = c->seg;
+    t->y = t->aux = t->w = t->dw = t->ws = t->dy = t->src = t->dst = t->buf = t->sums = -1;
+    for (int j = 0; j < NET_MAX_IN; j++) t->x[j] = t->dx[j] = -1;
+    return t;
+}
+
+int64_t lower_bytes(const lower *c, int L, band_rows r, int elem)
+{
+    const net_layer *l = &c->n->layers[L];
+    return (int64_t)c->cfg->batch * l->c * band_rows_len(r) * l->w * elem;
+}
+
+band_rows lower_full(const net *n, int L) { return (band_rows){0, n->layers[L].h}; }
+
+static double fwd_flops(const lower *c, int L, band_rows r)
+{
+    return kind_table[c->n->layers[L].kind].flops(c->n, L, band_rows_len(r), c->cfg->batch);
+}
+
+/* The segment's whole-map statistics of layer L are in use (bn in train mode in a row segment). */
+static bool map_stats(const lower *c, int L) { return c->stats[L] >= 0; }
+
+int lower_fwd(lower *c, int L, int band, band_rows r, band_rows hold, int y, bool keep_aux)
+{
+    const net *n = c->n;
+    const net_layer *l = &n->layers[L];
+    sched_step *t = lower_step(c, SCHED_FWD, L, band);
+    int sidx = (int)(t - c->s->steps);
+    t->rows = r;
+    t->recompute = c->bwd_phase || c->stats_pass;
+    for (int j = 0; j < l->n_in; j++) t->x[j] = c->act[l->in[j]];
+    int64_t ws = sched_cfg_workspace(c->cfg, n, L, band_rows_len(r), false);
+    int w_buf = c->param[L];
+    /* buffers are created after the step pointer is final (lower_buf may not move steps) */
+    if (y < 0) {
+        if (l->inplace && c->s->bufs[t->x[0]].rows.a <= hold.a && c->s->bufs[t->x[0]].rows.b >= hold.b)
+            y = t->x[0];
+        else
+            y = lower_buf(c, BUF_ACT, MEM_ACT, L, band, hold, lower_bytes(c, L, hold, 4));
+    }
+    t = &c->s->steps[sidx];
+    t->y = y;
+    t->w = w_buf;
+    const kind_traits *k = kind_of(l);
+    if (map_stats(c, L)) {
+        t->map_stats = true, t->aux = c->stats[L]; /* normalizes with the segment's statistics */
+    } else if (k->aux && (keep_aux || !k->aux_optional)) {
+        static const buf_kind aux_kind[] = {[KIND_AUX_ARGMAX] = BUF_IDX, [KIND_AUX_STATS] = BUF_STAT, [KIND_AUX_PROBS] = BUF_PROB};
+        band_rows ar = k->aux == KIND_AUX_STATS ? (band_rows){0, 0} : r;
+        t->aux = lower_buf(c, aux_kind[k->aux], MEM_ACT, L, band, ar, kind_aux_bytes(n, L, band_rows_len(r), c->cfg->batch));
+    }
+    if (k->labels) t->x[1] = c->label;
+    if (ws) t->ws = lower_buf(c, BUF_WS, MEM_WORKSPACE, L, band, r, ws);
+    if (k->running && !t->map_stats) t->dw = c->run[L]; /* running statistics are updated (train) or read */
+    t->flops = fwd_flops(c, L, r);
+    t->bytes_moved = (double)lower_bytes(c, L, r, 4) * 2;
+    c->act[L] = y;
+    c->aux[L] = t->aux;
+    return y;
+}
+
+int lower_grad(lower *c, int P, int band, band_rows hold, bool zero)
+{
+    if (c->grad[P] >= 0) return c->grad[P];
+    bool whole = hold.a == 0 && hold.b == c->n->layers[P].h;
+    int b = lower_buf(c, BUF_GRAD, MEM_AGRAD, P, whole ? -1 : band, hold, lower_bytes(c, P, hold, 4));
+    c->s->bufs[b].zero = zero;
+    return c->grad[P] = b;
+}
+
+static bool same_rows(band_rows x, band_rows y) { return x.a == y.a && x.b == y.b; }
+
+sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold_of, const void *hctx, bool zero,
+                      const bool *want, bool weights)
+{
+    const net *n = c->n;
+    const net_layer *l = &n->layers[L];
+    int dy = l->kind == NET_LOSS ? -1 : c->grad[L];
+    CHECK(l->kind == NET_LOSS || dy >= 0);
+    int dx[NET_MAX_IN] = {-1, -1};
+    bool acc[NET_MAX_IN] = {false, false};
+    for (int j = 0; j < l->n_in; j++) {
+        int P = l->in[j];
+        if (n->layers[P].kind == NET_INPUT || (j == 1 && P == l->in[0]) || (want && !want[P])) continue;
+        if (c->grad[P] >= 0) {
+            dx[j] = c->grad[P], acc[j] = true;
+        } else if (l->inplace && same_rows(c->s->bufs[dy].rows, hold_of(hctx, P))) {
+            dx[j] = c->grad[P] = dy; /* relu backward in place: its input has no other consumer */
+        } else {
+            dx[j] = lower_grad(c, P, band, hold_of(hctx, P), zero);
+            acc[j] = zero;
+        }
+    }
+    int64_t ws = sched_cfg_workspace(c->cfg, n, L, band_rows_len(r), true);
+    int wsb = ws ? lower_buf(c, BUF_WS, MEM_WORKSPACE, L, band, r, ws) : -1;
+    sched_step *t = lower_step(c, SCHED_BWD, L, band);
+    t->rows = r;
+    t->dy = dy;
+    const kind_traits *k = kind_of(l);
+    for (int j = 0; j < l->n_in; j++) {
+        t->dx[j] = dx[j], t->dx_acc[j] = acc[j];
+        if (k->keeps_x) t->x[j] = c->act[l->in[j]];
+    }
+    if (k->keeps_y) t->y = c->act[L];
+    if (k->aux) t->aux = c->aux[L];
+    if (map_stats(c, L)) t->map_stats = true, t->aux = c->stats[L], t->sums = c->sums[L], t->own = r;
+    if (k->labels) t->x[1] = c->label;
+    t->w = c->param[L], t->dw = weights ? c->pgrad[L] : -1;
+    t->ws = wsb;
+    /* a product's backward is one product per gradient it computes: input and weights */
+    int products = (dx[0] >= 0) + (t->dw >= 0);
+    t->flops = fwd_flops(c, L, r) * (k->product && products ? products : 1);
+    t->bytes_moved = (double)lower_bytes(c, L, r, 4) * 3;
+    return t;
+}
+
+void lower_copy(lower *c, int L, int band, band_rows r, int src, int dst, bool acc)
+{
+    sched_step *t = lower_step(c, SCHED_COPY, L, band);
+    t->rows = r, t->src = src, t->dst = dst, t->acc = acc;
+    t->bytes_moved = (double)lower_bytes(c, L, r, 4) * 2;
+}
+
+void lower_need(const net *n, int first, int last, const bool *bwd, const bool *extra, bool map_stats, bool *need)
+{
+    for (int L = last; L >= first; L--) {
+        const kind_traits *k = kind_of(&n->layers[L]);
+        bool rebuilt = k->aux_rebuilt && !(map_stats && k->map_stats);
+        bool nd = (extra && extra[L]) || ((!bwd || bwd[L]) && (k->keeps_y || rebuilt));
+        for (int c = L + 1; c <= last && !nd; c++)
+            for (int j = 0; j < n->layers[c].n_in; j++)
+                if (n->layers[c].in[j] == L && (need[c] || ((!bwd || bwd[c]) && kind_of(&n->layers[c])->keeps_x))) nd = true;
+        need[L] = nd;
+    }
+}

@@ -1,0 +1,278 @@
+/* rows: see rows.h. A band's buffers hold the rows it holds (band_held: computed rows, and 2PS
+ * boundary rows received); gradient buffers inside a band are zero-filled and accumulated into. */
+#include "sim/rows.h"
+
+#include <string.h>
+
+#include "sim/kind.h"
+
+typedef struct {
+    const lower *c;
+    const band_seg *bs;
+    const band_geom *g;
+    int band;
+} band_ctx;
+
+/* Rows band r holds of layer P's output. A producer whose only consumer is an in-place relu
+ * shares the relu's buffer, so it is sized for both (the relu may hold 2PS boundary rows). */
+static band_rows band_hold(const band_seg *bs, const band_geom *g, const net *n, int r, int P)
+{
+    if (P == bs->src) return lower_full(n, P);
+    band_rows h = band_held(g, bs, r, P);
+    int q = n->layers[P].inplace_by;
+    if (q >= 0 && q <= bs->last) {
+        band_rows k = band_held(g, bs, r, q);
+        if (band_rows_len(k)) h = band_rows_len(h) ? (band_rows){h.a < k.a ? h.a : k.a, h.b > k.b ? h.b : k.b} : k;
+    }
+    return h;
+}
+
+static band_rows hold_band(const void *ctx, int P)
+{
+    const band_ctx *b = ctx;
+    return band_hold(b->bs, b->g, b->c->n, b->band, P);
+}
+
+/* Forward of one band: the layers of `need` (NULL: all). bound[L * R + r]: boundary buffers
+ * (2PS), created when `make_bounds`. out_full: the whole output buffer, or -1. */
+static void band_forward(lower *c, const band_seg *bs, const band_geom *g, int r, int *bound, bool make_bounds,
+                         int out_full, const bool *need)
+{
+    const net *n = c->n;
+    int L0 = bs->first, R = g->n_bands;
+    for (int L = bs->first; L <= bs->last; L++) {
+        if (need && !need[L]) {
+            c->act[L] = c->aux[L] = -1;
+            continue;
+        }
+        band_rows out = g->out[r * g->n_layers + L - L0];
+        band_rows hold = band_hold(bs, g, n, r, L);
+        const net_layer *l = &n->layers[L];
+        bool shared = l->inplace && c->act[l->in[0]] >= 0 && l->in[0] != bs->src; /* never the previous segment's output */
+        int y = -1;
+        if (L == bs->last && out_full >= 0) y = out_full;
+        else if (shared) y = c->act[l->in[0]];
+        else if (band_rows_len(hold)) y = lower_buf(c, BUF_ACT, MEM_ACT, L, r, hold, lower_bytes(c, L, hold, 4));
+        if (g->policy == BAND_2PS && r > 0 && bound[L * R + r - 1] >= 0)
+            lower_copy(c, L, r, c->s->bufs[bound[L * R + r - 1]].rows, bound[L * R + r - 1], y, false);
+        if (band_rows_len(out)) lower_fwd(c, L, r, out, hold, y, c->bwd_phase);
+        else c->act[L] = y, c->aux[L] = -1;
+        band_rows keep = g->keep[r * g->n_layers + L - L0];
+        if (make_bounds && g->policy == BAND_2PS && r + 1 < R && band_rows_len(keep)) {
+            int b = lower_buf(c, BUF_BOUND, MEM_BOUNDARY, L, r, keep, lower_bytes(c, L, keep, 4));
+            lower_copy(c, L, r, keep, y, b, false);
+            bound[L * R + r] = b;
+        }
+    }
+}
+
+/* --- whole-map statistics ---------------------------------------------------------------------- */
+
+/* The segment's layers with whole-map statistics, and in which pass each is gathered. */
+typedef struct {
+    int n;
+    int *layer;           /* [n] ascending */
+    int *fpass, *bpass;   /* [n] forward pass (1: no such layer before it), backward pass (1: none after it) */
+    int n_fpass, n_bpass;
+    bool *before, *after; /* [k * layers + L]: L reaches layer[k] (an ancestor) / is reached from it */
+} seg_stats;
+
+static void stats_init(seg_stats *st, const net *n, const band_seg *bs)
+{
+    memset(st, 0, sizeof *st);
+    int N = n->n;
+    st->layer = err_calloc((size_t)N, sizeof(int));
+    for (int L = bs->first; L <= bs->last; L++)
+        if (kind_table[n->layers[L].kind].map_stats) st->layer[st->n++] = L;
+    st->fpass = err_calloc((size_t)st->n + 1, sizeof(int)), st->bpass = err_calloc((size_t)st->n + 1, sizeof(int));
+    st->before = err_calloc((size_t)st->n * N + 1, sizeof(bool)), st->after = err_calloc((size_t)st->n * N + 1, sizeof(bool));
+    for (int k = 0; k < st->n; k++) {
+        int b = st->layer[k];
+        bool *up = &st->before[k * N], *down = &st->after[k * N];
+        for (int L = b; L >= bs->first; L--) /* ancestors inside the segment */
+            if (L == b || up[L])
+                for (int j = 0; j < n->layers[L].n_in; j++)
+                    if (n->layers[L].in[j] >= bs->first) up[n->layers[L].in[j]] = true;
+        for (int L = b + 1; L <= bs->last; L++) /* descendants */
+            for (int j = 0; j < n->layers[L].n_in; j++)
+                if (n->layers[L].in[j] == b || down[n->layers[L].in[j]]) down[L] = true;
+    }
+    for (int k = 0; k < st->n; k++) { /* after every statistics layer it depends on */
+        st->fpass[k] = 1;
+        for (int q = 0; q < k; q++)
+            if (st->before[k * N + st->layer[q]] && st->fpass[q] + 1 > st->fpass[k]) st->fpass[k] = st->fpass[q] + 1;
+        if (st->fpass[k] > st->n_fpass) st->n_fpass = st->fpass[k];
+    }
+    for (int k = st->n - 1; k >= 0; k--) { /* after every one whose gradient it needs */
+        st->bpass[k] = 1;
+        for (int q = k + 1; q < st->n; q++)
+            if (st->after[k * N + st->layer[q]] && st->bpass[q] + 1 > st->bpass[k]) st->bpass[k] = st->bpass[q] + 1;
+        if (st->bpass[k] > st->n_bpass) st->n_bpass = st->bpass[k];
+    }
+}
+
+static void stats_free(seg_stats *st)
+{
+    free(st->layer), free(st->fpass), free(st->bpass), free(st->before), free(st->after);
+}
+
+/* A STATS step: band r's rows of layer b added to `sums` (forward: its input; backward: dy too). */
+static void emit_stats(lower *c, int b, int r, band_rows rows, bool backward)
+{
+    const net *n = c->n;
+    sched_step *t = lower_step(c, SCHED_STATS, b, r);
+    t->rows = t->own = rows;
+    t->x[0] = c->act[n->layers[b].in[0]];
+    t->aux = c->stats[b];
+    t->sums = c->sums[b];
+    t->map_stats = true;
+    if (backward) t->dy = c->grad[b];
+    t->flops = (double)lower_bytes(c, b, rows, 1) * (backward ? 4.0 : 3.0); /* per value: adds, products */
+    t->bytes_moved = (double)lower_bytes(c, b, rows, 4) * (backward ? 2 : 1);
+}
+
+/* The forward statistics passes: the statistics of every whole-map-statistics layer, before the
+ * forward that normalizes with them. */
+static void stats_forward(lower *c, const band_seg *bs, const band_geom *g)
+{
+    const net *n = c->n;
+    int N = n->n, R = g->n_bands, src = c->act[bs->src];
+    seg_stats st;
+    stats_init(&st, n, bs);
+    bool *need = err_calloc((size_t)N, sizeof(bool));
+    int *bound = err_calloc((size_t)N * R, sizeof(int));
+    for (int k = 0; k < st.n; k++) {
+        int b = st.layer[k];
+        c->stats[b] = lower_buf(c, BUF_STAT, MEM_ACT, b, -1, (band_rows){0, 0}, kind_aux_bytes(n, b, 0, c->cfg->batch));
+    }
+    c->stats_pass = true;
+    for (int pass = 1; pass <= st.n_fpass; pass++) {
+        memset(need, 0, (size_t)N * sizeof(bool));
+        memset(bound, -1, (size_t)N * R * sizeof(int));
+        for (int k = 0; k < st.n; k++) {
+            if (st.fpass[k] != pass) continue;
+            for (int L = bs->first; L <= bs->last; L++) need[L] |= st.before[k * N + L];
+            c->sums[st.layer[k]] = lower_buf(c, BUF_SUMS, MEM_ACT, st.layer[k], -1, (band_rows){0, 0}, 16 * (int64_t)n->layers[st.layer[k]].c);
+            c->s->bufs[c->sums[st.layer[k]]].zero = true;
+        }
+        for (int r = 0; r < R; r++) {
+            band_forward(c, bs, g, r, bound, true, -1, need);
+            for (int k = 0; k < st.n; k++) {
+                int b = st.layer[k];
+                band_rows own = band_own(g, bs, r, b, n->layers[b].h);
+                if (st.fpass[k] == pass && band_rows_len(own)) emit_stats(c, b, r, own, false);
+            }
+            c->act[bs->src] = src;
+        }
+        for (int k = 0; k < st.n; k++) {
+            if (st.fpass[k] != pass) continue;
+            int b = st.layer[k];
+            sched_step *t = lower_step(c, SCHED_STATS_END, b, -1);
+            t->aux = c->stats[b], t->sums = c->sums[b], t->dw = c->run[b], t->map_stats = true;
+            t->flops = 10.0 * n->layers[b].c;
+            c->sums[b] = -1;
+        }
+    }
+    c->stats_pass = false;
+    free(need), free(bound);
+    stats_free(&st);
+}
+
+/* --- forward and backward ---------------------------------------------------------------------- */
+
+void rows_forward(lower *c, const plan_seg *ps, int *bound)
+{
+    const band_seg *bs = &ps->band;
+    const band_geom *g = ps->fwd;
+    if (plan_seg_map_stats(c->p, c->n, c->seg)) stats_forward(c, bs, g);
+    int out = lower_buf(c, BUF_ACT, MEM_ACT, bs->last, -1, lower_full(c->n, bs->last), lower_bytes(c, bs->last, lower_full(c->n, bs->last), 4));
+    int src = c->act[bs->src];
+    for (int r = 0; r < g->n_bands; r++) {
+        band_forward(c, bs, g, r, bound, true, out, NULL);
+        c->act[bs->src] = src;
+    }
+    c->act[bs->last] = out;
+}
+
+/* One backward pass over the bands, in reverse. bwd (NULL: every layer) is what it
+ * back-propagates; at the layers of `target` (NULL: none) it adds the gradient sums instead. The
+ * final pass (bwd NULL) accumulates weight gradients and the segment input's gradient. */
+static void backward_pass(lower *c, const band_seg *bs, const band_geom *g, int *bound, const bool *bwd, const bool *target)
+{
+    const net *n = c->n;
+    int R = g->n_bands, L0 = bs->first, N = n->n;
+    int src_act = c->act[bs->src], dout = c->grad[bs->last];
+    int *bgrad = err_calloc((size_t)N * R, sizeof(int));
+    memset(bgrad, -1, (size_t)N * R * sizeof(int));
+    bool *need = err_calloc((size_t)N, sizeof(bool)), *want = NULL, *extra = NULL;
+    if (target) { /* gradients wanted: what the pass back-propagates and the targets; x of the targets */
+        want = err_calloc((size_t)N, sizeof(bool)), extra = err_calloc((size_t)N, sizeof(bool));
+        for (int L = L0; L <= bs->last; L++) {
+            want[L] = bwd[L] || target[L];
+            if (target[L]) extra[n->layers[L].in[0]] = true;
+        }
+    }
+    lower_need(n, bs->first, bs->last, bwd, extra, plan_seg_map_stats(c->p, n, c->seg), need);
+    for (int r = R - 1; r >= 0; r--) {
+        band_forward(c, bs, g, r, bound, false, -1, need);
+        for (int L = L0; L <= bs->last; L++) c->grad[L] = -1;
+        c->grad[bs->last] = dout;
+        band_ctx hc = {c, bs, g, r};
+        for (int L = bs->last; L >= L0; L--) {
+            bool is_target = target && target[L];
+            if (bwd && !bwd[L] && !is_target) continue;
+            band_rows out = g->out[r * g->n_layers + L - L0];
+            if (L < bs->last && r + 1 < R && bgrad[L * R + r] >= 0) {
+                int dst = lower_grad(c, L, r, band_hold(bs, g, n, r, L), true);
+                lower_copy(c, L, r, c->s->bufs[bgrad[L * R + r]].rows, bgrad[L * R + r], dst, true);
+            }
+            if (L < bs->last && g->policy == BAND_2PS && r > 0) {
+                band_rows keep = g->keep[(r - 1) * g->n_layers + L - L0];
+                if (band_rows_len(keep) && c->grad[L] >= 0) {
+                    int b = lower_buf(c, BUF_BGRAD, MEM_BOUNDARY, L, r, keep, lower_bytes(c, L, keep, 4));
+                    lower_copy(c, L, r, keep, c->grad[L], b, false);
+                    bgrad[L * R + r - 1] = b;
+                }
+            }
+            if (!band_rows_len(out) || c->grad[L] < 0) continue;
+            if (is_target) {
+                emit_stats(c, L, r, out, true);
+            } else {
+                sched_step *t = lower_bwd(c, L, r, out, hold_band, &hc, true, want, !target);
+                if (t->map_stats) t->own = band_own(g, bs, r, L, n->layers[L].h);
+            }
+        }
+        c->act[bs->src] = src_act;
+    }
+    free(bgrad), free(need), free(want), free(extra);
+}
+
+void rows_backward(lower *c, const plan_seg *ps, int *bound)
+{
+    const net *n = c->n;
+    const band_seg *bs = &ps->band;
+    const band_geom *g = ps->bwd; /* 2PS: the forward's own, whose boundaries it reads */
+    if (plan_seg_map_stats(c->p, n, c->seg)) {
+        seg_stats st;
+        stats_init(&st, n, bs);
+        int N = n->n;
+        bool *bwd = err_calloc((size_t)N, sizeof(bool)), *target = err_calloc((size_t)N, sizeof(bool));
+        for (int pass = 1; pass <= st.n_bpass; pass++) {
+            memset(bwd, 0, (size_t)N * sizeof(bool));
+            memset(target, 0, (size_t)N * sizeof(bool));
+            for (int k = 0; k < st.n; k++) {
+                if (st.bpass[k] != pass) continue;
+                int b = st.layer[k];
+                target[b] = true;
+                for (int L = bs->first; L <= bs->last; L++) bwd[L] |= st.after[k * N + L];
+                c->sums[b] = lower_buf(c, BUF_SUMS, MEM_ACT, b, -1, (band_rows){0, 0}, 16 * (int64_t)n->layers[b].c);
+                c->s->bufs[c->sums[b]].zero = true;
+            }
+            backward_pass(c, bs, g, bound, bwd, target);
+        }
+        free(bwd), free(target);
+        stats_free(&st);
+    }
+    backward_pass(c, bs, g, bound, NULL, NULL);
+    for (int L = bs->first; L <= bs->last; L++) c->stats[L] = c->sums[L] = -1;
+}
