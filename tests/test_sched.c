@@ -1,5 +1,5 @@
 /* Schedules and the simulator's replay.
- *  1. Hand derivation (FACTS.md autograd rules) of what `layer` keeps at the end of VGG-16's
+ *  1. Hand derivation (autograd's rules, paper/peers.md) of what `layer` keeps at the end of VGG-16's
  *     forward pass, batch 1, 224x224:
  *       conv saves its input; relu (in place) saves its output, which is the conv output it
  *       overwrote; max-pool saves its input and int64 argmax; fc saves its input; the adaptive
