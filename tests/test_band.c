@@ -10,7 +10,8 @@
  *   P4  OverL's input rows equal receptive-field arithmetic (effective kernel, stride and padding
  *       composed along every path, hull over paths) wherever that field stays inside every map;
  *       at image borders ours is the clipped subset of it.
- * Also: the authors' VGG-16 splits (FACTS.md) are reproduced by the default cuts.
+ * Also: the authors' VGG-16 splits (paper/peers.md, "The LR-CNN authors' prototype") are
+ * reproduced by the default cuts.
  * Prints the first failing net (as text), band count and property. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,5 @@
-/* Network model: published oracles (FACTS.md) and line-numbered errors for malformed net files.
+/* Network model: published oracles (paper/peers.md, "Network oracles") and line-numbered errors
+ * for malformed net files.
  *   VGG-16: 138,357,544 parameters, 15,470,264,320 MACs and 15,237,608 forward values per image
  *   (input + every conv, pool and fc output) at 224x224; ResNet-50: 25,557,032 parameters and
  *   ~4.09 G MACs. */
