@@ -10,13 +10,16 @@
 #include "sim/kind.h"
 
 const char *const plan_presets[] = {"layer", "ckpt-sqrt", "ckpt:K", "vdnn-all", "vdnn-conv", "2ps:R", "overl:R",
-                                    "2ps-h[:R]", "overl-h[:R]", NULL};
+                                    "2ps-h[:R]", "overl-h[:R]", "authors-2ps", "authors-overl", "authors-2ps-h",
+                                    "authors-overl-h", NULL};
 
 static const char *bn_names[] = {"auto", "train", "frozen", "per-band"};
 const char *plan_bn_name(plan_bn b) { return bn_names[b]; }
 
 static const char *mode_names[] = {"layer", "ckpt", "offload", "rows"};
 const char *plan_mode_name(plan_mode m) { return mode_names[m]; }
+
+static int parse_custom(plan *p, const net *n, char *buf, err *e);
 
 static plan_seg *seg_push(plan *p, plan_mode m, int first, int last)
 {
@@ -68,6 +71,53 @@ static int parse_count(const char *s, int *out)
     return 0;
 }
 
+/* The LR-CNN authors' configurations, as their prototype bands the nets they ran (GitHub
+ * GreenMountain-XY/LRCNN; paper/peers.md): the first entry whose layers the net has. Their -H
+ * variants add a second 2-band row stage over the later layers, not checkpointing. Band cuts are
+ * ours (band_cuts_default reproduces their VGG-16 splits at 224), so the presets hold at any size. */
+static const struct {
+    const char *preset, *net, *plan;
+} authors[] = {
+    {"authors-2ps", "VGG-16", "rows(2ps,6)@conv1_1..pool3"},
+    {"authors-2ps", "ResNet-50", "rows(2ps,4)@conv1..layer1.2.relu3"},
+    {"authors-overl", "VGG-16", "rows(overl,4)@conv1_1..pool2"},
+    {"authors-2ps-h", "VGG-16", "rows(2ps,6)@conv1_1..pool3; rows(2ps,2)@conv4_1..relu5_3"},
+    {"authors-overl-h", "VGG-16", "rows(overl,4)@conv1_1..pool2; rows(overl,2)@conv3_1..relu5_3"},
+};
+
+/* Every FIRST..LAST layer of a custom plan text names a layer of n. */
+static bool has_layers(const net *n, const char *text)
+{
+    char buf[256], *save = NULL;
+    snprintf(buf, sizeof buf, "%s", text);
+    for (char *t = strtok_r(buf, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
+        char *at = strchr(t, '@'), *dots = at ? strstr(at, "..") : NULL;
+        if (!dots) return false;
+        *dots = 0;
+        if (net_find(n, at + 1) < 0 || net_find(n, dots + 2) < 0) return false;
+    }
+    return true;
+}
+
+static int authors_preset(plan *p, const net *n, const char *t, err *e)
+{
+    char known[256] = "";
+    for (size_t i = 0; i < sizeof authors / sizeof *authors; i++) {
+        if (strcmp(authors[i].preset, t)) continue;
+        if (has_layers(n, authors[i].plan)) {
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", authors[i].plan);
+            int rc = parse_custom(p, n, buf, e);
+            snprintf(p->preset, sizeof p->preset, "%s", t);
+            return rc;
+        }
+        size_t at = strlen(known);
+        snprintf(known + at, sizeof known - at, "%s%s (%s)", at ? " or " : "", authors[i].net, authors[i].plan);
+    }
+    if (!known[0]) return err_set(e, "unknown plan '%s' (the authors' presets: authors-2ps authors-overl authors-2ps-h authors-overl-h)", t);
+    return err_set(e, "plan '%s': the LR-CNN authors' configuration of %s; net '%s' lacks those layers", t, known, n->name);
+}
+
 /* The hybrids take an optional count (R = 4 when not given). */
 static bool is_hybrid(const char *t, size_t base)
 {
@@ -76,6 +126,7 @@ static bool is_hybrid(const char *t, size_t base)
 
 static int preset(plan *p, const net *n, const char *t, err *e)
 {
+    if (!strncmp(t, "authors-", 8)) return authors_preset(p, n, t, e);
     int last = n->n - 1, R = 4;
     const char *colon = strchr(t, ':');
     size_t base = colon ? (size_t)(colon - t) : strlen(t);
@@ -106,7 +157,8 @@ static int preset(plan *p, const net *n, const char *t, err *e)
         push_ckpt(p, n, end + 1, k < 2 ? 2 : k);
     } else {
         return err_set(e, "unknown plan '%s' (presets: layer ckpt-sqrt ckpt:K vdnn-all vdnn-conv 2ps:R overl:R 2ps-h[:R] "
-                          "overl-h[:R]; or a custom plan, see sim/PLANS.md)", t);
+                          "overl-h[:R] authors-2ps authors-overl authors-2ps-h authors-overl-h; or a custom plan, see "
+                          "sim/PLANS.md)", t);
     }
 #undef IS
     snprintf(p->preset, sizeof p->preset, "%.*s", (int)base, t);
@@ -202,6 +254,35 @@ static int seg_geometry(plan_seg *s, const net *n, const band_seg *bs, err *e)
     return rc;
 }
 
+/* Custom segments "MODE@FIRST..LAST; ..." (buf is cut up), in order, the gaps filled with layer
+ * segments. Messages name p->text. */
+static int parse_custom(plan *p, const net *n, char *buf, err *e)
+{
+    int rc = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ";", &save); t && !rc; t = strtok_r(NULL, ";", &save)) {
+        while (isspace((unsigned char)*t)) t++;
+        char *end = t + strlen(t);
+        while (end > t && isspace((unsigned char)end[-1])) *--end = 0;
+        if (*t) rc = custom_seg(p, n, t, e);
+    }
+    for (int i = 0; !rc && i + 1 < p->n_seg; i++)
+        if (p->segs[i + 1].first <= p->segs[i].last)
+            rc = err_set(e, "plan '%s': segments overlap or are out of order at '%s'", p->text, n->layers[p->segs[i + 1].first].name);
+    if (rc) return rc;
+    plan filled = {0};
+    int next = 1;
+    for (int i = 0; i < p->n_seg; i++) {
+        if (p->segs[i].first > next) seg_push(&filled, PLAN_LAYER, next, p->segs[i].first - 1);
+        *seg_push(&filled, PLAN_LAYER, 0, 0) = p->segs[i];
+        next = p->segs[i].last + 1;
+    }
+    if (next <= n->n - 1) seg_push(&filled, PLAN_LAYER, next, n->n - 1);
+    free(p->segs);
+    p->segs = filled.segs, p->n_seg = filled.n_seg;
+    return 0;
+}
+
 static int validate(plan *p, const net *n, err *e)
 {
     if (p->bn == PLAN_BN_AUTO) p->bn = PLAN_BN_TRAIN; /* exact everywhere; per-band only when asked */
@@ -264,35 +345,7 @@ int plan_parse(plan *p, const net *n, const char *text, err *e)
         if (found < 0) return err_set(e, "plan '%s': bn=%s is not one of auto train exact frozen per-band", text, bn + 4);
         p->bn = (plan_bn)found;
     }
-    int rc;
-    if (!strchr(buf, '@')) {
-        rc = preset(p, n, buf, e);
-    } else {
-        rc = 0;
-        char *save = NULL;
-        for (char *t = strtok_r(buf, ";", &save); t && !rc; t = strtok_r(NULL, ";", &save)) {
-            while (isspace((unsigned char)*t)) t++;
-            char *end = t + strlen(t);
-            while (end > t && isspace((unsigned char)end[-1])) *--end = 0;
-            if (*t) rc = custom_seg(p, n, t, e);
-        }
-        /* order, reject overlaps, fill gaps with layer segments */
-        for (int i = 0; !rc && i + 1 < p->n_seg; i++)
-            if (p->segs[i + 1].first <= p->segs[i].last)
-                rc = err_set(e, "plan '%s': segments overlap or are out of order at '%s'", text, n->layers[p->segs[i + 1].first].name);
-        if (!rc) {
-            plan filled = {0};
-            int next = 1;
-            for (int i = 0; i < p->n_seg; i++) {
-                if (p->segs[i].first > next) seg_push(&filled, PLAN_LAYER, next, p->segs[i].first - 1);
-                *seg_push(&filled, PLAN_LAYER, 0, 0) = p->segs[i];
-                next = p->segs[i].last + 1;
-            }
-            if (next <= n->n - 1) seg_push(&filled, PLAN_LAYER, next, n->n - 1);
-            free(p->segs);
-            p->segs = filled.segs, p->n_seg = filled.n_seg;
-        }
-    }
+    int rc = strchr(buf, '@') ? parse_custom(p, n, buf, e) : preset(p, n, buf, e);
     if (!rc) rc = validate(p, n, e);
     if (rc) plan_free(p);
     return rc;

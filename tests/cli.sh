@@ -58,6 +58,8 @@ expect_ok "bn=per-band" -- sim --net resnet-small --plan 2ps:4,overl:4 --bn per-
 [ "$(grep -c "warning: bn=per-band" "$tmp/err")" -eq 1 ] && ok "bn=per-band: one warning line" || bad "bn=per-band warning: $(cat "$tmp/err")"
 "$python" -c "import h5py,sys; r=h5py.File('$tmp/pb.h5')['runs/00000']; sys.exit(0 if r.attrs['bn']=='per-band' and r.attrs['bn_exact']==0 else 1)" && ok "per-band recorded: bn, bn_exact = 0" || bad "per-band not recorded in the file"
 expect_fail "unknown net" "unknown net 'nosuchnet'" -- sim --net nosuchnet
+expect_fail "authors' preset on another net" "lacks those layers" -- sim --net kernels --plan authors-2ps
+expect_ok "authors' presets" -- sim --net vgg16 --plan authors-2ps,authors-overl,authors-2ps-h,authors-overl-h
 printf 'input data c=3 h=32 w=32\nconv c1 c=8 k=3 kernel=3\ngap g\nfc f c=2\nloss l\n' >"$tmp/bad.net"
 expect_fail "malformed net file" "bad.net:2: unknown key 'kernel'" -- sim --net "$tmp/bad.net" -o "$o"; no_file "$o" "malformed net"
 printf 'input data c=3 h=32 w=32\nrelu a in=b\nrelu b in=a\nadd c in=data,b\ngap g\nfc f c=2\nloss l\n' >"$tmp/cycle.net"

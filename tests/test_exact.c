@@ -15,7 +15,8 @@
  * extra passes (sim/rows.h), on ResNet-small at 32 and 35 rows for every band count, on bn-cover.net
  * (rows of each bn's map that nothing downstream reads) and on ResNet-50.
  * Usage: test_exact small             every preset and every band count 1..H on the test nets
- *        test_exact NET IMAGE [BN]    VGG-16 / ResNet-50 size: layer, checkpoint, offload, rows
+ *        test_exact NET IMAGE [BN]    VGG-16 / ResNet-50 size: layer, checkpoint, offload, rows, and
+ *                                     the LR-CNN authors' configurations (authors-*)
  *        test_exact NET BN PLAN...    ad hoc (BN: train, frozen, per-band or -) */
 #include <math.h>
 #include <stdio.h>
@@ -181,7 +182,9 @@ int main(int argc, char **argv)
         bool vgg = !strcmp(argv[1], "vgg16"), train = argc == 4 && !strcmp(argv[3], "train");
         char *plans[] = {"ckpt-sqrt", vgg ? "ckpt@conv1_1..pool2" : "ckpt@conv1..layer1.2.relu3", "vdnn-conv",
                          "2ps:2", "2ps:3", "2ps:7", "overl:2", "overl:3", "overl:7", "2ps-h", "overl-h",
-                         vgg ? "rows(2ps,3,cuts=3/20)@conv1_1..pool3" : "rows(overl,3,cuts=5/40)@conv1..layer1.2.relu3"};
+                         vgg ? "rows(2ps,3,cuts=3/20)@conv1_1..pool3" : "rows(overl,3,cuts=5/40)@conv1..layer1.2.relu3",
+                         "authors-2ps", vgg ? "authors-overl" : "2ps:4", vgg ? "authors-2ps-h" : "overl:4",
+                         vgg ? "authors-overl-h" : "overl-h:3"};
         char *train_plans[] = {"2ps:3", "overl:2", "rows(overl,fp=2,bp=3)@conv1..layer1.2.relu3"};
         require_lower = !vgg;
         if (!require_lower) printf("vgg16 at batch 1 peaks in fc6/fc7 (weights, gradients, momentum): checkpointing may only tie\n");
