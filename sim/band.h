@@ -57,6 +57,12 @@ void band_input_rows(const net *n, int layer, int j, band_rows r, band_rows *in,
  * OverL: computed. For L == src: the rows read from the segment input. */
 band_rows band_held(const band_geom *g, const band_seg *s, int band, int layer);
 
+/* Rows of the band buffer holding layer L's output in band r: the hull of the rows band r holds of
+ * L and of every in-place relu chained on L inside the segment, which overwrite L's buffer (a 2PS
+ * relu may receive boundary rows that L itself does not hold). The lowering sizes its band
+ * buffers by it and the closed form its band activations and gradients. */
+band_rows band_buffer_rows(const net *n, const band_geom *g, const band_seg *s, int band, int layer);
+
 int band_rows_len(band_rows r);
 
 #endif

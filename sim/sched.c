@@ -219,17 +219,12 @@ typedef struct {
 } band_ctx;
 
 /* Rows band r holds of layer P's output. A producer whose only consumer is an in-place relu
- * shares the relu's buffer, so it is sized for both (the relu may hold 2PS boundary rows). */
+ * shares the relu's buffer, so it is sized for the whole chain of in-place relus on it (each may
+ * hold 2PS boundary rows): band_buffer_rows. */
 static band_rows band_hold(const band_seg *bs, const band_geom *g, const net *n, int r, int P)
 {
     if (P == bs->src) return full(n, P);
-    band_rows h = band_held(g, bs, r, P);
-    int q = n->layers[P].inplace_by;
-    if (q >= 0 && q <= bs->last) {
-        band_rows k = band_held(g, bs, r, q);
-        if (band_rows_len(k)) h = band_rows_len(h) ? (band_rows){h.a < k.a ? h.a : k.a, h.b > k.b ? h.b : k.b} : k;
-    }
-    return h;
+    return band_buffer_rows(n, g, bs, r, P);
 }
 
 static band_rows hold_band(const void *ctx, int P)
