@@ -103,16 +103,16 @@ static int ph_rb(const cf_rows *w, int r, int L, int k)
 static int out_len(const band_geom *g, int r, int i) { return band_rows_len(g->out[r * g->n_layers + i]); }
 static int keep_len(const band_geom *g, int r, int i) { return band_rows_len(g->keep[r * g->n_layers + i]); }
 
-/* Rows band r holds of L's output: its held rows, widened to those of the relu overwriting it. */
+/* Rows of band r's buffer for L's output: its held rows, widened to those of the in-place relus
+ * chained on it (band_buffer_rows). */
+static band_rows hold_rows(const cf *c, const cf_rows *w, const band_geom *g, int r, int L)
+{
+    return band_buffer_rows(c->n, g, w->bs, r, L);
+}
+
 static int hold_len(const cf *c, const cf_rows *w, const band_geom *g, int r, int L)
 {
-    band_rows h = band_held(g, w->bs, r, L);
-    int q = c->n->layers[L].inplace_by;
-    if (q >= 0 && q <= w->bs->last) {
-        band_rows k = band_held(g, w->bs, r, q);
-        if (band_rows_len(k)) h = band_rows_len(h) ? (band_rows){h.a < k.a ? h.a : k.a, h.b > k.b ? h.b : k.b} : k;
-    }
-    return band_rows_len(h);
+    return band_rows_len(hold_rows(c, w, g, r, L));
 }
 
 /* Recompute rule of checkpointing: a layer is recomputed when backward keeps its output or
@@ -265,6 +265,46 @@ static void full_layer(cf *c, int L)
     live(c, MEM_ACT, cf_y(c, L), a);
 }
 
+/* Band r's activation gradients in row segment w (backward geometry): each layer's band buffer
+ * lives from the first write (a consumer's backward, or an arriving 2PS boundary gradient) to its
+ * own backward or the boundary gradient it hands on; the segment output's is the whole-map one.
+ * An in-place relu whose backward runs hands its gradient buffer to its input when that buffer
+ * has exactly the rows the input's own would: the segment output's whole-map gradient only in a
+ * band holding the whole map; inside the segment, unless a relu further along the chain holds
+ * rows (2PS boundary) that this one does not. */
+static void band_gradients(cf *c, const cf_rows *w, int r, span *gsp, int *owner)
+{
+    const net *n = c->n;
+    int a = w->bs->first, b = w->bs->last, nl = w->nl;
+    bool tps = w->gb->policy == BAND_2PS;
+    const band_geom *gb = w->gb;
+    const bool *emit = &w->emit[r * nl];
+    for (int L = b; L >= a; L--) {
+        int i = L - a, q = n->layers[L].inplace_by;
+        owner[i] = L;
+        if (q >= 0 && q <= b && emit[q - a]) {
+            int o = owner[q - a];
+            band_rows have = o == b ? (band_rows){0, n->layers[b].h} : hold_rows(c, w, gb, r, o);
+            band_rows want = hold_rows(c, w, gb, r, L);
+            if (have.a == want.a && have.b == want.b) owner[i] = o;
+        }
+        gsp[i] = span_none();
+        if (!w->has[r * nl + i]) continue;
+        span *t = owner[i] == b ? &c->grad[c->tid[b]] : &gsp[owner[i] - a];
+        for (int j = c->cs[L]; j < c->cs[L + 1]; j++)
+            if (c->cl[j] <= b && emit[c->cl[j] - a]) span_add(t, ph_rb(w, r, c->cl[j], PH_B));
+        if (w->bgin[r * nl + i]) span_add(t, ph_rb(w, r, L, PH_BGIN));
+        if (tps && L < b && r > 0 && keep_len(gb, r - 1, i)) {
+            span_add(t, ph_rb(w, r, L, PH_BGOUT));
+            live(c, MEM_BOUNDARY, cf_row(c, L) * keep_len(gb, r - 1, i),
+                 sp(ph_rb(w, r, L, PH_BGOUT), ph_rb(w, r - 1, L, PH_BGIN)));
+        }
+        if (emit[i]) span_add(t, ph_rb(w, r, L, PH_B));
+    }
+    for (int L = a; L < b; L++)
+        if (owner[L - a] == L) live(c, MEM_AGRAD, cf_row(c, L) * hold_len(c, w, gb, r, L), gsp[L - a]);
+}
+
 /* Band-level buffers of row segment k: band activations and gradients, boundaries, boundary
  * gradients, auxiliaries and workspaces; whole-map gradients of the segment output and input get
  * their band reads and writes in c->grad. */
@@ -330,25 +370,7 @@ static void rows_layers(cf *c, int k, span *gsp, int *owner)
             }
             live(c, MEM_ACT, cf_row(c, L) * hold_len(c, w, gb, r, L), t);
         }
-        /* gradients: an in-place relu whose backward runs hands its buffer to its input */
-        for (int L = b; L >= a; L--) {
-            int i = L - a, q = n->layers[L].inplace_by;
-            owner[i] = q >= 0 && q <= b && emit[q - a] ? owner[q - a] : L;
-            gsp[i] = span_none();
-            if (!w->has[r * nl + i]) continue;
-            span *t = owner[i] == b ? &c->grad[c->tid[b]] : &gsp[owner[i] - a];
-            for (int j = c->cs[L]; j < c->cs[L + 1]; j++)
-                if (c->cl[j] <= b && emit[c->cl[j] - a]) span_add(t, ph_rb(w, r, c->cl[j], PH_B));
-            if (w->bgin[r * nl + i]) span_add(t, ph_rb(w, r, L, PH_BGIN));
-            if (tps && L < b && r > 0 && keep_len(gb, r - 1, i)) {
-                span_add(t, ph_rb(w, r, L, PH_BGOUT));
-                live(c, MEM_BOUNDARY, cf_row(c, L) * keep_len(gb, r - 1, i),
-                     sp(ph_rb(w, r, L, PH_BGOUT), ph_rb(w, r - 1, L, PH_BGIN)));
-            }
-            if (emit[i]) span_add(t, ph_rb(w, r, L, PH_B));
-        }
-        for (int L = a; L < b; L++)
-            if (owner[L - a] == L) live(c, MEM_AGRAD, cf_row(c, L) * hold_len(c, w, gb, r, L), gsp[L - a]);
+        band_gradients(c, w, r, gsp, owner);
         if (src > 0)
             for (int j = c->cs[src]; j < c->cs[src + 1]; j++)
                 if (c->cl[j] >= a && c->cl[j] <= b && emit[c->cl[j] - a])
