@@ -223,6 +223,16 @@ band_rows band_held(const band_geom *g, const band_seg *s, int r, int layer)
     return band_rows_len(k) ? (band_rows){k.a, out.b > k.b ? out.b : k.b} : out;
 }
 
+band_rows band_buffer_rows(const net *n, const band_geom *g, const band_seg *s, int r, int layer)
+{
+    band_rows h = band_held(g, s, r, layer);
+    for (int q = n->layers[layer].inplace_by; q >= 0 && q <= s->last; q = n->layers[q].inplace_by) {
+        band_rows k = band_held(g, s, r, q);
+        if (band_rows_len(k)) h = band_rows_len(h) ? (band_rows){h.a < k.a ? h.a : k.a, h.b > k.b ? h.b : k.b} : k;
+    }
+    return h;
+}
+
 /* Prefix of src rows needed for the first o rows of `last` (2PS arithmetic). */
 static int src_prefix(const net *n, const band_seg *s, int o, int *pre)
 {

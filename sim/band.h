@@ -68,6 +68,12 @@ band_rows band_held(const band_geom *g, const band_seg *s, int band, int layer);
  * 0 for the first band and to row h for the last. */
 band_rows band_own(const band_geom *g, const band_seg *s, int band, int layer, int h);
 
+/* Rows of the band buffer holding layer L's output in band r: the hull of the rows band r holds of
+ * L and of every in-place relu chained on L inside the segment, which overwrite L's buffer (a 2PS
+ * relu may receive boundary rows that L itself does not hold). The lowering sizes its band
+ * buffers by it and the closed form its band activations and gradients. */
+band_rows band_buffer_rows(const net *n, const band_geom *g, const band_seg *s, int band, int layer);
+
 int band_rows_len(band_rows r);
 
 #endif

@@ -45,14 +45,34 @@ static void span_add(span *s, int ph)
     if (ph > s->hi) s->hi = ph;
 }
 
+/* One pass over a row segment's bands (sim/rows.h): the forward or the backward proper, or a
+ * statistics pass before it, in phases laid out like the forward (3 per band and layer: CIN, F,
+ * COUT; a statistics pass adds one for its STATS_END) or the backward (5: RCIN and RF per layer,
+ * then BGIN, BGOUT and B per layer in reverse). A statistics pass's STATS step takes the slot of
+ * the layer it gathers for (F forward, B backward), which that pass never computes. */
+typedef struct {
+    int base;                 /* first phase */
+    bool final;               /* the forward or backward proper */
+    bool *need;               /* [nl]: computed (forward) or recomputed (backward) */
+    const bool *bwd;          /* [nl], backward: back-propagated (NULL: every layer) */
+    const int *gather;        /* [nl]: gather[i] == pass: statistics gathered for layer i (NULL: none) */
+    int pass;
+    bool *emit, *stat, *has, *bgin; /* backward, [band * nl + i]: BWD runs / STATS runs / a gradient
+                                       exists / a boundary gradient arrives */
+} cf_pass;
+
 typedef struct {
     const band_seg *bs;       /* the plan's segment and geometry (plan_seg) */
     const band_geom *gf, *gb; /* forward and backward geometry (gb is gf unless OverL with fp != bp) */
     int rf, rb, nl;           /* bands forward and backward; layers */
-    int fbase, bbase;         /* first forward and first backward phase */
     bool map_stats;           /* whole-map statistics gathered in passes over the bands (plan_seg_map_stats) */
-    bool *emit, *has, *bgin;  /* [band * nl + i], backward: BWD runs / a gradient exists / a boundary gradient arrives */
+    plan_passes pp;
+    int nfp, nbp;             /* forward and backward passes, the proper one last */
+    cf_pass *fp, *bp;
 } cf_rows;
+
+#define FWD(w) (&(w)->fp[(w)->nfp - 1])
+#define BWD(w) (&(w)->bp[(w)->nbp - 1])
 
 typedef struct {
     const net *n;
@@ -91,45 +111,34 @@ static void live(cf *c, mem_cat cat, int64_t bytes, span s)
 
 static span sp(int lo, int hi) { return (span){lo, hi}; }
 
-static int ph_rf(const cf_rows *w, int r, int L, int k) { return w->fbase + (r * w->nl + L - w->bs->first) * 3 + k; }
-static int ph_rr(const cf_rows *w, int r, int L, int k)
+static int ph_rf(const cf_rows *w, const cf_pass *P, int r, int L, int k)
 {
-    return w->bbase + (w->rb - 1 - r) * 5 * w->nl + (L - w->bs->first) * 2 + k;
+    return P->base + (r * w->nl + L - w->bs->first) * 3 + k;
 }
-static int ph_rb(const cf_rows *w, int r, int L, int k)
+static int ph_rr(const cf_rows *w, const cf_pass *P, int r, int L, int k)
 {
-    return w->bbase + (w->rb - 1 - r) * 5 * w->nl + 2 * w->nl + (w->bs->last - L) * 3 + k;
+    return P->base + (w->rb - 1 - r) * 5 * w->nl + (L - w->bs->first) * 2 + k;
 }
+static int ph_rb(const cf_rows *w, const cf_pass *P, int r, int L, int k)
+{
+    return P->base + (w->rb - 1 - r) * 5 * w->nl + 2 * w->nl + (w->bs->last - L) * 3 + k;
+}
+static int ph_end(const cf_rows *w, const cf_pass *P) { return P->base + 3 * w->rf * w->nl; } /* STATS_END */
+static bool gathers(const cf_pass *P, int i) { return P->gather && P->gather[i] == P->pass; }
 
 static int out_len(const band_geom *g, int r, int i) { return band_rows_len(g->out[r * g->n_layers + i]); }
 static int keep_len(const band_geom *g, int r, int i) { return band_rows_len(g->keep[r * g->n_layers + i]); }
 
-/* Rows band r holds of L's output: its held rows, widened to those of the relu overwriting it. */
-static int hold_len(const cf *c, const cf_rows *w, const band_geom *g, int r, int L)
+/* Rows of band r's buffer for L's output: its held rows, widened to those of the in-place relus
+ * chained on it (band_buffer_rows). */
+static band_rows hold_rows(const cf *c, const cf_rows *w, const band_geom *g, int r, int L)
 {
-    band_rows h = band_held(g, w->bs, r, L);
-    int q = c->n->layers[L].inplace_by;
-    if (q >= 0 && q <= w->bs->last) {
-        band_rows k = band_held(g, w->bs, r, q);
-        if (band_rows_len(k)) h = band_rows_len(h) ? (band_rows){h.a < k.a ? h.a : k.a, h.b > k.b ? h.b : k.b} : k;
-    }
-    return band_rows_len(h);
+    return band_buffer_rows(c->n, g, w->bs, r, L);
 }
 
-/* Recompute rule of checkpointing: a layer is recomputed when backward keeps its output or
- * auxiliary, or when a recomputed layer or a kept input of the segment reads it. map_stats: the
- * segment gathers whole-map statistics in passes, so a bn's statistics are no reason. */
-static void cf_need(cf *c, int first, int last, bool map_stats)
+static int hold_len(const cf *c, const cf_rows *w, const band_geom *g, int r, int L)
 {
-    for (int L = last; L >= first; L--) {
-        const kind_traits *k = kind_of(&c->n->layers[L]);
-        bool nd = k->keeps_y || (k->aux_rebuilt && !(map_stats && k->map_stats));
-        for (int j = c->cs[L]; j < c->cs[L + 1]; j++) {
-            int x = c->cl[j];
-            if (x <= last && (c->need[x] || kind_of(&c->n->layers[x])->keeps_x)) nd = true;
-        }
-        c->need[L] = nd;
-    }
+    return band_rows_len(hold_rows(c, w, g, r, L));
 }
 
 /* Reads of a whole-map activation: every phase using it, the earliest backward one (and its
@@ -157,13 +166,13 @@ static void reader(const cf *c, int hs, int x, bool member, reads *r)
     const kind_traits *t = kind_of(&c->n->layers[x]);
     bool keeps = member ? t->keeps_y : t->keeps_x;
     if (s->mode == PLAN_ROWS) { /* the segment input: every band reads it, forward and backward */
-        const cf_rows *w = &c->rows[k];
+        const cf_rows *w = &c->rows[k]; /* the proper passes: statistics passes read between them */
         int i = x - w->bs->first;
         for (int b = 0; b < w->rf; b++)
-            if (out_len(w->gf, b, i)) ev(r, ph_rf(w, b, x, PH_F), false, x);
+            if (out_len(w->gf, b, i)) ev(r, ph_rf(w, FWD(w), b, x, PH_F), false, x);
         for (int b = 0; b < w->rb; b++) {
-            if (c->need[x] && out_len(w->gb, b, i)) ev(r, ph_rr(w, b, x, PH_RF), false, x);
-            if (keeps && w->emit[b * w->nl + i]) ev(r, ph_rb(w, b, x, PH_B), true, x);
+            if (c->need[x] && out_len(w->gb, b, i)) ev(r, ph_rr(w, BWD(w), b, x, PH_RF), false, x);
+            if (keeps && BWD(w)->emit[b * w->nl + i]) ev(r, ph_rb(w, BWD(w), b, x, PH_B), true, x);
         }
         return;
     }
@@ -198,7 +207,7 @@ static int prev_bwd(const cf *c, int L)
     if (t->mode != PLAN_ROWS) return c->bph[t->first];
     const cf_rows *w = &c->rows[k + 1];
     for (int x = t->first; x <= t->last; x++)
-        if (w->emit[x - t->first]) return ph_rb(w, 0, x, PH_B);
+        if (BWD(w)->emit[x - t->first]) return ph_rb(w, BWD(w), 0, x, PH_B);
     return -1;
 }
 
@@ -267,71 +276,136 @@ static void full_layer(cf *c, int L)
     live(c, MEM_ACT, cf_y(c, L), a);
 }
 
-/* Band-level buffers of row segment k: band activations and gradients, boundaries, boundary
- * gradients, auxiliaries and workspaces; whole-map gradients of the segment output and input get
- * their band reads and writes in c->grad. */
-/* A segment's whole-map statistics (sched: rows.c): per bn, its mean and inverse std from the
- * forward's passes to band 0's backward of the layer, and its gradient sums from the backward's
- * first pass to the same; the forward's sums live inside the passes, which never set the peak. */
+/* Band r's activation gradients in one backward pass P of row segment w (backward geometry): each
+ * layer's band buffer lives from the first write (a consumer's backward, or an arriving 2PS
+ * boundary gradient) to its own backward (or STATS) or the boundary gradient it hands on; the
+ * segment output's is the whole-map one. An in-place relu whose backward runs hands its gradient
+ * buffer to its input when that buffer has exactly the rows the input's own would: the segment
+ * output's whole-map gradient only in a band holding the whole map; inside the segment, unless a
+ * relu further along the chain holds rows (2PS boundary) that this one does not. */
+static void band_gradients(cf *c, const cf_rows *w, const cf_pass *P, int r, span *gsp, int *owner)
+{
+    const net *n = c->n;
+    int a = w->bs->first, b = w->bs->last, nl = w->nl;
+    bool tps = w->gb->policy == BAND_2PS;
+    const band_geom *gb = w->gb;
+    const bool *emit = &P->emit[r * nl], *stat = &P->stat[r * nl];
+    for (int L = b; L >= a; L--) {
+        int i = L - a, q = n->layers[L].inplace_by;
+        owner[i] = L;
+        if (q >= 0 && q <= b && emit[q - a]) {
+            int o = owner[q - a];
+            band_rows have = o == b ? (band_rows){0, n->layers[b].h} : hold_rows(c, w, gb, r, o);
+            band_rows want = hold_rows(c, w, gb, r, L);
+            if (have.a == want.a && have.b == want.b) owner[i] = o;
+        }
+        gsp[i] = span_none();
+        if (!P->has[r * nl + i]) continue;
+        span *t = owner[i] == b ? &c->grad[c->tid[b]] : &gsp[owner[i] - a];
+        for (int j = c->cs[L]; j < c->cs[L + 1]; j++)
+            if (c->cl[j] <= b && emit[c->cl[j] - a]) span_add(t, ph_rb(w, P, r, c->cl[j], PH_B));
+        if (P->bgin[r * nl + i]) span_add(t, ph_rb(w, P, r, L, PH_BGIN));
+        if (tps && L < b && r > 0 && keep_len(gb, r - 1, i)) {
+            span_add(t, ph_rb(w, P, r, L, PH_BGOUT));
+            live(c, MEM_BOUNDARY, cf_row(c, L) * keep_len(gb, r - 1, i),
+                 sp(ph_rb(w, P, r, L, PH_BGOUT), ph_rb(w, P, r - 1, L, PH_BGIN)));
+        }
+        if (emit[i] || stat[i]) span_add(t, ph_rb(w, P, r, L, PH_B));
+    }
+    for (int L = a; L < b; L++)
+        if (owner[L - a] == L) live(c, MEM_AGRAD, cf_row(c, L) * hold_len(c, w, gb, r, L), gsp[L - a]);
+}
+
+/* The segment's whole-map statistics (sched: rows.c), per bn: its mean and inverse std from the
+ * first STATS of its forward pass to its last use in the backward proper; the forward sums from
+ * that STATS to the pass's STATS_END; the gradient sums from the first STATS of its backward pass
+ * to its last backward in the backward proper. */
 static void map_stats_buffers(cf *c, const cf_rows *w)
 {
-    for (int L = w->bs->first; L <= w->bs->last; L++) {
-        if (!kind_of(&c->n->layers[L])->map_stats) continue;
-        int64_t ch = c->n->layers[L].c;
-        live(c, MEM_ACT, kind_aux_bytes(c->n, L, 0, (int)c->batch), sp(w->fbase, ph_rb(w, 0, L, PH_B)));
-        live(c, MEM_ACT, 16 * ch, sp(w->bbase, ph_rb(w, 0, L, PH_B)));
+    const net *n = c->n;
+    int a = w->bs->first;
+    const cf_pass *F = FWD(w), *B = BWD(w);
+    for (int L = a; L <= w->bs->last; L++) {
+        int i = L - a, fq = w->pp.fwd[i], bq = w->pp.bwd[i];
+        if (!fq) continue;
+        const cf_pass *P = &w->fp[fq - 1], *Q = &w->bp[bq - 1];
+        span st = span_none(), fs = span_none(), bs = span_none();
+        for (int r = 0; r < w->rf; r++)
+            if (band_rows_len(band_own(w->gf, w->bs, r, L, n->layers[L].h))) span_add(&fs, ph_rf(w, P, r, L, PH_F));
+        span_add(&fs, ph_end(w, P));
+        for (int r = 0; r < w->rb; r++) {
+            if (Q->stat[r * w->nl + i]) span_add(&bs, ph_rb(w, Q, r, L, PH_B));
+            if (B->emit[r * w->nl + i]) span_add(&bs, ph_rb(w, B, r, L, PH_B)), span_add(&st, ph_rb(w, B, r, L, PH_B));
+            if (B->need[i] && out_len(w->gb, r, i)) span_add(&st, ph_rr(w, B, r, L, PH_RF));
+        }
+        for (int r = 0; r < w->rf; r++)
+            if (out_len(w->gf, r, i)) span_add(&st, ph_rf(w, F, r, L, PH_F));
+        span_add(&st, fs.lo);
+        live(c, MEM_ACT, kind_aux_bytes(n, L, 0, (int)c->batch), st);
+        live(c, MEM_ACT, 16 * (int64_t)n->layers[L].c, fs);
+        live(c, MEM_ACT, 16 * (int64_t)n->layers[L].c, bs);
     }
 }
 
-static void rows_layers(cf *c, int k, span *gsp, int *owner)
+/* A forward pass P (the forward proper or a statistics pass): band activations, workspaces,
+ * auxiliaries the backward rebuilds, and 2PS boundaries — the proper forward's kept until the
+ * backward proper's recompute of the next band, a statistics pass's only for its own next band. */
+static void forward_pass(cf *c, const cf_rows *w, const cf_pass *P)
 {
     const net *n = c->n;
-    cf_rows *w = &c->rows[k];
-    int a = w->bs->first, b = w->bs->last, nl = w->nl, src = w->bs->src;
-    bool tps = c->p->segs[k].policy == BAND_2PS, ms = w->map_stats;
-    const band_geom *gf = w->gf, *gb = w->gb;
-    int end = w->bbase + 5 * w->rb * nl - 1; /* the segment's last backward phase */
-    if (ms) { /* and the passes before the last read the output's gradient again: kept to the end */
-        map_stats_buffers(c, w);
-        span_add(&c->grad[c->tid[b]], end);
-    }
+    int a = w->bs->first, b = w->bs->last;
+    bool tps = w->gf->policy == BAND_2PS, ms = w->map_stats;
+    const band_geom *gf = w->gf;
     for (int r = 0; r < w->rf; r++)
         for (int L = a; L <= b; L++) {
             const net_layer *l = &n->layers[L];
-            int i = L - a, o = out_len(gf, r, i);
+            int i = L - a, o = out_len(gf, r, i), F = ph_rf(w, P, r, L, PH_F);
+            if (!P->need[i]) continue;
             if (o) {
-                live(c, MEM_WORKSPACE, sched_cfg_workspace(c->cfg, n, L, o, false), sp(ph_rf(w, r, L, PH_F), ph_rf(w, r, L, PH_F)));
+                live(c, MEM_WORKSPACE, sched_cfg_workspace(c->cfg, n, L, o, false), sp(F, F));
                 bool own_stats = !(ms && kind_of(l)->map_stats); /* else the segment's (map_stats_buffers) */
-                if (kind_of(l)->aux && !kind_of(l)->aux_optional && own_stats) /* written by the forward, rebuilt for backward */
-                    live(c, MEM_ACT, kind_aux_bytes(n, L, o, (int)c->batch), sp(ph_rf(w, r, L, PH_F), ph_rf(w, r, L, PH_F)));
+                if (kind_of(l)->aux && !kind_of(l)->aux_optional && own_stats) /* written, then rebuilt for backward */
+                    live(c, MEM_ACT, kind_aux_bytes(n, L, o, (int)c->batch), sp(F, F));
             }
-            /* boundary rows for band r + 1, kept for its recompute; with statistics passes every
-             * pass before the last holds them all beside one band's buffers, so until the end */
-            if (tps && r + 1 < w->rf && keep_len(gf, r, i))
-                live(c, MEM_BOUNDARY, cf_row(c, L) * keep_len(gf, r, i),
-                     sp(ph_rf(w, r, L, PH_COUT), !c->need[L] ? ph_rf(w, r + 1, L, PH_CIN) : ms ? end : ph_rr(w, r + 1, L, PH_RCIN)));
+            if (tps && r + 1 < w->rf && keep_len(gf, r, i)) { /* boundary rows for band r + 1 */
+                int until = P->final && c->need[L] ? ph_rr(w, BWD(w), r + 1, L, PH_RCIN) : ph_rf(w, P, r + 1, L, PH_CIN);
+                live(c, MEM_BOUNDARY, cf_row(c, L) * keep_len(gf, r, i), sp(ph_rf(w, P, r, L, PH_COUT), until));
+            }
             if (L == b || (l->inplace && l->in[0] >= a)) continue;
             span t = span_none(); /* band activation of L and the in-place relus on it (not b: `out`) */
-            for (int m = L; m >= 0 && m < b; m = n->layers[m].inplace_by) {
+            for (int m = L; m >= 0 && m < b && P->need[m - a]; m = n->layers[m].inplace_by) {
                 int mi = m - a;
-                if (tps && r > 0 && keep_len(gf, r - 1, mi)) span_add(&t, ph_rf(w, r, m, PH_CIN));
-                if (out_len(gf, r, mi)) span_add(&t, ph_rf(w, r, m, PH_F));
-                if (tps && r + 1 < w->rf && keep_len(gf, r, mi)) span_add(&t, ph_rf(w, r, m, PH_COUT));
+                if (tps && r > 0 && keep_len(gf, r - 1, mi)) span_add(&t, ph_rf(w, P, r, m, PH_CIN));
+                if (out_len(gf, r, mi)) span_add(&t, ph_rf(w, P, r, m, PH_F));
+                if (tps && r + 1 < w->rf && keep_len(gf, r, mi)) span_add(&t, ph_rf(w, P, r, m, PH_COUT));
                 for (int j = c->cs[m]; j < c->cs[m + 1]; j++) {
-                    int x = c->cl[j];
+                    int x = c->cl[j], xi = x - a;
                     if ((x == n->layers[m].inplace_by && x < b) || x > b) continue;
-                    if (out_len(gf, r, x - a)) span_add(&t, ph_rf(w, r, x, PH_F));
+                    if (P->need[xi] && out_len(gf, r, xi)) span_add(&t, ph_rf(w, P, r, x, PH_F));
+                    if (gathers(P, xi) && band_rows_len(band_own(gf, w->bs, r, x, n->layers[x].h)))
+                        span_add(&t, ph_rf(w, P, r, x, PH_F)); /* its STATS reads it */
                 }
             }
             live(c, MEM_ACT, cf_row(c, L) * hold_len(c, w, gf, r, L), t);
         }
+}
+
+/* A backward pass P (the backward proper or a statistics pass), band by band in reverse: the
+ * recomputed band activations, their workspaces and rebuilt auxiliaries, the band gradients, and
+ * (the proper pass) the segment input's gradient. */
+static void backward_pass(cf *c, const cf_rows *w, const cf_pass *P, span *gsp, int *owner)
+{
+    const net *n = c->n;
+    int a = w->bs->first, b = w->bs->last, nl = w->nl, src = w->bs->src;
+    bool tps = w->gb->policy == BAND_2PS, ms = w->map_stats;
+    const band_geom *gb = w->gb;
     for (int r = w->rb - 1; r >= 0; r--) {
-        bool *emit = &w->emit[r * nl];
+        const bool *emit = &P->emit[r * nl], *stat = &P->stat[r * nl];
         for (int L = a; L <= b; L++) {
             const net_layer *l = &n->layers[L];
-            int i = L - a, o = out_len(gb, r, i), RF = ph_rr(w, r, L, PH_RF), B = ph_rb(w, r, L, PH_B);
+            int i = L - a, o = out_len(gb, r, i), RF = ph_rr(w, P, r, L, PH_RF), B = ph_rb(w, P, r, L, PH_B);
             if (emit[i]) live(c, MEM_WORKSPACE, sched_cfg_workspace(c->cfg, n, L, o, true), sp(B, B));
-            if (!c->need[L]) continue;
+            if (!P->need[i]) continue;
             if (o) {
                 live(c, MEM_WORKSPACE, sched_cfg_workspace(c->cfg, n, L, o, false), sp(RF, RF));
                 bool rebuilt = kind_of(l)->aux_rebuilt && !(ms && kind_of(l)->map_stats);
@@ -340,71 +414,112 @@ static void rows_layers(cf *c, int k, span *gsp, int *owner)
             }
             if (l->inplace && l->in[0] >= a) continue;
             span t = span_none(); /* recomputed band activation */
-            for (int m = L; m >= 0 && m <= b; m = n->layers[m].inplace_by) {
+            for (int m = L; m >= 0 && m <= b && P->need[m - a]; m = n->layers[m].inplace_by) {
                 int mi = m - a;
-                if (tps && r > 0 && keep_len(gb, r - 1, mi)) span_add(&t, ph_rr(w, r, m, PH_RCIN));
-                if (out_len(gb, r, mi)) span_add(&t, ph_rr(w, r, m, PH_RF));
-                if (kind_of(&n->layers[m])->keeps_y && emit[mi]) span_add(&t, ph_rb(w, r, m, PH_B));
+                if (tps && r > 0 && keep_len(gb, r - 1, mi)) span_add(&t, ph_rr(w, P, r, m, PH_RCIN));
+                if (out_len(gb, r, mi)) span_add(&t, ph_rr(w, P, r, m, PH_RF));
+                if (kind_of(&n->layers[m])->keeps_y && emit[mi]) span_add(&t, ph_rb(w, P, r, m, PH_B));
                 for (int j = c->cs[m]; j < c->cs[m + 1]; j++) {
-                    int x = c->cl[j];
+                    int x = c->cl[j], xi = x - a;
                     if (x == n->layers[m].inplace_by || x > b) continue;
-                    if (c->need[x] && out_len(gb, r, x - a)) span_add(&t, ph_rr(w, r, x, PH_RF));
-                    if (kind_of(&n->layers[x])->keeps_x && emit[x - a]) span_add(&t, ph_rb(w, r, x, PH_B));
+                    if (P->need[xi] && out_len(gb, r, xi)) span_add(&t, ph_rr(w, P, r, x, PH_RF));
+                    if ((kind_of(&n->layers[x])->keeps_x && emit[xi]) || stat[xi]) span_add(&t, ph_rb(w, P, r, x, PH_B));
                 }
             }
             live(c, MEM_ACT, cf_row(c, L) * hold_len(c, w, gb, r, L), t);
         }
-        /* gradients: an in-place relu whose backward runs hands its buffer to its input */
-        for (int L = b; L >= a; L--) {
-            int i = L - a, q = n->layers[L].inplace_by;
-            owner[i] = q >= 0 && q <= b && emit[q - a] ? owner[q - a] : L;
-            gsp[i] = span_none();
-            if (!w->has[r * nl + i]) continue;
-            span *t = owner[i] == b ? &c->grad[c->tid[b]] : &gsp[owner[i] - a];
-            for (int j = c->cs[L]; j < c->cs[L + 1]; j++)
-                if (c->cl[j] <= b && emit[c->cl[j] - a]) span_add(t, ph_rb(w, r, c->cl[j], PH_B));
-            if (w->bgin[r * nl + i]) span_add(t, ph_rb(w, r, L, PH_BGIN));
-            if (tps && L < b && r > 0 && keep_len(gb, r - 1, i)) {
-                span_add(t, ph_rb(w, r, L, PH_BGOUT));
-                live(c, MEM_BOUNDARY, cf_row(c, L) * keep_len(gb, r - 1, i),
-                     sp(ph_rb(w, r, L, PH_BGOUT), ph_rb(w, r - 1, L, PH_BGIN)));
-            }
-            if (emit[i]) span_add(t, ph_rb(w, r, L, PH_B));
-        }
-        for (int L = a; L < b; L++)
-            if (owner[L - a] == L) live(c, MEM_AGRAD, cf_row(c, L) * hold_len(c, w, gb, r, L), gsp[L - a]);
-        if (src > 0)
+        band_gradients(c, w, P, r, gsp, owner);
+        if (P->final && src > 0)
             for (int j = c->cs[src]; j < c->cs[src + 1]; j++)
                 if (c->cl[j] >= a && c->cl[j] <= b && emit[c->cl[j] - a])
-                    span_add(&c->grad[c->tid[src]], ph_rb(w, r, c->cl[j], PH_B));
+                    span_add(&c->grad[c->tid[src]], ph_rb(w, P, r, c->cl[j], PH_B));
     }
 }
 
-/* Row segment k: the plan's geometry, and which band backward steps run. */
+/* Band-level buffers of row segment k, pass by pass: band activations and gradients, boundaries,
+ * boundary gradients, auxiliaries, workspaces and whole-map statistics; whole-map gradients of
+ * the segment output and input get their band reads and writes in c->grad. */
+static void rows_layers(cf *c, int k, span *gsp, int *owner)
+{
+    cf_rows *w = &c->rows[k];
+    if (w->map_stats) map_stats_buffers(c, w);
+    for (int q = 0; q < w->nfp; q++) forward_pass(c, w, &w->fp[q]);
+    for (int q = 0; q < w->nbp; q++) backward_pass(c, w, &w->bp[q], gsp, owner);
+}
+
+/* Which band backward steps of pass P run: band r back-propagates layer L (or gathers its
+ * statistics) when it owns output rows of L and L has a gradient — L is the segment output, or
+ * a consumer's backward ran in the band, or a boundary gradient arrived. */
+static void pass_steps(const cf *c, const cf_rows *w, cf_pass *P)
+{
+    int nl = w->nl, a = w->bs->first, b = w->bs->last;
+    bool tps = w->gb->policy == BAND_2PS;
+    P->emit = err_calloc((size_t)w->rb * nl * 4, sizeof(bool));
+    P->stat = P->emit + (size_t)w->rb * nl, P->has = P->stat + (size_t)w->rb * nl, P->bgin = P->has + (size_t)w->rb * nl;
+    for (int r = w->rb - 1; r >= 0; r--)
+        for (int L = b; L >= a; L--) {
+            int i = L - a;
+            bool runs = !P->bwd || P->bwd[i], target = gathers(P, i);
+            if (!runs && !target) continue;
+            bool hg = L == b || P->bgin[r * nl + i];
+            for (int j = c->cs[L]; j < c->cs[L + 1]; j++)
+                if (c->cl[j] <= b && P->emit[r * nl + c->cl[j] - a]) hg = true;
+            P->has[r * nl + i] = hg;
+            P->emit[r * nl + i] = hg && runs && out_len(w->gb, r, i);
+            P->stat[r * nl + i] = hg && target && out_len(w->gb, r, i);
+            if (tps && L < b && r > 0 && hg && keep_len(w->gb, r - 1, i)) P->bgin[(r - 1) * nl + i] = true;
+        }
+}
+
+/* Row segment k: the plan's geometry, its passes (plan_passes) and their steps. */
 static void rows_init(cf *c, int k)
 {
+    const net *n = c->n;
     const plan_seg *s = &c->p->segs[k];
     cf_rows *w = &c->rows[k];
     w->bs = &s->band, w->gf = s->fwd, w->gb = s->bwd;
     w->rf = s->fp, w->rb = s->bwd->n_bands, w->nl = s->last - s->first + 1;
-    w->map_stats = plan_seg_map_stats(c->p, c->n, k);
-    cf_need(c, s->first, s->last, w->map_stats);
-    /* backward band r runs layer L when it owns output rows of L and L has a gradient: L is the
-     * segment output, or a consumer's backward ran in the band, or a boundary gradient arrived */
-    int nl = w->nl, a = s->first, b = s->last;
-    w->emit = err_calloc((size_t)w->rb * nl * 3, sizeof(bool));
-    w->has = w->emit + (size_t)w->rb * nl, w->bgin = w->has + (size_t)w->rb * nl;
-    for (int r = w->rb - 1; r >= 0; r--)
-        for (int L = b; L >= a; L--) {
-            int i = L - a;
-            bool hg = L == b || w->bgin[r * nl + i];
-            for (int j = c->cs[L]; j < c->cs[L + 1]; j++)
-                if (c->cl[j] <= b && w->emit[r * nl + c->cl[j] - a]) hg = true;
-            w->has[r * nl + i] = hg;
-            w->emit[r * nl + i] = hg && out_len(w->gb, r, i);
-            if (s->policy == BAND_2PS && L < b && r > 0 && hg && keep_len(w->gb, r - 1, i))
-                w->bgin[(r - 1) * nl + i] = true;
+    w->map_stats = plan_seg_map_stats(c->p, n, k);
+    plan_passes_init(&w->pp, c->p, n, k);
+    plan_need(n, s->first, s->last, NULL, NULL, w->map_stats, c->need);
+    int nl = w->nl, a = s->first;
+    w->nfp = w->pp.n_fwd + 1, w->nbp = w->pp.n_bwd + 1;
+    w->fp = err_calloc((size_t)w->nfp, sizeof(cf_pass)), w->bp = err_calloc((size_t)w->nbp, sizeof(cf_pass));
+    bool *bwd = err_calloc((size_t)n->n, sizeof(bool)), *extra = err_calloc((size_t)n->n, sizeof(bool));
+    bool *need = err_calloc((size_t)n->n, sizeof(bool));
+    for (int q = 0; q < w->nfp; q++) {
+        cf_pass *P = &w->fp[q];
+        P->final = q == w->nfp - 1, P->gather = w->pp.fwd, P->pass = q + 1;
+        P->need = err_calloc((size_t)nl, sizeof(bool));
+        for (int i = 0; i < nl; i++) P->need[i] = P->final || w->pp.fwd_need[q * nl + i];
+    }
+    for (int q = 0; q < w->nbp; q++) {
+        cf_pass *P = &w->bp[q];
+        P->final = q == w->nbp - 1, P->gather = P->final ? NULL : w->pp.bwd, P->pass = q + 1;
+        P->bwd = P->final ? NULL : w->pp.bwd_set + q * nl;
+        P->need = err_calloc((size_t)nl, sizeof(bool));
+        if (P->final) {
+            memcpy(P->need, c->need + a, (size_t)nl * sizeof(bool));
+        } else { /* it recomputes what its backward keeps and the inputs of the layers it gathers for */
+            for (int i = 0; i < nl; i++) {
+                bwd[a + i] = P->bwd[i];
+                if (w->pp.bwd[i] == q + 1) extra[n->layers[a + i].in[0]] = true;
+            }
+            plan_need(n, s->first, s->last, bwd, extra, w->map_stats, need);
+            memcpy(P->need, need + a, (size_t)nl * sizeof(bool));
+            memset(extra, 0, (size_t)n->n * sizeof(bool));
         }
+        pass_steps(c, w, P);
+    }
+    free(bwd), free(extra), free(need);
+}
+
+static void rows_free(cf_rows *w)
+{
+    for (int q = 0; q < w->nfp; q++) free(w->fp[q].need);
+    for (int q = 0; q < w->nbp; q++) free(w->bp[q].need), free(w->bp[q].emit);
+    free(w->fp), free(w->bp);
+    plan_passes_free(&w->pp);
 }
 
 /* Consumer lists, tensor ids and the segment of every layer. */
@@ -443,19 +558,19 @@ static void cf_phases(cf *c)
     for (int i = 0; i < p->n_seg; i++) {
         const plan_seg *s = &p->segs[i];
         if (s->mode == PLAN_ROWS) {
+            cf_rows *w = &c->rows[i];
             rows_init(c, i);
-            c->rows[i].fbase = ph;
-            ph += 3 * c->rows[i].rf * c->rows[i].nl;
+            for (int q = 0; q < w->nfp; q++) w->fp[q].base = ph, ph += 3 * w->rf * w->nl + !w->fp[q].final;
             continue;
         }
-        if (s->mode == PLAN_CKPT) cf_need(c, s->first, s->last, false);
+        if (s->mode == PLAN_CKPT) plan_need(c->n, s->first, s->last, NULL, NULL, false, c->need);
         for (int L = s->first; L <= s->last; L++) c->fph[L] = ph++;
     }
     for (int i = p->n_seg - 1; i >= 0; i--) {
         const plan_seg *s = &p->segs[i];
         if (s->mode == PLAN_ROWS) {
-            c->rows[i].bbase = ph;
-            ph += 5 * c->rows[i].rb * c->rows[i].nl;
+            cf_rows *w = &c->rows[i];
+            for (int q = 0; q < w->nbp; q++) w->bp[q].base = ph, ph += 5 * w->rb * w->nl;
             continue;
         }
         if (s->mode == PLAN_CKPT)
@@ -481,7 +596,7 @@ static void cf_lifetimes(cf *c)
     for (int L = 1; L < nn; L++) {
         const plan_seg *s = &p->segs[c->seg[L]];
         if (s->mode == PLAN_ROWS) {
-            if (L == s->last) activation(c, L, ph_rf(&c->rows[c->seg[L]], 0, L, PH_F), cf_y(c, L));
+            if (L == s->last) activation(c, L, ph_rf(&c->rows[c->seg[L]], FWD(&c->rows[c->seg[L]]), 0, L, PH_F), cf_y(c, L));
             continue;
         }
         if (c->tid[L] == L) activation(c, L, c->fph[L], cf_y(c, L));
@@ -548,6 +663,7 @@ void closed_predict(const net *n, const plan *p, const sched_cfg *cfg, sim_mem *
     cf_phases(&c);
     cf_lifetimes(&c);
     cf_sweep(&c, m);
-    for (int i = 0; i < p->n_seg; i++) free(c.rows[i].emit);
+    for (int i = 0; i < p->n_seg; i++)
+        if (p->segs[i].mode == PLAN_ROWS) rows_free(&c.rows[i]);
     free(c.seg), free(c.need), free(c.rows), free(c.grad), free(c.d);
 }

@@ -143,16 +143,3 @@ void lower_copy(lower *c, int L, int band, band_rows r, int src, int dst, bool a
     t->rows = r, t->src = src, t->dst = dst, t->acc = acc;
     t->bytes_moved = (double)lower_bytes(c, L, r, 4) * 2;
 }
-
-void lower_need(const net *n, int first, int last, const bool *bwd, const bool *extra, bool map_stats, bool *need)
-{
-    for (int L = last; L >= first; L--) {
-        const kind_traits *k = kind_of(&n->layers[L]);
-        bool rebuilt = k->aux_rebuilt && !(map_stats && k->map_stats);
-        bool nd = (extra && extra[L]) || ((!bwd || bwd[L]) && (k->keeps_y || rebuilt));
-        for (int c = L + 1; c <= last && !nd; c++)
-            for (int j = 0; j < n->layers[c].n_in; j++)
-                if (n->layers[c].in[j] == L && (need[c] || ((!bwd || bwd[c]) && kind_of(&n->layers[c])->keeps_x))) nd = true;
-        need[L] = nd;
-    }
-}

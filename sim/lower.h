@@ -48,11 +48,4 @@ sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold
                       const bool *want, bool weights);
 void lower_copy(lower *c, int L, int band, band_rows r, int src, int dst, bool acc);
 
-/* Which layers of [first, last] a backward recomputes: those whose output (or rebuilt auxiliary)
- * a backward step of `bwd` (NULL: every layer of the range) keeps, those in `extra` (NULL: none),
- * and those a needed layer reads. A layer whose output only feeds the next segment is not. With
- * map_stats, a whole-map-statistics layer's statistics come from its segment's passes, so they
- * alone are no reason to recompute it. */
-void lower_need(const net *n, int first, int last, const bool *bwd, const bool *extra, bool map_stats, bool *need);
-
 #endif

@@ -329,6 +329,64 @@ bool plan_bn_approximate(const plan *p, const net *n)
     return false;
 }
 
+void plan_passes_init(plan_passes *ps, const plan *p, const net *n, int i)
+{
+    const plan_seg *s = &p->segs[i];
+    int a = s->first, nl = s->last - s->first + 1;
+    memset(ps, 0, sizeof *ps);
+    ps->nl = nl;
+    ps->fwd = err_calloc((size_t)nl, sizeof(int)), ps->bwd = err_calloc((size_t)nl, sizeof(int));
+    if (!plan_seg_map_stats(p, n, i)) return;
+    /* reach[k * nl + j]: layer a + j is a strict ancestor of layer a + k (inside the segment) */
+    bool *reach = err_calloc((size_t)nl * nl, sizeof(bool));
+    for (int k = 0; k < nl; k++)
+        for (int L = a + k; L >= a; L--)
+            if (L == a + k || reach[k * nl + L - a])
+                for (int j = 0; j < n->layers[L].n_in; j++)
+                    if (n->layers[L].in[j] >= a) reach[k * nl + n->layers[L].in[j] - a] = true;
+    for (int k = 0; k < nl; k++) { /* after every statistics layer its input depends on */
+        if (!kind_table[n->layers[a + k].kind].map_stats) continue;
+        ps->fwd[k] = 1;
+        for (int q = 0; q < k; q++)
+            if (ps->fwd[q] && reach[k * nl + q] && ps->fwd[q] + 1 > ps->fwd[k]) ps->fwd[k] = ps->fwd[q] + 1;
+        if (ps->fwd[k] > ps->n_fwd) ps->n_fwd = ps->fwd[k];
+    }
+    for (int k = nl - 1; k >= 0; k--) { /* after every one whose gradient depends on it */
+        if (!kind_table[n->layers[a + k].kind].map_stats) continue;
+        ps->bwd[k] = 1;
+        for (int q = k + 1; q < nl; q++)
+            if (ps->bwd[q] && reach[q * nl + k] && ps->bwd[q] + 1 > ps->bwd[k]) ps->bwd[k] = ps->bwd[q] + 1;
+        if (ps->bwd[k] > ps->n_bwd) ps->n_bwd = ps->bwd[k];
+    }
+    ps->fwd_need = err_calloc((size_t)ps->n_fwd * nl + 1, sizeof(bool));
+    ps->bwd_set = err_calloc((size_t)ps->n_bwd * nl + 1, sizeof(bool));
+    for (int k = 0; k < nl; k++)
+        for (int j = 0; j < nl; j++) {
+            if (ps->fwd[k] && reach[k * nl + j]) ps->fwd_need[(ps->fwd[k] - 1) * nl + j] = true;
+            if (ps->bwd[k] && reach[j * nl + k]) ps->bwd_set[(ps->bwd[k] - 1) * nl + j] = true;
+        }
+    free(reach);
+}
+
+void plan_passes_free(plan_passes *ps)
+{
+    free(ps->fwd), free(ps->bwd), free(ps->fwd_need), free(ps->bwd_set);
+    memset(ps, 0, sizeof *ps);
+}
+
+void plan_need(const net *n, int first, int last, const bool *bwd, const bool *extra, bool map_stats, bool *need)
+{
+    for (int L = last; L >= first; L--) {
+        const kind_traits *k = kind_of(&n->layers[L]);
+        bool rebuilt = k->aux_rebuilt && !(map_stats && k->map_stats);
+        bool nd = (extra && extra[L]) || ((!bwd || bwd[L]) && (k->keeps_y || rebuilt));
+        for (int c = L + 1; c <= last && !nd; c++)
+            for (int j = 0; j < n->layers[c].n_in; j++)
+                if (n->layers[c].in[j] == L && (need[c] || ((!bwd || bwd[c]) && kind_of(&n->layers[c])->keeps_x))) nd = true;
+        need[L] = nd;
+    }
+}
+
 int plan_parse(plan *p, const net *n, const char *text, err *e)
 {
     memset(p, 0, sizeof *p);

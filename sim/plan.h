@@ -61,6 +61,27 @@ const char *plan_bn_name(plan_bn b);
 bool plan_seg_map_stats(const plan *p, const net *n, int i);
 /* The plan approximates BatchNorm (per-band statistics in some row segment): say so to the user. */
 bool plan_bn_approximate(const plan *p, const net *n);
+
+/* The statistics passes of row segment i (plan_seg_map_stats; sim/rows.h explains them), indexed
+ * by segment layer (layer - first): pass 1 gathers the whole-map statistics of the layers whose
+ * inputs depend on none without statistics, pass 2 the next, ...; backward, pass 1 the gradient
+ * sums of the layers with none after them. fwd_need[(pass - 1) * nl + i]: the forward pass
+ * computes layer first + i (an ancestor of a layer it gathers for); bwd_set likewise: the backward
+ * pass back-propagates it (a descendant). n_fwd = n_bwd = 0 for any other segment. */
+typedef struct {
+    int nl, n_fwd, n_bwd;
+    int *fwd, *bwd;           /* [nl]: the pass gathering the layer's statistics, 0 none */
+    bool *fwd_need, *bwd_set; /* [n_fwd * nl], [n_bwd * nl] */
+} plan_passes;
+void plan_passes_init(plan_passes *ps, const plan *p, const net *n, int i);
+void plan_passes_free(plan_passes *ps);
+
+/* Which layers of [first, last] a backward recomputes: those whose output (or rebuilt auxiliary)
+ * a backward step of `bwd` (NULL: every layer of the range) keeps, those in `extra` (NULL: none),
+ * and those a needed layer reads; a layer whose output only feeds the next segment is not. All
+ * arrays are indexed by layer. With map_stats, a whole-map-statistics layer's statistics come from
+ * its segment's passes, so they alone are no reason to recompute it. */
+void plan_need(const net *n, int first, int last, const bool *bwd, const bool *extra, bool map_stats, bool *need);
 const char *plan_mode_name(plan_mode m);
 
 /* The plan's family, from its segments: "layer", "ckpt", "vdnn" (offload), "2ps" or "overl" (one

@@ -14,17 +14,12 @@ typedef struct {
 } band_ctx;
 
 /* Rows band r holds of layer P's output. A producer whose only consumer is an in-place relu
- * shares the relu's buffer, so it is sized for both (the relu may hold 2PS boundary rows). */
+ * shares the relu's buffer, so it is sized for the whole chain of in-place relus on it (each may
+ * hold 2PS boundary rows): band_buffer_rows. */
 static band_rows band_hold(const band_seg *bs, const band_geom *g, const net *n, int r, int P)
 {
     if (P == bs->src) return lower_full(n, P);
-    band_rows h = band_held(g, bs, r, P);
-    int q = n->layers[P].inplace_by;
-    if (q >= 0 && q <= bs->last) {
-        band_rows k = band_held(g, bs, r, q);
-        if (band_rows_len(k)) h = band_rows_len(h) ? (band_rows){h.a < k.a ? h.a : k.a, h.b > k.b ? h.b : k.b} : k;
-    }
-    return h;
+    return band_buffer_rows(n, g, bs, r, P);
 }
 
 static band_rows hold_band(const void *ctx, int P)
@@ -68,54 +63,6 @@ static void band_forward(lower *c, const band_seg *bs, const band_geom *g, int r
 
 /* --- whole-map statistics ---------------------------------------------------------------------- */
 
-/* The segment's layers with whole-map statistics, and in which pass each is gathered. */
-typedef struct {
-    int n;
-    int *layer;           /* [n] ascending */
-    int *fpass, *bpass;   /* [n] forward pass (1: no such layer before it), backward pass (1: none after it) */
-    int n_fpass, n_bpass;
-    bool *before, *after; /* [k * layers + L]: L reaches layer[k] (an ancestor) / is reached from it */
-} seg_stats;
-
-static void stats_init(seg_stats *st, const net *n, const band_seg *bs)
-{
-    memset(st, 0, sizeof *st);
-    int N = n->n;
-    st->layer = err_calloc((size_t)N, sizeof(int));
-    for (int L = bs->first; L <= bs->last; L++)
-        if (kind_table[n->layers[L].kind].map_stats) st->layer[st->n++] = L;
-    st->fpass = err_calloc((size_t)st->n + 1, sizeof(int)), st->bpass = err_calloc((size_t)st->n + 1, sizeof(int));
-    st->before = err_calloc((size_t)st->n * N + 1, sizeof(bool)), st->after = err_calloc((size_t)st->n * N + 1, sizeof(bool));
-    for (int k = 0; k < st->n; k++) {
-        int b = st->layer[k];
-        bool *up = &st->before[k * N], *down = &st->after[k * N];
-        for (int L = b; L >= bs->first; L--) /* ancestors inside the segment */
-            if (L == b || up[L])
-                for (int j = 0; j < n->layers[L].n_in; j++)
-                    if (n->layers[L].in[j] >= bs->first) up[n->layers[L].in[j]] = true;
-        for (int L = b + 1; L <= bs->last; L++) /* descendants */
-            for (int j = 0; j < n->layers[L].n_in; j++)
-                if (n->layers[L].in[j] == b || down[n->layers[L].in[j]]) down[L] = true;
-    }
-    for (int k = 0; k < st->n; k++) { /* after every statistics layer it depends on */
-        st->fpass[k] = 1;
-        for (int q = 0; q < k; q++)
-            if (st->before[k * N + st->layer[q]] && st->fpass[q] + 1 > st->fpass[k]) st->fpass[k] = st->fpass[q] + 1;
-        if (st->fpass[k] > st->n_fpass) st->n_fpass = st->fpass[k];
-    }
-    for (int k = st->n - 1; k >= 0; k--) { /* after every one whose gradient it needs */
-        st->bpass[k] = 1;
-        for (int q = k + 1; q < st->n; q++)
-            if (st->after[k * N + st->layer[q]] && st->bpass[q] + 1 > st->bpass[k]) st->bpass[k] = st->bpass[q] + 1;
-        if (st->bpass[k] > st->n_bpass) st->n_bpass = st->bpass[k];
-    }
-}
-
-static void stats_free(seg_stats *st)
-{
-    free(st->layer), free(st->fpass), free(st->bpass), free(st->before), free(st->after);
-}
-
 /* A STATS step: band r's rows of layer b added to `sums` (forward: its input; backward: dy too). */
 static void emit_stats(lower *c, int b, int r, band_rows rows, bool backward)
 {
@@ -131,51 +78,47 @@ static void emit_stats(lower *c, int b, int r, band_rows rows, bool backward)
     t->bytes_moved = (double)lower_bytes(c, b, rows, 4) * (backward ? 2 : 1);
 }
 
-/* The forward statistics passes: the statistics of every whole-map-statistics layer, before the
- * forward that normalizes with them. */
+/* The forward statistics passes (plan_passes): the statistics of every whole-map-statistics layer,
+ * before the forward that normalizes with them. */
 static void stats_forward(lower *c, const band_seg *bs, const band_geom *g)
 {
     const net *n = c->n;
-    int N = n->n, R = g->n_bands, src = c->act[bs->src];
-    seg_stats st;
-    stats_init(&st, n, bs);
+    int N = n->n, R = g->n_bands, src = c->act[bs->src], a = bs->first;
+    plan_passes pp;
+    plan_passes_init(&pp, c->p, n, c->seg);
     bool *need = err_calloc((size_t)N, sizeof(bool));
     int *bound = err_calloc((size_t)N * R, sizeof(int));
-    for (int k = 0; k < st.n; k++) {
-        int b = st.layer[k];
-        c->stats[b] = lower_buf(c, BUF_STAT, MEM_ACT, b, -1, (band_rows){0, 0}, kind_aux_bytes(n, b, 0, c->cfg->batch));
-    }
+    for (int L = a; L <= bs->last; L++)
+        if (pp.fwd[L - a])
+            c->stats[L] = lower_buf(c, BUF_STAT, MEM_ACT, L, -1, (band_rows){0, 0}, kind_aux_bytes(n, L, 0, c->cfg->batch));
     c->stats_pass = true;
-    for (int pass = 1; pass <= st.n_fpass; pass++) {
-        memset(need, 0, (size_t)N * sizeof(bool));
+    for (int pass = 1; pass <= pp.n_fwd; pass++) {
         memset(bound, -1, (size_t)N * R * sizeof(int));
-        for (int k = 0; k < st.n; k++) {
-            if (st.fpass[k] != pass) continue;
-            for (int L = bs->first; L <= bs->last; L++) need[L] |= st.before[k * N + L];
-            c->sums[st.layer[k]] = lower_buf(c, BUF_SUMS, MEM_ACT, st.layer[k], -1, (band_rows){0, 0}, 16 * (int64_t)n->layers[st.layer[k]].c);
-            c->s->bufs[c->sums[st.layer[k]]].zero = true;
+        for (int L = a; L <= bs->last; L++) {
+            need[L] = pp.fwd_need[(pass - 1) * pp.nl + L - a];
+            if (pp.fwd[L - a] != pass) continue;
+            c->sums[L] = lower_buf(c, BUF_SUMS, MEM_ACT, L, -1, (band_rows){0, 0}, 16 * (int64_t)n->layers[L].c);
+            c->s->bufs[c->sums[L]].zero = true;
         }
         for (int r = 0; r < R; r++) {
             band_forward(c, bs, g, r, bound, true, -1, need);
-            for (int k = 0; k < st.n; k++) {
-                int b = st.layer[k];
-                band_rows own = band_own(g, bs, r, b, n->layers[b].h);
-                if (st.fpass[k] == pass && band_rows_len(own)) emit_stats(c, b, r, own, false);
+            for (int L = a; L <= bs->last; L++) {
+                band_rows own = band_own(g, bs, r, L, n->layers[L].h);
+                if (pp.fwd[L - a] == pass && band_rows_len(own)) emit_stats(c, L, r, own, false);
             }
             c->act[bs->src] = src;
         }
-        for (int k = 0; k < st.n; k++) {
-            if (st.fpass[k] != pass) continue;
-            int b = st.layer[k];
-            sched_step *t = lower_step(c, SCHED_STATS_END, b, -1);
-            t->aux = c->stats[b], t->sums = c->sums[b], t->dw = c->run[b], t->map_stats = true;
-            t->flops = 10.0 * n->layers[b].c;
-            c->sums[b] = -1;
+        for (int L = a; L <= bs->last; L++) {
+            if (pp.fwd[L - a] != pass) continue;
+            sched_step *t = lower_step(c, SCHED_STATS_END, L, -1);
+            t->aux = c->stats[L], t->sums = c->sums[L], t->dw = c->run[L], t->map_stats = true;
+            t->flops = 10.0 * n->layers[L].c;
+            c->sums[L] = -1;
         }
     }
     c->stats_pass = false;
     free(need), free(bound);
-    stats_free(&st);
+    plan_passes_free(&pp);
 }
 
 /* --- forward and backward ---------------------------------------------------------------------- */
@@ -212,7 +155,7 @@ static void backward_pass(lower *c, const band_seg *bs, const band_geom *g, int 
             if (target[L]) extra[n->layers[L].in[0]] = true;
         }
     }
-    lower_need(n, bs->first, bs->last, bwd, extra, plan_seg_map_stats(c->p, n, c->seg), need);
+    plan_need(n, bs->first, bs->last, bwd, extra, plan_seg_map_stats(c->p, n, c->seg), need);
     for (int r = R - 1; r >= 0; r--) {
         band_forward(c, bs, g, r, bound, false, -1, need);
         for (int L = L0; L <= bs->last; L++) c->grad[L] = -1;
@@ -252,27 +195,22 @@ void rows_backward(lower *c, const plan_seg *ps, int *bound)
     const net *n = c->n;
     const band_seg *bs = &ps->band;
     const band_geom *g = ps->bwd; /* 2PS: the forward's own, whose boundaries it reads */
-    if (plan_seg_map_stats(c->p, n, c->seg)) {
-        seg_stats st;
-        stats_init(&st, n, bs);
-        int N = n->n;
-        bool *bwd = err_calloc((size_t)N, sizeof(bool)), *target = err_calloc((size_t)N, sizeof(bool));
-        for (int pass = 1; pass <= st.n_bpass; pass++) {
-            memset(bwd, 0, (size_t)N * sizeof(bool));
-            memset(target, 0, (size_t)N * sizeof(bool));
-            for (int k = 0; k < st.n; k++) {
-                if (st.bpass[k] != pass) continue;
-                int b = st.layer[k];
-                target[b] = true;
-                for (int L = bs->first; L <= bs->last; L++) bwd[L] |= st.after[k * N + L];
-                c->sums[b] = lower_buf(c, BUF_SUMS, MEM_ACT, b, -1, (band_rows){0, 0}, 16 * (int64_t)n->layers[b].c);
-                c->s->bufs[c->sums[b]].zero = true;
-            }
-            backward_pass(c, bs, g, bound, bwd, target);
+    plan_passes pp;
+    plan_passes_init(&pp, c->p, n, c->seg);
+    int N = n->n, a = bs->first;
+    bool *bwd = err_calloc((size_t)N, sizeof(bool)), *target = err_calloc((size_t)N, sizeof(bool));
+    for (int pass = 1; pass <= pp.n_bwd; pass++) {
+        for (int L = a; L <= bs->last; L++) {
+            bwd[L] = pp.bwd_set[(pass - 1) * pp.nl + L - a];
+            target[L] = pp.bwd[L - a] == pass;
+            if (!target[L]) continue;
+            c->sums[L] = lower_buf(c, BUF_SUMS, MEM_ACT, L, -1, (band_rows){0, 0}, 16 * (int64_t)n->layers[L].c);
+            c->s->bufs[c->sums[L]].zero = true;
         }
-        free(bwd), free(target);
-        stats_free(&st);
+        backward_pass(c, bs, g, bound, bwd, target);
     }
+    free(bwd), free(target);
+    plan_passes_free(&pp);
     backward_pass(c, bs, g, bound, NULL, NULL);
     for (int L = bs->first; L <= bs->last; L++) c->stats[L] = c->sums[L] = -1;
 }

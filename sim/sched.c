@@ -262,7 +262,7 @@ int sched_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err
         }
         if (ps->mode == PLAN_CKPT) {
             bool *need = err_calloc((size_t)n->n, sizeof(bool));
-            lower_need(n, ps->first, ps->last, NULL, NULL, false, need);
+            plan_need(n, ps->first, ps->last, NULL, NULL, false, need);
             for (int L = ps->first; L <= ps->last; L++)
                 if (need[L]) lower_fwd(&c, L, -1, lower_full(n, L), lower_full(n, L), -1, true);
             free(need);

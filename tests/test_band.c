@@ -18,13 +18,10 @@
 #include <string.h>
 
 #include "sim/band.h"
+#include "tests/randnet.h"
 
-static unsigned long long rng = 0x9E3779B97F4A7C15ull;
-static int rnd(int n)
-{
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (int)((rng >> 33) % (unsigned long long)n);
-}
+static randnet_rng rng = {0x9E3779B97F4A7C15ull};
+static int rnd(int n) { return randnet_below(&rng, n); }
 
 static int failures;
 #define FAIL(...)                                                      \
@@ -35,46 +32,6 @@ static int failures;
             fputc('\n', stderr);                                       \
         }                                                              \
     } while (0)
-
-/* A random net text: convs, pools, relus, bns and residual blocks, then gap/fc/loss. */
-static void random_net(char *buf, size_t len, int h)
-{
-    size_t at = (size_t)snprintf(buf, len, "input data c=2 h=%d w=3\n", h);
-    int ops = 2 + rnd(7), id = 0;
-    char prev[32] = "data";
-    for (int i = 0; i < ops; i++) {
-        int kind = rnd(10);
-        char name[32];
-        snprintf(name, sizeof name, "l%d", id++);
-        if (kind <= 3) {
-            int k = 1 + rnd(7), d = 1 + (k > 1 && rnd(3) == 0), s = 1 + (rnd(3) == 0) + (rnd(8) == 0);
-            int p = rnd((d * (k - 1)) / 2 + 1);
-            at += (size_t)snprintf(buf + at, len - at, "conv %s in=%s c=2 k=%d s=%d p=%d d=%d\n", name, prev, k, s, p, d);
-        } else if (kind == 4) {
-            int k = 2 + rnd(2), s = 1 + rnd(2), p = rnd(k / 2 + 1);
-            at += (size_t)snprintf(buf + at, len - at, "%s %s in=%s k=%d s=%d p=%d\n", rnd(2) ? "maxpool" : "avgpool", name, prev, k, s, p);
-        } else if (kind == 5) {
-            at += (size_t)snprintf(buf + at, len - at, "relu %s in=%s\n", name, prev);
-        } else if (kind == 6) {
-            at += (size_t)snprintf(buf + at, len - at, "bn %s in=%s\n", name, prev);
-        } else {
-            /* residual block: identity (stride 1) or strided with a 1x1 stride-2 shortcut */
-            bool down = kind == 9;
-            int k = down ? 3 : 1 + 2 * rnd(3);
-            at += (size_t)snprintf(buf + at, len - at, "conv %s_a in=%s c=2 k=%d s=%d p=%d\n", name, prev, k, down ? 2 : 1, k / 2);
-            at += (size_t)snprintf(buf + at, len - at, "relu %s_r in=%s_a\n", name, name);
-            at += (size_t)snprintf(buf + at, len - at, "conv %s_b in=%s_r c=2 k=3 p=1\n", name, name);
-            if (down) {
-                at += (size_t)snprintf(buf + at, len - at, "conv %s_s in=%s c=2 k=1 s=2\n", name, prev);
-                at += (size_t)snprintf(buf + at, len - at, "add %s in=%s_b,%s_s\n", name, name, name);
-            } else {
-                at += (size_t)snprintf(buf + at, len - at, "add %s in=%s_b,%s\n", name, name, prev);
-            }
-        }
-        snprintf(prev, sizeof prev, "%s", name);
-    }
-    snprintf(buf + at, len - at, "gap g in=%s\nfc f c=2\nloss loss\n", prev);
-}
 
 /* Receptive field of output rows [a, b) of layer L at layer `src`, composed without clipping,
  * hull over all paths. clipped_inside: 0 if some intermediate interval leaves its map. */
@@ -194,7 +151,7 @@ int main(void)
     char text[8192];
     while (nets < 1200) {
         int h = 5 + rnd(110);
-        random_net(text, sizeof text, h);
+        randnet_text(&rng, RANDNET_SMALL, text, sizeof text, h);
         net n;
         err e;
         if (net_parse(&n, text, "random.net", &e)) continue; /* a shape became empty: draw again */

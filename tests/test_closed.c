@@ -1,34 +1,59 @@
-/* Closed form against replay: for every preset on the test nets (batch 16, every band count of the
- * row presets) and on VGG-16 and ResNet-50 at 224x224 (batch 1, 2, 8 and 32), with SGD and Adam,
- * plus a few custom plans, the closed-form peak (paper/model.md) must be within TOL of the replay
- * peak, which the engine measures byte for byte (test_exact). One line per configuration with the
- * error; a configuration over TOL is named with why: the categories the two disagree on at their
- * peaks and the step at which replay peaks. The closed form never sees a schedule; this test
- * lowers one only to explain a failure. */
+/* Closed form against replay, as a property over random nets and on the shipped nets.
+ *
+ * Random: >= 2000 configurations, each a random net (tests/randnet.h: odd sizes, strides,
+ * dilations, kernels 1-7, stride-2 convolutions with large kernels, padded pools, bn, relus,
+ * residual blocks) x a random input height x a preset (every one, with a random band count) or a
+ * random custom plan (segments at random clean cuts, each layer, ckpt, offload(all|conv) or rows
+ * with 2PS or OverL, fp != bp, explicit cuts) x batch x SGD or Adam. Shipped: every preset on the
+ * test nets (batch 16, every band count of the row presets) and on VGG-16 and ResNet-50 at
+ * 224x224 (batch 1, 2, 8 and 32), SGD and Adam, plus a few custom plans.
+ *
+ * The closed form (paper/model.md) must equal the replay, which the engine measures byte for byte
+ * (test_exact): the peak, the breakdown at the peak and each category's maximum, to the byte, and
+ * its breakdown must sum to its peak. The paper's acceptance bound is 2%, but the model is exact:
+ * an error under 2% is still a lifetime rule the scheduler has and the model lacks (such errors
+ * hid here while the bound was the test: up to 1.1% on VGG-16 at 224, 2.8% on vgg16-gap at 227),
+ * so the test asserts equality and reports the worst relative error beside it.
+ *
+ * Shipped configurations print one line each; a random one prints only when it fails, with its
+ * net text. A failure is explained: the categories the two disagree on (at their peaks, or in
+ * their maxima) and the step at which replay peaks. The last line gives the configurations and
+ * the worst |closed - replay| / replay. `test_closed NETS SEED` runs more random nets or another
+ * sequence. The closed form never sees a schedule; this test lowers one only to explain a
+ * failure. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim/sim.h"
+#include "tests/randnet.h"
 
-#define TOL 0.02 /* the project's acceptance bound for the closed form (paper/model.md) */
+#define BOUND 0.02    /* the paper's acceptance bound, reported (the test asserts equality) */
+#define MAX_SHOWN 20  /* failing random configurations printed in full */
+#define NETS 300      /* random nets by default, each checked under RUNS random configurations */
+#define RUNS 8
 
 static int failures, configs;
 static double worst_all;
 
 typedef struct {
     double worst, sum;
-    int count;
+    int count, exact, same; /* exact: equal peaks; same: and equal breakdowns and category maxima */
 } stats;
 
-/* Why closed and replay differ: categories at their peaks and replay's peak step. */
+/* Why closed and replay differ: categories at their peaks and in their maxima, and replay's
+ * peak step. */
 static void explain(const net *n, const plan *p, const sched_cfg *cfg, const sim_result *r)
 {
-    for (int k = 0; k < MEM_NCAT; k++)
+    for (int k = 0; k < MEM_NCAT; k++) {
         if (r->closed.at_peak[k] != r->replay.at_peak[k])
             printf("       %-12s closed %12lld  replay %12lld at the peak\n", mem_cat_name((mem_cat)k),
                    (long long)r->closed.at_peak[k], (long long)r->replay.at_peak[k]);
+        if (r->closed.max[k] != r->replay.max[k])
+            printf("       %-12s closed %12lld  replay %12lld maximum\n", mem_cat_name((mem_cat)k),
+                   (long long)r->closed.max[k], (long long)r->replay.max[k]);
+    }
     sched s;
     err e;
     if (sched_lower(&s, n, p, cfg, &e)) return;
@@ -45,7 +70,9 @@ static void explain(const net *n, const plan *p, const sched_cfg *cfg, const sim
     sched_free(&s);
 }
 
-static void check(const net *n, const char *text, int batch, sched_optimizer opt, stats *st)
+/* One configuration. quiet: print only a failure (with `text_of_net`, when given). */
+static void check(const net *n, const char *text, int batch, sched_optimizer opt, stats *st, bool quiet,
+                  const char *text_of_net)
 {
     plan p;
     err e;
@@ -59,17 +86,32 @@ static void check(const net *n, const char *text, int batch, sched_optimizer opt
     double rel = (double)(r.closed.peak - r.replay.peak) / (double)r.replay.peak;
     int64_t sum = 0;
     for (int k = 0; k < MEM_NCAT; k++) sum += k == MEM_HOST ? 0 : r.closed.at_peak[k];
-    bool ok = fabs(rel) <= TOL && sum == r.closed.peak;
-    printf("%s %-13s batch %2d %-4s %-34s replay %12lld closed %12lld  %+7.3f%%\n", ok ? "ok  " : "FAIL", n->name, batch,
-           opt == SCHED_ADAM ? "adam" : "sgd", text, (long long)r.replay.peak, (long long)r.closed.peak, 100.0 * rel);
-    if (sum != r.closed.peak) printf("       closed categories sum to %lld, not the peak\n", (long long)sum);
-    if (!ok) explain(n, &p, &cfg, &r);
+    bool same = r.closed.peak == r.replay.peak;
+    for (int k = 0; k < MEM_NCAT; k++)
+        same &= r.closed.at_peak[k] == r.replay.at_peak[k] && r.closed.max[k] == r.replay.max[k];
+    bool ok = same && sum == r.closed.peak;
+    if (!quiet || (!ok && failures < MAX_SHOWN)) {
+        printf("%s %-13s batch %2d %-4s %-34s replay %12lld closed %12lld  %+7.3f%%\n", ok ? "ok  " : "FAIL", n->name, batch,
+               opt == SCHED_ADAM ? "adam" : "sgd", text, (long long)r.replay.peak, (long long)r.closed.peak, 100.0 * rel);
+        if (sum != r.closed.peak) printf("       closed categories sum to %lld, not the peak\n", (long long)sum);
+        if (!ok) explain(n, &p, &cfg, &r);
+        if (!ok && text_of_net) printf("%s\n", text_of_net);
+    }
     failures += !ok;
     configs++;
     if (fabs(rel) > st->worst) st->worst = fabs(rel);
     if (fabs(rel) > worst_all) worst_all = fabs(rel);
     st->sum += fabs(rel), st->count++;
+    st->exact += r.closed.peak == r.replay.peak;
+    st->same += same;
     plan_free(&p);
+}
+
+static void summary(const char *what, const stats *st)
+{
+    printf("== %s: %d configurations, closed vs replay max |error| %.4f%%, mean %.4f%%; %d equal to the byte (%d with "
+           "equal breakdowns and category maxima)\n\n", what, st->count, 100.0 * st->worst,
+           st->count ? 100.0 * st->sum / st->count : 0.0, st->exact, st->same);
 }
 
 /* Height of the row prefix's output: the largest band count of 2ps:R / overl:R. */
@@ -100,22 +142,106 @@ static void check_net(const char *name, int image, const int *batches, int nb, i
     for (int b = 0; b < nb; b++)
         for (int o = 0; o < 2; o++) {
             sched_optimizer opt = o ? SCHED_ADAM : SCHED_SGD;
-            for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) check(&n, fixed[i], batches[b], opt, &st);
+            for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) check(&n, fixed[i], batches[b], opt, &st, false, NULL);
             for (int r = 1; r <= h; r++) {
                 char text[32];
                 snprintf(text, sizeof text, "2ps:%d", r);
-                check(&n, text, batches[b], opt, &st);
+                check(&n, text, batches[b], opt, &st, false, NULL);
                 snprintf(text, sizeof text, "overl:%d", r);
-                check(&n, text, batches[b], opt, &st);
+                check(&n, text, batches[b], opt, &st, false, NULL);
             }
-            for (int i = 0; extra && extra[i]; i++) check(&n, extra[i], batches[b], opt, &st);
+            for (int i = 0; extra && extra[i]; i++) check(&n, extra[i], batches[b], opt, &st, false, NULL);
         }
-    printf("== %s: %d configurations, closed vs replay max |error| %.3f%%, mean %.3f%%\n\n", name, st.count,
-           100.0 * st.worst, st.count ? 100.0 * st.sum / st.count : 0.0);
+    summary(name, &st);
     net_free(&n);
 }
 
-int main(void)
+/* R - 1 distinct interior cuts of h rows, "/"-separated, into buf. */
+static void random_cuts(randnet_rng *g, int h, int R, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int x = 1, c = 0; x < h && c < R - 1; x++)
+        if (randnet_below(g, h - x) < R - 1 - c)
+            at += (size_t)snprintf(buf + at, len - at, "%s%d", c++ ? "/" : "", x);
+}
+
+/* A random custom plan: up to four segments starting at random clean cuts, each layer, ckpt,
+ * offload(all|conv) or (when every layer is row-wise) rows: 2PS or OverL, R bands, OverL with
+ * fp != bp, explicit cuts. */
+static void random_plan(randnet_rng *g, const net *n, char *buf, size_t len)
+{
+    int starts[5] = {1}, ns = 1, nc = 0;
+    for (int L = 2; L < n->n; L++) nc += n->layers[L].cut_before;
+    for (int L = 2; L < n->n && ns < 4; L++)
+        if (n->layers[L].cut_before && randnet_below(g, nc) < 3) starts[ns++] = L;
+    starts[ns] = n->n;
+    size_t at = 0;
+    for (int k = 0; k < ns; k++) {
+        int f = starts[k], l = starts[k + 1] - 1, h = n->layers[l].h;
+        bool rw = true;
+        for (int L = f; L <= l; L++) rw &= n->layers[L].rowwise;
+        int m = randnet_below(g, rw ? 8 : 4), R = 1 + randnet_below(g, h < 12 ? h : 12);
+        char mode[160], cuts[128];
+        const char *plain[] = {"layer", "ckpt", "offload(all)", "offload(conv)"};
+        if (m < 4) {
+            snprintf(mode, sizeof mode, "%s", plain[m]);
+        } else if (m == 7) { /* OverL, distinct band counts forward and backward */
+            snprintf(mode, sizeof mode, "rows(overl,fp=%d,bp=%d)", R, 1 + randnet_below(g, h < 12 ? h : 12));
+        } else if (R > 1 && randnet_below(g, 3) == 0) {
+            random_cuts(g, h, R, cuts, sizeof cuts);
+            snprintf(mode, sizeof mode, "rows(%s,%d,cuts=%s)", m == 4 ? "2ps" : "overl", R, cuts);
+        } else {
+            snprintf(mode, sizeof mode, "rows(%s,%d)", m == 4 ? "2ps" : "overl", R);
+        }
+        at += (size_t)snprintf(buf + at, len - at, "%s%s@%s..%s", k ? "; " : "", mode, n->layers[f].name, n->layers[l].name);
+    }
+}
+
+/* A random preset; the row presets (when the net has a row prefix of h rows) with a random count. */
+static void random_preset(randnet_rng *g, int h, char *buf, size_t len)
+{
+    const char *plain[] = {"layer", "ckpt-sqrt", "vdnn-all", "vdnn-conv", "ckpt:%d", "2ps:%d",
+                           "overl:%d", "2ps-h:%d", "overl-h:%d", "2ps-h", "overl-h"};
+    int k = randnet_below(g, h ? 11 : 5);
+    if (h && h < 4 && k >= 9) k -= 2; /* the hybrids' default of 4 bands needs 4 rows */
+    snprintf(buf, len, plain[k], k == 4 ? 2 + randnet_below(g, 4) : 1 + randnet_below(g, h ? h : 1));
+}
+
+/* The property: `count` random nets from `seed` (redrawn when a map becomes empty), RUNS
+ * configurations each. */
+static void random_configs(int count, unsigned long long seed)
+{
+    randnet_rng g = {seed};
+    const int batches[] = {1, 2, 3, 4, 8, 16};
+    int nets = 0, odd = 0, dags = 0, custom = 0;
+    stats st = {0};
+    char text[8192], pl[256];
+    while (nets < count) {
+        int h = 5 + randnet_below(&g, randnet_below(&g, 4) ? 76 : 220); /* a quarter up to 224 rows */
+        randnet_text(&g, RANDNET_WIDE, text, sizeof text, h);
+        net n;
+        err e;
+        if (net_parse(&n, text, "random.net", &e)) continue;
+        nets++, odd += h % 2, dags += strstr(text, "add ") != NULL;
+        int rows = prefix_rows(&n);
+        for (int i = 0; i < RUNS; i++) {
+            bool own = randnet_below(&g, 3) == 0;
+            if (own) random_plan(&g, &n, pl, sizeof pl);
+            else random_preset(&g, rows, pl, sizeof pl);
+            custom += own;
+            int batch = batches[randnet_below(&g, 6)];
+            check(&n, pl, batch, randnet_below(&g, 2) ? SCHED_ADAM : SCHED_SGD, &st, true, text);
+        }
+        net_free(&n);
+    }
+    printf("== random: %d nets (%d odd heights, %d with residual blocks); %d configurations, %d of them custom plans\n",
+           nets, odd, dags, st.count, custom);
+    summary("random", &st);
+}
+
+/* test_closed [NETS [SEED]]: more random nets, or another sequence of them, than the default. */
+int main(int argc, char **argv)
 {
     const int small[] = {16}, full[] = {1, 2, 8, 32};
     const char *vgg_small[] = {"rows(overl,fp=2,bp=4)@conv1_1..pool2; ckpt@conv3_1..pool3",
@@ -125,12 +251,13 @@ int main(void)
                                   "ckpt@conv1..layer1.0.relu3; rows(2ps,3)@layer2.0.conv1..layer2.1.relu3", NULL};
     const char *vgg16[] = {"rows(overl,fp=2,bp=8)@conv1_1..pool2; ckpt@conv3_1..pool3",
                            "offload(conv)@conv1_1..pool5", NULL};
+    random_configs(argc > 1 ? atoi(argv[1]) : NETS, argc > 2 ? strtoull(argv[2], NULL, 0) : 0x2545F4914F6CDD1Dull);
     check_net("vgg-small", 0, small, 1, 0, vgg_small);
     check_net("resnet-small", 0, small, 1, 0, resnet_small);
     check_net("kernels", 0, small, 1, 0, NULL);
     check_net("vgg16", 224, full, 4, 8, vgg16);
     check_net("resnet50", 224, full, 4, 8, NULL);
-    printf("%d configurations, worst |closed - replay| / replay %.3f%% (tolerance %.0f%%): %s\n", configs, 100.0 * worst_all,
-           100.0 * TOL, failures ? "FAILED" : "all within");
+    printf("%d configurations, worst |closed - replay| / replay %.4f%% (acceptance bound %.0f%%; asserted: equal to the "
+           "byte): %s\n", configs, 100.0 * worst_all, 100.0 * BOUND, failures ? "FAILED" : "all equal");
     return failures != 0;
 }

@@ -1,0 +1,137 @@
+/* randnet: random network texts for property tests (see randnet.h). Every layer is appended with
+ * put(); channel counts are tracked so that an add's two inputs always agree in shape (heights
+ * agree by construction: an identity block keeps them, a strided block's k x k stride-2 branch
+ * with padding k/2 and its 1x1 stride-2 shortcut both give (H - 1) / 2 + 1). */
+#include "tests/randnet.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+int randnet_below(randnet_rng *g, int n)
+{
+    g->state = g->state * 6364136223846793005ull + 1442695040888963407ull;
+    return (int)((g->state >> 33) % (unsigned long long)n);
+}
+
+typedef struct {
+    char *buf;
+    size_t len, at;
+} out;
+
+static void put(out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(o->buf + o->at, o->len - o->at, fmt, ap);
+    va_end(ap);
+    if (k > 0) o->at += (size_t)k;
+    if (o->at >= o->len) o->at = o->len - 1; /* truncated (8 KiB holds any net drawn here) */
+}
+
+/* test_band's nets: 2 channels, width 3; the order of draws is the original generator's. */
+static void small_net(randnet_rng *g, out *o, int h)
+{
+    put(o, "input data c=2 h=%d w=3\n", h);
+    int ops = 2 + randnet_below(g, 7);
+    for (int i = 0; i < ops; i++) {
+        int kind = randnet_below(g, 10);
+        char in[32] = "data";
+        if (i) snprintf(in, sizeof in, "l%d", i - 1);
+        if (kind <= 3) {
+            int k = 1 + randnet_below(g, 7), d = 1;
+            if (k > 1 && randnet_below(g, 3) == 0) d = 2;
+            int s = 1 + (randnet_below(g, 3) == 0);
+            s += randnet_below(g, 8) == 0;
+            int p = randnet_below(g, (d * (k - 1)) / 2 + 1);
+            put(o, "conv l%d in=%s c=2 k=%d s=%d p=%d d=%d\n", i, in, k, s, p, d);
+        } else if (kind == 4) {
+            int k = 2 + randnet_below(g, 2), s = 1 + randnet_below(g, 2), p = randnet_below(g, k / 2 + 1);
+            put(o, "%s l%d in=%s k=%d s=%d p=%d\n", randnet_below(g, 2) ? "maxpool" : "avgpool", i, in, k, s, p);
+        } else if (kind == 5) {
+            put(o, "relu l%d in=%s\n", i, in);
+        } else if (kind == 6) {
+            put(o, "bn l%d in=%s\n", i, in);
+        } else {
+            bool down = kind == 9;
+            int k = down ? 3 : 1 + 2 * randnet_below(g, 3);
+            put(o, "conv l%d_a in=%s c=2 k=%d s=%d p=%d\n", i, in, k, down ? 2 : 1, k / 2);
+            put(o, "relu l%d_r in=l%d_a\n", i, i);
+            put(o, "conv l%d_b in=l%d_r c=2 k=3 p=1\n", i, i);
+            if (down) {
+                put(o, "conv l%d_s in=%s c=2 k=1 s=2\n", i, in);
+                put(o, "add l%d in=l%d_b,l%d_s\n", i, i, i);
+            } else {
+                put(o, "add l%d in=l%d_b,%s\n", i, i, in);
+            }
+        }
+    }
+    put(o, "gap g in=l%d\nfc f c=2\nloss loss\n", ops - 1);
+}
+
+/* A residual block on `in` (ch channels) named l<i>: conv, relu, conv, add, and sometimes a relu on
+ * the sum (in place, as in ResNets). A strided block takes a 1x1 stride-2 shortcut and may change
+ * the channel count. Returns the block's output channels. */
+static int block(randnet_rng *g, out *o, int i, const char *in, int ch)
+{
+    bool down = randnet_below(g, 3) == 0, relu = randnet_below(g, 2);
+    int k = down ? 3 + 2 * randnet_below(g, 3) : 1 + 2 * randnet_below(g, 3);
+    int mid = 1 + randnet_below(g, 4), oc = down ? 1 + randnet_below(g, 4) : ch;
+    put(o, "conv l%d_a in=%s c=%d k=%d s=%d p=%d\n", i, in, mid, k, down ? 2 : 1, k / 2);
+    put(o, "relu l%d_r in=l%d_a\n", i, i);
+    put(o, "conv l%d_b in=l%d_r c=%d k=3 p=1\n", i, i, oc);
+    char sc[32];
+    snprintf(sc, sizeof sc, "%s", in);
+    if (down) {
+        put(o, "conv l%d_s in=%s c=%d k=1 s=2\n", i, in, oc);
+        snprintf(sc, sizeof sc, "l%d_s", i);
+    }
+    if (relu) {
+        put(o, "add l%d_sum in=l%d_b,%s\n", i, i, sc);
+        put(o, "relu l%d in=l%d_sum\n", i, i);
+    } else {
+        put(o, "add l%d in=l%d_b,%s\n", i, i, sc);
+    }
+    return oc;
+}
+
+/* Wider nets for the closed form: the shapes a user's net has (odd sizes, stride-2 convolutions
+ * with 5x5 and 7x7 kernels, padded pools, relus after convolutions and blocks). */
+static void wide_net(randnet_rng *g, out *o, int h)
+{
+    int ch = 1 + randnet_below(g, 3), w = 1 + randnet_below(g, 12);
+    put(o, "input data c=%d h=%d w=%d\n", ch, h, w);
+    int ops = 2 + randnet_below(g, 11);
+    char in[32] = "data";
+    for (int i = 0; i < ops; i++) {
+        int kind = randnet_below(g, 12);
+        if (kind <= 3 || kind == 11) { /* a convolution, strided with a large kernel one time in four */
+            int k = 1 + randnet_below(g, 7), d = 1, s = 1 + (randnet_below(g, 3) == 0);
+            if (randnet_below(g, 4) == 0) k = 5 + randnet_below(g, 3), s = 2;
+            if (k > 1 && randnet_below(g, 4) == 0) d = 2;
+            if (randnet_below(g, 10) == 0) s = 3;
+            int p = randnet_below(g, (d * (k - 1)) / 2 + 1);
+            ch = 1 + randnet_below(g, 4);
+            put(o, "conv l%d%s in=%s c=%d k=%d s=%d p=%d d=%d\n", i, kind == 11 ? "_c" : "", in, ch, k, s, p, d);
+            if (kind == 11) put(o, "relu l%d in=l%d_c\n", i, i); /* conv + relu: the relu works in place */
+        } else if (kind <= 5) {
+            int k = 2 + randnet_below(g, 4), s = 1 + randnet_below(g, 2), p = randnet_below(g, k / 2 + 1);
+            put(o, "%s l%d in=%s k=%d s=%d p=%d\n", randnet_below(g, 2) ? "maxpool" : "avgpool", i, in, k, s, p);
+        } else if (kind == 6) {
+            put(o, "relu l%d in=%s\n", i, in);
+        } else if (kind == 7) {
+            put(o, "bn l%d in=%s\n", i, in);
+        } else {
+            ch = block(g, o, i, in, ch);
+        }
+        snprintf(in, sizeof in, "l%d", i);
+    }
+    put(o, "gap g in=%s\nfc f c=%d\nloss loss\n", in, 2 + randnet_below(g, 4));
+}
+
+void randnet_text(randnet_rng *g, randnet_kind kind, char *buf, size_t len, int h)
+{
+    out o = {buf, len, 0};
+    buf[0] = 0;
+    if (kind == RANDNET_SMALL) small_net(g, &o, h);
+    else wide_net(g, &o, h);
+}
