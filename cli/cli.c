@@ -19,6 +19,12 @@ int cli_fail(const char *cmd, const char *fmt, ...)
     return CLI_USAGE;
 }
 
+int cli_status(const char *cmd, int rc, const err *e)
+{
+    if (rc != CLI_OK) fprintf(stderr, "lrcnn %s: %s\n", cmd, e->msg);
+    return rc;
+}
+
 int cli_opt(int argc, char **argv, int *i, const char *name, const char **val)
 {
     size_t n = strlen(name);
@@ -109,6 +115,12 @@ int cli_parse_optimizer(const char *s, sched_optimizer *o)
 }
 
 const char *cli_optimizer_name(sched_optimizer o) { return o == SCHED_ADAM ? "adam" : "sgd"; }
+
+void cli_plan_text(const char *item, const char *bn, char *buf, size_t len)
+{
+    bool add = bn && bn[0] && !strstr(item, " bn=");
+    snprintf(buf, len, "%s%s%s", item, add ? " bn=" : "", add ? bn : "");
+}
 
 void cli_progress(const char *what, int k, int n)
 {
