@@ -134,6 +134,9 @@ assert all(g.attrs["kind"] == "train" and g["measured/loss"].shape == (3,) and g
 print("ok")
 PY
 then ok "run = validate / train: one run per plan, layer first, kinds, bn per item, iterations and seed"; else bad "spec engine runs: $(tail -2 "$tmp/kinds")"; fi
+expect_ok "reproduce --list" -- reproduce --list
+grep -qE "validate_vgg16.spec +run = validate" "$tmp/out" && grep -qF "convergence  <- 'results/convergence_resnet.h5' 'results/convergence_vgg.h5'" "$tmp/out" \
+  && ! grep -q "demo.spec" "$tmp/out" && ok "reproduce --list: specs in file-name order, figures from the specs naming them, no demo" || bad "reproduce --list: $(cat "$tmp/out")"
 
 # --- train: measured beside predicted, determinism, bad input ------------------------------------
 expect_ok "train vgg-small" -- train --net vgg-small --batch 4 --iters 3 --plan 2ps:2 -o "$tmp/t1.h5"
