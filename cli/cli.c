@@ -19,6 +19,12 @@ int cli_fail(const char *cmd, const char *fmt, ...)
     return CLI_USAGE;
 }
 
+int cli_status(const char *cmd, int rc, const err *e)
+{
+    if (rc != CLI_OK) fprintf(stderr, "lrcnn %s: %s\n", cmd, e->msg);
+    return rc;
+}
+
 int cli_opt(int argc, char **argv, int *i, const char *name, const char **val)
 {
     size_t n = strlen(name);
@@ -100,13 +106,13 @@ int cli_check_host(const sim_result *r, int64_t budget, const char *plan_text, e
                    units_fmt_bytes(r->replay.max[MEM_HOST], a, sizeof a), units_fmt_bytes(budget, b, sizeof b));
 }
 
-void cli_warn_plan(const char *cmd, const plan *p, const net *n)
+void cli_warn_plan(const plan *p, const net *n)
 {
     static bool said;
     if (said || !plan_bn_approximate(p, n)) return;
     said = true;
-    fprintf(stderr, "lrcnn %s: warning: bn=per-band normalizes each band with its own rows' statistics (the LR-CNN "
-                    "prototype's approximation): gradients differ from layer's; bn=train is exact\n", cmd);
+    fprintf(stderr, "lrcnn: warning: bn=per-band normalizes each band with its own rows' statistics (the LR-CNN "
+                    "prototype's approximation): gradients differ from layer's; bn=train is exact\n");
 }
 
 int cli_parse_optimizer(const char *s, sched_optimizer *o)
@@ -118,6 +124,12 @@ int cli_parse_optimizer(const char *s, sched_optimizer *o)
 }
 
 const char *cli_optimizer_name(sched_optimizer o) { return o == SCHED_ADAM ? "adam" : "sgd"; }
+
+void cli_plan_text(const char *item, const char *bn, char *buf, size_t len)
+{
+    bool add = bn && bn[0] && !strstr(item, " bn=");
+    snprintf(buf, len, "%s%s%s", item, add ? " bn=" : "", add ? bn : "");
+}
 
 void cli_progress(const char *what, int k, int n)
 {

@@ -3,6 +3,7 @@
 #ifndef LRCNN_CLI_H
 #define LRCNN_CLI_H
 
+#include "io/h5.h"
 #include "io/units.h"
 #include "sim/sim.h"
 
@@ -10,6 +11,8 @@ enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 
 /* Prints "lrcnn CMD: message" on stderr and returns CLI_USAGE. */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A shared step's outcome: rc other than CLI_OK prints "lrcnn CMD: e->msg" on stderr; returns rc. */
+int cli_status(const char *cmd, int rc, const err *e);
 
 /* Matches argv[*i] against "--name VALUE" or "--name=VALUE"; advances *i past the value.
  * Returns 1 on a match (value in *val), 0 if not this option, -1 if the value is missing. */
@@ -38,10 +41,14 @@ int cli_check_host(const sim_result *r, int64_t budget, const char *plan_text, e
 
 /* One line on stderr, once per process, when plan p approximates BatchNorm (bn=per-band in a row
  * segment holding a bn): the user asked for it, but should know. */
-void cli_warn_plan(const char *cmd, const plan *p, const net *n);
+void cli_warn_plan(const plan *p, const net *n);
 
 int cli_parse_optimizer(const char *s, sched_optimizer *o);
 const char *cli_optimizer_name(sched_optimizer o);
+
+/* A plan item as the simulator and engine take it: the item, plus " bn=BN" unless the item carries
+ * its own bn= (which wins) or bn is NULL or "". */
+void cli_plan_text(const char *item, const char *bn, char *buf, size_t len);
 
 /* Progress "\r  what k/n" on stderr, only when stderr is a terminal; k == n ends the line. */
 void cli_progress(const char *what, int k, int n);
@@ -76,6 +83,47 @@ int cli_plan(int argc, char **argv);
 int cli_export(int argc, char **argv);
 int cli_reproduce(int argc, char **argv);
 int cli_demo(int argc, char **argv);
+
+/* What `lrcnn validate` does for one configuration, shared with specs' run = validate: every plan
+ * checked (parsed, predicted, host budget) before anything runs; `layer` first (added if the list
+ * lacks it) as the reference; each plan measured for `iters` iterations in one forked child and
+ * its iteration-0 gradients compared with layer's in another; the table on stdout unless quiet;
+ * the runs written to f (if given) only once all have succeeded. Returns CLI_OK, or CLI_USAGE /
+ * CLI_FAILED with e set (the caller prints it). */
+typedef struct {
+    const net *n;
+    char **plans;                 /* as written */
+    int n_plans;
+    const char *bn;               /* for items without their own bn=; NULL or "": auto */
+    sched_cfg cfg;                /* batch and optimizer */
+    int iters;
+    uint64_t seed;
+    int64_t host_budget;          /* -1: none */
+    bool quiet;
+} cli_validate_job;
+int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e);
+
+/* What `lrcnn train` does for one plan, shared with specs' run = train: every input checked before
+ * the first iteration, then `iters` iterations on the engine (loss, time and measured peak per
+ * iteration, then measured beside predicted by category, on stdout unless quiet); the run written
+ * to f if given, the last iteration dumped if asked. Returns CLI_OK, or CLI_USAGE with e set. */
+typedef struct {
+    const net *n;
+    const char *plan;             /* as written */
+    const char *bn;               /* NULL or "": the plan's own bn=, else auto */
+    sched_cfg cfg;                /* batch and optimizer */
+    const ops_table *ops;         /* the backend */
+    double lr;                    /* <= 0: the optimizer's default */
+    int iters;
+    uint64_t seed;                /* weights and data */
+    int64_t host_budget;          /* -1: none */
+    const char *data_dir;         /* NULL: the synthetic dataset */
+    const char *init;             /* weights to load before iteration 0, or NULL */
+    const char *dump;             /* the last iteration's dump file (io/weights.h), or NULL */
+    bool force;                   /* the dump may replace an existing file */
+    bool quiet;
+} cli_train_job;
+int cli_train_run(const cli_train_job *j, h5_file *f, err *e);
 
 /* An experiment spec into one HDF5 file (out NULL: the spec's own), for sweep, demo and reproduce;
  * cmd names the command in messages. Returns a CLI status. */

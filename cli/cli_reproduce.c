@@ -1,8 +1,11 @@
-/* lrcnn reproduce: every experiment and every figure from scratch, on this machine's CPU:
- * the specs under experiments/ (simulator sweeps and capacity searches, one engine-measured grid),
- * the validation tables of VGG-16 and ResNet-50 (lrcnn validate), the convergence runs, and the
- * figures under paper/figures (plots/<name>.py, which read only the result files). It regenerates the
- * committed results, says so for each, and lists what it wrote. */
+/* lrcnn reproduce: every experiment and every figure from scratch, on this machine's CPU.
+ * The experiments are the specs experiments/<name>.spec (experiments/README.md), in file-name order,
+ * except those that say `reproduce = off` (the demo, whose file is not a committed result); each
+ * runs into its `output` (relative to the source tree; default results/<name>.h5). The figures are
+ * the ones the specs name (`figures = ...`): each is drawn once, by plots/<name>.py, from the
+ * outputs of every spec naming it, in spec order, into paper/figures. Then the report's PDF, and a
+ * list of what was written. Every spec is loaded and checked before anything runs.
+ * Not done here: what a spec means (cli_sweep_run), how a figure looks (plots/). */
 #include <glob.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,27 +13,28 @@
 #include <time.h>
 
 #include "cli/cli.h"
-
+#include "io/spec.h"
 
 #define SRC LRCNN_SOURCE_DIR
 #define PY "/usr/bin/python3"
+#define MAX_FIGURES 64
 
-static const char *specs[] = {"bands", "baselines", "capacity_batch", "capacity_image", "timeline", "measured"};
+/* A figure and the result files it is drawn from (shell words, relative to SRC). */
+typedef struct {
+    char name[32];
+    char inputs[4096];
+    bool drawn;
+} figure;
 
-/* Figures and the result files each reads (space-separated; globs allowed). */
-static const struct {
-    const char *name, *inputs;
-} figures[] = {
-    {"bands", "results/bands.h5"},
-    {"overhead", "results/bands.h5 results/measured.h5"},
-    {"baselines", "results/baselines.h5"},
-    {"capacity", "results/capacity_batch.h5 results/capacity_image.h5"},
-    {"timeline", "results/timeline.h5"},
-    {"validation", "results/measured.h5 results/validate_vgg16.h5 results/validate_resnet50.h5"},
-    {"convergence", "results/convergence/*.h5"},
-};
-
-static const char *validations[][2] = {{"vgg16", "train"}, {"resnet50", "frozen"}};
+/* The specs reproduce runs, each with its output relative to SRC (or absolute). */
+typedef struct {
+    spec *specs;
+    char (*outputs)[256];
+    bool *written;
+    int n;
+    figure figures[MAX_FIGURES];
+    int n_figures;
+} experiments;
 
 static double now(void)
 {
@@ -47,69 +51,141 @@ static int run_shell(const char *what, const char *cmd)
     return rc != 0;
 }
 
+static void experiments_free(experiments *x)
+{
+    for (int i = 0; i < x->n; i++) spec_free(&x->specs[i]);
+    free(x->specs), free(x->outputs), free(x->written);
+}
+
+/* Adds spec i's output to the inputs of each figure it names. */
+static int add_figures(experiments *x, int i, err *e)
+{
+    const spec *s = &x->specs[i];
+    for (int k = 0; k < s->n_figures; k++) {
+        int f = 0;
+        while (f < x->n_figures && strcmp(x->figures[f].name, s->figures[k])) f++;
+        if (f == MAX_FIGURES) return err_set(e, "%s: more than %d figures in all", s->path, MAX_FIGURES);
+        if (f == x->n_figures) snprintf(x->figures[x->n_figures++].name, sizeof x->figures[0].name, "%s", s->figures[k]);
+        char *in = x->figures[f].inputs;
+        size_t at = strlen(in);
+        if (at + strlen(x->outputs[i]) + 4 >= sizeof x->figures[f].inputs)
+            return err_set(e, "%s: figure %s reads too many files", s->path, s->figures[k]);
+        snprintf(in + at, sizeof x->figures[f].inputs - at, "%s'%s'", at ? " " : "", x->outputs[i]);
+    }
+    return 0;
+}
+
+/* Loads and checks every spec under experiments/ before anything runs. */
+static int experiments_load(experiments *x, err *e)
+{
+    memset(x, 0, sizeof *x);
+    glob_t g;
+    if (glob(SRC "/experiments/*.spec", 0, NULL, &g)) return err_set(e, "no specs under %s/experiments", SRC);
+    x->specs = err_calloc(g.gl_pathc, sizeof(spec));
+    x->outputs = err_calloc(g.gl_pathc, sizeof *x->outputs);
+    x->written = err_calloc(g.gl_pathc, sizeof *x->written);
+    int rc = 0;
+    for (size_t k = 0; k < g.gl_pathc && !rc; k++) { /* glob sorts: file-name order */
+        spec *s = &x->specs[x->n];
+        if ((rc = spec_load(s, g.gl_pathv[k], e))) break;
+        if (!s->reproduce) {
+            spec_free(s);
+            continue;
+        }
+        char *out = x->outputs[x->n++];
+        if (s->output[0]) snprintf(out, sizeof x->outputs[0], "%s", s->output);
+        else snprintf(out, sizeof x->outputs[0], "results/%s.h5", s->name);
+        if (strchr(out, '\'')) rc = err_set(e, "%s: output '%s': no quotes in result file names, please", s->path, out);
+        for (int i = 0; i + 1 < x->n && !rc; i++)
+            if (!strcmp(x->outputs[i], out)) rc = err_set(e, "%s and %s both write %s", x->specs[i].path, s->path, out);
+        if (!rc) rc = add_figures(x, x->n - 1, e);
+    }
+    globfree(&g);
+    if (rc) experiments_free(x);
+    return rc;
+}
+
+static void list_file(const char *rel)
+{
+    char path[768], size[32];
+    struct stat st;
+    snprintf(path, sizeof path, "%s%s%s", rel[0] == '/' ? "" : SRC, rel[0] == '/' ? "" : "/", rel);
+    if (stat(path, &st) == 0) printf("  %-48s %10s\n", rel, units_fmt_bytes((int64_t)st.st_size, size, sizeof size));
+}
+
+/* --list: what would run, in order. */
+static void print_list(const experiments *x)
+{
+    printf("experiments (in this order):\n");
+    for (int i = 0; i < x->n; i++)
+        printf("  %-36s run = %-8s -> %s\n", x->specs[i].path + strlen(SRC) + 1, spec_run_name(x->specs[i].run), x->outputs[i]);
+    printf("figures (paper/figures/NAME.png and .pdf):\n");
+    for (int f = 0; f < x->n_figures; f++) printf("  %-12s <- %s\n", x->figures[f].name, x->figures[f].inputs);
+}
+
+static const char *usage =
+    "usage: lrcnn reproduce [--figures-only | --list]\n\n"
+    "Regenerates every result and figure: runs each spec experiments/*.spec (file-name order; a spec with\n"
+    "`reproduce = off`, such as demo.spec, is skipped) into its output under results/, then draws every\n"
+    "figure the specs name (`figures = ...`) from the outputs of the specs that name it, into\n"
+    "paper/figures/ (PNG and PDF), builds paper/report.pdf where pandoc and WeasyPrint are installed, and\n"
+    "lists what it wrote. About 10 minutes on 2 cores. --figures-only redraws the figures (and the report)\n"
+    "from the existing result files; --list prints the specs and figures it would run and draws nothing.\n"
+    "Specs: experiments/README.md.\n";
+
 int cli_reproduce(int argc, char **argv)
 {
-    bool quick = false;
+    bool quick = false, list = false;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            puts("usage: lrcnn reproduce [--figures-only]\n\n"
-                 "Regenerates every result under results/ (sweeps, capacity searches, the engine-measured grid,\n"
-                 "the VGG-16 and ResNet-50 validation tables at 224x224 batch 2, the convergence runs) and every\n"
-                 "figure under paper/figures/ (PNG and PDF), then lists them. About 10 minutes on 2 cores.\n"
-                 "--figures-only redraws the figures from the existing result files.");
-            return CLI_OK;
-        }
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
         if (!strcmp(argv[i], "--figures-only")) quick = true;
+        else if (!strcmp(argv[i], "--list")) list = true;
         else return cli_fail("reproduce", "unknown argument '%s' (see lrcnn reproduce --help)", argv[i]);
+    }
+    err e;
+    experiments x;
+    if (experiments_load(&x, &e)) return cli_fail("reproduce", "%s", e.msg);
+    if (list) {
+        print_list(&x);
+        experiments_free(&x);
+        return CLI_OK;
     }
     double t0 = now();
     int failed = 0;
-    char out[512], cmd[4096];
-    if (!quick) {
-        for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
-            char spec[512];
-            snprintf(spec, sizeof spec, SRC "/experiments/%s.spec", specs[i]);
-            snprintf(out, sizeof out, SRC "/results/%s.h5", specs[i]);
-            fprintf(stderr, "  regenerating results/%s.h5 (experiments/%s.spec)\n", specs[i], specs[i]);
-            failed |= cli_sweep_run("reproduce", spec, out, true, true) != CLI_OK;
-        }
-        for (size_t i = 0; i < sizeof validations / sizeof *validations; i++) {
-            snprintf(out, sizeof out, SRC "/results/validate_%s.h5", validations[i][0]);
-            fprintf(stderr, "  regenerating results/validate_%s.h5 (lrcnn validate, 224x224, batch 2)\n", validations[i][0]);
-            char *args[] = {"validate", "--net", (char *)validations[i][0], "--image", "224", "--batch", "2", "--bn",
-                            (char *)validations[i][1], "-o", out, "--force", NULL};
-            failed |= cli_validate(12, args) != CLI_OK;
-        }
-        snprintf(cmd, sizeof cmd, "cd '%s' && bash experiments/convergence.sh >/dev/null", SRC);
-        failed |= run_shell("regenerating results/convergence/ (experiments/convergence.sh)", cmd);
+    char path[512], cmd[8192], what[512];
+    for (int i = 0; i < x.n && !quick; i++) {
+        const char *out = x.outputs[i];
+        snprintf(path, sizeof path, "%s%s%s", out[0] == '/' ? "" : SRC, out[0] == '/' ? "" : "/", out);
+        fprintf(stderr, "  regenerating %s (%s, run = %s)\n", out, x.specs[i].path + strlen(SRC) + 1, spec_run_name(x.specs[i].run));
+        x.written[i] = cli_sweep_run("reproduce", x.specs[i].path, path, true, true) == CLI_OK;
+        failed |= !x.written[i];
     }
     mkdir(SRC "/paper/figures", 0755);
-    for (size_t i = 0; i < sizeof figures / sizeof *figures; i++) {
-        snprintf(cmd, sizeof cmd, "cd '%s' && " PY " plots/%s.py --out paper/figures %s", SRC, figures[i].name, figures[i].inputs);
-        char what[128];
-        snprintf(what, sizeof what, "drawing paper/figures/%s.png and .pdf", figures[i].name);
-        failed |= run_shell(what, cmd);
+    for (int f = 0; f < x.n_figures; f++) {
+        snprintf(cmd, sizeof cmd, "cd '%s' && " PY " plots/%s.py --out paper/figures %s", SRC, x.figures[f].name, x.figures[f].inputs);
+        snprintf(what, sizeof what, "drawing paper/figures/%s.png and .pdf from %s", x.figures[f].name, x.figures[f].inputs);
+        x.figures[f].drawn = !run_shell(what, cmd);
+        failed |= !x.figures[f].drawn;
     }
     /* the report as PDF, where Debian's pandoc and WeasyPrint are installed (./lrcnn reproduce does) */
-    if (system("command -v pandoc >/dev/null && command -v weasyprint >/dev/null") == 0) {
+    bool report = system("command -v pandoc >/dev/null && command -v weasyprint >/dev/null") == 0;
+    if (report) {
         snprintf(cmd, sizeof cmd, "cd '%s/paper' && pandoc README.md -o report.pdf --pdf-engine=weasyprint "
                                   "--metadata pagetitle='lrcnn report' 2>/dev/null", SRC);
-        failed |= run_shell("building paper/report.pdf (pandoc, WeasyPrint)", cmd);
+        report = !run_shell("building paper/report.pdf (pandoc, WeasyPrint)", cmd);
+        failed |= !report;
     } else {
         fprintf(stderr, "  paper/report.pdf not built: pandoc and weasyprint are not installed (./lrcnn reproduce installs them)\n");
     }
     printf("\nwritten in %.0f s:\n", now() - t0);
-    const char *patterns[] = {SRC "/results/*.h5", SRC "/results/convergence/*", SRC "/paper/figures/*"};
-    for (size_t k = 0; k < 3; k++) {
-        glob_t g;
-        if (glob(patterns[k], 0, NULL, &g)) continue;
-        for (size_t i = 0; i < g.gl_pathc; i++) {
-            struct stat st;
-            char size[32];
-            if (stat(g.gl_pathv[i], &st)) continue;
-            printf("  %-48s %10s\n", g.gl_pathv[i] + strlen(SRC) + 1, units_fmt_bytes((int64_t)st.st_size, size, sizeof size));
+    for (int i = 0; i < x.n; i++)
+        if (x.written[i]) list_file(x.outputs[i]);
+    for (int f = 0; f < x.n_figures; f++)
+        for (int k = 0; k < 2 && x.figures[f].drawn; k++) {
+            snprintf(path, sizeof path, "paper/figures/%s.%s", x.figures[f].name, k ? "pdf" : "png");
+            list_file(path);
         }
-        globfree(&g);
-    }
+    if (report) list_file("paper/report.pdf");
+    experiments_free(&x);
     return failed ? CLI_FAILED : CLI_OK;
 }

@@ -75,7 +75,7 @@ int cli_sim(int argc, char **argv)
             rc = cli_fail("sim", "%s", e.msg);
             goto done;
         }
-        cli_warn_plan("sim", &p, &n);
+        cli_warn_plan(&p, &n);
         plan_free(&p);
     }
     h5_file *f = NULL;

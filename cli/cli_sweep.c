@@ -1,6 +1,9 @@
-/* lrcnn sweep / lrcnn demo: an experiment spec evaluated by the simulator into one HDF5 file,
- * then one summary table per (net, image, batch, optimizer). Every configuration is checked
- * before the file is created, so a bad spec writes nothing. */
+/* lrcnn sweep / lrcnn demo: an experiment spec into one HDF5 file. run = sim: the simulator over
+ * the grid (or a capacity search), optionally each configuration measured on the engine too, then
+ * one summary table per (net, image, batch, optimizer); run = validate and run = train: per
+ * configuration what lrcnn validate does, or lrcnn train per plan (cli_validate_run,
+ * cli_train_run: one implementation each). Every plan is checked against every net before the file
+ * is created, so a bad spec writes nothing; a run that fails later removes the file. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,9 +18,12 @@
 static const char *usage =
     "usage: lrcnn sweep SPEC [-o FILE.h5] [--force] [--quiet]\n"
     "\n"
-    "Evaluates every configuration of an experiment spec (experiments/README.md: nets x batch x image x\n"
-    "plans x optimizer) with the simulator and writes one HDF5 file (results/SCHEMA.md): the spec's\n"
-    "'output', or results/<name>.h5, or -o. An existing file is kept unless --force.\n"
+    "Runs an experiment spec (experiments/README.md: nets x image x batch x optimizer x plans) and writes\n"
+    "one HDF5 file (results/SCHEMA.md): -o, or the spec's 'output', or results/<name>.h5. Per the spec's\n"
+    "'run': sim (default) evaluates every configuration with the simulator (measure = K: also on the CPU\n"
+    "engine; search = batch|image: the largest that fits each budget); validate does what lrcnn validate\n"
+    "does for each configuration; train trains every plan of each configuration for 'measure' iterations,\n"
+    "like lrcnn train -o. An existing file is kept unless --force; --quiet prints no tables.\n"
     "\n"
     "example: lrcnn sweep experiments/baselines.spec -o /tmp/baselines.h5\n";
 
@@ -44,7 +50,7 @@ static int sweep_one(const spec *s, const net *n, const sim_device *d, int batch
     sched_cfg cfg = {.batch = batch};
     cli_parse_optimizer(s->optimizers[o], &cfg.optimizer);
     char text[320];
-    snprintf(text, sizeof text, "%s%s%s", s->plans[p], s->bn[0] ? " bn=" : "", s->bn);
+    cli_plan_text(s->plans[p], s->bn, text, sizeof text);
     plan pl;
     sched sc;
     if (plan_parse(&pl, n, text, e)) return -1;
@@ -65,8 +71,8 @@ static int sweep_one(const spec *s, const net *n, const sim_device *d, int batch
     if (!rc && s->measure) { /* the engine runs the same schedule, in its own process */
         const net_layer *in = &n->layers[0];
         data dt;
-        data_synthetic(&dt, in->c, in->h, in->w, n->layers[n->n - 1].c, 1);
-        run_cfg rcfg = {.n = n, .p = &pl, .sched = cfg, .ops = &ops_cpu, .hp = exec_default_hparams(cfg.optimizer), .seed = 1,
+        data_synthetic(&dt, in->c, in->h, in->w, n->layers[n->n - 1].c, (uint64_t)s->seed);
+        run_cfg rcfg = {.n = n, .p = &pl, .sched = cfg, .ops = &ops_cpu, .hp = exec_default_hparams(cfg.optimizer), .seed = (uint64_t)s->seed,
                         .iters = s->measure, .batches = data_batches(&dt)};
         run_forked(&rcfg, NULL, 0, &m.sum);
         if (!m.sum.ok) rc = err_set(e, "%s at batch %d: engine: %s", text, batch, m.sum.err);
@@ -75,7 +81,7 @@ static int sweep_one(const spec *s, const net *n, const sim_device *d, int batch
     h5_run run = {.kind = s->measure ? "train" : "sim", .n = n, .p = &pl, .plan = s->plans[p], .batch = batch,
                   .optimizer = s->optimizers[o], .device = d->name, .sim = r, .timeline = s->timeline ? tl : NULL,
                   .timeline_cat = s->timeline ? tc : NULL, .n_timeline = steps, .measured = s->measure ? &m : NULL,
-                  .backend = "cpu", .data = "synthetic", .seed = 1, .search = si ? si->search : NULL,
+                  .backend = "cpu", .data = "synthetic", .seed = (uint64_t)s->seed, .search = si ? si->search : NULL,
                   .budget = si ? si->budget : 0, .max_value = si ? si->max_value : 0};
     if (!rc) rc = h5_write_run(f, &run, e);
     plan_free(&pl);
@@ -140,6 +146,121 @@ static void print_tables(const spec *s, net *nets, const cell *cells, long count
     }
 }
 
+/* What the modes below share: the spec, its nets (net i at image k: nets[i * n_images + k]), the
+ * device profile, the open file and the cells the tables are printed from. */
+typedef struct {
+    const spec *s;
+    net *nets;
+    const sim_device *d;
+    h5_file *f;
+    cell *cells;
+    long count, done;
+    bool quiet;
+} sweep_ctx;
+
+/* run = sim over the grid. */
+static int sweep_grid(sweep_ctx *c, err *e)
+{
+    const spec *s = c->s;
+    for (int i = 0; i < s->n_nets; i++)
+        for (int k = 0; k < s->n_images; k++)
+            for (int b = 0; b < s->n_batches; b++)
+                for (int o = 0; o < s->n_optimizers; o++)
+                    for (int p = 0; p < s->n_plans; p++) {
+                        cell *cl = &c->cells[c->done];
+                        *cl = (cell){.net = i, .image = k, .batch = b, .opt = o, .plan = p};
+                        if (sweep_one(s, &c->nets[i * s->n_images + k], c->d, s->batches[b], o, p, NULL, c->f, cl, e)) return -1;
+                        c->done++;
+                        if (!c->quiet) cli_progress("runs", (int)c->done, (int)c->count);
+                    }
+    return 0;
+}
+
+/* run = sim with search: the largest batch (at each image) or square input (at each batch) per budget. */
+static int sweep_search(sweep_ctx *c, err *e)
+{
+    const spec *s = c->s;
+    bool by_image = !strcmp(s->search, "image");
+    char text[320];
+    for (int i = 0; i < s->n_nets; i++)
+        for (int k = 0; k < (by_image ? s->n_batches : s->n_images); k++)
+            for (int o = 0; o < s->n_optimizers; o++)
+                for (int p = 0; p < s->n_plans; p++)
+                    for (int g = 0; g < s->n_budgets; g++) {
+                        cell *cl = &c->cells[c->done];
+                        *cl = (cell){.net = i, .image = by_image ? 0 : k, .batch = by_image ? k : 0, .opt = o, .plan = p};
+                        cli_plan_text(s->plans[p], s->bn, text, sizeof text);
+                        cli_probe pr = {.net_name = s->nets[i], .plan_text = text, .image = by_image ? 0 : s->images[k],
+                                        .batch = by_image ? s->batches[k] : 0, .budget = s->budgets[g]};
+                        cli_parse_optimizer(s->optimizers[o], &pr.cfg.optimizer);
+                        int best = cli_max_fit(&pr, by_image);
+                        /* the run describes the largest configuration that fits (or the smallest tried) */
+                        net at;
+                        int image = by_image ? (best ? best : 0) : s->images[k], batch = by_image ? s->batches[k] : (best ? best : 1);
+                        search_info si = {s->search, s->budgets[g], best};
+                        cl->max_value = best;
+                        if (cli_load_net(&at, s->nets[i], image, e)) return -1;
+                        int rc = sweep_one(s, &at, c->d, batch, o, p, &si, c->f, cl, e);
+                        net_free(&at);
+                        if (rc) return -1;
+                        c->done++;
+                        if (!c->quiet) cli_progress("searches", (int)c->done, (int)c->count);
+                    }
+    return 0;
+}
+
+/* run = validate (one lrcnn validate per configuration) or run = train (one lrcnn train -o per
+ * configuration and plan). Returns a CLI status. */
+static int sweep_engine(sweep_ctx *c, err *e)
+{
+    const spec *s = c->s;
+    for (int i = 0; i < s->n_nets; i++)
+        for (int k = 0; k < s->n_images; k++)
+            for (int b = 0; b < s->n_batches; b++)
+                for (int o = 0; o < s->n_optimizers; o++) {
+                    const net *n = &c->nets[i * s->n_images + k];
+                    sched_cfg cfg = {.batch = s->batches[b]};
+                    cli_parse_optimizer(s->optimizers[o], &cfg.optimizer);
+                    if (s->run == SPEC_VALIDATE) {
+                        cli_validate_job j = {.n = n, .plans = s->plans, .n_plans = s->n_plans, .bn = s->bn, .cfg = cfg,
+                                              .iters = s->measure, .seed = (uint64_t)s->seed, .host_budget = -1, .quiet = c->quiet};
+                        int rc = cli_validate_run(&j, c->f, e);
+                        if (rc != CLI_OK) return rc;
+                        if (!c->quiet) printf("\n");
+                        continue;
+                    }
+                    for (int p = 0; p < s->n_plans; p++) {
+                        cli_train_job j = {.n = n, .plan = s->plans[p], .bn = s->bn, .cfg = cfg, .ops = &ops_cpu,
+                                           .iters = s->measure, .seed = (uint64_t)s->seed, .host_budget = -1, .quiet = c->quiet};
+                        int rc = cli_train_run(&j, c->f, e);
+                        if (rc != CLI_OK) return rc;
+                        if (!c->quiet) printf("\n");
+                    }
+                }
+    c->done = c->count;
+    return CLI_OK;
+}
+
+/* Loads the spec's nets and parses every plan for each, so that a bad spec fails before a file
+ * exists. */
+static int sweep_check(const spec *s, net *nets, err *e)
+{
+    char text[320];
+    for (int i = 0; i < s->n_nets; i++)
+        for (int k = 0; k < s->n_images; k++)
+            if (cli_load_net(&nets[i * s->n_images + k], s->nets[i], s->images[k], e)) return err_wrap(e, "%s", s->path);
+    for (int i = 0; i < s->n_nets * s->n_images; i++)
+        for (int p = 0; p < s->n_plans; p++) {
+            plan pl;
+            cli_plan_text(s->plans[p], s->bn, text, sizeof text);
+            if (plan_parse(&pl, &nets[i], text, e))
+                return err_wrap(e, "%s:%d: %s at %dx%d", s->path, s->plans_line, nets[i].name, nets[i].layers[0].h, nets[i].layers[0].w);
+            cli_warn_plan(&pl, &nets[i]);
+            plan_free(&pl);
+        }
+    return 0;
+}
+
 /* Runs spec_path into out (NULL: from the spec). Returns a CLI status. */
 int cli_sweep_run(const char *cmd, const char *spec_path, const char *out, bool overwrite, bool quiet)
 {
@@ -150,99 +271,33 @@ int cli_sweep_run(const char *cmd, const char *spec_path, const char *out, bool 
     if (out) snprintf(path, sizeof path, "%s", out);
     else if (s.output[0]) snprintf(path, sizeof path, "%s", s.output);
     else snprintf(path, sizeof path, "results/%s.h5", s.name);
-    int rc = CLI_OK;
-    const sim_device *d = sim_device_find(s.device);
-    int n_nets = s.n_nets * s.n_images;
-    net *nets = err_calloc((size_t)n_nets, sizeof(net));
-    long count = spec_runs(&s), done = 0;
-    cell *cells = err_calloc((size_t)count, sizeof(cell));
-    h5_file *f = NULL;
-    bool keep = false;
-    if (!d) {
-        rc = cli_fail(cmd, "%s: device '%s' is not a profile (cpu, h100)", spec_path, s.device);
-        goto out;
+    int n_nets = s.n_nets * s.n_images, rc = CLI_USAGE;
+    sweep_ctx c = {.s = &s, .d = sim_device_find(s.device), .nets = err_calloc((size_t)n_nets, sizeof(net)),
+                   .count = spec_runs(&s), .quiet = quiet};
+    c.cells = err_calloc((size_t)c.count, sizeof(cell));
+    bool keep = s.run == SPEC_SIM && !s.measure; /* not where the engine measures RSS; undone below */
+    if (!c.d) err_set(&e, "%s: device '%s' is not a profile (cpu, h100)", spec_path, s.device);
+    else if (!sweep_check(&s, c.nets, &e) && !h5_create(&c.f, path, overwrite, &e) &&
+             !h5_set_root_attr(c.f, "spec", spec_path, &e) && !h5_set_root_attr(c.f, "experiment", s.name, &e)) {
+        if (keep) heap_tune(HEAP_SWEEP);
+        if (s.run != SPEC_SIM) rc = sweep_engine(&c, &e);
+        else rc = (s.search[0] ? sweep_search : sweep_grid)(&c, &e) ? CLI_USAGE : CLI_OK;
+        if (keep) heap_tune(HEAP_DEFAULT);
+        if (rc != CLI_OK) err_wrap(&e, "%s", spec_path); /* which spec a run failed in */
     }
-    for (int i = 0; i < s.n_nets; i++)
-        for (int k = 0; k < s.n_images; k++)
-            if (cli_load_net(&nets[i * s.n_images + k], s.nets[i], s.images[k], &e)) {
-                rc = cli_fail(cmd, "%s: %s", spec_path, e.msg);
-                goto out;
-            }
-    keep = !s.measure; /* not where the engine's children measure RSS; undone at out: */
-    if (keep) heap_tune(HEAP_SWEEP);
-    char text[320];
-    for (int i = 0; i < n_nets; i++)
-        for (int p = 0; p < s.n_plans; p++) {
-            plan pl;
-            snprintf(text, sizeof text, "%s%s%s", s.plans[p], s.bn[0] ? " bn=" : "", s.bn);
-            if (plan_parse(&pl, &nets[i], text, &e)) {
-                rc = cli_fail(cmd, "%s: at %dx%d: %s", spec_path, nets[i].layers[0].h, nets[i].layers[0].w, e.msg);
-                goto out;
-            }
-            cli_warn_plan(cmd, &pl, &nets[i]);
-            plan_free(&pl);
-        }
-    if (h5_create(&f, path, overwrite, &e) || h5_set_root_attr(f, "spec", spec_path, &e) ||
-        h5_set_root_attr(f, "experiment", s.name, &e)) {
-        rc = cli_fail(cmd, "%s", e.msg);
-        goto out;
+    if (rc == CLI_OK) {
+        h5_file *f = c.f;
+        c.f = NULL;
+        if (h5_close(f, &e)) rc = CLI_USAGE;
     }
-    for (int i = 0; i < s.n_nets && !s.search[0]; i++)
-        for (int k = 0; k < s.n_images; k++)
-            for (int b = 0; b < s.n_batches; b++)
-                for (int o = 0; o < s.n_optimizers; o++)
-                    for (int p = 0; p < s.n_plans; p++) {
-                        cell *c = &cells[done];
-                        *c = (cell){.net = i, .image = k, .batch = b, .opt = o, .plan = p};
-                        if (sweep_one(&s, &nets[i * s.n_images + k], d, s.batches[b], o, p, NULL, f, c, &e)) {
-                            rc = cli_fail(cmd, "%s: %s", spec_path, e.msg);
-                            goto out;
-                        }
-                        if (!quiet) cli_progress("runs", (int)++done, (int)count);
-                    }
-    /* search: the largest batch (at each image) or square input (at each batch) per budget */
-    bool by_image = !strcmp(s.search, "image");
-    for (int i = 0; i < s.n_nets && s.search[0]; i++)
-        for (int k = 0; k < (by_image ? s.n_batches : s.n_images); k++)
-            for (int o = 0; o < s.n_optimizers; o++)
-                for (int p = 0; p < s.n_plans; p++)
-                    for (int g = 0; g < s.n_budgets; g++) {
-                        cell *c = &cells[done];
-                        *c = (cell){.net = i, .image = by_image ? 0 : k, .batch = by_image ? k : 0, .opt = o, .plan = p};
-                        snprintf(text, sizeof text, "%s%s%s", s.plans[p], s.bn[0] ? " bn=" : "", s.bn);
-                        cli_probe pr = {.net_name = s.nets[i], .plan_text = text, .image = by_image ? 0 : s.images[k],
-                                        .batch = by_image ? s.batches[k] : 0, .budget = s.budgets[g]};
-                        cli_parse_optimizer(s.optimizers[o], &pr.cfg.optimizer);
-                        int best = cli_max_fit(&pr, by_image);
-                        /* the run describes the largest configuration that fits (or the smallest tried) */
-                        net at;
-                        int image = by_image ? (best ? best : 0) : s.images[k], batch = by_image ? s.batches[k] : (best ? best : 1);
-                        search_info si = {s.search, s.budgets[g], best};
-                        c->max_value = best;
-                        if (cli_load_net(&at, s.nets[i], image, &e) ||
-                            sweep_one(&s, &at, d, batch, o, p, &si, f, c, &e)) {
-                            rc = cli_fail(cmd, "%s: %s", spec_path, e.msg);
-                            goto out;
-                        }
-                        net_free(&at);
-                        if (!quiet) cli_progress("searches", (int)++done, (int)count);
-                    }
-    if (h5_close(f, &e)) {
-        f = NULL;
-        rc = cli_fail(cmd, "%s", e.msg);
-        goto out;
-    }
-    f = NULL;
-    if (!quiet) (s.search[0] ? print_capacity : print_tables)(&s, nets, cells, count);
-    fprintf(stderr, "%swrote %s (%ld runs)\n", quiet ? "" : "\n", path, count);
-out:
-    if (f) h5_abort(f);
-    for (int i = 0; i < n_nets; i++) net_free(&nets[i]);
-    free(nets);
-    free(cells);
-    if (keep) heap_tune(HEAP_DEFAULT);
+    if (c.f) h5_abort(c.f);
+    if (rc == CLI_OK && s.run == SPEC_SIM && !quiet) (s.search[0] ? print_capacity : print_tables)(&s, c.nets, c.cells, c.count);
+    if (rc == CLI_OK) fprintf(stderr, "%swrote %s (%ld runs)\n", quiet || s.run != SPEC_SIM ? "" : "\n", path, c.count);
+    for (int i = 0; i < n_nets; i++) net_free(&c.nets[i]);
+    free(c.nets);
+    free(c.cells);
     spec_free(&s);
-    return rc;
+    return cli_status(cmd, rc, &e);
 }
 
 int cli_sweep(int argc, char **argv)

@@ -1,6 +1,7 @@
 /* lrcnn train: run the engine on a plan for K iterations and report what it measured beside what
  * the simulator predicted for the same schedule. Every input (net, plan, data, weights, output
- * paths) is checked before the first iteration, so a bad one stops the run with nothing written. */
+ * paths) is checked before the first iteration, so a bad one stops the run with nothing written.
+ * cli_train_run is the run itself; specs with run = train call it once per plan. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@ static const char *usage =
     "parameters before and after the step and all gradients; -o writes the run (results/SCHEMA.md).\n"
     "--host-budget: refuse a plan that would offload more than BYTES to host memory.\n"
     "Defaults: --batch 8 --plan layer --iters 10 --optimizer sgd (lr 0.01, momentum 0.9; adam: lr 1e-3) --seed 1.\n"
+    "A spec with `run = train` trains each of its configurations and plans the same way.\n"
     "\n"
     "example: lrcnn train --net vgg-small --batch 16 --plan ckpt-sqrt --iters 50 -o /tmp/run.h5\n";
 
@@ -31,7 +33,7 @@ static const char *usage =
 typedef struct {
     const char *init;
     char header[1536];                     /* printed once the weights are in */
-    bool dump;
+    bool dump, quiet;
     int iters, every;
     float **before, **grads, **run_before; /* [layers]: for the dump of the last iteration */
 } train_ctx;
@@ -46,7 +48,7 @@ static int on_start(exec *x, void *ctx, err *e)
     train_ctx *t = ctx;
     if (t->init && weights_load(x, t->init, e)) return -1;
     if (t->dump && t->iters == 1) copy_all(x, BUF_RUNSTAT, t->run_before);
-    printf("%s", t->header);
+    if (!t->quiet) printf("%s", t->header);
     return 0;
 }
 
@@ -64,6 +66,7 @@ static void on_iter(const run *r, int it, void *ctx)
     train_ctx *t = ctx;
     char a[32];
     if (t->dump && it == t->iters - 2) copy_all((exec *)&r->x, BUF_RUNSTAT, t->run_before); /* before the last */
+    if (t->quiet) return;
     if (it % t->every == 0 || it == t->iters - 1)
         printf("  %6d %12.6f %8.1f ms %14s\n", it, r->loss[it], r->iter_us[it] / 1e3, units_fmt_bytes(r->x.mem.peak, a, sizeof a));
     cli_progress("iterations", it + 1, t->iters);
@@ -83,6 +86,80 @@ static void print_table(const run_summary *m, const sim_result *pred)
            units_fmt_bytes(pred->closed.peak, c, sizeof c));
     printf("  prediction error vs measured: replay %+.3f%%, closed form %+.2f%%; process RSS high-water %s\n", err_replay,
            err_closed, units_fmt_bytes(m->rss_peak, a, sizeof a));
+}
+
+/* The last iteration's batch, parameters and gradients into j->dump (io/weights.h). */
+static int write_dump(const cli_train_job *j, run *r, const plan *p, const data *d, const train_ctx *t, err *e)
+{
+    const net_layer *in = &j->n->layers[0];
+    int64_t img = (int64_t)j->cfg.batch * in->c * in->h * in->w;
+    float *images = err_calloc((size_t)img, sizeof(float));
+    int64_t *labels = err_calloc((size_t)j->cfg.batch, sizeof(int64_t));
+    data_batch(d, j->iters - 1, j->cfg.batch, images, labels); /* the last iteration's batch again */
+    weights_dump_args da = {.plan = j->plan, .optimizer = cli_optimizer_name(j->cfg.optimizer), .bn = plan_bn_name(p->bn),
+                            .iteration = j->iters - 1, .seed = (long long)j->seed, .input = images, .labels = labels,
+                            .before = t->before, .grads = t->grads, .run_before = t->run_before};
+    int rc = weights_dump(&r->x, j->dump, j->force, &da, e);
+    free(images), free(labels);
+    return rc;
+}
+
+int cli_train_run(const cli_train_job *j, h5_file *f, err *e)
+{
+    const net *n = j->n;
+    sched_cfg cfg = {.batch = j->cfg.batch, .optimizer = j->cfg.optimizer, .ws = j->ops->ws};
+    char text[320], resolved[1024];
+    cli_plan_text(j->plan, j->bn, text, sizeof text);
+    plan p;
+    sim_result pred;
+    data d = {0};
+    run r;
+    int rc = CLI_OK;
+    if (plan_parse(&p, n, text, e)) return CLI_USAGE;
+    cli_warn_plan(&p, n);
+    plan_describe(&p, n, resolved, sizeof resolved);
+    if (sim_run(n, &p, &cfg, &sim_device_cpu, &pred, NULL, e) || cli_check_host(&pred, j->host_budget, text, e)) {
+        rc = CLI_USAGE;
+        goto done_plan;
+    }
+    const net_layer *in = &n->layers[0];
+    if (j->data_dir ? data_open_dir(&d, j->data_dir, in->c, in->h, in->w, n->layers[n->n - 1].c, j->seed, e)
+                    : (data_synthetic(&d, in->c, in->h, in->w, n->layers[n->n - 1].c, j->seed), 0)) {
+        rc = CLI_USAGE;
+        goto done_plan;
+    }
+    exec_hparams hp = exec_default_hparams(cfg.optimizer);
+    if (j->lr > 0) hp.lr = j->lr;
+    train_ctx t = {.init = j->init, .dump = j->dump != NULL, .quiet = j->quiet, .iters = j->iters,
+                   .every = j->iters > 20 ? j->iters / 20 : 1, .before = err_calloc((size_t)n->n, sizeof(float *)),
+                   .grads = err_calloc((size_t)n->n, sizeof(float *)), .run_before = err_calloc((size_t)n->n, sizeof(float *))};
+    run_cfg rcfg = {.n = n, .p = &p, .sched = cfg, .ops = j->ops, .hp = hp, .seed = j->seed, .iters = j->iters,
+                    .batches = data_batches(&d), .on_start = on_start, .on_iter = on_iter, .before_update = before_update,
+                    .ctx = &t};
+    snprintf(t.header, sizeof t.header, "%s @ %dx%d, batch %d, %s (lr %g), plan %s\n  %s\n\n  %6s %12s %10s %14s\n", n->name,
+             in->h, in->w, cfg.batch, cli_optimizer_name(cfg.optimizer), hp.lr, text, resolved, "iter", "loss", "time",
+             "measured peak");
+    if (run_plan(&r, &rcfg, e)) {
+        rc = CLI_USAGE;
+        goto done_ctx;
+    }
+    if (!j->quiet) print_table(&r.sum, &pred);
+    h5_run hr = {.kind = "train", .n = n, .p = &p, .plan = j->plan, .batch = cfg.batch, .optimizer = cli_optimizer_name(cfg.optimizer),
+                 .device = "cpu", .sim = &pred, .measured = &r, .backend = j->ops->backend,
+                 .data = j->data_dir ? j->data_dir : "synthetic", .seed = j->seed};
+    if (f && h5_write_run(f, &hr, e)) rc = CLI_USAGE;
+    if (j->dump && rc == CLI_OK) {
+        if (write_dump(j, &r, &p, &d, &t, e)) rc = CLI_USAGE;
+        else fprintf(stderr, "wrote %s\n", j->dump);
+    }
+    run_free(&r);
+done_ctx:
+    for (int L = 0; L < n->n; L++) free(t.before[L]), free(t.grads[L]), free(t.run_before[L]);
+    free(t.before), free(t.grads), free(t.run_before);
+    data_free(&d);
+done_plan:
+    plan_free(&p);
+    return rc;
 }
 
 int cli_train(int argc, char **argv)
@@ -117,75 +194,15 @@ int cli_train(int argc, char **argv)
     net n;
     const ops_table *ops = ops_find(backend, &e);
     if (!ops) return cli_fail("train", "--backend %s: %s", backend, e.msg);
-    sched_cfg cfg = {.batch = o.batch, .optimizer = o.optimizer, .ws = ops->ws};
     if (cli_load_net(&n, o.net, o.image, &e)) return cli_fail("train", "%s", e.msg);
-    char text[320], resolved[1024];
-    snprintf(text, sizeof text, "%s%s%s", o.plan, o.bn ? " bn=" : "", o.bn ? o.bn : "");
-    plan p;
-    sim_result pred;
-    data d = {0};
-    run r;
-    int rc = CLI_OK;
-    if (plan_parse(&p, &n, text, &e)) {
-        net_free(&n);
-        return cli_fail("train", "%s", e.msg);
-    }
-    cli_warn_plan("train", &p, &n);
-    plan_describe(&p, &n, resolved, sizeof resolved);
-    if (sim_run(&n, &p, &cfg, &sim_device_cpu, &pred, NULL, &e) || cli_check_host(&pred, o.host_budget, text, &e)) {
-        rc = cli_fail("train", "%s", e.msg);
-        goto done_plan;
-    }
-    const net_layer *in = &n.layers[0];
-    if (dir ? data_open_dir(&d, dir, in->c, in->h, in->w, n.layers[n.n - 1].c, (uint64_t)o.seed, &e)
-            : (data_synthetic(&d, in->c, in->h, in->w, n.layers[n.n - 1].c, (uint64_t)o.seed), 0)) {
-        rc = cli_fail("train", "%s", e.msg);
-        goto done_plan;
-    }
-    exec_hparams hp = exec_default_hparams(cfg.optimizer);
-    if (lr > 0) hp.lr = lr;
-    train_ctx t = {.init = init, .dump = dump != NULL, .iters = o.iters, .every = o.iters > 20 ? o.iters / 20 : 1,
-                   .before = err_calloc((size_t)n.n, sizeof(float *)), .grads = err_calloc((size_t)n.n, sizeof(float *)),
-                   .run_before = err_calloc((size_t)n.n, sizeof(float *))};
-    run_cfg rcfg = {.n = &n, .p = &p, .sched = cfg, .ops = ops, .hp = hp, .seed = (uint64_t)o.seed, .iters = o.iters,
-                    .batches = data_batches(&d), .on_start = on_start, .on_iter = on_iter, .before_update = before_update,
-                    .ctx = &t};
-    snprintf(t.header, sizeof t.header, "%s @ %dx%d, batch %d, %s (lr %g), plan %s\n  %s\n\n  %6s %12s %10s %14s\n", n.name,
-             in->h, in->w, cfg.batch, cli_optimizer_name(cfg.optimizer), hp.lr, text, resolved, "iter", "loss", "time",
-             "measured peak");
-    if (run_plan(&r, &rcfg, &e)) {
-        rc = cli_fail("train", "%s", e.msg);
-        goto done_ctx;
-    }
-    print_table(&r.sum, &pred);
-    if (o.out) {
-        h5_file *f;
-        h5_run hr = {.kind = "train", .n = &n, .p = &p, .plan = o.plan, .batch = cfg.batch, .optimizer = cli_optimizer_name(cfg.optimizer),
-                     .device = "cpu", .sim = &pred, .measured = &r, .backend = ops->backend, .data = dir ? dir : "synthetic",
-                     .seed = (uint64_t)o.seed};
-        if (h5_create(&f, o.out, o.force, &e) || h5_write_run(f, &hr, &e)) rc = cli_fail("train", "%s", e.msg);
-        else if (h5_close(f, &e)) rc = cli_fail("train", "%s", e.msg);
-        else fprintf(stderr, "wrote %s\n", o.out);
-    }
-    if (dump && rc == CLI_OK) {
-        int64_t img = (int64_t)cfg.batch * in->c * in->h * in->w;
-        float *images = err_calloc((size_t)img, sizeof(float));
-        int64_t *labels = err_calloc((size_t)cfg.batch, sizeof(int64_t));
-        data_batch(&d, o.iters - 1, cfg.batch, images, labels); /* the last iteration's batch again */
-        weights_dump_args da = {.plan = o.plan, .optimizer = cli_optimizer_name(cfg.optimizer), .bn = plan_bn_name(p.bn),
-                                .iteration = o.iters - 1, .seed = o.seed, .input = images, .labels = labels,
-                                .before = t.before, .grads = t.grads, .run_before = t.run_before};
-        if (weights_dump(&r.x, dump, o.force, &da, &e)) rc = cli_fail("train", "%s", e.msg);
-        else fprintf(stderr, "wrote %s\n", dump);
-        free(images), free(labels);
-    }
-    run_free(&r);
-done_ctx:
-    for (int L = 0; L < n.n; L++) free(t.before[L]), free(t.grads[L]), free(t.run_before[L]);
-    free(t.before), free(t.grads), free(t.run_before);
-    data_free(&d);
-done_plan:
-    plan_free(&p);
+    cli_train_job j = {.n = &n, .plan = o.plan, .bn = o.bn, .cfg = {.batch = o.batch, .optimizer = o.optimizer}, .ops = ops,
+                       .lr = lr, .iters = o.iters, .seed = (uint64_t)o.seed, .host_budget = o.host_budget, .data_dir = dir,
+                       .init = init, .dump = dump, .force = o.force};
+    h5_file *f = NULL;
+    int rc = o.out && h5_create(&f, o.out, o.force, &e) ? CLI_USAGE : cli_train_run(&j, f, &e);
+    if (f && rc != CLI_OK) h5_abort(f);
+    else if (f && h5_close(f, &e)) rc = CLI_USAGE;
+    else if (f) fprintf(stderr, "wrote %s\n", o.out);
     net_free(&n);
-    return rc;
+    return cli_status("train", rc, &e);
 }

@@ -3,14 +3,14 @@
  * compare each plan's gradients with `layer`'s. Each plan runs in forked children so that every
  * RSS figure is that plan's alone: one child measures (K iterations), another runs iteration 0
  * again and compares its gradients with the reference that `layer`'s child left in shared memory.
- * The comparison's extra memory therefore never shows in a measurement. */
+ * The comparison's extra memory therefore never shows in a measurement.
+ * cli_validate_run is the work for one configuration; specs with run = validate call it too. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "io/h5.h"
 #include "engine/run.h"
 #include "io/data.h"
 
@@ -23,9 +23,117 @@ static const char *usage =
     "from `layer` (relative norm, iteration 0, same weights and batch) and the RSS high-water mark.\n"
     "PLANS: comma-separated, ranges expand (2ps:2..8); `layer` is always run first as the reference.\n"
     "Defaults: --plan layer,ckpt-sqrt,vdnn-conv,2ps:2..8,overl:2..8,2ps-h,overl-h --batch 2 --iters 2\n"
-    "--optimizer sgd --seed 1.\n"
+    "--optimizer sgd --seed 1. A spec with `run = validate` does the same per configuration.\n"
     "\n"
     "example: lrcnn validate --net vgg-small --batch 16 --plan layer,2ps:2..4,overl-h -o /tmp/v.h5\n";
+
+static void print_header(const cli_validate_job *j)
+{
+    const net_layer *in = &j->n->layers[0];
+    printf("%s @ %dx%d, batch %d, %s, %d iteration%s per plan (time: best after the first), seed %llu\n\n", j->n->name,
+           in->h, in->w, j->cfg.batch, cli_optimizer_name(j->cfg.optimizer), j->iters, j->iters > 1 ? "s" : "",
+           (unsigned long long)j->seed);
+    printf("  %-14s %10s %10s %10s %8s %8s %8s %9s %7s %9s %-14s %10s\n", "plan", "replay", "closed", "measured", "err rep",
+           "err cl", "vs layer", "time/it", "vs lay", "grad dev", "(worst)", "RSS");
+}
+
+/* Plan k's row: predictions, measurement (m), its comparison (c) and the reference (m0). */
+static void print_row(const char *item, const sim_result *pred, const run_summary *m, const run_summary *c,
+                      const run_summary *m0, bool reference)
+{
+    char a[32], b[32], d[32], r[32];
+    printf("  %-14s %10s %10s %10s %+7.3f%% %+7.2f%% %7.1f%% %7.0fms %6.2fx %9.1e %-14s %10s\n", item,
+           units_fmt_bytes(pred->replay.peak, a, sizeof a), units_fmt_bytes(pred->closed.peak, b, sizeof b),
+           units_fmt_bytes(m->peak, d, sizeof d), 100.0 * (double)(pred->replay.peak - m->peak) / (double)m->peak,
+           100.0 * (double)(pred->closed.peak - m->peak) / (double)m->peak, 100.0 * (1.0 - (double)m->peak / (double)m0->peak),
+           m->best_us / 1e3, m->best_us / m0->best_us, c->grad_dev, reference ? "(reference)" : c->worst,
+           units_fmt_bytes(m->rss_peak, r, sizeof r));
+    fflush(stdout);
+}
+
+/* The measured runs into f: each a forked run's summary with iteration 0's comparison. */
+static int write_runs(const cli_validate_job *j, h5_file *f, const char **items, const plan *ps, const sim_result *pred,
+                      const run_summary *meas, const run_summary *cmpr, int count, err *e)
+{
+    for (int k = 0; k < count; k++) {
+        run m = {.sum = meas[k]};
+        m.sum.compared = true, m.sum.grad_dev = cmpr[k].grad_dev, m.sum.loss_dev = cmpr[k].loss_dev;
+        snprintf(m.sum.worst, sizeof m.sum.worst, "%s", cmpr[k].worst);
+        h5_run run = {.kind = "validate", .n = j->n, .p = &ps[k], .plan = items[k], .batch = j->cfg.batch,
+                      .optimizer = cli_optimizer_name(j->cfg.optimizer), .device = "cpu", .sim = &pred[k], .measured = &m,
+                      .backend = "cpu", .data = "synthetic", .seed = j->seed};
+        if (h5_write_run(f, &run, e)) return -1;
+    }
+    return 0;
+}
+
+int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
+{
+    const net *n = j->n;
+    sched_cfg cfg = j->cfg;
+    /* `layer` first, once */
+    int count = 1, parsed = 0, rc = CLI_OK;
+    const char **items = err_calloc((size_t)j->n_plans + 1, sizeof(char *));
+    items[0] = "layer";
+    for (int k = 0; k < j->n_plans; k++)
+        if (strcmp(j->plans[k], "layer")) items[count++] = j->plans[k];
+    plan *ps = err_calloc((size_t)count, sizeof(plan));
+    sim_result *pred = err_calloc((size_t)count, sizeof(sim_result));
+    run_summary *meas = err_calloc((size_t)count, sizeof(run_summary)), *cmpr = err_calloc((size_t)count, sizeof(run_summary));
+    for (char text[320]; parsed < count; parsed++) { /* everything checked before anything runs */
+        cli_plan_text(items[parsed], j->bn, text, sizeof text);
+        if (plan_parse(&ps[parsed], n, text, e)) {
+            rc = CLI_USAGE;
+            goto done;
+        }
+        cli_warn_plan(&ps[parsed], n);
+        if (sim_run(n, &ps[parsed], &cfg, &sim_device_cpu, &pred[parsed], NULL, e) ||
+            cli_check_host(&pred[parsed], j->host_budget, text, e)) {
+            parsed++;
+            rc = CLI_USAGE;
+            goto done;
+        }
+    }
+    /* the reference's iteration-0 gradients, shared with the children that compare against them */
+    size_t shared_bytes = (size_t)(net_params(n) + 1) * sizeof(float);
+    float *shared = mmap(NULL, shared_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shared == MAP_FAILED) {
+        rc = CLI_FAILED;
+        err_set(e, "cannot map %zu bytes for the reference gradients", shared_bytes);
+        goto done;
+    }
+    const net_layer *in = &n->layers[0];
+    data d;
+    data_synthetic(&d, in->c, in->h, in->w, n->layers[n->n - 1].c, j->seed);
+    if (!j->quiet) print_header(j);
+    for (int k = 0; k < count; k++) {
+        /* one child measures K iterations; another runs iteration 0 again for the gradients, so the
+         * comparison's memory never shows in a measurement */
+        run_cfg rcfg = {.n = n, .p = &ps[k], .sched = cfg, .ops = &ops_cpu, .hp = exec_default_hparams(cfg.optimizer),
+                        .seed = j->seed, .iters = j->iters, .batches = data_batches(&d)};
+        run_forked(&rcfg, NULL, 0, &meas[k]);
+        rcfg.iters = 1;
+        if (k == 0) rcfg.grads = true, rcfg.grads_to = shared;
+        run_forked(&rcfg, k ? shared : NULL, meas[0].loss0, &cmpr[k]);
+        if (!meas[k].ok || !cmpr[k].ok) {
+            const char *why = meas[k].ok ? cmpr[k].err : meas[k].err;
+            if (!j->quiet) printf("  %-14s engine failed: %s\n", items[k], why);
+            if (rc == CLI_OK) err_set(e, "plan %s: engine failed: %s", items[k], why);
+            rc = CLI_FAILED;
+            continue;
+        }
+        if (!j->quiet) print_row(items[k], &pred[k], &meas[k], &cmpr[k], &meas[0], k == 0);
+    }
+    if (!j->quiet)
+        printf("\n  replay/closed: predictions; measured: the engine's tracked peak; err: prediction vs measured;\n"
+               "  vs layer: peak reduction and time ratio; grad dev: max over tensors of |g - g_layer| / |g_layer|\n");
+    munmap(shared, shared_bytes);
+    if (rc == CLI_OK && f && write_runs(j, f, items, ps, pred, meas, cmpr, count, e)) rc = CLI_USAGE;
+done:
+    for (int k = 0; k < parsed; k++) plan_free(&ps[k]);
+    free(ps), free(pred), free(meas), free(cmpr), free(items);
+    return rc;
+}
 
 int cli_validate(int argc, char **argv)
 {
@@ -37,110 +145,26 @@ int cli_validate(int argc, char **argv)
         if (got < 0) return CLI_USAGE;
         if (!got) return cli_unknown("validate", argc, argv, i, got);
     }
-    const char *net_name = o.net, *plans = o.plan, *bn = o.bn, *out = o.out;
-    int image = o.image, iters = o.iters, force = o.force;
-    long long seed = o.seed;
-    int64_t host_budget = o.host_budget;
-    sched_cfg cfg = {.batch = o.batch, .optimizer = o.optimizer};
-    if (!net_name) return cli_fail("validate", "--net is required (e.g. --net vgg-small)");
-    if (out && !force && access(out, F_OK) == 0) return cli_fail("validate", "%s exists; use --force to overwrite", out);
+    if (!o.net) return cli_fail("validate", "--net is required (e.g. --net vgg-small)");
+    if (o.out && !o.force && access(o.out, F_OK) == 0) return cli_fail("validate", "%s exists; use --force to overwrite", o.out);
     err e;
     net n;
-    if (cli_load_net(&n, net_name, image, &e)) return cli_fail("validate", "%s", e.msg);
-    char **items0;
-    int count0, rc = CLI_OK;
-    if (plan_list_expand(plans, &items0, &count0, &e)) {
+    char **items;
+    int count, rc;
+    if (cli_load_net(&n, o.net, o.image, &e)) return cli_fail("validate", "%s", e.msg);
+    if (plan_list_expand(o.plan, &items, &count, &e)) {
         net_free(&n);
         return cli_fail("validate", "--plan: %s", e.msg);
     }
-    /* `layer` first, once */
-    int count = 1;
-    char **items = err_calloc((size_t)count0 + 1, sizeof(char *));
-    items[0] = "layer";
-    for (int k = 0; k < count0; k++)
-        if (strcmp(items0[k], "layer")) items[count++] = items0[k];
-    plan *ps = err_calloc((size_t)count, sizeof(plan));
-    sim_result *pred = err_calloc((size_t)count, sizeof(sim_result));
-    run_summary *meas = err_calloc((size_t)count, sizeof(run_summary)), *cmpr = err_calloc((size_t)count, sizeof(run_summary));
-    char (*texts)[320] = err_calloc((size_t)count, sizeof *texts);
-    int parsed = 0;
-    for (; parsed < count; parsed++) { /* everything checked before anything runs */
-        snprintf(texts[parsed], sizeof texts[parsed], "%s%s%s", items[parsed], bn ? " bn=" : "", bn ? bn : "");
-        if (plan_parse(&ps[parsed], &n, texts[parsed], &e) || sim_run(&n, &ps[parsed], &cfg, &sim_device_cpu, &pred[parsed], NULL, &e)) {
-            rc = cli_fail("validate", "%s", e.msg);
-            goto done;
-        }
-        cli_warn_plan("validate", &ps[parsed], &n);
-        if (cli_check_host(&pred[parsed], host_budget, texts[parsed], &e)) {
-            parsed++;
-            rc = cli_fail("validate", "%s", e.msg);
-            goto done;
-        }
-    }
-    /* the reference's iteration-0 gradients, shared with the children that compare against them */
-    int64_t params = net_params(&n);
-    float *shared = mmap(NULL, (size_t)(params + 1) * sizeof(float), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (shared == MAP_FAILED) {
-        rc = cli_fail("validate", "cannot map %lld bytes for the reference gradients", (long long)(params + 1) * 4);
-        goto done;
-    }
-    const net_layer *in = &n.layers[0];
-    data d;
-    data_synthetic(&d, in->c, in->h, in->w, n.layers[n.n - 1].c, (uint64_t)seed);
-    printf("%s @ %dx%d, batch %d, %s, %d iteration%s per plan (time: best after the first), seed %lld\n\n", n.name, in->h, in->w,
-           cfg.batch, cli_optimizer_name(cfg.optimizer), iters, iters > 1 ? "s" : "", seed);
-    printf("  %-14s %10s %10s %10s %8s %8s %8s %9s %7s %9s %-14s %10s\n", "plan", "replay", "closed", "measured", "err rep", "err cl",
-           "vs layer", "time/it", "vs lay", "grad dev", "(worst)", "RSS");
-    for (int k = 0; k < count; k++) {
-        /* one child measures K iterations; another runs iteration 0 again for the gradients, so the
-         * comparison's memory never shows in a measurement */
-        run_cfg rcfg = {.n = &n, .p = &ps[k], .sched = cfg, .ops = &ops_cpu, .hp = exec_default_hparams(cfg.optimizer),
-                        .seed = (uint64_t)seed, .iters = iters, .batches = data_batches(&d)};
-        run_forked(&rcfg, NULL, 0, &meas[k]);
-        rcfg.iters = 1;
-        if (k == 0) rcfg.grads = true, rcfg.grads_to = shared;
-        run_forked(&rcfg, k ? shared : NULL, meas[0].loss0, &cmpr[k]);
-        const run_summary *m = &meas[k];
-        if (!m->ok || !cmpr[k].ok) {
-            printf("  %-14s engine failed: %s\n", items[k], m->ok ? cmpr[k].err : m->err);
-            rc = CLI_FAILED;
-            continue;
-        }
-        char a[32], b[32], c[32], r[32];
-        printf("  %-14s %10s %10s %10s %+7.3f%% %+7.2f%% %7.1f%% %7.0fms %6.2fx %9.1e %-14s %10s\n", items[k],
-               units_fmt_bytes(pred[k].replay.peak, a, sizeof a), units_fmt_bytes(pred[k].closed.peak, b, sizeof b),
-               units_fmt_bytes(m->peak, c, sizeof c), 100.0 * (double)(pred[k].replay.peak - m->peak) / (double)m->peak,
-               100.0 * (double)(pred[k].closed.peak - m->peak) / (double)m->peak,
-               100.0 * (1.0 - (double)m->peak / (double)meas[0].peak), m->best_us / 1e3, m->best_us / meas[0].best_us,
-               cmpr[k].grad_dev, k ? cmpr[k].worst : "(reference)", units_fmt_bytes(m->rss_peak, r, sizeof r));
-        fflush(stdout);
-    }
-    printf("\n  replay/closed: predictions; measured: the engine's tracked peak; err: prediction vs measured;\n"
-           "  vs layer: peak reduction and time ratio; grad dev: max over tensors of |g - g_layer| / |g_layer|\n");
-    munmap(shared, (size_t)(params + 1) * sizeof(float));
-    if (out && rc == CLI_OK) {
-        h5_file *f;
-        if (h5_create(&f, out, force, &e)) {
-            rc = cli_fail("validate", "%s", e.msg);
-            goto done;
-        }
-        for (int k = 0; k < count && rc == CLI_OK; k++) {
-            run m = {.sum = meas[k]}; /* a forked run: its summary, and iteration 0's gradient comparison */
-            m.sum.compared = true, m.sum.grad_dev = cmpr[k].grad_dev, m.sum.loss_dev = cmpr[k].loss_dev;
-            snprintf(m.sum.worst, sizeof m.sum.worst, "%s", cmpr[k].worst);
-            h5_run run = {.kind = "validate", .n = &n, .p = &ps[k], .plan = items[k], .batch = cfg.batch,
-                          .optimizer = cli_optimizer_name(cfg.optimizer), .device = "cpu", .sim = &pred[k], .measured = &m,
-                          .backend = "cpu", .data = "synthetic", .seed = (uint64_t)seed};
-            if (h5_write_run(f, &run, &e)) rc = cli_fail("validate", "%s", e.msg);
-        }
-        if (rc == CLI_OK && h5_close(f, &e)) rc = cli_fail("validate", "%s", e.msg);
-        else if (rc != CLI_OK) h5_abort(f);
-        if (rc == CLI_OK) fprintf(stderr, "wrote %s\n", out);
-    }
-done:
-    for (int k = 0; k < parsed && k < count; k++) plan_free(&ps[k]);
-    free(ps), free(pred), free(meas), free(cmpr), free(texts), free(items);
-    plan_list_free(items0, count0);
+    cli_validate_job j = {.n = &n, .plans = items, .n_plans = count, .bn = o.bn, .cfg = {.batch = o.batch, .optimizer = o.optimizer},
+                          .iters = o.iters, .seed = (uint64_t)o.seed, .host_budget = o.host_budget};
+    h5_file *f = NULL;
+    if (o.out && h5_create(&f, o.out, o.force, &e)) rc = CLI_USAGE;
+    else rc = cli_validate_run(&j, f, &e);
+    if (f && rc != CLI_OK) h5_abort(f);
+    else if (f && h5_close(f, &e)) rc = CLI_USAGE;
+    else if (f) fprintf(stderr, "wrote %s\n", o.out);
+    plan_list_free(items, count);
     net_free(&n);
-    return rc;
+    return cli_status("validate", rc, &e);
 }

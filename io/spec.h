@@ -1,37 +1,54 @@
-/* spec: experiment specs, "key = value" text files (experiments/README.md). A spec names a grid:
- * nets x batches x images x plans x optimizers, evaluated on one device profile into one file. */
+/* spec: experiment specs, "key = value" text files (experiments/README.md has the format, every key
+ * and its default). A spec names a grid — nets x images x batches x optimizers x plans — and what
+ * to do with each point: simulate it (run = sim, optionally measuring it on the engine too),
+ * validate each configuration's plans against `layer` (run = validate), or train each plan
+ * (run = train); all of it goes into one result file. It also names the figures drawn from that
+ * file and whether `lrcnn reproduce` runs it.
+ * Not done here: running anything (cli/cli_sweep.c), drawing figures (plots/). */
 #ifndef LRCNN_SPEC_H
 #define LRCNN_SPEC_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "sim/err.h"
 
 #define SPEC_MAX 64
+#define SPEC_FIGURES 16
+
+typedef enum { SPEC_SIM, SPEC_VALIDATE, SPEC_TRAIN } spec_run;
 
 typedef struct {
     char path[256];
     char name[64];
-    char output[256];
+    char output[256];            /* "" = results/<name>.h5 */
     char device[16];
-    char bn[16];                 /* "" = auto */
+    char bn[16];                 /* "" = auto; a plan item's own " bn=" wins */
+    spec_run run;
     int n_nets, n_batches, n_images, n_optimizers;
     char nets[SPEC_MAX][64];
     int batches[SPEC_MAX];
     int images[SPEC_MAX];        /* 0 = the net file's own size */
     char optimizers[2][8];
-    char **plans;                /* expanded plan texts */
+    char **plans;                /* expanded plan texts, as written */
     int n_plans;
+    int plans_line;              /* where (for errors about a plan on some net) */
     bool timeline;               /* store each run's memory timelines (large; for timeline figures) */
-    int measure;                 /* > 0: also run each configuration on the CPU engine, this many iterations */
+    int measure;                 /* engine iterations: sim 0 = off; validate and train: per plan */
+    long long seed;              /* engine runs: weights and synthetic data */
     char search[8];              /* "" = a grid; "batch" / "image": the largest that fits each budget */
     int n_budgets;
     int64_t budgets[SPEC_MAX];   /* bytes */
+    int n_figures;
+    char figures[SPEC_FIGURES][32]; /* plots/<name>.py, each checked to exist */
+    bool reproduce;              /* lrcnn reproduce runs this spec (default on) */
 } spec;
 
 int spec_load(spec *s, const char *path, err *e);
 void spec_free(spec *s);
-/* Number of runs in the grid (searches: one per budget instead of per batch or image). */
+/* Number of runs the spec writes (searches: one per budget instead of per batch or image;
+ * validate: `layer` added to each configuration where the plans lack it). */
 long spec_runs(const spec *s);
+const char *spec_run_name(spec_run r);
 
 #endif

@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """Figure `convergence`: training loss against iteration for each run.
 
-    plots/convergence.py [--out DIR] results/convergence/*.h5
+    plots/convergence.py [--out DIR] results/convergence_resnet.h5 results/convergence_vgg.h5
 
-Reads runs with a measured loss per iteration (`lrcnn train` files; a `validate` run's single loss
-is skipped). A column per configuration (net, batch, input, optimizer), every run of it in one
+Reads runs with a measured loss per iteration (files of specs with `run = train`, such as
+experiments/convergence_*.spec, or of `lrcnn train -o`; a `validate` run's single loss is
+skipped). A column per configuration (net, batch, input, optimizer), every run of it in one
 panel, labelled with its plan and BatchNorm mode; the y axis is logarithmic when the losses span a
 decade. Where the configuration has a `layer` run and others, a second row shows each run's
 absolute difference from `layer`'s loss at the same iteration (log axis; iterations where the two
@@ -19,7 +20,8 @@ import common as C
 
 
 def label(r):
-    return f"{r['plan']} (bn={r['bn']})"
+    """The plan as written, its BatchNorm mode once ('2ps:4 bn=per-band' -> '2ps:4 (bn=per-band)')."""
+    return f"{r['plan'].split(' bn=')[0]} (bn={r['bn']})"
 
 
 def main():
@@ -51,7 +53,7 @@ def main():
             losses.append(loss)
             st = styles[r["plan"]]
             is_ref = r is ref
-            name = " = ".join(label(g) for g in group)
+            name = " = ".join(dict.fromkeys(label(g) for g in group))  # a label once
             (h,) = ax.plot(np.arange(len(loss)), loss, color=st["color"],
                            linestyle="-" if is_ref else st["linestyle"],
                            lw=2.8 if is_ref else 1.1, alpha=0.45 if is_ref else 0.95,

@@ -27,7 +27,7 @@ no_file() { if [ -e "$1" ] || [ -e "$1.tmp" ]; then bad "$2: $1 was written"; el
 
 # --- help and outputs ---------------------------------------------------------------------------
 expect_ok "lrcnn --help" -- --help
-for c in sim train validate sweep plan export demo; do expect_ok "lrcnn $c --help" -- "$c" --help; done
+for c in sim train validate sweep plan export demo reproduce; do expect_ok "lrcnn $c --help" -- "$c" --help; done
 expect_ok "sim vgg16 2ps:6" -- sim --net vgg16 --batch 8 --image 224 --plan 2ps:6
 for want in "replay@peak" "closed@peak" "boundaries" "peak (device)" "FLOPs"; do
   grep -qF "$want" "$tmp/out" && ok "sim breakdown shows '$want'" || bad "sim breakdown lacks '$want'"
@@ -74,7 +74,25 @@ expect_fail "unreadable spec" "cannot open spec" -- sweep "$tmp/nope.spec"
 printf 'nets = vgg-small\nplans = layer\nbatchsize = 4\n' >"$tmp/badkey.spec"
 expect_fail "spec unknown key" "badkey.spec:3: unknown key 'batchsize'" -- sweep "$tmp/badkey.spec" -o "$o"; no_file "$o" "spec unknown key"
 printf 'nets = vgg-small\nimage = 32\nplans = layer, 2ps:99\n' >"$tmp/badplan.spec"
-expect_fail "spec impossible plan" "at most 4 bands" -- sweep "$tmp/badplan.spec" -o "$o"; no_file "$o" "spec impossible plan"
+expect_fail "spec impossible plan" "badplan.spec:3: vgg-small at 32x32: plan '2ps:99'" -- sweep "$tmp/badplan.spec" -o "$o"; no_file "$o" "spec impossible plan"
+# spec keys: a bad value or combination names the file and the line, and nothing is written
+spec_fail() { # LABEL WANT LINES...: a spec of vgg-small plans=layer plus LINES must fail with WANT
+  local label="$1" want="$2"; shift 2
+  printf 'nets = vgg-small\nplans = layer\n' >"$tmp/k.spec"; printf '%s\n' "$@" >>"$tmp/k.spec"
+  expect_fail "spec $label" "$want" -- sweep "$tmp/k.spec" -o "$o"; no_file "$o" "spec $label"
+}
+spec_fail "bad run" "k.spec:3: run = fly: expected sim, validate or train" "run = fly"
+spec_fail "unknown figure" "k.spec:3: figure 'nosuch': there is no plots/nosuch.py" "figures = bands, nosuch"
+spec_fail "figure name with a path" "k.spec:3: figure '../x'" "figures = ../x"
+spec_fail "bad seed" "k.spec:3: seed = -1" "seed = -1"
+spec_fail "bad reproduce" "k.spec:3: reproduce = maybe: expected on or off" "reproduce = maybe"
+spec_fail "key set twice" "k.spec:4: 'run' is already set on line 3" "run = train" "run = sim"
+spec_fail "train without iterations" "k.spec:4: run = train needs an iteration count" "run = train" "measure = off"
+spec_fail "search with train" "k.spec:3: search applies to run = sim" "search = batch" "budgets = 1GiB" "run = train"
+spec_fail "timeline with validate" "k.spec:4: timeline = on applies to run = sim" "run = validate" "timeline = on"
+spec_fail "device with train" "k.spec:4: device = h100: run = train runs on the CPU engine" "run = train" "device = h100"
+printf 'nets = vgg-small\nimage = 32\nbatch = 2\nrun = train\nmeasure = 2\nplans = layer, 2ps:99\n' >"$tmp/badtrain.spec"
+expect_fail "train spec, impossible plan" "badtrain.spec:6: vgg-small at 32x32: plan '2ps:99'" -- sweep "$tmp/badtrain.spec" -o "$o"; no_file "$o" "train spec, impossible plan"
 expect_fail "export missing file" "nope.h5" -- export "$tmp/nope.h5"
 echo "not hdf5" >"$tmp/fake.h5"
 expect_fail "export non-HDF5 file" "fake.h5" -- export "$tmp/fake.h5"
@@ -107,6 +125,30 @@ for row in rows:
 print("round trip ok", len(rows))
 PY
 then ok "export round-trips every category of both models"; else bad "export round trip: $(tail -2 "$tmp/rt")"; fi
+
+# --- specs with run = validate and run = train: one file of engine runs, as the commands write ------
+printf 'run = validate\nnets = resnet-small\nbatch = 2\noptimizer = sgd\nbn = frozen\nplans = 2ps:2, overl:2 bn=per-band\nmeasure = 1\n' >"$tmp/val.spec"
+expect_ok "sweep run = validate" -- sweep "$tmp/val.spec" -o "$tmp/val.h5"
+[ "$(grep -cE '^  (layer|2ps:2|overl:2 bn=per-band) .*\+0\.000%' "$tmp/out")" -eq 3 ] && ok "run = validate: layer first, every plan measured = replay" || bad "run = validate table"
+printf 'run = train\nnets = vgg-small, resnet-small\nbatch = 2\nplans = layer, 2ps:2\nmeasure = 3\nseed = 7\nfigures = convergence\n' >"$tmp/tr.spec"
+expect_ok "sweep run = train" -- sweep "$tmp/tr.spec" -o "$tmp/tr.h5" --quiet
+for f in validate:val train:tr; do
+  if "$python" "$src/tests/check_schema.py" "$tmp/${f#*:}.h5" >"$tmp/schema" 2>&1; then ok "run = ${f%:*} file validates against results/SCHEMA.md"; else bad "run = ${f%:*} schema: $(tail -1 "$tmp/schema")"; fi
+done
+if "$python" - "$tmp/val.h5" "$tmp/tr.h5" >"$tmp/kinds" 2>&1 <<'PY'
+import sys, h5py
+v, t = (h5py.File(p, "r")["runs"] for p in sys.argv[1:3])
+assert [g.attrs["plan"] for g in v.values()] == ["layer", "2ps:2", "overl:2 bn=per-band"], [g.attrs["plan"] for g in v.values()]
+assert [g.attrs["bn"] for g in v.values()] == ["frozen", "frozen", "per-band"]
+assert all(g.attrs["kind"] == "validate" and "grad_deviation" in g["measured"].attrs for g in v.values())
+assert [(g.attrs["net"], g.attrs["plan"]) for g in t.values()] == [(n, p) for n in ("vgg-small", "resnet-small") for p in ("layer", "2ps:2")]
+assert all(g.attrs["kind"] == "train" and g["measured/loss"].shape == (3,) and g["measured"].attrs["seed"] == 7 for g in t.values())
+print("ok")
+PY
+then ok "run = validate / train: one run per plan, layer first, kinds, bn per item, iterations and seed"; else bad "spec engine runs: $(tail -2 "$tmp/kinds")"; fi
+expect_ok "reproduce --list" -- reproduce --list
+grep -qE "validate_vgg16.spec +run = validate" "$tmp/out" && grep -qF "convergence  <- 'results/convergence_resnet.h5' 'results/convergence_vgg.h5'" "$tmp/out" \
+  && ! grep -q "demo.spec" "$tmp/out" && ok "reproduce --list: specs in file-name order, figures from the specs naming them, no demo" || bad "reproduce --list: $(cat "$tmp/out")"
 
 # --- train: measured beside predicted, determinism, bad input ------------------------------------
 expect_ok "train vgg-small" -- train --net vgg-small --batch 4 --iters 3 --plan 2ps:2 -o "$tmp/t1.h5"

@@ -1,26 +1,34 @@
 #!/usr/bin/env python3
-"""Convergence of row-centric training: the plans train vgg-small along `layer`'s loss curve, and
-per-band BatchNorm trains ResNet-small about as well as batch BN.
+"""Convergence of row-centric training: the plans train vgg-small and ResNet-small along `layer`'s
+loss curve, and per-band BatchNorm trains ResNet-small about as well as batch BN.
 
     /usr/bin/python3 tests/convergence.py LRCNN WORKDIR
 
 test_exact shows that one iteration of every plan equals `layer` up to fp32 reassociation; this is
-the claim that matters for training. It runs `lrcnn train` for 200 Adam iterations (batch 16,
-seed 1) and checks, against the criterion below:
+the claim that matters for training. It runs the committed convergence experiments,
+experiments/convergence_*.spec (run = train: 200 Adam iterations each), with `lrcnn sweep` into
+WORKDIR/<spec name>.h5, and checks every run in them against the criterion below. Each run's role
+comes from the file, not from a table here:
 
-  * vgg-small, plans `2ps:4`, `overl:4`, `2ps-h`: the loss curve equals `layer`'s within
-    reassociation noise;
-  * ResNet-small, `2ps:4 bn=per-band` (the LR-CNN prototype's approximation: each band normalizes
-    with its own statistics): it converges; its deviation from `layer bn=train` is printed;
-  * negative controls, so the checks are seen to fail: `layer` with a learning rate 1% higher must
-    be rejected by the curve check, and `2ps:4 bn=frozen` (BN that does not normalize) by the
-    convergence check.
+  * the `layer` run of a configuration (net, input, batch, optimizer) is its reference: it must
+    converge;
+  * a run whose BatchNorm mode (attribute `bn`) is `per-band` (the LR-CNN prototype's
+    approximation: each band normalizes with its own statistics) must converge; its deviation
+    from the reference is printed;
+  * every other run must follow the reference's loss curve within reassociation noise (and
+    converge). A row plan without bn= on a net with BatchNorm is one of these or the previous
+    kind, whichever mode it resolved to.
 
-Writes WORKDIR/<net>_<plan>[_<variant>].h5 (created if missing; its own files overwritten with
---force), prints one row per run and "N passed, M failed". Exit 0 all passed, 1 a check failed,
-2 bad usage. It does not check memory (test_exact does) or the file layout (check_schema.py).
+Then two negative controls, test-only, run with `lrcnn train` in the references' configuration, so
+the checks are seen to fail: vgg-small `layer` with a learning rate 1% higher must be rejected by
+the curve check, and ResNet-small `2ps:4 --bn frozen` (BN that does not normalize) by the
+convergence check.
+
+Writes WORKDIR (created if missing; its own files overwritten), prints one row per run and
+"N passed, M failed". Exit 0 all passed, 1 a check failed, 2 bad usage. It does not check memory
+(test_exact does) or the file layout (check_schema.py).
 """
-import math
+import glob
 import os
 import re
 import subprocess
@@ -52,21 +60,15 @@ EARLY_ITERS, EARLY_TOL = 10, 1e-5
 WHOLE_TOL = 0.1
 FIRST_WINDOW, FINAL_WINDOW, CONVERGED_RATIO = 10, 20, 0.6
 
-ITERS = 200
-COMMON = ["--batch", "16", "--iters", str(ITERS), "--optimizer", "adam", "--seed", "1"]
+ITERS = 200  # the criterion's windows and tolerances were measured on 200 iterations
 
-# (net, plan, extra arguments, file tag, role). Roles: "ref" the reference of its net (must
-# converge), "curve" must match the reference's curve (and converge), "bn" must converge (deviation
-# reported), "control-curve" / "control-bn" must be rejected by that check.
-RUNS = [
-    ("vgg-small", "layer", [], "", "ref"),
-    ("vgg-small", "2ps:4", [], "", "curve"),
-    ("vgg-small", "overl:4", [], "", "curve"),
-    ("vgg-small", "2ps-h", [], "", "curve"),
-    ("vgg-small", "layer", ["--lr", "0.00101"], "lr0.00101", "control-curve"),
-    ("resnet-small", "layer", ["--bn", "train"], "train", "ref"),
-    ("resnet-small", "2ps:4", ["--bn", "per-band"], "per-band", "bn"),
-    ("resnet-small", "2ps:4", ["--bn", "frozen"], "frozen", "control-bn"),
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SPECS = sorted(glob.glob(os.path.join(SRC, "experiments", "convergence_*.spec")))
+
+# Negative controls: (net, plan, extra `lrcnn train` arguments, file tag, the check that must reject it).
+CONTROLS = [
+    ("vgg-small", "layer", ["--lr", "0.00101"], "lr0.00101", "curve"),
+    ("resnet-small", "2ps:4", ["--bn", "frozen"], "frozen", "converged"),
 ]
 
 
@@ -74,23 +76,45 @@ def sanitize(name):
     return re.sub(r"[^A-Za-z0-9._-]", "_", name)
 
 
-def train(lrcnn, workdir, net, plan, extra, tag):
-    """Runs one training; returns (loss per iteration as float64, bn mode, command) or raises."""
-    path = os.path.join(workdir, sanitize(f"{net}_{plan}" + (f"_{tag}" if tag else "")) + ".h5")
-    cmd = [lrcnn, "train", "--net", net, *COMMON, "--plan", plan, *extra, "-o", path, "--force"]
+def run_cmd(cmd):
     p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0:
         err = p.stderr.strip()
         raise RuntimeError(f"exit {p.returncode}: {' '.join(cmd)}" + (f"\n     {err}" if err else ""))
+
+
+def read_runs(path):
+    """Every run of a result file as a dict: its attributes, `loss` (float64) and `seed`."""
+    runs = []
     with h5py.File(path, "r") as f:
-        run = f["runs/00000"]
-        loss = run["measured/loss"][()].astype(np.float64)
-        bn = run.attrs["bn"]
-    if loss.shape != (ITERS,):
-        raise RuntimeError(f"{path}: loss has shape {loss.shape}, want ({ITERS},)")
-    return loss, bn, " ".join(cmd)
+        for g in f["runs"].values():
+            r = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in g.attrs.items()}
+            r["loss"] = g["measured/loss"][()].astype(np.float64)
+            r["seed"] = int(g["measured"].attrs["seed"])
+            if r["loss"].shape != (ITERS,):
+                raise RuntimeError(f"{path}: run {g.name} ({r['plan']}) has {r['loss'].shape} losses, "
+                                   f"the criterion wants ({ITERS},)")
+            runs.append(r)
+    return runs
 
 
+def config(r):
+    return (r["net"], int(r["image_h"]), int(r["batch"]), r["optimizer"], r["seed"])
+
+
+def role(r):
+    if r["plan_family"] == "layer":
+        return "ref"
+    return "bn" if r["bn"] == "per-band" else "curve"
+
+
+def control(lrcnn, workdir, ref, net, plan, extra, tag):
+    """Trains a control in the reference run's configuration; returns its run dict."""
+    path = os.path.join(workdir, sanitize(f"control_{net}_{plan}_{tag}") + ".h5")
+    run_cmd([lrcnn, "train", "--net", net, "--image", str(ref["image_h"]), "--batch", str(ref["batch"]),
+             "--iters", str(ITERS), "--optimizer", ref["optimizer"], "--seed", str(ref["seed"]),
+             "--plan", plan, *extra, "-o", path, "--force"])
+    return read_runs(path)[0]
 def convergence_ratio(loss):
     return loss[-FINAL_WINDOW:].mean() / loss[:FIRST_WINDOW].mean()
 
@@ -118,6 +142,38 @@ def check_converged(loss):
     return []
 
 
+def verdict_of(r, ref, kind, rows, notes):
+    """Checks run r (kind: ref, curve, bn, control-curve, control-converged) against its reference;
+    appends its table row and notes; returns True if it passed."""
+    loss, label = r["loss"], f"{r['net']} {r['plan']}" + (f" ({r['tag']})" if r.get("tag") else "")
+    if ref is None and kind != "ref":
+        problems = [f"no `layer` run of {r['net']} in the same configuration"]
+    elif kind in ("ref", "bn", "control-converged"):
+        problems = check_converged(loss)
+    else:
+        problems = check_curve(loss, ref["loss"]) + check_converged(loss)
+    d = np.abs(loss - ref["loss"]) if ref is not None else np.zeros(ITERS)
+    if kind.startswith("control"):
+        ok = bool(problems)
+        verdict = "ok (rejected)" if ok else "FAIL (control accepted)"
+        notes.append(f"{'ok  ' if ok else 'FAIL'} control {label} " +
+                     ("rejected: " + "; ".join(problems) if ok else "was accepted: the checks cannot fail"))
+    else:
+        ok = not problems
+        verdict = "ok" if ok else "FAIL"
+        notes += [f"FAIL {label}: {p}" for p in problems]
+    rows.append((r["net"], r["plan"], r.get("tag", ""), r["bn"], loss[0], loss[-1], d[:EARLY_ITERS].max(), d.max(),
+                 verdict))
+    if kind == "bn" and ref is not None:
+        f = ref["loss"]
+        notes.append(f"info per-band BN vs {ref['plan']} bn={ref['bn']} ({r['net']}, {r['plan']}): |d loss| per "
+                     f"iteration max {d.max():.4g} (it {int(d.argmax())}), mean {d.mean():.4g}; final loss "
+                     f"{loss[-1]:.4f} vs {f[-1]:.4f}; last-{FINAL_WINDOW} mean {loss[-FINAL_WINDOW:].mean():.4f} "
+                     f"vs {f[-FINAL_WINDOW:].mean():.4f}; convergence ratio {convergence_ratio(loss):.3f} "
+                     f"vs {convergence_ratio(f):.3f}")
+    return ok
+
+
 def main(argv):
     if len(argv) != 3:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
@@ -126,53 +182,52 @@ def main(argv):
     if not os.access(lrcnn, os.X_OK):
         print(f"convergence.py: {lrcnn}: not an executable", file=sys.stderr)
         return 2
+    if not SPECS:
+        print(f"convergence.py: no experiments/convergence_*.spec under {SRC}", file=sys.stderr)
+        return 2
     os.makedirs(workdir, exist_ok=True)
     t0 = time.monotonic()
 
     refs, rows, notes, passed, failed = {}, [], [], 0, 0
-    for net, plan, extra, tag, role in RUNS:
-        label = f"{net} {plan}" + (f" ({tag})" if tag else "")
+    for spec in SPECS:
+        name = os.path.splitext(os.path.basename(spec))[0]
+        path = os.path.join(workdir, name + ".h5")
         try:
-            loss, bn, _ = train(lrcnn, workdir, net, plan, extra, tag)
-        except RuntimeError as e:
+            run_cmd([lrcnn, "sweep", spec, "-o", path, "--force", "--quiet"])
+            runs = read_runs(path)
+        except (RuntimeError, OSError, KeyError) as e:
             failed += 1
-            rows.append((net, plan, tag, "-", math.nan, math.nan, math.nan, math.nan, "FAIL (run)"))
-            notes.append(f"FAIL {label}: {e}")
+            notes.append(f"FAIL experiments/{name}.spec: {e}")
             continue
-        if role == "ref":
-            refs[net] = loss
-        ref = refs.get(net)
-        if ref is None and role != "ref":
-            problems = [f"no reference run for {net}"]
-        elif role in ("ref", "bn", "control-bn"):
-            problems = check_converged(loss)
-        else:
-            problems = check_curve(loss, ref) + check_converged(loss)
-        d = np.abs(loss - ref) if ref is not None else np.zeros(ITERS)
-        if role.startswith("control"):
-            ok = bool(problems)
-            verdict = "ok (rejected)" if ok else "FAIL (control accepted)"
-            notes.append(f"{'ok  ' if ok else 'FAIL'} control {label} " +
-                         ("rejected: " + "; ".join(problems) if ok else "was accepted: the checks cannot fail"))
-        else:
-            ok = not problems
-            verdict = "ok" if ok else "FAIL"
-            notes += [f"FAIL {label}: {p}" for p in problems]
-        passed, failed = passed + ok, failed + (not ok)
-        rows.append((net, plan, tag, bn, loss[0], loss[-1], d[:EARLY_ITERS].max(), d.max(), verdict))
-        if role == "bn" and ref is not None:
-            r = ref
-            notes.append(f"info per-band BN vs batch BN ({net}, {plan}): |d loss| per iteration max "
-                         f"{d.max():.4g} (it {int(d.argmax())}), mean {d.mean():.4g}; final loss "
-                         f"{loss[-1]:.4f} vs {r[-1]:.4f}; last-{FINAL_WINDOW} mean {loss[-FINAL_WINDOW:].mean():.4f} "
-                         f"vs {r[-FINAL_WINDOW:].mean():.4f}; convergence ratio {convergence_ratio(loss):.3f} "
-                         f"vs {convergence_ratio(r):.3f}")
+        for r in runs:
+            if role(r) == "ref":
+                refs.setdefault(config(r), r)
+        for r in runs:
+            ok = verdict_of(r, refs.get(config(r)), role(r), rows, notes)
+            passed, failed = passed + ok, failed + (not ok)
 
-    print(f"{ITERS} iterations, {' '.join(COMMON)}; |d| against the net's first row")
-    print(f"{'net':<13} {'plan':<8} {'variant':<10} {'bn':<9} {'first loss':>10} {'final loss':>11} "
+    for net, plan, extra, tag, check in CONTROLS:
+        ref = next((r for k, r in refs.items() if k[0] == net), None)
+        if ref is None:
+            failed += 1
+            notes.append(f"FAIL control {net} {plan} ({tag}): no `layer` run of {net} in the convergence specs")
+            continue
+        try:
+            r = control(lrcnn, workdir, ref, net, plan, extra, tag)
+        except (RuntimeError, OSError, KeyError) as e:
+            failed += 1
+            notes.append(f"FAIL control {net} {plan} ({tag}): {e}")
+            continue
+        r["tag"] = tag
+        ok = verdict_of(r, ref, "control-" + check, rows, notes)
+        passed, failed = passed + ok, failed + (not ok)
+
+    print(f"{ITERS} iterations per run ({', '.join(os.path.basename(s) for s in SPECS)}); "
+          f"|d| against the configuration's `layer` run")
+    print(f"{'net':<13} {'plan':<18} {'variant':<10} {'bn':<9} {'first loss':>10} {'final loss':>11} "
           f"{'max|d| 0-' + str(EARLY_ITERS - 1):>11} {'max|d|':>9}  verdict")
     for net, plan, tag, bn, first, final, early, whole, verdict in rows:
-        print(f"{net:<13} {plan:<8} {tag or '-':<10} {bn:<9} {first:>10.6f} {final:>11.4g} "
+        print(f"{net:<13} {plan:<18} {tag or '-':<10} {bn:<9} {first:>10.6f} {final:>11.4g} "
               f"{early:>11.3g} {whole:>9.3g}  {verdict}")
     for n in notes:
         print(n)
