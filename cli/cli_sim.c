@@ -35,6 +35,38 @@ static void print_breakdown(const net *n, const sched_cfg *cfg, const char *text
            r->time_us / 1e3, r->n_steps);
 }
 
+/* One plan of the list: simulated, printed (its breakdown when it is the only one, else a row
+ * against `layer`'s base) and written to f if given. */
+static int sim_one(const net *n, const char *item, const char *bn, const sched_cfg *cfg, const sim_device *d,
+                   const sim_result *base, bool alone, h5_file *f, err *e)
+{
+    char text[320], resolved[1024], a[32], b[32];
+    cli_plan_text(item, bn, text, sizeof text);
+    sim_result r;
+    int64_t *tl = NULL;
+    plan p;
+    if (plan_parse(&p, n, text, e)) return -1;
+    if (sim_run(n, &p, cfg, d, &r, f ? &tl : NULL, e)) {
+        plan_free(&p);
+        return -1;
+    }
+    plan_describe(&p, n, resolved, sizeof resolved);
+    if (alone) {
+        print_breakdown(n, cfg, text, resolved, &r);
+    } else {
+        double cerr = 100.0 * (double)(r.closed.peak - r.replay.peak) / (double)r.replay.peak;
+        double red = 100.0 * (1.0 - (double)r.replay.peak / (double)base->replay.peak);
+        printf("  %-16s %12s %12s %+7.1f%% %9.1f%% %10.4gG %8.3fx\n", item, units_fmt_bytes(r.replay.peak, a, sizeof a),
+               units_fmt_bytes(r.closed.peak, b, sizeof b), cerr, red, r.flops / 1e9, r.flops / base->flops);
+    }
+    h5_run run = {.kind = "sim", .n = n, .p = &p, .plan = item, .batch = cfg->batch, .optimizer = cli_optimizer_name(cfg->optimizer),
+                  .device = d->name, .sim = &r, .timeline = tl, .n_timeline = r.n_steps};
+    int rc = f ? h5_write_run(f, &run, e) : 0;
+    free(tl);
+    plan_free(&p);
+    return rc;
+}
+
 int cli_sim(int argc, char **argv)
 {
     const char *dev = "cpu";
@@ -51,26 +83,24 @@ int cli_sim(int argc, char **argv)
         }
         return cli_unknown("sim", argc, argv, i, got);
     }
-    const char *net_name = o.net, *plans = o.plan, *out = o.out, *bn = o.bn;
-    int image = o.image, force = o.force;
     sched_cfg cfg = {.batch = o.batch, .optimizer = o.optimizer};
-    if (!net_name) return cli_fail("sim", "--net is required (e.g. --net vgg16; see lrcnn sim --help)");
+    if (!o.net) return cli_fail("sim", "--net is required (e.g. --net vgg16; see lrcnn sim --help)");
     const sim_device *d = sim_device_find(dev);
     if (!d) return cli_fail("sim", "--device %s: expected cpu or h100", dev);
     err e;
     net n;
-    if (cli_load_net(&n, net_name, image, &e)) return cli_fail("sim", "%s", e.msg);
+    if (cli_load_net(&n, o.net, o.image, &e)) return cli_fail("sim", "%s", e.msg);
     char **items;
     int count, rc = CLI_OK;
-    if (plan_list_expand(plans, &items, &count, &e)) {
+    if (plan_list_expand(o.plan, &items, &count, &e)) {
         net_free(&n);
         return cli_fail("sim", "--plan: %s", e.msg);
     }
-    /* validate every plan before doing anything, so bad input writes nothing */
-    char text[300];
+    /* every plan checked before anything is written */
+    char text[320];
     for (int k = 0; k < count; k++) {
         plan p;
-        snprintf(text, sizeof text, "%s%s%s", items[k], bn ? " bn=" : "", bn ? bn : "");
+        cli_plan_text(items[k], o.bn, text, sizeof text);
         if (plan_parse(&p, &n, text, &e)) {
             rc = cli_fail("sim", "%s", e.msg);
             goto done;
@@ -79,12 +109,12 @@ int cli_sim(int argc, char **argv)
         plan_free(&p);
     }
     h5_file *f = NULL;
-    if (out && h5_create(&f, out, force, &e)) {
+    if (o.out && h5_create(&f, o.out, o.force, &e)) {
         rc = cli_fail("sim", "%s", e.msg);
         goto done;
     }
     sim_result base;
-    snprintf(text, sizeof text, "layer%s%s", bn ? " bn=" : "", bn ? bn : "");
+    cli_plan_text("layer", o.bn, text, sizeof text);
     if (cli_simulate(&n, text, &cfg, d, &base, NULL, 0, NULL, &e)) {
         rc = cli_fail("sim", "%s", e.msg);
         goto done_file;
@@ -95,43 +125,16 @@ int cli_sim(int argc, char **argv)
         printf("  %-16s %12s %12s %8s %10s %12s %9s\n", "plan", "replay peak", "closed peak", "closed", "vs layer",
                "FLOPs", "vs layer");
     }
-    for (int k = 0; k < count; k++) {
-        sim_result r;
-        char resolved[1024], a[32], b[32];
-        int64_t *tl = NULL;
-        plan p;
-        snprintf(text, sizeof text, "%s%s%s", items[k], bn ? " bn=" : "", bn ? bn : "");
-        if (plan_parse(&p, &n, text, &e) || sim_run(&n, &p, &cfg, d, &r, f ? &tl : NULL, &e)) {
-            rc = cli_fail("sim", "%s", e.msg);
-            goto done_file; /* (a plan that fails here failed its first parse too) */
-        }
-        plan_describe(&p, &n, resolved, sizeof resolved);
-        if (count == 1) {
-            print_breakdown(&n, &cfg, text, resolved, &r);
-        } else {
-            double cerr = 100.0 * (double)(r.closed.peak - r.replay.peak) / (double)r.replay.peak;
-            double red = 100.0 * (1.0 - (double)r.replay.peak / (double)base.replay.peak);
-            printf("  %-16s %12s %12s %+7.1f%% %9.1f%% %10.4gG %8.3fx\n", items[k], units_fmt_bytes(r.replay.peak, a, sizeof a),
-                   units_fmt_bytes(r.closed.peak, b, sizeof b), cerr, red, r.flops / 1e9, r.flops / base.flops);
-        }
-        h5_run run = {.kind = "sim", .n = &n, .p = &p, .plan = items[k], .batch = cfg.batch,
-                      .optimizer = cli_optimizer_name(cfg.optimizer), .device = d->name, .sim = &r, .timeline = tl,
-                      .n_timeline = r.n_steps};
-        int wrc = f ? h5_write_run(f, &run, &e) : 0;
-        free(tl);
-        plan_free(&p);
-        if (wrc) {
-            rc = cli_fail("sim", "%s", e.msg);
-            goto done_file;
-        }
-    }
-    if (count > 1) printf("\n  reduction and FLOPs are against 'layer' (%s replay peak); closed = closed-form error vs replay\n",
-                          units_fmt_bytes(base.replay.peak, text, sizeof text));
+    for (int k = 0; k < count && rc == CLI_OK; k++)
+        if (sim_one(&n, items[k], o.bn, &cfg, d, &base, count == 1, f, &e)) rc = cli_fail("sim", "%s", e.msg);
+    if (count > 1 && rc == CLI_OK)
+        printf("\n  reduction and FLOPs are against 'layer' (%s replay peak); closed = closed-form error vs replay\n",
+               units_fmt_bytes(base.replay.peak, text, sizeof text));
 done_file:
     if (f) {
         if (rc) h5_abort(f);
         else if (h5_close(f, &e)) rc = cli_fail("sim", "%s", e.msg);
-        else fprintf(stderr, "wrote %s\n", out);
+        else fprintf(stderr, "wrote %s\n", o.out);
     }
 done:
     plan_list_free(items, count);

@@ -14,6 +14,7 @@
 #include "io/h5.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <hdf5.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -361,7 +362,38 @@ cleanup:
     return rc;
 }
 
-/* One row of the compound dataset `plan_segments` (memory layout; the file type is packed). */
+/* A field of a table (a 1-d compound dataset): its name, offset in the row struct, and type:
+ * 's' a string (const char *), 'i' int32, 'l' int64. */
+typedef struct {
+    const char *name;
+    size_t off;
+    char type;
+} table_field;
+
+/* n rows of `size` bytes as dataset `name`: the memory layout of the row struct, packed in the file. */
+static int write_table(hid_t loc, const char *name, const void *rows, size_t size, hsize_t n, const table_field *fields,
+                       int nf, err *e)
+{
+    int rc = -1;
+    hid_t s = H5I_INVALID_HID, mt = H5I_INVALID_HID, ft = H5I_INVALID_HID;
+    H5_TRY(s = vlen_str(e));
+    H5_CHECK(mt = H5Tcreate(H5T_COMPOUND, size));
+    for (int i = 0; i < nf; i++) {
+        hid_t t = fields[i].type == 's' ? s : fields[i].type == 'i' ? H5T_NATIVE_INT32 : H5T_NATIVE_INT64;
+        H5_CHECK(H5Tinsert(mt, fields[i].name, fields[i].off, t));
+    }
+    H5_CHECK(ft = H5Tcopy(mt));
+    H5_CHECK(H5Tpack(ft));
+    H5_TRY(h5_dset_1d(loc, name, ft, mt, rows, n, e));
+    rc = 0;
+cleanup:
+    if (ft >= 0) H5Tclose(ft);
+    if (mt >= 0) H5Tclose(mt);
+    if (s >= 0) H5Tclose(s);
+    return rc;
+}
+
+/* One row of the table `plan_segments`. */
 typedef struct {
     const char *mode, *first, *last, *policy;
     int32_t fp, bp;
@@ -370,8 +402,11 @@ typedef struct {
 /* The plan's structure: family, preset and count as attributes, its segments as a table. */
 static int write_plan(hid_t g, const net *n, const plan *p, err *e)
 {
-    int rc = -1;
-    hid_t s = H5I_INVALID_HID, mt = H5I_INVALID_HID, ft = H5I_INVALID_HID;
+    static const table_field fields[] = {
+        {"mode", offsetof(segment_row, mode), 's'},   {"first", offsetof(segment_row, first), 's'},
+        {"last", offsetof(segment_row, last), 's'},   {"policy", offsetof(segment_row, policy), 's'},
+        {"fp", offsetof(segment_row, fp), 'i'},       {"bp", offsetof(segment_row, bp), 'i'},
+    };
     segment_row *rows = err_calloc((size_t)p->n_seg, sizeof *rows);
     for (int i = 0; i < p->n_seg; i++) {
         const plan_seg *q = &p->segs[i];
@@ -379,63 +414,39 @@ static int write_plan(hid_t g, const net *n, const plan *p, err *e)
         rows[i] = (segment_row){plan_mode_name(q->mode), n->layers[q->first].name, n->layers[q->last].name,
                                 banded ? (q->policy == BAND_2PS ? "2ps" : "overl") : "", banded ? q->fp : 0, banded ? q->bp : 0};
     }
+    int rc = -1;
     H5_TRY(h5_attr_str(g, "plan_family", plan_family(p), e));
     H5_TRY(h5_attr_int(g, "bn_exact", !plan_bn_approximate(p, n), e));
     H5_TRY(h5_attr_str(g, "plan_preset", p->preset, e));
     H5_TRY(h5_attr_int(g, "plan_count", p->preset_count, e));
-    H5_TRY(s = vlen_str(e));
-    H5_CHECK(mt = H5Tcreate(H5T_COMPOUND, sizeof(segment_row)));
-    H5_CHECK(H5Tinsert(mt, "mode", HOFFSET(segment_row, mode), s));
-    H5_CHECK(H5Tinsert(mt, "first", HOFFSET(segment_row, first), s));
-    H5_CHECK(H5Tinsert(mt, "last", HOFFSET(segment_row, last), s));
-    H5_CHECK(H5Tinsert(mt, "policy", HOFFSET(segment_row, policy), s));
-    H5_CHECK(H5Tinsert(mt, "fp", HOFFSET(segment_row, fp), H5T_NATIVE_INT32));
-    H5_CHECK(H5Tinsert(mt, "bp", HOFFSET(segment_row, bp), H5T_NATIVE_INT32));
-    H5_CHECK(ft = H5Tcopy(mt));
-    H5_CHECK(H5Tpack(ft));
-    H5_TRY(h5_dset_1d(g, "plan_segments", ft, mt, rows, (hsize_t)p->n_seg, e));
+    H5_TRY(write_table(g, "plan_segments", rows, sizeof *rows, (hsize_t)p->n_seg, fields, 6, e));
     rc = 0;
 cleanup:
-    if (ft >= 0) H5Tclose(ft);
-    if (mt >= 0) H5Tclose(mt);
-    if (s >= 0) H5Tclose(s);
     free(rows);
     return rc;
 }
 
-/* One row of the compound dataset `layers` (memory layout; the file type is the packed copy). */
+/* One row of the table `layers`. */
 typedef struct {
     const char *name, *kind;
-    int32_t c, h, w;     /* output shape per image */
+    int32_t c, h, w;      /* output shape per image */
     int64_t params, macs; /* macs per image, forward */
 } layer_row;
 
 static int write_layers(hid_t loc, const net *n, err *e)
 {
-    int rc = -1;
-    hid_t s = H5I_INVALID_HID, mt = H5I_INVALID_HID, ft = H5I_INVALID_HID;
+    static const table_field fields[] = {
+        {"name", offsetof(layer_row, name), 's'}, {"kind", offsetof(layer_row, kind), 's'},
+        {"c", offsetof(layer_row, c), 'i'},       {"h", offsetof(layer_row, h), 'i'},
+        {"w", offsetof(layer_row, w), 'i'},       {"params", offsetof(layer_row, params), 'l'},
+        {"macs", offsetof(layer_row, macs), 'l'},
+    };
     layer_row *rows = err_calloc((size_t)n->n, sizeof *rows);
     for (int i = 0; i < n->n; i++) {
         const net_layer *l = &n->layers[i];
         rows[i] = (layer_row){l->name, net_kind_name(l->kind), l->c, l->h, l->w, l->params, l->macs};
     }
-    H5_TRY(s = vlen_str(e));
-    H5_CHECK(mt = H5Tcreate(H5T_COMPOUND, sizeof(layer_row)));
-    H5_CHECK(H5Tinsert(mt, "name", HOFFSET(layer_row, name), s));
-    H5_CHECK(H5Tinsert(mt, "kind", HOFFSET(layer_row, kind), s));
-    H5_CHECK(H5Tinsert(mt, "c", HOFFSET(layer_row, c), H5T_NATIVE_INT32));
-    H5_CHECK(H5Tinsert(mt, "h", HOFFSET(layer_row, h), H5T_NATIVE_INT32));
-    H5_CHECK(H5Tinsert(mt, "w", HOFFSET(layer_row, w), H5T_NATIVE_INT32));
-    H5_CHECK(H5Tinsert(mt, "params", HOFFSET(layer_row, params), H5T_NATIVE_INT64));
-    H5_CHECK(H5Tinsert(mt, "macs", HOFFSET(layer_row, macs), H5T_NATIVE_INT64));
-    H5_CHECK(ft = H5Tcopy(mt));
-    H5_CHECK(H5Tpack(ft));
-    H5_TRY(h5_dset_1d(loc, "layers", ft, mt, rows, (hsize_t)n->n, e));
-    rc = 0;
-cleanup:
-    if (ft >= 0) H5Tclose(ft);
-    if (mt >= 0) H5Tclose(mt);
-    if (s >= 0) H5Tclose(s);
+    int rc = write_table(loc, "layers", rows, sizeof *rows, (hsize_t)n->n, fields, 7, e);
     free(rows);
     return rc;
 }

@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sim/kind.h"
 #include "sim/sim.h"
+#include "tests/randnet.h"
 
 static int failures;
 #define FAIL(...) (fprintf(stderr, "FAIL " __VA_ARGS__), fputc('\n', stderr), failures++)
@@ -94,6 +96,45 @@ static void check_well_formed(const net *n, const char *text, const sched *s)
     free(tl);
 }
 
+/* rows inside buf: the buffer holds them (a band buffer its rows, a whole map all) */
+static bool inside(const sched *s, int buf, band_rows r)
+{
+    if (buf < 0 || band_rows_len(r) == 0) return true;
+    const sched_buf *b = &s->bufs[buf];
+    if (b->kind != BUF_ACT && b->kind != BUF_INPUT && b->kind != BUF_GRAD && b->kind != BUF_BOUND && b->kind != BUF_BGRAD)
+        return true; /* not row-shaped */
+    return r.a >= b->rows.a && r.b <= b->rows.b;
+}
+
+/* Every step reads and writes only rows its buffers hold: a FWD writes its rows of y and reads, of
+ * each input, the rows its window needs (padding aside); a BWD reads dy's rows and writes dx over
+ * those input rows; a COPY moves rows both buffers hold; STATS reads its rows of x (and dy). The
+ * engine CHECKs the same at run time; here it is a property of the schedule alone. */
+static void check_rows(const net *n, const char *text, const sched *s)
+{
+    for (int i = 0; i < s->n_step; i++) {
+        const sched_step *t = &s->steps[i];
+        bool ok = true;
+        if (t->op == SCHED_COPY) ok = inside(s, t->src, t->rows) && inside(s, t->dst, t->rows);
+        if (t->op == SCHED_STATS) ok = inside(s, t->x[0], t->rows) && inside(s, t->dy, t->rows);
+        if (t->op == SCHED_FWD || t->op == SCHED_BWD) {
+            const net_layer *l = &n->layers[t->layer];
+            ok = inside(s, t->op == SCHED_FWD ? t->y : t->dy, t->rows);
+            for (int j = 0; j < l->n_in && ok; j++) {
+                band_rows in;
+                int pt, pb;
+                band_input_rows(n, t->layer, j, t->rows, &in, &pt, &pb);
+                if (kind_of(l)->rowwise) ok = inside(s, t->x[j], in) && (t->op == SCHED_FWD || inside(s, t->dx[j], in));
+            }
+        }
+        if (!ok) {
+            FAIL("%s: step %d (%s %s band %d rows %d:%d) reaches outside a buffer", text, i, sched_op_name(t->op),
+                 t->layer >= 0 ? n->layers[t->layer].name : "-", t->band, t->rows.a, t->rows.b);
+            return;
+        }
+    }
+}
+
 static double fwd_flops_of(const sched *s, int first, int last, bool recompute)
 {
     double f = 0;
@@ -104,94 +145,102 @@ static double fwd_flops_of(const sched *s, int first, int last, bool recompute)
     return f;
 }
 
-int main(void)
+/* 1. What `layer` keeps at the end of VGG-16's forward, batch 1, against the hand derivation. */
+static void check_hand_derivation(const net *n)
 {
-    net n;
-    err e;
-    if (net_load_named(&n, "vgg16", &e)) return FAIL("vgg16: %s", e.msg), 1;
-
-    /* 1. hand derivation */
     const char *kept[] = {"data", "conv1_1", "conv1_2", "pool1", "conv2_1", "conv2_2", "pool2", "conv3_1", "conv3_2",
                           "conv3_3", "pool3", "conv4_1", "conv4_2", "conv4_3", "pool4", "conv5_1", "conv5_2", "conv5_3",
                           "pool6", "fc6", "fc7"};
     const char *pools[] = {"pool1", "pool2", "pool3", "pool4", "pool5"};
     int64_t want = 4 * 1000 + 8;
-    for (size_t i = 0; i < sizeof kept / sizeof *kept; i++) want += 4 * vals(&n, kept[i]);
-    for (size_t i = 0; i < 5; i++) want += 8 * vals(&n, pools[i]);
+    for (size_t i = 0; i < sizeof kept / sizeof *kept; i++) want += 4 * vals(n, kept[i]);
+    for (size_t i = 0; i < 5; i++) want += 8 * vals(n, pools[i]);
     sched s;
-    if (!lower(&n, "layer", 1, &s)) {
-        int64_t got = kept_at_end_of_forward(&s);
-        if (got != want) FAIL("layer batch 1: kept %lld bytes at the end of forward, hand derivation %lld (diff %lld)", (long long)got, (long long)want, (long long)(got - want));
-        else printf("ok   layer, batch 1: %lld bytes kept for backward = hand derivation\n", (long long)got);
-        sched_free(&s);
-    }
+    if (lower(n, "layer", 1, &s)) return;
+    int64_t got = kept_at_end_of_forward(&s);
+    if (got != want) FAIL("layer batch 1: kept %lld bytes at the end of forward, hand derivation %lld (diff %lld)", (long long)got, (long long)want, (long long)(got - want));
+    else printf("ok   layer, batch 1: %lld bytes kept for backward = hand derivation\n", (long long)got);
+    sched_free(&s);
+}
 
-    /* 2. well-formed schedules for every preset on every shipped net */
-    const char *nets[] = {"vgg16", "resnet50", "vgg-small", "resnet-small", "kernels"};
+/* 2. Well-formed schedules for every preset on every shipped net. */
+static void check_shipped_nets(void)
+{
+    const char *nets[] = {"vgg16", "resnet50", "vgg-small", "resnet-small", "kernels", "bn-cover"};
     const char *plans[] = {"layer", "ckpt-sqrt", "ckpt:3", "vdnn-all", "vdnn-conv", "2ps:1", "2ps:3", "overl:3", "2ps-h",
                            "overl-h", "2ps-h:2", "overl:2 bn=frozen"};
-    int checked = 0, total = 5 * (int)(sizeof plans / sizeof *plans);
-    for (int k = 0; k < 5; k++) {
+    int n_nets = sizeof nets / sizeof *nets, checked = 0, total = n_nets * (int)(sizeof plans / sizeof *plans);
+    err e;
+    for (int k = 0; k < n_nets; k++) {
         net m;
         if (net_load_named(&m, nets[k], &e)) { FAIL("%s", e.msg); continue; }
         for (size_t p = 0; p < sizeof plans / sizeof *plans; p++) {
             char text[128];
             snprintf(text, sizeof text, "%s on %s", plans[p], nets[k]);
             plan pl;
+            sched s;
             sched_cfg cfg = {.batch = 2, .optimizer = SCHED_SGD};
             if (plan_parse(&pl, &m, plans[p], &e)) { FAIL("%s: %s", text, e.msg); continue; }
-            if (!sched_lower(&s, &m, &pl, &cfg, &e)) check_well_formed(&m, text, &s), sched_free(&s), checked++;
+            if (!sched_lower(&s, &m, &pl, &cfg, &e)) check_well_formed(&m, text, &s), check_rows(&m, text, &s), sched_free(&s), checked++;
             else FAIL("%s: %s", text, e.msg);
             plan_free(&pl);
         }
         net_free(&m);
     }
-    printf("%s %d of %d schedules lowered and checked (alloc before use, freed once, replay ends at 0)\n",
+    printf("%s %d of %d schedules lowered and checked (alloc before use, freed once, replay ends at 0, rows inside buffers)\n",
            checked == total ? "ok  " : "FAIL", checked, total);
+}
 
-    /* 3. FLOPs identities (VGG-16, batch 2) */
+/* 3. FLOPs identities (VGG-16, batch 2). */
+static void check_flops(const net *n)
+{
     sched lay, ck, tp, ov;
+    err e;
     /* each lowered on its own, so every failure is reported; each FAILs itself and is left empty */
-    int bad3 = lower(&n, "layer", 2, &lay) | lower(&n, "ckpt:4", 2, &ck) | lower(&n, "2ps:5", 2, &tp) | lower(&n, "overl:5", 2, &ov);
+    int bad = lower(n, "layer", 2, &lay) | lower(n, "ckpt:4", 2, &ck) | lower(n, "2ps:5", 2, &tp) | lower(n, "overl:5", 2, &ov);
     plan p5;
     int last = -1; /* the 2PS row segment's last layer */
-    if (plan_parse(&p5, &n, "2ps:5", &e)) {
+    if (plan_parse(&p5, n, "2ps:5", &e)) {
         FAIL("2ps:5: %s", e.msg);
     } else {
         if (p5.n_seg >= 1 && p5.segs[0].mode == PLAN_ROWS) last = p5.segs[0].last;
         else FAIL("2ps:5: its first segment is not a row segment");
         plan_free(&p5);
     }
-    if (!bad3 && last >= 0) {
-        double extra_ck = ck.flops - lay.flops, recomputed = fwd_flops_of(&ck, 0, n.n, true);
+    if (!bad && last >= 0) {
+        double extra_ck = ck.flops - lay.flops, recomputed = fwd_flops_of(&ck, 0, n->n, true);
         if (fabs(extra_ck - recomputed) > 1e-9 * lay.flops) FAIL("ckpt:4 extra FLOPs %.6g != recomputed forward %.6g", extra_ck, recomputed);
         double seg = fwd_flops_of(&lay, 1, last, false);
         if (fabs((tp.flops - lay.flops) - seg) > 1e-9 * lay.flops)
             FAIL("2ps:5 extra FLOPs %.6g != one forward of the row segment %.6g (a row computed twice?)", tp.flops - lay.flops, seg);
-        else printf("ok   2ps:5 FLOPs = layer + one recompute of conv1_1..%s (%.4g G extra, no row twice)\n", n.layers[last].name, seg / 1e9);
+        else printf("ok   2ps:5 FLOPs = layer + one recompute of conv1_1..%s (%.4g G extra, no row twice)\n", n->layers[last].name, seg / 1e9);
         if (!(ov.flops > tp.flops)) FAIL("overl:5 FLOPs %.6g not above 2ps:5 %.6g (halo recomputation missing)", ov.flops, tp.flops);
         else printf("ok   overl:5 FLOPs exceed 2ps:5 by %.3f%% (halo rows)\n", 100.0 * (ov.flops / tp.flops - 1));
     }
     sched_free(&lay), sched_free(&ck), sched_free(&tp), sched_free(&ov);
+}
 
-    /* 4. memory ordering at batch 8 */
+/* 4. Memory ordering at batch 8 (VGG-16). */
+static void check_ordering(const net *n)
+{
     sim_result base, r;
     sched_cfg cfg = {.batch = 8, .optimizer = SCHED_ADAM};
     plan pl;
-    int base_rc = plan_parse(&pl, &n, "layer", &e);
+    err e;
+    int base_rc = plan_parse(&pl, n, "layer", &e);
     if (!base_rc) {
-        base_rc = sim_run(&n, &pl, &cfg, &sim_device_cpu, &base, NULL, &e);
+        base_rc = sim_run(n, &pl, &cfg, &sim_device_cpu, &base, NULL, &e);
         plan_free(&pl);
     }
     /* without layer's peak there is nothing to order against: report it, skip the comparisons */
     if (base_rc) FAIL("layer batch 8: %s (memory ordering not checked)", e.msg);
     const char *lower_plans[] = {"ckpt-sqrt", "2ps:4", "overl:4", "2ps-h", "overl-h", "vdnn-all", "vdnn-conv"};
     for (size_t p = 0; !base_rc && p < sizeof lower_plans / sizeof *lower_plans; p++) {
-        if (plan_parse(&pl, &n, lower_plans[p], &e)) {
+        if (plan_parse(&pl, n, lower_plans[p], &e)) {
             FAIL("%s: %s", lower_plans[p], e.msg);
             continue;
         }
-        int rc = sim_run(&n, &pl, &cfg, &sim_device_cpu, &r, NULL, &e);
+        int rc = sim_run(n, &pl, &cfg, &sim_device_cpu, &r, NULL, &e);
         plan_free(&pl);
         if (rc) {
             FAIL("%s: %s", lower_plans[p], e.msg);
@@ -203,6 +252,54 @@ int main(void)
         if (offl != (r.replay.max[MEM_HOST] > 0)) FAIL("%s host bytes %lld", lower_plans[p], (long long)r.replay.max[MEM_HOST]);
         if (twops != (r.replay.max[MEM_BOUNDARY] > 0)) FAIL("%s boundary bytes %lld", lower_plans[p], (long long)r.replay.max[MEM_BOUNDARY]);
     }
+}
+
+/* 5. Random nets (tests/randnet.c) under row plans of every policy, band count and BatchNorm mode:
+ * well formed, and every step's rows inside its buffers. */
+static void check_random_nets(int n_nets)
+{
+    randnet_rng g = {0x5EEDull};
+    char text[8192], pl_text[64];
+    int done = 0, schedules = 0;
+    const char *bns[] = {"train", "frozen", "per-band"};
+    err e;
+    while (done < n_nets) {
+        net m;
+        randnet_text(&g, RANDNET_WIDE, text, sizeof text, 5 + randnet_below(&g, 60));
+        if (net_parse(&m, text, "random.net", &e)) continue;
+        done++;
+        for (int k = 0; k < 6; k++) {
+            int R = 1 + randnet_below(&g, 6);
+            const char *pol = randnet_below(&g, 2) ? "2ps" : "overl", *bn = bns[randnet_below(&g, 3)];
+            snprintf(pl_text, sizeof pl_text, "%s%s:%d bn=%s", pol, randnet_below(&g, 4) ? "" : "-h", R, bn);
+            plan pl;
+            sched s;
+            sched_cfg cfg = {.batch = 1 + randnet_below(&g, 3), .optimizer = SCHED_SGD};
+            if (plan_parse(&pl, &m, pl_text, &e)) continue; /* too many bands for this net */
+            if (!sched_lower(&s, &m, &pl, &cfg, &e)) {
+                check_well_formed(&m, pl_text, &s), check_rows(&m, pl_text, &s), sched_free(&s), schedules++;
+            } else {
+                FAIL("%s: %s\n%s", pl_text, e.msg, text);
+            }
+            plan_free(&pl);
+        }
+        net_free(&m);
+        if (failures > 5) break;
+    }
+    printf("%s %d random nets, %d row schedules well formed with every step inside its buffers\n", failures ? "FAIL" : "ok  ",
+           done, schedules);
+}
+
+int main(void)
+{
+    net n;
+    err e;
+    if (net_load_named(&n, "vgg16", &e)) return FAIL("vgg16: %s", e.msg), 1;
+    check_hand_derivation(&n);
+    check_shipped_nets();
+    check_flops(&n);
+    check_ordering(&n);
+    check_random_nets(400);
     net_free(&n);
     printf("%s\n", failures ? "FAILED" : "all schedule checks passed");
     return failures != 0;

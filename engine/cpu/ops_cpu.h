@@ -1,6 +1,6 @@
-/* ops_cpu: what the two files of the CPU backend share. ops_cpu.c holds the table, the pointwise,
- * pooling, normalization and loss kernels and the optimizers; conv_cpu.c holds the two kernels
- * that are matrix products (convolution and fully connected), through CBLAS sgemm.
+/* ops_cpu: what the files of the CPU backend share. ops_cpu.c holds the table, the pointwise,
+ * pooling and loss kernels and the optimizers; conv_cpu.c the two kernels that are matrix products
+ * (convolution and fully connected), through CBLAS sgemm; bn_cpu.c batch normalization.
  *
  * Conventions (those of ops.h): rows are full-map indices; a tensor view holds rows
  * [row0, row0 + h). Weight gradients are += across bands; an input gradient is = for its first
@@ -30,5 +30,8 @@ void conv_cpu_forward(const ops_call *c);
 void conv_cpu_backward(const ops_call *c);
 void fc_cpu_forward(const ops_call *c);
 void fc_cpu_backward(const ops_call *c);
+void bn_cpu_forward(const ops_call *c);
+void bn_cpu_backward(const ops_call *c);
+void bn_cpu_stats(const ops_call *c, ops_stats what);
 
 #endif
