@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "io/spec.h"
@@ -55,6 +57,17 @@ static void experiments_free(experiments *x)
 {
     for (int i = 0; i < x->n; i++) spec_free(&x->specs[i]);
     free(x->specs), free(x->outputs), free(x->written);
+}
+
+/* Runs one spec into out in a process of its own: a train spec runs the engine in the process that
+ * runs it, which then could not fork the measured runs of the specs after it (engine/run.h). */
+static bool run_spec(const char *spec_path, const char *out)
+{
+    fflush(stdout), fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) _exit(cli_sweep_run("reproduce", spec_path, out, true, true) == CLI_OK ? 0 : 1);
+    int status = 0;
+    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 /* Adds spec i's output to the inputs of each figure it names. */
@@ -157,7 +170,7 @@ int cli_reproduce(int argc, char **argv)
         const char *out = x.outputs[i];
         snprintf(path, sizeof path, "%s%s%s", out[0] == '/' ? "" : SRC, out[0] == '/' ? "" : "/", out);
         fprintf(stderr, "  regenerating %s (%s, run = %s)\n", out, x.specs[i].path + strlen(SRC) + 1, spec_run_name(x.specs[i].run));
-        x.written[i] = cli_sweep_run("reproduce", x.specs[i].path, path, true, true) == CLI_OK;
+        x.written[i] = run_spec(x.specs[i].path, path);
         failed |= !x.written[i];
     }
     mkdir(SRC "/paper/figures", 0755);

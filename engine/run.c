@@ -23,6 +23,11 @@ static int64_t rss_peak_bytes(void)
     return (int64_t)u.ru_maxrss * 1024; /* Linux reports KiB */
 }
 
+/* Whether this process has run the engine. GNU OpenMP's thread pool does not survive fork: a child
+ * forked after the parent ran a parallel region waits forever for workers it does not have. So a
+ * process either runs plans itself or forks them, never both (run_forked checks). */
+static bool engine_ran_here;
+
 typedef struct {
     run *r;
     const run_cfg *c;
@@ -51,6 +56,7 @@ static void before_update(exec *x, void *ctx)
 int run_plan(run *r, const run_cfg *c, err *e)
 {
     memset(r, 0, sizeof *r);
+    engine_ran_here = true;
     sched_cfg sc = c->sched;
     sc.ws = c->ops->ws;
     if (sched_lower(&r->s, c->n, c->p, &sc, e)) return -1;
@@ -130,6 +136,10 @@ void run_forked(const run_cfg *c, const float *cmp_ref, float cmp_loss, run_summ
 {
     int fd[2];
     memset(out, 0, sizeof *out);
+    if (engine_ran_here) {
+        fprintf(stderr, "lrcnn: internal error: run_forked after run_plan in the same process (OpenMP cannot fork)\n");
+        abort();
+    }
     if (pipe(fd)) {
         snprintf(out->err, sizeof out->err, "pipe failed");
         return;

@@ -3,7 +3,9 @@
  * iterations on the batches it is given, time each, capture iteration 0's parameter gradients
  * when asked and compare them with a reference, and read the process's RSS high-water mark.
  * run_forked does the same in a child process, so that the RSS figure is that run's alone and a
- * crash cannot take the caller down; its summary comes back through a pipe.
+ * crash cannot take the caller down; its summary comes back through a pipe. A process does one or
+ * the other, never both: OpenMP's threads do not survive a fork (run_forked aborts if it sees a
+ * run_plan before it), so a command that mixes them runs each part in a process of its own.
  * Not done here: predictions (sim.h), data (io/data.h), output (io/h5.h). */
 #ifndef LRCNN_RUN_H
 #define LRCNN_RUN_H
