@@ -26,7 +26,7 @@ void bn_cpu_forward(const ops_call *c)
     CHECK(c->stats != NULL);
     cpu_check_rows(x, a, b, c->in_h[0]);
     cpu_check_rows(y, a, b, l->h);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (cpu_parallel(C * M))
     for (int ch = 0; ch < C; ch++) {
         float mean, invstd;
         if (c->bn == OPS_BN_TRAIN) {
@@ -101,7 +101,7 @@ void bn_cpu_backward(const ops_call *c)
         store = cpu_dx_store(c, 0);
         cpu_check_rows(dx, a, b, c->in_h[0]);
     }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (cpu_parallel(C * M))
     for (int ch = 0; ch < C; ch++) {
         double sdy = 0.0, sdyx = 0.0;
         if (need_sums) { /* four independent double lanes, as in bn_forward */
@@ -182,7 +182,7 @@ void bn_cpu_stats(const ops_call *c, ops_stats what)
     if (grad) cpu_check_rows(dy, a, b, l->h);
     int64_t len = plane_len(x, a, b);
     const float *mean = c->stats, *invstd = c->stats + C;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (cpu_parallel((int64_t)C * x->n * len))
     for (int ch = 0; ch < C; ch++) {
         double l1[4] = {0}, l2[4] = {0};
         for (int n = 0; n < x->n; n++) {

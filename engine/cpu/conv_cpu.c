@@ -43,7 +43,7 @@ static void valid_cols(net_window win, int kj, int w_in, int w_out, int *lo, int
 static void im2col(float *col, int64_t ld, const ten *x, int n, net_window win, int in_h, int a, int b, int w_out)
 {
     int k = win.k, w_in = x->w;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (cpu_parallel((int64_t)x->c * k * k * (b - a) * w_out))
     for (int ci = 0; ci < x->c; ci++)
         for (int ki = 0; ki < k; ki++)
             for (int kj = 0; kj < k; kj++) {
@@ -73,7 +73,7 @@ static void im2col(float *col, int64_t ld, const ten *x, int n, net_window win, 
 static void col2im(const float *col, int64_t ld, const ten *dx, int n, net_window win, int in_h, int a, int b, int w_out)
 {
     int k = win.k, w_in = dx->w;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (cpu_parallel((int64_t)dx->c * k * k * (b - a) * w_out))
     for (int ci = 0; ci < dx->c; ci++)
         for (int ki = 0; ki < k; ki++)
             for (int kj = 0; kj < k; kj++) {

@@ -69,7 +69,7 @@ static void relu_forward(const ops_call *c)
     cpu_check_rows(y, c->a, c->b, c->l->h);
     if (x->p == y->p) CHECK(x->row0 == y->row0 && x->h == y->h);
     int64_t len = plane_len(x, c->a, c->b);
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)x->n * x->c * len))
     for (int n = 0; n < x->n; n++)
         for (int ch = 0; ch < x->c; ch++) {
             const float *xr = cpu_row(x, n, ch, c->a);
@@ -97,7 +97,7 @@ static void relu_backward(const ops_call *c)
     else
         store = cpu_dx_store(c, 0);
     int64_t len = plane_len(dy, a, b);
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dy->n * dy->c * len))
     for (int n = 0; n < dy->n; n++)
         for (int ch = 0; ch < dy->c; ch++) {
             const float *mr = cpu_row(m, n, ch, a), *dyr = cpu_row(dy, n, ch, a);
@@ -121,7 +121,7 @@ static void add_forward(const ops_call *c)
     cpu_check_rows(x1, c->a, c->b, c->in_h[1]);
     cpu_check_rows(y, c->a, c->b, c->l->h);
     int64_t len = plane_len(y, c->a, c->b);
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)y->n * y->c * len))
     for (int n = 0; n < y->n; n++)
         for (int ch = 0; ch < y->c; ch++) {
             const float *ar = cpu_row(x0, n, ch, c->a), *br = cpu_row(x1, n, ch, c->a);
@@ -143,7 +143,7 @@ static void add_backward(const ops_call *c)
         bool store = cpu_dx_store(c, j), two = j == 0 && twice;
         cpu_check_rows(dx, c->a, c->b, c->in_h[j]);
         int64_t len = plane_len(dy, c->a, c->b);
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dy->n * dy->c * len))
         for (int n = 0; n < dy->n; n++)
             for (int ch = 0; ch < dy->c; ch++) {
                 const float *dyr = cpu_row(dy, n, ch, c->a);
@@ -171,7 +171,7 @@ static void maxpool_forward(const ops_call *c)
     net_window_rows(win, a, b, &lo, &hi);
     cpu_check_rows(x, lo, hi, in_h);
     cpu_check_rows(y, a, b, l->h);
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)x->n * x->c * (b - a) * y->w))
     for (int n = 0; n < x->n; n++)
         for (int ch = 0; ch < x->c; ch++)
             for (int o = a; o < b; o++) {
@@ -214,7 +214,7 @@ static void maxpool_backward(const ops_call *c)
     cpu_check_rows(dx, lo, hi, in_h);
     cpu_check_rows(dy, a, b, l->h);
     int64_t lo_i = (int64_t)(lo < 0 ? 0 : lo) * dx->w, hi_i = (int64_t)(hi > in_h ? in_h : hi) * dx->w;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dy->n * dy->c * (b - a) * dy->w))
     for (int n = 0; n < dy->n; n++)
         for (int ch = 0; ch < dy->c; ch++) {
             float *dxp = cpu_row(dx, n, ch, dx->row0); /* holds map element i at i - off */
@@ -241,7 +241,7 @@ static void avgpool_forward(const ops_call *c)
     net_window_rows(win, a, b, &lo, &hi);
     cpu_check_rows(x, lo, hi, in_h);
     cpu_check_rows(y, a, b, l->h);
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)x->n * x->c * (b - a) * y->w))
     for (int n = 0; n < x->n; n++)
         for (int ch = 0; ch < x->c; ch++)
             for (int o = a; o < b; o++) {
@@ -274,7 +274,7 @@ static void avgpool_backward(const ops_call *c)
     cpu_dx_begin(c, 0);
     cpu_check_rows(dx, lo, hi, in_h);
     cpu_check_rows(dy, a, b, l->h);
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dy->n * dy->c * (b - a) * dy->w))
     for (int n = 0; n < dy->n; n++)
         for (int ch = 0; ch < dy->c; ch++)
             for (int o = a; o < b; o++) {
@@ -333,7 +333,7 @@ static void apool_forward(const ops_call *c)
     const ten *x = &c->x[0], *y = &c->y; /* (N, C, H, W) -> (N, C, o, o) */
     int o = c->l->u.apool.o, H = c->in_h[0], W = x->w;
     check_full(x, H);
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)x->n * x->c * H * W))
     for (int n = 0; n < x->n; n++)
         for (int ch = 0; ch < x->c; ch++)
             for (int i = 0; i < o; i++) {
@@ -360,7 +360,7 @@ static void apool_backward(const ops_call *c)
     if (!dx->p) return;
     check_full(dx, H);
     cpu_dx_begin(c, 0);
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dx->n * dx->c * H * W))
     for (int n = 0; n < dy->n; n++)
         for (int ch = 0; ch < dy->c; ch++)
             for (int i = 0; i < o; i++) {
@@ -478,16 +478,12 @@ const ops_table ops_cpu = {.backend = "cpu", .forward = cpu_forward, .backward =
 
 /* --- optimizers ------------------------------------------------------------------------------- */
 
-/* Parameter tensors at least this long are updated on all cores (elementwise, so the result does
- * not depend on the split); smaller ones are not worth waking the threads. */
-#define OPT_PARALLEL_MIN 65536
-
 /* torch.optim.SGD (dampening 0, no nesterov): buf = momentum * buf + g; p -= lr * buf. With the
  * buffer zero at step 1 this is PyTorch's buf = g. */
 void ops_sgd_step(float *p, const float *g, float *state, int64_t n, double lr, double momentum)
 {
     float flr = (float)lr, fm = (float)momentum; /* PyTorch casts scalars to the tensor's fp32 */
-#pragma omp parallel for schedule(static) if (n >= OPT_PARALLEL_MIN)
+#pragma omp parallel for schedule(static) if (cpu_parallel(n))
     for (int64_t i = 0; i < n; i++) {
         state[i] = fm * state[i] + g[i];
         p[i] -= flr * state[i];
@@ -503,7 +499,7 @@ void ops_adam_step(float *p, const float *g, float *state, int64_t n, double lr,
     double bc1 = 1.0 - pow(beta1, t), bc2 = 1.0 - pow(beta2, t);
     float step = (float)(lr / bc1), bc2_sqrt = (float)sqrt(bc2), feps = (float)eps;
     float omb1 = (float)(1.0 - beta1), b2 = (float)beta2, omb2 = (float)(1.0 - beta2);
-#pragma omp parallel for schedule(static) if (n >= OPT_PARALLEL_MIN)
+#pragma omp parallel for schedule(static) if (cpu_parallel(n))
     for (int64_t i = 0; i < n; i++) {
         m[i] += omb1 * (g[i] - m[i]);
         v[i] = b2 * v[i] + omb2 * g[i] * g[i];

@@ -11,6 +11,12 @@
 
 #include "engine/ops.h"
 
+/* Whether a loop touching `values` floats is worth an OpenMP parallel region (its `if` clause):
+ * below 64 Ki values, waking the team costs more than the work, and a 32x32 net is nearly all such
+ * loops. Every parallel loop here gives each thread whole channels or elements, so the split (or
+ * none) never changes a result. */
+static inline bool cpu_parallel(int64_t values) { return values >= 65536; }
+
 /* Row `row` (a full-map index) of channel c of image n in view t. */
 float *cpu_row(const ten *t, int n, int c, int row);
 
