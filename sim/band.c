@@ -83,7 +83,7 @@ static int slot(const band_seg *s, int layer) { return layer == s->src ? s->last
 
 static bool covered(const net *n, const band_seg *s, int layer)
 {
-    return s->cover && kind_table[n->layers[layer].kind].map_stats;
+    return s->cover && kind_of(&n->layers[layer])->map_stats;
 }
 
 /* 2PS prefixes: given pre[L-1] (rows of `last` finished), fills pre[] for every segment layer and
@@ -228,7 +228,7 @@ band_rows band_buffer_rows(const net *n, const band_geom *g, const band_seg *s, 
     band_rows h = band_held(g, s, r, layer);
     for (int q = n->layers[layer].inplace_by; q >= 0 && q <= s->last; q = n->layers[q].inplace_by) {
         band_rows k = band_held(g, s, r, q);
-        if (band_rows_len(k)) h = band_rows_len(h) ? (band_rows){h.a < k.a ? h.a : k.a, h.b > k.b ? h.b : k.b} : k;
+        if (band_rows_len(k)) h = rows_hull(h, k);
     }
     return h;
 }

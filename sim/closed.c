@@ -266,7 +266,7 @@ static void cf_sweep(const cf *c, sim_mem *m)
     int opt = c->cfg->optimizer == SCHED_ADAM ? 2 : 1;
     int64_t base[MEM_NCAT] = {0}, best = -1;
     for (int L = 0; L < n->n; L++) {
-        base[MEM_WEIGHTS] += n->layers[L].params * 4 + (kind_of(&n->layers[L])->running ? 8 * (int64_t)n->layers[L].c : 0);
+        base[MEM_WEIGHTS] += n->layers[L].params * 4 + (kind_of(&n->layers[L])->running ? kind_running_bytes(&n->layers[L]) : 0);
         base[MEM_WGRAD] += n->layers[L].params * 4;
         base[MEM_OPTIM] += n->layers[L].params * 4 * opt;
     }

@@ -17,10 +17,6 @@ void cf_span_add(cf_span *s, int ph)
     if (ph > s->hi) s->hi = ph;
 }
 
-
-
-
-
 int64_t cf_y(const cf *c, int L)
 {
     const net_layer *l = &c->n->layers[L];
@@ -122,7 +118,7 @@ static void map_stats_buffers(cf *c, const cf_rows *w)
     int a = w->bs->first;
     const cf_pass *F = CF_FWD(w), *B = CF_BWD(w);
     for (int L = a; L <= w->bs->last; L++) {
-        int i = L - a, fq = w->pp.fwd[i], bq = w->pp.bwd[i];
+        int i = L - a, fq = w->pp->fwd[i], bq = w->pp->bwd[i];
         if (!fq) continue;
         const cf_pass *P = &w->fp[fq - 1], *Q = &w->bp[bq - 1];
         cf_span st = cf_span_none(), fs = cf_span_none(), bs = cf_span_none();
@@ -138,8 +134,8 @@ static void map_stats_buffers(cf *c, const cf_rows *w)
             if (cf_out_len(w->gf, r, i)) cf_span_add(&st, cf_ph_rf(w, F, r, L, PH_F));
         cf_span_add(&st, fs.lo);
         cf_live(c, MEM_ACT, kind_aux_bytes(n, L, 0, (int)c->batch), st);
-        cf_live(c, MEM_ACT, 16 * (int64_t)n->layers[L].c, fs);
-        cf_live(c, MEM_ACT, 16 * (int64_t)n->layers[L].c, bs);
+        cf_live(c, MEM_ACT, kind_sums_bytes(&n->layers[L]), fs);
+        cf_live(c, MEM_ACT, kind_sums_bytes(&n->layers[L]), bs);
     }
 }
 
@@ -150,7 +146,7 @@ static void forward_pass(cf *c, const cf_rows *w, const cf_pass *P)
 {
     const net *n = c->n;
     int a = w->bs->first, b = w->bs->last;
-    bool tps = w->gf->policy == BAND_2PS, ms = w->map_stats;
+    bool tps = w->gf->policy == BAND_2PS, ms = plan_seg_map_stats(w->seg);
     const band_geom *gf = w->gf;
     for (int r = 0; r < w->rf; r++)
         for (int L = a; L <= b; L++) {
@@ -193,7 +189,7 @@ static void backward_pass(cf *c, const cf_rows *w, const cf_pass *P, cf_span *gs
 {
     const net *n = c->n;
     int a = w->bs->first, b = w->bs->last, nl = w->nl, src = w->bs->src;
-    bool tps = w->gb->policy == BAND_2PS, ms = w->map_stats;
+    bool tps = w->gb->policy == BAND_2PS, ms = plan_seg_map_stats(w->seg);
     const band_geom *gb = w->gb;
     for (int r = w->rb - 1; r >= 0; r--) {
         const bool *emit = &P->emit[r * nl], *stat = &P->stat[r * nl];
@@ -238,7 +234,7 @@ static void backward_pass(cf *c, const cf_rows *w, const cf_pass *P, cf_span *gs
 void cf_rows_lives(cf *c, int k, cf_span *gsp, int *owner)
 {
     cf_rows *w = &c->rows[k];
-    if (w->map_stats) map_stats_buffers(c, w);
+    if (plan_seg_map_stats(w->seg)) map_stats_buffers(c, w);
     for (int q = 0; q < w->nfp; q++) forward_pass(c, w, &w->fp[q]);
     for (int q = 0; q < w->nbp; q++) backward_pass(c, w, &w->bp[q], gsp, owner);
 }
@@ -273,41 +269,26 @@ void cf_rows_init(cf *c, int k)
     const net *n = c->n;
     const plan_seg *s = &c->p->segs[k];
     cf_rows *w = &c->rows[k];
-    w->bs = &s->band, w->gf = s->fwd, w->gb = s->bwd;
-    w->rf = s->fp, w->rb = s->bwd->n_bands, w->nl = s->last - s->first + 1;
-    w->map_stats = plan_seg_map_stats(c->p, n, k);
-    plan_passes_init(&w->pp, c->p, n, k);
-    plan_need(n, s->first, s->last, NULL, NULL, w->map_stats, c->need);
+    w->seg = s, w->bs = &s->band, w->gf = s->fwd, w->gb = s->bwd, w->pp = &s->passes;
+    w->rf = s->fwd->n_bands, w->rb = s->bwd->n_bands, w->nl = s->last - s->first + 1;
+    plan_need(n, s->first, s->last, NULL, NULL, plan_seg_map_stats(s), c->need);
     int nl = w->nl, a = s->first;
-    w->nfp = w->pp.n_fwd + 1, w->nbp = w->pp.n_bwd + 1;
+    w->nfp = w->pp->n_fwd + 1, w->nbp = w->pp->n_bwd + 1;
     w->fp = err_calloc((size_t)w->nfp, sizeof(cf_pass)), w->bp = err_calloc((size_t)w->nbp, sizeof(cf_pass));
-    bool *bwd = err_calloc((size_t)n->n, sizeof(bool)), *extra = err_calloc((size_t)n->n, sizeof(bool));
-    bool *need = err_calloc((size_t)n->n, sizeof(bool));
     for (int q = 0; q < w->nfp; q++) {
         cf_pass *P = &w->fp[q];
-        P->final = q == w->nfp - 1, P->gather = w->pp.fwd, P->pass = q + 1;
+        P->final = q == w->nfp - 1, P->gather = w->pp->fwd, P->pass = q + 1;
         P->need = err_calloc((size_t)nl, sizeof(bool));
-        for (int i = 0; i < nl; i++) P->need[i] = P->final || w->pp.fwd_need[q * nl + i];
+        for (int i = 0; i < nl; i++) P->need[i] = P->final || w->pp->fwd_need[q * nl + i];
     }
     for (int q = 0; q < w->nbp; q++) {
         cf_pass *P = &w->bp[q];
-        P->final = q == w->nbp - 1, P->gather = P->final ? NULL : w->pp.bwd, P->pass = q + 1;
-        P->bwd = P->final ? NULL : w->pp.bwd_set + q * nl;
+        P->final = q == w->nbp - 1, P->gather = P->final ? NULL : w->pp->bwd, P->pass = q + 1;
+        P->bwd = P->final ? NULL : w->pp->bwd_set + q * nl;
         P->need = err_calloc((size_t)nl, sizeof(bool));
-        if (P->final) {
-            memcpy(P->need, c->need + a, (size_t)nl * sizeof(bool));
-        } else { /* it recomputes what its backward keeps and the inputs of the layers it gathers for */
-            for (int i = 0; i < nl; i++) {
-                bwd[a + i] = P->bwd[i];
-                if (w->pp.bwd[i] == q + 1) extra[n->layers[a + i].in[0]] = true;
-            }
-            plan_need(n, s->first, s->last, bwd, extra, w->map_stats, need);
-            memcpy(P->need, need + a, (size_t)nl * sizeof(bool));
-            memset(extra, 0, (size_t)n->n * sizeof(bool));
-        }
+        memcpy(P->need, P->final ? c->need + a : w->pp->bwd_need + q * nl, (size_t)nl * sizeof(bool));
         pass_steps(c, w, P);
     }
-    free(bwd), free(extra), free(need);
 }
 
 void cf_rows_free(cf_rows *w)
@@ -315,5 +296,4 @@ void cf_rows_free(cf_rows *w)
     for (int q = 0; q < w->nfp; q++) free(w->fp[q].need);
     for (int q = 0; q < w->nbp; q++) free(w->bp[q].need), free(w->bp[q].emit);
     free(w->fp), free(w->bp);
-    plan_passes_free(&w->pp);
 }

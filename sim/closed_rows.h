@@ -18,6 +18,9 @@ enum { PH_RCIN, PH_RF };          /* row recompute */
 enum { PH_BGIN, PH_BGOUT, PH_B }; /* row backward */
 
 #define CF_NCAT (MEM_NCAT - MEM_ACT) /* categories that vary by phase: activations .. host */
+_Static_assert(MEM_AGRAD == MEM_ACT + 1 && MEM_BOUNDARY == MEM_ACT + 2 && MEM_WORKSPACE == MEM_ACT + 3 &&
+                   MEM_HOST == MEM_ACT + 4 && MEM_NCAT == MEM_ACT + 5,
+               "the closed form's sweep names the phase categories in mem_cat order");
 
 typedef struct {
     int lo, hi; /* phases [lo, hi]; empty when lo > hi */
@@ -35,11 +38,11 @@ typedef struct {
 } cf_pass;
 
 typedef struct {
-    const band_seg *bs;       /* the plan's segment and geometry (plan_seg) */
+    const plan_seg *seg;      /* the plan's segment; the rest are shorthands for its parts */
+    const band_seg *bs;
     const band_geom *gf, *gb; /* forward and backward geometry (gb is gf unless OverL with fp != bp) */
     int rf, rb, nl;           /* bands forward and backward; layers */
-    bool map_stats;           /* whole-map statistics gathered in passes over the bands (plan_seg_map_stats) */
-    plan_passes pp;
+    const plan_passes *pp;    /* its statistics passes (none unless plan_seg_map_stats) */
     int nfp, nbp;             /* forward and backward passes, the proper one last */
     cf_pass *fp, *bp;
 } cf_rows;

@@ -179,7 +179,7 @@ const kind_traits kind_table[NET_NKIND] = {
                    .flops = flops_one,
                    .keys = {{"c", KIND_KEY_COUNT, OFF(u.input.c), true}, {"h", KIND_KEY_COUNT, OFF(u.input.h), true},
                             {"w", KIND_KEY_COUNT, OFF(u.input.w), true}}},
-    [NET_CONV] = {.name = "conv", .min_in = 1, .max_in = 1, .window = true, .rowwise = true, .keeps_x = true,
+    [NET_CONV] = {.name = "conv", .min_in = 1, .max_in = 1, .rowwise = true, .keeps_x = true,
                   .fwd_value = true, .product = true, .infer = infer_window, .flops = flops_conv,
                   .tensors = tensors_product,
                   .keys = {{"c", KIND_KEY_COUNT, OFF(u.conv.c_out), true}, {"k", KIND_KEY_COUNT, OFF(win.k), true},
@@ -188,12 +188,12 @@ const kind_traits kind_table[NET_NKIND] = {
                            {"bias", KIND_KEY_BOOL, OFF(u.conv.bias), false, 1, NULL}}},
     [NET_RELU] = {.name = "relu", .min_in = 1, .max_in = 1, .rowwise = true, .inplace = true, .keeps_y = true,
                   .infer = infer_pointwise, .flops = flops_one},
-    [NET_MAXPOOL] = {.name = "maxpool", .min_in = 1, .max_in = 1, .window = true, .rowwise = true, .keeps_x = true,
+    [NET_MAXPOOL] = {.name = "maxpool", .min_in = 1, .max_in = 1, .rowwise = true, .keeps_x = true,
                      .aux = KIND_AUX_ARGMAX, .aux_optional = true, .aux_rebuilt = true, .fwd_value = true,
                      .infer = infer_window, .flops = flops_pool,
                      .keys = {{"k", KIND_KEY_COUNT, OFF(win.k), true}, {"s", KIND_KEY_COUNT, OFF(win.s), false, 0, "k"},
                               {"p", KIND_KEY_SIZE, OFF(win.p), false, 0, NULL}}},
-    [NET_AVGPOOL] = {.name = "avgpool", .min_in = 1, .max_in = 1, .window = true, .rowwise = true, .fwd_value = true,
+    [NET_AVGPOOL] = {.name = "avgpool", .min_in = 1, .max_in = 1, .rowwise = true, .fwd_value = true,
                      .infer = infer_window, .flops = flops_pool,
                      .keys = {{"k", KIND_KEY_COUNT, OFF(win.k), true}, {"s", KIND_KEY_COUNT, OFF(win.s), false, 0, "k"},
                               {"p", KIND_KEY_SIZE, OFF(win.p), false, 0, NULL}}},
@@ -242,6 +242,9 @@ int64_t kind_aux_bytes(const net *n, int L, int rows, int batch)
     default: return 0;
     }
 }
+
+int64_t kind_running_bytes(const net_layer *l) { return 2 * (int64_t)l->c * 4; }
+int64_t kind_sums_bytes(const net_layer *l) { return 2 * (int64_t)l->c * 8; }
 
 int kind_tensors(const net *n, int L, kind_tensor out[KIND_MAX_TENSORS])
 {

@@ -54,7 +54,6 @@ typedef struct {
     const char *name;
     kind_key keys[KIND_MAX_KEYS];
     int min_in, max_in;   /* inputs it reads (in=a,b) */
-    bool window;          /* reads a sliding window of rows (net_layer_window): conv, pools */
     bool rowwise;         /* can run on a band of rows; else it needs whole maps (fc, gap, loss) */
     bool inplace;         /* overwrites its input when nothing else reads it (and it is not the image) */
     bool keeps_x;         /* backward reads its inputs (autograd's saved tensors) */
@@ -94,6 +93,10 @@ const char *kind_names(void);
 
 /* Bytes of layer L's auxiliary for `rows` output rows of a batch (0: none). */
 int64_t kind_aux_bytes(const net *n, int L, int rows, int batch);
+/* Bytes of the running statistics of a kind with `running` (mean and variance, fp32 per channel),
+ * and of one statistics pass's sums of a kind with `map_stats` (two fp64 per channel). */
+int64_t kind_running_bytes(const net_layer *l);
+int64_t kind_sums_bytes(const net_layer *l);
 /* Layer L's parameter tensors (none for most kinds); returns how many. */
 int kind_tensors(const net *n, int L, kind_tensor out[KIND_MAX_TENSORS]);
 

@@ -37,7 +37,7 @@ band_rows lower_full(const net *n, int L) { return (band_rows){0, n->layers[L].h
 
 static double fwd_flops(const lower *c, int L, band_rows r)
 {
-    return kind_table[c->n->layers[L].kind].flops(c->n, L, band_rows_len(r), c->cfg->batch);
+    return kind_of(&c->n->layers[L])->flops(c->n, L, band_rows_len(r), c->cfg->batch);
 }
 
 /* The segment's whole-map statistics of layer L are in use (bn in train mode in a row segment). */
@@ -126,7 +126,7 @@ sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold
     }
     if (k->keeps_y) t->y = c->act[L];
     if (k->aux) t->aux = c->aux[L];
-    if (map_stats(c, L)) t->map_stats = true, t->aux = c->stats[L], t->sums = c->sums[L], t->own = r;
+    if (map_stats(c, L)) t->map_stats = true, t->aux = c->stats[L], t->sums = c->sums[L];
     if (k->labels) t->x[1] = c->label;
     t->w = c->param[L], t->dw = weights ? c->pgrad[L] : -1;
     t->ws = wsb;

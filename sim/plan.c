@@ -283,6 +283,79 @@ static int parse_custom(plan *p, const net *n, char *buf, err *e)
     return 0;
 }
 
+/* A row segment holding a layer that normalizes with whole-map statistics (a bn). */
+static bool seg_has_map_stats(const plan_seg *s, const net *n)
+{
+    for (int L = s->first; s->mode == PLAN_ROWS && L <= s->last; L++)
+        if (kind_of(&n->layers[L])->map_stats) return true;
+    return false;
+}
+
+bool plan_bn_approximate(const plan *p, const net *n)
+{
+    for (int i = 0; i < p->n_seg && p->bn == PLAN_BN_PERBAND; i++)
+        if (seg_has_map_stats(&p->segs[i], n)) return true;
+    return false;
+}
+
+/* Row segment s's statistics passes (plan_passes), none unless map_stats. */
+static void passes_init(plan_passes *ps, const plan_seg *s, const net *n, bool map_stats)
+{
+    int a = s->first, nl = s->last - s->first + 1;
+    memset(ps, 0, sizeof *ps);
+    ps->nl = nl;
+    ps->fwd = err_calloc((size_t)nl, sizeof(int)), ps->bwd = err_calloc((size_t)nl, sizeof(int));
+    if (!map_stats) return;
+    /* reach[k * nl + j]: layer a + j is a strict ancestor of layer a + k (inside the segment) */
+    bool *reach = err_calloc((size_t)nl * nl, sizeof(bool));
+    for (int k = 0; k < nl; k++)
+        for (int L = a + k; L >= a; L--)
+            if (L == a + k || reach[k * nl + L - a])
+                for (int j = 0; j < n->layers[L].n_in; j++)
+                    if (n->layers[L].in[j] >= a) reach[k * nl + n->layers[L].in[j] - a] = true;
+    for (int k = 0; k < nl; k++) { /* after every statistics layer its input depends on */
+        if (!kind_of(&n->layers[a + k])->map_stats) continue;
+        ps->fwd[k] = 1;
+        for (int q = 0; q < k; q++)
+            if (ps->fwd[q] && reach[k * nl + q] && ps->fwd[q] + 1 > ps->fwd[k]) ps->fwd[k] = ps->fwd[q] + 1;
+        if (ps->fwd[k] > ps->n_fwd) ps->n_fwd = ps->fwd[k];
+    }
+    for (int k = nl - 1; k >= 0; k--) { /* after every one whose gradient depends on it */
+        if (!kind_of(&n->layers[a + k])->map_stats) continue;
+        ps->bwd[k] = 1;
+        for (int q = k + 1; q < nl; q++)
+            if (ps->bwd[q] && reach[q * nl + k] && ps->bwd[q] + 1 > ps->bwd[k]) ps->bwd[k] = ps->bwd[q] + 1;
+        if (ps->bwd[k] > ps->n_bwd) ps->n_bwd = ps->bwd[k];
+    }
+    ps->fwd_need = err_calloc((size_t)ps->n_fwd * nl + 1, sizeof(bool));
+    ps->bwd_set = err_calloc((size_t)ps->n_bwd * nl + 1, sizeof(bool));
+    for (int k = 0; k < nl; k++)
+        for (int j = 0; j < nl; j++) {
+            if (ps->fwd[k] && reach[k * nl + j]) ps->fwd_need[(ps->fwd[k] - 1) * nl + j] = true;
+            if (ps->bwd[k] && reach[j * nl + k]) ps->bwd_set[(ps->bwd[k] - 1) * nl + j] = true;
+        }
+    free(reach);
+    /* what each backward pass recomputes: what its steps keep, and the inputs of its targets */
+    ps->bwd_need = err_calloc((size_t)ps->n_bwd * nl + 1, sizeof(bool));
+    bool *bwd = err_calloc((size_t)n->n, sizeof(bool)), *extra = err_calloc((size_t)n->n, sizeof(bool));
+    bool *need = err_calloc((size_t)n->n, sizeof(bool));
+    for (int q = 0; q < ps->n_bwd; q++) {
+        memset(extra, 0, (size_t)n->n * sizeof(bool));
+        for (int k = 0; k < nl; k++) {
+            bwd[a + k] = ps->bwd_set[q * nl + k];
+            if (ps->bwd[k] == q + 1) extra[n->layers[a + k].in[0]] = true;
+        }
+        plan_need(n, s->first, s->last, bwd, extra, true, need);
+        memcpy(ps->bwd_need + (size_t)q * nl, need + a, (size_t)nl * sizeof(bool));
+    }
+    free(bwd), free(extra), free(need);
+}
+
+static void passes_free(plan_passes *ps)
+{
+    free(ps->fwd), free(ps->bwd), free(ps->fwd_need), free(ps->bwd_set), free(ps->bwd_need);
+}
+
 static int validate(plan *p, const net *n, err *e)
 {
     if (p->bn == PLAN_BN_AUTO) p->bn = PLAN_BN_TRAIN; /* exact everywhere; per-band only when asked */
@@ -308,70 +381,9 @@ static int validate(plan *p, const net *n, err *e)
             return err_set(e, "plan '%s': 2PS keeps each forward band's boundaries for its backward, so fp (%d) and bp (%d) "
                               "must be equal; use overl for distinct granularity", where, s->fp, s->bp);
         if (seg_geometry(s, n, &bs, e)) return err_wrap(e, "plan '%s'", where);
+        passes_init(&s->passes, s, n, p->bn == PLAN_BN_TRAIN && seg_has_map_stats(s, n));
     }
     return 0;
-}
-
-bool plan_seg_map_stats(const plan *p, const net *n, int i)
-{
-    const plan_seg *s = &p->segs[i];
-    if (s->mode != PLAN_ROWS || p->bn != PLAN_BN_TRAIN) return false;
-    for (int L = s->first; L <= s->last; L++)
-        if (kind_table[n->layers[L].kind].map_stats) return true;
-    return false;
-}
-
-bool plan_bn_approximate(const plan *p, const net *n)
-{
-    for (int i = 0; i < p->n_seg && p->bn == PLAN_BN_PERBAND; i++)
-        for (int L = p->segs[i].first; p->segs[i].mode == PLAN_ROWS && L <= p->segs[i].last; L++)
-            if (kind_table[n->layers[L].kind].map_stats) return true;
-    return false;
-}
-
-void plan_passes_init(plan_passes *ps, const plan *p, const net *n, int i)
-{
-    const plan_seg *s = &p->segs[i];
-    int a = s->first, nl = s->last - s->first + 1;
-    memset(ps, 0, sizeof *ps);
-    ps->nl = nl;
-    ps->fwd = err_calloc((size_t)nl, sizeof(int)), ps->bwd = err_calloc((size_t)nl, sizeof(int));
-    if (!plan_seg_map_stats(p, n, i)) return;
-    /* reach[k * nl + j]: layer a + j is a strict ancestor of layer a + k (inside the segment) */
-    bool *reach = err_calloc((size_t)nl * nl, sizeof(bool));
-    for (int k = 0; k < nl; k++)
-        for (int L = a + k; L >= a; L--)
-            if (L == a + k || reach[k * nl + L - a])
-                for (int j = 0; j < n->layers[L].n_in; j++)
-                    if (n->layers[L].in[j] >= a) reach[k * nl + n->layers[L].in[j] - a] = true;
-    for (int k = 0; k < nl; k++) { /* after every statistics layer its input depends on */
-        if (!kind_table[n->layers[a + k].kind].map_stats) continue;
-        ps->fwd[k] = 1;
-        for (int q = 0; q < k; q++)
-            if (ps->fwd[q] && reach[k * nl + q] && ps->fwd[q] + 1 > ps->fwd[k]) ps->fwd[k] = ps->fwd[q] + 1;
-        if (ps->fwd[k] > ps->n_fwd) ps->n_fwd = ps->fwd[k];
-    }
-    for (int k = nl - 1; k >= 0; k--) { /* after every one whose gradient depends on it */
-        if (!kind_table[n->layers[a + k].kind].map_stats) continue;
-        ps->bwd[k] = 1;
-        for (int q = k + 1; q < nl; q++)
-            if (ps->bwd[q] && reach[q * nl + k] && ps->bwd[q] + 1 > ps->bwd[k]) ps->bwd[k] = ps->bwd[q] + 1;
-        if (ps->bwd[k] > ps->n_bwd) ps->n_bwd = ps->bwd[k];
-    }
-    ps->fwd_need = err_calloc((size_t)ps->n_fwd * nl + 1, sizeof(bool));
-    ps->bwd_set = err_calloc((size_t)ps->n_bwd * nl + 1, sizeof(bool));
-    for (int k = 0; k < nl; k++)
-        for (int j = 0; j < nl; j++) {
-            if (ps->fwd[k] && reach[k * nl + j]) ps->fwd_need[(ps->fwd[k] - 1) * nl + j] = true;
-            if (ps->bwd[k] && reach[j * nl + k]) ps->bwd_set[(ps->bwd[k] - 1) * nl + j] = true;
-        }
-    free(reach);
-}
-
-void plan_passes_free(plan_passes *ps)
-{
-    free(ps->fwd), free(ps->bwd), free(ps->fwd_need), free(ps->bwd_set);
-    memset(ps, 0, sizeof *ps);
 }
 
 void plan_need(const net *n, int first, int last, const bool *bwd, const bool *extra, bool map_stats, bool *need)
@@ -415,6 +427,7 @@ void plan_free(plan *p)
         plan_seg *s = &p->segs[i];
         if (s->bwd && s->bwd != s->fwd) band_geom_free(s->bwd), free(s->bwd);
         if (s->fwd) band_geom_free(s->fwd), free(s->fwd);
+        passes_free(&s->passes);
         free(s->cuts);
     }
     free(p->segs);

@@ -25,6 +25,20 @@ typedef enum { PLAN_BN_AUTO, PLAN_BN_TRAIN, PLAN_BN_FROZEN, PLAN_BN_PERBAND } pl
 
 #define PLAN_MAX_BANDS 4096
 
+/* The statistics passes of a row segment that gathers whole-map statistics (a bn in train mode;
+ * sim/rows.h explains them), indexed by segment layer (layer - first): pass 1 gathers the
+ * statistics of the layers whose inputs depend on none with statistics, pass 2 the next, ...;
+ * backward, pass 1 the gradient sums of the layers with none after them. fwd_need[(pass - 1) * nl
+ * + i]: the forward pass computes layer first + i (an ancestor of a layer it gathers for);
+ * bwd_set likewise: the backward pass back-propagates it (a descendant); bwd_need: the backward
+ * pass recomputes it (plan_need: what bwd_set's steps keep, and the inputs of the layers it
+ * gathers for). n_fwd = n_bwd = 0 for any other segment. */
+typedef struct {
+    int nl, n_fwd, n_bwd;
+    int *fwd, *bwd;                     /* [nl]: the pass gathering the layer's statistics, 0 none */
+    bool *fwd_need, *bwd_set, *bwd_need; /* [n_fwd * nl], [n_bwd * nl], [n_bwd * nl] */
+} plan_passes;
+
 typedef struct {
     plan_mode mode;
     int first, last;          /* layer indices, inclusive */
@@ -36,6 +50,7 @@ typedef struct {
      * closed form to read. bwd is fwd itself unless the backward band count differs (OverL). */
     band_seg band;
     band_geom *fwd, *bwd;
+    plan_passes passes;
 } plan_seg;
 
 typedef struct {
@@ -56,25 +71,12 @@ void plan_free(plan *p);
 void plan_describe(const plan *p, const net *n, char *buf, size_t len);
 
 const char *plan_bn_name(plan_bn b);
-/* Segment i is a row segment holding a layer with whole-map statistics in train mode: the
- * lowering adds statistics passes over its bands. */
-bool plan_seg_map_stats(const plan *p, const net *n, int i);
+/* s is a row segment holding a layer with whole-map statistics in train mode: the lowering adds
+ * statistics passes over its bands. */
+static inline bool plan_seg_map_stats(const plan_seg *s) { return s->passes.n_fwd > 0; }
 /* The plan approximates BatchNorm (per-band statistics in some row segment): say so to the user. */
 bool plan_bn_approximate(const plan *p, const net *n);
 
-/* The statistics passes of row segment i (plan_seg_map_stats; sim/rows.h explains them), indexed
- * by segment layer (layer - first): pass 1 gathers the whole-map statistics of the layers whose
- * inputs depend on none without statistics, pass 2 the next, ...; backward, pass 1 the gradient
- * sums of the layers with none after them. fwd_need[(pass - 1) * nl + i]: the forward pass
- * computes layer first + i (an ancestor of a layer it gathers for); bwd_set likewise: the backward
- * pass back-propagates it (a descendant). n_fwd = n_bwd = 0 for any other segment. */
-typedef struct {
-    int nl, n_fwd, n_bwd;
-    int *fwd, *bwd;           /* [nl]: the pass gathering the layer's statistics, 0 none */
-    bool *fwd_need, *bwd_set; /* [n_fwd * nl], [n_bwd * nl] */
-} plan_passes;
-void plan_passes_init(plan_passes *ps, const plan *p, const net *n, int i);
-void plan_passes_free(plan_passes *ps);
 
 /* Which layers of [first, last] a backward recomputes: those whose output (or rebuilt auxiliary)
  * a backward step of `bwd` (NULL: every layer of the range) keeps, those in `extra` (NULL: none),

@@ -78,38 +78,44 @@ static void emit_stats(lower *c, int b, int r, band_rows rows, bool backward)
     t->bytes_moved = (double)lower_bytes(c, b, rows, 4) * (backward ? 2 : 1);
 }
 
+/* A zero-filled buffer for layer L's statistics sums (one pass's). */
+static void new_sums(lower *c, int L)
+{
+    c->sums[L] = lower_buf(c, BUF_SUMS, MEM_ACT, L, -1, (band_rows){0, 0}, kind_sums_bytes(&c->n->layers[L]));
+    c->s->bufs[c->sums[L]].zero = true;
+}
+
 /* The forward statistics passes (plan_passes): the statistics of every whole-map-statistics layer,
  * before the forward that normalizes with them. */
-static void stats_forward(lower *c, const band_seg *bs, const band_geom *g)
+static void stats_forward(lower *c, const plan_seg *ps)
 {
     const net *n = c->n;
+    const band_seg *bs = &ps->band;
+    const band_geom *g = ps->fwd;
+    const plan_passes *pp = &ps->passes;
     int N = n->n, R = g->n_bands, src = c->act[bs->src], a = bs->first;
-    plan_passes pp;
-    plan_passes_init(&pp, c->p, n, c->seg);
     bool *need = err_calloc((size_t)N, sizeof(bool));
     int *bound = err_calloc((size_t)N * R, sizeof(int));
     for (int L = a; L <= bs->last; L++)
-        if (pp.fwd[L - a])
+        if (pp->fwd[L - a])
             c->stats[L] = lower_buf(c, BUF_STAT, MEM_ACT, L, -1, (band_rows){0, 0}, kind_aux_bytes(n, L, 0, c->cfg->batch));
     c->stats_pass = true;
-    for (int pass = 1; pass <= pp.n_fwd; pass++) {
+    for (int pass = 1; pass <= pp->n_fwd; pass++) {
         memset(bound, -1, (size_t)N * R * sizeof(int));
         for (int L = a; L <= bs->last; L++) {
-            need[L] = pp.fwd_need[(pass - 1) * pp.nl + L - a];
-            if (pp.fwd[L - a] != pass) continue;
-            c->sums[L] = lower_buf(c, BUF_SUMS, MEM_ACT, L, -1, (band_rows){0, 0}, 16 * (int64_t)n->layers[L].c);
-            c->s->bufs[c->sums[L]].zero = true;
+            need[L] = pp->fwd_need[(pass - 1) * pp->nl + L - a];
+            if (pp->fwd[L - a] == pass) new_sums(c, L);
         }
         for (int r = 0; r < R; r++) {
             band_forward(c, bs, g, r, bound, true, -1, need);
             for (int L = a; L <= bs->last; L++) {
                 band_rows own = band_own(g, bs, r, L, n->layers[L].h);
-                if (pp.fwd[L - a] == pass && band_rows_len(own)) emit_stats(c, L, r, own, false);
+                if (pp->fwd[L - a] == pass && band_rows_len(own)) emit_stats(c, L, r, own, false);
             }
             c->act[bs->src] = src;
         }
         for (int L = a; L <= bs->last; L++) {
-            if (pp.fwd[L - a] != pass) continue;
+            if (pp->fwd[L - a] != pass) continue;
             sched_step *t = lower_step(c, SCHED_STATS_END, L, -1);
             t->aux = c->stats[L], t->sums = c->sums[L], t->dw = c->run[L], t->map_stats = true;
             t->flops = 10.0 * n->layers[L].c;
@@ -118,7 +124,6 @@ static void stats_forward(lower *c, const band_seg *bs, const band_geom *g)
     }
     c->stats_pass = false;
     free(need), free(bound);
-    plan_passes_free(&pp);
 }
 
 /* --- forward and backward ---------------------------------------------------------------------- */
@@ -127,7 +132,7 @@ void rows_forward(lower *c, const plan_seg *ps, int *bound)
 {
     const band_seg *bs = &ps->band;
     const band_geom *g = ps->fwd;
-    if (plan_seg_map_stats(c->p, c->n, c->seg)) stats_forward(c, bs, g);
+    if (plan_seg_map_stats(ps)) stats_forward(c, ps);
     int out = lower_buf(c, BUF_ACT, MEM_ACT, bs->last, -1, lower_full(c->n, bs->last), lower_bytes(c, bs->last, lower_full(c->n, bs->last), 4));
     int src = c->act[bs->src];
     for (int r = 0; r < g->n_bands; r++) {
@@ -137,25 +142,32 @@ void rows_forward(lower *c, const plan_seg *ps, int *bound)
     c->act[bs->last] = out;
 }
 
-/* One backward pass over the bands, in reverse. bwd (NULL: every layer) is what it
- * back-propagates; at the layers of `target` (NULL: none) it adds the gradient sums instead. The
- * final pass (bwd NULL) accumulates weight gradients and the segment input's gradient. */
-static void backward_pass(lower *c, const band_seg *bs, const band_geom *g, int *bound, const bool *bwd, const bool *target)
+/* One backward pass over the bands, in reverse: statistics pass `pass` (plan_passes: it
+ * back-propagates bwd_set and adds the gradient sums of the layers it gathers for), or, pass 0,
+ * the backward proper, which accumulates weight gradients and the segment input's gradient. */
+static void backward_pass(lower *c, const plan_seg *ps, int *bound, int pass)
 {
     const net *n = c->n;
+    const band_seg *bs = &ps->band;
+    const band_geom *g = ps->bwd; /* 2PS: the forward's own, whose boundaries it reads */
+    const plan_passes *pp = &ps->passes;
     int R = g->n_bands, L0 = bs->first, N = n->n;
     int src_act = c->act[bs->src], dout = c->grad[bs->last];
     int *bgrad = err_calloc((size_t)N * R, sizeof(int));
     memset(bgrad, -1, (size_t)N * R * sizeof(int));
-    bool *need = err_calloc((size_t)N, sizeof(bool)), *want = NULL, *extra = NULL;
-    if (target) { /* gradients wanted: what the pass back-propagates and the targets; x of the targets */
-        want = err_calloc((size_t)N, sizeof(bool)), extra = err_calloc((size_t)N, sizeof(bool));
+    bool *need = err_calloc((size_t)N, sizeof(bool)), *bwd = NULL, *target = NULL, *want = NULL;
+    if (pass) { /* gradients wanted: what the pass back-propagates and the targets */
+        bwd = err_calloc((size_t)N, sizeof(bool)), target = err_calloc((size_t)N, sizeof(bool));
+        want = err_calloc((size_t)N, sizeof(bool));
         for (int L = L0; L <= bs->last; L++) {
+            bwd[L] = pp->bwd_set[(pass - 1) * pp->nl + L - L0];
+            target[L] = pp->bwd[L - L0] == pass;
             want[L] = bwd[L] || target[L];
-            if (target[L]) extra[n->layers[L].in[0]] = true;
+            need[L] = pp->bwd_need[(pass - 1) * pp->nl + L - L0];
         }
+    } else {
+        plan_need(n, bs->first, bs->last, NULL, NULL, plan_seg_map_stats(ps), need);
     }
-    plan_need(n, bs->first, bs->last, bwd, extra, plan_seg_map_stats(c->p, n, c->seg), need);
     for (int r = R - 1; r >= 0; r--) {
         band_forward(c, bs, g, r, bound, false, -1, need);
         for (int L = L0; L <= bs->last; L++) c->grad[L] = -1;
@@ -181,36 +193,24 @@ static void backward_pass(lower *c, const band_seg *bs, const band_geom *g, int 
             if (is_target) {
                 emit_stats(c, L, r, out, true);
             } else {
-                sched_step *t = lower_bwd(c, L, r, out, hold_band, &hc, true, want, !target);
+                sched_step *t = lower_bwd(c, L, r, out, hold_band, &hc, true, want, !pass);
                 if (t->map_stats) t->own = band_own(g, bs, r, L, n->layers[L].h);
             }
         }
         c->act[bs->src] = src_act;
     }
-    free(bgrad), free(need), free(want), free(extra);
+    free(bgrad), free(need), free(bwd), free(target), free(want);
 }
 
 void rows_backward(lower *c, const plan_seg *ps, int *bound)
 {
-    const net *n = c->n;
     const band_seg *bs = &ps->band;
-    const band_geom *g = ps->bwd; /* 2PS: the forward's own, whose boundaries it reads */
-    plan_passes pp;
-    plan_passes_init(&pp, c->p, n, c->seg);
-    int N = n->n, a = bs->first;
-    bool *bwd = err_calloc((size_t)N, sizeof(bool)), *target = err_calloc((size_t)N, sizeof(bool));
-    for (int pass = 1; pass <= pp.n_bwd; pass++) {
-        for (int L = a; L <= bs->last; L++) {
-            bwd[L] = pp.bwd_set[(pass - 1) * pp.nl + L - a];
-            target[L] = pp.bwd[L - a] == pass;
-            if (!target[L]) continue;
-            c->sums[L] = lower_buf(c, BUF_SUMS, MEM_ACT, L, -1, (band_rows){0, 0}, 16 * (int64_t)n->layers[L].c);
-            c->s->bufs[c->sums[L]].zero = true;
-        }
-        backward_pass(c, bs, g, bound, bwd, target);
+    const plan_passes *pp = &ps->passes;
+    for (int pass = 1; pass <= pp->n_bwd; pass++) {
+        for (int L = bs->first; L <= bs->last; L++)
+            if (pp->bwd[L - bs->first] == pass) new_sums(c, L);
+        backward_pass(c, ps, bound, pass);
     }
-    free(bwd), free(target);
-    plan_passes_free(&pp);
-    backward_pass(c, bs, g, bound, NULL, NULL);
+    backward_pass(c, ps, bound, 0);
     for (int L = bs->first; L <= bs->last; L++) c->stats[L] = c->sums[L] = -1;
 }

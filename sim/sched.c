@@ -62,7 +62,7 @@ static void persistent_buffers(lower *c)
             c->pgrad[L] = lower_buf(c, BUF_PGRAD, MEM_WGRAD, L, -1, (band_rows){0, 0}, l->params * 4);
             c->opt[L] = lower_buf(c, BUF_OPT, MEM_OPTIM, L, -1, (band_rows){0, 0}, l->params * 4 * opt_mult);
         }
-        if (kind_of(l)->running) c->run[L] = lower_buf(c, BUF_RUNSTAT, MEM_WEIGHTS, L, -1, (band_rows){0, 0}, 2 * (int64_t)l->c * 4);
+        if (kind_of(l)->running) c->run[L] = lower_buf(c, BUF_RUNSTAT, MEM_WEIGHTS, L, -1, (band_rows){0, 0}, kind_running_bytes(l));
     }
     for (int b = 0; b < c->s->n_buf; b++) {
         c->s->bufs[b].persistent = true;
