@@ -149,19 +149,16 @@ int cli_load_net(net *n, const char *name, int image, err *e)
     return 0;
 }
 
-int cli_simulate(const net *n, const char *plan_text, const sched_cfg *cfg, const sim_device *d, sim_result *r,
-                 char *resolved, size_t len, int64_t **timeline, err *e)
+int cli_simulate(const net *n, const char *plan_text, const sched_cfg *cfg, const sim_device *d, sim_result *r, err *e)
 {
     plan p;
     if (plan_parse(&p, n, plan_text, e)) return -1;
-    if (resolved) plan_describe(&p, n, resolved, len);
-    int rc = sim_run(n, &p, cfg, d, r, timeline, e);
+    int rc = sim_run(n, &p, cfg, d, r, NULL, e);
     plan_free(&p);
     return rc;
 }
 
 /* --- largest batch or input under a budget (lrcnn plan, sweep search=) ------------------------ */
-
 
 /* 1: fits, 0: does not fit, -1: the configuration is invalid (e.g. too few rows for the bands). */
 static int fits(cli_probe *pr, int image, int batch)
@@ -172,7 +169,7 @@ static int fits(cli_probe *pr, int image, int batch)
     sched_cfg cfg = pr->cfg;
     cfg.batch = batch;
     sim_result r;
-    int rc = cli_simulate(&n, pr->plan_text, &cfg, &sim_device_cpu, &r, NULL, 0, NULL, &e);
+    int rc = cli_simulate(&n, pr->plan_text, &cfg, &sim_device_cpu, &r, &e);
     net_free(&n);
     if (rc) return -1;
     if (r.replay.peak > pr->budget) return 0;

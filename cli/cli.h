@@ -56,10 +56,8 @@ void cli_progress(const char *what, int k, int n);
 /* A net at an input size. image 0 keeps the net file's size. */
 int cli_load_net(net *n, const char *name, int image, err *e);
 
-/* Parses plan_text for n and simulates it; resolved (optional) receives plan_describe(),
- * timeline (optional) a malloc'd array of r->n_steps device-byte values. */
-int cli_simulate(const net *n, const char *plan_text, const sched_cfg *cfg, const sim_device *d, sim_result *r,
-                 char *resolved, size_t len, int64_t **timeline, err *e);
+/* Parses plan_text for n and simulates it. */
+int cli_simulate(const net *n, const char *plan_text, const sched_cfg *cfg, const sim_device *d, sim_result *r, err *e);
 
 /* Largest batch (by_image false, at pr->image) or square input (at pr->batch) whose replay peak
  * fits pr->budget; 0 if none. Peaks grow monotonically with both, so a doubling search followed

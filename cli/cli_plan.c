@@ -54,7 +54,7 @@ int cli_plan(int argc, char **argv)
     if (count > 64) count = 64;
     for (int k = 0; k < count; k++) {
         plan p;
-        snprintf(texts[k], sizeof texts[k], "%s%s%s", items[k], bn ? " bn=" : "", bn ? bn : "");
+        cli_plan_text(items[k], bn, texts[k], sizeof texts[k]);
         if (mode == 1 && plan_parse(&p, &n, texts[k], &e)) {
             plan_list_free(items, count);
             net_free(&n);

@@ -115,7 +115,7 @@ int cli_sim(int argc, char **argv)
     }
     sim_result base;
     cli_plan_text("layer", o.bn, text, sizeof text);
-    if (cli_simulate(&n, text, &cfg, d, &base, NULL, 0, NULL, &e)) {
+    if (cli_simulate(&n, text, &cfg, d, &base, &e)) {
         rc = cli_fail("sim", "%s", e.msg);
         goto done_file;
     }

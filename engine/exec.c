@@ -217,7 +217,9 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
             ops_stats what = t->op == SCHED_STATS_END ? OPS_STATS_END : t->dy >= 0 ? OPS_STATS_DY : OPS_STATS_X;
             if (what == OPS_STATS_END) c.running = fptr(x, t->dw), c.update_running = true;
             double t0 = now_us();
+            if (x->ops->tag) x->ops->tag(t->layer * 2 + (what == OPS_STATS_DY));
             x->ops->stats(&c, what);
+            if (x->ops->tag) x->ops->tag(-1);
             x->layer_us[t->layer * 2 + (what == OPS_STATS_DY)] += now_us() - t0;
             break;
         }

@@ -97,7 +97,8 @@ int run_plan(run *r, const run_cfg *c, err *e)
     memcpy(s->at_peak, m->at_peak, sizeof s->at_peak);
     memcpy(s->max, m->max, sizeof s->max);
     s->rss_peak = rss_peak_bytes();
-    s->loss0 = r->loss[0], s->loss_last = r->loss[K - 1];
+    s->loss0 = r->loss[0];
+    r->x.before_update = NULL; /* h lives on this stack frame */
     return 0;
 }
 

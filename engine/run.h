@@ -49,7 +49,7 @@ typedef struct {
     int64_t at_peak[MEM_NCAT], max[MEM_NCAT];
     int64_t rss_peak;             /* the process's resident-set high-water mark, bytes */
     double best_us;               /* best iteration time after the first (the only one when iters == 1) */
-    float loss0, loss_last;
+    float loss0;
     /* against a reference run (run_compare): */
     bool compared;
     double grad_dev;              /* max over tensors of ||g - g_ref|| / ||g_ref|| */

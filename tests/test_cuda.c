@@ -33,7 +33,6 @@ typedef struct {
 static int run_one(const net *n, const char *text, const ops_table *ops, outcome *o)
 {
     err e;
-    sched s;
     sched_cfg cfg = {.batch = 4, .optimizer = SCHED_SGD, .ws = ops->ws};
     if (plan_parse(&o->p, n, text, &e)) {
         printf("FAIL %s: %s\n", text, e.msg);
@@ -44,13 +43,12 @@ static int run_one(const net *n, const char *text, const ops_table *ops, outcome
     data_synthetic(&d, in->c, in->h, in->w, n->layers[n->n - 1].c, 7);
     run_cfg c = {.n = n, .p = &o->p, .sched = cfg, .ops = ops, .hp = exec_default_hparams(SCHED_SGD), .seed = 3, .iters = 1,
                  .batches = data_batches(&d), .grads = true};
-    if (sched_lower(&s, n, &o->p, &cfg, &e) || run_plan(&o->r, &c, &e)) {
+    if (run_plan(&o->r, &c, &e)) {
         printf("FAIL %s: %s\n", text, e.msg);
         plan_free(&o->p);
         return -1;
     }
-    sim_replay(&s, &o->replay, NULL);
-    sched_free(&s);
+    sim_replay(&o->r.s, &o->replay, NULL); /* the schedule the run executed */
     return 0;
 }
 

@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "engine/cpu/ops_cpu.h"
-#include "sim/kind.h"
 
 /* --- views ------------------------------------------------------------------------------------ */
 
@@ -427,13 +426,15 @@ static void loss_backward(const ops_call *c)
 
 typedef void (*kernel)(const ops_call *c);
 
-/* Forward and backward kernel of each layer kind (the input has neither). */
+/* Forward and backward kernel of each layer kind (the input has neither), and the statistics
+ * kernel of the kinds that normalize with whole-map statistics (sim/kind.h: map_stats). */
 static const struct {
     kernel forward, backward;
+    void (*stats)(const ops_call *c, ops_stats what);
 } kernels[NET_NKIND] = {
     [NET_CONV] = {conv_cpu_forward, conv_cpu_backward},  [NET_RELU] = {relu_forward, relu_backward},
     [NET_MAXPOOL] = {maxpool_forward, maxpool_backward}, [NET_AVGPOOL] = {avgpool_forward, avgpool_backward},
-    [NET_BN] = {bn_cpu_forward, bn_cpu_backward},                [NET_FC] = {fc_cpu_forward, fc_cpu_backward},
+    [NET_BN] = {bn_cpu_forward, bn_cpu_backward, bn_cpu_stats},  [NET_FC] = {fc_cpu_forward, fc_cpu_backward},
     [NET_ADD] = {add_forward, add_backward},             [NET_GAP] = {gap_forward, gap_backward},
     [NET_APOOL] = {apool_forward, apool_backward},       [NET_LOSS] = {loss_forward, loss_backward},
 };
@@ -468,8 +469,8 @@ static void cpu_copy2d(float *d, int64_t d_stride, const float *s, int64_t s_str
 
 static void cpu_stats(const ops_call *c, ops_stats what)
 {
-    CHECK(kind_of(c->l)->map_stats);
-    bn_cpu_stats(c, what);
+    CHECK(kernels[c->l->kind].stats);
+    kernels[c->l->kind].stats(c, what);
 }
 
 const ops_table ops_cpu = {.backend = "cpu", .forward = cpu_forward, .backward = cpu_backward, .stats = cpu_stats, .mem = &alloc_mem_host,
