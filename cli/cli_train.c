@@ -10,6 +10,7 @@
 #include "io/data.h"
 #include "engine/run.h"
 #include "io/h5.h"
+#include "io/spec.h"
 #include "io/weights.h"
 
 static const char *usage =
@@ -164,7 +165,7 @@ done_plan:
 
 int cli_train(int argc, char **argv)
 {
-    cli_config o = {.plan = "layer", .batch = 8, .iters = 10, .seed = 1, .optimizer = SCHED_SGD, .host_budget = -1};
+    cli_config o = {.plan = "layer", .batch = 8, .iters = SPEC_TRAIN_ITERS, .seed = 1, .optimizer = SCHED_SGD, .host_budget = -1};
     const char *dir = NULL, *init = NULL, *dump = NULL, *backend = "cpu", *v;
     double lr = -1;
     for (int i = 1; i < argc; i++) {

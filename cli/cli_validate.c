@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "engine/run.h"
 #include "io/data.h"
+#include "io/spec.h"
 
 static const char *usage =
     "usage: lrcnn validate --net NET [--plan PLANS] [--image S] [--batch N] [--iters K] [--optimizer sgd|adam]\n"
@@ -137,7 +138,7 @@ done:
 
 int cli_validate(int argc, char **argv)
 {
-    cli_config o = {.plan = "layer,ckpt-sqrt,vdnn-conv,2ps:2..8,overl:2..8,2ps-h,overl-h", .batch = 2, .iters = 2, .seed = 1,
+    cli_config o = {.plan = "layer,ckpt-sqrt,vdnn-conv,2ps:2..8,overl:2..8,2ps-h,overl-h", .batch = 2, .iters = SPEC_VALIDATE_ITERS, .seed = 1,
                     .optimizer = SCHED_SGD, .host_budget = -1};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;

@@ -412,7 +412,7 @@ static int write_plan(hid_t g, const net *n, const plan *p, err *e)
         const plan_seg *q = &p->segs[i];
         bool banded = q->mode == PLAN_ROWS;
         rows[i] = (segment_row){plan_mode_name(q->mode), n->layers[q->first].name, n->layers[q->last].name,
-                                banded ? (q->policy == BAND_2PS ? "2ps" : "overl") : "", banded ? q->fp : 0, banded ? q->bp : 0};
+                                banded ? band_policy_name(q->policy) : "", banded ? q->fp : 0, banded ? q->bp : 0};
     }
     int rc = -1;
     H5_TRY(h5_attr_str(g, "plan_family", plan_family(p), e));

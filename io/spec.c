@@ -248,7 +248,7 @@ int spec_load(spec *s, const char *path, err *e)
     if (!rc && plan_list_expand(ps->plans, &s->plans, &s->n_plans, e))
         rc = err_wrap(e, "%s:%d: plans", path, ps->line[K_PLANS]);
     /* the engine runs' iteration counts default to their commands' (lrcnn validate, lrcnn train) */
-    if (!rc && !ps->line[K_MEASURE]) s->measure = s->run == SPEC_VALIDATE ? 2 : s->run == SPEC_TRAIN ? 10 : 0;
+    if (!rc && !ps->line[K_MEASURE]) s->measure = s->run == SPEC_VALIDATE ? SPEC_VALIDATE_ITERS : s->run == SPEC_TRAIN ? SPEC_TRAIN_ITERS : 0;
     if (!rc && !s->name[0]) {
         const char *base = strrchr(path, '/');
         snprintf(s->name, sizeof s->name, "%.*s", (int)strcspn(base ? base + 1 : path, "."), base ? base + 1 : path);

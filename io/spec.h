@@ -16,6 +16,11 @@
 #define SPEC_MAX 64
 #define SPEC_FIGURES 16
 
+/* Iterations of an engine run, by default: lrcnn validate's and lrcnn train's (and run = validate
+ * or train specs', which default to their commands'). */
+#define SPEC_VALIDATE_ITERS 2
+#define SPEC_TRAIN_ITERS 10
+
 typedef enum { SPEC_SIM, SPEC_VALIDATE, SPEC_TRAIN } spec_run;
 
 typedef struct {

@@ -25,7 +25,6 @@ import argparse
 import itertools
 import math
 import os
-import re
 import sys
 from pathlib import Path
 

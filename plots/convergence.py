@@ -13,6 +13,8 @@ are bit-identical have no point), which is what tells curves apart that lie on t
 Runs whose losses are bit-identical to each other are drawn once, their labels joined by '='.
 """
 
+import re
+
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
@@ -21,7 +23,8 @@ import common as C
 
 def label(r):
     """The plan as written, its BatchNorm mode once ('2ps:4 bn=per-band' -> '2ps:4 (bn=per-band)')."""
-    return f"{r['plan'].split(' bn=')[0]} (bn={r['bn']})"
+    plan = re.sub(r"\s*\bbn=\S+", "", r["plan"])
+    return f"{plan} (bn={r['bn']})"
 
 
 def main():

@@ -24,6 +24,7 @@ typedef struct {
 } band_rows;
 
 typedef enum { BAND_2PS, BAND_OVERL } band_policy;
+static inline const char *band_policy_name(band_policy p) { return p == BAND_2PS ? "2ps" : "overl"; }
 
 typedef struct {
     int first, last; /* layers, inclusive */

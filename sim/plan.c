@@ -214,7 +214,7 @@ static int custom_seg(plan *p, const net *n, char *t, err *e)
         else return err_set(e, "rows(...): unknown or bad argument '%s' (2ps|overl, R, fp=R, bp=R, cuts=a/b/c)", a);
     }
     if (!have_policy) return err_set(e, "rows(...) needs a policy: rows(2ps,R) or rows(overl,R)");
-    if (!s->fp && !s->bp) return err_set(e, "rows(...) needs a band count: rows(%s,R)", s->policy == BAND_2PS ? "2ps" : "overl");
+    if (!s->fp && !s->bp) return err_set(e, "rows(...) needs a band count: rows(%s,R)", band_policy_name(s->policy));
     if (!s->fp) s->fp = s->bp;
     if (!s->bp) s->bp = s->fp;
     if (cuts) {
@@ -457,7 +457,7 @@ void plan_describe(const plan *p, const net *n, char *buf, size_t len)
         const plan_seg *s = &p->segs[i];
         char mode[64];
         if (s->mode == PLAN_ROWS)
-            snprintf(mode, sizeof mode, "rows(%s,fp=%d,bp=%d)", s->policy == BAND_2PS ? "2ps" : "overl", s->fp, s->bp);
+            snprintf(mode, sizeof mode, "rows(%s,fp=%d,bp=%d)", band_policy_name(s->policy), s->fp, s->bp);
         else if (s->mode == PLAN_OFFLOAD)
             snprintf(mode, sizeof mode, "offload(%s)", s->offload == PLAN_OFFLOAD_ALL ? "all" : "conv");
         else

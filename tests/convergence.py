@@ -189,6 +189,7 @@ def main(argv):
     t0 = time.monotonic()
 
     refs, rows, notes, passed, failed = {}, [], [], 0, 0
+    roles = set()
     for spec in SPECS:
         name = os.path.splitext(os.path.basename(spec))[0]
         path = os.path.join(workdir, name + ".h5")
@@ -203,8 +204,14 @@ def main(argv):
             if role(r) == "ref":
                 refs.setdefault(config(r), r)
         for r in runs:
+            roles.add(role(r))
             ok = verdict_of(r, refs.get(config(r)), role(r), rows, notes)
             passed, failed = passed + ok, failed + (not ok)
+
+    for kind, what in (("curve", "a row plan held to `layer`'s curve"), ("bn", "a per-band BatchNorm run")):
+        if kind not in roles:  # the roles come from the files: an empty set would pass vacuously
+            failed += 1
+            notes.append(f"FAIL the convergence specs have no {what}")
 
     for net, plan, extra, tag, check in CONTROLS:
         ref = next((r for k, r in refs.items() if k[0] == net), None)

@@ -1,4 +1,4 @@
-/* randnet: random network texts for property tests (test_band, test_closed).
+/* randnet: random network texts for property tests (test_band, test_closed, test_sched).
  *
  * A net is a chain of convolutions (kernels 1-7, strides 1-3, dilation, padding), max- and
  * average-pools with padding, relus (in place where they can be), bns and residual blocks

@@ -162,8 +162,10 @@ static void random_cuts(randnet_rng *g, int h, int R, char *buf, size_t len)
     size_t at = 0;
     buf[0] = 0;
     for (int x = 1, c = 0; x < h && c < R - 1; x++)
-        if (randnet_below(g, h - x) < R - 1 - c)
+        if (randnet_below(g, h - x) < R - 1 - c) {
             at += (size_t)snprintf(buf + at, len - at, "%s%d", c++ ? "/" : "", x);
+            if (at >= len) at = len - 1; /* truncated: the plan is then rejected, not overrun */
+        }
 }
 
 /* A random custom plan: up to four segments starting at random clean cuts, each layer, ckpt,
@@ -195,6 +197,7 @@ static void random_plan(randnet_rng *g, const net *n, char *buf, size_t len)
             snprintf(mode, sizeof mode, "rows(%s,%d)", m == 4 ? "2ps" : "overl", R);
         }
         at += (size_t)snprintf(buf + at, len - at, "%s%s@%s..%s", k ? "; " : "", mode, n->layers[f].name, n->layers[l].name);
+        if (at >= len) at = len - 1; /* truncated: the plan is then rejected, not overrun */
     }
 }
 
