@@ -67,16 +67,16 @@ static int sweep_one(const spec *s, const net *n, const sim_device *d, int batch
     int steps = sc.n_step;
     sched_free(&sc);
     rc = sim_run(n, &pl, &cfg, d, r, NULL, e);
-    run m = {0};
+    run_summary m = {0};
     if (!rc && s->measure) { /* the engine runs the same schedule, in its own process */
         const net_layer *in = &n->layers[0];
         data dt;
         data_synthetic(&dt, in->c, in->h, in->w, n->layers[n->n - 1].c, (uint64_t)s->seed);
         run_cfg rcfg = {.n = n, .p = &pl, .sched = cfg, .ops = &ops_cpu, .hp = exec_default_hparams(cfg.optimizer), .seed = (uint64_t)s->seed,
                         .iters = s->measure, .batches = data_batches(&dt)};
-        run_forked(&rcfg, NULL, 0, &m.sum);
-        if (!m.sum.ok) rc = err_set(e, "%s at batch %d: engine: %s", text, batch, m.sum.err);
-        c->measured = m.sum.peak, c->us = m.sum.best_us;
+        run_forked(&rcfg, NULL, 0, &m);
+        if (!m.ok) rc = err_set(e, "%s at batch %d: engine: %s", text, batch, m.err);
+        c->measured = m.peak, c->us = m.best_us;
     }
     h5_run run = {.kind = s->measure ? "train" : "sim", .n = n, .p = &pl, .plan = s->plans[p], .batch = batch,
                   .optimizer = s->optimizers[o], .device = d->name, .sim = r, .timeline = s->timeline ? tl : NULL,

@@ -146,7 +146,7 @@ int cli_train_run(const cli_train_job *j, h5_file *f, err *e)
     }
     if (!j->quiet) print_table(&r.sum, &pred);
     h5_run hr = {.kind = "train", .n = n, .p = &p, .plan = j->plan, .batch = cfg.batch, .optimizer = cli_optimizer_name(cfg.optimizer),
-                 .device = "cpu", .sim = &pred, .measured = &r, .backend = j->ops->backend,
+                 .device = "cpu", .sim = &pred, .measured = &r.sum, .trace = &r, .backend = j->ops->backend,
                  .data = j->data_dir ? j->data_dir : "synthetic", .seed = j->seed};
     if (f && h5_write_run(f, &hr, e)) rc = CLI_USAGE;
     if (j->dump && rc == CLI_OK) {

@@ -57,9 +57,9 @@ static int write_runs(const cli_validate_job *j, h5_file *f, const char **items,
                       const run_summary *meas, const run_summary *cmpr, int count, err *e)
 {
     for (int k = 0; k < count; k++) {
-        run m = {.sum = meas[k]};
-        m.sum.compared = true, m.sum.grad_dev = cmpr[k].grad_dev, m.sum.loss_dev = cmpr[k].loss_dev;
-        snprintf(m.sum.worst, sizeof m.sum.worst, "%s", cmpr[k].worst);
+        run_summary m = meas[k];
+        m.compared = true, m.grad_dev = cmpr[k].grad_dev, m.loss_dev = cmpr[k].loss_dev;
+        snprintf(m.worst, sizeof m.worst, "%s", cmpr[k].worst);
         h5_run run = {.kind = "validate", .n = j->n, .p = &ps[k], .plan = items[k], .batch = j->cfg.batch,
                       .optimizer = cli_optimizer_name(j->cfg.optimizer), .device = "cpu", .sim = &pred[k], .measured = &m,
                       .backend = "cpu", .data = "synthetic", .seed = j->seed};

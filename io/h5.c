@@ -330,8 +330,8 @@ static int write_measured(hid_t loc, const h5_run *r, err *e)
 {
     int rc = -1;
     hid_t g = H5I_INVALID_HID;
-    const run *m = r->measured;
-    const run_summary *s = &m->sum;
+    const run_summary *s = r->measured;
+    const run *m = r->trace;
     int n_layers = r->n->n;
     H5_CHECK(g = H5Gcreate2(loc, "measured", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     H5_TRY(h5_attr_i64(g, "peak", s->peak, e));
@@ -347,12 +347,11 @@ static int write_measured(hid_t loc, const h5_run *r, err *e)
     }
     H5_TRY(dset_i64(g, "at_peak", s->at_peak, MEM_NCAT, e));
     H5_TRY(dset_i64(g, "max", s->max, MEM_NCAT, e));
-    bool all = m->loss != NULL;
-    hsize_t n_iters = all ? (hsize_t)s->iters : 1;
-    H5_TRY(h5_dset_1d(g, "loss", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, all ? m->loss : &s->loss0, n_iters, e));
-    H5_TRY(h5_dset_1d(g, "iter_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, all ? m->iter_us : &s->best_us, n_iters, e));
-    if (m->x.mem.timeline && m->x.mem.n_timeline) H5_TRY(dset_i64(g, "timeline", m->x.mem.timeline, m->x.mem.n_timeline, e));
-    if (m->x.layer_us) {
+    hsize_t n_iters = m ? (hsize_t)s->iters : 1;
+    H5_TRY(h5_dset_1d(g, "loss", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, m ? m->loss : &s->loss0, n_iters, e));
+    H5_TRY(h5_dset_1d(g, "iter_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, m ? m->iter_us : &s->best_us, n_iters, e));
+    if (m && m->x.mem.timeline && m->x.mem.n_timeline) H5_TRY(dset_i64(g, "timeline", m->x.mem.timeline, m->x.mem.n_timeline, e));
+    if (m && m->x.layer_us) {
         hsize_t dims[2] = {(hsize_t)n_layers, 2};
         H5_TRY(h5_dset(g, "layer_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, m->x.layer_us, 2, dims, e));
     }

@@ -29,7 +29,10 @@ typedef struct {
     const int64_t *timeline;     /* device bytes after each schedule step, or NULL */
     const int64_t *timeline_cat; /* [n_timeline][MEM_NCAT] device bytes per category, or NULL */
     int n_timeline;
-    const run *measured;         /* engine runs (measured/), else NULL */
+    const run_summary *measured; /* engine runs (measured/), else NULL */
+    const run *trace;            /* an engine run made in this process: every iteration's loss and time,
+                                    its allocator timeline and per-layer times; NULL for a forked run,
+                                    whose summary alone came back (iteration 0's loss, the best time) */
     const char *backend;         /* engine runs: the backend's name */
     const char *data;            /* engine runs: "synthetic" or the image directory */
     uint64_t seed;               /* engine runs: weights and data */
