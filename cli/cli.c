@@ -131,6 +131,19 @@ void cli_plan_text(const char *item, const char *bn, char *buf, size_t len)
     snprintf(buf, len, "%s%s%s", item, add ? " bn=" : "", add ? bn : "");
 }
 
+const char *cli_fmt_closed(const sim_result *r, int cat, char *buf, size_t len)
+{
+    if (!r->closed_ok) return "n/a";
+    return units_fmt_bytes(cat < 0 ? r->closed.peak : r->closed.at_peak[cat], buf, len);
+}
+
+const char *cli_fmt_closed_err(const sim_result *r, int64_t ref, const char *fmt, char *buf, size_t len)
+{
+    if (!r->closed_ok || !ref) return "n/a";
+    snprintf(buf, len, fmt, 100.0 * (double)(r->closed.peak - ref) / (double)ref);
+    return buf;
+}
+
 void cli_progress(const char *what, int k, int n)
 {
     if (!isatty(STDERR_FILENO)) return;

@@ -50,6 +50,11 @@ const char *cli_optimizer_name(sched_optimizer o);
  * its own bn= (which wins) or bn is NULL or "". */
 void cli_plan_text(const char *item, const char *bn, char *buf, size_t len);
 
+/* The closed form's bytes of category cat (-1: the peak), and its error in percent against ref
+ * bytes, as text: "n/a" where it does not model the plan (sim_result.closed_ok). */
+const char *cli_fmt_closed(const sim_result *r, int cat, char *buf, size_t len);
+const char *cli_fmt_closed_err(const sim_result *r, int64_t ref, const char *fmt, char *buf, size_t len);
+
 /* Progress "\r  what k/n" on stderr, only when stderr is a terminal; k == n ends the line. */
 void cli_progress(const char *what, int k, int n);
 

@@ -21,16 +21,16 @@ static const char *usage =
 
 static void print_breakdown(const net *n, const sched_cfg *cfg, const char *text, const char *resolved, const sim_result *r)
 {
-    char a[32], b[32], c[32];
+    char a[32], b[32], c[32], d[32];
     printf("%s @ %dx%d, batch %d, %s, plan %s\n  %s\n\n", n->name, n->layers[0].h, n->layers[0].w, cfg->batch,
            cli_optimizer_name(cfg->optimizer), text, resolved);
     printf("  %-14s %14s %14s %14s\n", "category", "replay@peak", "closed@peak", "replay max");
     for (int k = 0; k < MEM_NCAT; k++)
         printf("  %-14s %14s %14s %14s\n", mem_cat_name((mem_cat)k), units_fmt_bytes(r->replay.at_peak[k], a, sizeof a),
-               units_fmt_bytes(r->closed.at_peak[k], b, sizeof b), units_fmt_bytes(r->replay.max[k], c, sizeof c));
-    double err = r->replay.peak ? 100.0 * (double)(r->closed.peak - r->replay.peak) / (double)r->replay.peak : 0;
-    printf("  %-14s %14s %14s   (closed vs replay %+.1f%%)\n", "peak (device)", units_fmt_bytes(r->replay.peak, a, sizeof a),
-           units_fmt_bytes(r->closed.peak, b, sizeof b), err);
+               cli_fmt_closed(r, k, b, sizeof b), units_fmt_bytes(r->replay.max[k], c, sizeof c));
+    printf("  %-14s %14s %14s   (closed vs replay %s)\n", "peak (device)", units_fmt_bytes(r->replay.peak, a, sizeof a),
+           cli_fmt_closed(r, -1, b, sizeof b), cli_fmt_closed_err(r, r->replay.peak, "%+.1f%%", d, sizeof d));
+    if (!r->closed_ok) printf("  (the closed form does not model encodings yet: the replay is the prediction)\n");
     printf("  FLOPs %.4g G (fwd+bwd incl. recompute), time %.4g ms on the device profile, %d steps\n", r->flops / 1e9,
            r->time_us / 1e3, r->n_steps);
 }
@@ -40,7 +40,7 @@ static void print_breakdown(const net *n, const sched_cfg *cfg, const char *text
 static int sim_one(const net *n, const char *item, const char *bn, const sched_cfg *cfg, const sim_device *d,
                    const sim_result *base, bool alone, h5_file *f, err *e)
 {
-    char text[320], resolved[1024], a[32], b[32];
+    char text[320], resolved[1024], a[32], b[32], c[32];
     cli_plan_text(item, bn, text, sizeof text);
     sim_result r;
     int64_t *tl = NULL;
@@ -54,10 +54,10 @@ static int sim_one(const net *n, const char *item, const char *bn, const sched_c
     if (alone) {
         print_breakdown(n, cfg, text, resolved, &r);
     } else {
-        double cerr = 100.0 * (double)(r.closed.peak - r.replay.peak) / (double)r.replay.peak;
         double red = 100.0 * (1.0 - (double)r.replay.peak / (double)base->replay.peak);
-        printf("  %-16s %12s %12s %+7.1f%% %9.1f%% %10.4gG %8.3fx\n", item, units_fmt_bytes(r.replay.peak, a, sizeof a),
-               units_fmt_bytes(r.closed.peak, b, sizeof b), cerr, red, r.flops / 1e9, r.flops / base->flops);
+        printf("  %-16s %12s %12s %8s %9.1f%% %10.4gG %8.3fx\n", item, units_fmt_bytes(r.replay.peak, a, sizeof a),
+               cli_fmt_closed(&r, -1, b, sizeof b), cli_fmt_closed_err(&r, r.replay.peak, "%+.1f%%", c, sizeof c), red,
+               r.flops / 1e9, r.flops / base->flops);
     }
     h5_run run = {.kind = "sim", .n = n, .p = &p, .plan = item, .batch = cfg->batch, .optimizer = cli_optimizer_name(cfg->optimizer),
                   .device = d->name, .sim = &r, .timeline = tl, .n_timeline = r.n_steps};

@@ -127,14 +127,14 @@ static void print_tables(const spec *s, net *nets, const cell *cells, long count
             if (!strcmp(s->plans[p], "layer")) base = &cells[i + p].r, m0 = &cells[i + p];
         for (int p = 0; p < s->n_plans; p++) {
             const sim_result *r = &cells[i + p].r;
-            char red[16] = "-", fl[16] = "-";
+            char red[16] = "-", fl[16] = "-", ce[16];
             if (base) {
                 snprintf(red, sizeof red, "%.1f%%", 100.0 * (1.0 - (double)r->replay.peak / (double)base->replay.peak));
                 snprintf(fl, sizeof fl, "%.3fx", r->flops / base->flops);
             }
-            printf("  %-18s %12s %12s %+7.1f%% %9s %9.4gG %9s", s->plans[p], units_fmt_bytes(r->replay.peak, a, sizeof a),
-                   units_fmt_bytes(r->closed.peak, b, sizeof b),
-                   100.0 * (double)(r->closed.peak - r->replay.peak) / (double)r->replay.peak, red, r->flops / 1e9, fl);
+            printf("  %-18s %12s %12s %8s %9s %9.4gG %9s", s->plans[p], units_fmt_bytes(r->replay.peak, a, sizeof a),
+                   cli_fmt_closed(r, -1, b, sizeof b), cli_fmt_closed_err(r, r->replay.peak, "%+.1f%%", ce, sizeof ce), red,
+                   r->flops / 1e9, fl);
             if (s->measure) {
                 const cell *m = &cells[i + p];
                 printf(" %12s %+7.3f%% %7.0f ms %7.2fx", units_fmt_bytes(m->measured, a, sizeof a),

@@ -76,17 +76,16 @@ static void on_iter(const run *r, int it, void *ctx)
 /* Measured beside both predictions, by category. */
 static void print_table(const run_summary *m, const sim_result *pred)
 {
-    char a[32], b[32], c[32];
+    char a[32], b[32], c[32], d[32];
     printf("\n  %-14s %14s %14s %14s\n", "category", "measured", "replay", "closed");
     for (int k = 0; k < MEM_NCAT; k++)
         printf("  %-14s %14s %14s %14s\n", mem_cat_name((mem_cat)k), units_fmt_bytes(m->at_peak[k], a, sizeof a),
-               units_fmt_bytes(pred->replay.at_peak[k], b, sizeof b), units_fmt_bytes(pred->closed.at_peak[k], c, sizeof c));
+               units_fmt_bytes(pred->replay.at_peak[k], b, sizeof b), cli_fmt_closed(pred, k, c, sizeof c));
     double err_replay = 100.0 * (double)(pred->replay.peak - m->peak) / (double)m->peak;
-    double err_closed = 100.0 * (double)(pred->closed.peak - m->peak) / (double)m->peak;
     printf("  %-14s %14s %14s %14s\n", "peak", units_fmt_bytes(m->peak, a, sizeof a), units_fmt_bytes(pred->replay.peak, b, sizeof b),
-           units_fmt_bytes(pred->closed.peak, c, sizeof c));
-    printf("  prediction error vs measured: replay %+.3f%%, closed form %+.2f%%; process RSS high-water %s\n", err_replay,
-           err_closed, units_fmt_bytes(m->rss_peak, a, sizeof a));
+           cli_fmt_closed(pred, -1, c, sizeof c));
+    printf("  prediction error vs measured: replay %+.3f%%, closed form %s; process RSS high-water %s\n", err_replay,
+           cli_fmt_closed_err(pred, m->peak, "%+.2f%%", d, sizeof d), units_fmt_bytes(m->rss_peak, a, sizeof a));
 }
 
 /* The last iteration's batch, parameters and gradients into j->dump (io/weights.h). */

@@ -42,11 +42,11 @@ static void print_header(const cli_validate_job *j)
 static void print_row(const char *item, const sim_result *pred, const run_summary *m, const run_summary *c,
                       const run_summary *m0, bool reference)
 {
-    char a[32], b[32], d[32], r[32];
-    printf("  %-14s %10s %10s %10s %+7.3f%% %+7.2f%% %7.1f%% %7.0fms %6.2fx %9.1e %-14s %10s\n", item,
-           units_fmt_bytes(pred->replay.peak, a, sizeof a), units_fmt_bytes(pred->closed.peak, b, sizeof b),
+    char a[32], b[32], d[32], r[32], ce[16];
+    printf("  %-14s %10s %10s %10s %+7.3f%% %8s %7.1f%% %7.0fms %6.2fx %9.1e %-14s %10s\n", item,
+           units_fmt_bytes(pred->replay.peak, a, sizeof a), cli_fmt_closed(pred, -1, b, sizeof b),
            units_fmt_bytes(m->peak, d, sizeof d), 100.0 * (double)(pred->replay.peak - m->peak) / (double)m->peak,
-           100.0 * (double)(pred->closed.peak - m->peak) / (double)m->peak, 100.0 * (1.0 - (double)m->peak / (double)m0->peak),
+           cli_fmt_closed_err(pred, m->peak, "%+.2f%%", ce, sizeof ce), 100.0 * (1.0 - (double)m->peak / (double)m0->peak),
            m->best_us / 1e3, m->best_us / m0->best_us, c->grad_dev, reference ? "(reference)" : c->worst,
            units_fmt_bytes(m->rss_peak, r, sizeof r));
     fflush(stdout);

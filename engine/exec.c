@@ -65,6 +65,8 @@ void exec_init(exec *x, const net *n, const plan *p, const sched *s, const ops_t
     alloc_init(&x->mem, ops->mem);
     x->ptr = err_calloc((size_t)s->n_buf, sizeof(void *));
     x->on_host = err_calloc((size_t)s->n_buf, sizeof(bool));
+    x->bytes = err_calloc((size_t)s->n_buf, sizeof(int64_t));
+    for (int b = 0; b < s->n_buf; b++) x->bytes[b] = s->bufs[b].bytes;
     x->layer_us = err_calloc((size_t)n->n * 2, sizeof(double));
 }
 
@@ -123,6 +125,36 @@ static void copy_rows(exec *x, const sched_step *t)
     x->ops->copy2d(d, dh * l->w, s, sh * l->w, (int64_t)x->s->batch * l->c, rows * l->w, t->acc);
 }
 
+/* The codec's view of encoded buffer b (sim/enc.h). */
+static ops_codec codec_of(const exec *x, int b)
+{
+    const sched_buf *sb = &x->s->bufs[b];
+    const net_layer *l = &x->n->layers[sb->layer];
+    ops_codec m = {.kind = sb->enc, .mod = &x->p->mods[sb->mod], .shape = sb->shape, .row0 = sb->rows.a, .c = l->c, .w = l->w,
+                   .win = l->win};
+    if (l->n_in) m.in_w = x->n->layers[l->in[0]].w;
+    return m;
+}
+
+/* ENCODE into a buffer allocated here when its size depends on the values, or DECODE. */
+static void code(exec *x, const sched_step *t)
+{
+    const sched_buf *eb = &x->s->bufs[t->op == SCHED_ENCODE ? t->dst : t->src];
+    ops_codec m = codec_of(x, t->op == SCHED_ENCODE ? t->dst : t->src);
+    double t0 = now_us();
+    if (t->op == SCHED_DECODE) {
+        x->ops->decode(&m, fptr(x, t->src), fptr(x, t->dst));
+    } else {
+        void *scratch = t->ws >= 0 ? fptr(x, t->ws) : NULL, *src = fptr(x, t->src);
+        if (enc_data_sized(eb->enc)) {
+            x->bytes[t->dst] = x->ops->encode(&m, src, NULL, scratch);
+            x->ptr[t->dst] = alloc_get(&x->mem, eb->cat, x->bytes[t->dst], false);
+        }
+        CHECK(x->ops->encode(&m, src, fptr(x, t->dst), scratch) == x->bytes[t->dst]);
+    }
+    x->codec_us += now_us() - t0;
+}
+
 static void update(exec *x)
 {
     x->steps_done++;
@@ -162,6 +194,7 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
     const sched *s = x->s;
     const net *n = x->n;
     memset(x->layer_us, 0, (size_t)n->n * 2 * sizeof(double));
+    x->codec_us = 0;
     exec_start(x);
     alloc_reset_peaks(&x->mem);
     x->mem.record = true;
@@ -170,22 +203,24 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
         const sched_buf *sb = t->buf >= 0 ? &s->bufs[t->buf] : NULL;
         switch (t->op) {
         case SCHED_ALLOC:
-            if (sb->persistent) break; /* exec_start */
+            if (sb->persistent || (sb->kind == BUF_ENC && enc_data_sized(sb->enc))) break; /* exec_start; ENCODE */
             x->ptr[t->buf] = alloc_get(&x->mem, sb->cat, sb->bytes, sb->zero);
             break;
         case SCHED_FREE:
             if (sb->persistent) break; /* kept for the next iteration; exec_free releases them */
-            alloc_put(&x->mem, x->ptr[t->buf], x->on_host[t->buf] ? MEM_HOST : sb->cat, sb->bytes);
+            alloc_put(&x->mem, x->ptr[t->buf], x->on_host[t->buf] ? MEM_HOST : sb->cat, x->bytes[t->buf]);
             x->ptr[t->buf] = NULL, x->on_host[t->buf] = false;
             break;
         case SCHED_OFFLOAD:
-            x->ptr[t->buf] = alloc_move(&x->mem, x->ptr[t->buf], sb->cat, MEM_HOST, sb->bytes);
+            x->ptr[t->buf] = alloc_move(&x->mem, x->ptr[t->buf], sb->cat, MEM_HOST, x->bytes[t->buf]);
             x->on_host[t->buf] = true;
             break;
         case SCHED_PREFETCH:
-            x->ptr[t->buf] = alloc_move(&x->mem, x->ptr[t->buf], MEM_HOST, sb->cat, sb->bytes);
+            x->ptr[t->buf] = alloc_move(&x->mem, x->ptr[t->buf], MEM_HOST, sb->cat, x->bytes[t->buf]);
             x->on_host[t->buf] = false;
             break;
+        case SCHED_ENCODE:
+        case SCHED_DECODE: code(x, t); break;
         case SCHED_LOAD:
             x->ops->upload(fptr(x, t->y), images, s->bufs[t->y].bytes);
             x->ops->upload(x->ptr[t->aux], labels, s->bufs[t->aux].bytes);
@@ -262,8 +297,9 @@ void exec_param_write(exec *x, buf_kind kind, int L, const float *src)
 void exec_free(exec *x)
 {
     for (int b = 0; b < x->s->n_buf; b++)
-        if (x->ptr[b]) alloc_put(&x->mem, x->ptr[b], x->on_host[b] ? MEM_HOST : x->s->bufs[b].cat, x->s->bufs[b].bytes);
+        if (x->ptr[b]) alloc_put(&x->mem, x->ptr[b], x->on_host[b] ? MEM_HOST : x->s->bufs[b].cat, x->bytes[b]);
     free(x->ptr);
+    free(x->bytes);
     free(x->on_host);
     free(x->layer_us);
     alloc_free_stats(&x->mem);

@@ -24,11 +24,14 @@ typedef struct exec {
     exec_hparams hp;
     alloc_stats mem;
     void **ptr;                  /* [n_buf] memory of each buffer while allocated */
+    int64_t *bytes;              /* [n_buf] its size: the schedule's, or for a data-sized encoding
+                                    (sim/enc.h) what the codec measured at ENCODE (kept after FREE) */
     bool *on_host;
     bool started;                /* persistent buffers exist */
     int steps_done;              /* optimizer steps taken */
     float loss;                  /* of the last iteration */
     double *layer_us;            /* [n * 2]: forward, backward microseconds, last iteration */
+    double codec_us;             /* ENCODE and DECODE steps, last iteration */
     uint64_t seed;
     /* Called just before the optimizer step (gradients complete), e.g. to copy them for a dump. */
     void (*before_update)(struct exec *x, void *ctx);

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "engine/alloc.h"
+#include "sim/enc.h"
 #include "sim/net.h"
 
 typedef struct {
@@ -63,6 +64,17 @@ typedef struct {
     int64_t ws_bytes;          /* its size (what the backend's workspace model asked for) */
 } ops_call;
 
+/* A kept map's encoding as a codec sees it (sim/enc.h): its kind, the modifier that chose it, its
+ * shape per image; for an argmax, the pool's window and input width, and the first of the rows
+ * held (the argmax of output row o, column ow is stored as its place in that window). */
+typedef struct {
+    enc_kind kind;
+    const enc_mod *mod;
+    enc_shape shape;
+    int row0, c, w, in_w;
+    net_window win;
+} ops_codec;
+
 /* A backend: its layer kernels, where its tensors live (mem), and the few things the executor
  * does to tensors itself. Pointers the executor passes are the backend's own (device memory for
  * CUDA) except where a parameter is called host. Calls may run asynchronously; sync waits for
@@ -84,6 +96,13 @@ typedef struct {
     void (*sync)(void);
     /* Marks the kernels launched until the next call as step `tag`'s (profiling); may be NULL. */
     void (*tag)(int tag);
+    /* The encodings of kept maps (NULL: none in this backend, which then refuses plans with
+     * modifiers). encode with out NULL returns the bytes the map's encoding takes (data-sized
+     * kinds: the executor allocates exactly that; the codec may leave its work in scratch for the
+     * call that follows), else writes it to out and returns the same count. x: fp32 values, or
+     * int64 places for ENC_ARGMAX. */
+    int64_t (*encode)(const ops_codec *m, const void *x, void *out, void *scratch);
+    void (*decode)(const ops_codec *m, const void *in, void *x);
 } ops_table;
 
 extern const ops_table ops_cpu;

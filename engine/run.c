@@ -59,6 +59,8 @@ int run_plan(run *r, const run_cfg *c, err *e)
     engine_ran_here = true;
     sched_cfg sc = c->sched;
     sc.ws = c->ops->ws;
+    if (c->p->n_mod && !c->ops->encode)
+        return err_set(e, "plan '%s': the %s backend has no codecs for kept-map encodings yet", c->p->text, c->ops->backend);
     if (sched_lower(&r->s, c->n, c->p, &sc, e)) return -1;
     exec_init(&r->x, c->n, c->p, &r->s, c->ops, sc.optimizer, c->hp, c->seed);
     exec_start(&r->x);

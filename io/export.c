@@ -303,6 +303,7 @@ static int write_run(FILE *fp, tables *ts, hid_t runs, const char *path, const c
     H5_TRY(open_obj(g, where, "prediction", false, &pred, e));
     snprintf(pwhere, sizeof pwhere, "%s/prediction", where);
     for (int k = 0; k < 2; k++) {
+        if (k && H5Lexists(pred, models[k], H5P_DEFAULT) <= 0) continue; /* the closed form did not model the plan */
         H5_TRY(open_obj(pred, pwhere, models[k], false, &m[k], e));
         snprintf(mwhere[k], sizeof mwhere[k], "%s/%s", pwhere, models[k]);
         H5_TRY(read_attr(m[k], mwhere[k], "peak", RD_INT, &peak[k], e));
@@ -316,10 +317,13 @@ static int write_run(FILE *fp, tables *ts, hid_t runs, const char *path, const c
         if (is_int[c]) put_i64(fp, iv[c]);
         else put_str(fp, s[c]);
     }
-    put_i64(fp, peak[0]);
-    put_i64(fp, peak[1]);
     for (int k = 0; k < 2; k++)
-        for (int c = 0; c < ncat; c++) put_i64(fp, at[k][c]);
+        if (at[k]) put_i64(fp, peak[k]);
+        else fputs("\t", fp); /* empty: not modelled */
+    for (int k = 0; k < 2; k++)
+        for (int c = 0; c < ncat; c++)
+            if (at[k]) put_i64(fp, at[k][c]);
+            else fputs("\t", fp);
     fprintf(fp, "\t%.17g\t%.17g\n", flops, time_us);
     rc = 0;
 cleanup:

@@ -482,7 +482,7 @@ int h5_write_run(h5_file *f, const h5_run *r, err *e)
 
     H5_CHECK(pred = H5Gcreate2(g, "prediction", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     H5_TRY(write_mem(pred, "replay", &r->sim->replay, e));
-    H5_TRY(write_mem(pred, "closed", &r->sim->closed, e));
+    if (r->sim->closed_ok) H5_TRY(write_mem(pred, "closed", &r->sim->closed, e)); /* absent: not modelled */
     if (r->timeline && r->n_timeline > 0) H5_TRY(dset_i64(g, "timeline", r->timeline, r->n_timeline, e));
     if (r->measured) H5_TRY(write_measured(g, r, e));
     if (r->search) {

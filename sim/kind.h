@@ -20,6 +20,12 @@ typedef enum {
     KIND_AUX_PROBS,  /* fp32 softmax probabilities per image (loss): N * C values */
 } kind_aux;
 
+/* What a backward reads of the maps it keeps (keeps_x, keeps_y): their values (the default), only
+ * their sign (relu's mask: y > 0), or only their shape (max-pool, whose argmax says where the
+ * gradient goes). Gist's binarize stores a kept map whose backward readers need no more than its
+ * sign in one bit a value (sim/stash.c). */
+typedef enum { KIND_READS_VALUES, KIND_READS_SIGN, KIND_READS_SHAPE } kind_reads;
+
 /* A key of the net format: `name=value` fills the int or float at byte `off` of a net_layer. */
 typedef enum { KIND_KEY_COUNT, KIND_KEY_SIZE, KIND_KEY_BOOL, KIND_KEY_FLOAT } kind_key_type;
 typedef struct {
@@ -58,6 +64,7 @@ typedef struct {
     bool inplace;         /* overwrites its input when nothing else reads it (and it is not the image) */
     bool keeps_x;         /* backward reads its inputs (autograd's saved tensors) */
     bool keeps_y;         /* backward reads its output */
+    kind_reads reads;     /* of what it keeps */
     kind_aux aux;
     bool aux_optional;    /* the forward writes the auxiliary only when a backward will read it */
     bool aux_rebuilt;     /* a recompute rebuilds the auxiliary, so a checkpointed or banded layer is

@@ -21,7 +21,7 @@ sched_step *lower_step(lower *c, sched_op op, int L, int band)
     if (s->n_step == c->cap_step) s->steps = err_realloc(s->steps, (size_t)(c->cap_step = c->cap_step * 2 + 256) * sizeof(sched_step));
     sched_step *t = &s->steps[s->n_step++];
     memset(t, 0, sizeof *t);
-    t->op = op, t->layer = L, t->band = band, t->seg = c->seg;
+    t->op = op, t->layer = L, t->band = band, t->seg = c->seg, t->bwd_phase = c->bwd_phase;
     t->y = t->aux = t->w = t->dw = t->ws = t->dy = t->src = t->dst = t->buf = t->sums = -1;
     for (int j = 0; j < NET_MAX_IN; j++) t->x[j] = t->dx[j] = -1;
     return t;
@@ -142,4 +142,57 @@ void lower_copy(lower *c, int L, int band, band_rows r, int src, int dst, bool a
     sched_step *t = lower_step(c, SCHED_COPY, L, band);
     t->rows = r, t->src = src, t->dst = dst, t->acc = acc;
     t->bytes_moved = (double)lower_bytes(c, L, r, 4) * 2;
+}
+
+sched_step lower_buffer_step(const sched *s, sched_op op, int b, int band, int seg)
+{
+    bool move = op == SCHED_OFFLOAD || op == SCHED_PREFETCH;
+    return (sched_step){.op = op, .layer = s->bufs[b].layer, .band = band, .seg = seg, .buf = b, .x = {-1, -1}, .y = -1,
+                        .aux = -1, .w = -1, .dw = -1, .ws = -1, .dy = -1, .dx = {-1, -1}, .src = -1, .dst = -1, .sums = -1,
+                        .bytes_moved = move ? (double)s->bufs[b].bytes : 0};
+}
+
+lower_buckets lower_bucket(const int *key, int n_items, int ns)
+{
+    lower_buckets k = {err_calloc((size_t)ns + 1, sizeof(int)), NULL};
+    for (int b = 0; b < n_items; b++)
+        if (key[b] >= 0) k.start[key[b] + 1]++;
+    for (int i = 0; i < ns; i++) k.start[i + 1] += k.start[i];
+    int *next = err_calloc((size_t)ns + 1, sizeof(int));
+    memcpy(next, k.start, ((size_t)ns + 1) * sizeof(int));
+    k.list = err_calloc((size_t)k.start[ns] + 1, sizeof(int));
+    for (int b = 0; b < n_items; b++)
+        if (key[b] >= 0) k.list[next[key[b]]++] = b;
+    free(next);
+    return k;
+}
+
+void lower_buckets_free(lower_buckets *k)
+{
+    free(k->start), free(k->list);
+}
+
+void lower_insert(lower *c, const lower_ins *ins, int n)
+{
+    if (!n) return;
+    sched *s = c->s;
+    int ns = s->n_step, cap = ns + n, out = 0;
+    int *before = err_calloc((size_t)n, sizeof(int)), *after = err_calloc((size_t)n, sizeof(int));
+    for (int i = 0; i < n; i++) {
+        CHECK(ins[i].at >= 0 && ins[i].at < ns);
+        before[i] = ins[i].after ? -1 : ins[i].at;
+        after[i] = ins[i].after ? ins[i].at : -1;
+    }
+    lower_buckets pre = lower_bucket(before, n, ns), post = lower_bucket(after, n, ns);
+    sched_step *steps = err_calloc((size_t)cap, sizeof(sched_step));
+    for (int i = 0; i < ns; i++) {
+        for (int k = pre.start[i]; k < pre.start[i + 1]; k++) steps[out++] = ins[pre.list[k]].step;
+        steps[out++] = s->steps[i];
+        for (int k = post.start[i]; k < post.start[i + 1]; k++) steps[out++] = ins[post.list[k]].step;
+    }
+    CHECK(out == cap);
+    free(s->steps);
+    s->steps = steps, s->n_step = out, c->cap_step = cap;
+    lower_buckets_free(&pre), lower_buckets_free(&post);
+    free(before), free(after);
 }

@@ -48,4 +48,33 @@ sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold
                       const bool *want, bool weights);
 void lower_copy(lower *c, int L, int band, band_rows r, int src, int dst, bool acc);
 
+/* A step about buffer b alone (ALLOC, FREE, OFFLOAD, PREFETCH): every other buffer slot unused;
+ * a move carries the buffer's bytes over the host link. */
+sched_step lower_buffer_step(const sched *s, sched_op op, int b, int band, int seg);
+
+/* Items bucketed by step (a counting sort): the items i with key[i] >= 0, in item order within a
+ * step; those of step k are list[start[k] .. start[k + 1]), start[ns] of them in all. */
+typedef struct {
+    int *start, *list;
+} lower_buckets;
+lower_buckets lower_bucket(const int *key, int n_items, int ns);
+void lower_buckets_free(lower_buckets *k);
+
+/* A step to insert just before or just after step `at` of the current list. */
+typedef struct {
+    int at;
+    bool after;
+    sched_step step;
+} lower_ins;
+/* Rebuilds the step list with the insertions in place (in their order where they share a place). */
+void lower_insert(lower *c, const lower_ins *ins, int n);
+
+/* What is kept between the passes (stash.c), after the compute steps are lowered: which kept
+ * maps offload segments move to the host; the encodings of kept maps (ENCODE after a map's last
+ * forward use, DECODE before its first backward use; an error when a modifier encodes nothing);
+ * then the moves (OFFLOAD after the last forward use, PREFETCH one backward step ahead). */
+void stash_mark_offloads(lower *c);
+int stash_encode(lower *c, err *e);
+void stash_place_moves(lower *c);
+
 #endif

@@ -399,6 +399,49 @@ void plan_need(const net *n, int first, int last, const bool *bwd, const bool *e
     }
 }
 
+static char *trim(char *t)
+{
+    size_t len = strlen(t);
+    while (len && (t[len - 1] == ' ' || t[len - 1] == '\t')) t[--len] = 0;
+    while (*t == ' ' || *t == '\t') memmove(t, t + 1, len--);
+    return t;
+}
+
+/* "gist+dpr:fp16": the modifiers after the plan's first '+' (sim/enc.h). */
+static int parse_mods(plan *p, char *list, err *e)
+{
+    for (char *m = list, *next; m; m = next) {
+        next = strchr(m, '+');
+        if (next) *next++ = 0;
+        trim(m);
+        if (!*m) return err_set(e, "an empty modifier (a '+' with nothing after it)");
+        if (p->n_mod == ENC_MAX_MODS) return err_set(e, "more than %d modifiers", ENC_MAX_MODS);
+        enc_mod *d = &p->mods[p->n_mod];
+        if (enc_mod_parse(d, m, e)) return -1;
+        bool gist = d->kind == ENC_MOD_GIST;
+        if (gist ? plan_gist(p) != NULL : plan_lossy(p) != NULL)
+            return err_set(e, gist ? "+gist given twice"
+                                   : "+%s: a plan takes one lossy encoding (dpr or zfp), which stores every kept map gist leaves",
+                           m);
+        p->n_mod++;
+    }
+    return 0;
+}
+
+const enc_mod *plan_gist(const plan *p)
+{
+    for (int i = 0; i < p->n_mod; i++)
+        if (p->mods[i].kind == ENC_MOD_GIST) return &p->mods[i];
+    return NULL;
+}
+
+const enc_mod *plan_lossy(const plan *p)
+{
+    for (int i = 0; i < p->n_mod; i++)
+        if (p->mods[i].kind != ENC_MOD_GIST) return &p->mods[i];
+    return NULL;
+}
+
 int plan_parse(plan *p, const net *n, const char *text, err *e)
 {
     memset(p, 0, sizeof *p);
@@ -415,6 +458,12 @@ int plan_parse(plan *p, const net *n, const char *text, err *e)
         if (found < 0) return err_set(e, "plan '%s': bn=%s is not one of auto train exact frozen per-band", text, bn + 4);
         p->bn = (plan_bn)found;
     }
+    char *plus = strchr(buf, '+');
+    if (plus) {
+        *plus = 0;
+        if (parse_mods(p, plus + 1, e)) return err_wrap(e, "plan '%s'", text);
+    }
+    trim(buf);
     int rc = strchr(buf, '@') ? parse_custom(p, n, buf, e) : preset(p, n, buf, e);
     if (!rc) rc = validate(p, n, e);
     if (rc) plan_free(p);
@@ -464,6 +513,11 @@ void plan_describe(const plan *p, const net *n, char *buf, size_t len)
             snprintf(mode, sizeof mode, "%s", mode_names[s->mode]);
         at += (size_t)snprintf(buf + at, len - at, "%s%s@%s..%s", i ? "; " : "", mode, n->layers[s->first].name,
                                n->layers[s->last].name);
+    }
+    for (int i = 0; i < p->n_mod && at < len; i++) {
+        char m[64];
+        enc_mod_describe(&p->mods[i], m, sizeof m);
+        at += (size_t)snprintf(buf + at, len - at, " +%s", m);
     }
     if (at < len) snprintf(buf + at, len - at, " bn=%s", bn_names[p->bn]);
 }

@@ -13,6 +13,7 @@
 #define LRCNN_PLAN_H
 
 #include "sim/band.h"
+#include "sim/enc.h"
 
 typedef enum { PLAN_LAYER, PLAN_CKPT, PLAN_OFFLOAD, PLAN_ROWS } plan_mode;
 typedef enum { PLAN_OFFLOAD_ALL, PLAN_OFFLOAD_CONV } plan_offload;
@@ -60,10 +61,14 @@ typedef struct {
     int n_seg;
     plan_seg *segs;
     plan_bn bn;               /* resolved: never AUTO after plan_parse */
+    /* How kept maps are stored (sim/enc.h): at most one gist and one lossy modifier (dpr or zfp);
+     * gist's lossless encodings take the maps they apply to, the lossy one every other kept map. */
+    int n_mod;
+    enc_mod mods[ENC_MAX_MODS];
 } plan;
 
-/* Parses a preset or custom plan for net n (at its current input size). Text may end with
- * " bn=train|frozen|per-band|auto". */
+/* Parses a preset or custom plan for net n (at its current input size), then its modifiers
+ * ("+gist", "+dpr:fp16", "+zfp:rate=8"). Text may end with " bn=train|frozen|per-band|auto". */
 int plan_parse(plan *p, const net *n, const char *text, err *e);
 void plan_free(plan *p);
 
@@ -71,6 +76,9 @@ void plan_free(plan *p);
 void plan_describe(const plan *p, const net *n, char *buf, size_t len);
 
 const char *plan_bn_name(plan_bn b);
+/* The plan's gist modifier, and its lossy one (dpr or zfp); NULL where it has none. */
+const enc_mod *plan_gist(const plan *p);
+const enc_mod *plan_lossy(const plan *p);
 /* s is a row segment holding a layer with whole-map statistics in train mode: the lowering adds
  * statistics passes over its bands. */
 static inline bool plan_seg_map_stats(const plan_seg *s) { return s->passes.n_fwd > 0; }

@@ -17,11 +17,11 @@ static const char *cat_names[MEM_NCAT] = {"weights", "weight_grads", "optimizer"
                                           "act_grads", "boundaries", "workspace", "host"};
 const char *mem_cat_name(mem_cat c) { return cat_names[c]; }
 
-static const char *op_names[] = {"alloc", "free", "fwd", "bwd", "copy", "offload", "prefetch", "update", "load", "stats", "stats_end"};
+static const char *op_names[] = {"alloc", "free", "fwd", "bwd", "copy", "offload", "prefetch", "update", "load", "stats", "stats_end", "encode", "decode"};
 const char *sched_op_name(sched_op op) { return op_names[op]; }
 
 static const char *kind_tags[BUF_NKIND] = {"x", "label", "y", "dy", "argmax", "stats", "prob", "boundary",
-                                           "dboundary", "ws", "w", "dw", "opt", "running", "sums"};
+                                           "dboundary", "ws", "w", "dw", "opt", "running", "sums", "enc"};
 
 int sched_cpu_conv_group(int64_t cols, int batch)
 {
@@ -70,16 +70,6 @@ static void persistent_buffers(lower *c)
     }
 }
 
-/* A step about buffer b alone (ALLOC, FREE, OFFLOAD, PREFETCH): every other buffer slot unused;
- * a move carries the buffer's bytes over the host link. */
-static sched_step buffer_step(const sched *s, sched_op op, int b, int band, int seg)
-{
-    bool move = op == SCHED_OFFLOAD || op == SCHED_PREFETCH;
-    return (sched_step){.op = op, .layer = s->bufs[b].layer, .band = band, .seg = seg, .buf = b, .x = {-1, -1}, .y = -1,
-                        .aux = -1, .w = -1, .dw = -1, .ws = -1, .dy = -1, .dx = {-1, -1}, .src = -1, .dst = -1, .sums = -1,
-                        .bytes_moved = move ? (double)s->bufs[b].bytes : 0};
-}
-
 int sched_step_uses(const sched_step *t, int *out)
 {
     int all[] = {t->x[0], t->x[1], t->y, t->aux, t->w, t->dw, t->ws, t->dy, t->dx[0], t->dx[1], t->src, t->dst, t->sums};
@@ -88,90 +78,6 @@ int sched_step_uses(const sched_step *t, int *out)
     for (size_t u = 0; u < sizeof all / sizeof *all; u++)
         if (all[u] >= 0) out[n++] = all[u];
     return n;
-}
-
-/* Buckets buffers by step (counting sort): the buffers b with key[b] >= 0, in creation order within
- * a step; those of step i are list[start[i] .. start[i + 1]), start[ns] of them in all. */
-typedef struct {
-    int *start, *list;
-} step_buckets;
-
-static step_buckets bucket_by_step(const int *key, int nb, int ns)
-{
-    step_buckets k = {err_calloc((size_t)ns + 1, sizeof(int)), NULL};
-    for (int b = 0; b < nb; b++)
-        if (key[b] >= 0) k.start[key[b] + 1]++;
-    for (int i = 0; i < ns; i++) k.start[i + 1] += k.start[i];
-    int *next = err_calloc((size_t)ns + 1, sizeof(int));
-    memcpy(next, k.start, ((size_t)ns + 1) * sizeof(int));
-    k.list = err_calloc((size_t)k.start[ns] + 1, sizeof(int));
-    for (int b = 0; b < nb; b++)
-        if (key[b] >= 0) k.list[next[key[b]]++] = b;
-    free(next);
-    return k;
-}
-
-static void buckets_free(step_buckets *k)
-{
-    free(k->start), free(k->list);
-}
-
-/* Marks what offload segments move to the host, then inserts OFFLOAD after each such buffer's
- * last forward use and PREFETCH one backward step ahead of its first backward use (vDNN). */
-static void place_offloads(lower *c)
-{
-    sched *s = c->s;
-    int nb = s->n_buf, ns = s->n_step;
-    int *first_bwd = err_calloc((size_t)nb, sizeof(int)), *last_fwd = err_calloc((size_t)nb, sizeof(int));
-    for (int b = 0; b < nb; b++) first_bwd[b] = -1, last_fwd[b] = -1;
-    for (int i = 0; i < ns; i++) {
-        sched_step *t = &s->steps[i];
-        int uses[8] = {t->x[0], t->x[1], t->y, t->aux, t->src, t->dst, -1, -1};
-        for (int u = 0; u < 6; u++) {
-            int b = uses[u];
-            if (b < 0) continue;
-            if (t->op == SCHED_BWD) {
-                if (first_bwd[b] < 0) {
-                    first_bwd[b] = i;
-                    const plan_seg *ps = &c->p->segs[t->seg];
-                    bool conv_in = c->n->layers[t->layer].kind == NET_CONV && (b == t->x[0]);
-                    if (ps->mode == PLAN_OFFLOAD && s->bufs[b].cat == MEM_ACT && s->bufs[b].kind != BUF_LABEL &&
-                        s->bufs[b].kind != BUF_PROB && (ps->offload == PLAN_OFFLOAD_ALL || conv_in))
-                        s->bufs[b].offload = true;
-                }
-            } else if (first_bwd[b] < 0) {
-                last_fwd[b] = i;
-            }
-        }
-    }
-    /* the step before which each moved buffer is prefetched; both moves bucketed by step */
-    int *pf = err_calloc((size_t)nb, sizeof(int));
-    for (int b = 0; b < nb; b++) {
-        if (!s->bufs[b].offload || last_fwd[b] < 0) {
-            s->bufs[b].offload = false, pf[b] = last_fwd[b] = -1;
-            continue;
-        }
-        pf[b] = first_bwd[b];
-        for (int i = first_bwd[b] - 1; i > last_fwd[b]; i--)
-            if (s->steps[i].op == SCHED_BWD) { pf[b] = i; break; }
-    }
-    step_buckets pre = bucket_by_step(pf, nb, ns), off = bucket_by_step(last_fwd, nb, ns);
-    int moved = pre.start[ns];
-    if (moved) { /* rebuild the step list with the moves in place */
-        int cap = ns + 2 * moved, out = 0;
-        sched_step *steps = err_calloc((size_t)cap, sizeof(sched_step));
-        for (int i = 0; i < ns; i++) {
-            int seg = s->steps[i].seg;
-            for (int k = pre.start[i]; k < pre.start[i + 1]; k++) steps[out++] = buffer_step(s, SCHED_PREFETCH, pre.list[k], -1, seg);
-            steps[out++] = s->steps[i];
-            for (int k = off.start[i]; k < off.start[i + 1]; k++) steps[out++] = buffer_step(s, SCHED_OFFLOAD, off.list[k], -1, seg);
-        }
-        CHECK(out == cap);
-        free(s->steps);
-        s->steps = steps, s->n_step = out, c->cap_step = cap;
-    }
-    buckets_free(&pre), buckets_free(&off);
-    free(first_bwd), free(last_fwd), free(pf);
 }
 
 /* Liveness: ALLOC before first use, FREE after last use; persistent buffers around everything. */
@@ -193,11 +99,11 @@ static void place_allocs(sched *s)
     int n_persist = 0;
     for (int b = 0; b < nb; b++)
         if (s->bufs[b].persistent) first[b] = last[b] = -1, n_persist++;
-    step_buckets al = bucket_by_step(first, nb, ns), fr = bucket_by_step(last, nb, ns);
+    lower_buckets al = lower_bucket(first, nb, ns), fr = lower_bucket(last, nb, ns);
     int n_temp = al.start[ns];
     int total = ns + 2 * n_temp + 2 * n_persist;
     sched_step *steps = err_calloc((size_t)total, sizeof(sched_step)), *o = steps;
-#define MARK(opv, b) (*o++ = buffer_step(s, (opv), (b), s->bufs[b].band, 0))
+#define MARK(opv, b) (*o++ = lower_buffer_step(s, (opv), (b), s->bufs[b].band, 0))
     for (int b = 0; b < nb; b++)
         if (s->bufs[b].persistent) MARK(SCHED_ALLOC, b);
     for (int i = 0; i < ns; i++) {
@@ -211,7 +117,7 @@ static void place_allocs(sched *s)
     CHECK(o - steps == total);
     free(s->steps);
     s->steps = steps, s->n_step = total;
-    buckets_free(&al), buckets_free(&fr);
+    lower_buckets_free(&al), lower_buckets_free(&fr);
     free(first), free(last);
 }
 
@@ -276,16 +182,17 @@ int sched_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err
     }
     for (int i = 0; i < s->n_step; i++) /* compute: the passes' FLOPs, not the optimizer's */
         if (s->steps[i].op == SCHED_FWD || s->steps[i].op == SCHED_BWD || s->steps[i].op == SCHED_STATS) s->flops += s->steps[i].flops;
-    for (int i = 0; i < p->n_seg; i++)
-        if (p->segs[i].mode == PLAN_OFFLOAD) {
-            place_offloads(&c);
-            break;
-        }
-    place_allocs(s);
+    stash_mark_offloads(&c);
+    int rc = stash_encode(&c, e);
+    if (!rc) {
+        stash_place_moves(&c);
+        place_allocs(s);
+    }
     for (int i = 0; i < p->n_seg; i++) free(bound[i]);
     free(bound);
     for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) free(*maps[m]);
-    return 0;
+    if (rc) sched_free(s);
+    return rc;
 }
 
 void sched_free(sched *s)

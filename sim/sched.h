@@ -33,6 +33,7 @@ typedef enum {
     BUF_INPUT, BUF_LABEL, BUF_ACT, BUF_GRAD, BUF_IDX, BUF_STAT, BUF_PROB, BUF_BOUND, BUF_BGRAD, BUF_WS,
     BUF_PARAM, BUF_PGRAD, BUF_OPT, BUF_RUNSTAT,
     BUF_SUMS, /* per-channel sums (fp64) gathered over a row segment's bands for whole-map statistics */
+    BUF_ENC,  /* a kept map in its encoding (sim/enc.h) between its last forward and first backward use */
     BUF_NKIND
 } buf_kind;
 
@@ -46,9 +47,16 @@ typedef struct {
     bool persistent;  /* lives the whole iteration (parameters, gradients, optimizer state) */
     bool zero;        /* zero-filled when allocated */
     bool offload;     /* moved to host between forward and backward */
+    /* BUF_ENC: how it encodes which map (bytes: exact, or predicted where enc_data_sized), the plan
+     * modifier that chose it (an index into plan.mods) and the map's shape per image */
+    enc_kind enc;
+    int mod;
+    enc_shape shape;
 } sched_buf;
 
 /* LOAD: the batch arrives (image into y, labels into aux).
+ * ENCODE: src (a kept map, after its last forward use) into dst (a BUF_ENC) with scratch ws;
+ * DECODE: dst (a fresh copy of the map, read by the backward in its place) from src (sim/stash.c).
  * STATS: adds a band's rows to the sums of a layer with whole-map statistics (bn in train mode in a
  * row segment): forward (dy < 0) the sum and sum of squares of its input x[0] over rows; backward
  * the sum of its output gradient dy and of dy times the normalized input, from x[0] and the
@@ -56,7 +64,7 @@ typedef struct {
  * std) and updates the running ones (dw). */
 typedef enum {
     SCHED_ALLOC, SCHED_FREE, SCHED_FWD, SCHED_BWD, SCHED_COPY, SCHED_OFFLOAD, SCHED_PREFETCH, SCHED_UPDATE, SCHED_LOAD,
-    SCHED_STATS, SCHED_STATS_END
+    SCHED_STATS, SCHED_STATS_END, SCHED_ENCODE, SCHED_DECODE
 } sched_op;
 
 const char *sched_op_name(sched_op op);
@@ -76,7 +84,8 @@ typedef struct {
     int dy;              /* BWD: output gradient */
     int dx[NET_MAX_IN];  /* BWD: input gradients (-1: none needed, e.g. for the image) */
     bool dx_acc[NET_MAX_IN];
-    int src, dst;        /* COPY: rows from src to dst */
+    bool bwd_phase;      /* lowered in the backward pass (its recomputations and statistics passes too) */
+    int src, dst;        /* COPY: rows from src to dst; ENCODE, DECODE: from src to dst */
     bool acc;            /* COPY: add instead of overwrite */
     /* Whole-map statistics in a row segment (bn, train mode): FWD normalizes with the statistics in
      * aux rather than its rows' own; BWD takes the whole map's gradient sums from `sums` and

@@ -73,6 +73,7 @@ int sim_run(const net *n, const plan *p, const sched_cfg *cfg, const sim_device 
     r->time_us = sim_time_us(&s, d);
     r->n_steps = s.n_step;
     sched_free(&s);
-    closed_predict(n, p, cfg, &r->closed);
+    r->closed_ok = p->n_mod == 0;
+    if (r->closed_ok) closed_predict(n, p, cfg, &r->closed);
     return 0;
 }

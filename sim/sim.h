@@ -31,6 +31,7 @@ const sim_device *sim_device_find(const char *name);
 
 typedef struct {
     sim_mem replay, closed;
+    bool closed_ok;              /* the closed form models the plan (not yet one with encodings: closed is zero) */
     double flops;                /* FWD + BWD, recomputation included */
     double time_us;              /* roofline estimate on the device profile */
     int n_steps;

@@ -40,4 +40,8 @@ void bn_cpu_forward(const ops_call *c);
 void bn_cpu_backward(const ops_call *c);
 void bn_cpu_stats(const ops_call *c, ops_stats what);
 
+/* The encodings of kept maps (codec_cpu.c; ops.h: encode, decode). */
+int64_t cpu_codec_encode(const ops_codec *m, const void *x, void *out, void *scratch);
+void cpu_codec_decode(const ops_codec *m, const void *in, void *x);
+
 #endif

@@ -1,0 +1,312 @@
+/* codec_cpu: the encodings of kept maps (sim/enc.h) on the CPU, image by image, images in parallel.
+ *
+ * Formats (the sizes sim/enc.c predicts, byte for byte for the fixed-size ones):
+ *   sign      a bitmap of v > 0, least significant bit first; decodes to 1.0 and 0.0, which is all
+ *             a relu backward (mask y > 0) and a max-pool backward (argmax only) read
+ *   argmax    each winner's place ki * k + kj in its k x k window, `bits` bits each, packed least
+ *             significant first; decodes to the input element index again
+ *   sparse    header: each image's bytes (int64); an image: a bitmap of the values whose bits are
+ *             not all zero (so -0.0 and NaN survive), then those values in order
+ *   fp16      IEEE half (the compiler's _Float16 conversion, round to nearest even)
+ *   bf16      the top 16 bits after round to nearest even; NaN stays NaN
+ *   fp8       E4M3 as OCP FP8 (bias 7, no infinities, 0x7f NaN): nearest even, saturating at +-448
+ *   zfp-rate  one ZFP fixed-rate stream per image (2-d field: W by C x rows), no header
+ *   zfp-acc   header: the absolute error bound (double), then each image's bytes; one ZFP
+ *             fixed-accuracy stream per image. The bound is acc x (max - min) over the whole map,
+ *             the layer's value range (acc itself where the range is 0).
+ * Every loop over images gives each image to one thread: results do not depend on the split. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+#include <zfp.h>
+
+#include "engine/cpu/ops_cpu.h"
+
+static int64_t image_values(const ops_codec *m) { return m->shape.nx * m->shape.ny; }
+
+/* --- floats ----------------------------------------------------------------------------------- */
+
+static uint16_t to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if (isnan(f)) return (uint16_t)((u >> 16) | 0x40); /* quiet, sign kept */
+    u += 0x7fff + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+static float from_bf16(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint8_t to_fp8(float f)
+{
+    uint8_t sign = signbit(f) ? 0x80 : 0;
+    float a = fabsf(f);
+    if (isnan(f)) return sign | 0x7f;
+    if (a >= 448.0f) return sign | 0x7e; /* saturate: 480 would be the NaN code */
+    if (a < 0x1p-6f) return sign | (uint8_t)rintf(a * 512.0f); /* subnormals, steps of 2^-9; 8 is 2^-6 itself */
+    int e;
+    float frac = frexpf(a, &e);               /* a = frac * 2^e, frac in [0.5, 1) */
+    int mant = (int)rintf(frac * 16.0f);      /* 8..16: 1.mmm in eighths, nearest even */
+    int exp = e - 1 + 7;
+    if (mant == 16) mant = 8, exp++;
+    if (exp > 15 || (exp == 15 && mant == 15)) return sign | 0x7e;
+    return sign | (uint8_t)(exp << 3 | (mant - 8));
+}
+
+static float from_fp8(uint8_t b)
+{
+    int exp = (b >> 3) & 15, mant = b & 7;
+    float v = exp ? ldexpf(1.0f + (float)mant / 8.0f, exp - 7) : ldexpf((float)mant, -9);
+    if ((b & 0x7f) == 0x7f) v = NAN;
+    return b & 0x80 ? -v : v;
+}
+
+static void encode_floats(enc_kind k, const float *x, void *out, int64_t n)
+{
+    if (k == ENC_FP16)
+        for (int64_t i = 0; i < n; i++) ((_Float16 *)out)[i] = (_Float16)x[i];
+    else if (k == ENC_BF16)
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)out)[i] = to_bf16(x[i]);
+    else
+        for (int64_t i = 0; i < n; i++) ((uint8_t *)out)[i] = to_fp8(x[i]);
+}
+
+static void decode_floats(enc_kind k, const void *in, float *x, int64_t n)
+{
+    if (k == ENC_FP16)
+        for (int64_t i = 0; i < n; i++) x[i] = (float)((const _Float16 *)in)[i];
+    else if (k == ENC_BF16)
+        for (int64_t i = 0; i < n; i++) x[i] = from_bf16(((const uint16_t *)in)[i]);
+    else
+        for (int64_t i = 0; i < n; i++) x[i] = from_fp8(((const uint8_t *)in)[i]);
+}
+
+/* --- gist ------------------------------------------------------------------------------------- */
+
+static uint32_t bits_of(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    return u;
+}
+
+static void encode_sign(const float *x, uint8_t *out, int64_t n)
+{
+    for (int64_t j = 0; j < (n + 7) / 8; j++) {
+        uint8_t b = 0;
+        for (int k = 0; k < 8 && j * 8 + k < n; k++) b |= (uint8_t)((x[j * 8 + k] > 0.0f) << k);
+        out[j] = b;
+    }
+}
+
+static void decode_sign(const uint8_t *in, float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) x[i] = (in[i >> 3] >> (i & 7)) & 1 ? 1.0f : 0.0f;
+}
+
+/* Image `img`'s argmax, as places in the window (encode) or back to input indices (decode). */
+static void code_argmax(const ops_codec *m, const int64_t *arg_in, uint8_t *bits_out, const uint8_t *bits_in, int64_t *arg_out)
+{
+    int bits = m->shape.bits, k = m->win.k, rows = (int)(m->shape.ny / m->c);
+    int64_t at = 0; /* bit position */
+    if (bits_out) memset(bits_out, 0, (size_t)((image_values(m) * bits + 7) / 8));
+    for (int ch = 0; ch < m->c; ch++)
+        for (int r = 0; r < rows; r++)
+            for (int ow = 0; ow < m->w; ow++, at += bits) {
+                int top = (m->row0 + r) * m->win.s - m->win.p, left = ow * m->win.s - m->win.p;
+                int64_t i = ((int64_t)ch * rows + r) * m->w + ow;
+                if (bits_out) {
+                    int64_t a = arg_in[i], ih = a / m->in_w, iw = a % m->in_w;
+                    int64_t ki = (ih - top) / m->win.d, kj = (iw - left) / m->win.d, place = ki * k + kj;
+                    CHECK(ki >= 0 && ki < k && kj >= 0 && kj < k && ih == top + ki * m->win.d && iw == left + kj * m->win.d);
+                    for (int b = 0; b < bits; b++) bits_out[(at + b) >> 3] |= (uint8_t)(((place >> b) & 1) << ((at + b) & 7));
+                } else {
+                    int64_t place = 0;
+                    for (int b = 0; b < bits; b++) place |= (int64_t)((bits_in[(at + b) >> 3] >> ((at + b) & 7)) & 1) << b;
+                    int64_t ki = place / k, kj = place % k;
+                    arg_out[i] = (int64_t)(top + ki * m->win.d) * m->in_w + left + kj * m->win.d;
+                }
+            }
+}
+
+/* Bytes of one image's sparse encoding. */
+static int64_t sparse_bytes(const float *x, int64_t n)
+{
+    int64_t nnz = 0;
+    for (int64_t i = 0; i < n; i++) nnz += bits_of(x[i]) != 0;
+    return (n + 7) / 8 + 4 * nnz;
+}
+
+static void encode_sparse(const float *x, uint8_t *out, int64_t n)
+{
+    uint8_t *v = out + (n + 7) / 8;
+    memset(out, 0, (size_t)(n + 7) / 8);
+    for (int64_t i = 0, at = 0; i < n; i++)
+        if (bits_of(x[i])) out[i >> 3] |= (uint8_t)(1u << (i & 7)), memcpy(v + 4 * at++, &x[i], 4);
+}
+
+static void decode_sparse(const uint8_t *in, float *x, int64_t n)
+{
+    const uint8_t *v = in + (n + 7) / 8; /* images pack unaligned: values are copied, not loaded */
+    for (int64_t i = 0, at = 0; i < n; i++) {
+        x[i] = 0.0f;
+        if ((in[i >> 3] >> (i & 7)) & 1) memcpy(&x[i], v + 4 * at++, 4);
+    }
+}
+
+/* --- zfp -------------------------------------------------------------------------------------- */
+
+/* Compresses (out) or decompresses (in) one image's nx x ny field at the map's rate or bound;
+ * returns the stream's bytes. */
+static int64_t zfp_image(const ops_codec *m, double tol, float *x, void *buf, int64_t cap, bool compress)
+{
+    zfp_field *f = zfp_field_2d(x, zfp_type_float, (size_t)m->shape.nx, (size_t)m->shape.ny);
+    zfp_stream *z = zfp_stream_open(NULL);
+    if (m->kind == ENC_ZFP_RATE) zfp_stream_set_rate(z, m->mod->rate, zfp_type_float, 2, zfp_false);
+    else zfp_stream_set_accuracy(z, tol);
+    CHECK((int64_t)zfp_stream_maximum_size(z, f) <= enc_zfp_max_bytes(m->shape));
+    bitstream *bs = stream_open(buf, (size_t)cap);
+    zfp_stream_set_bit_stream(z, bs);
+    zfp_stream_rewind(z);
+    size_t bytes = compress ? zfp_compress(z, f) : zfp_decompress(z, f);
+    CHECK(bytes > 0 && (int64_t)bytes <= cap);
+    stream_close(bs);
+    zfp_stream_close(z);
+    zfp_field_free(f);
+    return (int64_t)bytes;
+}
+
+/* The map's absolute bound: acc x its value range over finite values (acc where that is 0). */
+static double zfp_bound(const ops_codec *m, const float *x)
+{
+    int64_t n = image_values(m) * m->shape.images;
+    float lo = INFINITY, hi = -INFINITY;
+#pragma omp parallel for reduction(min : lo) reduction(max : hi) schedule(static) if (cpu_parallel(n))
+    for (int64_t i = 0; i < n; i++)
+        if (isfinite(x[i])) lo = x[i] < lo ? x[i] : lo, hi = x[i] > hi ? x[i] : hi;
+    double range = hi > lo ? (double)hi - (double)lo : 0.0;
+    return range > 0 ? m->mod->acc * range : m->mod->acc;
+}
+
+/* The sign bitmaps of a lossy encoding of a relu's output (enc_shape.mask), after the images. */
+static int64_t mask_bytes(const ops_codec *m) { return m->shape.mask ? (image_values(m) + 7) / 8 : 0; }
+
+static void write_masks(const ops_codec *m, const float *x, uint8_t *at)
+{
+    int64_t n = image_values(m), mb = mask_bytes(m);
+    if (!mb) return;
+#pragma omp parallel for schedule(static) if (cpu_parallel(n * m->shape.images))
+    for (int i = 0; i < m->shape.images; i++) encode_sign(x + i * n, at + i * mb, n);
+}
+
+/* Zeros stay zeros and positives positive, whatever the lossy values (the relu mask is exact). */
+static void apply_mask(const uint8_t *mask, float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) x[i] = (mask[i >> 3] >> (i & 7)) & 1 ? fmaxf(x[i], FLT_MIN) : 0.0f;
+}
+
+/* --- the two calls ---------------------------------------------------------------------------- */
+
+int64_t cpu_codec_encode(const ops_codec *m, const void *x, void *out, void *scratch)
+{
+    const int N = m->shape.images;
+    const int64_t n = image_values(m), hdr = enc_header_bytes(m->kind, m->shape);
+    const int64_t fixed = enc_data_sized(m->kind) ? 0 : enc_image_bytes(m->kind, m->mod, m->shape);
+    const float *xf = x;
+    const int64_t masks = N * mask_bytes(m);
+    int64_t *sizes = NULL; /* data-sized: each image's bytes, in the header */
+    if (m->kind == ENC_SPARSE) {
+        sizes = out ? (int64_t *)out : NULL;
+        if (!out) { /* the size call: count */
+            int64_t total = hdr;
+#pragma omp parallel for reduction(+ : total) schedule(static) if (cpu_parallel(n * N))
+            for (int i = 0; i < N; i++) total += sparse_bytes(xf + i * n, n);
+            return total;
+        }
+    }
+    if (m->kind == ENC_ZFP_ACC && !out) { /* the size call compresses into scratch: bound, sizes, streams */
+        int64_t slot = enc_zfp_max_bytes(m->shape), total = hdr;
+        uint8_t *s = scratch;
+        double tol = zfp_bound(m, xf);
+        memcpy(s, &tol, 8);
+        sizes = (int64_t *)(s + 8);
+#pragma omp parallel for reduction(+ : total) schedule(static) if (cpu_parallel(n * N))
+        for (int i = 0; i < N; i++) total += sizes[i] = zfp_image(m, tol, (float *)(xf + i * n), s + hdr + i * slot, slot, true);
+        return total + masks;
+    }
+    if (!out) return hdr + N * fixed + masks;
+    uint8_t *o = out;
+    if (m->kind == ENC_ZFP_ACC) { /* the write call: header and streams from scratch, packed */
+        const uint8_t *s = scratch;
+        int64_t slot = enc_zfp_max_bytes(m->shape), at = hdr;
+        memcpy(o, s, (size_t)hdr);
+        for (int i = 0; i < N; i++) {
+            int64_t len = ((const int64_t *)(s + 8))[i];
+            memcpy(o + at, s + hdr + i * slot, (size_t)len);
+            at += len;
+        }
+        write_masks(m, xf, o + at);
+        return at + masks;
+    }
+    if (sizes)
+        for (int i = 0; i < N; i++) sizes[i] = sparse_bytes(xf + i * n, n);
+    int64_t total = hdr;
+    for (int i = 0; i < N; i++) total += sizes ? sizes[i] : fixed;
+#pragma omp parallel for schedule(static) if (cpu_parallel(n * N))
+    for (int i = 0; i < N; i++) {
+        int64_t at = hdr;
+        if (sizes)
+            for (int j = 0; j < i; j++) at += sizes[j];
+        else
+            at += i * fixed;
+        const float *xi = xf + i * n;
+        switch (m->kind) {
+        case ENC_SIGN: encode_sign(xi, o + at, n); break;
+        case ENC_ARGMAX: code_argmax(m, (const int64_t *)x + i * n, o + at, NULL, NULL); break;
+        case ENC_SPARSE: encode_sparse(xi, o + at, n); break;
+        case ENC_ZFP_RATE: CHECK(zfp_image(m, 0, (float *)xi, o + at, fixed, true) == fixed); break;
+        default: encode_floats(m->kind, xi, o + at, n); break;
+        }
+    }
+    write_masks(m, xf, o + total);
+    return total + masks;
+}
+
+void cpu_codec_decode(const ops_codec *m, const void *in, void *x)
+{
+    const int N = m->shape.images;
+    const int64_t n = image_values(m), hdr = enc_header_bytes(m->kind, m->shape);
+    const int64_t fixed = enc_data_sized(m->kind) ? 0 : enc_image_bytes(m->kind, m->mod, m->shape);
+    const uint8_t *p = in;
+    const int64_t *sizes = m->kind == ENC_SPARSE ? (const int64_t *)p : m->kind == ENC_ZFP_ACC ? (const int64_t *)(p + 8) : NULL;
+    double tol = 0;
+    if (m->kind == ENC_ZFP_ACC) memcpy(&tol, p, 8);
+    float *xf = x;
+    int64_t end = hdr; /* of the images: the masks follow */
+    for (int i = 0; i < N; i++) end += sizes ? sizes[i] : fixed;
+#pragma omp parallel for schedule(static) if (cpu_parallel(n * N))
+    for (int i = 0; i < N; i++) {
+        int64_t at = hdr;
+        if (sizes)
+            for (int j = 0; j < i; j++) at += sizes[j];
+        else
+            at += i * fixed;
+        float *xi = xf + i * n;
+        switch (m->kind) {
+        case ENC_SIGN: decode_sign(p + at, xi, n); break;
+        case ENC_ARGMAX: code_argmax(m, NULL, NULL, p + at, (int64_t *)x + i * n); break;
+        case ENC_SPARSE: decode_sparse(p + at, xi, n); break;
+        case ENC_ZFP_RATE:
+        case ENC_ZFP_ACC: zfp_image(m, tol, xi, (void *)(p + at), sizes ? sizes[i] : fixed, false); break;
+        default: decode_floats(m->kind, p + at, xi, n); break;
+        }
+        if (m->shape.mask) apply_mask(p + end + i * mask_bytes(m), xi, n);
+    }
+}
+

@@ -1,0 +1,204 @@
+/* stash: what a lowered schedule keeps between its forward and backward passes, and how (lower.h).
+ *
+ * A *kept map* is an activation, a 2PS boundary or a pool argmax that some forward-pass step uses
+ * and some backward-pass step reads again. Three passes over the finished compute steps decide
+ * what happens to kept maps, each from the steps alone:
+ *   stash_mark_offloads  which of them an offload segment moves to the host (vDNN: everything
+ *                        its backward reads, or only convolution inputs);
+ *   stash_encode         which encoding stores each (the plan's modifiers, sim/enc.h): ENCODE
+ *                        after its last forward use, DECODE into a fresh copy before its first
+ *                        backward use, the backward reading the copy; an encoded map that was
+ *                        to be offloaded is offloaded encoded (less to move);
+ *   stash_place_moves    OFFLOAD after the last forward use, PREFETCH one backward step ahead of
+ *                        the first backward use.
+ * ALLOC and FREE are placed afterwards (sched.c), so the encoded form lives from ENCODE to
+ * DECODE, the map itself until ENCODE and its copy from DECODE on. */
+#include <string.h>
+
+#include "sim/kind.h"
+#include "sim/lower.h"
+
+void stash_mark_offloads(lower *c)
+{
+    sched *s = c->s;
+    bool *seen = err_calloc((size_t)s->n_buf, sizeof(bool));
+    for (int i = 0; i < s->n_step; i++) {
+        const sched_step *t = &s->steps[i];
+        if (t->op != SCHED_BWD) continue;
+        const plan_seg *ps = &c->p->segs[t->seg];
+        int uses[] = {t->x[0], t->x[1], t->y, t->aux};
+        for (size_t u = 0; u < sizeof uses / sizeof *uses; u++) {
+            int b = uses[u];
+            if (b < 0 || seen[b]) continue;
+            seen[b] = true; /* the first backward step to read it decides */
+            bool conv_in = c->n->layers[t->layer].kind == NET_CONV && b == t->x[0];
+            const sched_buf *sb = &s->bufs[b];
+            if (ps->mode == PLAN_OFFLOAD && sb->cat == MEM_ACT && sb->kind != BUF_LABEL && sb->kind != BUF_PROB &&
+                (ps->offload == PLAN_OFFLOAD_ALL || conv_in))
+                s->bufs[b].offload = true;
+        }
+    }
+    free(seen);
+}
+
+/* How the steps use a buffer: the last forward-pass use, the first backward-pass use, the most
+ * the backward reads of it, whether the backward writes it, and whether a relu wrote it last. */
+typedef struct {
+    int last_fwd, first_bwd;
+    int reads; /* rank: 0 shape, 1 sign, 2 values (read_rank) */
+    bool sign; /* some backward reads its sign (a relu's mask) */
+    bool bwd_writes, relu_out;
+} use_info;
+
+static int read_rank(kind_reads r) { return r == KIND_READS_SHAPE ? 0 : r == KIND_READS_SIGN ? 1 : 2; }
+
+/* The slots of step t that can hold a map (activation, boundary, argmax): those it reads and
+ * those it writes (-1: unused). Gradients, parameters and scratch never hold one. */
+static void map_slots(const sched_step *t, int rd[5], int wr[3])
+{
+    bool bwd = t->op == SCHED_BWD, stats = t->op == SCHED_STATS || t->op == SCHED_STATS_END;
+    rd[0] = t->x[0], rd[1] = t->x[1], rd[2] = t->src;
+    rd[3] = bwd ? t->y : -1; /* a backward reads the output it keeps, and its auxiliary */
+    rd[4] = bwd || stats ? t->aux : -1;
+    wr[0] = t->dst;
+    wr[1] = bwd ? -1 : t->y;
+    wr[2] = bwd || stats ? -1 : t->aux;
+}
+
+static void use_scan(const lower *c, use_info *u)
+{
+    const sched *s = c->s;
+    for (int b = 0; b < s->n_buf; b++) u[b] = (use_info){.last_fwd = -1, .first_bwd = -1};
+    for (int i = 0; i < s->n_step; i++) {
+        const sched_step *t = &s->steps[i];
+        int rd[5], wr[3];
+        map_slots(t, rd, wr);
+        for (int k = 0; k < 8; k++) {
+            int b = k < 5 ? rd[k] : wr[k - 5];
+            bool read = k < 5;
+            if (b < 0) continue;
+            use_info *ub = &u[b];
+            if (!t->bwd_phase) {
+                ub->last_fwd = i;
+                if (!read) ub->relu_out = t->layer >= 0 && c->n->layers[t->layer].kind == NET_RELU;
+                continue;
+            }
+            if (ub->first_bwd < 0) ub->first_bwd = i;
+            if (!read) {
+                ub->bwd_writes = true;
+                continue;
+            }
+            /* a backward reads of what it keeps what its kind says; anything else reads values */
+            bool kept = t->op == SCHED_BWD && (b == t->x[0] || b == t->x[1] || b == t->y);
+            kind_reads how = kept ? kind_of(&c->n->layers[t->layer])->reads : KIND_READS_VALUES;
+            if (read_rank(how) > ub->reads) ub->reads = read_rank(how);
+            ub->sign |= how == KIND_READS_SIGN;
+        }
+    }
+}
+
+/* The encoding of kept map b, and the modifier (an index into p->mods) that chose it. */
+static enc_kind choose(const lower *c, const sched_buf *sb, const use_info *u, int *mod)
+{
+    const plan *p = c->p;
+    const enc_mod *gist = plan_gist(p), *lossy = plan_lossy(p);
+    *mod = gist ? (int)(gist - p->mods) : -1;
+    if (sb->kind == BUF_IDX) return gist && gist->binarize ? ENC_ARGMAX : ENC_NONE;
+    if (gist && gist->binarize && u->reads <= read_rank(KIND_READS_SIGN)) return ENC_SIGN;
+    if (gist && gist->sparse && u->relu_out) return ENC_SPARSE;
+    *mod = lossy ? (int)(lossy - p->mods) : -1;
+    return lossy ? lossy->format : ENC_NONE;
+}
+
+/* An ENCODE or DECODE of map sb (the caller sets src, dst and ws). */
+static sched_step data_step(sched_op op, const sched_buf *sb, int seg, bool bwd)
+{
+    return (sched_step){.op = op, .layer = sb->layer, .band = sb->band, .seg = seg, .rows = sb->rows, .bwd_phase = bwd,
+                        .buf = -1, .x = {-1, -1}, .y = -1, .aux = -1, .w = -1, .dw = -1, .ws = -1, .dy = -1,
+                        .dx = {-1, -1}, .sums = -1};
+}
+
+int stash_encode(lower *c, err *e)
+{
+    sched *s = c->s;
+    const plan *p = c->p;
+    if (!p->n_mod) return 0;
+    int nb = s->n_buf, claimed[ENC_MAX_MODS] = {0}, n_ins = 0;
+    use_info *u = err_calloc((size_t)nb, sizeof(use_info));
+    use_scan(c, u);
+    int *copy_of = err_calloc((size_t)nb, sizeof(int)); /* [map] its decoded copy, -1 none */
+    lower_ins *ins = err_calloc((size_t)nb * 2 + 1, sizeof(lower_ins));
+    for (int b = 0; b < nb; b++) {
+        copy_of[b] = -1;
+        const sched_buf *sb = &s->bufs[b];
+        bool map = sb->kind == BUF_ACT || sb->kind == BUF_BOUND || sb->kind == BUF_IDX;
+        /* kept across the passes, with steps in between, and only read by the backward */
+        if (!map || sb->persistent || u[b].last_fwd < 0 || u[b].first_bwd < u[b].last_fwd + 2 || u[b].bwd_writes) continue;
+        int mod;
+        enc_kind k = choose(c, sb, &u[b], &mod);
+        if (k == ENC_NONE) continue;
+        claimed[mod]++;
+        const net_layer *l = &c->n->layers[sb->layer];
+        enc_shape shape = {s->batch, l->w, (int64_t)l->c * band_rows_len(sb->rows), k == ENC_ARGMAX ? enc_argmax_bits(l) : 0,
+                           !enc_lossless(k) && u[b].sign};
+        int64_t bytes = enc_bytes(k, &p->mods[mod], shape), scratch = enc_scratch_bytes(k, shape);
+        int enc = lower_buf(c, BUF_ENC, sb->cat, sb->layer, sb->band, sb->rows, bytes);
+        int ws = scratch ? lower_buf(c, BUF_WS, MEM_WORKSPACE, sb->layer, sb->band, sb->rows, scratch) : -1;
+        int dec = lower_buf(c, s->bufs[b].kind, s->bufs[b].cat, s->bufs[b].layer, s->bufs[b].band, s->bufs[b].rows, s->bufs[b].bytes);
+        sb = &s->bufs[b]; /* lower_buf may have moved the array */
+        s->bufs[enc].enc = k, s->bufs[enc].mod = mod, s->bufs[enc].shape = shape;
+        s->bufs[enc].offload = sb->offload, s->bufs[b].offload = false; /* offloaded encoded: less to move */
+        copy_of[b] = dec;
+        sched_step t = data_step(SCHED_ENCODE, sb, s->steps[u[b].last_fwd].seg, false);
+        t.src = b, t.dst = enc, t.ws = ws, t.bytes_moved = (double)(sb->bytes + bytes);
+        ins[n_ins++] = (lower_ins){u[b].last_fwd, true, t};
+        t = data_step(SCHED_DECODE, sb, s->steps[u[b].first_bwd].seg, true);
+        t.src = enc, t.dst = dec, t.bytes_moved = (double)(sb->bytes + bytes);
+        ins[n_ins++] = (lower_ins){u[b].first_bwd, false, t};
+    }
+    /* the backward reads the decoded copies */
+    for (int i = 0; i < s->n_step; i++) {
+        sched_step *t = &s->steps[i];
+        if (!t->bwd_phase) continue;
+        int *reads[] = {&t->x[0], &t->x[1], &t->y, &t->aux, &t->src};
+        for (size_t r = 0; r < sizeof reads / sizeof *reads; r++)
+            if (*reads[r] >= 0 && *reads[r] < nb && copy_of[*reads[r]] >= 0) *reads[r] = copy_of[*reads[r]];
+    }
+    lower_insert(c, ins, n_ins);
+    free(u), free(copy_of), free(ins);
+    for (int m = 0; m < p->n_mod; m++) {
+        if (claimed[m]) continue;
+        char d[64];
+        enc_mod_describe(&p->mods[m], d, sizeof d);
+        return err_set(e, "plan '%s': +%s encodes nothing here: %s", p->text, d,
+                       p->mods[m].kind == ENC_MOD_GIST
+                           ? "no kept map is read back only for its sign, written by a relu, or a max-pool's argmax"
+                           : "the plan keeps no map from the forward pass for the backward that gist leaves");
+    }
+    return 0;
+}
+
+void stash_place_moves(lower *c)
+{
+    sched *s = c->s;
+    int nb = s->n_buf, n_ins = 0;
+    use_info *u = err_calloc((size_t)nb, sizeof(use_info));
+    use_scan(c, u);
+    lower_ins *ins = err_calloc((size_t)nb * 2 + 1, sizeof(lower_ins));
+    for (int b = 0; b < nb; b++) {
+        if (!s->bufs[b].offload || u[b].last_fwd < 0 || u[b].first_bwd < 0) {
+            s->bufs[b].offload = false;
+            continue;
+        }
+        int pf = u[b].first_bwd; /* prefetched one backward step ahead of the first backward use */
+        for (int i = u[b].first_bwd - 1; i > u[b].last_fwd; i--)
+            if (s->steps[i].op == SCHED_BWD) {
+                pf = i;
+                break;
+            }
+        ins[n_ins++] = (lower_ins){pf, false, lower_buffer_step(s, SCHED_PREFETCH, b, -1, s->steps[pf].seg)};
+        ins[n_ins++] = (lower_ins){u[b].last_fwd, true, lower_buffer_step(s, SCHED_OFFLOAD, b, -1, s->steps[u[b].last_fwd].seg)};
+    }
+    lower_insert(c, ins, n_ins);
+    free(u), free(ins);
+}
