@@ -26,7 +26,7 @@ static int parse_real(const char *what, const char *v, double lo, bool lo_open, 
 static int parse_gist(enc_mod *m, char *args, err *e)
 {
     bool named = false;
-    for (char *a = strtok(args, ","); a; a = strtok(NULL, ",")) {
+    for (char *a = strtok(args, ":"); a; a = strtok(NULL, ":")) {
         if (!strcmp(a, "binarize")) m->binarize = named = true;
         else if (!strcmp(a, "sparse")) m->sparse = named = true;
         else if (!strncmp(a, "density=", 8)) {
@@ -40,7 +40,7 @@ static int parse_gist(enc_mod *m, char *args, err *e)
 
 static int parse_zfp(enc_mod *m, char *args, err *e)
 {
-    for (char *a = strtok(args, ","); a; a = strtok(NULL, ",")) {
+    for (char *a = strtok(args, ":"); a; a = strtok(NULL, ":")) {
         if (!strncmp(a, "rate=", 5)) {
             if (parse_real("rate", a + 5, 1, false, 32, &m->rate, e)) return -1;
         } else if (!strncmp(a, "acc=", 4)) {
@@ -93,7 +93,7 @@ void enc_mod_describe(const enc_mod *m, char *buf, size_t len)
     case ENC_MOD_GIST: {
         const char *which = m->binarize && m->sparse ? "" : m->binarize ? "binarize" : "sparse";
         if (m->sparse && m->density != ENC_DEFAULT_DENSITY)
-            snprintf(buf, len, "gist:%s%sdensity=%g", which, *which ? "," : "", m->density);
+            snprintf(buf, len, "gist:%s%sdensity=%g", which, *which ? ":" : "", m->density);
         else
             snprintf(buf, len, "gist%s%s", *which ? ":" : "", which);
         break;
@@ -101,7 +101,7 @@ void enc_mod_describe(const enc_mod *m, char *buf, size_t len)
     case ENC_MOD_DPR: snprintf(buf, len, "dpr:%s", enc_name(m->format)); break;
     case ENC_MOD_ZFP:
         if (m->format == ENC_ZFP_RATE) snprintf(buf, len, "zfp:rate=%g", m->rate);
-        else snprintf(buf, len, "zfp:acc=%g,ratio=%g", m->acc, m->ratio);
+        else snprintf(buf, len, "zfp:acc=%g:ratio=%g", m->acc, m->ratio);
         break;
     }
 }

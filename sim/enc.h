@@ -40,7 +40,8 @@ bool enc_data_sized(enc_kind k);
 
 typedef enum { ENC_MOD_GIST, ENC_MOD_DPR, ENC_MOD_ZFP } enc_mod_kind;
 
-/* One plan modifier, as parsed from "+gist", "+dpr:bf16", "+zfp:acc=1e-3,ratio=6". */
+/* One plan modifier, as parsed from "+gist", "+dpr:bf16", "+zfp:acc=1e-3:ratio=6" (arguments are
+ * separated by ':', as commas separate the plans of a list). */
 typedef struct {
     enc_mod_kind kind;
     bool binarize, sparse;  /* gist: which of its encodings (both when bare) */
@@ -58,7 +59,7 @@ typedef struct {
 /* Parses one modifier (the text after a '+'); at most one lossy modifier (dpr or zfp) and one gist
  * per plan, checked by the caller. */
 int enc_mod_parse(enc_mod *m, const char *text, err *e);
-/* "gist", "dpr:bf16", "zfp:acc=0.001,ratio=4" (canonical, for plan descriptions). */
+/* "gist", "dpr:bf16", "zfp:acc=0.001:ratio=4" (canonical, for plan descriptions). */
 void enc_mod_describe(const enc_mod *m, char *buf, size_t len);
 
 /* A kept map as the codecs see it, per image: an nx x ny field of fp32 values (W by C x rows) or

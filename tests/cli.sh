@@ -57,6 +57,24 @@ grep -q "bn=train" "$tmp/out" && [ ! -s "$tmp/err" ] && ok "bn defaults to train
 expect_ok "bn=per-band" -- sim --net resnet-small --plan 2ps:4,overl:4 --bn per-band -o "$tmp/pb.h5"
 [ "$(grep -c "warning: bn=per-band" "$tmp/err")" -eq 1 ] && ok "bn=per-band: one warning line" || bad "bn=per-band warning: $(cat "$tmp/err")"
 "$python" -c "import h5py,sys; r=h5py.File('$tmp/pb.h5')['runs/00000']; sys.exit(0 if r.attrs['bn']=='per-band' and r.attrs['bn_exact']==0 else 1)" && ok "per-band recorded: bn, bn_exact = 0" || bad "per-band not recorded in the file"
+# plan modifiers (sim/enc.h): how kept maps are stored
+expect_ok "sim with encodings" -- sim --net vgg16 --batch 8 --plan 'ckpt-sqrt+gist+zfp:rate=8'
+grep -q "+gist +zfp:rate=8" "$tmp/out" && grep -q "n/a" "$tmp/out" && ok "modifiers resolved; closed form n/a" || bad "modifier output"
+for m in 'foo|unknown modifier' 'dpr:fp12|dpr:fp12 is not one of fp16 bf16 fp8' 'zfp:acc=0|acc=0 is not a number in (0, 1]' \
+         'zfp:acc=nan|acc=nan is not a number' 'zfp:rate=64|rate=64 is not a number in [1, 32]' 'zfp|zfp needs rate=R' \
+         'zfp:rate=8:acc=1e-3|exactly one of rate=R' 'dpr+zfp:rate=8|a plan takes one lossy encoding' 'gist+gist|+gist given twice' \
+         'gist:fast|gist takes binarize, sparse' 'zfp:rate=8:ratio=3|ratio= predicts acc= sizes' '|an empty modifier'; do
+  mod="${m%%|*}"; want="${m#*|}"
+  expect_fail "modifier '+$mod'" "$want" -- sim --net vgg16 --plan "layer+$mod" -o "$o"; no_file "$o" "modifier '+$mod'"
+done
+expect_fail "modifier on a plan keeping nothing it encodes" "+gist encodes nothing here" -- sim --net resnet-small --plan overl:3+gist -o "$o"
+no_file "$o" "modifier encoding nothing"
+printf 'nets = resnet-small\nplans = layer, overl:3+gist\n' >"$tmp/enc.spec"
+expect_fail "spec: modifier encoding nothing" "encodes nothing" -- sweep "$tmp/enc.spec" -o "$o"; no_file "$o" "spec: modifier encoding nothing"
+expect_ok "validate with encodings" -- validate --net vgg-small --batch 2 --plan layer,layer+gist,layer+dpr:bf16 -o "$tmp/enc.h5"
+"$python" -c "import h5py,sys; f=h5py.File('$tmp/enc.h5'); r=f['runs/00001']; sys.exit(0 if 'closed' not in r['prediction'] and 'replay' in r['prediction'] else 1)" && ok "encoded run: replay written, closed absent" || bad "encoded run's predictions in the file"
+expect_ok "export of encoded runs" -- export "$tmp/enc.h5" -o "$tmp/encx"
+grep -qP "^00001\t.*\tlayer\+gist\t" "$tmp/encx/runs.tsv" && ok "export: encoded run listed, closed cells empty" || bad "export of encoded runs: $(head -3 "$tmp/encx/runs.tsv")"
 expect_fail "unknown net" "unknown net 'nosuchnet'" -- sim --net nosuchnet
 expect_fail "authors' preset on another net" "lacks those layers" -- sim --net kernels --plan authors-2ps
 expect_ok "authors' presets" -- sim --net vgg16 --plan authors-2ps,authors-overl,authors-2ps-h,authors-overl-h

@@ -7,10 +7,15 @@
  *             replace the predicted density, and the test prints both.
  *   lossy     +dpr (fp16, bf16, fp8) and +zfp (rate, acc): the relative gradient deviation from
  *             the plain plan per parameter tensor (the worst printed per encoding, every layer
- *             with -v); it must stay under a bound per encoding (fp16 1e-2, bf16 5e-2, fp8 0.5,
- *             zfp:rate=16 1e-2, zfp:acc=1e-4 1e-2, loose ones finite), must grow as an encoding
- *             loosens (fp16 < bf16 < fp8; zfp rate 16 < 8 < 4; acc 1e-4 < 1e-2 < 0.5), and the
- *             measured peak equals the replay's for the fixed-size ones (dpr, zfp:rate).
+ *             with -v). Where nothing is recomputed from an encoded map (layer, vdnn-all) it must
+ *             stay under a bound per encoding (fp16 1e-2, bf16 5e-2, fp8 0.5, zfp:rate=16 1e-2,
+ *             rate=8 0.2, acc=1e-4 1e-2, acc=1e-2 0.2, the loosest finite) and grow as an
+ *             encoding loosens (fp16 < bf16 < fp8; zfp rate 16 < 8 < 4; acc 1e-4 < 1e-2 < 0.5).
+ *             Where the backward recomputes from an encoded checkpoint or 2PS boundary (ckpt-sqrt,
+ *             2ps:3) an error moves recomputed relu masks and pool winners, a discrete change, so
+ *             only finiteness and the ends of each family (loosest >= tightest) are required;
+ *             the deviations are printed for the report. With the fixed-size encodings (dpr,
+ *             zfp:rate) the measured peak equals the replay's.
  * A plan with nothing its modifier can encode is refused at lowering (exit 2 in the commands);
  * here such a pairing is skipped and counted, and each net must leave at least one pairing run.
  * Usage: test_encode lossless NET IMAGE BATCH
@@ -161,12 +166,13 @@ static void lossy(const net *n, int batch)
     const lossy_case cases[] = {{"dpr:fp16", 1e-2}, {"dpr:bf16", 5e-2},       {"dpr:fp8", 0.5},
                                 {"zfp:rate=16", 1e-2}, {"zfp:rate=8", 0.2},    {"zfp:rate=4", INFINITY},
                                 {"zfp:acc=1e-4", 1e-2}, {"zfp:acc=1e-2", 0.2}, {"zfp:acc=0.5", INFINITY}};
-    const char *plans[] = {"layer", "2ps:3", "ckpt-sqrt"};
+    const char *plans[] = {"layer", "vdnn-all", "2ps:3", "ckpt-sqrt"};
+    const bool recomputes[] = {false, false, true, true};
     double *dev = calloc((size_t)n->n, sizeof(double));
     for (size_t i = 0; i < sizeof plans / sizeof *plans; i++) {
         outcome ref;
         if (run_one(n, plans[i], batch, &ref)) { failures++; continue; }
-        double prev = 0;
+        double prev = 0, first = 0;
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
             char text[128];
             snprintf(text, sizeof text, "%s+%s", plans[i], cases[c].mod);
@@ -177,12 +183,15 @@ static void lossy(const net *n, int batch)
             double d = deviations(n, o.r.grads, ref.r.grads, dev, &worst);
             int64_t pred, meas;
             bool fixed = fixed_sizes(&o, &pred, &meas), mem = !fixed || mem_equal(&o);
-            bool monotone = c % 3 == 0 || d >= prev, ok = (d <= cases[c].bound || (isinf(cases[c].bound) && isfinite(d))) && mem && monotone;
+            if (c % 3 == 0) first = d;
+            bool bounded = recomputes[i] ? isfinite(d) : d <= cases[c].bound || (isinf(cases[c].bound) && isfinite(d));
+            bool monotone = c % 3 == 0 || (recomputes[i] ? c % 3 != 2 || d >= first : d >= prev);
+            bool ok = bounded && mem && monotone;
             printf("%s %-14s %-24s worst gradient deviation %.2e (%s)  encoded %lld bytes%s  peak %lld = replay %s  loss %+.2e\n",
                    ok ? "ok  " : "FAIL", n->name, text, d, worst >= 0 ? n->layers[worst].name : "-", (long long)meas,
                    fixed ? "" : " (predicted differently)", (long long)o.r.sum.peak, !fixed ? "n/a" : mem ? "yes" : "NO",
                    (double)o.r.sum.loss0 - ref.r.sum.loss0);
-            if (!monotone) printf("     deviation fell from %.2e as the encoding loosened\n", prev);
+            if (!monotone) printf("     deviation fell from %.2e as the encoding loosened\n", recomputes[i] ? first : prev);
             if (verbose)
                 for (int L = 0; L < n->n; L++)
                     if (kind_tensors(n, L, (kind_tensor[KIND_MAX_TENSORS]){0})) printf("       %-16s %.3e\n", n->layers[L].name, dev[L]);
