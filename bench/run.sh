@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# ./lrcnn bench: the simulator benchmark, the CPU engine benchmark and its PyTorch 1.13 peer, in one
+# ./lrcnn bench: the simulator benchmark, the codecs of kept maps against memcpy (and each plan
+# modifier's cost on an iteration), the CPU engine benchmark and its PyTorch 1.13 peer, in one
 # run on this machine, then the engine/PyTorch ratios of time and of memory. Each net runs in its
 # own process, ours and PyTorch's, so each RSS high-water mark belongs to that net alone.
 # Usage: bench/run.sh BUILD_DIR
 set -euo pipefail
 build="$1"; here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$build/lrcnn_bench"
+echo
+"$build/lrcnn_bench_codec"
 echo
 "$build/lrcnn_bench_engine" 2 convs
 summary=""
