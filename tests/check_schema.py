@@ -141,7 +141,11 @@ def check_run(run, where, ncat):
     pred = check_group(run, where, "prediction")
     pwhere = where + "/prediction"
     check_only(pred, pwhere, (), ("replay", "closed"))
-    for model in ("replay", "closed"):
+    # the closed form does not model encodings (plan modifiers after a '+'): no closed group then
+    encoded = "+" in str(run.attrs.get("plan", ""))
+    if encoded and "closed" in pred:
+        raise Problem("%s: a closed group for an encoded plan, which the closed form does not model" % pwhere)
+    for model in ("replay",) if encoded else ("replay", "closed"):
         m = check_group(pred, pwhere, model)
         mwhere = "%s/%s" % (pwhere, model)
         for name, want in PRED_ATTRS.items():
