@@ -16,8 +16,11 @@ static const char *usage =
     "paper/model.md. PLANS is a comma-separated list; ranges expand (2ps:2..8).\n"
     "Presets: layer ckpt-sqrt ckpt:K vdnn-all vdnn-conv 2ps:R overl:R 2ps-h[:R] overl-h[:R];\n"
     "custom plans: sim/PLANS.md. Defaults: --plan layer --batch 8 --optimizer adam --bn auto --device cpu.\n"
+    "Modifiers store kept maps encoded: +gist, +dpr:fp16|bf16|fp8, +zfp:rate=R|acc=E (e.g. 2ps:4+gist+dpr:fp16);\n"
+    "the closed form does not model them yet (n/a).\n"
     "\n"
-    "example: lrcnn sim --net vgg16 --batch 8 --image 224 --plan 2ps:6\n";
+    "example: lrcnn sim --net vgg16 --batch 8 --image 224 --plan 2ps:6\n"
+    "         lrcnn sim --net resnet50 --batch 32 --plan layer,layer+gist,2ps:8+zfp:rate=8\n";
 
 static void print_breakdown(const net *n, const sched_cfg *cfg, const char *text, const char *resolved, const sim_result *r)
 {

@@ -63,6 +63,7 @@ static void fake_runs(void)
         s->replay.peak_step = 3;
         s->closed.peak = 9007199254740993LL + r;
         s->closed.peak_step = -1;
+        s->closed_ok = true;
         s->flops = r ? 1e300 / 3 : 0.1 + 0.2;
         s->time_us = r ? 5e-324 : 1.0 / 3.0;
         s->n_steps = 5;
