@@ -211,7 +211,7 @@ def group_by(runs, key):
 
 def find_layer(runs):
     """The `layer` run among runs of one configuration (the reference of every ratio), or None."""
-    return next((r for r in runs if r["plan_family"] == "layer"), None)
+    return next((r for r in runs if r["plan_family"] == "layer" and "+" not in r["plan"]), None)
 
 
 def panel_grid(keys, panel_w=3.3, panel_h=2.4, sharex=False, sharey=False, wrap=None):

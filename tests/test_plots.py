@@ -26,6 +26,10 @@ PY = sys.executable
 TIMEOUT = 120  # seconds per command; the whole test takes well under 30 s
 
 SPECS = {
+    "encoded": """nets = vgg-small
+batch = 4
+plans = layer, layer+gist, layer+dpr:fp16, 2ps:2, 2ps:2+zfp:rate=8
+""",
     "grid": """nets = vgg-small
 image = 32
 batch = 2, 4
@@ -140,6 +144,7 @@ def body(lrcnn, tmp, t0):
         "bands": [h5["grid"]],
         "overhead": [h5["grid"], h5["validate"]],
         "baselines": [h5["grid"]],
+        "embraced": [h5["encoded"]],
         "capacity": [h5["cap_batch"], h5["cap_image"]],
         "timeline": [h5["timeline"]],
         "validation": [h5["validate"], h5["train"]],
@@ -155,6 +160,7 @@ def body(lrcnn, tmp, t0):
     errs = {
         "capacity on a grid file": ("capacity", [h5["grid"]]),
         "convergence on a sweep": ("convergence", [h5["grid"]]),
+        "embraced on plans without encodings": ("embraced", [h5["grid"]]),
         "bands on a missing file": ("bands", [os.path.join(tmp, "nope.h5")]),
     }
     errdir = os.path.join(tmp, "errfigs")
