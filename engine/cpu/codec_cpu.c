@@ -256,6 +256,18 @@ static void apply_mask(const uint8_t *mask, float *x, int64_t n)
 
 /* --- the two calls ---------------------------------------------------------------------------- */
 
+/* Where each image's encoding starts, at[0..N) after the header, and at[N] where the images end
+ * (the masks follow): from the header's sizes for the data-sized kinds, else the fixed size. */
+static int64_t *image_offsets(const ops_codec *m, const int64_t *sizes)
+{
+    const int N = m->shape.images;
+    int64_t fixed = enc_data_sized(m->kind) ? 0 : enc_image_bytes(m->kind, m->mod, m->shape);
+    int64_t *at = err_calloc((size_t)N + 1, sizeof(int64_t));
+    at[0] = enc_header_bytes(m->kind, m->shape);
+    for (int i = 0; i < N; i++) at[i + 1] = at[i] + (sizes ? sizes[i] : fixed);
+    return at;
+}
+
 int64_t cpu_codec_encode(const ops_codec *m, const void *x, void *out, void *scratch)
 {
     const int N = m->shape.images;
@@ -287,69 +299,55 @@ int64_t cpu_codec_encode(const ops_codec *m, const void *x, void *out, void *scr
     uint8_t *o = out;
     if (m->kind == ENC_ZFP_ACC) { /* the write call: header and streams from scratch, packed */
         const uint8_t *s = scratch;
-        int64_t slot = enc_zfp_max_bytes(m->shape), at = hdr;
+        int64_t slot = enc_zfp_max_bytes(m->shape), *at = image_offsets(m, (const int64_t *)(s + 8)), end = at[N];
         memcpy(o, s, (size_t)hdr);
-        for (int i = 0; i < N; i++) {
-            int64_t len = ((const int64_t *)(s + 8))[i];
-            memcpy(o + at, s + hdr + i * slot, (size_t)len);
-            at += len;
-        }
-        write_masks(m, xf, o + at);
-        return at + masks;
+        for (int i = 0; i < N; i++) memcpy(o + at[i], s + hdr + i * slot, (size_t)(at[i + 1] - at[i]));
+        free(at);
+        write_masks(m, xf, o + end);
+        return end + masks;
     }
     if (sizes)
         for (int i = 0; i < N; i++) sizes[i] = sparse_bytes(xf + i * n, n);
-    int64_t total = hdr;
-    for (int i = 0; i < N; i++) total += sizes ? sizes[i] : fixed;
+    int64_t *at = image_offsets(m, sizes), end = at[N];
 #pragma omp parallel for schedule(static) if (cpu_parallel(n * N))
     for (int i = 0; i < N; i++) {
-        int64_t at = hdr;
-        if (sizes)
-            for (int j = 0; j < i; j++) at += sizes[j];
-        else
-            at += i * fixed;
         const float *xi = xf + i * n;
         switch (m->kind) {
-        case ENC_SIGN: encode_sign(xi, o + at, n); break;
-        case ENC_ARGMAX: code_argmax(m, (const int64_t *)x + i * n, o + at, NULL, NULL); break;
-        case ENC_SPARSE: encode_sparse(xi, o + at, n); break;
-        case ENC_ZFP_RATE: CHECK(zfp_image(m, 0, (float *)xi, o + at, fixed, true) == fixed); break;
-        default: encode_floats(m->kind, xi, o + at, n); break;
+        case ENC_SIGN: encode_sign(xi, o + at[i], n); break;
+        case ENC_ARGMAX: code_argmax(m, (const int64_t *)x + i * n, o + at[i], NULL, NULL); break;
+        case ENC_SPARSE: encode_sparse(xi, o + at[i], n); break;
+        case ENC_ZFP_RATE: CHECK(zfp_image(m, 0, (float *)xi, o + at[i], fixed, true) == fixed); break;
+        default: encode_floats(m->kind, xi, o + at[i], n); break;
         }
     }
-    write_masks(m, xf, o + total);
-    return total + masks;
+    free(at);
+    write_masks(m, xf, o + end);
+    return end + masks;
 }
 
 void cpu_codec_decode(const ops_codec *m, const void *in, void *x)
 {
     const int N = m->shape.images;
-    const int64_t n = image_values(m), hdr = enc_header_bytes(m->kind, m->shape);
-    const int64_t fixed = enc_data_sized(m->kind) ? 0 : enc_image_bytes(m->kind, m->mod, m->shape);
+    const int64_t n = image_values(m);
     const uint8_t *p = in;
     const int64_t *sizes = m->kind == ENC_SPARSE ? (const int64_t *)p : m->kind == ENC_ZFP_ACC ? (const int64_t *)(p + 8) : NULL;
     double tol = 0;
     if (m->kind == ENC_ZFP_ACC) memcpy(&tol, p, 8);
     float *xf = x;
-    int64_t end = hdr; /* of the images: the masks follow */
-    for (int i = 0; i < N; i++) end += sizes ? sizes[i] : fixed;
+    int64_t *at = image_offsets(m, sizes), end = at[N]; /* the masks follow the images */
 #pragma omp parallel for schedule(static) if (cpu_parallel(n * N))
     for (int i = 0; i < N; i++) {
-        int64_t at = hdr;
-        if (sizes)
-            for (int j = 0; j < i; j++) at += sizes[j];
-        else
-            at += i * fixed;
         float *xi = xf + i * n;
         switch (m->kind) {
-        case ENC_SIGN: decode_sign(p + at, xi, n); break;
-        case ENC_ARGMAX: code_argmax(m, NULL, NULL, p + at, (int64_t *)x + i * n); break;
-        case ENC_SPARSE: decode_sparse(p + at, xi, n); break;
+        case ENC_SIGN: decode_sign(p + at[i], xi, n); break;
+        case ENC_ARGMAX: code_argmax(m, NULL, NULL, p + at[i], (int64_t *)x + i * n); break;
+        case ENC_SPARSE: decode_sparse(p + at[i], xi, n); break;
         case ENC_ZFP_RATE:
-        case ENC_ZFP_ACC: zfp_image(m, tol, xi, (void *)(p + at), sizes ? sizes[i] : fixed, false); break;
-        default: decode_floats(m->kind, p + at, xi, n); break;
+        case ENC_ZFP_ACC: zfp_image(m, tol, xi, (void *)(p + at[i]), at[i + 1] - at[i], false); break;
+        default: decode_floats(m->kind, p + at[i], xi, n); break;
         }
         if (m->shape.mask) apply_mask(p + end + i * mask_bytes(m), xi, n);
     }
+    free(at);
 }
 
