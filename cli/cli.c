@@ -8,6 +8,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "io/calib.h"
+
 int cli_fail(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
@@ -57,6 +59,7 @@ int cli_common(int argc, char **argv, int *i, const char *cmd, cli_config *c)
     if (!strcmp(a, "--force")) return c->force = true, 1;
     const struct { const char *name; const char **dst; } strs[] = {
         {"--net", &c->net}, {"--plan", &c->plan}, {"--bn", &c->bn}, {"-o", &c->out}, {"--host-budget", &c->host},
+        {"--calibrate", &c->calibrate},
     };
     for (size_t k = 0; k < sizeof strs / sizeof *strs; k++)
         if ((got = cli_opt(argc, argv, i, strs[k].name, &v))) {
@@ -89,6 +92,51 @@ int cli_common(int argc, char **argv, int *i, const char *cmd, cli_config *c)
         return 1;
     }
     return 0;
+}
+
+int cli_load_calib(const char *path, enc_calib *c, sched_cfg *cfg, err *e)
+{
+    memset(c, 0, sizeof *c);
+    if (!path) return 0;
+    if (calib_read(path, c, e)) return err_wrap(e, "--calibrate"), -1;
+    cfg->calib = c;
+    return 0;
+}
+
+void cli_print_calib(const sim_result *r, const sched_cfg *cfg)
+{
+    if (!r->enc_sized) return;
+    if (r->enc_calibrated)
+        printf("  data-sized encodings: %d of %d maps at densities/ratios measured in %s%s\n", r->enc_calibrated, r->enc_sized,
+               cfg->calib->source, r->enc_calibrated < r->enc_sized ? ", the rest at the modifier's" : "");
+    else
+        printf("  data-sized encodings: %d maps at the modifier's stated density/ratio (--calibrate FILE measures them)\n",
+               r->enc_sized);
+}
+
+void cli_print_encoded(const run_summary *m, const char *indent)
+{
+    int64_t pred = 0, meas = 0;
+    double values[ENC_NKIND] = {0}, stated[ENC_NKIND] = {0}, stored[ENC_NKIND] = {0};
+    int maps = 0, calibrated = 0;
+    for (int i = 0; i < m->n_encoded; i++) {
+        const run_encoded *x = &m->encoded[i];
+        if (!enc_data_sized(x->kind)) continue;
+        double v = (double)x->shape.images * (double)(x->shape.nx * x->shape.ny), f = enc_measured_factor(x->kind, x->shape, x->measured);
+        maps++, calibrated += x->calibrated, pred += x->predicted, meas += x->measured;
+        values[x->kind] += v, stated[x->kind] += x->kind == ENC_SPARSE ? v * x->factor : v / x->factor;
+        stored[x->kind] += x->kind == ENC_SPARSE ? v * f : f > 0 ? v / f : 0;
+    }
+    if (!maps) return;
+    char a[32], b[32];
+    printf("%s  data-sized encodings, %d maps%s: predicted %s, stored %s (%+.1f%%)", indent, maps, calibrated ? " (calibrated)" : "",
+           units_fmt_bytes(pred, a, sizeof a), units_fmt_bytes(meas, b, sizeof b), 100.0 * (double)(pred - meas) / (double)meas);
+    if (values[ENC_SPARSE] > 0)
+        printf("; density %.3f predicted, %.3f measured", stated[ENC_SPARSE] / values[ENC_SPARSE], stored[ENC_SPARSE] / values[ENC_SPARSE]);
+    if (values[ENC_ZFP_ACC] > 0 && stored[ENC_ZFP_ACC] > 0)
+        printf("; zfp ratio %.2f predicted, %.2f measured", values[ENC_ZFP_ACC] / stated[ENC_ZFP_ACC],
+               values[ENC_ZFP_ACC] / stored[ENC_ZFP_ACC]);
+    printf("\n");
 }
 
 int cli_unknown(const char *cmd, int argc, char **argv, int i, int got)

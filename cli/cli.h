@@ -21,9 +21,10 @@ int cli_opt(int argc, char **argv, int *i, const char *name, const char **val);
 int cli_parse_int(const char *s, int lo, int hi, int *out);
 
 /* The options commands share: --net --plan --bn --batch --image --iters --seed --optimizer
- * --host-budget -o --force. Fields start at the command's defaults; NULL/0 where unset. */
+ * --host-budget --calibrate -o --force. Fields start at the command's defaults; NULL/0 where unset. */
 typedef struct {
     const char *net, *plan, *bn, *out, *host;
+    const char *calibrate;   /* a result file whose measured encodings calibrate the predictions */
     int batch, image, iters;
     long long seed;
     bool force;
@@ -57,6 +58,18 @@ const char *cli_fmt_closed_err(const sim_result *r, int64_t ref, const char *fmt
 
 /* Progress "\r  what k/n" on stderr, only when stderr is a terminal; k == n ends the line. */
 void cli_progress(const char *what, int k, int n);
+
+/* The calibration --calibrate names (io/calib.h) into c, and c into cfg; nothing (c zeroed, cfg
+ * untouched) when path is NULL. */
+int cli_load_calib(const char *path, enc_calib *c, sched_cfg *cfg, err *e);
+/* One line on what a prediction's data-sized encodings took their densities and ratios from
+ * (nothing when it has none). */
+void cli_print_calib(const sim_result *r, const sched_cfg *cfg);
+
+/* A measured run's data-sized encodings in one line: the bytes predicted against those stored, and
+ * per kind the density or ratio the prediction took against the one measured (both weighted by
+ * map size), so the error of that assumption is in plain view; nothing when it has none. */
+void cli_print_encoded(const run_summary *m, const char *indent);
 
 /* A net at an input size. image 0 keeps the net file's size. */
 int cli_load_net(net *n, const char *name, int image, err *e);

@@ -9,7 +9,8 @@
 
 static const char *usage =
     "usage: lrcnn sim --net NET [--plan PLANS] [--batch N] [--image S] [--optimizer sgd|adam]\n"
-    "                 [--bn auto|train|frozen|per-band] [--device cpu|h100] [-o FILE.h5 [--force]]\n"
+    "                 [--bn auto|train|frozen|per-band] [--device cpu|h100] [--calibrate RUNS.h5]\n"
+    "                 [-o FILE.h5 [--force]]\n"
     "\n"
     "Predicts peak memory (by category) and compute for each plan: 'replay' walks the lowered schedule\n"
     "(the engine's allocated bytes, exactly), 'closed' evaluates the closed-form equations of\n"
@@ -17,7 +18,9 @@ static const char *usage =
     "Presets: layer ckpt-sqrt ckpt:K vdnn-all vdnn-conv 2ps:R overl:R 2ps-h[:R] overl-h[:R];\n"
     "custom plans: sim/PLANS.md. Defaults: --plan layer --batch 8 --optimizer adam --bn auto --device cpu.\n"
     "Modifiers store kept maps encoded: +gist, +dpr:fp16|bf16|fp8, +zfp:rate=R|acc=E (e.g. 2ps:4+gist+dpr:fp16);\n"
-    "the closed form does not model them yet (n/a).\n"
+    "the closed form does not model them yet (n/a). Sparse and zfp:acc sizes depend on the values: they are\n"
+    "predicted from the modifier's density=/ratio=, or per layer from the engine's measurements in RUNS.h5\n"
+    "(any validate or train result of the same net with those encodings) with --calibrate.\n"
     "\n"
     "example: lrcnn sim --net vgg16 --batch 8 --image 224 --plan 2ps:6\n"
     "         lrcnn sim --net resnet50 --batch 32 --plan layer,layer+gist,2ps:8+zfp:rate=8\n";
@@ -36,6 +39,7 @@ static void print_breakdown(const net *n, const sched_cfg *cfg, const char *text
     if (!r->closed_ok) printf("  (the closed form does not model encodings yet: the replay is the prediction)\n");
     printf("  FLOPs %.4g G (fwd+bwd incl. recompute), time %.4g ms on the device profile, %d steps\n", r->flops / 1e9,
            r->time_us / 1e3, r->n_steps);
+    cli_print_calib(r, cfg);
 }
 
 /* One plan of the list: simulated, printed (its breakdown when it is the only one, else a row
@@ -63,7 +67,8 @@ static int sim_one(const net *n, const char *item, const char *bn, const sched_c
                r.flops / 1e9, r.flops / base->flops);
     }
     h5_run run = {.kind = "sim", .n = n, .p = &p, .plan = item, .batch = cfg->batch, .optimizer = cli_optimizer_name(cfg->optimizer),
-                  .device = d->name, .sim = &r, .timeline = tl, .n_timeline = r.n_steps};
+                  .device = d->name, .sim = &r, .timeline = tl, .n_timeline = r.n_steps,
+                  .calibration = cfg->calib ? cfg->calib->source : NULL};
     int rc = f ? h5_write_run(f, &run, e) : 0;
     free(tl);
     plan_free(&p);
@@ -92,11 +97,17 @@ int cli_sim(int argc, char **argv)
     if (!d) return cli_fail("sim", "--device %s: expected cpu or h100", dev);
     err e;
     net n;
-    if (cli_load_net(&n, o.net, o.image, &e)) return cli_fail("sim", "%s", e.msg);
+    enc_calib cal;
+    if (cli_load_calib(o.calibrate, &cal, &cfg, &e)) return cli_fail("sim", "%s", e.msg);
+    if (cli_load_net(&n, o.net, o.image, &e)) {
+        enc_calib_free(&cal);
+        return cli_fail("sim", "%s", e.msg);
+    }
     char **items;
     int count, rc = CLI_OK;
     if (plan_list_expand(o.plan, &items, &count, &e)) {
         net_free(&n);
+        enc_calib_free(&cal);
         return cli_fail("sim", "--plan: %s", e.msg);
     }
     /* every plan checked before anything is written */
@@ -142,5 +153,6 @@ done_file:
 done:
     plan_list_free(items, count);
     net_free(&n);
+    enc_calib_free(&cal);
     return rc;
 }

@@ -9,9 +9,10 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "io/h5.h"
 #include "engine/run.h"
+#include "io/calib.h"
 #include "io/data.h"
+#include "io/h5.h"
 #include "io/spec.h"
 #include "sim/heap.h"
 
@@ -43,11 +44,11 @@ typedef struct {
 
 /* Simulates plan p of the spec on net n at `batch` and writes the run (and its per-category
  * timeline). si: a capacity search's result, or NULL. */
-static int sweep_one(const spec *s, const net *n, const sim_device *d, int batch, int o, int p, const search_info *si,
-                     h5_file *f, cell *c, err *e)
+static int sweep_one(const spec *s, const net *n, const sim_device *d, const enc_calib *cal, int batch, int o, int p,
+                     const search_info *si, h5_file *f, cell *c, err *e)
 {
     sim_result *r = &c->r;
-    sched_cfg cfg = {.batch = batch};
+    sched_cfg cfg = {.batch = batch, .calib = cal};
     cli_parse_optimizer(s->optimizers[o], &cfg.optimizer);
     char text[320];
     cli_plan_text(s->plans[p], s->bn, text, sizeof text);
@@ -82,9 +83,10 @@ static int sweep_one(const spec *s, const net *n, const sim_device *d, int batch
                   .optimizer = s->optimizers[o], .device = d->name, .sim = r, .timeline = s->timeline ? tl : NULL,
                   .timeline_cat = s->timeline ? tc : NULL, .n_timeline = steps, .measured = s->measure ? &m : NULL,
                   .backend = "cpu", .data = "synthetic", .seed = (uint64_t)s->seed, .search = si ? si->search : NULL,
-                  .budget = si ? si->budget : 0, .max_value = si ? si->max_value : 0};
+                  .budget = si ? si->budget : 0, .max_value = si ? si->max_value : 0, .calibration = cal ? cal->source : NULL};
     if (!rc) rc = h5_write_run(f, &run, e);
     plan_free(&pl);
+    run_summary_free(&m);
     free(tl), free(tc);
     return rc;
 }
@@ -152,6 +154,7 @@ typedef struct {
     const spec *s;
     net *nets;
     const sim_device *d;
+    const enc_calib *calib;  /* the spec's calibrate = FILE, or NULL */
     h5_file *f;
     cell *cells;
     long count, done;
@@ -169,7 +172,8 @@ static int sweep_grid(sweep_ctx *c, err *e)
                     for (int p = 0; p < s->n_plans; p++) {
                         cell *cl = &c->cells[c->done];
                         *cl = (cell){.net = i, .image = k, .batch = b, .opt = o, .plan = p};
-                        if (sweep_one(s, &c->nets[i * s->n_images + k], c->d, s->batches[b], o, p, NULL, c->f, cl, e)) return -1;
+                        if (sweep_one(s, &c->nets[i * s->n_images + k], c->d, c->calib, s->batches[b], o, p, NULL, c->f, cl, e))
+                            return -1;
                         c->done++;
                         if (!c->quiet) cli_progress("runs", (int)c->done, (int)c->count);
                     }
@@ -193,6 +197,7 @@ static int sweep_search(sweep_ctx *c, err *e)
                         cli_probe pr = {.net_name = s->nets[i], .plan_text = text, .image = by_image ? 0 : s->images[k],
                                         .batch = by_image ? s->batches[k] : 0, .budget = s->budgets[g]};
                         cli_parse_optimizer(s->optimizers[o], &pr.cfg.optimizer);
+                        pr.cfg.calib = c->calib;
                         int best = cli_max_fit(&pr, by_image);
                         /* the run describes the largest configuration that fits (or the smallest tried) */
                         net at;
@@ -200,7 +205,7 @@ static int sweep_search(sweep_ctx *c, err *e)
                         search_info si = {s->search, s->budgets[g], best};
                         cl->max_value = best;
                         if (cli_load_net(&at, s->nets[i], image, e)) return -1;
-                        int rc = sweep_one(s, &at, c->d, batch, o, p, &si, c->f, cl, e);
+                        int rc = sweep_one(s, &at, c->d, c->calib, batch, o, p, &si, c->f, cl, e);
                         net_free(&at);
                         if (rc) return -1;
                         c->done++;
@@ -219,7 +224,7 @@ static int sweep_engine(sweep_ctx *c, err *e)
             for (int b = 0; b < s->n_batches; b++)
                 for (int o = 0; o < s->n_optimizers; o++) {
                     const net *n = &c->nets[i * s->n_images + k];
-                    sched_cfg cfg = {.batch = s->batches[b]};
+                    sched_cfg cfg = {.batch = s->batches[b], .calib = c->calib};
                     cli_parse_optimizer(s->optimizers[o], &cfg.optimizer);
                     if (s->run == SPEC_VALIDATE) {
                         cli_validate_job j = {.n = n, .plans = s->plans, .n_plans = s->n_plans, .bn = s->bn, .cfg = cfg,
@@ -276,7 +281,10 @@ int cli_sweep_run(const char *cmd, const char *spec_path, const char *out, bool 
                    .count = spec_runs(&s), .quiet = quiet};
     c.cells = err_calloc((size_t)c.count, sizeof(cell));
     bool keep = s.run == SPEC_SIM && !s.measure; /* not where the engine measures RSS; undone below */
+    enc_calib cal = {0};
+    c.calib = s.calibrate[0] ? &cal : NULL;
     if (!c.d) err_set(&e, "%s: device '%s' is not a profile (cpu, h100)", spec_path, s.device);
+    else if (c.calib && calib_read(s.calibrate, &cal, &e)) err_wrap(&e, "%s: calibrate", spec_path);
     else if (!sweep_check(&s, c.nets, &e) && !h5_create(&c.f, path, overwrite, &e) &&
              !h5_set_root_attr(c.f, "spec", spec_path, &e) && !h5_set_root_attr(c.f, "experiment", s.name, &e)) {
         if (keep) heap_tune(HEAP_SWEEP);
@@ -294,6 +302,7 @@ int cli_sweep_run(const char *cmd, const char *spec_path, const char *out, bool 
     if (rc == CLI_OK && s.run == SPEC_SIM && !quiet) (s.search[0] ? print_capacity : print_tables)(&s, c.nets, c.cells, c.count);
     if (rc == CLI_OK) fprintf(stderr, "%swrote %s (%ld runs)\n", quiet || s.run != SPEC_SIM ? "" : "\n", path, c.count);
     for (int i = 0; i < n_nets; i++) net_free(&c.nets[i]);
+    enc_calib_free(&cal);
     free(c.nets);
     free(c.cells);
     spec_free(&s);

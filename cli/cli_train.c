@@ -16,7 +16,7 @@
 static const char *usage =
     "usage: lrcnn train --net NET [--image S] [--batch N] [--plan P] [--iters K] [--optimizer sgd|adam]\n"
     "                   [--lr F] [--seed X] [--bn MODE] [--data DIR] [--init-weights W.h5] [--dump D.h5]\n"
-    "                   [--host-budget BYTES] [--backend cpu|cuda] [-o RUN.h5] [--force]\n"
+    "                   [--host-budget BYTES] [--backend cpu|cuda] [--calibrate RUNS.h5] [-o RUN.h5] [--force]\n"
     "\n"
     "Trains NET with plan P on the engine (--backend: cpu, the default, or cuda on an NVIDIA GPU): real forward, backward and optimizer steps through an\n"
     "accounting allocator. Prints the loss, time and measured peak per iteration, then the measured peak\n"
@@ -25,6 +25,7 @@ static const char *usage =
     "--init-weights loads parameters (weights.h layout); --dump writes the last iteration's input, labels,\n"
     "parameters before and after the step and all gradients; -o writes the run (results/SCHEMA.md).\n"
     "--host-budget: refuse a plan that would offload more than BYTES to host memory.\n"
+    "--calibrate: predict sparse and zfp:acc encodings from the densities and ratios measured in RUNS.h5.\n"
     "Defaults: --batch 8 --plan layer --iters 10 --optimizer sgd (lr 0.01, momentum 0.9; adam: lr 1e-3) --seed 1.\n"
     "A spec with `run = train` trains each of its configurations and plans the same way.\n"
     "\n"
@@ -107,7 +108,7 @@ static int write_dump(const cli_train_job *j, run *r, const plan *p, const data 
 int cli_train_run(const cli_train_job *j, h5_file *f, err *e)
 {
     const net *n = j->n;
-    sched_cfg cfg = {.batch = j->cfg.batch, .optimizer = j->cfg.optimizer, .ws = j->ops->ws};
+    sched_cfg cfg = {.batch = j->cfg.batch, .optimizer = j->cfg.optimizer, .ws = j->ops->ws, .calib = j->cfg.calib};
     char text[320], resolved[1024];
     cli_plan_text(j->plan, j->bn, text, sizeof text);
     plan p;
@@ -143,10 +144,11 @@ int cli_train_run(const cli_train_job *j, h5_file *f, err *e)
         rc = CLI_USAGE;
         goto done_ctx;
     }
-    if (!j->quiet) print_table(&r.sum, &pred);
+    if (!j->quiet) print_table(&r.sum, &pred), cli_print_encoded(&r.sum, "");
     h5_run hr = {.kind = "train", .n = n, .p = &p, .plan = j->plan, .batch = cfg.batch, .optimizer = cli_optimizer_name(cfg.optimizer),
                  .device = "cpu", .sim = &pred, .measured = &r.sum, .trace = &r, .backend = j->ops->backend,
-                 .data = j->data_dir ? j->data_dir : "synthetic", .seed = j->seed};
+                 .data = j->data_dir ? j->data_dir : "synthetic", .seed = j->seed,
+                 .calibration = cfg.calib ? cfg.calib->source : NULL};
     if (f && h5_write_run(f, &hr, e)) rc = CLI_USAGE;
     if (j->dump && rc == CLI_OK) {
         if (write_dump(j, &r, &p, &d, &t, e)) rc = CLI_USAGE;
@@ -194,15 +196,21 @@ int cli_train(int argc, char **argv)
     net n;
     const ops_table *ops = ops_find(backend, &e);
     if (!ops) return cli_fail("train", "--backend %s: %s", backend, e.msg);
-    if (cli_load_net(&n, o.net, o.image, &e)) return cli_fail("train", "%s", e.msg);
     cli_train_job j = {.n = &n, .plan = o.plan, .bn = o.bn, .cfg = {.batch = o.batch, .optimizer = o.optimizer}, .ops = ops,
                        .lr = lr, .iters = o.iters, .seed = (uint64_t)o.seed, .host_budget = o.host_budget, .data_dir = dir,
                        .init = init, .dump = dump, .force = o.force};
+    enc_calib cal;
+    if (cli_load_calib(o.calibrate, &cal, &j.cfg, &e)) return cli_fail("train", "%s", e.msg);
+    if (cli_load_net(&n, o.net, o.image, &e)) {
+        enc_calib_free(&cal);
+        return cli_fail("train", "%s", e.msg);
+    }
     h5_file *f = NULL;
     int rc = o.out && h5_create(&f, o.out, o.force, &e) ? CLI_USAGE : cli_train_run(&j, f, &e);
     if (f && rc != CLI_OK) h5_abort(f);
     else if (f && h5_close(f, &e)) rc = CLI_USAGE;
     else if (f) fprintf(stderr, "wrote %s\n", o.out);
     net_free(&n);
+    enc_calib_free(&cal);
     return cli_status("train", rc, &e);
 }

@@ -17,12 +17,14 @@
 
 static const char *usage =
     "usage: lrcnn validate --net NET [--plan PLANS] [--image S] [--batch N] [--iters K] [--optimizer sgd|adam]\n"
-    "                      [--bn MODE] [--seed X] [--host-budget BYTES] [-o FILE.h5] [--force]\n"
+    "                      [--bn MODE] [--seed X] [--host-budget BYTES] [--calibrate RUNS.h5] [-o FILE.h5] [--force]\n"
     "\n"
     "For each plan: the simulator's predictions (replay and closed form) beside the engine's measured\n"
     "peak, the error of each, the reduction and time against `layer`, the largest gradient deviation\n"
     "from `layer` (relative norm, iteration 0, same weights and batch) and the RSS high-water mark.\n"
     "PLANS: comma-separated, ranges expand (2ps:2..8); `layer` is always run first as the reference.\n"
+    "Plans with sparse or zfp:acc encodings also print their encoded bytes predicted against those stored\n"
+    "(and the density or ratio behind each); --calibrate takes those per layer from an earlier result.\n"
     "Defaults: --plan layer,ckpt-sqrt,vdnn-conv,2ps:2..8,overl:2..8,2ps-h,overl-h --batch 2 --iters 2\n"
     "--optimizer sgd --seed 1. A spec with `run = validate` does the same per configuration.\n"
     "\n"
@@ -62,7 +64,8 @@ static int write_runs(const cli_validate_job *j, h5_file *f, const char **items,
         snprintf(m.worst, sizeof m.worst, "%s", cmpr[k].worst);
         h5_run run = {.kind = "validate", .n = j->n, .p = &ps[k], .plan = items[k], .batch = j->cfg.batch,
                       .optimizer = cli_optimizer_name(j->cfg.optimizer), .device = "cpu", .sim = &pred[k], .measured = &m,
-                      .backend = "cpu", .data = "synthetic", .seed = j->seed};
+                      .backend = "cpu", .data = "synthetic", .seed = j->seed,
+                      .calibration = j->cfg.calib ? j->cfg.calib->source : NULL};
         if (h5_write_run(f, &run, e)) return -1;
     }
     return 0;
@@ -123,7 +126,7 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
             rc = CLI_FAILED;
             continue;
         }
-        if (!j->quiet) print_row(items[k], &pred[k], &meas[k], &cmpr[k], &meas[0], k == 0);
+        if (!j->quiet) print_row(items[k], &pred[k], &meas[k], &cmpr[k], &meas[0], k == 0), cli_print_encoded(&meas[k], "");
     }
     if (!j->quiet)
         printf("\n  replay/closed: predictions; measured: the engine's tracked peak; err: prediction vs measured;\n"
@@ -131,6 +134,7 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
     munmap(shared, shared_bytes);
     if (rc == CLI_OK && f && write_runs(j, f, items, ps, pred, meas, cmpr, count, e)) rc = CLI_USAGE;
 done:
+    for (int k = 0; k < count; k++) run_summary_free(&meas[k]), run_summary_free(&cmpr[k]);
     for (int k = 0; k < parsed; k++) plan_free(&ps[k]);
     free(ps), free(pred), free(meas), free(cmpr), free(items);
     return rc;
@@ -152,13 +156,20 @@ int cli_validate(int argc, char **argv)
     net n;
     char **items;
     int count, rc;
-    if (cli_load_net(&n, o.net, o.image, &e)) return cli_fail("validate", "%s", e.msg);
+    cli_validate_job j = {.bn = o.bn, .cfg = {.batch = o.batch, .optimizer = o.optimizer}, .iters = o.iters, .seed = (uint64_t)o.seed,
+                          .host_budget = o.host_budget};
+    enc_calib cal;
+    if (cli_load_calib(o.calibrate, &cal, &j.cfg, &e)) return cli_fail("validate", "%s", e.msg);
+    if (cli_load_net(&n, o.net, o.image, &e)) {
+        enc_calib_free(&cal);
+        return cli_fail("validate", "%s", e.msg);
+    }
     if (plan_list_expand(o.plan, &items, &count, &e)) {
         net_free(&n);
+        enc_calib_free(&cal);
         return cli_fail("validate", "--plan: %s", e.msg);
     }
-    cli_validate_job j = {.n = &n, .plans = items, .n_plans = count, .bn = o.bn, .cfg = {.batch = o.batch, .optimizer = o.optimizer},
-                          .iters = o.iters, .seed = (uint64_t)o.seed, .host_budget = o.host_budget};
+    j.n = &n, j.plans = items, j.n_plans = count;
     h5_file *f = NULL;
     if (o.out && h5_create(&f, o.out, o.force, &e)) rc = CLI_USAGE;
     else rc = cli_validate_run(&j, f, &e);
@@ -167,5 +178,6 @@ int cli_validate(int argc, char **argv)
     else if (f) fprintf(stderr, "wrote %s\n", o.out);
     plan_list_free(items, count);
     net_free(&n);
+    enc_calib_free(&cal);
     return cli_status("validate", rc, &e);
 }

@@ -53,6 +53,28 @@ static void before_update(exec *x, void *ctx)
     if (h->c->before_update) h->c->before_update(x, h->iter, h->c->ctx);
 }
 
+/* The encoded maps of the schedule as the last iteration stored them. */
+static void collect_encoded(run *r)
+{
+    run_summary *s = &r->sum;
+    for (int b = 0; b < r->s.n_buf; b++) s->n_encoded += r->s.bufs[b].kind == BUF_ENC;
+    if (!s->n_encoded) return;
+    s->encoded = err_calloc((size_t)s->n_encoded, sizeof *s->encoded);
+    for (int b = 0, k = 0; b < r->s.n_buf; b++) {
+        const sched_buf *sb = &r->s.bufs[b];
+        if (sb->kind != BUF_ENC) continue;
+        s->encoded[k++] = (run_encoded){.layer = sb->layer, .band = sb->band, .kind = sb->enc, .mod = sb->mod, .shape = sb->shape,
+                                        .factor = sb->factor, .calibrated = sb->calibrated, .predicted = sb->bytes,
+                                        .measured = r->x.bytes[b]};
+    }
+}
+
+void run_summary_free(run_summary *s)
+{
+    free(s->encoded);
+    s->encoded = NULL, s->n_encoded = 0;
+}
+
 int run_plan(run *r, const run_cfg *c, err *e)
 {
     memset(r, 0, sizeof *r);
@@ -100,12 +122,14 @@ int run_plan(run *r, const run_cfg *c, err *e)
     memcpy(s->max, m->max, sizeof s->max);
     s->rss_peak = rss_peak_bytes();
     s->loss0 = r->loss[0];
+    collect_encoded(r);
     r->x.before_update = NULL; /* h lives on this stack frame */
     return 0;
 }
 
 void run_free(run *r)
 {
+    run_summary_free(&r->sum);
     exec_free(&r->x);
     sched_free(&r->s);
     free(r->loss), free(r->iter_us);
@@ -135,6 +159,17 @@ void run_compare(run_summary *s, const net *n, const float *g, const float *ref,
     s->loss_dev = fabs((double)loss - ref_loss) / fabs((double)ref_loss);
 }
 
+/* All n bytes through a pipe end (a large read or write can be partial). */
+static bool pipe_io(int fd, void *p, size_t n, bool write_it)
+{
+    for (char *at = p; n > 0;) {
+        ssize_t k = write_it ? write(fd, at, n) : read(fd, at, n);
+        if (k <= 0) return false;
+        at += k, n -= (size_t)k;
+    }
+    return true;
+}
+
 void run_forked(const run_cfg *c, const float *cmp_ref, float cmp_loss, run_summary *out)
 {
     int fd[2];
@@ -162,15 +197,23 @@ void run_forked(const run_cfg *c, const float *cmp_ref, float cmp_loss, run_summ
             s = r.sum;
             if (cmp_ref) run_compare(&s, c->n, r.grads, cmp_ref, r.sum.loss0, cmp_loss);
         }
-        ssize_t w = write(fd[1], &s, sizeof s);
-        _exit(w == (ssize_t)sizeof s ? 0 : 1);
+        bool ok = pipe_io(fd[1], &s, sizeof s, true) &&
+                  pipe_io(fd[1], s.encoded, (size_t)s.n_encoded * sizeof *s.encoded, true);
+        _exit(ok ? 0 : 1);
     }
     close(fd[1]);
-    ssize_t got = pid > 0 ? read(fd[0], out, sizeof *out) : -1;
+    run_encoded *enc = NULL; /* the child's pointer means nothing here */
+    bool got = pid > 0 && pipe_io(fd[0], out, sizeof *out, false) && out->n_encoded >= 0;
+    if (got && out->n_encoded) {
+        enc = err_calloc((size_t)out->n_encoded, sizeof *enc);
+        got = pipe_io(fd[0], enc, (size_t)out->n_encoded * sizeof *enc, false);
+    }
+    out->encoded = enc;
     close(fd[0]);
     int status = 0;
     if (pid > 0) waitpid(pid, &status, 0);
-    if (got != (ssize_t)sizeof *out) {
+    if (!got) {
+        free(enc);
         memset(out, 0, sizeof *out);
         snprintf(out->err, sizeof out->err, "engine process failed (%s %d)", WIFSIGNALED(status) ? "signal" : "exit",
                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));

@@ -40,7 +40,20 @@ typedef struct {
     void *ctx;
 } run_cfg;
 
-/* What a run measured, as plain data (it crosses a pipe from run_forked's child). */
+/* One encoded map of the last iteration (a BUF_ENC buffer of the schedule, sim/enc.h): the bytes
+ * the simulator predicted and those the engine stored, which differ only for data-sized encodings. */
+typedef struct {
+    int layer, band;
+    enc_kind kind;
+    int mod;                      /* the plan modifier that chose it (an index into plan.mods) */
+    enc_shape shape;
+    double factor;                /* data-sized kinds: the density or ratio predicted with */
+    bool calibrated;              /* ... taken from a calibration rather than the modifier */
+    int64_t predicted, measured;
+} run_encoded;
+
+/* What a run measured, as plain data (it crosses a pipe from run_forked's child; the encoded maps
+ * follow it there). */
 typedef struct {
     bool ok;
     char err[256];                /* why not ok */
@@ -56,6 +69,9 @@ typedef struct {
     double loss_dev;              /* |loss0 - ref| / |ref| */
     int64_t non_finite;           /* gradient values that are NaN or infinite */
     char worst[NET_NAME_LEN];     /* the layer of grad_dev */
+    int n_encoded;
+    run_encoded *encoded;         /* [n_encoded], malloc'd: run_free, or run_summary_free for a
+                                     summary from run_forked */
 } run_summary;
 
 struct run {
@@ -78,6 +94,7 @@ void run_free(run *r);
  * a crash included). With cmp_ref, iteration 0's gradients are compared with cmp_ref (all
  * parameter tensors back to back, as run.grads) and its loss with cmp_loss. */
 void run_forked(const run_cfg *c, const float *cmp_ref, float cmp_loss, run_summary *out);
+void run_summary_free(run_summary *s);
 
 /* Fills s's comparison fields: g against ref, both all parameter tensors of n back to back
  * (net_params(n) floats, layer by layer, as run.grads). */

@@ -348,20 +348,12 @@ static int make_dir(const char *dir, err *e)
     return 0;
 }
 
-int h5_export(const char *path, const char *out_dir, FILE *log, err *e)
+int h5_open_result(const char *path, hid_t *out, err *e)
 {
-    int rc = -1, ncat = 0;
-    hid_t f = H5I_INVALID_HID, runs = H5I_INVALID_HID;
-    char **cats = NULL;
-    FILE *fp = NULL;
-    char *mem = NULL; /* the runs table when it goes to stdout */
-    size_t mem_len = 0;
-    tables ts = {out_dir, NULL, 0};
+    hid_t f = H5I_INVALID_HID;
     int64_t version = 0;
     htri_t ok;
-    H5G_info_t info;
     struct stat st;
-
     if (stat(path, &st) != 0) return err_set(e, "%s: %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode)) return err_set(e, "%s: is a directory, not a result file", path);
     h5_quiet();
@@ -378,6 +370,25 @@ int h5_export(const char *path, const char *out_dir, FILE *log, err *e)
                 H5_SCHEMA_VERSION);
         goto cleanup;
     }
+    *out = f;
+    return 0;
+cleanup:
+    if (f >= 0) H5Fclose(f);
+    return -1;
+}
+
+int h5_export(const char *path, const char *out_dir, FILE *log, err *e)
+{
+    int rc = -1, ncat = 0;
+    hid_t f = H5I_INVALID_HID, runs = H5I_INVALID_HID;
+    char **cats = NULL;
+    FILE *fp = NULL;
+    char *mem = NULL; /* the runs table when it goes to stdout */
+    size_t mem_len = 0;
+    tables ts = {out_dir, NULL, 0};
+    H5G_info_t info;
+
+    if (h5_open_result(path, &f, e)) return -1;
     H5_TRY(read_categories(f, path, &cats, &ncat, e));
     H5_TRY(open_obj(f, path, "runs", false, &runs, e));
     H5_CHECK(H5Gget_info(runs, &info));

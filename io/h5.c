@@ -324,6 +324,74 @@ cleanup:
     return rc;
 }
 
+/* A field of a table (a 1-d compound dataset): its name, offset in the row struct, and type:
+ * 's' a string (const char *), 'i' int32, 'l' int64, 'd' float64. */
+typedef struct {
+    const char *name;
+    size_t off;
+    char type;
+} table_field;
+
+/* n rows of `size` bytes as dataset `name`: the memory layout of the row struct, packed in the file. */
+static int write_table(hid_t loc, const char *name, const void *rows, size_t size, hsize_t n, const table_field *fields,
+                       int nf, err *e)
+{
+    int rc = -1;
+    hid_t s = H5I_INVALID_HID, mt = H5I_INVALID_HID, ft = H5I_INVALID_HID;
+    H5_TRY(s = vlen_str(e));
+    H5_CHECK(mt = H5Tcreate(H5T_COMPOUND, size));
+    for (int i = 0; i < nf; i++) {
+        char c = fields[i].type;
+        hid_t t = c == 's' ? s : c == 'i' ? H5T_NATIVE_INT32 : c == 'd' ? H5T_NATIVE_DOUBLE : H5T_NATIVE_INT64;
+        H5_CHECK(H5Tinsert(mt, fields[i].name, fields[i].off, t));
+    }
+    H5_CHECK(ft = H5Tcopy(mt));
+    H5_CHECK(H5Tpack(ft));
+    H5_TRY(h5_dset_1d(loc, name, ft, mt, rows, n, e));
+    rc = 0;
+cleanup:
+    if (ft >= 0) H5Tclose(ft);
+    if (mt >= 0) H5Tclose(mt);
+    if (s >= 0) H5Tclose(s);
+    return rc;
+}
+
+/* One row of the table `measured/encoded`. */
+typedef struct {
+    const char *layer, *encoding, *modifier;
+    int32_t band, images, calibrated;
+    int64_t values, predicted, measured;
+    double acc, factor, factor_measured;
+} encoded_row;
+
+/* The encoded maps of the last iteration: predicted and stored bytes, and for the data-sized
+ * encodings the density or ratio predicted with and the one measured (io/calib.h reads them back). */
+static int write_encoded(hid_t loc, const h5_run *r, err *e)
+{
+    static const table_field fields[] = {
+        {"layer", offsetof(encoded_row, layer), 's'},          {"band", offsetof(encoded_row, band), 'i'},
+        {"encoding", offsetof(encoded_row, encoding), 's'},    {"modifier", offsetof(encoded_row, modifier), 's'},
+        {"images", offsetof(encoded_row, images), 'i'},        {"values", offsetof(encoded_row, values), 'l'},
+        {"predicted_bytes", offsetof(encoded_row, predicted), 'l'}, {"measured_bytes", offsetof(encoded_row, measured), 'l'},
+        {"acc", offsetof(encoded_row, acc), 'd'},              {"factor", offsetof(encoded_row, factor), 'd'},
+        {"factor_measured", offsetof(encoded_row, factor_measured), 'd'}, {"calibrated", offsetof(encoded_row, calibrated), 'i'},
+    };
+    const run_summary *s = r->measured;
+    encoded_row *rows = err_calloc((size_t)s->n_encoded, sizeof *rows);
+    char (*mods)[64] = err_calloc(ENC_MAX_MODS, sizeof *mods);
+    for (int m = 0; m < r->p->n_mod; m++) enc_mod_describe(&r->p->mods[m], mods[m], sizeof mods[m]);
+    for (int i = 0; i < s->n_encoded; i++) {
+        const run_encoded *x = &s->encoded[i];
+        rows[i] = (encoded_row){r->n->layers[x->layer].name, enc_name(x->kind), mods[x->mod], x->band, x->shape.images, x->calibrated,
+                                x->shape.images * x->shape.nx * x->shape.ny, x->predicted, x->measured,
+                                x->kind == ENC_ZFP_ACC ? r->p->mods[x->mod].acc : 0, x->factor,
+                                enc_measured_factor(x->kind, x->shape, x->measured)};
+    }
+    int rc = write_table(loc, "encoded", rows, sizeof *rows, (hsize_t)s->n_encoded, fields, 12, e);
+    free(rows), free(mods);
+    return rc;
+}
+
 /* measured/: what the engine measured (engine runs); see results/SCHEMA.md. A run from
  * run_forked has only its summary: loss and iter_us then hold iteration 0's loss and the best time. */
 static int write_measured(hid_t loc, const h5_run *r, err *e)
@@ -355,40 +423,10 @@ static int write_measured(hid_t loc, const h5_run *r, err *e)
         hsize_t dims[2] = {(hsize_t)n_layers, 2};
         H5_TRY(h5_dset(g, "layer_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, m->x.layer_us, 2, dims, e));
     }
+    if (s->n_encoded) H5_TRY(write_encoded(g, r, e));
     rc = 0;
 cleanup:
     if (g >= 0) H5Gclose(g);
-    return rc;
-}
-
-/* A field of a table (a 1-d compound dataset): its name, offset in the row struct, and type:
- * 's' a string (const char *), 'i' int32, 'l' int64. */
-typedef struct {
-    const char *name;
-    size_t off;
-    char type;
-} table_field;
-
-/* n rows of `size` bytes as dataset `name`: the memory layout of the row struct, packed in the file. */
-static int write_table(hid_t loc, const char *name, const void *rows, size_t size, hsize_t n, const table_field *fields,
-                       int nf, err *e)
-{
-    int rc = -1;
-    hid_t s = H5I_INVALID_HID, mt = H5I_INVALID_HID, ft = H5I_INVALID_HID;
-    H5_TRY(s = vlen_str(e));
-    H5_CHECK(mt = H5Tcreate(H5T_COMPOUND, size));
-    for (int i = 0; i < nf; i++) {
-        hid_t t = fields[i].type == 's' ? s : fields[i].type == 'i' ? H5T_NATIVE_INT32 : H5T_NATIVE_INT64;
-        H5_CHECK(H5Tinsert(mt, fields[i].name, fields[i].off, t));
-    }
-    H5_CHECK(ft = H5Tcopy(mt));
-    H5_CHECK(H5Tpack(ft));
-    H5_TRY(h5_dset_1d(loc, name, ft, mt, rows, n, e));
-    rc = 0;
-cleanup:
-    if (ft >= 0) H5Tclose(ft);
-    if (mt >= 0) H5Tclose(mt);
-    if (s >= 0) H5Tclose(s);
     return rc;
 }
 
@@ -479,6 +517,7 @@ int h5_write_run(h5_file *f, const h5_run *r, err *e)
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) H5_TRY(h5_attr_int(g, ints[i].name, ints[i].v, e));
     H5_TRY(h5_attr_f64(g, "flops", r->sim->flops, e));
     H5_TRY(h5_attr_f64(g, "time_us", r->sim->time_us, e));
+    if (r->calibration) H5_TRY(h5_attr_str(g, "calibration", r->calibration, e));
 
     H5_CHECK(pred = H5Gcreate2(g, "prediction", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     H5_TRY(write_mem(pred, "replay", &r->sim->replay, e));

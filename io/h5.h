@@ -25,6 +25,7 @@ typedef struct {
     int batch;
     const char *optimizer;       /* "sgd" | "adam" */
     const char *device;          /* the time estimate's device profile */
+    const char *calibration;     /* the result file that calibrated data-sized encodings, or NULL */
     const sim_result *sim;       /* predictions */
     const int64_t *timeline;     /* device bytes after each schedule step, or NULL */
     const int64_t *timeline_cat; /* [n_timeline][MEM_NCAT] device bytes per category, or NULL */
@@ -67,6 +68,10 @@ void h5_abort(h5_file *f);
 
 /* The command line that produced the file, stored as root attribute lrcnn_command. */
 void h5_set_command(int argc, char **argv);
+
+/* Opens an lrcnn result file for reading (it exists, is HDF5, has a schema_version this lrcnn
+ * reads); the caller closes *f with H5Fclose. */
+int h5_open_result(const char *path, hid_t *f, err *e);
 
 /* Writes one TSV per table to out_dir (or stdout when out_dir is NULL: the runs table only):
  * runs.tsv (one row per run: config, both predictions by category, flops, time) and

@@ -9,6 +9,13 @@
 static const char *names[ENC_NKIND] = {"none", "sign", "argmax", "sparse", "fp16", "bf16", "fp8", "zfp-rate", "zfp-acc"};
 const char *enc_name(enc_kind k) { return names[k]; }
 
+enc_kind enc_kind_named(const char *name)
+{
+    for (int k = 0; k < ENC_NKIND; k++)
+        if (!strcmp(names[k], name)) return (enc_kind)k;
+    return ENC_NKIND;
+}
+
 bool enc_lossless(enc_kind k) { return k == ENC_NONE || k == ENC_SIGN || k == ENC_ARGMAX || k == ENC_SPARSE; }
 bool enc_data_sized(enc_kind k) { return k == ENC_SPARSE || k == ENC_ZFP_ACC; }
 
@@ -146,9 +153,83 @@ int64_t enc_header_bytes(enc_kind k, enc_shape s)
     return k == ENC_SPARSE ? 8 * (int64_t)s.images : k == ENC_ZFP_ACC ? 8 + 8 * (int64_t)s.images : 0;
 }
 
+/* Bytes of a map's encoding that do not depend on its values: the header, and per image the sign
+ * mask of a lossy encoding of a relu output and sparse storage's bitmap. */
+static int64_t fixed_bytes(enc_kind k, enc_shape s)
+{
+    int64_t bitmap = (s.nx * s.ny + 7) / 8;
+    return enc_header_bytes(k, s) + s.images * ((s.mask ? bitmap : 0) + (k == ENC_SPARSE ? bitmap : 0));
+}
+
+/* The whole count a fraction of a total predicts: rounded up, unless it is a whole number up to
+ * the rounding of the division that made it (a measured factor gives back the measured count). */
+static int64_t count_of(double x)
+{
+    double r = nearbyint(x);
+    return fabs(x - r) <= 1e-6 * (r > 1 ? r : 1) ? (int64_t)r : (int64_t)ceil(x);
+}
+
 int64_t enc_bytes(enc_kind k, const enc_mod *m, enc_shape s)
 {
-    return enc_header_bytes(k, s) + s.images * (enc_image_bytes(k, m, s) + (s.mask ? (s.nx * s.ny + 7) / 8 : 0));
+    double values = (double)s.images * (double)(s.nx * s.ny);
+    /* the data-sized kinds are predicted for the whole map, so a measured factor reproduces it */
+    if (k == ENC_SPARSE) return fixed_bytes(k, s) + 4 * count_of(m->density * values);
+    if (k == ENC_ZFP_ACC) return fixed_bytes(k, s) + count_of(4 * values / m->ratio);
+    return fixed_bytes(k, s) + s.images * enc_image_bytes(k, m, s);
+}
+
+double enc_factor(enc_kind k, const enc_mod *m) { return k == ENC_SPARSE ? m->density : k == ENC_ZFP_ACC ? m->ratio : 0; }
+
+enc_mod enc_with_factor(const enc_mod *m, enc_kind k, double f)
+{
+    enc_mod r = *m;
+    if (k == ENC_SPARSE) r.density = f;
+    if (k == ENC_ZFP_ACC) r.ratio = f;
+    return r;
+}
+
+double enc_measured_factor(enc_kind k, enc_shape s, int64_t bytes)
+{
+    double values = (double)s.images * (double)(s.nx * s.ny), data = (double)(bytes - fixed_bytes(k, s));
+    if (k == ENC_SPARSE) return data / 4 / values;
+    if (k == ENC_ZFP_ACC) return data > 0 ? 4 * values / data : 0;
+    return 0;
+}
+
+void enc_calib_add(enc_calib *c, const char *layer, enc_kind k, double acc, double values, double f)
+{
+    if (!enc_data_sized(k) || !(f > 0) || !(values > 0)) return; /* a map of zeros says nothing of a ratio */
+    enc_calib_entry *x = NULL;
+    for (int i = 0; i < c->n && !x; i++)
+        if (c->e[i].kind == k && c->e[i].acc == acc && !strcmp(c->e[i].layer, layer)) x = &c->e[i];
+    if (!x) {
+        if (c->n == c->cap) {
+            c->cap = c->cap ? 2 * c->cap : 16;
+            c->e = err_realloc(c->e, (size_t)c->cap * sizeof *c->e);
+        }
+        x = &c->e[c->n++];
+        *x = (enc_calib_entry){.kind = k, .acc = k == ENC_ZFP_ACC ? acc : 0};
+        snprintf(x->layer, sizeof x->layer, "%s", layer);
+    }
+    x->values += values;
+    x->stored += k == ENC_SPARSE ? f * values : values / f;
+    c->maps++;
+}
+
+double enc_calib_factor(const enc_calib *c, const char *layer, enc_kind k, double acc)
+{
+    for (int i = 0; c && i < c->n; i++) {
+        const enc_calib_entry *x = &c->e[i];
+        if (x->kind != k || (k == ENC_ZFP_ACC && x->acc != acc) || strcmp(x->layer, layer)) continue;
+        return k == ENC_SPARSE ? x->stored / x->values : x->values / x->stored;
+    }
+    return 0;
+}
+
+void enc_calib_free(enc_calib *c)
+{
+    free(c->e);
+    memset(c, 0, sizeof *c);
 }
 
 /* ZFP's worst case for an fp32 block of 16 values: 1 + 8 exponent bits, 15 group tests, 16 x 32

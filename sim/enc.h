@@ -33,6 +33,8 @@ typedef enum {
 } enc_kind;
 
 const char *enc_name(enc_kind k);
+/* The kind enc_name names; ENC_NKIND for none. */
+enc_kind enc_kind_named(const char *name);
 /* Decoding gives back every bit the backward reads (gradients are bit-identical to the plan's). */
 bool enc_lossless(enc_kind k);
 /* The encoded size depends on the values (predicted from a density or ratio, measured by the engine). */
@@ -88,5 +90,40 @@ int64_t enc_scratch_bytes(enc_kind k, enc_shape s);
 int64_t enc_zfp_max_bytes(enc_shape s);
 /* ZFP's bits per 4x4 block at `rate` bits per value (its fixed-rate mode for 2-d fp32 fields). */
 int enc_zfp_block_bits(double rate);
+
+/* The factor a data-sized encoding's prediction takes (gist sparse: the density of nonzero values;
+ * ZFP fixed-accuracy: the compression ratio against fp32), as stated by its modifier; and the
+ * factor that `bytes` measured for the whole map imply (the inverse of enc_bytes: predicting with
+ * it gives back exactly those bytes). 0 for the fixed-size kinds. */
+double enc_factor(enc_kind k, const enc_mod *m);
+double enc_measured_factor(enc_kind k, enc_shape s, int64_t bytes);
+/* m with its factor for kind k replaced by f. */
+enc_mod enc_with_factor(const enc_mod *m, enc_kind k, double f);
+
+/* A calibration: the factors data-sized encodings measured, per layer, in earlier engine runs (an
+ * HDF5 result file's measured/encoded tables, read by io/calib.h). A layer's sparse density
+ * applies to every plan and bound; a ZFP ratio only to the same bound (acc), since the ratio is a
+ * property of the values *and* the bound. Maps the calibration lacks keep the modifier's factor. */
+typedef struct {
+    char layer[NET_NAME_LEN];
+    enc_kind kind;                /* ENC_SPARSE or ENC_ZFP_ACC */
+    double acc;                   /* ENC_ZFP_ACC: the bound it was measured at */
+    double values, stored;        /* sums over the maps measured: fp32 values, and the nonzero values
+                                     (sparse) or the fp32 bytes over the ratio (zfp), so the factor
+                                     is their ratio, weighted by map size */
+} enc_calib_entry;
+
+typedef struct {
+    int n, cap;
+    enc_calib_entry *e;
+    char source[256];             /* where it came from, for messages */
+    int maps;                     /* measured maps it was built from */
+} enc_calib;
+
+/* Adds one measured map of layer `layer` to c: its fp32 values and measured factor. */
+void enc_calib_add(enc_calib *c, const char *layer, enc_kind k, double acc, double values, double factor);
+/* The calibrated factor of kind k for layer `layer` (at bound acc for ZFP), or 0 if c has none. */
+double enc_calib_factor(const enc_calib *c, const char *layer, enc_kind k, double acc);
+void enc_calib_free(enc_calib *c);
 
 #endif

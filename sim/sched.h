@@ -48,10 +48,14 @@ typedef struct {
     bool zero;        /* zero-filled when allocated */
     bool offload;     /* moved to host between forward and backward */
     /* BUF_ENC: how it encodes which map (bytes: exact, or predicted where enc_data_sized), the plan
-     * modifier that chose it (an index into plan.mods) and the map's shape per image */
+     * modifier that chose it (an index into plan.mods) and the map's shape per image; for a
+     * data-sized encoding the density or ratio its bytes were predicted with (sim/enc.h), and
+     * whether that came from the configuration's calibration rather than the modifier */
     enc_kind enc;
     int mod;
     enc_shape shape;
+    double factor;
+    bool calibrated;
 } sched_buf;
 
 /* LOAD: the batch arrives (image into y, labels into aux).
@@ -114,6 +118,7 @@ typedef struct {
     int batch;
     sched_optimizer optimizer;
     const sched_ws_model *ws;   /* NULL: the CPU backend's (sched_workspace_bytes) */
+    const enc_calib *calib;     /* measured densities and ratios of data-sized encodings, or NULL */
 } sched_cfg;
 
 typedef struct {

@@ -72,6 +72,9 @@ int sim_run(const net *n, const plan *p, const sched_cfg *cfg, const sim_device 
     r->flops = s.flops;
     r->time_us = sim_time_us(&s, d);
     r->n_steps = s.n_step;
+    for (int b = 0; b < s.n_buf; b++)
+        if (s.bufs[b].kind == BUF_ENC && enc_data_sized(s.bufs[b].enc))
+            r->enc_sized++, r->enc_calibrated += s.bufs[b].calibrated;
     sched_free(&s);
     r->closed_ok = p->n_mod == 0;
     if (r->closed_ok) closed_predict(n, p, cfg, &r->closed);

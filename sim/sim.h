@@ -35,6 +35,7 @@ typedef struct {
     double flops;                /* FWD + BWD, recomputation included */
     double time_us;              /* roofline estimate on the device profile */
     int n_steps;
+    int enc_sized, enc_calibrated; /* maps with a data-sized encoding; those predicted from a calibration */
 } sim_result;
 
 /* Replay of a schedule; timeline (optional, n_step + 1 values) receives device bytes after each step. */

@@ -141,12 +141,16 @@ int stash_encode(lower *c, err *e)
         const net_layer *l = &c->n->layers[sb->layer];
         enc_shape shape = {s->batch, l->w, (int64_t)l->c * band_rows_len(sb->rows), k == ENC_ARGMAX ? enc_argmax_bits(l) : 0,
                            !enc_lossless(k) && u[b].sign};
-        int64_t bytes = enc_bytes(k, &p->mods[mod], shape), scratch = enc_scratch_bytes(k, shape);
+        /* a data-sized encoding's prediction takes the layer's calibrated factor where there is one */
+        double cal = enc_calib_factor(c->cfg->calib, l->name, k, p->mods[mod].acc);
+        enc_mod used = cal > 0 ? enc_with_factor(&p->mods[mod], k, cal) : p->mods[mod];
+        int64_t bytes = enc_bytes(k, &used, shape), scratch = enc_scratch_bytes(k, shape);
         int enc = lower_buf(c, BUF_ENC, sb->cat, sb->layer, sb->band, sb->rows, bytes);
         int ws = scratch ? lower_buf(c, BUF_WS, MEM_WORKSPACE, sb->layer, sb->band, sb->rows, scratch) : -1;
         int dec = lower_buf(c, s->bufs[b].kind, s->bufs[b].cat, s->bufs[b].layer, s->bufs[b].band, s->bufs[b].rows, s->bufs[b].bytes);
         sb = &s->bufs[b]; /* lower_buf may have moved the array */
         s->bufs[enc].enc = k, s->bufs[enc].mod = mod, s->bufs[enc].shape = shape;
+        s->bufs[enc].factor = enc_factor(k, &used), s->bufs[enc].calibrated = cal > 0;
         s->bufs[enc].offload = sb->offload, s->bufs[b].offload = false; /* offloaded encoded: less to move */
         copy_of[b] = dec;
         sched_step t = data_step(SCHED_ENCODE, sb, s->steps[u[b].last_fwd].seg, false);

@@ -35,6 +35,10 @@ MEAS_DSETS = {"at_peak": I64, "max": I64, "loss": np.dtype("<f4"), "iter_us": F6
 LAYER_FIELDS = [("name", STR), ("kind", STR), ("c", I32), ("h", I32), ("w", I32),
                 ("params", I64), ("macs", I64)]
 SEGMENT_FIELDS = [("mode", STR), ("first", STR), ("last", STR), ("policy", STR), ("fp", I32), ("bp", I32)]
+ENCODED_FIELDS = [("layer", STR), ("encoding", STR), ("modifier", STR), ("band", I32), ("images", I32),
+                  ("calibrated", I32), ("values", I64), ("predicted_bytes", I64), ("measured_bytes", I64),
+                  ("acc", F64), ("factor", F64), ("factor_measured", F64)]
+ENCODINGS = ("sign", "argmax", "sparse", "fp16", "bf16", "fp8", "zfp-rate", "zfp-acc")
 
 
 class Problem(Exception):
@@ -166,7 +170,9 @@ def check_run(run, where, ncat):
     if "search" in run.attrs:
         for name, want in search.items():
             check_attr(run, where, name, want)
-    check_only(run, where, dict(RUN_ATTRS, **search),
+    if "calibration" in run.attrs:
+        check_attr(run, where, "calibration", STR)
+    check_only(run, where, dict(RUN_ATTRS, calibration=STR, **search),
                ("prediction", "timeline", "timeline_by_category", "layers", "plan_segments", "measured"))
 
 
@@ -183,11 +189,25 @@ def check_measured(run, where, ncat):
         check_dset(m, mwhere, "timeline", I64)
     if "layer_us" in m:
         check_dset(m, mwhere, "layer_us", F64, (run["layers"].shape[0], 2) if "layers" in run else None)
+    if "encoded" in m:
+        if "+" not in str(run.attrs.get("plan", "")):
+            raise Problem("%s/encoded: encoded maps in a plan without modifiers" % mwhere)
+        t = check_table(m, mwhere, "encoded", ENCODED_FIELDS)[()]
+        for r in t:
+            enc = r["encoding"].decode() if isinstance(r["encoding"], bytes) else r["encoding"]
+            if enc not in ENCODINGS:
+                raise Problem("%s/encoded: encoding '%s'" % (mwhere, enc))
+            sized = enc in ("sparse", "zfp-acc")
+            if not sized and r["predicted_bytes"] != r["measured_bytes"]:
+                raise Problem("%s/encoded: a fixed-size %s map measured %d bytes, predicted %d"
+                              % (mwhere, enc, r["measured_bytes"], r["predicted_bytes"]))
+            if sized and not (r["factor"] > 0 and r["factor_measured"] >= 0):
+                raise Problem("%s/encoded: a %s map without its factors" % (mwhere, enc))
     compared = {"grad_deviation": F64, "loss_deviation": F64, "worst_tensor": STR}
     if "grad_deviation" in m.attrs:
         for name, want in compared.items():
             check_attr(m, mwhere, name, want)
-    check_only(m, mwhere, dict(MEAS_ATTRS, **compared), tuple(MEAS_DSETS))
+    check_only(m, mwhere, dict(MEAS_ATTRS, **compared), tuple(MEAS_DSETS) + ("encoded",))
 
 
 def check_file(path):

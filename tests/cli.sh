@@ -75,6 +75,33 @@ expect_ok "validate with encodings" -- validate --net vgg-small --batch 2 --plan
 "$python" -c "import h5py,sys; f=h5py.File('$tmp/enc.h5'); r=f['runs/00001']; sys.exit(0 if 'closed' not in r['prediction'] and 'replay' in r['prediction'] else 1)" && ok "encoded run: replay written, closed absent" || bad "encoded run's predictions in the file"
 expect_ok "export of encoded runs" -- export "$tmp/enc.h5" -o "$tmp/encx"
 grep -qP "^00001\t.*\tlayer\+gist\t" "$tmp/encx/runs.tsv" && ok "export: encoded run listed, closed cells empty" || bad "export of encoded runs: $(head -3 "$tmp/encx/runs.tsv")"
+# calibration: the measured encodings of one run predict another's data-sized encodings; the same
+# configuration calibrated by itself is predicted to the byte
+expect_ok "validate writes measured encodings" -- validate --net vgg-small --batch 4 --plan 'layer+gist+zfp:acc=1e-3' -o "$tmp/cal.h5"
+grep -qE "data-sized encodings, [0-9]+ maps: predicted .*density .* measured.*zfp ratio" "$tmp/out" && ok "validate: data-sized bytes and factors, predicted vs measured" || bad "validate's encoded line: $(grep data-sized "$tmp/out")"
+expect_ok "validate --calibrate (itself)" -- validate --net vgg-small --batch 4 --plan 'layer+gist+zfp:acc=1e-3' --calibrate "$tmp/cal.h5" -o "$tmp/cal2.h5"
+grep -qF "(calibrated): predicted" "$tmp/out" && grep -qF "(+0.0%)" "$tmp/out" && ok "calibrated by itself: encoded bytes +0.0%" || bad "self-calibration: $(grep data-sized "$tmp/out")"
+"$python" -c "
+import h5py, sys
+t = h5py.File('$tmp/cal2.h5')['runs/00001/measured/encoded'][()]
+sized = [r for r in t if r['encoding'] in (b'sparse', b'zfp-acc')]
+sys.exit(0 if sized and all(r['predicted_bytes'] == r['measured_bytes'] and r['calibrated'] for r in t if r in sized) else 1)" \
+  && ok "calibrated by itself: every data-sized map predicted to the byte (measured/encoded)" || bad "measured/encoded after self-calibration"
+if "$python" "$src/tests/check_schema.py" "$tmp/cal2.h5" >"$tmp/schema" 2>&1; then ok "calibrated file validates against results/SCHEMA.md"; else bad "calibrated schema: $(tail -1 "$tmp/schema")"; fi
+expect_ok "sim --calibrate at another batch" -- sim --net vgg-small --batch 64 --plan 'layer+gist+zfp:acc=1e-3' --calibrate "$tmp/cal.h5"
+grep -qF "maps at densities/ratios measured in" "$tmp/out" && ok "sim names its calibration" || bad "sim calibration line"
+expect_fail "calibrate: missing file" "nosuch.h5: No such file" -- sim --net vgg-small --calibrate "$tmp/nosuch.h5"
+"$lrcnn" sim --net vgg-small -o "$tmp/plain.h5" >/dev/null 2>&1
+expect_fail "calibrate: a file without encodings" "no measured densities or ratios" -- sim --net vgg-small --calibrate "$tmp/plain.h5"
+"$python" -c "
+import h5py, numpy as np
+with h5py.File('$tmp/cal.h5') as f, h5py.File('$tmp/badcal.h5', 'w') as g:
+    for k, v in f.attrs.items(): g.attrs[k] = v
+    g.create_dataset('runs/00000/measured/encoded', data=np.zeros(3, dtype=[('layer', 'i4'), ('encoding', 'i4')]))"
+expect_fail "calibrate: wrong types in the encoded table" "no layer field of the right type" -- validate --net vgg-small --calibrate "$tmp/badcal.h5" -o "$o"
+no_file "$o" "calibrate: wrong types"
+printf 'nets = vgg-small\nplans = layer+gist\ncalibrate = %s\n' "$tmp/nosuch.h5" >"$tmp/cal.spec"
+expect_fail "spec: calibrate names a missing file" "nosuch.h5" -- sweep "$tmp/cal.spec" -o "$o"; no_file "$o" "spec: missing calibration"
 expect_fail "unknown net" "unknown net 'nosuchnet'" -- sim --net nosuchnet
 expect_fail "authors' preset on another net" "lacks those layers" -- sim --net kernels --plan authors-2ps
 expect_ok "authors' presets" -- sim --net vgg16 --plan authors-2ps,authors-overl,authors-2ps-h,authors-overl-h
