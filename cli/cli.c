@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,10 +119,13 @@ void cli_print_encoded(const run_summary *m, const char *indent)
 {
     int64_t pred = 0, meas = 0;
     double values[ENC_NKIND] = {0}, stated[ENC_NKIND] = {0}, stored[ENC_NKIND] = {0};
-    int maps = 0, calibrated = 0;
+    int maps = 0, calibrated = 0, adapted = 0;
+    double worst = -1, lo = INFINITY, hi = 0;
     for (int i = 0; i < m->n_encoded; i++) {
         const run_encoded *x = &m->encoded[i];
         if (!enc_data_sized(x->kind)) continue;
+        if (x->model_err > worst) worst = x->model_err;
+        if (x->bound > 0) adapted++, lo = fmin(lo, x->bound), hi = fmax(hi, x->bound);
         double v = (double)x->shape.images * (double)(x->shape.nx * x->shape.ny), f = enc_measured_factor(x->kind, x->shape, x->measured);
         maps++, calibrated += x->calibrated, pred += x->predicted, meas += x->measured;
         values[x->kind] += v, stated[x->kind] += x->kind == ENC_SPARSE ? v * x->factor : v / x->factor;
@@ -136,6 +140,8 @@ void cli_print_encoded(const run_summary *m, const char *indent)
     if (values[ENC_ZFP_ACC] > 0 && stored[ENC_ZFP_ACC] > 0)
         printf("; zfp ratio %.2f predicted, %.2f measured", values[ENC_ZFP_ACC] / stated[ENC_ZFP_ACC],
                values[ENC_ZFP_ACC] / stored[ENC_ZFP_ACC]);
+    if (adapted) printf("; adapted bounds %.3g..%.3g on %d maps", lo, hi, adapted);
+    if (worst >= 0) printf("; modelled weight-gradient error <= %.3g", worst);
     printf("\n");
 }
 

@@ -68,6 +68,7 @@ void exec_init(exec *x, const net *n, const plan *p, const sched *s, const ops_t
     x->bytes = err_calloc((size_t)s->n_buf, sizeof(int64_t));
     for (int b = 0; b < s->n_buf; b++) x->bytes[b] = s->bufs[b].bytes;
     x->layer_us = err_calloc((size_t)n->n * 2, sizeof(double));
+    adapt_init(&x->adapt, n, p, s);
 }
 
 static ten view(const exec *x, int b)
@@ -146,13 +147,30 @@ static void code(exec *x, const sched_step *t)
         x->ops->decode(&m, fptr(x, t->src), fptr(x, t->dst));
     } else {
         void *scratch = t->ws >= 0 ? fptr(x, t->ws) : NULL, *src = fptr(x, t->src);
+        adapt *a = &x->adapt;
+        if (a->target && eb->enc == ENC_ZFP_ACC) m.bound = a->bound[eb->layer];
         if (enc_data_sized(eb->enc)) {
             x->bytes[t->dst] = x->ops->encode(&m, src, NULL, scratch);
             x->ptr[t->dst] = alloc_get(&x->mem, eb->cat, x->bytes[t->dst], false);
         }
         CHECK(x->ops->encode(&m, src, fptr(x, t->dst), scratch) == x->bytes[t->dst]);
+        if (a->target && eb->enc == ENC_ZFP_ACC) { /* the bound it used opens its header */
+            double used;
+            x->ops->download(&used, x->ptr[t->dst], sizeof used);
+            if (used > a->used[eb->layer]) a->used[eb->layer] = used;
+        }
     }
     x->codec_us += now_us() - t0;
+}
+
+/* COMET's bounds from the complete gradients (adapt.h). */
+static void adapt_gradients(exec *x)
+{
+    float **pgrad = err_calloc((size_t)x->n->n, sizeof(float *));
+    for (int b = 0; b < x->s->n_buf; b++)
+        if (x->s->bufs[b].kind == BUF_PGRAD) pgrad[x->s->bufs[b].layer] = x->ptr[b];
+    adapt_update(&x->adapt, x->ops, x->n, pgrad);
+    free(pgrad);
 }
 
 static void update(exec *x)
@@ -241,6 +259,7 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
             double t0 = now_us();
             if (x->ops->tag) x->ops->tag(t->layer * 2 + (t->op == SCHED_BWD));
             (t->op == SCHED_FWD ? x->ops->forward : x->ops->backward)(&c);
+            if (t->op == SCHED_BWD) adapt_backward(&x->adapt, x->ops, n, s, t, fptr(x, t->dy));
             if (x->ops->tag) x->ops->tag(-1);
             x->layer_us[t->layer * 2 + (t->op == SCHED_BWD)] += now_us() - t0; /* launch time on an asynchronous backend */
             if (c.loss && !t->recompute) x->loss = loss;
@@ -260,6 +279,7 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
         }
         case SCHED_UPDATE:
             if (x->before_update) x->before_update(x, x->before_update_ctx);
+            if (x->adapt.target) adapt_gradients(x);
             update(x);
             break;
         }
@@ -302,6 +322,7 @@ void exec_free(exec *x)
     free(x->bytes);
     free(x->on_host);
     free(x->layer_us);
+    adapt_free(&x->adapt);
     alloc_free_stats(&x->mem);
     memset(x, 0, sizeof *x);
 }

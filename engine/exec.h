@@ -7,6 +7,7 @@
 #ifndef LRCNN_EXEC_H
 #define LRCNN_EXEC_H
 
+#include "engine/adapt.h"
 #include "engine/alloc.h"
 #include "engine/ops.h"
 
@@ -32,6 +33,7 @@ typedef struct exec {
     float loss;                  /* of the last iteration */
     double *layer_us;            /* [n * 2]: forward, backward microseconds, last iteration */
     double codec_us;             /* ENCODE and DECODE steps, last iteration */
+    adapt adapt;                 /* COMET's adaptive ZFP bounds (plans with adapt=; else empty) */
     uint64_t seed;
     /* Called just before the optimizer step (gradients complete), e.g. to copy them for a dump. */
     void (*before_update)(struct exec *x, void *ctx);

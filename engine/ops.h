@@ -73,6 +73,7 @@ typedef struct {
     enc_shape shape;
     int row0, c, w, in_w;
     net_window win;
+    double bound;              /* ZFP fixed-accuracy: the absolute error bound; 0: acc x the map's range */
 } ops_codec;
 
 /* A backend: its layer kernels, where its tensors live (mem), and the few things the executor
@@ -102,6 +103,9 @@ typedef struct {
      * call that follows), else writes it to out and returns the same count. x: fp32 values, or
      * int64 places for ENC_ARGMAX. */
     int64_t (*encode)(const ops_codec *m, const void *x, void *out, void *scratch);
+    /* The sum of squares of planes x len floats at p[i * stride + j] (COMET's adaptive bound reads
+     * gradient norms; NULL: the backend refuses adapt=). */
+    double (*sumsq)(const float *p, int64_t stride, int64_t planes, int64_t len);
     void (*decode)(const ops_codec *m, const void *in, void *x);
 } ops_table;
 

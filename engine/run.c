@@ -63,9 +63,13 @@ static void collect_encoded(run *r)
     for (int b = 0, k = 0; b < r->s.n_buf; b++) {
         const sched_buf *sb = &r->s.bufs[b];
         if (sb->kind != BUF_ENC) continue;
+        const adapt *a = &r->x.adapt;
         s->encoded[k++] = (run_encoded){.layer = sb->layer, .band = sb->band, .kind = sb->enc, .mod = sb->mod, .shape = sb->shape,
                                         .factor = sb->factor, .calibrated = sb->calibrated, .predicted = sb->bytes,
-                                        .measured = r->x.bytes[b]};
+                                        .measured = r->x.bytes[b], .bound = -1, .model_err = -1};
+        if (a->target && sb->enc == ENC_ZFP_ACC)
+            s->encoded[k - 1].bound = a->bound[sb->layer] > 0 ? a->bound[sb->layer] : -1,
+            s->encoded[k - 1].model_err = a->model_err[sb->layer];
     }
 }
 
@@ -83,6 +87,9 @@ int run_plan(run *r, const run_cfg *c, err *e)
     sc.ws = c->ops->ws;
     if (c->p->n_mod && !c->ops->encode)
         return err_set(e, "plan '%s': the %s backend has no codecs for kept-map encodings yet", c->p->text, c->ops->backend);
+    const enc_mod *lossy = plan_lossy(c->p);
+    if (lossy && lossy->adapt > 0 && !c->ops->sumsq)
+        return err_set(e, "plan '%s': the %s backend cannot adapt ZFP bounds (no gradient norms)", c->p->text, c->ops->backend);
     if (sched_lower(&r->s, c->n, c->p, &sc, e)) return -1;
     exec_init(&r->x, c->n, c->p, &r->s, c->ops, sc.optimizer, c->hp, c->seed);
     exec_start(&r->x);

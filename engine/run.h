@@ -50,6 +50,10 @@ typedef struct {
     double factor;                /* data-sized kinds: the density or ratio predicted with */
     bool calibrated;              /* ... taken from a calibration rather than the modifier */
     int64_t predicted, measured;
+    /* adaptive ZFP bounds (engine/adapt.h): the map's adapted absolute bound (-1: still acc x
+     * range, or not adaptive), and the model's relative weight-gradient error of its readers at
+     * the last iteration's bound (-1: none) */
+    double bound, model_err;
 } run_encoded;
 
 /* What a run measured, as plain data (it crosses a pipe from run_forked's child; the encoded maps

@@ -361,7 +361,7 @@ typedef struct {
     const char *layer, *encoding, *modifier;
     int32_t band, images, calibrated;
     int64_t values, predicted, measured;
-    double acc, factor, factor_measured;
+    double acc, factor, factor_measured, bound, model_error;
 } encoded_row;
 
 /* The encoded maps of the last iteration: predicted and stored bytes, and for the data-sized
@@ -375,6 +375,7 @@ static int write_encoded(hid_t loc, const h5_run *r, err *e)
         {"predicted_bytes", offsetof(encoded_row, predicted), 'l'}, {"measured_bytes", offsetof(encoded_row, measured), 'l'},
         {"acc", offsetof(encoded_row, acc), 'd'},              {"factor", offsetof(encoded_row, factor), 'd'},
         {"factor_measured", offsetof(encoded_row, factor_measured), 'd'}, {"calibrated", offsetof(encoded_row, calibrated), 'i'},
+        {"bound", offsetof(encoded_row, bound), 'd'},          {"model_error", offsetof(encoded_row, model_error), 'd'},
     };
     const run_summary *s = r->measured;
     encoded_row *rows = err_calloc((size_t)s->n_encoded, sizeof *rows);
@@ -385,9 +386,9 @@ static int write_encoded(hid_t loc, const h5_run *r, err *e)
         rows[i] = (encoded_row){r->n->layers[x->layer].name, enc_name(x->kind), mods[x->mod], x->band, x->shape.images, x->calibrated,
                                 x->shape.images * x->shape.nx * x->shape.ny, x->predicted, x->measured,
                                 x->kind == ENC_ZFP_ACC ? r->p->mods[x->mod].acc : 0, x->factor,
-                                enc_measured_factor(x->kind, x->shape, x->measured)};
+                                enc_measured_factor(x->kind, x->shape, x->measured), x->bound, x->model_err};
     }
-    int rc = write_table(loc, "encoded", rows, sizeof *rows, (hsize_t)s->n_encoded, fields, 12, e);
+    int rc = write_table(loc, "encoded", rows, sizeof *rows, (hsize_t)s->n_encoded, fields, 14, e);
     free(rows), free(mods);
     return rc;
 }

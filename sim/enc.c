@@ -54,11 +54,21 @@ static int parse_zfp(enc_mod *m, char *args, err *e)
             if (parse_real("acc", a + 4, 0, true, 1, &m->acc, e)) return -1;
         } else if (!strncmp(a, "ratio=", 6)) {
             if (parse_real("ratio", a + 6, 1, false, 1e6, &m->ratio, e)) return -1;
+        } else if (!strncmp(a, "adapt=", 6)) {
+            if (parse_real("adapt", a + 6, 0, true, 1, &m->adapt, e)) return -1;
+        } else if (!strncmp(a, "every=", 6)) {
+            double w = 0;
+            if (parse_real("every", a + 6, 1, false, 1e6, &w, e)) return -1;
+            if (w != floor(w)) return err_set(e, "every=%s is not a whole number of iterations", a + 6);
+            m->every = (int)w;
         } else
-            return err_set(e, "zfp takes rate=R or acc=E (and ratio=X with acc), not '%s'", a);
+            return err_set(e, "zfp takes rate=R or acc=E (and with acc: ratio=X, adapt=T, every=W), not '%s'", a);
     }
     if ((m->rate > 0) == (m->acc > 0)) return err_set(e, "zfp needs exactly one of rate=R (bits per value) and acc=E (error bound)");
     if (m->rate > 0 && m->ratio != ENC_DEFAULT_RATIO) return err_set(e, "zfp: ratio= predicts acc= sizes; rate=R fixes the size itself");
+    if (m->rate > 0 && (m->adapt > 0 || m->every != ENC_DEFAULT_EVERY))
+        return err_set(e, "zfp: adapt= and every= adapt an error bound (acc=E); rate=R has none");
+    if (m->every != ENC_DEFAULT_EVERY && !(m->adapt > 0)) return err_set(e, "zfp: every=W says how often adapt=T adapts; give adapt=T");
     m->format = m->rate > 0 ? ENC_ZFP_RATE : ENC_ZFP_ACC;
     return 0;
 }
@@ -66,7 +76,7 @@ static int parse_zfp(enc_mod *m, char *args, err *e)
 int enc_mod_parse(enc_mod *m, const char *text, err *e)
 {
     memset(m, 0, sizeof *m);
-    m->density = ENC_DEFAULT_DENSITY, m->ratio = ENC_DEFAULT_RATIO;
+    m->density = ENC_DEFAULT_DENSITY, m->ratio = ENC_DEFAULT_RATIO, m->every = ENC_DEFAULT_EVERY;
     char buf[128];
     if (strlen(text) >= sizeof buf) return err_set(e, "modifier '%.40s...' is too long", text);
     snprintf(buf, sizeof buf, "%s", text);
@@ -108,6 +118,7 @@ void enc_mod_describe(const enc_mod *m, char *buf, size_t len)
     case ENC_MOD_DPR: snprintf(buf, len, "dpr:%s", enc_name(m->format)); break;
     case ENC_MOD_ZFP:
         if (m->format == ENC_ZFP_RATE) snprintf(buf, len, "zfp:rate=%g", m->rate);
+        else if (m->adapt > 0) snprintf(buf, len, "zfp:acc=%g:ratio=%g:adapt=%g:every=%d", m->acc, m->ratio, m->adapt, m->every);
         else snprintf(buf, len, "zfp:acc=%g:ratio=%g", m->acc, m->ratio);
         break;
     }

@@ -52,11 +52,15 @@ typedef struct {
     double rate;            /* zfp rate: bits per value, 1..32 */
     double acc;             /* zfp acc: error bound relative to each map's value range, (0, 1] */
     double ratio;           /* zfp acc: predicted compression ratio against fp32 (default 4) */
+    double adapt;           /* zfp acc: COMET's adaptive bound (engine/adapt.h): the relative weight-gradient
+                               error to aim at, (0, 1]; 0 keeps acc fixed */
+    int every;              /* ... adapted every this many iterations (default 10) */
 } enc_mod;
 
 #define ENC_MAX_MODS 3
 #define ENC_DEFAULT_DENSITY 0.5
 #define ENC_DEFAULT_RATIO 4.0
+#define ENC_DEFAULT_EVERY 10
 
 /* Parses one modifier (the text after a '+'); at most one lossy modifier (dpr or zfp) and one gist
  * per plan, checked by the caller. */

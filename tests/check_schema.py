@@ -37,7 +37,7 @@ LAYER_FIELDS = [("name", STR), ("kind", STR), ("c", I32), ("h", I32), ("w", I32)
 SEGMENT_FIELDS = [("mode", STR), ("first", STR), ("last", STR), ("policy", STR), ("fp", I32), ("bp", I32)]
 ENCODED_FIELDS = [("layer", STR), ("encoding", STR), ("modifier", STR), ("band", I32), ("images", I32),
                   ("calibrated", I32), ("values", I64), ("predicted_bytes", I64), ("measured_bytes", I64),
-                  ("acc", F64), ("factor", F64), ("factor_measured", F64)]
+                  ("acc", F64), ("factor", F64), ("factor_measured", F64), ("bound", F64), ("model_error", F64)]
 ENCODINGS = ("sign", "argmax", "sparse", "fp16", "bf16", "fp8", "zfp-rate", "zfp-acc")
 
 

@@ -63,7 +63,10 @@ grep -q "+gist +zfp:rate=8" "$tmp/out" && grep -q "n/a" "$tmp/out" && ok "modifi
 for m in 'foo|unknown modifier' 'dpr:fp12|dpr:fp12 is not one of fp16 bf16 fp8' 'zfp:acc=0|acc=0 is not a number in (0, 1]' \
          'zfp:acc=nan|acc=nan is not a number' 'zfp:rate=64|rate=64 is not a number in [1, 32]' 'zfp|zfp needs rate=R' \
          'zfp:rate=8:acc=1e-3|exactly one of rate=R' 'dpr+zfp:rate=8|a plan takes one lossy encoding' 'gist+gist|+gist given twice' \
-         'gist:fast|gist takes binarize, sparse' 'zfp:rate=8:ratio=3|ratio= predicts acc= sizes' '|an empty modifier'; do
+         'gist:fast|gist takes binarize, sparse' 'zfp:rate=8:ratio=3|ratio= predicts acc= sizes' '|an empty modifier' \
+         'zfp:rate=8:adapt=0.1|adapt= and every= adapt an error bound' 'zfp:acc=1e-3:every=5|every=W says how often' \
+         'zfp:acc=1e-3:adapt=0|adapt=0 is not a number in (0, 1]' 'zfp:acc=1e-3:adapt=0.1:every=2.5|not a whole number' \
+         'zfp:acc=1e-3:adapt=inf|adapt=inf is not a number'; do
   mod="${m%%|*}"; want="${m#*|}"
   expect_fail "modifier '+$mod'" "$want" -- sim --net vgg16 --plan "layer+$mod" -o "$o"; no_file "$o" "modifier '+$mod'"
 done

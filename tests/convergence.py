@@ -70,8 +70,14 @@ import numpy as np
 #          nats of `layer` on ResNet-small (last-20 mean 1.022) and below 3e-6 on vgg-small; on the
 #          image folder bf16 ends 0.055 above `layer`'s 0.121 and zfp:acc=1e-2 0.026 below; the
 #          control zfp:rate=1 ends 0.40 above.
+#   ADAPT: a run with COMET's adaptive bound (`zfp:acc=E:adapt=T`) must also have adapted: some map
+#          has an adapted bound, and the error model's weight-gradient error at the last iteration's
+#          bounds is within a factor ADAPT_SPAN of T, from a start far from it either way (acc=0.5,
+#          acc=1e-4). The bound is a window's mean of targets, so it overshoots a little: measured
+#          0.0131 for T = 0.01 on ResNet-small, 0.058 for T = 0.05.
 EARLY_ITERS, EARLY_TOL = 10, 1e-5
 LOSSY_TOL = 0.15
+ADAPT_SPAN = 3.0
 LOSSY_MODIFIERS = ("dpr", "zfp")
 WHOLE_TOL = 0.1
 FIRST_WINDOW, FINAL_WINDOW, CONVERGED_RATIO = 10, 20, 0.6
@@ -108,6 +114,9 @@ def read_runs(path):
             r = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in g.attrs.items()}
             r["loss"] = g["measured/loss"][()].astype(np.float64)
             r["seed"] = int(g["measured"].attrs["seed"])
+            if "encoded" in g["measured"]:
+                t = g["measured/encoded"][()]
+                r["bounds"], r["model_error"] = t["bound"], t["model_error"]
             if r["loss"].shape != (ITERS,):
                 raise RuntimeError(f"{path}: run {g.name} ({r['plan']}) has {r['loss'].shape} losses, "
                                    f"the criterion wants ({ITERS},)")
@@ -169,6 +178,19 @@ def check_lossy(loss, ref):
     return []
 
 
+def check_adapt(r):
+    m = re.search(r"adapt=([0-9.eE+-]+)", r["plan"])
+    if not m:
+        return []
+    target, bounds, errs = float(m.group(1)), r.get("bounds", np.zeros(0)), r.get("model_error", np.zeros(0))
+    if not (bounds > 0).any():
+        return ["ADAPT: no map has an adapted bound"]
+    worst = errs.max()
+    if not target / ADAPT_SPAN <= worst <= target * ADAPT_SPAN:
+        return [f"ADAPT: modelled weight-gradient error {worst:.3g} at the last bounds, not within x{ADAPT_SPAN:g} of {target:g}"]
+    return []
+
+
 def verdict_of(r, ref, kind, rows, notes):
     """Checks run r (kind: ref, curve, bn, lossy, control-curve, control-converged, control-lossy)
     against its reference;
@@ -179,7 +201,7 @@ def verdict_of(r, ref, kind, rows, notes):
     elif kind in ("ref", "bn", "control-converged"):
         problems = check_converged(loss)
     elif kind in ("lossy", "control-lossy"):
-        problems = check_converged(loss) + check_lossy(loss, ref["loss"])
+        problems = check_converged(loss) + check_lossy(loss, ref["loss"]) + check_adapt(r)
     else:
         problems = check_curve(loss, ref["loss"]) + check_converged(loss)
     d = np.abs(loss - ref["loss"]) if ref is not None else np.zeros(ITERS)

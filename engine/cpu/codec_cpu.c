@@ -225,9 +225,11 @@ static int64_t zfp_image(const ops_codec *m, double tol, float *x, void *buf, in
     return (int64_t)bytes;
 }
 
-/* The map's absolute bound: acc x its value range over finite values (acc where that is 0). */
+/* The map's absolute bound: the one given, else acc x its value range over finite values (acc
+ * where that is 0). */
 static double zfp_bound(const ops_codec *m, const float *x)
 {
+    if (m->bound > 0) return m->bound; /* adapted (engine/adapt.h) */
     int64_t n = image_values(m) * m->shape.images;
     float lo = INFINITY, hi = -INFINITY;
 #pragma omp parallel for reduction(min : lo) reduction(max : hi) schedule(static) if (cpu_parallel(n))

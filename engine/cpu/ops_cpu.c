@@ -467,6 +467,15 @@ static void cpu_copy2d(float *d, int64_t d_stride, const float *s, int64_t s_str
     }
 }
 
+static double cpu_sumsq(const float *p, int64_t stride, int64_t planes, int64_t len)
+{
+    double sum = 0;
+#pragma omp parallel for reduction(+ : sum) schedule(static) if (cpu_parallel(planes * len))
+    for (int64_t i = 0; i < planes; i++)
+        for (int64_t j = 0; j < len; j++) sum += (double)p[i * stride + j] * p[i * stride + j];
+    return sum;
+}
+
 static void cpu_stats(const ops_call *c, ops_stats what)
 {
     CHECK(kernels[c->l->kind].stats);
@@ -476,7 +485,7 @@ static void cpu_stats(const ops_call *c, ops_stats what)
 const ops_table ops_cpu = {.backend = "cpu", .forward = cpu_forward, .backward = cpu_backward, .stats = cpu_stats, .mem = &alloc_mem_host,
                            .upload = cpu_copy, .download = cpu_copy, .zero = cpu_zero, .copy2d = cpu_copy2d,
                            .sgd = ops_sgd_step, .adam = ops_adam_step, .sync = cpu_sync, .encode = cpu_codec_encode,
-                           .decode = cpu_codec_decode};
+                           .decode = cpu_codec_decode, .sumsq = cpu_sumsq};
 
 /* --- optimizers ------------------------------------------------------------------------------- */
 
