@@ -103,6 +103,8 @@ typedef struct {
      * call that follows), else writes it to out and returns the same count. x: fp32 values, or
      * int64 places for ENC_ARGMAX. */
     int64_t (*encode)(const ops_codec *m, const void *x, void *out, void *scratch);
+    /* Which kinds encode and decode handles (NULL: all; a plan needing another is refused). */
+    bool (*encodes)(enc_kind k);
     /* The sum of squares of planes x len floats at p[i * stride + j] (COMET's adaptive bound reads
      * gradient norms; NULL: the backend refuses adapt=). */
     double (*sumsq)(const float *p, int64_t stride, int64_t planes, int64_t len);

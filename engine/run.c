@@ -91,6 +91,13 @@ int run_plan(run *r, const run_cfg *c, err *e)
     if (lossy && lossy->adapt > 0 && !c->ops->sumsq)
         return err_set(e, "plan '%s': the %s backend cannot adapt ZFP bounds (no gradient norms)", c->p->text, c->ops->backend);
     if (sched_lower(&r->s, c->n, c->p, &sc, e)) return -1;
+    for (int b = 0; b < r->s.n_buf && c->ops->encodes; b++)
+        if (r->s.bufs[b].kind == BUF_ENC && !c->ops->encodes(r->s.bufs[b].enc)) {
+            err_set(e, "plan '%s': the %s backend has no %s codec (Debian's libzfp has no CUDA policy; use gist or dpr)", c->p->text,
+                    c->ops->backend, enc_name(r->s.bufs[b].enc));
+            sched_free(&r->s);
+            return -1;
+        }
     exec_init(&r->x, c->n, c->p, &r->s, c->ops, sc.optimizer, c->hp, c->seed);
     exec_start(&r->x);
     if (c->on_start && c->on_start(&r->x, c->ctx, e)) {

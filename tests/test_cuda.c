@@ -7,8 +7,13 @@
  *     NaN and Inf counted separately (must be none); loss within 1e-5 relative;
  *   - the allocated peak equals the replay of the CUDA schedule (lowered with cuDNN's workspace
  *     sizes), per category, byte for byte.
+ * The codecs of kept maps (engine/cuda/codec.cu): every encoding but ZFP's, on maps with zeros,
+ * negatives, -0.0 and values at fp8's and fp16's edges, must produce the CPU codec's bytes exactly
+ * and decode back to the CPU's values; and the encoded plans (gist, dpr) must match the CPU
+ * engine like the others, with ZFP refused in one line.
  * Usage: test_cuda [NET PLAN...] (default: kernels, vgg-small and resnet-small under layer,
- * 2ps:4, overl:4, ckpt-sqrt and vdnn-all). */
+ * 2ps:4, overl:4, ckpt-sqrt and vdnn-all, then the codecs and encoded plans); test_cuda
+ * --codecs-on-cpu runs the codec cases with the CPU on both sides (the harness itself). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,9 +90,78 @@ static void check(const char *name, const char *bn, char **plans, int np, double
     net_free(&n);
 }
 
+/* One encoding of a random map (images x n values, every 3rd zero, a -0.0) on both backends. */
+static void codec_case(const ops_table *cu, enc_kind kind, int images, int64_t nx, int64_t ny, bool mask, const net_layer *pool)
+{
+    enc_mod mod = {.kind = kind == ENC_SIGN || kind == ENC_ARGMAX || kind == ENC_SPARSE ? ENC_MOD_GIST : ENC_MOD_DPR,
+                   .format = kind, .density = 0.5};
+    enc_shape sh = {images, nx, ny, kind == ENC_ARGMAX ? enc_argmax_bits(pool) : 0, mask};
+    ops_codec m = {.kind = kind, .mod = &mod, .shape = sh};
+    int64_t n = nx * ny * images, *arg = NULL;
+    float *x = err_calloc((size_t)n, sizeof(float)), *back_cpu = err_calloc((size_t)n, 8), *back_cu = err_calloc((size_t)n, 8);
+    uint64_t r = 12345;
+    for (int64_t i = 0; i < n; i++) {
+        r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+        double u = (double)(r >> 11) / 9007199254740992.0;
+        x[i] = i % 3 == 0 ? 0.0f : (float)((u - 0.4) * (i % 7 == 0 ? 900.0 : 3.0));
+    }
+    x[1] = -0.0f;
+    const void *src = x;
+    if (kind == ENC_ARGMAX) { /* places inside each window of a pool over a (rows*s) x (w*s) input */
+        m.win = pool->win, m.c = pool->c, m.w = pool->w, m.in_w = (pool->w - 1) * pool->win.s + pool->win.k, m.row0 = 0;
+        int rows = (int)(ny / pool->c);
+        arg = err_calloc((size_t)n, sizeof(int64_t));
+        for (int64_t i = 0; i < n; i++) { /* an unpadded window: every place is inside the input */
+            int64_t v = i % (nx * ny), rr = (v / m.w) % rows, ow = v % m.w, place = (i * 7) % (pool->win.k * pool->win.k);
+            arg[i] = (rr * m.win.s + place / m.win.k) * m.in_w + ow * m.win.s + place % m.win.k;
+        }
+        src = arg;
+    }
+    int64_t elem = kind == ENC_ARGMAX ? 8 : 4, bytes_cpu = ops_cpu.encode(&m, src, NULL, NULL);
+    uint8_t *enc_cpu = err_calloc((size_t)bytes_cpu + 1, 1), *enc_cu = err_calloc((size_t)bytes_cpu + 1, 1);
+    ops_cpu.encode(&m, src, enc_cpu, NULL);
+    void *dx = cu->mem->get(n * elem, false, false), *denc = cu->mem->get(bytes_cpu + 1, false, false);
+    void *dback = cu->mem->get(n * elem, false, false);
+    cu->upload(dx, src, n * elem);
+    int64_t bytes_cu = cu->encode(&m, dx, NULL, NULL);
+    bool ok = bytes_cu == bytes_cpu;
+    if (ok) {
+        cu->encode(&m, dx, denc, NULL);
+        cu->download(enc_cu, denc, bytes_cu);
+        ok = !memcmp(enc_cu, enc_cpu, (size_t)bytes_cpu);
+        ops_cpu.decode(&m, enc_cpu, back_cpu);
+        cu->decode(&m, denc, dback);
+        cu->download(back_cu, dback, n * elem);
+        ok = ok && !memcmp(back_cu, back_cpu, (size_t)(n * elem));
+    }
+    printf("%s codec %-7s %d x %lld x %lld%s: %lld bytes (cpu %lld), %s\n", ok ? "ok  " : "FAIL", enc_name(kind), images,
+           (long long)nx, (long long)ny, mask ? " +mask" : "", (long long)bytes_cu, (long long)bytes_cpu,
+           ok ? "same bytes, same values back" : "differs");
+    failures += !ok;
+    cu->mem->put(dx, false), cu->mem->put(denc, false), cu->mem->put(dback, false);
+    free(x), free(arg), free(back_cpu), free(back_cu), free(enc_cpu), free(enc_cu);
+}
+
+static void codecs(const ops_table *cu)
+{
+    net_layer pool = {.kind = NET_MAXPOOL, .win = {3, 2, 0, 1}, .c = 5, .w = 9};
+    enc_kind kinds[] = {ENC_SIGN, ENC_SPARSE, ENC_FP16, ENC_BF16, ENC_FP8};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        codec_case(cu, kinds[k], 3, 37, 45, false, NULL);
+        codec_case(cu, kinds[k], 2, 1031, 7, false, NULL); /* images longer than a tile */
+    }
+    codec_case(cu, ENC_FP16, 3, 37, 45, true, NULL);
+    codec_case(cu, ENC_FP8, 2, 13, 11, true, NULL);
+    codec_case(cu, ENC_ARGMAX, 3, 9, 5 * 4, false, &pool);
+}
+
 int main(int argc, char **argv)
 {
     err e;
+    if (argc == 2 && !strcmp(argv[1], "--codecs-on-cpu")) { /* the codec harness against itself, no GPU needed */
+        codecs(&ops_cpu);
+        return failures != 0;
+    }
     const ops_table *cu = ops_find("cuda", &e), *cpu = &ops_cpu;
     if (!cu) {
         printf("skipped: %s\n", e.msg);
@@ -104,6 +178,19 @@ int main(int argc, char **argv)
         check("vgg-small", NULL, plans, 5, 1e-6, cpu, cu);
         check("resnet-small", "frozen", plans, 5, 1e-6, cpu, cu);
         check("resnet-small", "train", plans, 1, 1e-6, cpu, cu);
+        codecs(cu);
+        char *encoded[] = {"layer+gist", "2ps:4+gist+dpr:bf16", "ckpt-sqrt+dpr:fp8", "vdnn-all+gist:binarize"};
+        check("vgg-small", NULL, encoded, 4, 1e-6, cpu, cu);
+        check("resnet-small", "frozen", encoded, 2, 1e-6, cpu, cu);
+        net n;
+        outcome o;
+        if (!net_load_named(&n, "vgg-small", &e)) { /* ZFP is refused on CUDA, in one line */
+            bool refused = run_one(&n, "layer+zfp:rate=8", cu, &o) != 0;
+            if (!refused) run_free(&o.r), plan_free(&o.p);
+            printf("%s zfp refused on cuda\n", refused ? "ok  " : "FAIL");
+            failures += !refused;
+            net_free(&n);
+        }
     }
     printf("%s\n", failures ? "FAILED" : "CUDA matches the CPU engine");
     return failures != 0;

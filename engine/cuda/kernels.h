@@ -60,6 +60,24 @@ void k_fc_bias_grad(cudaStream_t st, const float *dy, int n, int out, float *db)
 void k_loss_fwd(cudaStream_t st, kview x, const int64_t *labels, float *probs, float *loss_dev, double *scratch);
 void k_loss_bwd(cudaStream_t st, kview dx, const float *probs, const int64_t *labels, const float *dy);
 
+/* The encodings of kept maps (codec.cu; formats: engine/cpu/codec_cpu.c). kind: which; n values an
+ * image; bits: an argmax place's; mask: a lossy relu output's sign bitmaps follow the images;
+ * row0, c, w, in_w, win: an argmax's window geometry (ops.h's ops_codec). */
+enum { KC_SIGN, KC_ARGMAX, KC_SPARSE, KC_FP16, KC_BF16, KC_FP8 };
+typedef struct {
+    int kind, images, bits;
+    bool mask;
+    int64_t n;
+    int row0, c, w, in_w;
+    kwin win;
+} kcodec;
+/* Sparse: each image's encoded bytes into sizes (device, m->images values). */
+void k_codec_sparse_sizes(cudaStream_t st, const kcodec *m, const float *x, int64_t *sizes);
+/* Encodes x into out (at_dev: sparse images' offsets in out, on the device; masks_at: where the
+ * sign masks start), and back. */
+void k_codec_encode(cudaStream_t st, const kcodec *m, const void *x, uint8_t *out, const int64_t *at_dev, int64_t masks_at);
+void k_codec_decode(cudaStream_t st, const kcodec *m, const uint8_t *in, void *x, const int64_t *at_dev, int64_t masks_at);
+
 #ifdef __cplusplus
 }
 #endif

@@ -31,6 +31,8 @@ static struct {
     int64_t ws_limit;
     ops_cuda_algo *algo;
     int n_algo;
+    int64_t *codec_dev;         /* sparse encodings: each image's bytes, then offsets (device) */
+    int codec_cap;
 } g;
 
 static void fatal(const char *what, const char *msg, const char *file, int line)
@@ -564,10 +566,83 @@ static void cuda_stats(const ops_call *c, ops_stats what)
     k_bn_sums(g.compute, kv(&c->x[0]), kv(what == OPS_STATS_DY ? &c->dy : &none), c->a, c->b, c->stats, c->sums);
 }
 
+/* --- encodings of kept maps (codec.cu) ------------------------------------------------------------ */
+
+static bool cuda_encodes(enc_kind k) { return k != ENC_ZFP_RATE && k != ENC_ZFP_ACC; }
+
+static kcodec kc_of(const ops_codec *m)
+{
+    static const int kinds[ENC_NKIND] = {[ENC_SIGN] = KC_SIGN, [ENC_ARGMAX] = KC_ARGMAX, [ENC_SPARSE] = KC_SPARSE,
+                                         [ENC_FP16] = KC_FP16, [ENC_BF16] = KC_BF16, [ENC_FP8] = KC_FP8};
+    CHECK(cuda_encodes(m->kind) && m->kind != ENC_NONE);
+    return (kcodec){.kind = kinds[m->kind], .images = m->shape.images, .bits = m->shape.bits, .mask = m->shape.mask,
+                    .n = m->shape.nx * m->shape.ny, .row0 = m->row0, .c = m->c, .w = m->w, .in_w = m->in_w, .win = kw(m->win)};
+}
+
+/* Sparse images' offsets in the encoding (host, images + 1 values) from their sizes, which the
+ * device computes into `sizes` (the header when writing, else the codec's own buffer). */
+static int64_t *sparse_offsets(const kcodec *k, const void *x, int64_t *sizes)
+{
+    k_codec_sparse_sizes(g.compute, k, x, sizes);
+    int64_t *at = err_calloc((size_t)k->images + 1, sizeof(int64_t));
+    cu_download(at + 1, sizes, (int64_t)k->images * 8);
+    at[0] = 8 * (int64_t)k->images;
+    for (int i = 0; i < k->images; i++) at[i + 1] += at[i];
+    return at;
+}
+
+static void codec_room(int images)
+{
+    if (2 * images + 1 <= g.codec_cap) return;
+    if (g.codec_dev) CU(cudaFree(g.codec_dev));
+    g.codec_cap = 2 * images + 1;
+    CU(cudaMalloc((void **)&g.codec_dev, (size_t)g.codec_cap * sizeof(int64_t)));
+}
+
+static int64_t cuda_encode(const ops_codec *m, const void *x, void *out, void *scratch)
+{
+    (void)scratch;
+    kcodec k = kc_of(m);
+    int64_t masks = m->shape.mask ? (int64_t)k.images * ((k.n + 7) / 8) : 0;
+    if (m->kind != ENC_SPARSE) {
+        int64_t bytes = enc_bytes(m->kind, m->mod, m->shape); /* exact for the fixed-size kinds */
+        if (out) k_codec_encode(g.compute, &k, x, out, NULL, bytes - masks);
+        return bytes;
+    }
+    codec_room(k.images);
+    int64_t *at = sparse_offsets(&k, x, out ? (int64_t *)out : g.codec_dev), end = at[k.images];
+    if (out) {
+        cu_upload(g.codec_dev + k.images, at, ((int64_t)k.images + 1) * 8);
+        k_codec_encode(g.compute, &k, x, out, g.codec_dev + k.images, end);
+    }
+    free(at);
+    return end + masks;
+}
+
+static void cuda_decode(const ops_codec *m, const void *in, void *x)
+{
+    kcodec k = kc_of(m);
+    int64_t *at = NULL, masks_at = 0;
+    if (m->kind == ENC_SPARSE) {
+        codec_room(k.images);
+        at = err_calloc((size_t)k.images + 1, sizeof(int64_t));
+        cu_download(at + 1, in, (int64_t)k.images * 8); /* the header: each image's bytes */
+        at[0] = 8 * (int64_t)k.images;
+        for (int i = 0; i < k.images; i++) at[i + 1] += at[i];
+        cu_upload(g.codec_dev + k.images, at, ((int64_t)k.images + 1) * 8);
+        masks_at = at[k.images];
+    } else {
+        masks_at = enc_bytes(m->kind, m->mod, m->shape) - (m->shape.mask ? (int64_t)k.images * ((k.n + 7) / 8) : 0);
+    }
+    k_codec_decode(g.compute, &k, in, x, at ? g.codec_dev + k.images : NULL, masks_at);
+    free(at);
+}
+
 static const ops_table cuda_table = {.backend = "cuda", .forward = cuda_forward, .backward = cuda_backward, .stats = cuda_stats,
                                      .mem = &cuda_mem, .ws = &cuda_ws,
                                      .upload = cu_upload, .download = cu_download, .zero = cu_zero, .copy2d = cu_copy2d,
-                                     .sgd = cu_sgd, .adam = cu_adam, .sync = cu_sync, .tag = cu_tag};
+                                     .sgd = cu_sgd, .adam = cu_adam, .sync = cu_sync, .tag = cu_tag,
+                                     .encode = cuda_encode, .decode = cuda_decode, .encodes = cuda_encodes};
 
 const ops_table *ops_cuda_open(bool profile, err *e)
 {
