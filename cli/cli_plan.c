@@ -9,7 +9,7 @@
 
 static const char *usage =
     "usage: lrcnn plan --budget BYTES --net NET (--max-batch | --max-image) [--plan PLANS]\n"
-    "                  [--image S] [--batch N] [--optimizer sgd|adam] [--bn MODE]\n"
+    "                  [--image S] [--batch N] [--optimizer sgd|adam] [--bn MODE] [--calibrate RUNS.h5]\n"
     "\n"
     "For each plan, the largest batch (at --image, default the net's) or the largest square input (at\n"
     "--batch, default 8) whose predicted peak (replay) fits BYTES (16GiB, 12G, 80e9 ...).\n"
@@ -42,12 +42,18 @@ int cli_plan(int argc, char **argv)
     if (!pr.net_name) return cli_fail("plan", "--net is required");
     err e;
     net n;
-    if (cli_load_net(&n, pr.net_name, pr.image, &e)) return cli_fail("plan", "%s", e.msg);
+    enc_calib cal; /* data-sized encodings at measured densities and ratios (sim --help) */
+    if (cli_load_calib(o.calibrate, &cal, &pr.cfg, &e)) return cli_fail("plan", "%s", e.msg);
+    if (cli_load_net(&n, pr.net_name, pr.image, &e)) {
+        enc_calib_free(&cal);
+        return cli_fail("plan", "%s", e.msg);
+    }
     if (!pr.image) pr.image = n.layers[0].h;
     char **items;
     int count;
     if (plan_list_expand(plans, &items, &count, &e)) {
         net_free(&n);
+        enc_calib_free(&cal);
         return cli_fail("plan", "--plan: %s", e.msg);
     }
     char texts[64][300];
@@ -58,6 +64,7 @@ int cli_plan(int argc, char **argv)
         if (mode == 1 && plan_parse(&p, &n, texts[k], &e)) {
             plan_list_free(items, count);
             net_free(&n);
+            enc_calib_free(&cal);
             return cli_fail("plan", "%s", e.msg);
         }
         if (mode == 1) plan_free(&p);
@@ -77,5 +84,6 @@ int cli_plan(int argc, char **argv)
            mode == 1 ? pr.image : pr.batch);
     plan_list_free(items, count);
     net_free(&n);
+    enc_calib_free(&cal);
     return CLI_OK;
 }

@@ -142,7 +142,7 @@ static const char *usage =
     "`reproduce = off`, such as demo.spec, is skipped) into its output under results/, then draws every\n"
     "figure the specs name (`figures = ...`) from the outputs of the specs that name it, into\n"
     "paper/figures/ (PNG and PDF), builds paper/report.pdf where pandoc and WeasyPrint are installed, and\n"
-    "lists what it wrote. About 10 minutes on 2 cores. --figures-only redraws the figures (and the report)\n"
+    "lists what it wrote. About 30 minutes on 2 cores. --figures-only redraws the figures (and the report)\n"
     "from the existing result files; --list prints the specs and figures it would run and draws nothing.\n"
     "Specs: experiments/README.md.\n";
 

@@ -17,7 +17,7 @@ static const struct {
     {"sweep", cli_sweep, "run an experiment spec (nets x batch x image x plans) into one HDF5 file"},
     {"plan", cli_plan, "largest batch or input that fits a memory budget, per plan"},
     {"export", cli_export, "HDF5 result -> TSV for gnuplot"},
-    {"reproduce", cli_reproduce, "every result and figure from scratch (about 10 minutes on 2 cores)"},
+    {"reproduce", cli_reproduce, "every result and figure from scratch (about 30 minutes on 2 cores)"},
     {"demo", cli_demo, "the default experiment (simulator: VGG-16 and ResNet-50, every preset)"},
 };
 
