@@ -7,8 +7,9 @@
  *     |error of dW| / |dW| = s * sqrt(K * sum dy^2) / |dW|,   K the layer's fan-in (C_in k^2).
  * The executor measures sum dy^2 at the layer's backward (its bands' rows, decoded copies of the
  * map only) and |dW| once the gradients are complete, and sets the bound of the map's producer
- * so that this relative error is T, taking errors uniform within the bound (s = bound / sqrt 3),
- * as COMET does for SZ: the bound's target per iteration is sqrt(3) T |dW| / sqrt(K sum dy^2),
+ * so that this relative error is T, taking errors uniform within the bound (s = bound / sqrt 3;
+ * ZFP's are smaller, so the model is conservative: paper/model.md): the bound's target per
+ * iteration is sqrt(3) T |dW| / sqrt(K sum dy^2),
  * the least over the map's readers; every W iterations the map's bound becomes the mean of the
  * window's targets. Until the first window ends, the bound is acc x the map's range.
  * Maps that no convolution or fc reads (a BatchNorm's input) keep acc x range.
