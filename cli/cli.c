@@ -83,8 +83,10 @@ int cli_common(int argc, char **argv, int *i, const char *cmd, cli_config *c)
     if ((got = cli_opt(argc, argv, i, "--seed", &v))) {
         char *end;
         if (got < 0) return cli_fail(cmd, "--seed needs a value"), -1;
+        errno = 0;
         c->seed = strtoll(v, &end, 10);
-        if (*end || end == v || c->seed < 0) return cli_fail(cmd, "--seed %s: expected a non-negative integer", v), -1;
+        if (errno || *end || end == v || c->seed < 0)
+            return cli_fail(cmd, "--seed %s: expected a non-negative integer below 2^63", v), -1;
         return 1;
     }
     if ((got = cli_opt(argc, argv, i, "--optimizer", &v))) {

@@ -56,18 +56,31 @@ int cli_plan(int argc, char **argv)
         enc_calib_free(&cal);
         return cli_fail("plan", "--plan: %s", e.msg);
     }
-    char texts[64][300];
-    if (count > 64) count = 64;
+    /* every plan checked before the search: an unknown preset or layer is an error, not a plan that
+     * fits nowhere. --max-batch at its input size; --max-image at the starting size or, failing
+     * that (more bands than a small input has rows), at a large one */
+    char (*texts)[320] = err_calloc((size_t)count, sizeof *texts);
     for (int k = 0; k < count; k++) {
         plan p;
         cli_plan_text(items[k], bn, texts[k], sizeof texts[k]);
-        if (mode == 1 && plan_parse(&p, &n, texts[k], &e)) {
+        int bad = plan_parse(&p, &n, texts[k], &e);
+        if (bad && mode == 2) {
+            net big;
+            err e2;
+            if (!cli_load_net(&big, pr.net_name, 4096, &e2)) {
+                if (!(bad = plan_parse(&p, &big, texts[k], &e2))) plan_free(&p);
+                net_free(&big);
+            }
+            if (!bad) continue;
+        }
+        if (bad) {
             plan_list_free(items, count);
             net_free(&n);
             enc_calib_free(&cal);
+            free(texts);
             return cli_fail("plan", "%s", e.msg);
         }
-        if (mode == 1) plan_free(&p);
+        plan_free(&p);
     }
     char a[32], b[32];
     printf("%s, budget %s, %s, %s\n\n", n.name, units_fmt_bytes(pr.budget, a, sizeof a), cli_optimizer_name(pr.cfg.optimizer),
@@ -85,5 +98,6 @@ int cli_plan(int argc, char **argv)
     plan_list_free(items, count);
     net_free(&n);
     enc_calib_free(&cal);
+    free(texts);
     return CLI_OK;
 }

@@ -3,6 +3,7 @@
 #include "sim/plan.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,18 +203,22 @@ static int custom_seg(plan *p, const net *n, char *t, err *e)
         return 0;
     }
     s->policy = BAND_OVERL, s->fp = s->bp = 0;
-    int have_policy = 0;
+    enum { POLICY = 1, FP = 2, BP = 4, CUTS = 8 };
+    int seen = 0;
     char *save = NULL, *cuts = NULL;
     for (char *a = strtok_r(args ? args : (char[]){0}, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
-        int v;
-        if (!strcmp(a, "2ps") || !strcmp(a, "overl")) s->policy = a[0] == '2' ? BAND_2PS : BAND_OVERL, have_policy = 1;
-        else if (!strncmp(a, "fp=", 3) && !parse_count(a + 3, &v)) s->fp = v;
-        else if (!strncmp(a, "bp=", 3) && !parse_count(a + 3, &v)) s->bp = v;
-        else if (!parse_count(a, &v)) s->fp = s->bp = v;
-        else if (!strncmp(a, "cuts=", 5)) cuts = a + 5;
+        int v, what;
+        if (!strcmp(a, "2ps") || !strcmp(a, "overl")) s->policy = a[0] == '2' ? BAND_2PS : BAND_OVERL, what = POLICY;
+        else if (!strncmp(a, "fp=", 3) && !parse_count(a + 3, &v)) s->fp = v, what = FP;
+        else if (!strncmp(a, "bp=", 3) && !parse_count(a + 3, &v)) s->bp = v, what = BP;
+        else if (!parse_count(a, &v)) s->fp = s->bp = v, what = FP | BP;
+        else if (!strncmp(a, "cuts=", 5)) cuts = a + 5, what = CUTS;
         else return err_set(e, "rows(...): unknown or bad argument '%s' (2ps|overl, R, fp=R, bp=R, cuts=a/b/c)", a);
+        if (seen & what) /* the last would win silently */
+            return err_set(e, "rows(...): '%s' says again what an earlier argument said (policy, band counts, cuts: once each)", a);
+        seen |= what;
     }
-    if (!have_policy) return err_set(e, "rows(...) needs a policy: rows(2ps,R) or rows(overl,R)");
+    if (!(seen & POLICY)) return err_set(e, "rows(...) needs a policy: rows(2ps,R) or rows(overl,R)");
     if (!s->fp && !s->bp) return err_set(e, "rows(...) needs a band count: rows(%s,R)", band_policy_name(s->policy));
     if (!s->fp) s->fp = s->bp;
     if (!s->bp) s->bp = s->fp;
@@ -223,7 +228,8 @@ static int custom_seg(plan *p, const net *n, char *t, err *e)
         for (char *c = strtok_r(cuts, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
             char *end;
             long v = strtol(c, &end, 10);
-            if (*end || end == c || k >= s->fp) return err_set(e, "cuts=%s: expected %d interior cuts a/b/... (output rows)", cuts, s->fp - 1);
+            if (*end || end == c || k >= s->fp || v < 0 || v > INT_MAX)
+                return err_set(e, "cuts=%s: expected %d interior cuts a/b/... (output rows)", cuts, s->fp - 1);
             s->cuts[k++] = (int)v;
         }
         if (k != s->fp) return err_set(e, "cuts: expected %d interior cuts for %d bands, got %d", s->fp - 1, s->fp, k - 1);

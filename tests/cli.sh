@@ -118,6 +118,15 @@ expect_fail "missing value" "--plan needs a value" -- sim --net vgg16 --plan
 expect_fail "unknown option" "unknown argument '--frobnicate'" -- sim --net vgg16 --frobnicate
 expect_fail "unknown command" "unknown command 'frob'" -- frob
 expect_fail "bad budget" "--budget lots" -- plan --max-batch --net vgg16 --budget lots
+expect_fail "plan --max-image: unknown plan" "unknown plan 'nosuch'" -- plan --max-image --budget 2GiB --net vgg-small --plan nosuch
+expect_ok "plan --max-image: a band count the starting size cannot take" -- plan --max-image --budget 1GiB --net vgg-small --batch 2 --plan 2ps:8
+grep -qE '^  2ps:8 +[0-9]+ ' "$tmp/out" && ok "plan --max-image finds 2ps:8 a size" || bad "plan --max-image 2ps:8: $(cat "$tmp/out")"
+many=$(printf 'layer,%.0s' $(seq 70)); many=${many%,}
+expect_ok "plan: 70 plans" -- plan --max-batch --budget 1GiB --net vgg-small --plan "$many"
+[ "$(grep -c '^  layer ' "$tmp/out")" -eq 70 ] && ok "plan: every one of 70 plans answered" || bad "plan dropped plans: $(grep -c '^  layer ' "$tmp/out") of 70"
+expect_fail "rows(): cuts= twice" "says again" -- sim --net kernels --plan 'rows(2ps,2,cuts=3,cuts=4)@conv1..relu3'
+expect_fail "rows(): a band count twice" "says again" -- sim --net kernels --plan 'rows(overl,fp=2,3)@conv1..relu3'
+expect_fail "--seed overflow" "below 2^63" -- train --net vgg-small --seed 99999999999999999999999 -o "$o"; no_file "$o" "--seed overflow"
 expect_fail "unreadable spec" "cannot open spec" -- sweep "$tmp/nope.spec"
 printf 'nets = vgg-small\nplans = layer\nbatchsize = 4\n' >"$tmp/badkey.spec"
 expect_fail "spec unknown key" "badkey.spec:3: unknown key 'batchsize'" -- sweep "$tmp/badkey.spec" -o "$o"; no_file "$o" "spec unknown key"
