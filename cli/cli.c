@@ -117,7 +117,7 @@ void cli_print_calib(const sim_result *r, const sched_cfg *cfg)
                r->enc_sized);
 }
 
-void cli_print_encoded(const run_summary *m, const char *indent)
+void cli_print_encoded(const run_summary *m)
 {
     int64_t pred = 0, meas = 0;
     double values[ENC_NKIND] = {0}, stated[ENC_NKIND] = {0}, stored[ENC_NKIND] = {0};
@@ -135,7 +135,7 @@ void cli_print_encoded(const run_summary *m, const char *indent)
     }
     if (!maps) return;
     char a[32], b[32];
-    printf("%s  data-sized encodings, %d maps%s: predicted %s, stored %s (%+.1f%%)", indent, maps, calibrated ? " (calibrated)" : "",
+    printf("  data-sized encodings, %d maps%s: predicted %s, stored %s (%+.1f%%)", maps, calibrated ? " (calibrated)" : "",
            units_fmt_bytes(pred, a, sizeof a), units_fmt_bytes(meas, b, sizeof b), 100.0 * (double)(pred - meas) / (double)meas);
     if (values[ENC_SPARSE] > 0)
         printf("; density %.3f predicted, %.3f measured", stated[ENC_SPARSE] / values[ENC_SPARSE], stored[ENC_SPARSE] / values[ENC_SPARSE]);

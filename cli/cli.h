@@ -69,7 +69,7 @@ void cli_print_calib(const sim_result *r, const sched_cfg *cfg);
 /* A measured run's data-sized encodings in one line: the bytes predicted against those stored, and
  * per kind the density or ratio the prediction took against the one measured (both weighted by
  * map size), so the error of that assumption is in plain view; nothing when it has none. */
-void cli_print_encoded(const run_summary *m, const char *indent);
+void cli_print_encoded(const run_summary *m);
 
 /* A net at an input size. image 0 keeps the net file's size. */
 int cli_load_net(net *n, const char *name, int image, err *e);

@@ -144,7 +144,7 @@ int cli_train_run(const cli_train_job *j, h5_file *f, err *e)
         rc = CLI_USAGE;
         goto done_ctx;
     }
-    if (!j->quiet) print_table(&r.sum, &pred), cli_print_encoded(&r.sum, "");
+    if (!j->quiet) print_table(&r.sum, &pred), cli_print_encoded(&r.sum);
     h5_run hr = {.kind = "train", .n = n, .p = &p, .plan = j->plan, .batch = cfg.batch, .optimizer = cli_optimizer_name(cfg.optimizer),
                  .device = "cpu", .sim = &pred, .measured = &r.sum, .trace = &r, .backend = j->ops->backend,
                  .data = j->data_dir ? j->data_dir : "synthetic", .seed = j->seed,

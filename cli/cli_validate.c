@@ -126,7 +126,7 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
             rc = CLI_FAILED;
             continue;
         }
-        if (!j->quiet) print_row(items[k], &pred[k], &meas[k], &cmpr[k], &meas[0], k == 0), cli_print_encoded(&meas[k], "");
+        if (!j->quiet) print_row(items[k], &pred[k], &meas[k], &cmpr[k], &meas[0], k == 0), cli_print_encoded(&meas[k]);
     }
     if (!j->quiet)
         printf("\n  replay/closed: predictions; measured: the engine's tracked peak; err: prediction vs measured;\n"

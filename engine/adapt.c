@@ -19,14 +19,18 @@ void adapt_init(adapt *a, const net *n, const plan *p, const sched *s)
         const sched_step *t = &s->steps[i];
         if (t->op == SCHED_DECODE && s->bufs[t->src].enc == ENC_ZFP_ACC) a->src[t->dst] = s->bufs[t->src].layer;
     }
-    double **arrays[] = {&a->dy2, &a->used, &a->bound, &a->window, &a->model_err};
+    double **arrays[] = {&a->dy2, &a->used, &a->bound, &a->window, &a->model_err, &a->goal};
     for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++) *arrays[k] = err_calloc((size_t)n->n, sizeof(double));
-    for (int L = 0; L < n->n; L++) a->model_err[L] = -1;
+    a->pgrad = err_calloc((size_t)n->n, sizeof(int));
+    for (int L = 0; L < n->n; L++) a->model_err[L] = -1, a->pgrad[L] = -1;
+    for (int b = 0; b < s->n_buf; b++)
+        if (s->bufs[b].kind == BUF_PGRAD) a->pgrad[s->bufs[b].layer] = b;
 }
 
 void adapt_free(adapt *a)
 {
     free(a->src), free(a->reads), free(a->dy2), free(a->used), free(a->bound), free(a->window), free(a->model_err);
+    free(a->goal), free(a->pgrad);
     memset(a, 0, sizeof *a);
 }
 
@@ -48,15 +52,16 @@ void adapt_backward(adapt *a, const ops_table *ops, const net *n, const sched *s
     a->dy2[t->layer] += ops->sumsq(dy + (int64_t)(t->rows.a - db->rows.a) * l->w, held * l->w, (int64_t)s->batch * l->c, rows * l->w);
 }
 
-void adapt_update(adapt *a, const ops_table *ops, const net *n, float *const *pgrad)
+void adapt_update(adapt *a, const ops_table *ops, const net *n, void *const *ptr)
 {
     if (!a->target) return;
-    double *target = err_calloc((size_t)n->n, sizeof(double));
-    for (int P = 0; P < n->n; P++) a->model_err[P] = -1;
+    double *target = a->goal;
+    for (int P = 0; P < n->n; P++) a->model_err[P] = -1, target[P] = 0;
     for (int L = 0; L < n->n; L++) {
         int P = a->reads[L];
-        if (P < 0 || !(a->dy2[L] > 0) || !pgrad[L]) continue;
-        double K = (double)fan_in(&n->layers[L]), dw = sqrt(ops->sumsq(pgrad[L], 0, 1, (int64_t)K * n->layers[L].c));
+        if (P < 0 || !(a->dy2[L] > 0) || a->pgrad[L] < 0) continue;
+        const float *dW = ptr[a->pgrad[L]]; /* weights first, then the bias */
+        double K = (double)fan_in(&n->layers[L]), dw = sqrt(ops->sumsq(dW, 0, 1, (int64_t)K * n->layers[L].c));
         double gain = sqrt(K * a->dy2[L]); /* |error of dW| per unit RMS error of the map */
         if (!(dw > 0)) continue;
         double t = sqrt(3.0) * a->target * dw / gain, err = a->used[P] / sqrt(3.0) * gain / dw;
@@ -71,5 +76,4 @@ void adapt_update(adapt *a, const ops_table *ops, const net *n, float *const *pg
     if (a->iters == a->every) a->iters = 0;
     memset(a->dy2, 0, (size_t)n->n * sizeof(double));
     memset(a->used, 0, (size_t)n->n * sizeof(double));
-    free(target);
 }

@@ -31,6 +31,8 @@ typedef struct {
     double *window;    /* [layer] producer: sum of the window's targets */
     double *model_err; /* [layer] producer: the model's relative weight-gradient error at `used`, this
                           iteration (largest over the map's readers); -1 where none reads it */
+    double *goal;      /* [layer] producer: this iteration's target bound (scratch of adapt_update) */
+    int *pgrad;        /* [layer] the buffer of its parameter gradient, -1 none */
 } adapt;
 
 /* Sets a up for schedule s of plan p on net n, or leaves it empty (a.target 0) when the plan has
@@ -40,8 +42,8 @@ void adapt_free(adapt *a);
 /* What the layer L's backward step t read and wrote: adds its dy rows to sum dy^2 when it reads
  * an adaptive map. dy: the step's output-gradient buffer. */
 void adapt_backward(adapt *a, const ops_table *ops, const net *n, const sched *s, const sched_step *t, const float *dy);
-/* Gradients complete: the targets from each reader's |dW| (pgrad[L]: layer L's parameter gradient,
- * weights first); every W iterations the new bounds. */
-void adapt_update(adapt *a, const ops_table *ops, const net *n, float *const *pgrad);
+/* Gradients complete (ptr: the executor's buffers): the targets from each reader's |dW|; every W
+ * iterations the new bounds. */
+void adapt_update(adapt *a, const ops_table *ops, const net *n, void *const *ptr);
 
 #endif

@@ -163,16 +163,6 @@ static void code(exec *x, const sched_step *t)
     x->codec_us += now_us() - t0;
 }
 
-/* COMET's bounds from the complete gradients (adapt.h). */
-static void adapt_gradients(exec *x)
-{
-    float **pgrad = err_calloc((size_t)x->n->n, sizeof(float *));
-    for (int b = 0; b < x->s->n_buf; b++)
-        if (x->s->bufs[b].kind == BUF_PGRAD) pgrad[x->s->bufs[b].layer] = x->ptr[b];
-    adapt_update(&x->adapt, x->ops, x->n, pgrad);
-    free(pgrad);
-}
-
 static void update(exec *x)
 {
     x->steps_done++;
@@ -279,7 +269,7 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
         }
         case SCHED_UPDATE:
             if (x->before_update) x->before_update(x, x->before_update_ctx);
-            if (x->adapt.target) adapt_gradients(x);
+            adapt_update(&x->adapt, x->ops, x->n, x->ptr); /* COMET's bounds, if the plan adapts them */
             update(x);
             break;
         }

@@ -60,16 +60,16 @@ static void collect_encoded(run *r)
     for (int b = 0; b < r->s.n_buf; b++) s->n_encoded += r->s.bufs[b].kind == BUF_ENC;
     if (!s->n_encoded) return;
     s->encoded = err_calloc((size_t)s->n_encoded, sizeof *s->encoded);
+    const adapt *a = &r->x.adapt;
     for (int b = 0, k = 0; b < r->s.n_buf; b++) {
         const sched_buf *sb = &r->s.bufs[b];
         if (sb->kind != BUF_ENC) continue;
-        const adapt *a = &r->x.adapt;
+        bool adapted = a->target && sb->enc == ENC_ZFP_ACC;
         s->encoded[k++] = (run_encoded){.layer = sb->layer, .band = sb->band, .kind = sb->enc, .mod = sb->mod, .shape = sb->shape,
                                         .factor = sb->factor, .calibrated = sb->calibrated, .predicted = sb->bytes,
-                                        .measured = r->x.bytes[b], .bound = -1, .model_err = -1};
-        if (a->target && sb->enc == ENC_ZFP_ACC)
-            s->encoded[k - 1].bound = a->bound[sb->layer] > 0 ? a->bound[sb->layer] : -1,
-            s->encoded[k - 1].model_err = a->model_err[sb->layer];
+                                        .measured = r->x.bytes[b],
+                                        .bound = adapted && a->bound[sb->layer] > 0 ? a->bound[sb->layer] : -1,
+                                        .model_err = adapted ? a->model_err[sb->layer] : -1};
     }
 }
 

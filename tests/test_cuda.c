@@ -19,42 +19,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/data.h"
-#include "engine/run.h"
 #include "engine/cuda/ops_cuda.h"
-#include "sim/sim.h"
+#include "tests/harness.h"
 
 #define SKIP 77
 
-typedef struct {
-    plan p;
-    run r;
-    sim_mem replay;
-} outcome;
-
-/* One SGD iteration (batch 4) of plan `text` on a backend, from seed 3's weights on synthetic
- * batch 0 (seed 7), gradients kept; the replay of the schedule it lowers with the backend's
- * workspace model. */
+/* One SGD iteration (batch 4) of plan `text` on a backend (tests/harness.h). */
 static int run_one(const net *n, const char *text, const ops_table *ops, outcome *o)
 {
     err e;
-    sched_cfg cfg = {.batch = 4, .optimizer = SCHED_SGD, .ws = ops->ws};
-    if (plan_parse(&o->p, n, text, &e)) {
-        printf("FAIL %s: %s\n", text, e.msg);
-        return -1;
-    }
-    const net_layer *in = &n->layers[0];
-    data d;
-    data_synthetic(&d, in->c, in->h, in->w, n->layers[n->n - 1].c, 7);
-    run_cfg c = {.n = n, .p = &o->p, .sched = cfg, .ops = ops, .hp = exec_default_hparams(SCHED_SGD), .seed = 3, .iters = 1,
-                 .batches = data_batches(&d), .grads = true};
-    if (run_plan(&o->r, &c, &e)) {
-        printf("FAIL %s: %s\n", text, e.msg);
-        plan_free(&o->p);
-        return -1;
-    }
-    sim_replay(&o->r.s, &o->replay, NULL); /* the schedule the run executed */
-    return 0;
+    if (!harness_run(n, text, 4, ops, o, &e)) return 0;
+    printf("FAIL %s: %s\n", text, e.msg);
+    return -1;
 }
 
 static int failures;
@@ -63,18 +39,20 @@ static void compare(const net *n, const char *text, const ops_table *cpu, const 
 {
     outcome a, b;
     if (run_one(n, text, cpu, &a)) { failures++; return; }
-    if (run_one(n, text, cu, &b)) { failures++; run_free(&a.r), plan_free(&a.p); return; }
+    if (run_one(n, text, cu, &b)) { failures++; harness_drop(&a); return; }
     run_summary *m = &b.r.sum;
+    sim_mem replay; /* of the schedule the run executed, lowered with the backend's workspace model */
+    sim_replay(&b.r.s, &replay, NULL);
     run_compare(m, n, b.r.grads, a.r.grads, m->loss0, a.r.sum.loss0);
     double nmse = m->grad_dev * m->grad_dev; /* normalized MSE: the relative norm, squared */
-    bool mem = m->peak == b.replay.peak;
-    for (int k = 0; k < MEM_NCAT; k++) mem &= m->at_peak[k] == b.replay.at_peak[k];
+    bool mem = m->peak == replay.peak;
+    for (int k = 0; k < MEM_NCAT; k++) mem &= m->at_peak[k] == replay.at_peak[k];
     bool ok = nmse <= tol && !m->non_finite && m->loss_dev <= 1e-5 && mem;
     printf("%s %-14s %-12s loss %+.1e  worst nmse %-18s %.2e  non-finite %lld  allocated %lld = replay %s\n", ok ? "ok  " : "FAIL",
            n->name, text, m->loss_dev, m->worst[0] ? m->worst : "-", nmse, (long long)m->non_finite, (long long)m->peak,
            mem ? "yes" : "NO");
     failures += !ok;
-    run_free(&a.r), plan_free(&a.p), run_free(&b.r), plan_free(&b.p);
+    harness_drop(&a), harness_drop(&b);
 }
 
 static void check(const char *name, const char *bn, char **plans, int np, double tol, const ops_table *cpu, const ops_table *cu)
@@ -186,7 +164,7 @@ int main(int argc, char **argv)
         outcome o;
         if (!net_load_named(&n, "vgg-small", &e)) { /* ZFP is refused on CUDA, in one line */
             bool refused = run_one(&n, "layer+zfp:rate=8", cu, &o) != 0;
-            if (!refused) run_free(&o.r), plan_free(&o.p);
+            if (!refused) harness_drop(&o);
             printf("%s zfp refused on cuda\n", refused ? "ok  " : "FAIL");
             failures += !refused;
             net_free(&n);

@@ -25,16 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/run.h"
-#include "io/data.h"
 #include "sim/kind.h"
-#include "sim/sim.h"
-
-typedef struct {
-    plan p;
-    run r;
-    sim_result pred;
-} outcome;
+#include "tests/harness.h"
 
 static int failures, skipped;
 static bool verbose;
@@ -44,32 +36,10 @@ static bool verbose;
 static int run_one(const net *n, const char *text, int batch, outcome *o)
 {
     err e;
-    sched_cfg cfg = {.batch = batch, .optimizer = SCHED_SGD};
-    if (plan_parse(&o->p, n, text, &e)) {
-        printf("FAIL %s: %s\n", text, e.msg);
-        return -1;
-    }
-    const net_layer *in = &n->layers[0];
-    data d;
-    data_synthetic(&d, in->c, in->h, in->w, n->layers[n->n - 1].c, 7);
-    run_cfg c = {.n = n, .p = &o->p, .sched = cfg, .ops = &ops_cpu, .hp = exec_default_hparams(SCHED_SGD), .seed = 3,
-                 .iters = 1, .batches = data_batches(&d), .grads = true};
-    if (sim_run(n, &o->p, &cfg, &sim_device_cpu, &o->pred, NULL, &e) || run_plan(&o->r, &c, &e)) {
-        plan_free(&o->p);
-        if (strstr(e.msg, "encodes nothing")) {
-            printf("skip %-40s %s\n", text, strstr(e.msg, "encodes nothing"));
-            return 1;
-        }
-        printf("FAIL %s: %s\n", text, e.msg);
-        return -1;
-    }
-    return 0;
-}
-
-static void drop(outcome *o)
-{
-    run_free(&o->r);
-    plan_free(&o->p);
+    if (!harness_run(n, text, batch, &ops_cpu, o, &e)) return 0;
+    const char *nothing = strstr(e.msg, "encodes nothing");
+    printf(nothing ? "skip %-40s %s\n" : "FAIL %s: %s\n", text, nothing ? nothing : e.msg);
+    return nothing ? 1 : -1;
 }
 
 /* Whether every encoding of the schedule has a fixed size, and the encoded bytes it predicted and
@@ -148,9 +118,9 @@ static void lossless(const net *n, int batch)
                    same && mem && lower ? "ok  " : "FAIL", n->name, text, same ? "identical" : "DIFFER", (long long)o.r.sum.peak,
                    (long long)ref.r.sum.peak, !fixed ? "n/a" : mem ? "yes" : "NO", (long long)meas, (long long)pred);
             failures += !(same && mem && lower);
-            drop(&o);
+            harness_drop(&o);
         }
-        drop(&ref);
+        harness_drop(&ref);
     }
     if (!ran) printf("FAIL %s: no plan had anything gist encodes\n", n->name), failures++;
 }
@@ -197,9 +167,9 @@ static void lossy(const net *n, int batch)
                     if (kind_tensors(n, L, (kind_tensor[KIND_MAX_TENSORS]){0})) printf("       %-16s %.3e\n", n->layers[L].name, dev[L]);
             failures += !ok;
             prev = d;
-            drop(&o);
+            harness_drop(&o);
         }
-        drop(&ref);
+        harness_drop(&ref);
     }
     free(dev);
 }

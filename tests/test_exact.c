@@ -23,44 +23,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/data.h"
-#include "engine/run.h"
-#include "sim/sim.h"
+#include "tests/harness.h"
 
 #define TOL 1e-5 /* fp32 reassociation on gradient norms; see the header */
-
-typedef struct {
-    plan p;
-    run r;
-    sim_result pred;
-} outcome;
 
 /* One SGD iteration of plan `text` from seed 3's weights on synthetic batch 0 (seed 7), gradients kept. */
 static int run_one(const net *n, const char *text, int batch, outcome *o)
 {
     err e;
-    sched_cfg cfg = {.batch = batch, .optimizer = SCHED_SGD};
-    if (plan_parse(&o->p, n, text, &e)) {
-        fprintf(stderr, "FAIL %s: %s\n", text, e.msg);
-        return -1;
-    }
-    const net_layer *in = &n->layers[0];
-    data d;
-    data_synthetic(&d, in->c, in->h, in->w, n->layers[n->n - 1].c, 7);
-    run_cfg c = {.n = n, .p = &o->p, .sched = cfg, .ops = &ops_cpu, .hp = exec_default_hparams(SCHED_SGD), .seed = 3,
-                 .iters = 1, .batches = data_batches(&d), .grads = true};
-    if (sim_run(n, &o->p, &cfg, &sim_device_cpu, &o->pred, NULL, &e) || run_plan(&o->r, &c, &e)) {
-        fprintf(stderr, "FAIL %s: %s\n", text, e.msg);
-        plan_free(&o->p);
-        return -1;
-    }
-    return 0;
-}
-
-static void drop(outcome *o)
-{
-    run_free(&o->r);
-    plan_free(&o->p);
+    if (!harness_run(n, text, batch, &ops_cpu, o, &e)) return 0;
+    fprintf(stderr, "FAIL %s: %s\n", text, e.msg);
+    return -1;
 }
 
 static int failures;
@@ -87,7 +60,7 @@ static void compare(const net *n, const char *text, int batch, const outcome *re
                 printf("     %s: measured at peak %lld max %lld, replay %lld %lld\n", mem_cat_name((mem_cat)k), (long long)m->at_peak[k],
                        (long long)m->max[k], (long long)o.pred.replay.at_peak[k], (long long)o.pred.replay.max[k]);
     failures += !ok;
-    drop(&o);
+    harness_drop(&o);
 }
 
 static void check_net(const char *name, int image, int batch, const char *bn, char *const *plans, int np)
@@ -107,7 +80,7 @@ static void check_net(const char *name, int image, int batch, const char *bn, ch
         snprintf(text, sizeof text, "%s%s%s", plans[i], bn ? " bn=" : "", bn ? bn : "");
         compare(&n, text, batch, &ref);
     }
-    drop(&ref);
+    harness_drop(&ref);
     net_free(&n);
 }
 

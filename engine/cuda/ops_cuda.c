@@ -579,15 +579,14 @@ static kcodec kc_of(const ops_codec *m)
                     .n = m->shape.nx * m->shape.ny, .row0 = m->row0, .c = m->c, .w = m->w, .in_w = m->in_w, .win = kw(m->win)};
 }
 
-/* Sparse images' offsets in the encoding (host, images + 1 values) from their sizes, which the
- * device computes into `sizes` (the header when writing, else the codec's own buffer). */
-static int64_t *sparse_offsets(const kcodec *k, const void *x, int64_t *sizes)
+/* Sparse images' offsets in the encoding (host, images + 1 values) from their sizes on the device
+ * (the header, or the codec's own buffer for a size call); the header comes first. */
+static int64_t *sparse_offsets(int images, const int64_t *sizes)
 {
-    k_codec_sparse_sizes(g.compute, k, x, sizes);
-    int64_t *at = err_calloc((size_t)k->images + 1, sizeof(int64_t));
-    cu_download(at + 1, sizes, (int64_t)k->images * 8);
-    at[0] = 8 * (int64_t)k->images;
-    for (int i = 0; i < k->images; i++) at[i + 1] += at[i];
+    int64_t *at = err_calloc((size_t)images + 1, sizeof(int64_t));
+    cu_download(at + 1, sizes, (int64_t)images * 8);
+    at[0] = 8 * (int64_t)images;
+    for (int i = 0; i < images; i++) at[i + 1] += at[i];
     return at;
 }
 
@@ -610,7 +609,9 @@ static int64_t cuda_encode(const ops_codec *m, const void *x, void *out, void *s
         return bytes;
     }
     codec_room(k.images);
-    int64_t *at = sparse_offsets(&k, x, out ? (int64_t *)out : g.codec_dev), end = at[k.images];
+    int64_t *sizes = out ? (int64_t *)out : g.codec_dev;
+    k_codec_sparse_sizes(g.compute, &k, x, sizes);
+    int64_t *at = sparse_offsets(k.images, sizes), end = at[k.images];
     if (out) {
         cu_upload(g.codec_dev + k.images, at, ((int64_t)k.images + 1) * 8);
         k_codec_encode(g.compute, &k, x, out, g.codec_dev + k.images, end);
@@ -625,10 +626,7 @@ static void cuda_decode(const ops_codec *m, const void *in, void *x)
     int64_t *at = NULL, masks_at = 0;
     if (m->kind == ENC_SPARSE) {
         codec_room(k.images);
-        at = err_calloc((size_t)k.images + 1, sizeof(int64_t));
-        cu_download(at + 1, in, (int64_t)k.images * 8); /* the header: each image's bytes */
-        at[0] = 8 * (int64_t)k.images;
-        for (int i = 0; i < k.images; i++) at[i + 1] += at[i];
+        at = sparse_offsets(k.images, in);
         cu_upload(g.codec_dev + k.images, at, ((int64_t)k.images + 1) * 8);
         masks_at = at[k.images];
     } else {
