@@ -11,76 +11,30 @@ typedef struct {
     double acc, factor;
 } calib_row;
 
-static const struct {
-    const char *name;
-    size_t off;
-    H5T_class_t cls;
-} row_fields[] = {
-    {"layer", offsetof(calib_row, layer), H5T_STRING},      {"encoding", offsetof(calib_row, encoding), H5T_STRING},
-    {"values", offsetof(calib_row, values), H5T_INTEGER},   {"acc", offsetof(calib_row, acc), H5T_FLOAT},
-    {"factor_measured", offsetof(calib_row, factor), H5T_FLOAT},
+static const h5_field row_fields[] = {
+    {"layer", offsetof(calib_row, layer), 's'}, {"encoding", offsetof(calib_row, encoding), 's'},
+    {"values", offsetof(calib_row, values), 'l'}, {"acc", offsetof(calib_row, acc), 'd'},
+    {"factor_measured", offsetof(calib_row, factor), 'd'},
 };
 enum { N_FIELDS = sizeof row_fields / sizeof *row_fields };
 
 /* Adds the rows of dataset d (run `where`) to c, after checking it has the fields, typed. */
 static int read_table(hid_t d, const char *where, enc_calib *c, err *e)
 {
-    int rc = -1;
-    hid_t ft = H5I_INVALID_HID, mt = H5I_INVALID_HID, str = H5I_INVALID_HID, sp = H5I_INVALID_HID;
-    calib_row *rows = NULL;
-    hssize_t n = 0;
-    H5_CHECK(ft = H5Dget_type(d));
-    H5_CHECK(sp = H5Dget_space(d));
-    H5_CHECK(n = H5Sget_simple_extent_npoints(sp));
-    if (H5Tget_class(ft) != H5T_COMPOUND || H5Sget_simple_extent_ndims(sp) != 1) {
-        err_set(e, "%s: not a 1-d table", where);
-        goto cleanup;
-    }
-    H5T_cset_t cset = H5T_CSET_UTF8;
-    for (int i = 0; i < N_FIELDS; i++) {
-        int k = H5Tget_member_index(ft, row_fields[i].name);
-        bool ok = k >= 0 && H5Tget_member_class(ft, (unsigned)k) == row_fields[i].cls;
-        if (ok && row_fields[i].cls == H5T_STRING) { /* variable-length, as lrcnn writes them */
-            hid_t mt1 = H5Tget_member_type(ft, (unsigned)k);
-            ok = mt1 >= 0 && H5Tis_variable_str(mt1) > 0;
-            if (ok) cset = H5Tget_cset(mt1);
-            if (mt1 >= 0) H5Tclose(mt1);
-        }
-        if (!ok) {
-            err_set(e, "%s: no %s field of the right type (%s)", where, row_fields[i].name,
-                    row_fields[i].cls == H5T_STRING ? "variable-length string" : row_fields[i].cls == H5T_INTEGER ? "integer" : "float");
-            goto cleanup;
-        }
-    }
-    H5_CHECK(str = H5Tcopy(H5T_C_S1));
-    H5_CHECK(H5Tset_size(str, H5T_VARIABLE));
-    H5_CHECK(H5Tset_cset(str, cset));
-    H5_CHECK(mt = H5Tcreate(H5T_COMPOUND, sizeof(calib_row)));
-    for (int i = 0; i < N_FIELDS; i++) {
-        H5T_class_t k = row_fields[i].cls;
-        hid_t t = k == H5T_STRING ? str : k == H5T_INTEGER ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE;
-        H5_CHECK(H5Tinsert(mt, row_fields[i].name, row_fields[i].off, t));
-    }
-    rows = err_calloc((size_t)n + 1, sizeof *rows);
-    H5_CHECK(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows));
-    for (hssize_t i = 0; i < n; i++) {
+    void *data;
+    hsize_t n;
+    if (h5_read_table(d, where, row_fields, N_FIELDS, sizeof(calib_row), &data, &n, e)) return -1;
+    const calib_row *rows = data;
+    int rc = 0;
+    for (hsize_t i = 0; i < n && !rc; i++) {
         enc_kind k = enc_kind_named(rows[i].encoding ? rows[i].encoding : "");
-        if (k == ENC_NKIND) {
-            err_set(e, "%s: row %lld: unknown encoding '%.40s'", where, (long long)i, rows[i].encoding ? rows[i].encoding : "");
-            goto cleanup;
-        }
-        if (rows[i].layer) enc_calib_add(c, rows[i].layer, k, rows[i].acc, (double)rows[i].values, rows[i].factor);
+        if (k == ENC_NKIND)
+            rc = err_set(e, "%s: row %llu: unknown encoding '%.40s'", where, (unsigned long long)i,
+                         rows[i].encoding ? rows[i].encoding : "");
+        else if (rows[i].layer)
+            enc_calib_add(c, rows[i].layer, k, rows[i].acc, (double)rows[i].values, rows[i].factor);
     }
-    rc = 0;
-cleanup:
-    if (rows) {
-        for (hssize_t i = 0; i < n; i++) H5free_memory(rows[i].layer), H5free_memory(rows[i].encoding);
-        free(rows);
-    }
-    if (mt >= 0) H5Tclose(mt);
-    if (str >= 0) H5Tclose(str);
-    if (sp >= 0) H5Sclose(sp);
-    if (ft >= 0) H5Tclose(ft);
+    h5_table_free(data, n, sizeof(calib_row), row_fields, N_FIELDS);
     return rc;
 }
 

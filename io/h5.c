@@ -324,17 +324,8 @@ cleanup:
     return rc;
 }
 
-/* A field of a table (a 1-d compound dataset): its name, offset in the row struct, and type:
- * 's' a string (const char *), 'i' int32, 'l' int64, 'd' float64. */
-typedef struct {
-    const char *name;
-    size_t off;
-    char type;
-} table_field;
-
-/* n rows of `size` bytes as dataset `name`: the memory layout of the row struct, packed in the file. */
-static int write_table(hid_t loc, const char *name, const void *rows, size_t size, hsize_t n, const table_field *fields,
-                       int nf, err *e)
+int h5_write_table(hid_t loc, const char *name, const void *rows, size_t size, hsize_t n, const h5_field *fields, int nf,
+                   err *e)
 {
     int rc = -1;
     hid_t s = H5I_INVALID_HID, mt = H5I_INVALID_HID, ft = H5I_INVALID_HID;
@@ -356,6 +347,72 @@ cleanup:
     return rc;
 }
 
+static const char *field_type_name(char t)
+{
+    return t == 's' ? "variable-length string" : t == 'd' ? "float" : "integer";
+}
+
+int h5_read_table(hid_t d, const char *where, const h5_field *fields, int nf, size_t size, void **rows, hsize_t *count,
+                  err *e)
+{
+    int rc = -1;
+    hid_t ft = H5I_INVALID_HID, mt = H5I_INVALID_HID, str = H5I_INVALID_HID, sp = H5I_INVALID_HID;
+    hssize_t n = 0;
+    *rows = NULL, *count = 0;
+    H5_CHECK(ft = H5Dget_type(d));
+    H5_CHECK(sp = H5Dget_space(d));
+    H5_CHECK(n = H5Sget_simple_extent_npoints(sp));
+    if (H5Tget_class(ft) != H5T_COMPOUND || H5Sget_simple_extent_ndims(sp) != 1) {
+        err_set(e, "%s: not a 1-d table", where);
+        goto cleanup;
+    }
+    H5T_cset_t cset = H5T_CSET_UTF8;
+    for (int i = 0; i < nf; i++) {
+        int k = H5Tget_member_index(ft, fields[i].name);
+        H5T_class_t want = fields[i].type == 's' ? H5T_STRING : fields[i].type == 'd' ? H5T_FLOAT : H5T_INTEGER;
+        bool ok = k >= 0 && H5Tget_member_class(ft, (unsigned)k) == want;
+        if (ok && want == H5T_STRING) { /* variable-length, as lrcnn writes them */
+            hid_t mt1 = H5Tget_member_type(ft, (unsigned)k);
+            ok = mt1 >= 0 && H5Tis_variable_str(mt1) > 0;
+            if (ok) cset = H5Tget_cset(mt1);
+            if (mt1 >= 0) H5Tclose(mt1);
+        }
+        if (!ok) {
+            err_set(e, "%s: no %s field of the right type (%s)", where, fields[i].name, field_type_name(fields[i].type));
+            goto cleanup;
+        }
+    }
+    H5_CHECK(str = H5Tcopy(H5T_C_S1));
+    H5_CHECK(H5Tset_size(str, H5T_VARIABLE));
+    H5_CHECK(H5Tset_cset(str, cset));
+    H5_CHECK(mt = H5Tcreate(H5T_COMPOUND, size));
+    for (int i = 0; i < nf; i++) {
+        char c = fields[i].type;
+        hid_t t = c == 's' ? str : c == 'i' ? H5T_NATIVE_INT32 : c == 'd' ? H5T_NATIVE_DOUBLE : H5T_NATIVE_INT64;
+        H5_CHECK(H5Tinsert(mt, fields[i].name, fields[i].off, t));
+    }
+    *rows = err_calloc((size_t)n + 1, size);
+    H5_CHECK(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, *rows));
+    *count = (hsize_t)n;
+    rc = 0;
+cleanup:
+    if (rc) free(*rows), *rows = NULL;
+    if (mt >= 0) H5Tclose(mt);
+    if (str >= 0) H5Tclose(str);
+    if (sp >= 0) H5Sclose(sp);
+    if (ft >= 0) H5Tclose(ft);
+    return rc;
+}
+
+void h5_table_free(void *rows, hsize_t n, size_t size, const h5_field *fields, int nf)
+{
+    if (!rows) return;
+    for (hsize_t r = 0; r < n; r++)
+        for (int i = 0; i < nf; i++)
+            if (fields[i].type == 's') H5free_memory(*(char **)((char *)rows + r * size + fields[i].off));
+    free(rows);
+}
+
 /* One row of the table `measured/encoded`. */
 typedef struct {
     const char *layer, *encoding, *modifier;
@@ -368,7 +425,7 @@ typedef struct {
  * encodings the density or ratio predicted with and the one measured (io/calib.h reads them back). */
 static int write_encoded(hid_t loc, const h5_run *r, err *e)
 {
-    static const table_field fields[] = {
+    static const h5_field fields[] = {
         {"layer", offsetof(encoded_row, layer), 's'},          {"band", offsetof(encoded_row, band), 'i'},
         {"encoding", offsetof(encoded_row, encoding), 's'},    {"modifier", offsetof(encoded_row, modifier), 's'},
         {"images", offsetof(encoded_row, images), 'i'},        {"values", offsetof(encoded_row, values), 'l'},
@@ -388,7 +445,7 @@ static int write_encoded(hid_t loc, const h5_run *r, err *e)
                                 x->kind == ENC_ZFP_ACC ? r->p->mods[x->mod].acc : 0, x->factor,
                                 enc_measured_factor(x->kind, x->shape, x->measured), x->bound, x->model_err};
     }
-    int rc = write_table(loc, "encoded", rows, sizeof *rows, (hsize_t)s->n_encoded, fields, 14, e);
+    int rc = h5_write_table(loc, "encoded", rows, sizeof *rows, (hsize_t)s->n_encoded, fields, 14, e);
     free(rows), free(mods);
     return rc;
 }
@@ -440,7 +497,7 @@ typedef struct {
 /* The plan's structure: family, preset and count as attributes, its segments as a table. */
 static int write_plan(hid_t g, const net *n, const plan *p, err *e)
 {
-    static const table_field fields[] = {
+    static const h5_field fields[] = {
         {"mode", offsetof(segment_row, mode), 's'},   {"first", offsetof(segment_row, first), 's'},
         {"last", offsetof(segment_row, last), 's'},   {"policy", offsetof(segment_row, policy), 's'},
         {"fp", offsetof(segment_row, fp), 'i'},       {"bp", offsetof(segment_row, bp), 'i'},
@@ -457,7 +514,7 @@ static int write_plan(hid_t g, const net *n, const plan *p, err *e)
     H5_TRY(h5_attr_int(g, "bn_exact", !plan_bn_approximate(p, n), e));
     H5_TRY(h5_attr_str(g, "plan_preset", p->preset, e));
     H5_TRY(h5_attr_int(g, "plan_count", p->preset_count, e));
-    H5_TRY(write_table(g, "plan_segments", rows, sizeof *rows, (hsize_t)p->n_seg, fields, 6, e));
+    H5_TRY(h5_write_table(g, "plan_segments", rows, sizeof *rows, (hsize_t)p->n_seg, fields, 6, e));
     rc = 0;
 cleanup:
     free(rows);
@@ -473,7 +530,7 @@ typedef struct {
 
 static int write_layers(hid_t loc, const net *n, err *e)
 {
-    static const table_field fields[] = {
+    static const h5_field fields[] = {
         {"name", offsetof(layer_row, name), 's'}, {"kind", offsetof(layer_row, kind), 's'},
         {"c", offsetof(layer_row, c), 'i'},       {"h", offsetof(layer_row, h), 'i'},
         {"w", offsetof(layer_row, w), 'i'},       {"params", offsetof(layer_row, params), 'l'},
@@ -484,7 +541,7 @@ static int write_layers(hid_t loc, const net *n, err *e)
         const net_layer *l = &n->layers[i];
         rows[i] = (layer_row){l->name, net_kind_name(l->kind), l->c, l->h, l->w, l->params, l->macs};
     }
-    int rc = write_table(loc, "layers", rows, sizeof *rows, (hsize_t)n->n, fields, 7, e);
+    int rc = h5_write_table(loc, "layers", rows, sizeof *rows, (hsize_t)n->n, fields, 7, e);
     free(rows);
     return rc;
 }

@@ -61,6 +61,23 @@ int h5_dset_1d(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, con
 int h5_dset(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, const void *v, int rank, const hsize_t *dims,
             err *e);
 
+/* Tables (1-d compound datasets). A field: its name, offset in the row struct, and type: 's' a
+ * variable-length string (char *), 'i' int32, 'l' int64, 'd' float64. h5_write_table writes n rows
+ * of `size` bytes as dataset `name` (the row struct's layout, packed in the file). h5_read_table reads
+ * dataset d into *rows (malloc'd, *count of them; h5_table_free), after checking that every field
+ * exists with its type's class — the file's integer and float widths convert; where names the
+ * table in the message. */
+typedef struct {
+    const char *name;
+    size_t off;
+    char type;
+} h5_field;
+int h5_write_table(hid_t loc, const char *name, const void *rows, size_t size, hsize_t n, const h5_field *fields, int nf,
+                   err *e);
+int h5_read_table(hid_t d, const char *where, const h5_field *fields, int nf, size_t size, void **rows, hsize_t *count,
+                  err *e);
+void h5_table_free(void *rows, hsize_t n, size_t size, const h5_field *fields, int nf);
+
 /* Closes and renames into place. */
 int h5_close(h5_file *f, err *e);
 /* Closes and deletes the temporary file (error paths). */
