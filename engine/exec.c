@@ -68,6 +68,7 @@ void exec_init(exec *x, const net *n, const plan *p, const sched *s, const ops_t
     x->bytes = err_calloc((size_t)s->n_buf, sizeof(int64_t));
     for (int b = 0; b < s->n_buf; b++) x->bytes[b] = s->bufs[b].bytes;
     x->layer_us = err_calloc((size_t)n->n * 2, sizeof(double));
+    x->step_us = err_calloc((size_t)s->n_step + 1, sizeof(double));
     adapt_init(&x->adapt, n, p, s);
 }
 
@@ -206,6 +207,7 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
     exec_start(x);
     alloc_reset_peaks(&x->mem);
     x->mem.record = true;
+    double step_t0 = now_us();
     for (int i = 0; i < s->n_step; i++) {
         const sched_step *t = &s->steps[i];
         const sched_buf *sb = t->buf >= 0 ? &s->bufs[t->buf] : NULL;
@@ -273,6 +275,9 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
             update(x);
             break;
         }
+        if (x->sync_steps) x->ops->sync();
+        double step_t1 = now_us();
+        x->step_us[i] = step_t1 - step_t0, step_t0 = step_t1;
     }
     x->ops->sync();
     x->mem.record = false;
@@ -312,6 +317,7 @@ void exec_free(exec *x)
     free(x->bytes);
     free(x->on_host);
     free(x->layer_us);
+    free(x->step_us);
     adapt_free(&x->adapt);
     alloc_free_stats(&x->mem);
     memset(x, 0, sizeof *x);

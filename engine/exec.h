@@ -33,6 +33,9 @@ typedef struct exec {
     float loss;                  /* of the last iteration */
     double *layer_us;            /* [n * 2]: forward, backward microseconds, last iteration */
     double codec_us;             /* ENCODE and DECODE steps, last iteration */
+    double *step_us;             /* [n_step]: each step's time, last iteration (sim/timing.h fits them) */
+    bool sync_steps;             /* wait for the backend after every step, so that step_us is its time
+                                    and not its launch time on an asynchronous backend (calibration) */
     adapt adapt;                 /* COMET's adaptive ZFP bounds (plans with adapt=; else empty) */
     uint64_t seed;
     /* Called just before the optimizer step (gradients complete), e.g. to copy them for a dump. */

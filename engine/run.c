@@ -99,6 +99,7 @@ int run_plan(run *r, const run_cfg *c, err *e)
             return -1;
         }
     exec_init(&r->x, c->n, c->p, &r->s, c->ops, sc.optimizer, c->hp, c->seed);
+    r->x.sync_steps = c->sync_steps;
     exec_start(&r->x);
     if (c->on_start && c->on_start(&r->x, c->ctx, e)) {
         run_free(r);

@@ -30,6 +30,7 @@ typedef struct {
     int iters;
     run_batches batches;
     bool grads;                   /* capture iteration 0's parameter gradients (run.grads) */
+    bool sync_steps;              /* time every step to its end (exec.sync_steps): calibration */
     float *grads_to;              /* into this buffer (e.g. shared memory) instead of a new one */
     /* Optional hooks, all given ctx: on_start after the persistent buffers exist and before
      * iteration 0 (load weights; -1 with e set stops the run); on_iter after each iteration;

@@ -17,14 +17,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = err_calloc(n, 1);
-    memcpy(d, s, n);
-    return d;
-}
-
 /* --- typed reads -------------------------------------------------------------------------------- */
 
 typedef enum { RD_INT, RD_F64, RD_STR } rd_kind;
@@ -48,7 +40,7 @@ static int read_str(hid_t a, hid_t t, char **out, err *e)
         char *s = NULL;
         H5_CHECK(H5Tset_size(mt, H5T_VARIABLE));
         H5_CHECK(H5Aread(a, mt, &s));
-        *out = dup_str(s ? s : "");
+        *out = err_strdup(s ? s : "");
         H5free_memory(s);
     } else {
         size_t n = H5Tget_size(t);
@@ -98,6 +90,11 @@ cleanup:
     if (t >= 0) H5Tclose(t);
     if (a >= 0) H5Aclose(a);
     return rc;
+}
+
+int h5_read_attr_str(hid_t loc, const char *where, const char *name, char **out, err *e)
+{
+    return read_attr(loc, where, name, RD_STR, out, e);
 }
 
 /* Opens loc/name, which must exist and be a group (want_dataset false) or a dataset. */
@@ -196,7 +193,7 @@ static int read_categories(hid_t f, const char *where, char ***cats, int *ncat, 
     *cats = err_calloc(n, sizeof **cats);
     *ncat = (int)n;
     for (hsize_t i = 0; i < n; i++) {
-        (*cats)[i] = dup_str(raw[i] ? raw[i] : "");
+        (*cats)[i] = err_strdup(raw[i] ? raw[i] : "");
         H5free_memory(raw[i]);
     }
     rc = 0;

@@ -31,14 +31,6 @@ struct h5_file {
 
 static char *command_line; /* h5_set_command; "" until then */
 
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = err_calloc(n, 1);
-    memcpy(d, s, n);
-    return d;
-}
-
 /* --- errors ------------------------------------------------------------------------------------- */
 
 typedef struct {
@@ -217,7 +209,7 @@ cleanup:
 /* The directory that will hold path must exist and be writable: say so before HDF5 does. */
 static int check_dir(const char *path, err *e)
 {
-    char *dir = dup_str(path);
+    char *dir = err_strdup(path);
     char *slash = strrchr(dir, '/');
     if (!slash) snprintf(dir, strlen(dir) + 1, ".");
     else if (slash == dir) slash[1] = '\0';
@@ -274,7 +266,7 @@ int h5_create(h5_file **out, const char *path, bool overwrite, err *e)
     h5_quiet();
     f = err_calloc(1, sizeof *f);
     f->file = f->runs = H5I_INVALID_HID;
-    f->path = dup_str(path);
+    f->path = err_strdup(path);
     f->tmp = err_calloc(strlen(path) + 5, 1);
     sprintf(f->tmp, "%s.tmp", path);
 

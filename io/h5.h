@@ -90,6 +90,10 @@ void h5_set_command(int argc, char **argv);
  * reads); the caller closes *f with H5Fclose. */
 int h5_open_result(const char *path, hid_t *f, err *e);
 
+/* Scalar string attribute `name` of loc into *out (malloc'd); a missing or non-string one is an
+ * error naming `where`. */
+int h5_read_attr_str(hid_t loc, const char *where, const char *name, char **out, err *e);
+
 /* Writes one TSV per table to out_dir (or stdout when out_dir is NULL: the runs table only):
  * runs.tsv (one row per run: config, both predictions by category, flops, time) and
  * timeline_NNNNN.tsv (step, bytes). Fails on a file that is not an lrcnn result. out_dir is

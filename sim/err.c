@@ -48,3 +48,9 @@ void *err_realloc(void *p, size_t size)
     }
     return q;
 }
+
+char *err_strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    return memcpy(err_calloc(n, 1), s, n);
+}

@@ -34,5 +34,7 @@ int err_wrap(err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
 /* calloc that never returns NULL (out of host memory is not recoverable here). */
 void *err_calloc(size_t n, size_t size);
 void *err_realloc(void *p, size_t size);
+/* strdup likewise. */
+char *err_strdup(const char *s);
 
 #endif

@@ -49,15 +49,24 @@ void sim_replay(const sched *s, sim_mem *m, int64_t *timeline)
         for (; r.next < s->n_step; r.next++) timeline[r.next] = r.total;
 }
 
-double sim_time_us(const sched *s, const sim_device *d)
+double sim_time_us(const net *n, const sched *s, const sim_device *d, double *fitted)
 {
-    double us = 0;
+    double us = 0, measured = 0;
     for (int i = 0; i < s->n_step; i++) {
         const sched_step *t = &s->steps[i];
         double bw = t->op == SCHED_OFFLOAD || t->op == SCHED_PREFETCH ? d->link_gbps : d->gbps;
         double compute = t->flops / (d->gflops * 1e3), memory = t->bytes_moved / (bw * 1e3);
-        us += compute > memory ? compute : memory;
+        double step = compute > memory ? compute : memory;
+        if (d->model) {
+            timing_probe p;
+            timing_how how;
+            timing_probe_step(n, s, i, &p);
+            step = timing_step_us(d->model, &p, step, &how);
+            if (how == TIMING_FITTED) measured += step;
+        }
+        us += step;
     }
+    if (fitted) *fitted = us > 0 ? measured / us : 0;
     return us;
 }
 
@@ -70,7 +79,7 @@ int sim_run(const net *n, const plan *p, const sched_cfg *cfg, const sim_device 
     if (timeline) *timeline = err_calloc((size_t)s.n_step + 1, sizeof(int64_t));
     sim_replay(&s, &r->replay, timeline ? *timeline : NULL);
     r->flops = s.flops;
-    r->time_us = sim_time_us(&s, d);
+    r->time_us = sim_time_us(n, &s, d, &r->time_fitted);
     r->n_steps = s.n_step;
     for (int b = 0; b < s.n_buf; b++)
         if (s.bufs[b].kind == BUF_ENC && enc_data_sized(s.bufs[b].enc))

@@ -10,7 +10,7 @@
 #ifndef LRCNN_SIM_H
 #define LRCNN_SIM_H
 
-#include "sim/sched.h"
+#include "sim/timing.h"
 
 typedef struct {
     int64_t peak;                /* device bytes at the peak (host excluded) */
@@ -19,11 +19,16 @@ typedef struct {
     int peak_step;               /* replay: index of the step at the peak (-1 for closed) */
 } sim_mem;
 
+/* A device's time model: a roofline (a rate for products, a bandwidth for the rest and the host
+ * link), and optionally a calibrated model (sim/timing.h, read from a profile file by
+ * io/profile.h) that predicts each step from the engine's measurements and falls back to the
+ * roofline only for steps of a kind it never measured. */
 typedef struct {
-    const char *name;
+    const char *name;            /* "cpu", "h100", or the profile file */
     double gflops;               /* sustained fp32 rate for convolutions and products */
     double gbps;                 /* memory bandwidth for elementwise work and copies */
     double link_gbps;            /* host link for offload/prefetch */
+    const struct timing_model *model; /* calibrated, or NULL: the roofline alone */
 } sim_device;
 
 extern const sim_device sim_device_cpu, sim_device_h100;
@@ -33,14 +38,18 @@ typedef struct {
     sim_mem replay, closed;
     bool closed_ok;              /* the closed form models the plan (not yet one with encodings: closed is zero) */
     double flops;                /* FWD + BWD, recomputation included */
-    double time_us;              /* roofline estimate on the device profile */
+    double time_us;              /* the device's estimate: calibrated, or the roofline */
+    double time_fitted;          /* share of time_us from steps whose kind the calibration measured
+                                    (the rest: its class's rate, or the roofline); 0 without one */
     int n_steps;
     int enc_sized, enc_calibrated; /* maps with a data-sized encoding; those predicted from a calibration */
 } sim_result;
 
 /* Replay of a schedule; timeline (optional, n_step + 1 values) receives device bytes after each step. */
 void sim_replay(const sched *s, sim_mem *m, int64_t *timeline);
-double sim_time_us(const sched *s, const sim_device *d);
+/* The iteration time of schedule s (of net n) on d; fitted (optional) receives the share of it that
+ * came from measured keys of d's calibration. */
+double sim_time_us(const net *n, const sched *s, const sim_device *d, double *fitted);
 
 /* Everything for one configuration: lower, replay, closed form, time. timeline (optional)
  * receives a malloc'd array of r->n_steps device-byte values, one after each step. */

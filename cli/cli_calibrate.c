@@ -1,0 +1,288 @@
+/* lrcnn calibrate: the device profile of this machine (io/profile.h). Runs a set of fitting plans
+ * on the engine and records every step's time (the median over the iterations after the first);
+ * fits the time model (sim/timing.h) from those samples; then runs held-out check plans and
+ * prints the model's predicted iteration time for each against the measured one. The check plans
+ * never feed the fit, so their error is the model's error on plans it has not seen. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "cli/cli.h"
+#include "engine/run.h"
+#include "io/data.h"
+#include "io/profile.h"
+
+static const char *usage =
+    "usage: lrcnn calibrate -o PROFILE.h5 [--backend cpu|cuda] [--net NETS] [--image S] [--batch N]\n"
+    "                       [--optimizer sgd|adam] [--plan PLANS] [--check PLANS] [--iters K] [--seed X] [--force]\n"
+    "\n"
+    "Measures this machine for the time model that sim, sweep and plan take with --profile: every step\n"
+    "of each fitting plan (--plan) on the engine, as the median of the iterations after the first, on each\n"
+    "net of NETS (comma-separated). Each kind of step is fitted as a + b x (x: output rows x batch for a\n"
+    "layer, bytes for copies, moves, encodings and the optimizer). Then each check plan (--check, held out\n"
+    "of the fit) runs too, and its predicted iteration time is printed against the measured median; the\n"
+    "profile keeps the samples and the checks (results/SCHEMA.md). A plan that does not apply to a net\n"
+    "(an authors- preset on another net) is skipped for it, and said so.\n"
+    "Defaults: --backend cpu --net vgg16 --image 224 --batch 8 --optimizer sgd --iters 3\n"
+    "--plan layer,ckpt:3,vdnn-all+dpr:fp16,2ps:3+gist,overl:6\n"
+    "--check ckpt-sqrt,vdnn-conv,2ps:4,overl:4,2ps-h,overl-h (--check none: no checks).\n"
+    "\n"
+    "example: lrcnn calibrate --net vgg-small --batch 4 --iters 3 -o /tmp/cpu.h5\n";
+
+typedef struct {
+    const char *backend;
+    const ops_table *ops;
+    int batch, iters;
+    sched_optimizer optimizer;
+    uint64_t seed;
+} calib_job;
+
+/* Every measured step so far; keys and classes are owned copies. */
+typedef struct {
+    profile_sample *v;
+    int n, cap;
+} sample_set;
+
+static void sample_add(sample_set *ss, profile_sample s)
+{
+    if (ss->n == ss->cap) {
+        ss->cap = ss->cap ? 2 * ss->cap : 1024;
+        ss->v = err_realloc(ss->v, (size_t)ss->cap * sizeof *ss->v);
+    }
+    s.key = err_strdup(s.key), s.cls = err_strdup(s.cls);
+    ss->v[ss->n++] = s;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of v[0], v[stride], ... (n values). */
+static double median(const double *v, int n, int stride)
+{
+    double *w = err_calloc((size_t)n, sizeof *w);
+    for (int i = 0; i < n; i++) w[i] = v[(size_t)i * stride];
+    qsort(w, (size_t)n, sizeof *w, cmp_double);
+    double m = n % 2 ? w[n / 2] : 0.5 * (w[n / 2 - 1] + w[n / 2]);
+    free(w);
+    return m;
+}
+
+typedef struct {
+    double *us; /* [iters][n_step] */
+    int n_step, iters;
+    const char *what;
+} step_log;
+
+static void log_iter(const run *r, int it, void *ctx)
+{
+    step_log *l = ctx;
+    memcpy(l->us + (size_t)it * l->n_step, r->x.step_us, (size_t)l->n_step * sizeof(double));
+    cli_progress(l->what, it + 1, l->iters);
+}
+
+/* Runs plan `text` on n; the per-step medians (after the first iteration) into samples (when ss is
+ * given), the iteration's median into *iter_us, and (pred given) the model's prediction of the same
+ * schedule into pred and its fitted share into fitted. */
+static int measure(const calib_job *j, const net *n, const char *text, sample_set *ss, double *iter_us,
+                   const sim_device *pred_dev, double *pred, double *fitted, err *e)
+{
+    plan p;
+    if (plan_parse(&p, n, text, e)) return -1;
+    const net_layer *in = &n->layers[0];
+    data d;
+    data_synthetic(&d, in->c, in->h, in->w, n->layers[n->n - 1].c, j->seed);
+    sched_cfg cfg = {.batch = j->batch, .optimizer = j->optimizer, .ws = j->ops->ws};
+    char what[96];
+    snprintf(what, sizeof what, "%s %s", n->name, text);
+    step_log l = {.iters = j->iters, .what = what};
+    run_cfg rc = {.n = n, .p = &p, .sched = cfg, .ops = j->ops, .hp = exec_default_hparams(j->optimizer), .seed = j->seed,
+                  .iters = j->iters, .batches = data_batches(&d), .sync_steps = true, .on_iter = log_iter, .ctx = &l};
+    /* the schedule's size is known only once run_plan lowers it: lower once here for the log */
+    sched s;
+    if (sched_lower(&s, n, &p, &cfg, e)) {
+        plan_free(&p), data_free(&d);
+        return -1;
+    }
+    l.n_step = s.n_step;
+    sched_free(&s);
+    l.us = err_calloc((size_t)l.n_step * j->iters, sizeof(double));
+    run r;
+    int ret = run_plan(&r, &rc, e);
+    if (ret == 0) {
+        int first = j->iters > 1; /* the first iteration pays for first touches */
+        int k = j->iters - first;
+        *iter_us = median(r.iter_us + first, k, 1);
+        for (int i = 0; ss && i < r.s.n_step; i++) {
+            timing_probe pr;
+            timing_probe_step(n, &r.s, i, &pr);
+            sample_add(ss, (profile_sample){.net = n->name, .plan = text, .batch = j->batch, .step = i, .key = pr.key,
+                                            .cls = pr.cls, .x = pr.x, .work = pr.work,
+                                            .us = median(l.us + (size_t)first * l.n_step + i, k, l.n_step)});
+        }
+        if (pred) *pred = sim_time_us(n, &r.s, pred_dev, fitted);
+        run_free(&r);
+    }
+    free(l.us);
+    plan_free(&p), data_free(&d);
+    return ret;
+}
+
+static void cpu_model(char *buf, size_t len)
+{
+    snprintf(buf, len, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f)) {
+        char *c = strchr(line, ':');
+        if (strncmp(line, "model name", 10) || !c) continue;
+        c += 1 + (c[1] == ' ');
+        c[strcspn(c, "\n")] = 0;
+        snprintf(buf, len, "%s", c);
+        break;
+    }
+    if (f) fclose(f);
+}
+
+/* items split on commas into a malloc'd array (the strings point into a copy the caller frees). */
+static int split_list(const char *list, char **copy, char ***items)
+{
+    int n = 0;
+    *copy = err_strdup(list);
+    *items = err_calloc(strlen(list) + 1, sizeof(char *));
+    for (char *save = NULL, *t = strtok_r(*copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        if (*t) (*items)[n++] = t;
+    return n;
+}
+
+int cli_calibrate(int argc, char **argv)
+{
+    cli_config o = {.net = "vgg16", .image = 224, .batch = 8, .iters = 3, .seed = 1, .optimizer = SCHED_SGD,
+                    .plan = "layer,ckpt:3,vdnn-all+dpr:fp16,2ps:3+gist,overl:6", .host_budget = -1};
+    const char *check = "ckpt-sqrt,vdnn-conv,2ps:4,overl:4,2ps-h,overl-h", *backend = "cpu", *v;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
+        int got = cli_common(argc, argv, &i, "calibrate", &o);
+        if (got < 0) return CLI_USAGE;
+        if (got) continue;
+        if ((got = cli_opt(argc, argv, &i, "--check", &v)) > 0) check = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--backend", &v)) > 0) backend = v;
+        if (got <= 0) return cli_unknown("calibrate", argc, argv, i, got);
+    }
+    if (!o.out) return cli_fail("calibrate", "-o PROFILE.h5 is required");
+    if (!o.force && access(o.out, F_OK) == 0) return cli_fail("calibrate", "%s exists; use --force to overwrite", o.out);
+    if (o.bn || o.calibrate || o.host)
+        return cli_fail("calibrate", "--bn, --calibrate and --host-budget do not apply (plans may carry their own bn=)");
+    if (!strcmp(check, "none")) check = "";
+
+    err e;
+    calib_job j = {.backend = backend, .batch = o.batch, .iters = o.iters, .optimizer = o.optimizer, .seed = (uint64_t)o.seed};
+    if (!(j.ops = ops_find(backend, &e))) return cli_fail("calibrate", "--backend %s: %s", backend, e.msg);
+    char *net_copy, **net_names, **fit, **chk;
+    int n_nets = split_list(o.net, &net_copy, &net_names), n_fit = 0, n_chk = 0;
+    if (plan_list_expand(o.plan, &fit, &n_fit, &e)) {
+        free(net_copy), free(net_names);
+        return cli_fail("calibrate", "--plan: %s", e.msg);
+    }
+    if (*check && plan_list_expand(check, &chk, &n_chk, &e)) {
+        plan_list_free(fit, n_fit), free(net_copy), free(net_names);
+        return cli_fail("calibrate", "--check: %s", e.msg);
+    }
+    net *nets = err_calloc((size_t)n_nets + 1, sizeof(net));
+    bool *applies = err_calloc((size_t)(n_fit + n_chk) * n_nets + 1, sizeof(bool));
+    int rc = CLI_OK, loaded = 0;
+    /* everything checked before anything runs: each net loads, each plan applies to some net */
+    while (loaded < n_nets && rc == CLI_OK)
+        if (cli_load_net(&nets[loaded], net_names[loaded], o.image, &e)) rc = CLI_USAGE;
+        else loaded++;
+    for (int k = 0; k < n_fit + n_chk && rc == CLI_OK; k++) {
+        const char *text = k < n_fit ? fit[k] : chk[k - n_fit];
+        bool any = false;
+        for (int m = 0; m < n_nets; m++) {
+            plan p;
+            err pe;
+            if ((applies[k * n_nets + m] = plan_parse(&p, &nets[m], text, &pe) == 0)) plan_free(&p), any = true;
+            else if (n_nets == 1) e = pe;
+        }
+        if (!any) {
+            if (n_nets > 1) err_set(&e, "plan '%s' applies to none of the nets", text);
+            rc = CLI_USAGE;
+        }
+    }
+
+    sample_set ss = {0};
+    profile_check *checks = err_calloc((size_t)n_chk * n_nets + 1, sizeof *checks);
+    int n_checks = 0;
+    timing_model model = {0};
+    if (rc == CLI_OK) {
+        printf("calibrating the %s backend: %d fitting plan%s%s, batch %d, %s, %d iterations each (median after the first)\n",
+               backend, n_fit, n_fit == 1 ? "" : "s", n_nets > 1 ? " per net" : "", j.batch, cli_optimizer_name(j.optimizer),
+               j.iters);
+        for (int m = 0; m < n_nets && rc == CLI_OK; m++)
+            for (int k = 0; k < n_fit && rc == CLI_OK; k++) {
+                double us;
+                if (!applies[k * n_nets + m]) {
+                    printf("  %-10s %-24s skipped: not a plan for this net\n", nets[m].name, fit[k]);
+                    continue;
+                }
+                if (measure(&j, &nets[m], fit[k], &ss, &us, NULL, NULL, NULL, &e)) rc = CLI_FAILED;
+                else printf("  %-10s %-24s %10.1f ms\n", nets[m].name, fit[k], us / 1e3);
+                fflush(stdout);
+            }
+    }
+    if (rc == CLI_OK) {
+        timing_sample *ts = err_calloc((size_t)ss.n + 1, sizeof *ts);
+        for (int i = 0; i < ss.n; i++) ts[i] = (timing_sample){ss.v[i].key, ss.v[i].cls, ss.v[i].x, ss.v[i].work, ss.v[i].us};
+        timing_fit(&model, ts, ss.n);
+        free(ts);
+        printf("fitted %d kinds of step in %d classes from %d samples\n", model.n_key, model.n_cls, ss.n);
+    }
+    sim_device dev = sim_device_cpu;
+    dev.name = o.out, dev.model = &model;
+    if (rc == CLI_OK && n_chk) {
+        printf("\nheld-out checks: predicted iteration time (the fitted model) vs measured median\n\n");
+        printf("  %-10s %-24s %12s %12s %8s %8s\n", "net", "plan", "predicted", "measured", "error", "fitted");
+        for (int m = 0; m < n_nets && rc == CLI_OK; m++)
+            for (int k = 0; k < n_chk && rc == CLI_OK; k++) {
+                profile_check *c = &checks[n_checks];
+                if (!applies[(n_fit + k) * n_nets + m]) {
+                    printf("  %-10s %-24s skipped: not a plan for this net\n", nets[m].name, chk[k]);
+                    continue;
+                }
+                *c = (profile_check){.net = nets[m].name, .plan = chk[k], .batch = j.batch, .image = nets[m].layers[0].h};
+                if (measure(&j, &nets[m], chk[k], NULL, &c->measured_us, &dev, &c->predicted_us, &c->fitted, &e)) {
+                    rc = CLI_FAILED;
+                    break;
+                }
+                n_checks++;
+                printf("  %-10s %-24s %10.1f ms %10.1f ms %+7.1f%% %7.0f%%\n", c->net, c->plan, c->predicted_us / 1e3,
+                       c->measured_us / 1e3, 100 * (c->predicted_us - c->measured_us) / c->measured_us, 100 * c->fitted);
+                fflush(stdout);
+            }
+    }
+    if (rc == CLI_OK) {
+        char cpu[128];
+        cpu_model(cpu, sizeof cpu);
+        int threads = 1;
+#ifdef _OPENMP
+        threads = omp_get_max_threads();
+#endif
+        profile_data pd = {.backend = backend, .cpu = cpu, .threads = threads, .samples = ss.v, .n_samples = ss.n,
+                           .checks = checks, .n_checks = n_checks};
+        if (profile_write(o.out, o.force, &pd, &e)) rc = CLI_USAGE;
+        else fprintf(stderr, "wrote %s\n", o.out);
+    }
+    timing_free(&model);
+    for (int i = 0; i < ss.n; i++) free((char *)ss.v[i].key), free((char *)ss.v[i].cls);
+    free(ss.v), free(checks), free(applies);
+    for (int m = 0; m < loaded; m++) net_free(&nets[m]);
+    free(nets), free(net_copy), free(net_names);
+    plan_list_free(fit, n_fit);
+    if (n_chk) plan_list_free(chk, n_chk);
+    return cli_status("calibrate", rc, &e);
+}

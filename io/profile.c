@@ -1,0 +1,105 @@
+/* profile: see profile.h. */
+#include "io/profile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const h5_field sample_fields[] = {
+    {"net", offsetof(profile_sample, net), 's'},   {"plan", offsetof(profile_sample, plan), 's'},
+    {"batch", offsetof(profile_sample, batch), 'i'}, {"step", offsetof(profile_sample, step), 'i'},
+    {"key", offsetof(profile_sample, key), 's'},   {"class", offsetof(profile_sample, cls), 's'},
+    {"x", offsetof(profile_sample, x), 'd'},       {"work", offsetof(profile_sample, work), 'd'},
+    {"us", offsetof(profile_sample, us), 'd'},
+};
+enum { N_SAMPLE_FIELDS = sizeof sample_fields / sizeof *sample_fields };
+
+static const h5_field check_fields[] = {
+    {"net", offsetof(profile_check, net), 's'},
+    {"plan", offsetof(profile_check, plan), 's'},
+    {"batch", offsetof(profile_check, batch), 'i'},
+    {"image", offsetof(profile_check, image), 'i'},
+    {"predicted_us", offsetof(profile_check, predicted_us), 'd'},
+    {"measured_us", offsetof(profile_check, measured_us), 'd'},
+    {"fitted", offsetof(profile_check, fitted), 'd'},
+};
+enum { N_CHECK_FIELDS = sizeof check_fields / sizeof *check_fields };
+
+int profile_write(const char *path, bool force, const profile_data *d, err *e)
+{
+    h5_file *f;
+    hid_t g = H5I_INVALID_HID;
+    if (h5_create(&f, path, force, e)) return -1;
+    hid_t root = h5_root(f);
+    H5_TRY(h5_set_root_attr(f, "kind", "profile", e));
+    H5_TRY(h5_set_root_attr(f, "backend", d->backend, e));
+    H5_TRY(h5_set_root_attr(f, "cpu", d->cpu, e));
+    H5_TRY(h5_attr_int(root, "threads", d->threads, e));
+    H5_CHECK(g = H5Gcreate2(root, "profile", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    H5_TRY(h5_write_table(g, "samples", d->samples, sizeof *d->samples, (hsize_t)d->n_samples, sample_fields,
+                          N_SAMPLE_FIELDS, e));
+    H5_TRY(h5_write_table(g, "checks", d->checks, sizeof *d->checks, (hsize_t)d->n_checks, check_fields, N_CHECK_FIELDS,
+                          e));
+    H5Gclose(g);
+    return h5_close(f, e);
+cleanup:
+    if (g >= 0) H5Gclose(g);
+    h5_abort(f);
+    return -1;
+}
+
+int profile_read(const char *path, timing_model *m, err *e)
+{
+    int rc = -1;
+    hid_t f = H5I_INVALID_HID, d = H5I_INVALID_HID;
+    char *kind = NULL, *backend = NULL, where[300];
+    void *rows = NULL;
+    hsize_t n = 0;
+    memset(m, 0, sizeof *m);
+    if (h5_open_result(path, &f, e)) return -1;
+    if (H5Aexists(f, "kind") <= 0 || h5_read_attr_str(f, path, "kind", &kind, e) || strcmp(kind, "profile")) {
+        err_set(e, "%s: not a device profile (lrcnn calibrate writes them)", path);
+        goto cleanup;
+    }
+    H5_TRY(h5_read_attr_str(f, path, "backend", &backend, e));
+    snprintf(where, sizeof where, "%s: /profile/samples", path);
+    if (H5Lexists(f, "profile", H5P_DEFAULT) <= 0 || H5Lexists(f, "profile/samples", H5P_DEFAULT) <= 0) {
+        err_set(e, "%s: missing", where);
+        goto cleanup;
+    }
+    H5_CHECK(d = H5Dopen2(f, "profile/samples", H5P_DEFAULT));
+    H5_TRY(h5_read_table(d, where, sample_fields, N_SAMPLE_FIELDS, sizeof(profile_sample), &rows, &n, e));
+    if (n == 0) {
+        err_set(e, "%s: no samples", where);
+        goto cleanup;
+    }
+    timing_sample *v = err_calloc((size_t)n, sizeof *v);
+    const profile_sample *ps = rows;
+    for (hsize_t i = 0; i < n; i++) {
+        if (!ps[i].key || !ps[i].cls || !(ps[i].us >= 0) || !(ps[i].x >= 0) || !(ps[i].work >= 0)) {
+            free(v);
+            err_set(e, "%s: row %llu: empty key or class, or a negative or NaN size or time", where, (unsigned long long)i);
+            goto cleanup;
+        }
+        v[i] = (timing_sample){ps[i].key, ps[i].cls, ps[i].x, ps[i].work, ps[i].us};
+    }
+    timing_fit(m, v, (int)n);
+    free(v);
+    snprintf(m->source, sizeof m->source, "%s", path);
+    snprintf(m->backend, sizeof m->backend, "%s", backend);
+    rc = 0;
+cleanup:
+    h5_table_free(rows, n, sizeof(profile_sample), sample_fields, N_SAMPLE_FIELDS);
+    free(kind), free(backend);
+    if (d >= 0) H5Dclose(d);
+    if (f >= 0) H5Fclose(f);
+    return rc;
+}
+
+int profile_device(const char *path, const sim_device *base, sim_device *d, timing_model *m, err *e)
+{
+    if (profile_read(path, m, e)) return -1;
+    *d = *base;
+    d->name = m->source;
+    d->model = m;
+    return 0;
+}

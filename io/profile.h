@@ -1,0 +1,49 @@
+/* profile: a device profile file — what `lrcnn calibrate` measured on one machine, read back as a
+ * time model (sim/timing.h) by every command that takes --profile. It is an lrcnn result file
+ * (root attributes as every result: commit, date, host, command) with root attributes
+ * kind = "profile", backend, cpu, threads, and two tables (results/SCHEMA.md):
+ *   profile/samples  one row per measured step: net, plan, batch, step, key, class, x, work, us
+ *                    (the median over the measured iterations);
+ *   profile/checks   one row per held-out plan: the time the fitted model predicts for it against
+ *                    the engine's measured median, and the share of the prediction from fitted keys.
+ * The file keeps the raw samples, not the fit: the fit is redone on reading, so a better model
+ * needs no new measurements. */
+#ifndef LRCNN_PROFILE_H
+#define LRCNN_PROFILE_H
+
+#include "io/h5.h"
+#include "sim/timing.h"
+
+typedef struct {
+    const char *net, *plan, *key, *cls;
+    int32_t batch, step;
+    double x, work, us;
+} profile_sample;
+
+typedef struct {
+    const char *net, *plan;
+    int32_t batch, image;
+    double predicted_us, measured_us, fitted;
+} profile_check;
+
+typedef struct {
+    const char *backend, *cpu;
+    int threads;
+    const profile_sample *samples;
+    int n_samples;
+    const profile_check *checks;
+    int n_checks;
+} profile_data;
+
+/* Writes d to path (never over an existing file unless force). */
+int profile_write(const char *path, bool force, const profile_data *d, err *e);
+
+/* Reads path's samples and fits m from them (timing_free); m->source is path. A file that is not a
+ * profile, or whose tables lack a field or have one of the wrong type, is an error. */
+int profile_read(const char *path, timing_model *m, err *e);
+
+/* A device for --profile: d gets the built-in roofline `base` (for steps the profile never measured),
+ * named after path, with m (read from path) as its model. */
+int profile_device(const char *path, const sim_device *base, sim_device *d, timing_model *m, err *e);
+
+#endif
