@@ -1,5 +1,6 @@
 /* cli: see cli.h. */
 #include "cli/cli.h"
+#include "io/profile.h"
 
 #include <errno.h>
 #include <math.h>
@@ -60,7 +61,7 @@ int cli_common(int argc, char **argv, int *i, const char *cmd, cli_config *c)
     if (!strcmp(a, "--force")) return c->force = true, 1;
     const struct { const char *name; const char **dst; } strs[] = {
         {"--net", &c->net}, {"--plan", &c->plan}, {"--bn", &c->bn}, {"-o", &c->out}, {"--host-budget", &c->host},
-        {"--calibrate", &c->calibrate},
+        {"--calibrate", &c->calibrate}, {"--profile", &c->profile},
     };
     for (size_t k = 0; k < sizeof strs / sizeof *strs; k++)
         if ((got = cli_opt(argc, argv, i, strs[k].name, &v))) {
@@ -104,6 +105,23 @@ int cli_load_calib(const char *path, enc_calib *c, sched_cfg *cfg, err *e)
     if (calib_read(path, c, e)) return err_wrap(e, "--calibrate"), -1;
     cfg->calib = c;
     return 0;
+}
+
+int cli_load_device(const char *name, const char *profile, sim_device *d, timing_model *m, err *e)
+{
+    memset(m, 0, sizeof *m);
+    const sim_device *base = sim_device_find(name ? name : "cpu");
+    if (!base) return err_set(e, "--device %s: not a built-in device (cpu, h100)", name);
+    *d = *base;
+    if (profile && profile_device(profile, base, d, m, e)) return err_wrap(e, "--profile"), -1;
+    return 0;
+}
+
+const char *cli_time_source(const sim_device *d, char *buf, size_t len)
+{
+    if (d->model) snprintf(buf, len, "calibrated on the %s backend (%s)", d->model->backend, d->model->source);
+    else snprintf(buf, len, "%s roofline (uncalibrated: --profile FILE from lrcnn calibrate)", d->name);
+    return buf;
 }
 
 void cli_print_calib(const sim_result *r, const sched_cfg *cfg)

@@ -21,10 +21,11 @@ int cli_opt(int argc, char **argv, int *i, const char *name, const char **val);
 int cli_parse_int(const char *s, int lo, int hi, int *out);
 
 /* The options commands share: --net --plan --bn --batch --image --iters --seed --optimizer
- * --host-budget --calibrate -o --force. Fields start at the command's defaults; NULL/0 where unset. */
+ * --host-budget --calibrate --profile -o --force. Fields start at the command's defaults; NULL/0 where unset. */
 typedef struct {
     const char *net, *plan, *bn, *out, *host;
     const char *calibrate;   /* a result file whose measured encodings calibrate the predictions */
+    const char *profile;     /* a device profile (lrcnn calibrate) for the time model */
     int batch, image, iters;
     long long seed;
     bool force;
@@ -62,6 +63,12 @@ void cli_progress(const char *what, int k, int n);
 /* The calibration --calibrate names (io/calib.h) into c, and c into cfg; nothing (c zeroed, cfg
  * untouched) when path is NULL. */
 int cli_load_calib(const char *path, enc_calib *c, sched_cfg *cfg, err *e);
+/* The device the time estimates use: built-in `name` (NULL: cpu), with the calibrated model read
+ * from `profile` when given (m receives it: timing_free). */
+int cli_load_device(const char *name, const char *profile, sim_device *d, timing_model *m, err *e);
+/* "calibrated on the cpu backend (FILE)" or "cpu roofline (uncalibrated ...)", into buf. */
+const char *cli_time_source(const sim_device *d, char *buf, size_t len);
+
 /* One line on what a prediction's data-sized encodings took their densities and ratios from
  * (nothing when it has none). */
 void cli_print_calib(const sim_result *r, const sched_cfg *cfg);

@@ -133,6 +133,13 @@ static int measure(const calib_job *j, const net *n, const char *text, sample_se
     return ret;
 }
 
+static void print_check(const profile_check *c)
+{
+    printf("  %-12s %-24s %10.1f ms %10.1f ms %+7.1f%% %7.0f%%\n", c->net, c->plan, c->predicted_us / 1e3, c->measured_us / 1e3,
+           100 * (c->predicted_us - c->measured_us) / c->measured_us, 100 * c->fitted);
+    fflush(stdout);
+}
+
 static void cpu_model(char *buf, size_t len)
 {
     snprintf(buf, len, "unknown");
@@ -216,7 +223,7 @@ int cli_calibrate(int argc, char **argv)
     }
 
     sample_set ss = {0};
-    profile_check *checks = err_calloc((size_t)n_chk * n_nets + 1, sizeof *checks);
+    profile_check *checks = err_calloc((size_t)(n_chk + n_fit) * n_nets + 1, sizeof *checks);
     int n_checks = 0;
     timing_model model = {0};
     if (rc == CLI_OK) {
@@ -227,12 +234,14 @@ int cli_calibrate(int argc, char **argv)
             for (int k = 0; k < n_fit && rc == CLI_OK; k++) {
                 double us;
                 if (!applies[k * n_nets + m]) {
-                    printf("  %-10s %-24s skipped: not a plan for this net\n", nets[m].name, fit[k]);
+                    printf("  %-12s %-24s skipped: not a plan for this net\n", nets[m].name, fit[k]);
                     continue;
                 }
                 if (measure(&j, &nets[m], fit[k], &ss, &us, NULL, NULL, NULL, &e)) rc = CLI_FAILED;
-                else printf("  %-10s %-24s %10.1f ms\n", nets[m].name, fit[k], us / 1e3);
+                else printf("  %-12s %-24s %10.1f ms\n", nets[m].name, fit[k], us / 1e3);
                 fflush(stdout);
+                checks[n_checks++] = (profile_check){.net = nets[m].name, .plan = fit[k], .batch = j.batch,
+                                                     .image = nets[m].layers[0].h, .measured_us = us};
             }
     }
     if (rc == CLI_OK) {
@@ -244,25 +253,40 @@ int cli_calibrate(int argc, char **argv)
     }
     sim_device dev = sim_device_cpu;
     dev.name = o.out, dev.model = &model;
+    /* the fitting plans' own predictions: the in-sample error, beside the held-out one below */
+    for (int k = 0; k < n_checks && rc == CLI_OK; k++) {
+        profile_check *c = &checks[k];
+        const net *n = NULL;
+        for (int m = 0; m < n_nets; m++)
+            if (!strcmp(nets[m].name, c->net)) n = &nets[m];
+        plan p;
+        sched s;
+        sched_cfg cfg = {.batch = j.batch, .optimizer = j.optimizer, .ws = j.ops->ws};
+        if (plan_parse(&p, n, c->plan, &e)) rc = CLI_FAILED;
+        else if (sched_lower(&s, n, &p, &cfg, &e)) rc = CLI_FAILED, plan_free(&p);
+        else c->predicted_us = sim_time_us(n, &s, &dev, &c->fitted), sched_free(&s), plan_free(&p);
+    }
+    if (rc == CLI_OK) {
+        printf("\npredicted iteration time (the fitted model) vs measured median; fitting plans first (in-sample)\n\n");
+        printf("  %-12s %-24s %12s %12s %8s %8s\n", "net", "plan", "predicted", "measured", "error", "fitted");
+        for (int k = 0; k < n_checks; k++) print_check(&checks[k]);
+    }
     if (rc == CLI_OK && n_chk) {
-        printf("\nheld-out checks: predicted iteration time (the fitted model) vs measured median\n\n");
-        printf("  %-10s %-24s %12s %12s %8s %8s\n", "net", "plan", "predicted", "measured", "error", "fitted");
+        printf("  held out of the fit:\n");
         for (int m = 0; m < n_nets && rc == CLI_OK; m++)
             for (int k = 0; k < n_chk && rc == CLI_OK; k++) {
                 profile_check *c = &checks[n_checks];
                 if (!applies[(n_fit + k) * n_nets + m]) {
-                    printf("  %-10s %-24s skipped: not a plan for this net\n", nets[m].name, chk[k]);
+                    printf("  %-12s %-24s skipped: not a plan for this net\n", nets[m].name, chk[k]);
                     continue;
                 }
-                *c = (profile_check){.net = nets[m].name, .plan = chk[k], .batch = j.batch, .image = nets[m].layers[0].h};
+                *c = (profile_check){.net = nets[m].name, .plan = chk[k], .batch = j.batch, .image = nets[m].layers[0].h,
+                                     .held_out = 1};
                 if (measure(&j, &nets[m], chk[k], NULL, &c->measured_us, &dev, &c->predicted_us, &c->fitted, &e)) {
                     rc = CLI_FAILED;
                     break;
                 }
-                n_checks++;
-                printf("  %-10s %-24s %10.1f ms %10.1f ms %+7.1f%% %7.0f%%\n", c->net, c->plan, c->predicted_us / 1e3,
-                       c->measured_us / 1e3, 100 * (c->predicted_us - c->measured_us) / c->measured_us, 100 * c->fitted);
-                fflush(stdout);
+                print_check(&checks[n_checks++]);
             }
     }
     if (rc == CLI_OK) {

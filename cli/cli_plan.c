@@ -1,26 +1,213 @@
-/* lrcnn plan: the largest batch (--max-batch) or square input (--max-image) whose predicted peak
- * fits a memory budget, for each plan. The budget is compared with the replay peak (the engine's
- * allocated bytes); peaks grow monotonically with batch and input size, so a doubling search
- * followed by bisection finds the boundary. */
+/* lrcnn plan: given a memory budget, either the fastest plan that fits it (the planner,
+ * sim/search.h), or, for each of a list of plans, the largest batch (--max-batch) or square input
+ * (--max-image) that fits. The budget is compared with the replay peak (the engine's allocated
+ * bytes); peaks grow monotonically with batch and input size, so a doubling search followed by
+ * bisection finds the boundary. */
+#include <malloc.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "sim/search.h"
 
 
 static const char *usage =
-    "usage: lrcnn plan --budget BYTES --net NET (--max-batch | --max-image) [--plan PLANS]\n"
-    "                  [--image S] [--batch N] [--optimizer sgd|adam] [--bn MODE] [--calibrate RUNS.h5]\n"
+    "usage: lrcnn plan --budget BYTES --net NET [--image S] [--batch N] [--optimizer sgd|adam] [--bn MODE]\n"
+    "                  [--profile PROFILE.h5] [--space KINDS] [--pareto OUT.h5] [--force]\n"
+    "       lrcnn plan --budget BYTES --net NET (--max-batch | --max-image) [--plan PLANS] [--image S] [--batch N]\n"
+    "                  [--optimizer sgd|adam] [--bn MODE] [--calibrate RUNS.h5]\n"
     "\n"
-    "For each plan, the largest batch (at --image, default the net's) or the largest square input (at\n"
-    "--batch, default 8) whose predicted peak (replay) fits BYTES (16GiB, 12G, 80e9 ...).\n"
+    "The planner (first form): the plan with the least predicted iteration time whose predicted peak\n"
+    "(replay: the engine's allocated bytes) fits BYTES (16GiB, 12G, 80e9 ...), as a plan any command\n"
+    "takes, with its peak and time, beside the fastest preset that fits. It searches every preset, a\n"
+    "dynamic program over the net's clean cuts choosing layer, ckpt or offload(all) per segment, and\n"
+    "each row stage (2PS or OverL, 2..8 bands, from the input to each clean cut) followed by the DP's\n"
+    "split of the rest, each with and without gist's lossless encodings; every candidate is replayed,\n"
+    "so the answer fits. --space narrows it: a comma list of ckpt, offload, rows, gist, presets (all:\n"
+    "the default; --space ckpt alone is optimal checkpointing, the ckpt-opt baseline). Times come from\n"
+    "--profile (lrcnn calibrate), else the cpu roofline. --pareto writes every candidate and the\n"
+    "memory/time frontier to OUT.h5 (searched at budgets from the smallest peak to layer's).\n"
+    "A budget below every plan's peak exits 2 and names the smallest peak found.\n"
     "\n"
+    "Second form: for each plan, the largest batch (at --image, default the net's) or the largest square\n"
+    "input (at --batch) whose predicted peak fits BYTES.\n"
+    "Defaults: --batch 8 --optimizer adam --space all; --plan layer,ckpt-sqrt,vdnn-all,vdnn-conv,2ps:4,\n"
+    "overl:4,2ps-h,overl-h.\n"
+    "\n"
+    "example: lrcnn plan --budget 1.6GiB --net vgg16 --image 224 --profile results/profile_cpu.h5\n"
     "example: lrcnn plan --max-batch --budget 12GiB --net vgg16 --plan layer,2ps:6,overl-h\n";
+
+static int parse_space(const char *list, unsigned *space)
+{
+    static const struct { const char *name; unsigned bit; } kinds[] = {
+        {"ckpt", SEARCH_CKPT}, {"offload", SEARCH_OFFLOAD}, {"rows", SEARCH_ROWS}, {"gist", SEARCH_GIST},
+        {"presets", SEARCH_PRESETS}, {"all", SEARCH_ALL},
+    };
+    *space = 0;
+    const char *at = list;
+    while (*at) {
+        size_t len = strcspn(at, ",");
+        size_t k = 0;
+        for (; k < sizeof kinds / sizeof *kinds; k++)
+            if (strlen(kinds[k].name) == len && !strncmp(at, kinds[k].name, len)) break;
+        if (k == sizeof kinds / sizeof *kinds) return -1;
+        *space |= kinds[k].bit;
+        at += len + (at[len] == ',');
+    }
+    return *space ? 0 : -1;
+}
+
+/* The fastest preset of r that fits (source "preset"), or -1. */
+static int best_preset(const search_result *r, int64_t budget)
+{
+    int best = -1;
+    for (int i = 0; i < r->n_pts; i++)
+        if (!strcmp(r->pts[i].source, "preset") && r->pts[i].peak <= budget &&
+            (best < 0 || r->pts[i].time_us < r->pts[best].time_us))
+            best = i;
+    return best;
+}
+
+/* The searches behind --pareto: budgets spaced evenly in log from the smallest peak to layer's. */
+static void pareto_points(search_req rq, const search_result *first, search_result *all, err *e)
+{
+    int cap = first->n_pts * 2 + 64, n = 0;
+    search_point *pts = err_calloc((size_t)cap, sizeof *pts);
+    int64_t lo = first->pts[first->least].peak, hi = first->pts[0].peak; /* pts[0] is layer */
+    for (int k = 0; k <= 16; k++) {
+        rq.budget = (int64_t)((double)lo * pow((double)hi / (double)lo, k / 16.0)) + 1;
+        search_result r;
+        if (search_run(&rq, &r, e)) continue;
+        for (int i = 0; i < r.n_pts; i++) {
+            bool seen = isnan(r.pts[i].time_us); /* over that budget: not lowered */
+            for (int j = 0; j < n && !seen; j++) seen = !strcmp(pts[j].text, r.pts[i].text);
+            if (seen) continue;
+            if (n == cap) pts = err_realloc(pts, (size_t)(cap *= 2) * sizeof *pts);
+            pts[n] = r.pts[i];
+            pts[n++].text = err_strdup(r.pts[i].text);
+        }
+        search_free(&r);
+    }
+    *all = (search_result){.pts = pts, .n_pts = n, .best = -1, .least = -1};
+}
+
+/* --pareto: every candidate with its peak, time, source and whether it is on the frontier. */
+static int write_pareto(const char *path, bool force, const search_req *rq, const search_result *all, err *e)
+{
+    typedef struct {
+        const char *plan, *source;
+        int64_t peak;
+        double time_us;
+        int32_t frontier;
+    } row;
+    static const h5_field fields[] = {
+        {"plan", offsetof(row, plan), 's'},     {"source", offsetof(row, source), 's'},
+        {"peak", offsetof(row, peak), 'l'},     {"time_us", offsetof(row, time_us), 'd'},
+        {"frontier", offsetof(row, frontier), 'i'},
+    };
+    int nf;
+    int *front = search_frontier(all->pts, all->n_pts, &nf);
+    row *rows = err_calloc((size_t)all->n_pts + 1, sizeof *rows);
+    for (int i = 0; i < all->n_pts; i++)
+        rows[i] = (row){all->pts[i].text, all->pts[i].source, all->pts[i].peak, all->pts[i].time_us, 0};
+    for (int k = 0; k < nf; k++) rows[front[k]].frontier = 1;
+    free(front);
+    h5_file *f;
+    hid_t g = H5I_INVALID_HID;
+    int rc = -1;
+    if (h5_create(&f, path, force, e)) {
+        free(rows);
+        return -1;
+    }
+    const net_layer *in = &rq->n->layers[0];
+    H5_TRY(h5_set_root_attr(f, "kind", "pareto", e));
+    H5_TRY(h5_set_root_attr(f, "net", rq->n->name, e));
+    H5_TRY(h5_set_root_attr(f, "optimizer", cli_optimizer_name(rq->cfg.optimizer), e));
+    H5_TRY(h5_set_root_attr(f, "device", rq->dev->name, e));
+    H5_CHECK(g = H5Gcreate2(h5_root(f), "pareto", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    H5_TRY(h5_attr_int(g, "batch", rq->cfg.batch, e));
+    H5_TRY(h5_attr_int(g, "image_h", in->h, e));
+    H5_TRY(h5_attr_int(g, "image_w", in->w, e));
+    H5_TRY(h5_write_table(g, "points", rows, sizeof *rows, (hsize_t)all->n_pts, fields, 5, e));
+    H5Gclose(g), g = H5I_INVALID_HID;
+    rc = h5_close(f, e);
+    f = NULL;
+cleanup:
+    if (g >= 0) H5Gclose(g);
+    if (f) h5_abort(f);
+    free(rows);
+    return rc;
+}
+
+static int plan_search(const cli_config *o, int64_t budget, const char *space_list, const char *pareto)
+{
+    /* the search lowers hundreds of schedules of a few MB each: keep freed memory in the heap
+     * rather than unmapping and faulting it in again for every one (a third of the time) */
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    unsigned space;
+    if (parse_space(space_list, &space))
+        return cli_fail("plan", "--space %s: expected a comma list of ckpt, offload, rows, gist, presets, all", space_list);
+    if (pareto && !o->force && access(pareto, F_OK) == 0)
+        return cli_fail("plan", "%s exists; use --force to overwrite", pareto);
+    err e;
+    net n;
+    sim_device dev;
+    timing_model tm;
+    if (cli_load_device(NULL, o->profile, &dev, &tm, &e)) return cli_fail("plan", "%s", e.msg);
+    if (cli_load_net(&n, o->net, o->image, &e)) {
+        timing_free(&tm);
+        return cli_fail("plan", "%s", e.msg);
+    }
+    search_req rq = {.n = &n, .cfg = {.batch = o->batch, .optimizer = o->optimizer}, .dev = &dev, .budget = budget,
+                     .space = space, .bn = o->bn};
+    search_result r;
+    int rc = CLI_OK;
+    char a[32], b[32], t[600];
+    if (search_run(&rq, &r, &e)) {
+        rc = CLI_USAGE;
+        goto done;
+    }
+    const net_layer *in = &n.layers[0];
+    printf("%s @ %dx%d, batch %d, %s, budget %s\n  time model: %s\n\n", n.name, in->h, in->w, o->batch,
+           cli_optimizer_name(o->optimizer), units_fmt_bytes(budget, a, sizeof a), cli_time_source(&dev, t, sizeof t));
+    if (r.best < 0) {
+        const search_point *l = &r.pts[r.least];
+        err_set(&e, "no plan fits %s: the smallest peak found is %s (%s)", units_fmt_bytes(budget, a, sizeof a),
+                units_fmt_bytes(l->peak, b, sizeof b), l->text);
+        rc = CLI_USAGE;
+    } else {
+        const search_point *p = &r.pts[r.best];
+        int pre = best_preset(&r, budget);
+        printf("  plan       %s\n  peak       %s (replay)\n  time       %.1f ms per iteration (%s)\n", p->text,
+               units_fmt_bytes(p->peak, a, sizeof a), p->time_us / 1e3, p->source);
+        if (pre >= 0)
+            printf("  vs preset  %s: %s, %.1f ms (%.2fx the planner's time)\n", r.pts[pre].text,
+                   units_fmt_bytes(r.pts[pre].peak, b, sizeof b), r.pts[pre].time_us / 1e3, r.pts[pre].time_us / p->time_us);
+        else if (space & SEARCH_PRESETS)
+            printf("  vs preset  none fits\n");
+        printf("  searched   %d plans in %.3f s\n", r.n_pts, r.seconds);
+    }
+    if (rc == CLI_OK && pareto) {
+        search_result all;
+        pareto_points(rq, &r, &all, &e);
+        if (write_pareto(pareto, o->force, &rq, &all, &e)) rc = CLI_USAGE;
+        else fprintf(stderr, "wrote %s (%d plans)\n", pareto, all.n_pts);
+        search_free(&all);
+    }
+    search_free(&r);
+done:
+    net_free(&n);
+    timing_free(&tm);
+    return cli_status("plan", rc, &e);
+}
 
 int cli_plan(int argc, char **argv)
 {
-    cli_config o = {.plan = "layer,ckpt-sqrt,vdnn-all,vdnn-conv,2ps:4,overl:4,2ps-h,overl-h", .batch = 8,
-                    .optimizer = SCHED_ADAM, .host_budget = -1};
-    const char *budget = NULL, *v;
+    cli_config o = {.batch = 8, .optimizer = SCHED_ADAM, .host_budget = -1};
+    const char *budget = NULL, *space = NULL, *pareto = NULL, *v;
     int mode = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
@@ -32,14 +219,25 @@ int cli_plan(int argc, char **argv)
         if (got < 0) return CLI_USAGE;
         if (got) continue;
         if ((got = cli_opt(argc, argv, &i, "--budget", &v)) > 0) budget = v;
-        else return cli_unknown("plan", argc, argv, i, got);
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--space", &v)) > 0) space = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--pareto", &v)) > 0) pareto = v;
+        if (got <= 0) return cli_unknown("plan", argc, argv, i, got);
     }
-    const char *plans = o.plan, *bn = o.bn;
+    const char *plans = o.plan ? o.plan : "layer,ckpt-sqrt,vdnn-all,vdnn-conv,2ps:4,overl:4,2ps-h,overl-h", *bn = o.bn;
     cli_probe pr = {.net_name = o.net, .image = o.image, .batch = o.batch, .cfg = {.batch = o.batch, .optimizer = o.optimizer}};
-    if (mode <= 0) return cli_fail("plan", "say --max-batch or --max-image (one of them)");
+    if (mode < 0) return cli_fail("plan", "--max-batch and --max-image: one of them");
     if (!budget) return cli_fail("plan", "--budget is required (e.g. --budget 16GiB)");
     if (units_parse_bytes(budget, &pr.budget)) return cli_fail("plan", "--budget %s: expected bytes like 16GiB, 12G, 80e9", budget);
     if (!pr.net_name) return cli_fail("plan", "--net is required");
+    const char *stray = o.iters ? "--iters" : o.seed ? "--seed" : o.out ? "-o" : o.host ? "--host-budget" : NULL;
+    if (stray) return cli_fail("plan", "%s does not apply to plan", stray);
+    if (mode == 0) {
+        if (o.plan || o.calibrate) return cli_fail("plan", "%s applies with --max-batch or --max-image", o.plan ? "--plan" : "--calibrate");
+        return plan_search(&o, pr.budget, space ? space : "all", pareto);
+    }
+    if (space || pareto || o.profile || o.force)
+        return cli_fail("plan", "%s applies to the planner (without --max-batch or --max-image)",
+                        space ? "--space" : pareto ? "--pareto" : o.profile ? "--profile" : "--force");
     err e;
     net n;
     enc_calib cal; /* data-sized encodings at measured densities and ratios (sim --help) */
@@ -59,7 +257,7 @@ int cli_plan(int argc, char **argv)
     /* every plan checked before the search: an unknown preset or layer is an error, not a plan that
      * fits nowhere. --max-batch at its input size; --max-image at the starting size or, failing
      * that (more bands than a small input has rows), at a large one */
-    char (*texts)[320] = err_calloc((size_t)count, sizeof *texts);
+    char (*texts)[PLAN_TEXT_LEN + 64] = err_calloc((size_t)count, sizeof *texts);
     for (int k = 0; k < count; k++) {
         plan p;
         cli_plan_text(items[k], bn, texts[k], sizeof texts[k]);

@@ -47,7 +47,7 @@ static void print_breakdown(const net *n, const sched_cfg *cfg, const char *text
 static int sim_one(const net *n, const char *item, const char *bn, const sched_cfg *cfg, const sim_device *d,
                    const sim_result *base, bool alone, h5_file *f, err *e)
 {
-    char text[320], resolved[1024], a[32], b[32], c[32];
+    char text[PLAN_TEXT_LEN + 64], resolved[2 * PLAN_TEXT_LEN], a[32], b[32], c[32];
     cli_plan_text(item, bn, text, sizeof text);
     sim_result r;
     int64_t *tl = NULL;
@@ -111,7 +111,7 @@ int cli_sim(int argc, char **argv)
         return cli_fail("sim", "--plan: %s", e.msg);
     }
     /* every plan checked before anything is written */
-    char text[320];
+    char text[PLAN_TEXT_LEN + 64];
     for (int k = 0; k < count; k++) {
         plan p;
         cli_plan_text(items[k], o.bn, text, sizeof text);

@@ -50,7 +50,7 @@ static int sweep_one(const spec *s, const net *n, const sim_device *d, const enc
     sim_result *r = &c->r;
     sched_cfg cfg = {.batch = batch, .calib = cal};
     cli_parse_optimizer(s->optimizers[o], &cfg.optimizer);
-    char text[320];
+    char text[PLAN_TEXT_LEN + 64];
     cli_plan_text(s->plans[p], s->bn, text, sizeof text);
     plan pl;
     sched sc;
@@ -185,7 +185,7 @@ static int sweep_search(sweep_ctx *c, err *e)
 {
     const spec *s = c->s;
     bool by_image = !strcmp(s->search, "image");
-    char text[320];
+    char text[PLAN_TEXT_LEN + 64];
     for (int i = 0; i < s->n_nets; i++)
         for (int k = 0; k < (by_image ? s->n_batches : s->n_images); k++)
             for (int o = 0; o < s->n_optimizers; o++)
@@ -250,7 +250,7 @@ static int sweep_engine(sweep_ctx *c, err *e)
  * exists. */
 static int sweep_check(const spec *s, net *nets, err *e)
 {
-    char text[320];
+    char text[PLAN_TEXT_LEN + 64];
     for (int i = 0; i < s->n_nets; i++)
         for (int k = 0; k < s->n_images; k++)
             if (cli_load_net(&nets[i * s->n_images + k], s->nets[i], s->images[k], e)) return err_wrap(e, "%s", s->path);

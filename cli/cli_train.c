@@ -34,7 +34,7 @@ static const char *usage =
 /* The hooks' state: weights to load, the dump's copies, progress. */
 typedef struct {
     const char *init;
-    char header[1536];                     /* printed once the weights are in */
+    char header[4 * PLAN_TEXT_LEN];                     /* printed once the weights are in */
     bool dump, quiet;
     int iters, every;
     float **before, **grads, **run_before; /* [layers]: for the dump of the last iteration */
@@ -109,7 +109,7 @@ int cli_train_run(const cli_train_job *j, h5_file *f, err *e)
 {
     const net *n = j->n;
     sched_cfg cfg = {.batch = j->cfg.batch, .optimizer = j->cfg.optimizer, .ws = j->ops->ws, .calib = j->cfg.calib};
-    char text[320], resolved[1024];
+    char text[PLAN_TEXT_LEN + 64], resolved[2 * PLAN_TEXT_LEN];
     cli_plan_text(j->plan, j->bn, text, sizeof text);
     plan p;
     sim_result pred;

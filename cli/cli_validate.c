@@ -84,7 +84,7 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
     plan *ps = err_calloc((size_t)count, sizeof(plan));
     sim_result *pred = err_calloc((size_t)count, sizeof(sim_result));
     run_summary *meas = err_calloc((size_t)count, sizeof(run_summary)), *cmpr = err_calloc((size_t)count, sizeof(run_summary));
-    for (char text[320]; parsed < count; parsed++) { /* everything checked before anything runs */
+    for (char text[PLAN_TEXT_LEN + 64]; parsed < count; parsed++) { /* everything checked before anything runs */
         cli_plan_text(items[parsed], j->bn, text, sizeof text);
         if (plan_parse(&ps[parsed], n, text, e)) {
             rc = CLI_USAGE;

@@ -18,6 +18,7 @@ static const h5_field check_fields[] = {
     {"plan", offsetof(profile_check, plan), 's'},
     {"batch", offsetof(profile_check, batch), 'i'},
     {"image", offsetof(profile_check, image), 'i'},
+    {"held_out", offsetof(profile_check, held_out), 'i'},
     {"predicted_us", offsetof(profile_check, predicted_us), 'd'},
     {"measured_us", offsetof(profile_check, measured_us), 'd'},
     {"fitted", offsetof(profile_check, fitted), 'd'},

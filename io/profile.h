@@ -4,8 +4,9 @@
  * kind = "profile", backend, cpu, threads, and two tables (results/SCHEMA.md):
  *   profile/samples  one row per measured step: net, plan, batch, step, key, class, x, work, us
  *                    (the median over the measured iterations);
- *   profile/checks   one row per held-out plan: the time the fitted model predicts for it against
- *                    the engine's measured median, and the share of the prediction from fitted keys.
+ *   profile/checks   one row per plan run: the time the fitted model predicts for it against the
+ *                    engine's measured median, the share of the prediction from fitted keys, and
+ *                    whether the plan was held out of the fit (the check plans) or fitted.
  * The file keeps the raw samples, not the fit: the fit is redone on reading, so a better model
  * needs no new measurements. */
 #ifndef LRCNN_PROFILE_H
@@ -23,6 +24,7 @@ typedef struct {
 typedef struct {
     const char *net, *plan;
     int32_t batch, image;
+    int32_t held_out;     /* 1: a check plan, never fitted; 0: a fitting plan (in-sample error) */
     double predicted_us, measured_us, fitted;
 } profile_check;
 

@@ -25,6 +25,7 @@ typedef enum { PLAN_OFFLOAD_ALL, PLAN_OFFLOAD_CONV } plan_offload;
 typedef enum { PLAN_BN_AUTO, PLAN_BN_TRAIN, PLAN_BN_FROZEN, PLAN_BN_PERBAND } plan_bn;
 
 #define PLAN_MAX_BANDS 4096
+#define PLAN_TEXT_LEN 2048  /* a plan's text, modifiers and bn= included (the planner's can be long) */
 
 /* The statistics passes of a row segment that gathers whole-map statistics (a bn in train mode;
  * sim/rows.h explains them), indexed by segment layer (layer - first): pass 1 gathers the
@@ -55,7 +56,7 @@ typedef struct {
 } plan_seg;
 
 typedef struct {
-    char text[256];           /* the plan as the user wrote it */
+    char text[PLAN_TEXT_LEN]; /* the plan as the user wrote it */
     char preset[16];          /* the preset it came from ("2ps-h"), "" for a custom plan */
     int preset_count;         /* the preset's R or K, defaults resolved ("2ps-h" -> 4); 0 if it has none */
     int n_seg;

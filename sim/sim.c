@@ -49,21 +49,26 @@ void sim_replay(const sched *s, sim_mem *m, int64_t *timeline)
         for (; r.next < s->n_step; r.next++) timeline[r.next] = r.total;
 }
 
+double sim_step_us(const net *n, const sched *s, int i, const sim_device *d, timing_how *how)
+{
+    const sched_step *t = &s->steps[i];
+    double bw = t->op == SCHED_OFFLOAD || t->op == SCHED_PREFETCH ? d->link_gbps : d->gbps;
+    double compute = t->flops / (d->gflops * 1e3), memory = t->bytes_moved / (bw * 1e3);
+    double step = compute > memory ? compute : memory;
+    *how = TIMING_ROOFLINE;
+    if (!d->model) return step;
+    timing_probe p;
+    timing_probe_step(n, s, i, &p);
+    return timing_step_us(d->model, &p, step, how);
+}
+
 double sim_time_us(const net *n, const sched *s, const sim_device *d, double *fitted)
 {
     double us = 0, measured = 0;
     for (int i = 0; i < s->n_step; i++) {
-        const sched_step *t = &s->steps[i];
-        double bw = t->op == SCHED_OFFLOAD || t->op == SCHED_PREFETCH ? d->link_gbps : d->gbps;
-        double compute = t->flops / (d->gflops * 1e3), memory = t->bytes_moved / (bw * 1e3);
-        double step = compute > memory ? compute : memory;
-        if (d->model) {
-            timing_probe p;
-            timing_how how;
-            timing_probe_step(n, s, i, &p);
-            step = timing_step_us(d->model, &p, step, &how);
-            if (how == TIMING_FITTED) measured += step;
-        }
+        timing_how how;
+        double step = sim_step_us(n, s, i, d, &how);
+        if (how == TIMING_FITTED) measured += step;
         us += step;
     }
     if (fitted) *fitted = us > 0 ? measured / us : 0;

@@ -50,6 +50,8 @@ void sim_replay(const sched *s, sim_mem *m, int64_t *timeline);
 /* The iteration time of schedule s (of net n) on d; fitted (optional) receives the share of it that
  * came from measured keys of d's calibration. */
 double sim_time_us(const net *n, const sched *s, const sim_device *d, double *fitted);
+/* Step i's time on d, and how it was predicted (the roofline when d has no model). */
+double sim_step_us(const net *n, const sched *s, int i, const sim_device *d, timing_how *how);
 
 /* Everything for one configuration: lower, replay, closed form, time. timeline (optional)
  * receives a malloc'd array of r->n_steps device-byte values, one after each step. */

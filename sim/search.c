@@ -1,0 +1,412 @@
+/* search: see search.h. */
+#include "sim/search.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim/closed.h"
+#include "sim/kind.h"
+
+/* --- the chain model --------------------------------------------------------------------------- */
+
+enum { MODE_LAYER, MODE_CKPT, MODE_OFFLOAD, N_MODES };
+#define DP_BUCKETS 2000
+
+/* The net as a chain of positions (clean cuts) from `first`, with what the DP's segment model reads. */
+typedef struct {
+    const search_req *r;
+    const net *n;
+    int m;              /* positions: segment k starts at layer pos[k]; pos[m] = n->n */
+    int *pos;
+    int64_t base;       /* persistent bytes (parameters, gradients, optimizer state, running
+                           statistics) and the batch (image, labels) */
+    int *tensor;        /* [n]: the layer whose buffer holds layer L's output (in-place relus share) */
+    int64_t *bytes;     /* [n]: bytes of layer L's output for the batch */
+    int64_t *aux;       /* [n]: bytes of its auxiliary (argmax, statistics, probabilities) */
+    double *fwd_us;     /* [n]: its forward time on the device */
+    int *stamp;         /* [n]: scratch for kept() */
+    int stamp_now;
+} chain;
+
+/* Bytes a `layer` segment of layers [a, b) keeps for its backward: every tensor one of its layers'
+ * backward reads (autograd's saved tensors) and their auxiliaries; the image is in c->base. */
+static int64_t kept(chain *c, int a, int b)
+{
+    int64_t sum = 0;
+    c->stamp_now++;
+    for (int L = a; L < b; L++) {
+        const net_layer *l = &c->n->layers[L];
+        const kind_traits *k = kind_of(l);
+        int reads[NET_MAX_IN + 1], nr = 0;
+        if (k->keeps_x)
+            for (int i = 0; i < l->n_in; i++) reads[nr++] = c->tensor[l->in[i]];
+        if (k->keeps_y) reads[nr++] = c->tensor[L];
+        for (int i = 0; i < nr; i++)
+            if (reads[i] > 0 && c->stamp[reads[i]] != c->stamp_now) c->stamp[reads[i]] = c->stamp_now, sum += c->bytes[reads[i]];
+        sum += c->aux[L];
+    }
+    return sum;
+}
+
+/* The gradient working set of a backward over [a, b): its largest output gradient, input
+ * gradient and workspace at once; and the forward's largest input, output and workspace. */
+static int64_t working(const chain *c, int a, int b, bool backward)
+{
+    int64_t most = 0;
+    for (int L = a; L < b; L++) {
+        const net_layer *l = &c->n->layers[L];
+        int64_t in = l->n_in ? c->bytes[c->tensor[l->in[0]]] : 0;
+        int64_t w = c->bytes[L] + in + sched_cfg_workspace(&c->r->cfg, c->n, L, l->h, backward);
+        if (w > most) most = w;
+    }
+    return most;
+}
+
+static double link_us(const chain *c, int64_t bytes)
+{
+    const sim_device *d = c->r->dev;
+    double us = 0;
+    for (int k = 0; k < 2; k++) {
+        timing_probe p = {.x = (double)bytes, .work = (double)bytes};
+        snprintf(p.key, sizeof p.key, "%s", k ? "prefetch" : "offload");
+        snprintf(p.cls, sizeof p.cls, "%s", p.key);
+        timing_how how;
+        double roof = (double)bytes / (d->link_gbps * 1e3);
+        us += d->model ? timing_step_us(d->model, &p, roof, &how) : roof;
+    }
+    return us;
+}
+
+static int chain_init(chain *c, const search_req *r, int first, err *e)
+{
+    const net *n = r->n;
+    memset(c, 0, sizeof *c);
+    c->r = r, c->n = n;
+    c->pos = err_calloc((size_t)n->n + 1, sizeof(int));
+    c->pos[c->m++] = first;
+    for (int L = first + 1; L < n->n; L++)
+        if (n->layers[L].cut_before) c->pos[c->m++] = L;
+    c->pos[c->m] = n->n;
+    c->tensor = err_calloc((size_t)n->n, sizeof(int));
+    c->bytes = err_calloc((size_t)n->n, sizeof(int64_t));
+    c->aux = err_calloc((size_t)n->n, sizeof(int64_t));
+    c->fwd_us = err_calloc((size_t)n->n, sizeof(double));
+    c->stamp = err_calloc((size_t)n->n, sizeof(int));
+    int64_t N = r->cfg.batch;
+    for (int L = 0; L < n->n; L++) {
+        const net_layer *l = &n->layers[L];
+        c->tensor[L] = l->inplace ? c->tensor[l->in[0]] : L;
+        c->bytes[L] = N * net_layer_values(l) * 4;
+        kind_aux a = kind_of(l)->aux;
+        c->aux[L] = a == KIND_AUX_ARGMAX ? N * net_layer_values(l) * 8 : a == KIND_AUX_STATS ? 8 * (int64_t)l->c
+                    : a == KIND_AUX_PROBS ? 4 * N * l->c : 0;
+    }
+    /* forward times and the persistent bytes, from the `layer` schedule */
+    plan p;
+    sched s;
+    if (plan_parse(&p, n, "layer", e)) return -1;
+    int rc = sched_lower(&s, n, &p, &r->cfg, e);
+    plan_free(&p);
+    if (rc) return -1;
+    for (int i = 0; i < s.n_step; i++) {
+        timing_how how;
+        if (s.steps[i].op == SCHED_FWD) c->fwd_us[s.steps[i].layer] += sim_step_us(n, &s, i, r->dev, &how);
+    }
+    for (int b = 0; b < s.n_buf; b++)
+        if (s.bufs[b].persistent || s.bufs[b].kind == BUF_INPUT || s.bufs[b].kind == BUF_LABEL) c->base += s.bufs[b].bytes;
+    sched_free(&s);
+    return 0;
+}
+
+static void chain_free(chain *c)
+{
+    free(c->pos), free(c->tensor), free(c->bytes), free(c->aux), free(c->fwd_us), free(c->stamp);
+}
+
+/* The DP over (position, kept bytes in buckets of q): best[k * (NB + 1) + j] the least extra time
+ * of a split of positions [0, k) keeping j buckets; from[] how it got there. */
+static int chain_dp(chain *c, int64_t extra, char *buf, size_t len)
+{
+    const search_req *r = c->r;
+    int m = c->m, NB = DP_BUCKETS;
+    int64_t avail = r->budget - c->base - extra;
+    buf[0] = 0;
+    if (avail <= 0) return -1;
+    int64_t q = (avail + NB - 1) / NB;
+    size_t cells = (size_t)(m + 1) * (NB + 1);
+    double *best = err_calloc(cells, sizeof(double));
+    int *from = err_calloc(cells, sizeof(int));
+    for (size_t i = 0; i < cells; i++) best[i] = INFINITY;
+    best[0] = 0;
+    int modes = 1 + ((r->space & SEARCH_CKPT) != 0) + ((r->space & SEARCH_OFFLOAD) != 0);
+    int mode_of[N_MODES] = {MODE_LAYER, (r->space & SEARCH_CKPT) ? MODE_CKPT : MODE_OFFLOAD, MODE_OFFLOAD};
+    for (int a = 0; a < m; a++)
+        for (int b = a + 1; b <= m; b++) {
+            int la = c->pos[a], lb = c->pos[b];
+            int64_t stash = kept(c, la, lb), grad = working(c, la, lb, true), fwd = working(c, la, lb, false);
+            int64_t in = la > 1 ? c->bytes[c->tensor[la - 1]] : 0;
+            double recompute = 0;
+            for (int L = la; L < lb; L++) recompute += c->fwd_us[L];
+            for (int mi = 0; mi < (b == m ? 1 : modes); mi++) { /* the last segment backs up at once: layer */
+                int mode = mode_of[mi];
+                int64_t keep = mode == MODE_LAYER ? stash : mode == MODE_CKPT ? in : 0;
+                int64_t local = stash + grad > in + fwd ? stash + grad : in + fwd;
+                double cost = mode == MODE_CKPT ? recompute : mode == MODE_OFFLOAD ? link_us(c, stash) : 0;
+                int64_t kq = (keep + q - 1) / q;
+                for (int j = 0; j <= NB; j++) {
+                    double t = best[(size_t)a * (NB + 1) + j];
+                    if (t == INFINITY || (int64_t)j * q + local > avail || j + kq > NB) continue;
+                    size_t to = (size_t)b * (NB + 1) + (size_t)(j + kq);
+                    if (t + cost < best[to]) best[to] = t + cost, from[to] = (a * (NB + 1) + j) * N_MODES + mode;
+                }
+            }
+        }
+    int j_best = -1;
+    for (int j = 0; j <= NB; j++)
+        if (best[(size_t)m * (NB + 1) + j] < INFINITY && (j_best < 0 || best[(size_t)m * (NB + 1) + j] < best[(size_t)m * (NB + 1) + j_best]))
+            j_best = j;
+    if (j_best >= 0) {
+        /* walk back, then write the segments in order */
+        int segs[256][3], ns = 0, k = m, j = j_best;
+        while (k > 0 && ns < 256) {
+            int f = from[(size_t)k * (NB + 1) + j], mode = f % N_MODES, cell = f / N_MODES;
+            int a = cell / (NB + 1);
+            segs[ns][0] = c->pos[a], segs[ns][1] = c->pos[k] - 1, segs[ns][2] = mode, ns++;
+            k = a, j = cell % (NB + 1);
+        }
+        size_t at = 0;
+        for (int i = ns - 1; i >= 0 && at < len; i--) {
+            if (segs[i][2] == MODE_LAYER) continue;
+            /* offloaded neighbours are one offload segment (its policy is per activation) */
+            while (segs[i][2] == MODE_OFFLOAD && i > 0 && segs[i - 1][2] == MODE_OFFLOAD) segs[i - 1][0] = segs[i][0], i--;
+            at += (size_t)snprintf(buf + at, len - at, "%s%s@%s..%s", at ? "; " : "", segs[i][2] == MODE_CKPT ? "ckpt" : "offload(all)",
+                                   c->n->layers[segs[i][0]].name, c->n->layers[segs[i][1]].name);
+        }
+        if (at >= len) j_best = -1; /* too long to say */
+    }
+    free(best), free(from);
+    return j_best >= 0 ? 0 : -1;
+}
+
+/* The split that keeps least from the forward: every segment but the last offloaded (when the space
+ * has offload) or checkpointed, one segment per clean cut. */
+static void chain_min(const chain *c, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    bool off = (c->r->space & SEARCH_OFFLOAD) != 0;
+    if (c->m < 2 || !(c->r->space & (SEARCH_OFFLOAD | SEARCH_CKPT))) return;
+    if (off) {
+        snprintf(buf, len, "offload(all)@%s..%s", c->n->layers[c->pos[0]].name, c->n->layers[c->pos[c->m - 1] - 1].name);
+        return;
+    }
+    for (int k = 0; k + 1 < c->m && at < len; k++)
+        at += (size_t)snprintf(buf + at, len - at, "%sckpt@%s..%s", k ? "; " : "", c->n->layers[c->pos[k]].name,
+                               c->n->layers[c->pos[k + 1] - 1].name);
+    if (at >= len) buf[0] = 0;
+}
+
+int search_chain(const search_req *r, int first, int64_t extra, char *buf, size_t len)
+{
+    chain c;
+    err e;
+    if (chain_init(&c, r, first, &e)) return -1;
+    int rc = chain_dp(&c, extra, buf, len);
+    chain_free(&c);
+    return rc;
+}
+
+/* --- candidates -------------------------------------------------------------------------------- */
+
+typedef struct {
+    const search_req *r;
+    search_result *out;
+    int cap;
+    err *e;
+} search_ctx;
+
+/* Lowers, replays and times `text` (once: a text seen before returns its index); -1 if it is not a
+ * plan for this net. */
+static int eval(search_ctx *c, const char *text, const char *source)
+{
+    const search_req *r = c->r;
+    char full[PLAN_TEXT_LEN];
+    if ((size_t)snprintf(full, sizeof full, "%s%s%s", text, r->bn ? " bn=" : "", r->bn ? r->bn : "") >= sizeof full) return -1;
+    for (int i = 0; i < c->out->n_pts; i++)
+        if (!strcmp(c->out->pts[i].text, full)) return i;
+    plan p;
+    sched s;
+    err e;
+    sim_mem mem;
+    double us = NAN;
+    if (plan_parse(&p, r->n, full, &e)) return -1;
+    /* the closed form equals the replay for plans without encodings (tests/test_closed.c) and
+     * costs no schedule: a plan it says does not fit is not lowered, nor timed */
+    if (p.n_mod == 0) closed_predict(r->n, &p, &r->cfg, &mem);
+    if (p.n_mod == 0 && mem.peak > r->budget) {
+        plan_free(&p);
+    } else {
+        int rc = sched_lower(&s, r->n, &p, &r->cfg, &e);
+        plan_free(&p);
+        if (rc) return -1;
+        sim_replay(&s, &mem, NULL);
+        us = sim_time_us(r->n, &s, r->dev, NULL);
+        sched_free(&s);
+    }
+    search_result *o = c->out;
+    if (o->n_pts == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 256;
+        o->pts = err_realloc(o->pts, (size_t)c->cap * sizeof *o->pts);
+    }
+    o->pts[o->n_pts] = (search_point){err_strdup(full), mem.peak, us, source};
+    if (mem.peak <= r->budget && (o->best < 0 || us < o->pts[o->best].time_us)) o->best = o->n_pts;
+    if (o->least < 0 || mem.peak < o->pts[o->least].peak) o->least = o->n_pts;
+    return o->n_pts++;
+}
+
+/* text; when it does not fit and the space has gist, text+gist too (gist's encodings only ever cost
+ * time, so a plan that fits without them is never faster with them). Returns the index of the one
+ * that fits, else of the last tried (-1: not a plan for this net). */
+static int eval_both(search_ctx *c, const char *text, const char *source)
+{
+    int i = eval(c, text, source);
+    if (i < 0 || c->out->pts[i].peak <= c->r->budget || !(c->r->space & SEARCH_GIST)) return i;
+    char g[PLAN_TEXT_LEN];
+    if ((size_t)snprintf(g, sizeof g, "%s+gist", text) >= sizeof g) return i;
+    int j = eval(c, g, source);
+    return j < 0 ? i : j;
+}
+
+/* `stage` (a row stage, or "" for none) followed by the DP's split of layers [first, n-1]: the DP
+ * budget drops by each overshoot of the replayed peak, a few times, until the plan fits. */
+static bool eval_with_chain(search_ctx *c, chain *ch, const char *stage, const char *source)
+{
+    int64_t extra = 0, last_over = INT64_MAX;
+    for (int tries = 0; tries < 4; tries++) {
+        char rest[PLAN_TEXT_LEN / 2], text[PLAN_TEXT_LEN];
+        if (chain_dp(ch, extra, rest, sizeof rest)) return false;
+        if ((size_t)snprintf(text, sizeof text, "%.*s%s%s", PLAN_TEXT_LEN / 4, stage, *stage && *rest ? "; " : "",
+                             *stage || *rest ? rest : "layer") >= sizeof text)
+            return false;
+        int i = eval_both(c, text, source);
+        if (i < 0) return false;
+        int64_t over = c->out->pts[i].peak - c->r->budget;
+        if (over <= 0) return true;
+        if (over >= last_over) return false; /* the rest is not what overshoots */
+        extra += over, last_over = over;
+    }
+    return false;
+}
+
+static const char *const presets_ckpt[] = {"ckpt-sqrt", "ckpt:2", "ckpt:3", "ckpt:4", "ckpt:6", "ckpt:8"};
+static const char *const presets_offload[] = {"vdnn-all", "vdnn-conv"};
+static const char *const presets_rows[] = {"authors-2ps", "authors-overl", "authors-2ps-h", "authors-overl-h"};
+static const char *const row_policies[] = {"2ps", "overl"};
+static const int row_counts[] = {2, 3, 4, 6, 8};
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int search_run(const search_req *r, search_result *out, err *e)
+{
+    double t0 = now_s();
+    memset(out, 0, sizeof *out);
+    out->best = out->least = -1;
+    search_ctx c = {.r = r, .out = out, .e = e};
+    const net *n = r->n;
+    char text[PLAN_TEXT_LEN];
+    if (eval(&c, "layer", "preset") < 0) return err_set(e, "plan 'layer' does not lower for %s", n->name);
+    if (r->space & SEARCH_PRESETS) {
+        eval_both(&c, "layer", "preset");
+        for (size_t i = 0; (r->space & SEARCH_CKPT) && i < sizeof presets_ckpt / sizeof *presets_ckpt; i++)
+            eval_both(&c, presets_ckpt[i], "preset");
+        for (size_t i = 0; (r->space & SEARCH_OFFLOAD) && i < sizeof presets_offload / sizeof *presets_offload; i++)
+            eval_both(&c, presets_offload[i], "preset");
+        for (size_t k = 0; (r->space & SEARCH_ROWS) && k < sizeof row_counts / sizeof *row_counts; k++)
+            for (int pol = 0; pol < 2; pol++) {
+                snprintf(text, sizeof text, "%s:%d", row_policies[pol], row_counts[k]);
+                eval_both(&c, text, "preset");
+                if (!(r->space & SEARCH_CKPT)) continue;
+                snprintf(text, sizeof text, "%s-h:%d", row_policies[pol], row_counts[k]);
+                eval_both(&c, text, "preset");
+            }
+        for (size_t i = 0; (r->space & SEARCH_ROWS) && i < sizeof presets_rows / sizeof *presets_rows; i++)
+            eval_both(&c, presets_rows[i], "preset");
+    }
+    if (r->space & (SEARCH_CKPT | SEARCH_OFFLOAD)) {
+        chain ch;
+        if (chain_init(&ch, r, 1, e)) return -1;
+        eval_with_chain(&c, &ch, "", "dp");
+        chain_min(&ch, text, sizeof text);
+        if (*text) eval_both(&c, text, "dp");
+        chain_free(&ch);
+    }
+    /* row stages from the input to each clean cut with at least 2 rows a band, then the DP */
+    int last_row = 0;
+    while (last_row + 1 < n->n && n->layers[last_row + 1].rowwise) last_row++;
+    for (int end = 1; (r->space & SEARCH_ROWS) && end <= last_row; end++) {
+        if (end + 1 >= n->n || !n->layers[end + 1].cut_before) continue;
+        chain ch;
+        bool dp = (r->space & (SEARCH_CKPT | SEARCH_OFFLOAD)) != 0;
+        if (dp && chain_init(&ch, r, end + 1, e)) return -1;
+        /* more bands cost more time for less memory: per policy, the fewest bands that fit; none
+         * when the most bands with the least-keeping rest do not */
+        size_t most = 0;
+        while (most + 1 < sizeof row_counts / sizeof *row_counts && n->layers[end].h >= 2 * row_counts[most + 1]) most++;
+        for (int pol = 0; pol < 2; pol++) {
+            char rest[PLAN_TEXT_LEN - 128];
+            if (dp) chain_min(&ch, rest, sizeof rest);
+            snprintf(text, sizeof text, "rows(%s,%d)@%s..%s%s%s", row_policies[pol], row_counts[most], n->layers[1].name,
+                     n->layers[end].name, dp && *rest ? "; " : "", dp ? rest : "");
+            int i = eval_both(&c, text, "rows+dp");
+            if (i < 0 || c.out->pts[i].peak > r->budget) continue;
+            for (size_t k = 0; k < sizeof row_counts / sizeof *row_counts; k++) {
+                if (n->layers[end].h < 2 * row_counts[k]) break;
+                snprintf(text, sizeof text, "rows(%s,%d)@%s..%s", row_policies[pol], row_counts[k], n->layers[1].name,
+                         n->layers[end].name);
+                int i;
+                if (dp ? eval_with_chain(&c, &ch, text, "rows+dp")
+                       : ((i = eval_both(&c, text, "rows")) >= 0 && c.out->pts[i].peak <= r->budget))
+                    break;
+            }
+        }
+        if (dp) chain_free(&ch);
+    }
+    out->seconds = now_s() - t0;
+    return 0;
+}
+
+void search_free(search_result *r)
+{
+    for (int i = 0; i < r->n_pts; i++) free(r->pts[i].text);
+    free(r->pts);
+    memset(r, 0, sizeof *r);
+}
+
+static const search_point *sort_pts;
+static int by_peak(const void *a, const void *b)
+{
+    const search_point *x = &sort_pts[*(const int *)a], *y = &sort_pts[*(const int *)b];
+    if (x->peak != y->peak) return x->peak < y->peak ? -1 : 1;
+    return (x->time_us > y->time_us) - (x->time_us < y->time_us);
+}
+
+int *search_frontier(const search_point *pts, int n, int *count)
+{
+    int *idx = err_calloc((size_t)n + 1, sizeof(int)), k = 0;
+    for (int i = 0; i < n; i++) idx[i] = i;
+    sort_pts = pts;
+    qsort(idx, (size_t)n, sizeof *idx, by_peak);
+    double fastest = INFINITY;
+    for (int i = 0; i < n; i++)
+        if (pts[idx[i]].time_us < fastest) fastest = pts[idx[i]].time_us, idx[k++] = idx[i];
+    *count = k;
+    return idx;
+}
