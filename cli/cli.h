@@ -123,6 +123,7 @@ typedef struct {
     int iters;
     uint64_t seed;
     int64_t host_budget;          /* -1: none */
+    const sim_device *dev;        /* the time predictions' device (NULL: the cpu roofline) */
     bool quiet;
 } cli_validate_job;
 int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e);
@@ -145,6 +146,7 @@ typedef struct {
     const char *init;             /* weights to load before iteration 0, or NULL */
     const char *dump;             /* the last iteration's dump file (io/weights.h), or NULL */
     bool force;                   /* the dump may replace an existing file */
+    const sim_device *dev;        /* the time prediction's device (NULL: the cpu roofline) */
     bool quiet;
 } cli_train_job;
 int cli_train_run(const cli_train_job *j, h5_file *f, err *e);

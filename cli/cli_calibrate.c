@@ -56,19 +56,12 @@ static void sample_add(sample_set *ss, profile_sample s)
     ss->v[ss->n++] = s;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The median of v[0], v[stride], ... (n values). */
 static double median(const double *v, int n, int stride)
 {
     double *w = err_calloc((size_t)n, sizeof *w);
     for (int i = 0; i < n; i++) w[i] = v[(size_t)i * stride];
-    qsort(w, (size_t)n, sizeof *w, cmp_double);
-    double m = n % 2 ? w[n / 2] : 0.5 * (w[n / 2 - 1] + w[n / 2]);
+    double m = run_median(w, n);
     free(w);
     return m;
 }
@@ -117,7 +110,7 @@ static int measure(const calib_job *j, const net *n, const char *text, sample_se
     if (ret == 0) {
         int first = j->iters > 1; /* the first iteration pays for first touches */
         int k = j->iters - first;
-        *iter_us = median(r.iter_us + first, k, 1);
+        *iter_us = r.sum.median_us;
         for (int i = 0; ss && i < r.s.n_step; i++) {
             timing_probe pr;
             timing_probe_step(n, &r.s, i, &pr);

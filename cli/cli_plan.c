@@ -3,13 +3,13 @@
  * (--max-image) that fits. The budget is compared with the replay peak (the engine's allocated
  * bytes); peaks grow monotonically with batch and input size, so a doubling search followed by
  * bisection finds the boundary. */
-#include <malloc.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "sim/heap.h"
 #include "sim/search.h"
 
 
@@ -143,10 +143,7 @@ cleanup:
 
 static int plan_search(const cli_config *o, int64_t budget, const char *space_list, const char *pareto)
 {
-    /* the search lowers hundreds of schedules of a few MB each: keep freed memory in the heap
-     * rather than unmapping and faulting it in again for every one (a third of the time) */
-    mallopt(M_MMAP_THRESHOLD, 1 << 30);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    heap_tune(HEAP_SWEEP); /* hundreds of schedules: page faults were a third of the search */
     unsigned space;
     if (parse_space(space_list, &space))
         return cli_fail("plan", "--space %s: expected a comma list of ckpt, offload, rows, gist, presets, all", space_list);

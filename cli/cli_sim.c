@@ -9,7 +9,8 @@
 
 static const char *usage =
     "usage: lrcnn sim --net NET [--plan PLANS] [--batch N] [--image S] [--optimizer sgd|adam]\n"
-    "                 [--bn auto|train|frozen|per-band] [--device cpu|h100] [--calibrate RUNS.h5]\n"
+    "                 [--bn auto|train|frozen|per-band] [--device cpu|h100] [--profile PROFILE.h5]\n"
+    "                 [--calibrate RUNS.h5]\n"
     "                 [-o FILE.h5 [--force]]\n"
     "\n"
     "Predicts peak memory (by category) and compute for each plan: 'replay' walks the lowered schedule\n"
@@ -21,11 +22,13 @@ static const char *usage =
     "the closed form does not model them yet (n/a). Sparse and zfp:acc sizes depend on the values: they are\n"
     "predicted from the modifier's density=/ratio=, or per layer from the engine's measurements in RUNS.h5\n"
     "(any validate or train result of the same net with those encodings) with --calibrate.\n"
+    "Time: the roofline of --device, or the model lrcnn calibrate measured on a machine (--profile).\n"
     "\n"
     "example: lrcnn sim --net vgg16 --batch 8 --image 224 --plan 2ps:6\n"
     "         lrcnn sim --net resnet50 --batch 32 --plan layer,layer+gist,2ps:8+zfp:rate=8\n";
 
-static void print_breakdown(const net *n, const sched_cfg *cfg, const char *text, const char *resolved, const sim_result *r)
+static void print_breakdown(const net *n, const sched_cfg *cfg, const sim_device *dev, const char *text,
+                            const char *resolved, const sim_result *r)
 {
     char a[32], b[32], c[32], d[32];
     printf("%s @ %dx%d, batch %d, %s, plan %s\n  %s\n\n", n->name, n->layers[0].h, n->layers[0].w, cfg->batch,
@@ -37,8 +40,9 @@ static void print_breakdown(const net *n, const sched_cfg *cfg, const char *text
     printf("  %-14s %14s %14s   (closed vs replay %s)\n", "peak (device)", units_fmt_bytes(r->replay.peak, a, sizeof a),
            cli_fmt_closed(r, -1, b, sizeof b), cli_fmt_closed_err(r, r->replay.peak, "%+.1f%%", d, sizeof d));
     if (!r->closed_ok) printf("  (the closed form does not model encodings yet: the replay is the prediction)\n");
-    printf("  FLOPs %.4g G (fwd+bwd incl. recompute), time %.4g ms on the device profile, %d steps\n", r->flops / 1e9,
-           r->time_us / 1e3, r->n_steps);
+    char t[600];
+    printf("  FLOPs %.4g G (fwd+bwd incl. recompute), %d steps\n  time %.4g ms per iteration, %s\n", r->flops / 1e9,
+           r->n_steps, r->time_us / 1e3, cli_time_source(dev, t, sizeof t));
     cli_print_calib(r, cfg);
 }
 
@@ -59,12 +63,12 @@ static int sim_one(const net *n, const char *item, const char *bn, const sched_c
     }
     plan_describe(&p, n, resolved, sizeof resolved);
     if (alone) {
-        print_breakdown(n, cfg, text, resolved, &r);
+        print_breakdown(n, cfg, d, text, resolved, &r);
     } else {
         double red = 100.0 * (1.0 - (double)r.replay.peak / (double)base->replay.peak);
-        printf("  %-16s %12s %12s %8s %9.1f%% %10.4gG %8.3fx\n", item, units_fmt_bytes(r.replay.peak, a, sizeof a),
+        printf("  %-16s %12s %12s %8s %9.1f%% %10.4gG %8.3fx %10.1fms %8.3fx\n", item, units_fmt_bytes(r.replay.peak, a, sizeof a),
                cli_fmt_closed(&r, -1, b, sizeof b), cli_fmt_closed_err(&r, r.replay.peak, "%+.1f%%", c, sizeof c), red,
-               r.flops / 1e9, r.flops / base->flops);
+               r.flops / 1e9, r.flops / base->flops, r.time_us / 1e3, r.time_us / base->time_us);
     }
     h5_run run = {.kind = "sim", .n = n, .p = &p, .plan = item, .batch = cfg->batch, .optimizer = cli_optimizer_name(cfg->optimizer),
                   .device = d->name, .sim = &r, .timeline = tl, .n_timeline = r.n_steps,
@@ -93,14 +97,21 @@ int cli_sim(int argc, char **argv)
     }
     sched_cfg cfg = {.batch = o.batch, .optimizer = o.optimizer};
     if (!o.net) return cli_fail("sim", "--net is required (e.g. --net vgg16; see lrcnn sim --help)");
-    const sim_device *d = sim_device_find(dev);
-    if (!d) return cli_fail("sim", "--device %s: expected cpu or h100", dev);
+    if (o.iters || o.seed || o.host) return cli_fail("sim", "%s does not apply to sim", o.iters ? "--iters" : o.seed ? "--seed" : "--host-budget");
     err e;
     net n;
     enc_calib cal;
-    if (cli_load_calib(o.calibrate, &cal, &cfg, &e)) return cli_fail("sim", "%s", e.msg);
+    sim_device device;
+    timing_model tm;
+    const sim_device *d = &device;
+    if (cli_load_device(dev, o.profile, &device, &tm, &e)) return cli_fail("sim", "%s", e.msg);
+    if (cli_load_calib(o.calibrate, &cal, &cfg, &e)) {
+        timing_free(&tm);
+        return cli_fail("sim", "%s", e.msg);
+    }
     if (cli_load_net(&n, o.net, o.image, &e)) {
         enc_calib_free(&cal);
+        timing_free(&tm);
         return cli_fail("sim", "%s", e.msg);
     }
     char **items;
@@ -108,6 +119,7 @@ int cli_sim(int argc, char **argv)
     if (plan_list_expand(o.plan, &items, &count, &e)) {
         net_free(&n);
         enc_calib_free(&cal);
+        timing_free(&tm);
         return cli_fail("sim", "--plan: %s", e.msg);
     }
     /* every plan checked before anything is written */
@@ -134,15 +146,16 @@ int cli_sim(int argc, char **argv)
         goto done_file;
     }
     if (count > 1) {
-        printf("%s @ %dx%d, batch %d, %s, device profile %s\n\n", n.name, n.layers[0].h, n.layers[0].w, cfg.batch,
-               cli_optimizer_name(cfg.optimizer), d->name);
-        printf("  %-16s %12s %12s %8s %10s %12s %9s\n", "plan", "replay peak", "closed peak", "closed", "vs layer",
-               "FLOPs", "vs layer");
+        char t[600];
+        printf("%s @ %dx%d, batch %d, %s\n  time: %s\n\n", n.name, n.layers[0].h, n.layers[0].w, cfg.batch,
+               cli_optimizer_name(cfg.optimizer), cli_time_source(d, t, sizeof t));
+        printf("  %-16s %12s %12s %8s %10s %12s %9s %12s %9s\n", "plan", "replay peak", "closed peak", "closed", "vs layer",
+               "FLOPs", "vs layer", "time/it", "vs layer");
     }
     for (int k = 0; k < count && rc == CLI_OK; k++)
         if (sim_one(&n, items[k], o.bn, &cfg, d, &base, count == 1, f, &e)) rc = cli_fail("sim", "%s", e.msg);
     if (count > 1 && rc == CLI_OK)
-        printf("\n  reduction and FLOPs are against 'layer' (%s replay peak); closed = closed-form error vs replay\n",
+        printf("\n  reduction, FLOPs and time are against 'layer' (%s replay peak); closed = closed-form error vs replay\n",
                units_fmt_bytes(base.replay.peak, text, sizeof text));
 done_file:
     if (f) {
@@ -154,5 +167,6 @@ done:
     plan_list_free(items, count);
     net_free(&n);
     enc_calib_free(&cal);
+    timing_free(&tm);
     return rc;
 }

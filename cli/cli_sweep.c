@@ -228,7 +228,8 @@ static int sweep_engine(sweep_ctx *c, err *e)
                     cli_parse_optimizer(s->optimizers[o], &cfg.optimizer);
                     if (s->run == SPEC_VALIDATE) {
                         cli_validate_job j = {.n = n, .plans = s->plans, .n_plans = s->n_plans, .bn = s->bn, .cfg = cfg,
-                                              .iters = s->measure, .seed = (uint64_t)s->seed, .host_budget = -1, .quiet = c->quiet};
+                                              .iters = s->measure, .seed = (uint64_t)s->seed, .host_budget = -1, .dev = c->d,
+                                              .quiet = c->quiet};
                         int rc = cli_validate_run(&j, c->f, e);
                         if (rc != CLI_OK) return rc;
                         if (!c->quiet) printf("\n");
@@ -236,7 +237,8 @@ static int sweep_engine(sweep_ctx *c, err *e)
                     }
                     for (int p = 0; p < s->n_plans; p++) {
                         cli_train_job j = {.n = n, .plan = s->plans[p], .bn = s->bn, .cfg = cfg, .ops = &ops_cpu,
-                                           .iters = s->measure, .seed = (uint64_t)s->seed, .host_budget = -1, .quiet = c->quiet};
+                                           .iters = s->measure, .seed = (uint64_t)s->seed, .host_budget = -1, .dev = c->d,
+                                           .quiet = c->quiet};
                         int rc = cli_train_run(&j, c->f, e);
                         if (rc != CLI_OK) return rc;
                         if (!c->quiet) printf("\n");
@@ -277,15 +279,20 @@ int cli_sweep_run(const char *cmd, const char *spec_path, const char *out, bool 
     else if (s.output[0]) snprintf(path, sizeof path, "%s", s.output);
     else snprintf(path, sizeof path, "results/%s.h5", s.name);
     int n_nets = s.n_nets * s.n_images, rc = CLI_USAGE;
-    sweep_ctx c = {.s = &s, .d = sim_device_find(s.device), .nets = err_calloc((size_t)n_nets, sizeof(net)),
+    sim_device dev;
+    timing_model tm;
+    bool dev_ok = cli_load_device(s.device, s.profile[0] ? s.profile : NULL, &dev, &tm, &e) == 0;
+    if (!dev_ok) err_wrap(&e, "%s", spec_path);
+    sweep_ctx c = {.s = &s, .d = dev_ok ? &dev : NULL, .nets = err_calloc((size_t)n_nets, sizeof(net)),
                    .count = spec_runs(&s), .quiet = quiet};
     c.cells = err_calloc((size_t)c.count, sizeof(cell));
     bool keep = s.run == SPEC_SIM && !s.measure; /* not where the engine measures RSS; undone below */
     enc_calib cal = {0};
     c.calib = s.calibrate[0] ? &cal : NULL;
-    if (!c.d) err_set(&e, "%s: device '%s' is not a profile (cpu, h100)", spec_path, s.device);
-    else if (c.calib && calib_read(s.calibrate, &cal, &e)) err_wrap(&e, "%s: calibrate", spec_path);
-    else if (!sweep_check(&s, c.nets, &e) && !h5_create(&c.f, path, overwrite, &e) &&
+    if (!c.d) { /* e says why */
+    } else if (c.calib && calib_read(s.calibrate, &cal, &e)) {
+        err_wrap(&e, "%s: calibrate", spec_path);
+    } else if (!sweep_check(&s, c.nets, &e) && !h5_create(&c.f, path, overwrite, &e) &&
              !h5_set_root_attr(c.f, "spec", spec_path, &e) && !h5_set_root_attr(c.f, "experiment", s.name, &e)) {
         if (keep) heap_tune(HEAP_SWEEP);
         if (s.run != SPEC_SIM) rc = sweep_engine(&c, &e);
@@ -303,6 +310,7 @@ int cli_sweep_run(const char *cmd, const char *spec_path, const char *out, bool 
     if (rc == CLI_OK) fprintf(stderr, "%swrote %s (%ld runs)\n", quiet || s.run != SPEC_SIM ? "" : "\n", path, c.count);
     for (int i = 0; i < n_nets; i++) net_free(&c.nets[i]);
     enc_calib_free(&cal);
+    timing_free(&tm);
     free(c.nets);
     free(c.cells);
     spec_free(&s);

@@ -16,7 +16,8 @@
 static const char *usage =
     "usage: lrcnn train --net NET [--image S] [--batch N] [--plan P] [--iters K] [--optimizer sgd|adam]\n"
     "                   [--lr F] [--seed X] [--bn MODE] [--data DIR] [--init-weights W.h5] [--dump D.h5]\n"
-    "                   [--host-budget BYTES] [--backend cpu|cuda] [--calibrate RUNS.h5] [-o RUN.h5] [--force]\n"
+    "                   [--host-budget BYTES] [--backend cpu|cuda] [--calibrate RUNS.h5] [--profile PROFILE.h5]\n"
+    "                   [-o RUN.h5] [--force]\n"
     "\n"
     "Trains NET with plan P on the engine (--backend: cpu, the default, or cuda on an NVIDIA GPU): real forward, backward and optimizer steps through an\n"
     "accounting allocator. Prints the loss, time and measured peak per iteration, then the measured peak\n"
@@ -26,6 +27,8 @@ static const char *usage =
     "parameters before and after the step and all gradients; -o writes the run (results/SCHEMA.md).\n"
     "--host-budget: refuse a plan that would offload more than BYTES to host memory.\n"
     "--calibrate: predict sparse and zfp:acc encodings from the densities and ratios measured in RUNS.h5.\n"
+    "--profile: predict the iteration time with the model lrcnn calibrate measured (printed beside the\n"
+    "measured median; without it, the cpu roofline).\n"
     "Defaults: --batch 8 --plan layer --iters 10 --optimizer sgd (lr 0.01, momentum 0.9; adam: lr 1e-3) --seed 1.\n"
     "A spec with `run = train` trains each of its configurations and plans the same way.\n"
     "\n"
@@ -119,7 +122,8 @@ int cli_train_run(const cli_train_job *j, h5_file *f, err *e)
     if (plan_parse(&p, n, text, e)) return CLI_USAGE;
     cli_warn_plan(&p, n);
     plan_describe(&p, n, resolved, sizeof resolved);
-    if (sim_run(n, &p, &cfg, &sim_device_cpu, &pred, NULL, e) || cli_check_host(&pred, j->host_budget, text, e)) {
+    const sim_device *dev = j->dev ? j->dev : &sim_device_cpu;
+    if (sim_run(n, &p, &cfg, dev, &pred, NULL, e) || cli_check_host(&pred, j->host_budget, text, e)) {
         rc = CLI_USAGE;
         goto done_plan;
     }
@@ -144,9 +148,15 @@ int cli_train_run(const cli_train_job *j, h5_file *f, err *e)
         rc = CLI_USAGE;
         goto done_ctx;
     }
-    if (!j->quiet) print_table(&r.sum, &pred), cli_print_encoded(&r.sum);
+    if (!j->quiet) {
+        print_table(&r.sum, &pred), cli_print_encoded(&r.sum);
+        char ts[600];
+        double med = r.sum.median_us;
+        printf("  time per iteration: predicted %.1f ms, measured %.1f ms (median after the first, %+.1f%%); %s\n",
+               pred.time_us / 1e3, med / 1e3, 100 * (pred.time_us - med) / med, cli_time_source(dev, ts, sizeof ts));
+    }
     h5_run hr = {.kind = "train", .n = n, .p = &p, .plan = j->plan, .batch = cfg.batch, .optimizer = cli_optimizer_name(cfg.optimizer),
-                 .device = "cpu", .sim = &pred, .measured = &r.sum, .trace = &r, .backend = j->ops->backend,
+                 .device = dev->name, .sim = &pred, .measured = &r.sum, .trace = &r, .backend = j->ops->backend,
                  .data = j->data_dir ? j->data_dir : "synthetic", .seed = j->seed,
                  .calibration = cfg.calib ? cfg.calib->source : NULL};
     if (f && h5_write_run(f, &hr, e)) rc = CLI_USAGE;
@@ -200,9 +210,17 @@ int cli_train(int argc, char **argv)
                        .lr = lr, .iters = o.iters, .seed = (uint64_t)o.seed, .host_budget = o.host_budget, .data_dir = dir,
                        .init = init, .dump = dump, .force = o.force};
     enc_calib cal;
-    if (cli_load_calib(o.calibrate, &cal, &j.cfg, &e)) return cli_fail("train", "%s", e.msg);
+    sim_device dev;
+    timing_model tm;
+    if (cli_load_device(NULL, o.profile, &dev, &tm, &e)) return cli_fail("train", "%s", e.msg);
+    j.dev = &dev;
+    if (cli_load_calib(o.calibrate, &cal, &j.cfg, &e)) {
+        timing_free(&tm);
+        return cli_fail("train", "%s", e.msg);
+    }
     if (cli_load_net(&n, o.net, o.image, &e)) {
         enc_calib_free(&cal);
+        timing_free(&tm);
         return cli_fail("train", "%s", e.msg);
     }
     h5_file *f = NULL;
@@ -212,5 +230,6 @@ int cli_train(int argc, char **argv)
     else if (f) fprintf(stderr, "wrote %s\n", o.out);
     net_free(&n);
     enc_calib_free(&cal);
+    timing_free(&tm);
     return cli_status("train", rc, &e);
 }

@@ -17,7 +17,8 @@
 
 static const char *usage =
     "usage: lrcnn validate --net NET [--plan PLANS] [--image S] [--batch N] [--iters K] [--optimizer sgd|adam]\n"
-    "                      [--bn MODE] [--seed X] [--host-budget BYTES] [--calibrate RUNS.h5] [-o FILE.h5] [--force]\n"
+    "                      [--bn MODE] [--seed X] [--host-budget BYTES] [--calibrate RUNS.h5] [--profile PROFILE.h5]\n"
+    "                      [-o FILE.h5] [--force]\n"
     "\n"
     "For each plan: the simulator's predictions (replay and closed form) beside the engine's measured\n"
     "peak, the error of each, the reduction and time against `layer`, the largest gradient deviation\n"
@@ -25,6 +26,8 @@ static const char *usage =
     "PLANS: comma-separated, ranges expand (2ps:2..8); `layer` is always run first as the reference.\n"
     "Plans with sparse or zfp:acc encodings also print their encoded bytes predicted against those stored\n"
     "(and the density or ratio behind each); --calibrate takes those per layer from an earlier result.\n"
+    "--profile: also the predicted iteration time of each plan (lrcnn calibrate's model) against the\n"
+    "measured median.\n"
     "Defaults: --plan layer,ckpt-sqrt,vdnn-conv,2ps:2..8,overl:2..8,2ps-h,overl-h --batch 2 --iters 2\n"
     "--optimizer sgd --seed 1. A spec with `run = validate` does the same per configuration.\n"
     "\n"
@@ -63,7 +66,8 @@ static int write_runs(const cli_validate_job *j, h5_file *f, const char **items,
         m.compared = true, m.grad_dev = cmpr[k].grad_dev, m.loss_dev = cmpr[k].loss_dev;
         snprintf(m.worst, sizeof m.worst, "%s", cmpr[k].worst);
         h5_run run = {.kind = "validate", .n = j->n, .p = &ps[k], .plan = items[k], .batch = j->cfg.batch,
-                      .optimizer = cli_optimizer_name(j->cfg.optimizer), .device = "cpu", .sim = &pred[k], .measured = &m,
+                      .optimizer = cli_optimizer_name(j->cfg.optimizer), .device = j->dev ? j->dev->name : "cpu",
+                      .sim = &pred[k], .measured = &m,
                       .backend = "cpu", .data = "synthetic", .seed = j->seed,
                       .calibration = j->cfg.calib ? j->cfg.calib->source : NULL};
         if (h5_write_run(f, &run, e)) return -1;
@@ -91,7 +95,7 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
             goto done;
         }
         cli_warn_plan(&ps[parsed], n);
-        if (sim_run(n, &ps[parsed], &cfg, &sim_device_cpu, &pred[parsed], NULL, e) ||
+        if (sim_run(n, &ps[parsed], &cfg, j->dev ? j->dev : &sim_device_cpu, &pred[parsed], NULL, e) ||
             cli_check_host(&pred[parsed], j->host_budget, text, e)) {
             parsed++;
             rc = CLI_USAGE;
@@ -131,6 +135,15 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
     if (!j->quiet)
         printf("\n  replay/closed: predictions; measured: the engine's tracked peak; err: prediction vs measured;\n"
                "  vs layer: peak reduction and time ratio; grad dev: max over tensors of |g - g_layer| / |g_layer|\n");
+    if (!j->quiet && j->dev && j->dev->model) {
+        char t[600];
+        printf("\n  time per iteration, %s:\n  %-14s %12s %12s %8s\n", cli_time_source(j->dev, t, sizeof t), "plan",
+               "predicted", "measured", "error");
+        for (int k = 0; k < count; k++)
+            if (meas[k].ok)
+                printf("  %-14s %10.1fms %10.1fms %+7.1f%%\n", items[k], pred[k].time_us / 1e3, meas[k].median_us / 1e3,
+                       100 * (pred[k].time_us - meas[k].median_us) / meas[k].median_us);
+    }
     munmap(shared, shared_bytes);
     if (rc == CLI_OK && f && write_runs(j, f, items, ps, pred, meas, cmpr, count, e)) rc = CLI_USAGE;
 done:
@@ -159,14 +172,23 @@ int cli_validate(int argc, char **argv)
     cli_validate_job j = {.bn = o.bn, .cfg = {.batch = o.batch, .optimizer = o.optimizer}, .iters = o.iters, .seed = (uint64_t)o.seed,
                           .host_budget = o.host_budget};
     enc_calib cal;
-    if (cli_load_calib(o.calibrate, &cal, &j.cfg, &e)) return cli_fail("validate", "%s", e.msg);
+    sim_device dev;
+    timing_model tm;
+    if (cli_load_device(NULL, o.profile, &dev, &tm, &e)) return cli_fail("validate", "%s", e.msg);
+    j.dev = &dev;
+    if (cli_load_calib(o.calibrate, &cal, &j.cfg, &e)) {
+        timing_free(&tm);
+        return cli_fail("validate", "%s", e.msg);
+    }
     if (cli_load_net(&n, o.net, o.image, &e)) {
         enc_calib_free(&cal);
+        timing_free(&tm);
         return cli_fail("validate", "%s", e.msg);
     }
     if (plan_list_expand(o.plan, &items, &count, &e)) {
         net_free(&n);
         enc_calib_free(&cal);
+        timing_free(&tm);
         return cli_fail("validate", "--plan: %s", e.msg);
     }
     j.n = &n, j.plans = items, j.n_plans = count;
@@ -179,5 +201,6 @@ int cli_validate(int argc, char **argv)
     plan_list_free(items, count);
     net_free(&n);
     enc_calib_free(&cal);
+    timing_free(&tm);
     return cli_status("validate", rc, &e);
 }

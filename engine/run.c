@@ -137,9 +137,26 @@ int run_plan(run *r, const run_cfg *c, err *e)
     memcpy(s->max, m->max, sizeof s->max);
     s->rss_peak = rss_peak_bytes();
     s->loss0 = r->loss[0];
+    s->median_us = run_median(r->iter_us + (K > 1), K - (K > 1));
     collect_encoded(r);
     r->x.before_update = NULL; /* h lives on this stack frame */
     return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double run_median(const double *v, int m)
+{
+    double *w = err_calloc((size_t)m + 1, sizeof *w);
+    memcpy(w, v, (size_t)m * sizeof *w);
+    qsort(w, (size_t)m, sizeof *w, cmp_double);
+    double med = m % 2 ? w[m / 2] : 0.5 * (w[m / 2 - 1] + w[m / 2]);
+    free(w);
+    return med;
 }
 
 void run_free(run *r)

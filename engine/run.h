@@ -67,6 +67,7 @@ typedef struct {
     int64_t at_peak[MEM_NCAT], max[MEM_NCAT];
     int64_t rss_peak;             /* the process's resident-set high-water mark, bytes */
     double best_us;               /* best iteration time after the first (the only one when iters == 1) */
+    double median_us;             /* their median: what time predictions are compared with */
     float loss0;
     /* against a reference run (run_compare): */
     bool compared;
@@ -100,6 +101,9 @@ void run_free(run *r);
  * parameter tensors back to back, as run.grads) and its loss with cmp_loss. */
 void run_forked(const run_cfg *c, const float *cmp_ref, float cmp_loss, run_summary *out);
 void run_summary_free(run_summary *s);
+
+/* The median of v[0..n), n >= 1. */
+double run_median(const double *v, int n);
 
 /* Fills s's comparison fields: g against ref, both all parameter tensors of n back to back
  * (net_params(n) floats, layer by layer, as run.grads). */

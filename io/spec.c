@@ -16,11 +16,11 @@
 /* The keys, in the order the unknown-key message lists them. */
 enum {
     K_NAME, K_NETS, K_BATCH, K_IMAGE, K_PLANS, K_OPTIMIZER, K_BN, K_DEVICE, K_OUTPUT, K_RUN, K_MEASURE, K_SEED,
-    K_SEARCH, K_BUDGETS, K_TIMELINE, K_FIGURES, K_REPRODUCE, K_CALIBRATE, K_N
+    K_SEARCH, K_BUDGETS, K_TIMELINE, K_FIGURES, K_REPRODUCE, K_CALIBRATE, K_PROFILE, K_N
 };
 static const char *key_names[K_N] = {"name", "nets", "batch", "image", "plans", "optimizer", "bn", "device", "output",
                                      "run", "measure", "seed", "search", "budgets", "timeline", "figures", "reproduce",
-                                     "calibrate"};
+                                     "calibrate", "profile"};
 static const char *run_names[] = {"sim", "validate", "train"};
 
 /* The parse in progress: where each key was set (its line; 0 = not set) and the plan list text. */
@@ -124,6 +124,10 @@ static int parse_key(spec *s, parse_state *ps, int k, char *val, const char *whe
     case K_CALIBRATE:
         if (strlen(val) >= sizeof s->calibrate) return err_set(e, "%s: calibrate: path too long", where);
         snprintf(s->calibrate, sizeof s->calibrate, "%s", val);
+        return 0;
+    case K_PROFILE:
+        if (strlen(val) >= sizeof s->profile) return err_set(e, "%s: profile: path too long", where);
+        snprintf(s->profile, sizeof s->profile, "%s", val);
         return 0;
     case K_DEVICE: snprintf(s->device, sizeof s->device, "%s", val); return 0;
     case K_BN: snprintf(s->bn, sizeof s->bn, "%s", val); return 0;

@@ -28,6 +28,7 @@ typedef struct {
     char name[64];
     char output[256];            /* "" = results/<name>.h5 */
     char calibrate[256];         /* "" = none; a result file whose measured encodings calibrate predictions */
+    char profile[256];           /* "" = none; a device profile (lrcnn calibrate) for the time predictions */
     char device[16];
     char bn[16];                 /* "" = auto; a plan item's own " bn=" wins */
     spec_run run;
