@@ -27,42 +27,50 @@ typedef struct {
     int64_t *bytes;     /* [n]: bytes of layer L's output for the batch */
     int64_t *aux;       /* [n]: bytes of its auxiliary (argmax, statistics, probabilities) */
     double *fwd_us;     /* [n]: its forward time on the device */
+    bool *out_kept;     /* [m + 1]: a `layer` segment ending before position k keeps its output (the
+                           tensor crossing that cut) for its own backward (a relu's mask) */
     int *stamp;         /* [n]: scratch for kept() */
     int stamp_now;
 } chain;
 
-/* Bytes a `layer` segment of layers [a, b) keeps for its backward: every tensor one of its layers'
- * backward reads (autograd's saved tensors) and their auxiliaries; the image is in c->base. */
-static int64_t kept(chain *c, int a, int b)
+/* What the segment model knows of layers [a, b) run as one segment: `stash`, the bytes a `layer`
+ * segment keeps for its backward (every tensor one of its layers' backward reads — autograd's
+ * saved tensors — and their auxiliaries), except its input tensor (the one crossing the cut
+ * before a), which the previous segment may keep already: `reads_in` says whether this one does;
+ * and `local`, the most it holds at once besides that input: at each layer's backward, what the
+ * layers up to it keep (the later ones' are freed by then) plus its output and input gradients
+ * and workspace, and at each layer's forward, what the earlier ones keep plus its input, output
+ * and workspace. The image is in c->base. */
+typedef struct {
+    int64_t stash, local;
+    bool reads_in;
+} seg_model;
+
+static seg_model segment(chain *c, int a, int b)
 {
-    int64_t sum = 0;
+    seg_model s = {0};
+    int in = a > 0 ? c->tensor[a - 1] : -1;
     c->stamp_now++;
     for (int L = a; L < b; L++) {
         const net_layer *l = &c->n->layers[L];
         const kind_traits *k = kind_of(l);
+        /* an in-place layer writes its output over its input, and its input gradient over its output's */
+        int64_t x = l->n_in ? c->bytes[c->tensor[l->in[0]]] : 0, y = l->inplace ? 0 : c->bytes[L];
+        int64_t fwd = s.stash + x + y + sched_cfg_workspace(&c->r->cfg, c->n, L, l->h, false);
         int reads[NET_MAX_IN + 1], nr = 0;
         if (k->keeps_x)
             for (int i = 0; i < l->n_in; i++) reads[nr++] = c->tensor[l->in[i]];
         if (k->keeps_y) reads[nr++] = c->tensor[L];
-        for (int i = 0; i < nr; i++)
-            if (reads[i] > 0 && c->stamp[reads[i]] != c->stamp_now) c->stamp[reads[i]] = c->stamp_now, sum += c->bytes[reads[i]];
-        sum += c->aux[L];
+        for (int i = 0; i < nr; i++) {
+            if (reads[i] == in) s.reads_in = true;
+            else if (reads[i] > 0 && c->stamp[reads[i]] != c->stamp_now) c->stamp[reads[i]] = c->stamp_now, s.stash += c->bytes[reads[i]];
+        }
+        s.stash += c->aux[L];
+        int64_t bwd = s.stash + c->bytes[L] + (l->inplace ? 0 : x) + sched_cfg_workspace(&c->r->cfg, c->n, L, l->h, true);
+        if (fwd > s.local) s.local = fwd;
+        if (bwd > s.local) s.local = bwd;
     }
-    return sum;
-}
-
-/* The gradient working set of a backward over [a, b): its largest output gradient, input
- * gradient and workspace at once; and the forward's largest input, output and workspace. */
-static int64_t working(const chain *c, int a, int b, bool backward)
-{
-    int64_t most = 0;
-    for (int L = a; L < b; L++) {
-        const net_layer *l = &c->n->layers[L];
-        int64_t in = l->n_in ? c->bytes[c->tensor[l->in[0]]] : 0;
-        int64_t w = c->bytes[L] + in + sched_cfg_workspace(&c->r->cfg, c->n, L, l->h, backward);
-        if (w > most) most = w;
-    }
-    return most;
+    return s;
 }
 
 static double link_us(const chain *c, int64_t bytes)
@@ -90,6 +98,7 @@ static int chain_init(chain *c, const search_req *r, int first, err *e)
     for (int L = first + 1; L < n->n; L++)
         if (n->layers[L].cut_before) c->pos[c->m++] = L;
     c->pos[c->m] = n->n;
+    c->out_kept = err_calloc((size_t)c->m + 1, sizeof(bool));
     c->tensor = err_calloc((size_t)n->n, sizeof(int));
     c->bytes = err_calloc((size_t)n->n, sizeof(int64_t));
     c->aux = err_calloc((size_t)n->n, sizeof(int64_t));
@@ -104,6 +113,9 @@ static int chain_init(chain *c, const search_req *r, int first, err *e)
         c->aux[L] = a == KIND_AUX_ARGMAX ? N * net_layer_values(l) * 8 : a == KIND_AUX_STATS ? 8 * (int64_t)l->c
                     : a == KIND_AUX_PROBS ? 4 * N * l->c : 0;
     }
+    for (int k = 1; k <= c->m; k++) /* the layers sharing the crossing tensor precede the cut */
+        for (int L = c->pos[k] - 1; L >= 1 && c->tensor[L] == c->tensor[c->pos[k] - 1]; L--)
+            if (kind_of(&n->layers[L])->keeps_y) c->out_kept[k] = true;
     /* forward times and the persistent bytes, from the `layer` schedule */
     plan p;
     sched s;
@@ -123,11 +135,14 @@ static int chain_init(chain *c, const search_req *r, int first, err *e)
 
 static void chain_free(chain *c)
 {
-    free(c->pos), free(c->tensor), free(c->bytes), free(c->aux), free(c->fwd_us), free(c->stamp);
+    free(c->pos), free(c->out_kept), free(c->tensor), free(c->bytes), free(c->aux), free(c->fwd_us), free(c->stamp);
 }
 
-/* The DP over (position, kept bytes in buckets of q): best[k * (NB + 1) + j] the least extra time
- * of a split of positions [0, k) keeping j buckets; from[] how it got there. */
+/* The DP over (position, kept bytes in buckets of q, the mode of the segment ending there):
+ * best[cell(k, j, mode)] the least extra time of a split of positions [0, k) keeping j buckets,
+ * from[] how it got there. The tensor crossing a cut is charged once: to the segment before it when
+ * that one is `layer` and keeps it, else to the segment after it if that one keeps it (its
+ * checkpoint, or a layer's saved input). */
 static int chain_dp(chain *c, int64_t extra, char *buf, size_t len)
 {
     const search_req *r = c->r;
@@ -136,46 +151,51 @@ static int chain_dp(chain *c, int64_t extra, char *buf, size_t len)
     buf[0] = 0;
     if (avail <= 0) return -1;
     int64_t q = (avail + NB - 1) / NB;
-    size_t cells = (size_t)(m + 1) * (NB + 1);
+    size_t row = (size_t)(NB + 1) * N_MODES, cells = (size_t)(m + 1) * row;
+#define CELL(k, j, md) ((size_t)(k) * row + (size_t)(j) * N_MODES + (size_t)(md))
     double *best = err_calloc(cells, sizeof(double));
     int *from = err_calloc(cells, sizeof(int));
     for (size_t i = 0; i < cells; i++) best[i] = INFINITY;
-    best[0] = 0;
-    int modes = 1 + ((r->space & SEARCH_CKPT) != 0) + ((r->space & SEARCH_OFFLOAD) != 0);
-    int mode_of[N_MODES] = {MODE_LAYER, (r->space & SEARCH_CKPT) ? MODE_CKPT : MODE_OFFLOAD, MODE_OFFLOAD};
+    best[CELL(0, 0, MODE_CKPT)] = 0; /* the image: nothing to charge */
+    bool allowed[N_MODES] = {true, (r->space & SEARCH_CKPT) != 0, (r->space & SEARCH_OFFLOAD) != 0};
     for (int a = 0; a < m; a++)
         for (int b = a + 1; b <= m; b++) {
             int la = c->pos[a], lb = c->pos[b];
-            int64_t stash = kept(c, la, lb), grad = working(c, la, lb, true), fwd = working(c, la, lb, false);
-            int64_t in = la > 1 ? c->bytes[c->tensor[la - 1]] : 0;
+            seg_model sm = segment(c, la, lb);
+            int64_t stash = sm.stash, in = la > 1 ? c->bytes[c->tensor[la - 1]] : 0;
             double recompute = 0;
             for (int L = la; L < lb; L++) recompute += c->fwd_us[L];
-            for (int mi = 0; mi < (b == m ? 1 : modes); mi++) { /* the last segment backs up at once: layer */
-                int mode = mode_of[mi];
-                int64_t keep = mode == MODE_LAYER ? stash : mode == MODE_CKPT ? in : 0;
-                int64_t local = stash + grad > in + fwd ? stash + grad : in + fwd;
+            for (int mode = 0; mode < N_MODES; mode++) {
+                if (!allowed[mode] || (b == m && mode != MODE_LAYER)) continue; /* the last backs up at once */
+                bool needs_in = mode == MODE_CKPT || sm.reads_in;
+                int64_t keep = mode == MODE_LAYER ? stash : 0;
                 double cost = mode == MODE_CKPT ? recompute : mode == MODE_OFFLOAD ? link_us(c, stash) : 0;
-                int64_t kq = (keep + q - 1) / q;
-                for (int j = 0; j <= NB; j++) {
-                    double t = best[(size_t)a * (NB + 1) + j];
-                    if (t == INFINITY || (int64_t)j * q + local > avail || j + kq > NB) continue;
-                    size_t to = (size_t)b * (NB + 1) + (size_t)(j + kq);
-                    if (t + cost < best[to]) best[to] = t + cost, from[to] = (a * (NB + 1) + j) * N_MODES + mode;
+                for (int pm = 0; pm < N_MODES; pm++) {
+                    /* the input: already in the prefix when the previous layer segment keeps it */
+                    bool had = a == 0 || (pm == MODE_LAYER && c->out_kept[a]);
+                    int64_t in_now = needs_in && !had ? in : 0;
+                    int64_t local = sm.local + in_now;
+                    int64_t kq = (keep + (mode == MODE_OFFLOAD ? 0 : in_now) + q - 1) / q;
+                    for (int j = 0; j + kq <= NB; j++) {
+                        double t = best[CELL(a, j, pm)];
+                        if (t == INFINITY || (int64_t)j * q + local > avail) continue;
+                        size_t to = CELL(b, j + kq, mode);
+                        if (t + cost < best[to]) best[to] = t + cost, from[to] = (int)CELL(a, j, pm);
+                    }
                 }
             }
         }
-    int j_best = -1;
+    size_t end = 0;
     for (int j = 0; j <= NB; j++)
-        if (best[(size_t)m * (NB + 1) + j] < INFINITY && (j_best < 0 || best[(size_t)m * (NB + 1) + j] < best[(size_t)m * (NB + 1) + j_best]))
-            j_best = j;
-    if (j_best >= 0) {
+        if (best[CELL(m, j, MODE_LAYER)] < (end ? best[end] : INFINITY)) end = CELL(m, j, MODE_LAYER);
+    int found = end ? 0 : -1;
+    if (end) {
         /* walk back, then write the segments in order */
-        int segs[256][3], ns = 0, k = m, j = j_best;
-        while (k > 0 && ns < 256) {
-            int f = from[(size_t)k * (NB + 1) + j], mode = f % N_MODES, cell = f / N_MODES;
-            int a = cell / (NB + 1);
-            segs[ns][0] = c->pos[a], segs[ns][1] = c->pos[k] - 1, segs[ns][2] = mode, ns++;
-            k = a, j = cell % (NB + 1);
+        int segs[256][3], ns = 0;
+        for (size_t at = end; at / row > 0 && ns < 256;) {
+            size_t prev = (size_t)from[at];
+            segs[ns][0] = c->pos[prev / row], segs[ns][1] = c->pos[at / row] - 1, segs[ns][2] = (int)(at % N_MODES), ns++;
+            at = prev;
         }
         size_t at = 0;
         for (int i = ns - 1; i >= 0 && at < len; i--) {
@@ -185,10 +205,11 @@ static int chain_dp(chain *c, int64_t extra, char *buf, size_t len)
             at += (size_t)snprintf(buf + at, len - at, "%s%s@%s..%s", at ? "; " : "", segs[i][2] == MODE_CKPT ? "ckpt" : "offload(all)",
                                    c->n->layers[segs[i][0]].name, c->n->layers[segs[i][1]].name);
         }
-        if (at >= len) j_best = -1; /* too long to say */
+        if (at >= len) found = -1; /* too long to say */
     }
+#undef CELL
     free(best), free(from);
-    return j_best >= 0 ? 0 : -1;
+    return found;
 }
 
 /* The split that keeps least from the forward: every segment but the last offloaded (when the space
@@ -261,8 +282,11 @@ static int eval(search_ctx *c, const char *text, const char *source)
         c->cap = c->cap ? 2 * c->cap : 256;
         o->pts = err_realloc(o->pts, (size_t)c->cap * sizeof *o->pts);
     }
-    o->pts[o->n_pts] = (search_point){err_strdup(full), mem.peak, us, source};
-    if (mem.peak <= r->budget && (o->best < 0 || us < o->pts[o->best].time_us)) o->best = o->n_pts;
+    /* what encodings could save at the peak at most: every kept activation and boundary there */
+    int64_t savable = mem.at_peak[MEM_ACT] + mem.at_peak[MEM_BOUNDARY];
+    o->pts[o->n_pts] = (search_point){err_strdup(full), mem.peak, us, source, mem.peak - savable};
+    /* faster by more than the model's resolution, else the earlier (simpler: presets come first) stays */
+    if (mem.peak <= r->budget && (o->best < 0 || us < o->pts[o->best].time_us * (1 - 1e-3))) o->best = o->n_pts;
     if (o->least < 0 || mem.peak < o->pts[o->least].peak) o->least = o->n_pts;
     return o->n_pts++;
 }
@@ -274,6 +298,7 @@ static int eval_both(search_ctx *c, const char *text, const char *source)
 {
     int i = eval(c, text, source);
     if (i < 0 || c->out->pts[i].peak <= c->r->budget || !(c->r->space & SEARCH_GIST)) return i;
+    if (c->out->pts[i].floor > c->r->budget) return i; /* no encoding brings it under */
     char g[PLAN_TEXT_LEN];
     if ((size_t)snprintf(g, sizeof g, "%s+gist", text) >= sizeof g) return i;
     int j = eval(c, g, source);
@@ -282,23 +307,41 @@ static int eval_both(search_ctx *c, const char *text, const char *source)
 
 /* `stage` (a row stage, or "" for none) followed by the DP's split of layers [first, n-1]: the DP
  * budget drops by each overshoot of the replayed peak, a few times, until the plan fits. */
-static bool eval_with_chain(search_ctx *c, chain *ch, const char *stage, const char *source)
+/* One DP split for `stage` at DP budget r->budget - extra, evaluated: the index of the plan that
+ * fits (-1: none), and its overshoot in *over (> 0 when it does not fit). */
+static int chain_try(search_ctx *c, chain *ch, const char *stage, const char *source, int64_t extra, int64_t *over)
 {
-    int64_t extra = 0, last_over = INT64_MAX;
-    for (int tries = 0; tries < 4; tries++) {
-        char rest[PLAN_TEXT_LEN / 2], text[PLAN_TEXT_LEN];
-        if (chain_dp(ch, extra, rest, sizeof rest)) return false;
-        if ((size_t)snprintf(text, sizeof text, "%.*s%s%s", PLAN_TEXT_LEN / 4, stage, *stage && *rest ? "; " : "",
-                             *stage || *rest ? rest : "layer") >= sizeof text)
-            return false;
-        int i = eval_both(c, text, source);
-        if (i < 0) return false;
-        int64_t over = c->out->pts[i].peak - c->r->budget;
-        if (over <= 0) return true;
-        if (over >= last_over) return false; /* the rest is not what overshoots */
+    char rest[PLAN_TEXT_LEN / 2], text[PLAN_TEXT_LEN];
+    *over = INT64_MAX;
+    if (chain_dp(ch, extra, rest, sizeof rest)) return -1;
+    if ((size_t)snprintf(text, sizeof text, "%.*s%s%s", PLAN_TEXT_LEN / 4, stage, *stage && *rest ? "; " : "",
+                         *stage || *rest ? rest : "layer") >= sizeof text)
+        return -1;
+    int i = eval_both(c, text, source);
+    if (i < 0) return -1;
+    *over = c->out->pts[i].peak - c->r->budget;
+    return *over <= 0 ? i : -1;
+}
+
+/* `stage` followed by the DP's split of the rest: the DP budget drops by each overshoot of the
+ * replayed peak until the plan fits; then, `refine` times, a bisection raises it again while the
+ * plan still fits (the segment model is conservative: a looser split may fit too, and recompute
+ * less). Returns whether a plan fits. */
+static bool eval_with_chain(search_ctx *c, chain *ch, const char *stage, const char *source, int refine)
+{
+    int64_t extra = 0, last_over = INT64_MAX, over;
+    for (int tries = 0;; tries++) {
+        if (chain_try(c, ch, stage, source, extra, &over) >= 0) break;
+        if (tries == 3 || over == INT64_MAX || over >= last_over) return false; /* the rest is not what overshoots */
         extra += over, last_over = over;
     }
-    return false;
+    int64_t fits = extra, loose = extra - c->r->budget; /* at `loose` the DP keeps everything it likes */
+    for (int k = 0; k < refine; k++) {
+        int64_t mid = loose + (fits - loose) / 2;
+        if (chain_try(c, ch, stage, source, mid, &over) >= 0) fits = mid;
+        else loose = mid;
+    }
+    return true;
 }
 
 static const char *const presets_ckpt[] = {"ckpt-sqrt", "ckpt:2", "ckpt:3", "ckpt:4", "ckpt:6", "ckpt:8"};
@@ -343,16 +386,18 @@ int search_run(const search_req *r, search_result *out, err *e)
     if (r->space & (SEARCH_CKPT | SEARCH_OFFLOAD)) {
         chain ch;
         if (chain_init(&ch, r, 1, e)) return -1;
-        eval_with_chain(&c, &ch, "", "dp");
+        eval_with_chain(&c, &ch, "", "dp", 8);
         chain_min(&ch, text, sizeof text);
         if (*text) eval_both(&c, text, "dp");
         chain_free(&ch);
     }
-    /* row stages from the input to each clean cut with at least 2 rows a band, then the DP */
-    int last_row = 0;
+    /* row stages from the input to each clean cut whose output still has an eighth of the input's
+     * rows (as the row presets' prefix: the high-resolution layers, where the activations are),
+     * with at least 2 rows a band; then the DP */
+    int last_row = 0, min_h = (n->layers[0].h + 7) / 8;
     while (last_row + 1 < n->n && n->layers[last_row + 1].rowwise) last_row++;
     for (int end = 1; (r->space & SEARCH_ROWS) && end <= last_row; end++) {
-        if (end + 1 >= n->n || !n->layers[end + 1].cut_before) continue;
+        if (end + 1 >= n->n || !n->layers[end + 1].cut_before || n->layers[end].h < min_h) continue;
         chain ch;
         bool dp = (r->space & (SEARCH_CKPT | SEARCH_OFFLOAD)) != 0;
         if (dp && chain_init(&ch, r, end + 1, e)) return -1;
@@ -372,7 +417,7 @@ int search_run(const search_req *r, search_result *out, err *e)
                 snprintf(text, sizeof text, "rows(%s,%d)@%s..%s", row_policies[pol], row_counts[k], n->layers[1].name,
                          n->layers[end].name);
                 int i;
-                if (dp ? eval_with_chain(&c, &ch, text, "rows+dp")
+                if (dp ? eval_with_chain(&c, &ch, text, "rows+dp", 0)
                        : ((i = eval_both(&c, text, "rows")) >= 0 && c.out->pts[i].peak <= r->budget))
                     break;
             }

@@ -46,6 +46,7 @@ typedef struct {
                              form's (equal to the replay: tests/test_closed.c), not lowered */
     double time_us;       /* the device's model; NAN for a plan not lowered */
     const char *source;   /* "preset", "dp", "rows+dp" */
+    int64_t floor;        /* below what no encoding of its kept maps takes its peak */
 } search_point;
 
 typedef struct {
