@@ -246,6 +246,7 @@ typedef struct {
     const search_req *r;
     search_result *out;
     int cap;
+    bool least;           /* nothing fits: looking for the smallest peak (every encoding tried) */
     err *e;
 } search_ctx;
 
@@ -298,15 +299,13 @@ static int eval_both(search_ctx *c, const char *text, const char *source)
 {
     int i = eval(c, text, source);
     if (i < 0 || c->out->pts[i].peak <= c->r->budget || !(c->r->space & SEARCH_GIST)) return i;
-    if (c->out->pts[i].floor > c->r->budget) return i; /* no encoding brings it under */
+    if (c->out->pts[i].floor > c->r->budget && !c->least) return i; /* no encoding brings it under */
     char g[PLAN_TEXT_LEN];
     if ((size_t)snprintf(g, sizeof g, "%s+gist", text) >= sizeof g) return i;
     int j = eval(c, g, source);
     return j < 0 ? i : j;
 }
 
-/* `stage` (a row stage, or "" for none) followed by the DP's split of layers [first, n-1]: the DP
- * budget drops by each overshoot of the replayed peak, a few times, until the plan fits. */
 /* One DP split for `stage` at DP budget r->budget - extra, evaluated: the index of the plan that
  * fits (-1: none), and its overshoot in *over (> 0 when it does not fit). */
 static int chain_try(search_ctx *c, chain *ch, const char *stage, const char *source, int64_t extra, int64_t *over)
@@ -357,6 +356,49 @@ static double now_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* A row stage from the input may end at layer `end` when a clean cut follows it, every layer up to
+ * it is rowwise, and its output still has an eighth of the input's rows (as the row presets'
+ * prefix: the high-resolution layers, where the activations are): the most bands it takes (at least
+ * 2 rows a band, from row_counts), or 0 where it may not end. */
+static int row_stage_bands(const net *n, int end)
+{
+    if (end + 1 >= n->n || !n->layers[end + 1].cut_before || n->layers[end].h < (n->layers[0].h + 7) / 8) return 0;
+    for (int L = 1; L <= end; L++)
+        if (!n->layers[L].rowwise) return 0;
+    int most = 0;
+    for (size_t k = 0; k < sizeof row_counts / sizeof *row_counts; k++)
+        if (n->layers[end].h >= 2 * row_counts[k]) most = row_counts[k];
+    return most;
+}
+
+/* The candidates that keep least: the whole net's least-keeping split, and each row stage at its
+ * most bands followed by the least-keeping split of the rest. */
+static void eval_least(search_ctx *c)
+{
+    const search_req *r = c->r;
+    const net *n = r->n;
+    char text[PLAN_TEXT_LEN], rest[PLAN_TEXT_LEN / 2];
+    chain ch;
+    err e;
+    if ((r->space & (SEARCH_CKPT | SEARCH_OFFLOAD)) && !chain_init(&ch, r, 1, &e)) {
+        chain_min(&ch, text, sizeof text);
+        if (*text) eval_both(c, text, "dp");
+        chain_free(&ch);
+    }
+    for (int end = 1; (r->space & SEARCH_ROWS) && end < n->n; end++) {
+        int most = row_stage_bands(n, end);
+        if (!most) continue;
+        bool dp = (r->space & (SEARCH_CKPT | SEARCH_OFFLOAD)) && !chain_init(&ch, r, end + 1, &e);
+        rest[0] = 0;
+        if (dp) chain_min(&ch, rest, sizeof rest), chain_free(&ch);
+        for (int pol = 0; pol < 2; pol++) {
+            snprintf(text, sizeof text, "rows(%s,%d)@%s..%s%s%.*s", row_policies[pol], most, n->layers[1].name, n->layers[end].name,
+                     *rest ? "; " : "", PLAN_TEXT_LEN / 2 - 1, rest);
+            eval_both(c, text, "rows+dp");
+        }
+    }
+}
+
 int search_run(const search_req *r, search_result *out, err *e)
 {
     double t0 = now_s();
@@ -391,38 +433,36 @@ int search_run(const search_req *r, search_result *out, err *e)
         if (*text) eval_both(&c, text, "dp");
         chain_free(&ch);
     }
-    /* row stages from the input to each clean cut whose output still has an eighth of the input's
-     * rows (as the row presets' prefix: the high-resolution layers, where the activations are),
-     * with at least 2 rows a band; then the DP */
-    int last_row = 0, min_h = (n->layers[0].h + 7) / 8;
-    while (last_row + 1 < n->n && n->layers[last_row + 1].rowwise) last_row++;
-    for (int end = 1; (r->space & SEARCH_ROWS) && end <= last_row; end++) {
-        if (end + 1 >= n->n || !n->layers[end + 1].cut_before || n->layers[end].h < min_h) continue;
+    for (int end = 1; (r->space & SEARCH_ROWS) && end < n->n; end++) {
+        int most = row_stage_bands(n, end);
+        if (!most) continue;
         chain ch;
         bool dp = (r->space & (SEARCH_CKPT | SEARCH_OFFLOAD)) != 0;
         if (dp && chain_init(&ch, r, end + 1, e)) return -1;
         /* more bands cost more time for less memory: per policy, the fewest bands that fit; none
          * when the most bands with the least-keeping rest do not */
-        size_t most = 0;
-        while (most + 1 < sizeof row_counts / sizeof *row_counts && n->layers[end].h >= 2 * row_counts[most + 1]) most++;
         for (int pol = 0; pol < 2; pol++) {
-            char rest[PLAN_TEXT_LEN - 128];
+            char rest[PLAN_TEXT_LEN / 2] = "";
             if (dp) chain_min(&ch, rest, sizeof rest);
-            snprintf(text, sizeof text, "rows(%s,%d)@%s..%s%s%s", row_policies[pol], row_counts[most], n->layers[1].name,
-                     n->layers[end].name, dp && *rest ? "; " : "", dp ? rest : "");
+            snprintf(text, sizeof text, "rows(%s,%d)@%s..%s%s%s", row_policies[pol], most, n->layers[1].name,
+                     n->layers[end].name, *rest ? "; " : "", rest);
             int i = eval_both(&c, text, "rows+dp");
             if (i < 0 || c.out->pts[i].peak > r->budget) continue;
-            for (size_t k = 0; k < sizeof row_counts / sizeof *row_counts; k++) {
-                if (n->layers[end].h < 2 * row_counts[k]) break;
+            for (size_t k = 0; k < sizeof row_counts / sizeof *row_counts && row_counts[k] <= most; k++) {
                 snprintf(text, sizeof text, "rows(%s,%d)@%s..%s", row_policies[pol], row_counts[k], n->layers[1].name,
                          n->layers[end].name);
-                int i;
                 if (dp ? eval_with_chain(&c, &ch, text, "rows+dp", 0)
                        : ((i = eval_both(&c, text, "rows")) >= 0 && c.out->pts[i].peak <= r->budget))
                     break;
             }
         }
         if (dp) chain_free(&ch);
+    }
+    if (out->best < 0 && !c.least) {
+        /* nothing fits: the least-keeping candidates again, each with every encoding, so that the
+         * smallest peak is the space's and not just that of what was tried */
+        c.least = true;
+        eval_least(&c);
     }
     out->seconds = now_s() - t0;
     return 0;
