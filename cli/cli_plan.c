@@ -9,13 +9,15 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "engine/run.h"
+#include "io/data.h"
 #include "sim/heap.h"
 #include "sim/search.h"
 
 
 static const char *usage =
     "usage: lrcnn plan --budget BYTES --net NET [--image S] [--batch N] [--optimizer sgd|adam] [--bn MODE]\n"
-    "                  [--profile PROFILE.h5] [--space KINDS] [--pareto OUT.h5] [--force]\n"
+    "                  [--profile PROFILE.h5] [--space KINDS] [--pareto OUT.h5] [--force] [--measure K]\n"
     "       lrcnn plan --budget BYTES --net NET (--max-batch | --max-image) [--plan PLANS] [--image S] [--batch N]\n"
     "                  [--optimizer sgd|adam] [--bn MODE] [--calibrate RUNS.h5]\n"
     "\n"
@@ -29,7 +31,9 @@ static const char *usage =
     "the default; --space ckpt alone is optimal checkpointing, the ckpt-opt baseline). Times come from\n"
     "--profile (lrcnn calibrate), else the cpu roofline. --pareto writes every candidate and the\n"
     "memory/time frontier to OUT.h5 (searched at budgets from the smallest peak to layer's).\n"
-    "A budget below every plan's peak exits 2 and names the smallest peak found.\n"
+    "A budget below every plan's peak exits 2 and names the smallest peak found. --measure K runs the\n"
+    "planner's plan and that preset on the CPU engine (K iterations each, in child processes) and prints\n"
+    "their measured peaks and median times.\n"
     "\n"
     "Second form: for each plan, the largest batch (at --image, default the net's) or the largest square\n"
     "input (at --batch) whose predicted peak fits BYTES.\n"
@@ -141,6 +145,24 @@ cleanup:
     return rc;
 }
 
+/* --measure K: plan `text` on the CPU engine for K iterations, in a child process. */
+static int measure_plan(const search_req *rq, const char *text, int iters, run_summary *m, err *e)
+{
+    plan p;
+    if (plan_parse(&p, rq->n, text, e)) return -1;
+    const net_layer *in = &rq->n->layers[0];
+    data d;
+    data_synthetic(&d, in->c, in->h, in->w, rq->n->layers[rq->n->n - 1].c, 1);
+    sched_cfg cfg = rq->cfg;
+    cfg.ws = ops_cpu.ws;
+    run_cfg rc = {.n = rq->n, .p = &p, .sched = cfg, .ops = &ops_cpu, .hp = exec_default_hparams(cfg.optimizer), .seed = 1,
+                  .iters = iters, .batches = data_batches(&d)};
+    run_forked(&rc, NULL, 0, m);
+    plan_free(&p), data_free(&d);
+    if (!m->ok) return err_set(e, "plan '%s': engine failed: %s", text, m->err);
+    return 0;
+}
+
 static int plan_search(const cli_config *o, int64_t budget, const char *space_list, const char *pareto)
 {
     heap_tune(HEAP_SWEEP); /* hundreds of schedules: page faults were a third of the search */
@@ -186,6 +208,21 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
         else if (space & SEARCH_PRESETS)
             printf("  vs preset  none fits\n");
         printf("  searched   %d plans in %.3f s\n", r.n_pts, r.seconds);
+        /* --measure: both on the engine, the planner's first */
+        int which[2] = {r.best, pre};
+        run_summary m[2] = {0};
+        for (int k = 0; k < 2 && o->iters && rc == CLI_OK; k++) {
+            if (which[k] < 0 || (k == 1 && which[1] == which[0])) continue;
+            if (measure_plan(&rq, r.pts[which[k]].text, o->iters, &m[k], &e)) rc = CLI_FAILED;
+            else
+                printf("  measured   %s: peak %s (%s the budget), %.1f ms per iteration (median of %d after the first; "
+                       "predicted %+.1f%%)\n", k ? "preset " : "planner", units_fmt_bytes(m[k].peak, a, sizeof a),
+                       m[k].peak <= budget ? "within" : "OVER", m[k].median_us / 1e3, o->iters - 1,
+                       100 * (r.pts[which[k]].time_us - m[k].median_us) / m[k].median_us);
+        }
+        if (rc == CLI_OK && o->iters && pre >= 0 && pre != r.best)
+            printf("  measured   speed-up over the preset: %.3fx\n", m[1].median_us / m[0].median_us);
+        run_summary_free(&m[0]), run_summary_free(&m[1]);
     }
     if (rc == CLI_OK && pareto) {
         search_result all;
@@ -218,6 +255,8 @@ int cli_plan(int argc, char **argv)
         if ((got = cli_opt(argc, argv, &i, "--budget", &v)) > 0) budget = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--space", &v)) > 0) space = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--pareto", &v)) > 0) pareto = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--measure", &v)) > 0 && cli_parse_int(v, 2, 1000, &o.iters))
+            return cli_fail("plan", "--measure %s: expected iterations 2..1000", v);
         if (got <= 0) return cli_unknown("plan", argc, argv, i, got);
     }
     const char *plans = o.plan ? o.plan : "layer,ckpt-sqrt,vdnn-all,vdnn-conv,2ps:4,overl:4,2ps-h,overl-h", *bn = o.bn;
@@ -226,15 +265,15 @@ int cli_plan(int argc, char **argv)
     if (!budget) return cli_fail("plan", "--budget is required (e.g. --budget 16GiB)");
     if (units_parse_bytes(budget, &pr.budget)) return cli_fail("plan", "--budget %s: expected bytes like 16GiB, 12G, 80e9", budget);
     if (!pr.net_name) return cli_fail("plan", "--net is required");
-    const char *stray = o.iters ? "--iters" : o.seed ? "--seed" : o.out ? "-o" : o.host ? "--host-budget" : NULL;
+    const char *stray = o.seed ? "--seed" : o.out ? "-o" : o.host ? "--host-budget" : NULL;
     if (stray) return cli_fail("plan", "%s does not apply to plan", stray);
     if (mode == 0) {
         if (o.plan || o.calibrate) return cli_fail("plan", "%s applies with --max-batch or --max-image", o.plan ? "--plan" : "--calibrate");
         return plan_search(&o, pr.budget, space ? space : "all", pareto);
     }
-    if (space || pareto || o.profile || o.force)
+    if (space || pareto || o.profile || o.force || o.iters)
         return cli_fail("plan", "%s applies to the planner (without --max-batch or --max-image)",
-                        space ? "--space" : pareto ? "--pareto" : o.profile ? "--profile" : "--force");
+                        space ? "--space" : pareto ? "--pareto" : o.profile ? "--profile" : o.force ? "--force" : "--measure");
     err e;
     net n;
     enc_calib cal; /* data-sized encodings at measured densities and ratios (sim --help) */
