@@ -210,6 +210,39 @@ def check_measured(run, where, ncat):
     check_only(m, mwhere, dict(MEAS_ATTRS, **compared), tuple(MEAS_DSETS) + ("encoded",))
 
 
+PROFILE_SAMPLES = {"net": STR, "plan": STR, "key": STR, "class": STR, "batch": I32, "step": I32,
+                   "x": F64, "work": F64, "us": F64}
+PROFILE_CHECKS = {"net": STR, "plan": STR, "batch": I32, "image": I32, "held_out": I32,
+                  "predicted_us": F64, "measured_us": F64, "fitted": F64}
+PARETO_POINTS = {"plan": STR, "source": STR, "peak": I64, "time_us": F64, "frontier": I32}
+
+
+def check_profile(f):
+    """A device profile (lrcnn calibrate): root backend, cpu, threads; /profile/samples and checks."""
+    for name, want in (("backend", STR), ("cpu", STR), ("threads", I32)):
+        check_attr(f, "/", name, want)
+    g = check_group(f, "/", "profile")
+    check_only(g, "/profile", {}, ("samples", "checks"))
+    samples = check_table(g, "/profile", "samples", list(PROFILE_SAMPLES.items()))
+    if samples.shape[0] == 0:
+        raise Problem("/profile/samples: empty")
+    check_table(g, "/profile", "checks", list(PROFILE_CHECKS.items()))
+
+
+def check_pareto(f):
+    """lrcnn plan --pareto: root net, optimizer, device; /pareto with its points."""
+    for name in ("net", "optimizer", "device"):
+        check_attr(f, "/", name, STR)
+    g = check_group(f, "/", "pareto")
+    attrs = {"batch": I32, "image_h": I32, "image_w": I32}
+    for name, want in attrs.items():
+        check_attr(g, "/pareto", name, want)
+    check_only(g, "/pareto", attrs, ("points",))
+    pts = check_table(g, "/pareto", "points", list(PARETO_POINTS.items()))
+    if pts.shape[0] == 0 or not pts["frontier"].any():
+        raise Problem("/pareto/points: no points, or none on the frontier")
+
+
 def check_file(path):
     with h5py.File(path, "r") as f:
         if "schema_version" not in f.attrs:
@@ -222,16 +255,25 @@ def check_file(path):
         date = f.attrs["date"]
         if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", date):
             raise Problem("/: attribute date '%s' is not ISO 8601 UTC (YYYY-MM-DDTHH:MM:SSZ)" % date)
-        for name in f.attrs:  # command-specific extras must be strings too
+        kind = f.attrs.get("kind", "")
+        extra_attrs = {"threads": I32} if kind == "profile" else {}
+        for name in f.attrs:  # command-specific extras must be strings too (a profile's threads aside)
             if name not in ROOT_ATTRS:
-                check_attr(f, "/", name, STR)
+                check_attr(f, "/", name, extra_attrs.get(name, STR))
         cats = check_dset(f, "/", "categories", STR)
         ncat = cats.shape[0]
         names = list(cats.asstr()[()])
         if ncat == 0 or len(set(names)) != ncat or "" in names:
             raise Problem("/categories: want distinct non-empty names, found %s" % names)
         runs = check_group(f, "/", "runs")
-        check_only(f, "/", f.attrs, ("categories", "runs"))
+        members = ("categories", "runs")
+        if kind == "profile":
+            check_profile(f)
+            members += ("profile",)
+        elif kind == "pareto":
+            check_pareto(f)
+            members += ("pareto",)
+        check_only(f, "/", f.attrs, members)
         keys = sorted(runs)
         for i, key in enumerate(keys):
             if key != "%05d" % i:
