@@ -1,12 +1,15 @@
 /* Simulator speed: time per plan evaluation (lower + replay + closed form) for VGG-16 and
- * ResNet-50 at 224x224, and a 10,000-configuration sweep (batch x plans x image sizes, nets
- * re-inferred per image), on this machine. Figures, not assertions: targets are < 100 us per
- * VGG-16 evaluation and < 2 s per 10,000 configurations. */
+ * ResNet-50 at 224x224; the planner's time per answer (lrcnn plan --budget) beside its peer, the
+ * evaluation of the ten presets a user would otherwise compare by hand; and a 10,000-configuration
+ * sweep (batch x plans x image sizes, nets re-inferred per image), on this machine. Figures, not
+ * assertions: targets are < 100 us per VGG-16 evaluation, < 1 s per planner answer and < 2 s per
+ * 10,000 configurations. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "sim/heap.h"
+#include "sim/search.h"
 #include "sim/sim.h"
 
 static double now(void)
@@ -55,6 +58,38 @@ int main(void)
         printf("\n");
     }
     printf("  VGG-16 mean over presets: %.1f us per evaluation (target < 100 us)\n\n", vgg_total / np);
+
+    /* the planner, at budgets a quarter, half and three quarters of the way from the smallest peak
+     * it reaches to layer's; its peer: the ten presets evaluated once each */
+    printf("planner: lrcnn plan --budget B (roofline times), 224x224, adam; peer: the %d presets above, evaluated once\n\n", np);
+    printf("  %-10s %5s %9s %10s %10s %12s %8s\n", "net", "batch", "budget", "plans", "planner", "presets", "ratio");
+    for (int k = 0; k < 2; k++)
+        for (int batch = 8; batch <= 32; batch *= 4) {
+            search_req rq = {.n = &n[k], .cfg = {.batch = batch, .optimizer = SCHED_ADAM}, .dev = &sim_device_cpu,
+                             .space = SEARCH_ALL, .budget = 0};
+            search_result r;
+            if (search_run(&rq, &r, &e)) return fprintf(stderr, "%s\n", e.msg), 1;
+            int64_t lo = r.pts[r.least].peak, hi = r.pts[0].peak; /* pts[0]: layer */
+            search_free(&r);
+            double peer = 0;
+            for (int p = 0; p < np; p++) {
+                plan pl;
+                sim_result sr;
+                if (plan_parse(&pl, &n[k], plans[p], &e)) return fprintf(stderr, "%s\n", e.msg), 1;
+                double t0 = now();
+                sim_run(&n[k], &pl, &rq.cfg, &sim_device_cpu, &sr, NULL, &e);
+                peer += now() - t0;
+                plan_free(&pl);
+            }
+            for (int q = 1; q <= 3; q++) {
+                rq.budget = lo + (hi - lo) * q / 4;
+                if (search_run(&rq, &r, &e)) return fprintf(stderr, "%s\n", e.msg), 1;
+                printf("  %-10s %5d %8.2fG %10d %9.3fs %11.3fs %7.1fx\n", n[k].name, batch, rq.budget / 1073741824.0, r.n_pts,
+                       r.seconds, peer, r.seconds / peer);
+                search_free(&r);
+            }
+        }
+    printf("  (target < 1 s per answer)\n\n");
 
     /* 10,000 configurations: 2 nets x 10 plans x 25 batches x 20 image sizes */
     int batches = 25, images = 20, count = 0;
