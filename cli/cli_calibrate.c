@@ -26,8 +26,8 @@ static const char *usage =
     "of the fit) runs too, and its predicted iteration time is printed against the measured median; the\n"
     "profile keeps the samples and the checks (results/SCHEMA.md). A plan that does not apply to a net\n"
     "(an authors- preset on another net) is skipped for it, and said so.\n"
-    "Defaults: --backend cpu --net vgg16 --image 224 --batch 8 --optimizer sgd --iters 3\n"
-    "--plan layer,ckpt:3,vdnn-all+dpr:fp16,2ps:3+gist,overl:6\n"
+    "Defaults: --backend cpu --net vgg16 --image (each net's own) --batch 8 --optimizer sgd --iters 3\n"
+    "--plan layer,ckpt:3,vdnn-all+dpr:fp16,2ps:3+gist,overl:3\n"
     "--check ckpt-sqrt,vdnn-conv,2ps:4,overl:4,2ps-h,overl-h (--check none: no checks).\n"
     "\n"
     "example: lrcnn calibrate --net vgg-small --batch 4 --iters 3 -o /tmp/cpu.h5\n";
@@ -162,8 +162,8 @@ static int split_list(const char *list, char **copy, char ***items)
 
 int cli_calibrate(int argc, char **argv)
 {
-    cli_config o = {.net = "vgg16", .image = 224, .batch = 8, .iters = 3, .seed = 1, .optimizer = SCHED_SGD,
-                    .plan = "layer,ckpt:3,vdnn-all+dpr:fp16,2ps:3+gist,overl:6", .host_budget = -1};
+    cli_config o = {.net = "vgg16", .batch = 8, .iters = 3, .seed = 1, .optimizer = SCHED_SGD,
+                    .plan = "layer,ckpt:3,vdnn-all+dpr:fp16,2ps:3+gist,overl:3", .host_budget = -1};
     const char *check = "ckpt-sqrt,vdnn-conv,2ps:4,overl:4,2ps-h,overl-h", *backend = "cpu", *v;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;

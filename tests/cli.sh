@@ -27,7 +27,7 @@ no_file() { if [ -e "$1" ] || [ -e "$1.tmp" ]; then bad "$2: $1 was written"; el
 
 # --- help and outputs ---------------------------------------------------------------------------
 expect_ok "lrcnn --help" -- --help
-for c in sim train validate sweep plan export demo reproduce; do expect_ok "lrcnn $c --help" -- "$c" --help; done
+for c in sim train validate sweep plan calibrate export demo reproduce; do expect_ok "lrcnn $c --help" -- "$c" --help; done
 expect_ok "sim vgg16 2ps:6" -- sim --net vgg16 --batch 8 --image 224 --plan 2ps:6
 for want in "replay@peak" "closed@peak" "boundaries" "peak (device)" "FLOPs"; do
   grep -qF "$want" "$tmp/out" && ok "sim breakdown shows '$want'" || bad "sim breakdown lacks '$want'"
@@ -253,6 +253,40 @@ if ! "$lrcnn" train --net vgg-small --backend cuda --iters 1 --batch 2 >/dev/nul
   expect_fail "cuda without a device" "--backend cuda:" -- train --net vgg-small --backend cuda --iters 1 -o "$tmp/cuda.h5"
   if [ -e "$tmp/cuda.h5" ]; then bad "cuda without a device wrote $tmp/cuda.h5"; fi
 fi
+
+# --- calibrate and the planner ---------------------------------------------------------------------
+prof="$tmp/prof.h5"
+expect_ok "calibrate vgg-small" -- calibrate --net vgg-small --batch 4 --iters 2 --check ckpt-sqrt -o "$prof"
+grep -qE '^  vgg-small +ckpt-sqrt +[0-9.]+ ms +[0-9.]+ ms' "$tmp/out" && ok "calibrate prints the held-out check" || bad "calibrate check line"
+if "$python" "$src/tests/check_schema.py" "$prof" >"$tmp/schema" 2>&1; then ok "profile validates against results/SCHEMA.md"; else bad "profile schema: $(tail -1 "$tmp/schema")"; fi
+expect_ok "sim with a profile" -- sim --net vgg-small --batch 4 --plan layer,2ps:2 --profile "$prof"
+grep -qF "calibrated on the cpu backend" "$tmp/out" && ok "sim names its time model" || bad "sim time source"
+expect_fail "calibrate output exists" "exists; use --force" -- calibrate --net vgg-small -o "$prof"
+expect_fail "calibrate without -o" "-o PROFILE.h5 is required" -- calibrate --net vgg-small
+expect_fail "calibrate: a plan for no net" "applies to none of the nets" -- calibrate --net vgg-small,resnet-small --plan 2ps:100 -o "$o"; no_file "$o" "calibrate plan"
+expect_fail "profile missing" "--profile: $tmp/nosuch.h5" -- sim --net vgg-small --profile "$tmp/nosuch.h5"
+expect_fail "profile: a result file" "not a device profile" -- plan --net vgg-small --budget 3MiB --profile "$tmp/v.h5"
+"$python" - "$tmp/badprof.h5" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w") as f:
+    f.attrs["schema_version"] = np.int32(2)
+    for k, v in (("kind", "profile"), ("backend", "cpu")):
+        f.attrs[k] = v
+    f.create_dataset("profile/samples", data=np.zeros(3, dtype=[("key", "i4"), ("us", "f8")]))
+PY
+expect_fail "profile with wrong field types" "no net field" -- plan --net vgg-small --budget 3MiB --profile "$tmp/badprof.h5"
+expect_ok "plan --budget" -- plan --net vgg-small --batch 16 --budget 2.7MB --profile "$prof"
+grep -qE '^  plan +[^ ]' "$tmp/out" && grep -qE '^  peak +[0-9.]+ MiB' "$tmp/out" && ok "plan prints a plan and its peak" || bad "plan output"
+best=$(sed -n 's/^  plan  *//p' "$tmp/out")
+expect_ok "the planner's plan runs as given" -- sim --net vgg-small --batch 16 --plan "$best" --profile "$prof"
+peak=$(sed -n 's/^  peak (device) *\([0-9.]*\) MiB.*/\1/p' "$tmp/out")
+"$python" -c "import sys; sys.exit(0 if float('$peak') * 2**20 <= 2.7e6 else 1)" && ok "its peak fits the budget ($peak MiB)" || bad "planner's plan peaks at $peak MiB"
+expect_fail "budget under every plan" "the smallest peak found is" -- plan --net vgg-small --batch 16 --budget 1MB --pareto "$o"; no_file "$o" "budget too small"
+expect_fail "plan --space bogus" "--space bogus" -- plan --net vgg-small --budget 3MiB --space bogus
+expect_fail "plan --measure with --max-batch" "--measure applies to the planner" -- plan --net vgg-small --budget 3MiB --max-batch --measure 2
+expect_ok "plan --pareto" -- plan --net vgg-small --batch 16 --budget 2.7MB --pareto "$tmp/par.h5"
+if "$python" "$src/tests/check_schema.py" "$tmp/par.h5" >"$tmp/schema" 2>&1; then ok "frontier file validates against results/SCHEMA.md"; else bad "frontier schema: $(tail -1 "$tmp/schema")"; fi
+if "$python" "$src/plots/pareto.py" --out "$tmp/figs" "$tmp/par.h5" >/dev/null 2>"$tmp/err" && [ -s "$tmp/figs/pareto.png" ]; then ok "plots/pareto.py draws it"; else bad "pareto figure"; fi
 
 printf '\n%d passed, %d failed\n' "$passes" "$fails"
 [ "$fails" -eq 0 ]
