@@ -111,7 +111,7 @@ int cli_load_device(const char *name, const char *profile, sim_device *d, timing
 {
     memset(m, 0, sizeof *m);
     const sim_device *base = sim_device_find(name ? name : "cpu");
-    if (!base) return err_set(e, "--device %s: not a built-in device (cpu, h100)", name);
+    if (!base) return err_set(e, "--device %s: not a built-in device (%s)", name, sim_device_names());
     *d = *base;
     if (profile && profile_device(profile, base, d, m, e)) return err_wrap(e, "--profile"), -1;
     return 0;

@@ -17,7 +17,8 @@
 
 static const char *usage =
     "usage: lrcnn plan --budget BYTES --net NET [--image S] [--batch N] [--optimizer sgd|adam] [--bn MODE]\n"
-    "                  [--profile PROFILE.h5] [--space KINDS] [--pareto OUT.h5] [--force] [--measure K]\n"
+    "                  [--profile PROFILE.h5 | --device NAME] [--space KINDS] [--pareto OUT.h5] [--force]\n"
+    "                  [--measure K]\n"
     "       lrcnn plan --budget BYTES --net NET (--max-batch | --max-image) [--plan PLANS] [--image S] [--batch N]\n"
     "                  [--optimizer sgd|adam] [--bn MODE] [--calibrate RUNS.h5]\n"
     "\n"
@@ -29,7 +30,8 @@ static const char *usage =
     "split of the rest, each with and without gist's lossless encodings; every candidate is replayed,\n"
     "so the answer fits. --space narrows it: a comma list of ckpt, offload, rows, gist, presets (all:\n"
     "the default; --space ckpt alone is optimal checkpointing, the ckpt-opt baseline). Times come from\n"
-    "--profile (lrcnn calibrate), else the cpu roofline. --pareto writes every candidate and the\n"
+    "--profile (lrcnn calibrate), else the roofline of --device (cpu, the default; h100-pcie4,\n"
+    "h100-pcie5 and gh200 differ in the host link offload uses). --pareto writes every candidate and the\n"
     "memory/time frontier to OUT.h5 (searched at budgets from the smallest peak to layer's).\n"
     "A budget below every plan's peak exits 2 and names the smallest peak found. --measure K runs the\n"
     "planner's plan and that preset on the CPU engine (K iterations each, in child processes) and prints\n"
@@ -163,7 +165,7 @@ static int measure_plan(const search_req *rq, const char *text, int iters, run_s
     return 0;
 }
 
-static int plan_search(const cli_config *o, int64_t budget, const char *space_list, const char *pareto)
+static int plan_search(const cli_config *o, int64_t budget, const char *space_list, const char *pareto, const char *device)
 {
     heap_tune(HEAP_SWEEP); /* hundreds of schedules: page faults were a third of the search */
     unsigned space;
@@ -175,7 +177,7 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
     net n;
     sim_device dev;
     timing_model tm;
-    if (cli_load_device(NULL, o->profile, &dev, &tm, &e)) return cli_fail("plan", "%s", e.msg);
+    if (cli_load_device(device, o->profile, &dev, &tm, &e)) return cli_fail("plan", "%s", e.msg);
     if (cli_load_net(&n, o->net, o->image, &e)) {
         timing_free(&tm);
         return cli_fail("plan", "%s", e.msg);
@@ -241,7 +243,7 @@ done:
 int cli_plan(int argc, char **argv)
 {
     cli_config o = {.batch = 8, .optimizer = SCHED_ADAM, .host_budget = -1};
-    const char *budget = NULL, *space = NULL, *pareto = NULL, *v;
+    const char *budget = NULL, *space = NULL, *pareto = NULL, *device = NULL, *v;
     int mode = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
@@ -255,6 +257,7 @@ int cli_plan(int argc, char **argv)
         if ((got = cli_opt(argc, argv, &i, "--budget", &v)) > 0) budget = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--space", &v)) > 0) space = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--pareto", &v)) > 0) pareto = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--device", &v)) > 0) device = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--measure", &v)) > 0 && cli_parse_int(v, 2, 1000, &o.iters))
             return cli_fail("plan", "--measure %s: expected iterations 2..1000", v);
         if (got <= 0) return cli_unknown("plan", argc, argv, i, got);
@@ -269,11 +272,12 @@ int cli_plan(int argc, char **argv)
     if (stray) return cli_fail("plan", "%s does not apply to plan", stray);
     if (mode == 0) {
         if (o.plan || o.calibrate) return cli_fail("plan", "%s applies with --max-batch or --max-image", o.plan ? "--plan" : "--calibrate");
-        return plan_search(&o, pr.budget, space ? space : "all", pareto);
+        return plan_search(&o, pr.budget, space ? space : "all", pareto, device);
     }
-    if (space || pareto || o.profile || o.force || o.iters)
+    if (space || pareto || o.profile || o.force || o.iters || device)
         return cli_fail("plan", "%s applies to the planner (without --max-batch or --max-image)",
-                        space ? "--space" : pareto ? "--pareto" : o.profile ? "--profile" : o.force ? "--force" : "--measure");
+                        space ? "--space" : pareto ? "--pareto" : o.profile ? "--profile" : o.force ? "--force"
+                        : o.iters ? "--measure" : "--device");
     err e;
     net n;
     enc_calib cal; /* data-sized encodings at measured densities and ratios (sim --help) */

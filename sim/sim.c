@@ -6,15 +6,25 @@
 
 #include "sim/closed.h"
 
-const sim_device sim_device_cpu = {"cpu", 60.0, 10.0, 10.0};
-const sim_device sim_device_h100 = {"h100", 40000.0, 2500.0, 25.0};
+const sim_device sim_device_cpu = {"cpu", 60.0, 10.0, 10.0, NULL};
+const sim_device sim_device_h100 = {"h100", 40000.0, 2500.0, 25.0, NULL};
+
+/* The H100 roofline on three host links, for offload: PCIe 4.0 x16 and 5.0 x16 at about 80% of
+ * their 32 and 64 GB/s a direction, and GH200's NVLink-C2C at 450 GB/s a direction (900 GB/s both
+ * ways, NVIDIA's figure). Uncalibrated: lrcnn calibrate on the machine replaces all three. */
+static const sim_device h100_pcie4 = {"h100-pcie4", 40000.0, 2500.0, 25.0, NULL};
+static const sim_device h100_pcie5 = {"h100-pcie5", 40000.0, 2500.0, 50.0, NULL};
+static const sim_device gh200 = {"gh200", 40000.0, 2500.0, 450.0, NULL};
+static const sim_device *const devices[] = {&sim_device_cpu, &sim_device_h100, &h100_pcie4, &h100_pcie5, &gh200};
 
 const sim_device *sim_device_find(const char *name)
 {
-    if (!strcmp(name, "cpu")) return &sim_device_cpu;
-    if (!strcmp(name, "h100")) return &sim_device_h100;
+    for (size_t i = 0; i < sizeof devices / sizeof *devices; i++)
+        if (!strcmp(name, devices[i]->name)) return devices[i];
     return NULL;
 }
+
+const char *sim_device_names(void) { return "cpu, h100, h100-pcie4, h100-pcie5, gh200"; }
 
 typedef struct {
     sim_mem *m;

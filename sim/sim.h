@@ -32,7 +32,9 @@ typedef struct {
 } sim_device;
 
 extern const sim_device sim_device_cpu, sim_device_h100;
+/* A built-in roofline by name (NULL if none); sim_device_names lists them. */
 const sim_device *sim_device_find(const char *name);
+const char *sim_device_names(void);
 
 typedef struct {
     sim_mem replay, closed;
