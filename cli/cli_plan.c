@@ -65,17 +65,6 @@ static int parse_space(const char *list, unsigned *space)
     return *space ? 0 : -1;
 }
 
-/* The fastest preset of r that fits (source "preset"), or -1. */
-static int best_preset(const search_result *r, int64_t budget)
-{
-    int best = -1;
-    for (int i = 0; i < r->n_pts; i++)
-        if (!strcmp(r->pts[i].source, "preset") && r->pts[i].peak <= budget &&
-            (best < 0 || r->pts[i].time_us < r->pts[best].time_us))
-            best = i;
-    return best;
-}
-
 /* The searches behind --pareto: budgets spaced evenly in log from the smallest peak to layer's. */
 static void pareto_points(search_req rq, const search_result *first, search_result *all, err *e)
 {
@@ -201,13 +190,17 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
         rc = CLI_USAGE;
     } else {
         const search_point *p = &r.pts[r.best];
-        int pre = best_preset(&r, budget);
+        int pre = r.preset;
         printf("  plan       %s\n  peak       %s (replay)\n  time       %.1f ms per iteration (%s)\n", p->text,
                units_fmt_bytes(p->peak, a, sizeof a), p->time_us / 1e3, p->source);
-        if (pre >= 0)
+        if (r.fastest != r.best)
+            printf("  kept       over %s, predicted %.1f%% faster: within the time model's error (%.1f%%, the median of its "
+                   "held-out checks)\n", r.pts[r.fastest].text, 100 * (p->time_us / r.pts[r.fastest].time_us - 1),
+                   100 * dev.model->error);
+        if (pre >= 0 && pre != r.best)
             printf("  vs preset  %s: %s, %.1f ms (%.2fx the planner's time)\n", r.pts[pre].text,
                    units_fmt_bytes(r.pts[pre].peak, b, sizeof b), r.pts[pre].time_us / 1e3, r.pts[pre].time_us / p->time_us);
-        else if (space & SEARCH_PRESETS)
+        else if (pre < 0 && (space & SEARCH_PRESETS))
             printf("  vs preset  none fits\n");
         printf("  searched   %d plans in %.3f s\n", r.n_pts, r.seconds);
         /* --measure: both on the engine, the planner's first */

@@ -7,13 +7,14 @@
 #     fastest preset that fits on the engine and prints both measured peaks and times.
 # Output: results/profile_cpu.h5, results/profile_cpu.txt, results/planner_cpu.txt (each with the
 # commands that made it). About an hour on 2 cores. Usage: experiments/planner_cpu.sh [BUILD_DIR]
+# (PART=2 runs the second part alone, on the existing profile).
 set -euo pipefail
 build="${1:-build}"
 export OMP_WAIT_POLICY=PASSIVE
 lrcnn="$build/lrcnn"
 run() { echo "\$ $*"; "$@"; echo; }
 
-{
+[ "${PART:-1}" = 2 ] || {
   run "$lrcnn" calibrate --net vgg16,resnet50 --image 224 --batch 8 --iters 3 \
     --plan layer,ckpt:3,vdnn-all+dpr:fp16,2ps:3+gist,overl:3 \
     --check ckpt-sqrt,vdnn-conv,2ps:4,overl:4,2ps-h,overl-h,authors-2ps,authors-overl,authors-2ps-h,authors-overl-h \
@@ -24,7 +25,7 @@ run() { echo "\$ $*"; "$@"; echo; }
   for net in vgg16 resnet50; do
     for opt in sgd adam; do
       # the smallest peak the planner reaches (its exit-2 message) and layer's peak, in bytes
-      lo=$("$lrcnn" plan --net "$net" --image 224 --batch 8 --optimizer "$opt" --budget 1 2>&1 >/dev/null |
+      lo=$({ "$lrcnn" plan --net "$net" --image 224 --batch 8 --optimizer "$opt" --budget 1 2>&1 >/dev/null || true; } |
            sed -n 's/.*smallest peak found is \([0-9.]* [KMG]*i*B\).*/\1/p' | tr -d ' ')
       hi=$("$lrcnn" sim --net "$net" --image 224 --batch 8 --optimizer "$opt" --plan layer |
            sed -n 's/^  peak (device) *\([0-9.]* [KMG]*i*B\).*/\1/p' | tr -d ' ')
@@ -35,7 +36,7 @@ u={'B':1,'KiB':2**10,'MiB':2**20,'GiB':2**30}
 def p(s): m=re.match(r'([0-9.]+)(\w+)',s); return float(m.group(1))*u[m.group(2)]
 print(int(p('$lo')+($f)*(p('$hi')-p('$lo'))))")
         run "$lrcnn" plan --net "$net" --image 224 --batch 8 --optimizer "$opt" --budget "$b" \
-          --profile results/profile_cpu.h5 --measure 3
+          --profile results/profile_cpu.h5 --measure 4
       done
     done
   done

@@ -1,6 +1,7 @@
 /* profile: see profile.h. */
 #include "io/profile.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +49,33 @@ cleanup:
     return -1;
 }
 
+/* The median relative error of the held-out checks in f (0 when it has none). */
+static int read_check_error(hid_t f, const char *path, double *out, err *e)
+{
+    char where[300];
+    void *rows = NULL;
+    hsize_t n = 0;
+    hid_t d = H5I_INVALID_HID;
+    int rc = -1;
+    *out = 0;
+    if (H5Lexists(f, "profile/checks", H5P_DEFAULT) <= 0) return 0;
+    snprintf(where, sizeof where, "%s: /profile/checks", path);
+    H5_CHECK(d = H5Dopen2(f, "profile/checks", H5P_DEFAULT));
+    H5_TRY(h5_read_table(d, where, check_fields, N_CHECK_FIELDS, sizeof(profile_check), &rows, &n, e));
+    const profile_check *c = rows;
+    double *err_v = err_calloc((size_t)n + 1, sizeof(double));
+    int k = 0;
+    for (hsize_t i = 0; i < n; i++)
+        if (c[i].held_out && c[i].measured_us > 0) err_v[k++] = fabs(c[i].predicted_us - c[i].measured_us) / c[i].measured_us;
+    if (k) *out = run_median(err_v, k);
+    free(err_v);
+    rc = 0;
+cleanup:
+    h5_table_free(rows, n, sizeof(profile_check), check_fields, N_CHECK_FIELDS);
+    if (d >= 0) H5Dclose(d);
+    return rc;
+}
+
 int profile_read(const char *path, timing_model *m, err *e)
 {
     int rc = -1;
@@ -85,6 +113,7 @@ int profile_read(const char *path, timing_model *m, err *e)
     }
     timing_fit(m, v, (int)n);
     free(v);
+    H5_TRY(read_check_error(f, path, &m->error, e));
     snprintf(m->source, sizeof m->source, "%s", path);
     snprintf(m->backend, sizeof m->backend, "%s", backend);
     rc = 0;

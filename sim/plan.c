@@ -541,8 +541,8 @@ int plan_list_expand(const char *list, char ***out, int *count, err *e)
         while (len && isspace((unsigned char)*start)) start++, len--;
         while (len && isspace((unsigned char)start[len - 1])) len--;
         if (len) {
-            char item[256];
-            if (len >= (int)sizeof item) return err_set(e, "plan list item too long");
+            char item[PLAN_TEXT_LEN];
+            if (len >= (int)sizeof item) return err_set(e, "plan list item too long (%d characters, at most %d)", len, PLAN_TEXT_LEN - 1);
             memcpy(item, start, (size_t)len);
             item[len] = 0;
             char *colon = strrchr(item, ':'), *dots = colon ? strstr(colon, "..") : NULL;

@@ -29,7 +29,7 @@ typedef struct {
     double *fwd_us;     /* [n]: its forward time on the device */
     bool *out_kept;     /* [m + 1]: a `layer` segment ending before position k keeps its output (the
                            tensor crossing that cut) for its own backward (a relu's mask) */
-    int *stamp;         /* [n]: scratch for kept() */
+    int *stamp;         /* [n]: scratch for segment() */
     int stamp_now;
 } chain;
 
@@ -109,9 +109,7 @@ static int chain_init(chain *c, const search_req *r, int first, err *e)
         const net_layer *l = &n->layers[L];
         c->tensor[L] = l->inplace ? c->tensor[l->in[0]] : L;
         c->bytes[L] = N * net_layer_values(l) * 4;
-        kind_aux a = kind_of(l)->aux;
-        c->aux[L] = a == KIND_AUX_ARGMAX ? N * net_layer_values(l) * 8 : a == KIND_AUX_STATS ? 8 * (int64_t)l->c
-                    : a == KIND_AUX_PROBS ? 4 * N * l->c : 0;
+        c->aux[L] = kind_aux_bytes(n, L, l->h, (int)N);
     }
     for (int k = 1; k <= c->m; k++) /* the layers sharing the crossing tensor precede the cut */
         for (int L = c->pos[k] - 1; L >= 1 && c->tensor[L] == c->tensor[c->pos[k] - 1]; L--)
@@ -464,6 +462,15 @@ int search_run(const search_req *r, search_result *out, err *e)
         c.least = true;
         eval_least(&c);
     }
+    /* a preset is kept unless the plan found is faster by more than the model can tell apart */
+    out->fastest = out->best, out->preset = -1;
+    for (int i = 0; i < out->n_pts; i++)
+        if (!strcmp(out->pts[i].source, "preset") && out->pts[i].peak <= r->budget &&
+            (out->preset < 0 || out->pts[i].time_us < out->pts[out->preset].time_us))
+            out->preset = i;
+    double margin = r->dev->model ? r->dev->model->error : 0;
+    if (out->preset >= 0 && out->best >= 0 && out->pts[out->preset].time_us <= out->pts[out->best].time_us * (1 + margin))
+        out->best = out->preset;
     out->seconds = now_s() - t0;
     return 0;
 }

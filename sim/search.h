@@ -50,7 +50,11 @@ typedef struct {
 } search_point;
 
 typedef struct {
-    int best;             /* index into pts of the fastest that fits, -1 if none */
+    int best;             /* index into pts of the answer, -1 if none fits: the fastest plan that
+                             fits, unless the fastest preset that fits is predicted within the time
+                             model's error of it (dev->model->error): then that preset */
+    int fastest;          /* the fastest that fits, preset or not (-1 if none) */
+    int preset;           /* the fastest preset that fits (-1 if none) */
     int least;            /* index of the smallest peak evaluated */
     search_point *pts;    /* every distinct candidate evaluated */
     int n_pts;

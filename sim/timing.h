@@ -47,6 +47,9 @@ typedef struct {
 typedef struct timing_model {
     char source[256];     /* the profile file it was read from */
     char backend[16];     /* "cpu" | "cuda" */
+    double error;         /* the median |predicted - measured| / measured of the held-out checks the
+                             calibration ran (0: none): how far apart two plans' predicted times
+                             must be to tell them apart */
     int n_key, n_cls;
     timing_entry *keys, *cls; /* sorted by name */
 } timing_model;
