@@ -67,9 +67,7 @@ double sim_step_us(const net *n, const sched *s, int i, const sim_device *d, tim
     double step = compute > memory ? compute : memory;
     *how = TIMING_ROOFLINE;
     if (!d->model) return step;
-    timing_probe p;
-    timing_probe_step(n, s, i, &p);
-    return timing_step_us(d->model, &p, step, how);
+    return timing_sched_step_us(d->model, n, s, i, step, how);
 }
 
 double sim_time_us(const net *n, const sched *s, const sim_device *d, double *fitted)

@@ -7,8 +7,18 @@
 
 #include "sim/kind.h"
 
+/* Lookups already made for one net: the entry (key or class) each (layer, variant) found and how,
+ * so that predicting a schedule builds each key once rather than once a step. */
+struct timing_memo {
+    const net *n;
+    char name[NET_NAME_LEN];
+    int layers, c, h, w;
+    const timing_entry **entry;
+    signed char *how;     /* -1: not looked up yet */
+};
+
 /* FWD, BWD and the statistics steps of a layer: keyed by what the layer is, sized by rows × batch. */
-static void probe_layer(const net *n, const sched *s, const sched_step *t, timing_probe *p)
+static void probe_layer(const net *n, const sched_step *t, timing_probe *p)
 {
     const net_layer *l = &n->layers[t->layer], *in = l->n_in ? &n->layers[l->in[0]] : l;
     const char *what = t->op == SCHED_STATS ? (t->dy >= 0 ? "stats_dy" : "stats_x") : sched_op_name(t->op);
@@ -23,8 +33,31 @@ static void probe_layer(const net *n, const sched *s, const sched_step *t, timin
     snprintf(p->key, sizeof p->key, "%s %s %dx%d>%dx%d k%d s%d p%d%s%s", what, kind, in->c, in->w, l->c, l->w, l->win.k,
              l->win.s, l->win.p, h, flags);
     snprintf(p->cls, sizeof p->cls, "%s %s", what, kind);
-    p->x = t->op == SCHED_STATS_END ? 1 : (double)(t->rows.b - t->rows.a) * s->batch;
-    p->work = t->flops > 0 ? t->flops : t->bytes_moved > 0 ? t->bytes_moved : p->x;
+}
+
+/* A step's sizes: x along its key, work along its class. */
+static void probe_size(const sched *s, const sched_step *t, double *x, double *work)
+{
+    const sched_buf *sb = t->buf >= 0 ? &s->bufs[t->buf] : NULL;
+    switch (t->op) {
+    case SCHED_FWD:
+    case SCHED_BWD:
+    case SCHED_STATS:
+    case SCHED_STATS_END:
+        *x = t->op == SCHED_STATS_END ? 1 : (double)(t->rows.b - t->rows.a) * s->batch;
+        *work = t->flops > 0 ? t->flops : t->bytes_moved > 0 ? t->bytes_moved : *x;
+        return;
+    case SCHED_ALLOC:
+    case SCHED_FREE:
+    case SCHED_OFFLOAD:
+    case SCHED_PREFETCH: *x = (double)sb->bytes; break;
+    case SCHED_ENCODE: *x = (double)s->bufs[t->src].bytes; break;
+    case SCHED_DECODE: *x = (double)s->bufs[t->dst].bytes; break;
+    case SCHED_LOAD: *x = (double)s->bufs[t->y].bytes; break;
+    case SCHED_COPY:
+    case SCHED_UPDATE: *x = t->bytes_moved; break;
+    }
+    *work = *x;
 }
 
 void timing_probe_step(const net *n, const sched *s, int step, timing_probe *p)
@@ -32,45 +65,39 @@ void timing_probe_step(const net *n, const sched *s, int step, timing_probe *p)
     const sched_step *t = &s->steps[step];
     const sched_buf *sb = t->buf >= 0 ? &s->bufs[t->buf] : NULL;
     memset(p, 0, sizeof *p);
+    probe_size(s, t, &p->x, &p->work);
     switch (t->op) {
     case SCHED_FWD:
     case SCHED_BWD:
     case SCHED_STATS:
-    case SCHED_STATS_END: probe_layer(n, s, t, p); return;
+    case SCHED_STATS_END: probe_layer(n, t, p); return;
     case SCHED_ALLOC:
     case SCHED_FREE: {
         /* the engine takes persistent buffers once, and data-sized encodings' at their ENCODE */
         bool apart = sb->persistent || (sb->kind == BUF_ENC && enc_data_sized(sb->enc));
         snprintf(p->key, sizeof p->key, "%s%s", sched_op_name(t->op),
                  apart ? " kept" : t->op == SCHED_ALLOC && sb->zero ? " zero" : "");
-        p->x = (double)sb->bytes;
         break;
     }
     case SCHED_OFFLOAD:
     case SCHED_PREFETCH:
         snprintf(p->key, sizeof p->key, "%s", sched_op_name(t->op));
-        p->x = (double)sb->bytes;
         break;
     case SCHED_ENCODE:
     case SCHED_DECODE: {
         const sched_buf *enc = &s->bufs[t->op == SCHED_ENCODE ? t->dst : t->src];
-        const sched_buf *map = &s->bufs[t->op == SCHED_ENCODE ? t->src : t->dst];
         snprintf(p->key, sizeof p->key, "%s %s", sched_op_name(t->op), enc_name(enc->enc));
-        p->x = (double)map->bytes;
         break;
     }
     case SCHED_LOAD:
         snprintf(p->key, sizeof p->key, "%s", sched_op_name(t->op));
-        p->x = (double)s->bufs[t->y].bytes;
         break;
     case SCHED_COPY:
     case SCHED_UPDATE:
         snprintf(p->key, sizeof p->key, "%s%s", sched_op_name(t->op), t->op == SCHED_COPY && t->acc ? " acc" : "");
-        p->x = t->bytes_moved;
         break;
     }
     snprintf(p->cls, sizeof p->cls, "%.*s", TIMING_CLS_LEN - 1, p->key);
-    p->work = p->x;
 }
 
 static int by_name(const void *a, const void *b)
@@ -138,10 +165,85 @@ void timing_fit(timing_model *m, const timing_sample *v, int n)
     qsort(w, (size_t)n, sizeof *w, sample_by_cls);
     m->n_cls = group(w, n, true, &m->cls);
     free(w);
+    m->memo = err_calloc(1, sizeof *m->memo);
+}
+
+/* Which of its kinds a step is, beyond its layer: a layer step's op and flags (the rest of its key
+ * is the layer's), or for the others a number of their own (*layer = -1). Two steps of the same
+ * (layer, variant) have the same key. */
+enum { LAYER_VARIANTS = 5 * 4, GLOBAL_VARIANTS = 11 + 2 * ENC_NKIND };
+static int step_variant(const net *n, const sched *s, const sched_step *t, int *layer)
+{
+    *layer = -1;
+    const sched_buf *sb = t->buf >= 0 ? &s->bufs[t->buf] : NULL;
+    switch (t->op) {
+    case SCHED_FWD:
+    case SCHED_BWD:
+    case SCHED_STATS:
+    case SCHED_STATS_END: {
+        int op = t->op == SCHED_FWD ? 0 : t->op == SCHED_BWD ? 1 : t->op == SCHED_STATS_END ? 4 : t->dy >= 0 ? 3 : 2;
+        bool nodx = t->op == SCHED_BWD && kind_of(&n->layers[t->layer])->product && t->dx[0] < 0;
+        *layer = t->layer;
+        return op * 4 + (t->map_stats ? 2 : 0) + nodx;
+    }
+    case SCHED_ALLOC:
+    case SCHED_FREE: {
+        bool apart = sb->persistent || (sb->kind == BUF_ENC && enc_data_sized(sb->enc));
+        return t->op == SCHED_FREE ? 3 + apart : apart ? 2 : sb->zero;
+    }
+    case SCHED_OFFLOAD: return 5;
+    case SCHED_PREFETCH: return 6;
+    case SCHED_LOAD: return 7;
+    case SCHED_COPY: return 8 + t->acc;
+    case SCHED_UPDATE: return 10;
+    case SCHED_ENCODE: return 11 + (int)s->bufs[t->dst].enc;
+    case SCHED_DECODE: return 11 + ENC_NKIND + (int)s->bufs[t->src].enc;
+    }
+    return 0;
+}
+
+static void memo_reset(timing_memo *mm, const net *n)
+{
+    free(mm->entry), free(mm->how);
+    size_t slots = (size_t)n->n * LAYER_VARIANTS + GLOBAL_VARIANTS;
+    mm->n = n, mm->layers = n->n, mm->c = n->layers[0].c, mm->h = n->layers[0].h, mm->w = n->layers[0].w;
+    snprintf(mm->name, sizeof mm->name, "%s", n->name);
+    mm->entry = err_calloc(slots, sizeof *mm->entry);
+    mm->how = err_calloc(slots, 1);
+    memset(mm->how, -1, slots);
+}
+
+static const timing_entry *find(const timing_entry *t, int n, const char *name);
+
+double timing_sched_step_us(const timing_model *m, const net *n, const sched *s, int step, double roofline_us, timing_how *how)
+{
+    timing_memo *mm = m->memo;
+    const net_layer *in = &n->layers[0];
+    if (mm->n != n || mm->layers != n->n || mm->c != in->c || mm->h != in->h || mm->w != in->w || strcmp(mm->name, n->name))
+        memo_reset(mm, n); /* another net, or this one at another input size */
+    const sched_step *t = &s->steps[step];
+    int layer, v = step_variant(n, s, t, &layer);
+    size_t slot = layer >= 0 ? (size_t)layer * LAYER_VARIANTS + (size_t)v : (size_t)n->n * LAYER_VARIANTS + (size_t)v;
+    if (mm->how[slot] < 0) {
+        timing_probe p;
+        timing_probe_step(n, s, step, &p);
+        const timing_entry *k = find(m->keys, m->n_key, p.key), *c = k ? NULL : find(m->cls, m->n_cls, p.cls);
+        mm->entry[slot] = k ? k : c;
+        mm->how[slot] = (signed char)(k ? TIMING_FITTED : c ? TIMING_CLASS : TIMING_ROOFLINE);
+    }
+    double x = 0, work = 0;
+    probe_size(s, t, &x, &work);
+    *how = (timing_how)mm->how[slot];
+    const timing_entry *e = mm->entry[slot];
+    if (*how == TIMING_FITTED) return e->a + e->b * x > 0 ? e->a + e->b * x : 0;
+    if (*how == TIMING_CLASS) return e->b * work;
+    return roofline_us;
 }
 
 void timing_free(timing_model *m)
 {
+    if (m->memo) free(m->memo->entry), free(m->memo->how), free(m->memo);
+    m->memo = NULL;
     for (int i = 0; i < m->n_key; i++) free(m->keys[i].name);
     for (int i = 0; i < m->n_cls; i++) free(m->cls[i].name);
     free(m->keys), free(m->cls);

@@ -44,6 +44,8 @@ typedef struct {
     int n;                /* samples behind it */
 } timing_entry;
 
+typedef struct timing_memo timing_memo;
+
 typedef struct timing_model {
     char source[256];     /* the profile file it was read from */
     char backend[16];     /* "cpu" | "cuda" */
@@ -52,6 +54,7 @@ typedef struct timing_model {
                              must be to tell them apart */
     int n_key, n_cls;
     timing_entry *keys, *cls; /* sorted by name */
+    timing_memo *memo;    /* lookups made so far (timing_sched_step_us) */
 } timing_model;
 
 /* Fits m from n samples (m->source and m->backend are left to the caller). */
@@ -64,5 +67,10 @@ typedef enum { TIMING_FITTED, TIMING_CLASS, TIMING_ROOFLINE } timing_how;
 /* The predicted microseconds of a probed step; roofline_us is the device's roofline for it (used
  * when neither its key nor its class was measured). */
 double timing_step_us(const timing_model *m, const timing_probe *p, double roofline_us, timing_how *how);
+
+/* The same for step `step` of schedule s (of net n), remembering each kind of step's lookup: a
+ * schedule's prediction builds each key once, not once a step (the planner times hundreds). */
+double timing_sched_step_us(const timing_model *m, const net *n, const sched *s, int step, double roofline_us,
+                            timing_how *how);
 
 #endif
