@@ -42,7 +42,7 @@ static void print_breakdown(const net *n, const sched_cfg *cfg, const sim_device
            cli_fmt_closed(r, -1, b, sizeof b), cli_fmt_closed_err(r, r->replay.peak, "%+.1f%%", d, sizeof d));
     if (!r->closed_ok) printf("  (the closed form does not model encodings yet: the replay is the prediction)\n");
     char t[600];
-    printf("  FLOPs %.4g G (fwd+bwd incl. recompute), %d steps\n  time %.4g ms per iteration, %s\n", r->flops / 1e9,
+    printf("  FLOPs %.4g G (fwd+bwd incl. recompute), %d steps\n  time %.1f ms per iteration, %s\n", r->flops / 1e9,
            r->n_steps, r->time_us / 1e3, cli_time_source(dev, t, sizeof t));
     cli_print_calib(r, cfg);
 }

@@ -19,6 +19,7 @@ import re,sys
 u={'B':1,'KiB':2**10,'MiB':2**20,'GiB':2**30,'TiB':2**40}
 m=re.match(r'([0-9.]+) *(\w+)','$1'); print(int(float(m.group(1))*u[m.group(2)]))"; }
 field() { sed -n "s/^  $1 *//p" | head -1; }
+tfield() { sed -n 's/^  time  *\([0-9.]*\) ms per iteration.*/\1/p' | head -1; }
 
 {
   echo "# 1. planner vs the fastest preset that fits (predicted, $prof)"
@@ -28,15 +29,16 @@ field() { sed -n "s/^  $1 *//p" | head -1; }
                   sed -n 's/.*smallest peak found is \([0-9.]* [KMGT]*i*B\).*/\1/p')")
     hi=$(bytes "$("$lrcnn" sim --net $net --image 224 --batch $batch --optimizer $opt --plan layer |
                   sed -n 's/^  peak (device) *\([0-9.]* [KMGT]*i*B\).*/\1/p')")
-    for f in 0 25 50 75 100; do
+    for f in 5 25 50 75 100; do
       b=$((lo + (hi - lo) * f / 100))
-      out=$("$lrcnn" plan --net $net --image 224 --batch $batch --optimizer $opt --budget $b --profile $prof)
-      plan=$(field plan <<<"$out"); t=$(field time <<<"$out" | sed 's/ ms.*//')
+      out=$("$lrcnn" plan --net $net --image 224 --batch $batch --optimizer $opt --budget $b --profile $prof 2>&1 || true)
+      plan=$(field plan <<<"$out"); t=$(tfield <<<"$out")
+      if [ -z "$plan" ]; then printf '%-9s %5d %-5s %12d  %s\n' $net $batch $opt $b "$(tail -1 <<<"$out")"; continue; fi
       pre=$(field "vs preset" <<<"$out")
-      pname=${pre%%:*}; pt=$(sed -n 's/.*, \([0-9.]*\) ms (.*/\1/p' <<<"$pre")
-      [ -z "$pt" ] && pname="(none fits)" && pt=nan
-      printf '%-9s %5d %-5s %12d  %-24s %10s  %-60s %10s %8s\n' $net $batch $opt $b "$pname" "$pt" "${plan:0:60}" "$t" \
-        "$(/usr/bin/python3 -c "print('%.3fx' % ($pt / $t) if '$pt' != 'nan' else '-')")"
+      if [ -n "$pre" ]; then pname=${pre%%:*}; pt=$(sed -n 's/.*, \([0-9.]*\) ms (.*/\1/p' <<<"$pre")
+      else pname="$plan"; pt="$t"; fi   # the planner's answer is a preset (the fastest, or kept within the model's error)
+      printf '%-9s %5d %-5s %12d  %-24s %10s  %-60s %10s %8s\n' $net $batch $opt $b "${pname:0:24}" "$pt" "${plan:0:60}" "$t" \
+        "$(/usr/bin/python3 -c "print('%.3fx' % ($pt / $t))")"
     done
   done; done; done
   echo
@@ -46,25 +48,26 @@ field() { sed -n "s/^  $1 *//p" | head -1; }
     peak=$(sed -n 's/^  peak (device) *\([0-9.]* [KMGT]*i*B\).*/\1/p' <<<"$s"); st=$(sed -n 's/^  time \([0-9.]*\) ms.*/\1/p' <<<"$s")
     o=$("$lrcnn" plan --net $net --image 224 --batch $batch --optimizer $opt --budget "$(bytes "$peak")" --space ckpt,presets --profile $prof)
     printf '%-9s %3d %-5s ckpt-sqrt %9s %9s ms | ckpt-opt %9s %9s ms  %.3fx  %s\n' $net $batch $opt "$peak" "$st" \
-      "$(field peak <<<"$o" | sed 's/ (replay)//')" "$(field time <<<"$o" | sed 's/ ms.*//')" \
-      "$(/usr/bin/python3 -c "print($st / $(field time <<<"$o" | sed 's/ ms.*//'))")" "$(field plan <<<"$o")"
+      "$(field peak <<<"$o" | sed 's/ (replay)//')" "$(tfield <<<"$o")" \
+      "$(/usr/bin/python3 -c "print($st / $(tfield <<<"$o"))")" "$(field plan <<<"$o")"
   done; done; done
   echo
   echo "# 3. offload selection vs vDNN on three host links (H100 roofline, uncalibrated; sum of steps, no overlap)"
   for net in vgg16 resnet50; do for dev in h100-pcie4 h100-pcie5 gh200; do for pre in vdnn-conv vdnn-all; do
     s=$("$lrcnn" sim --net $net --image 224 --batch 32 --optimizer adam --plan $pre --device $dev)
     peak=$(sed -n 's/^  peak (device) *\([0-9.]* [KMGT]*i*B\).*/\1/p' <<<"$s"); st=$(sed -n 's/^  time \([0-9.]*\) ms.*/\1/p' <<<"$s")
-    o=$("$lrcnn" plan --net $net --image 224 --batch 32 --optimizer adam --budget "$(bytes "$peak")" --space offload --device $dev)
+    o=$("$lrcnn" plan --net $net --image 224 --batch 32 --optimizer adam --budget "$(($(bytes "$peak") + 2**20))" --space offload --device $dev)
     printf '%-9s %-11s %-9s %9s %8s ms | offload-opt %9s %8s ms  %s\n' $net $dev $pre "$peak" "$st" \
-      "$(field peak <<<"$o" | sed 's/ (replay)//')" "$(field time <<<"$o" | sed 's/ ms.*//')" "$(field plan <<<"$o")"
+      "$(field peak <<<"$o" | sed 's/ (replay)//')" "$(tfield <<<"$o")" "$(field plan <<<"$o")"
   done; done; done
   echo
   echo "# 4. frontiers"
   for net in vgg16 resnet50; do
     lo=$({ "$lrcnn" plan --net $net --image 224 --batch 8 --optimizer adam --budget 1 2>&1 >/dev/null || true; } |
          sed -n 's/.*smallest peak found is \([0-9.]* [KMGT]*i*B\).*/\1/p')
-    echo "\$ $lrcnn plan --net $net --image 224 --batch 8 --optimizer adam --budget $(bytes "$lo") --profile $prof --pareto results/pareto_$net.h5 --force"
-    "$lrcnn" plan --net $net --image 224 --batch 8 --optimizer adam --budget "$(bytes "$lo")" --profile $prof \
+    b=$(($(bytes "$lo") + 2**24))
+    echo "\$ $lrcnn plan --net $net --image 224 --batch 8 --optimizer adam --budget $b --profile $prof --pareto results/pareto_$net.h5 --force"
+    "$lrcnn" plan --net $net --image 224 --batch 8 --optimizer adam --budget "$b" --profile $prof \
       --pareto results/pareto_$net.h5 --force
   done
   /usr/bin/python3 plots/pareto.py results/pareto_vgg16.h5 results/pareto_resnet50.h5
