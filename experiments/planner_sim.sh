@@ -35,10 +35,11 @@ tfield() { sed -n 's/^  time  *\([0-9.]*\) ms per iteration.*/\1/p' | head -1; }
       plan=$(field plan <<<"$out"); t=$(tfield <<<"$out")
       if [ -z "$plan" ]; then printf '%-9s %5d %-5s %12d  %s\n' $net $batch $opt $b "$(tail -1 <<<"$out")"; continue; fi
       pre=$(field "vs preset" <<<"$out")
-      if [ -n "$pre" ]; then pname=${pre%%:*}; pt=$(sed -n 's/.*, \([0-9.]*\) ms (.*/\1/p' <<<"$pre")
+      if [ "$pre" = "none fits" ]; then pname="(no preset fits)"; pt=""
+      elif [ -n "$pre" ]; then pname=${pre%%:*}; pt=$(sed -n 's/.*, \([0-9.]*\) ms (.*/\1/p' <<<"$pre")
       else pname="$plan"; pt="$t"; fi   # the planner's answer is a preset (the fastest, or kept within the model's error)
       printf '%-9s %5d %-5s %12d  %-24s %10s  %-60s %10s %8s\n' $net $batch $opt $b "${pname:0:24}" "$pt" "${plan:0:60}" "$t" \
-        "$(/usr/bin/python3 -c "print('%.3fx' % ($pt / $t))")"
+        "$([ -n "$pt" ] && /usr/bin/python3 -c "print('%.3fx' % ($pt / $t))" || echo -)"
     done
   done; done; done
   echo
