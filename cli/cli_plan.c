@@ -196,7 +196,7 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
         if (r.fastest != r.best)
             printf("  kept       over %s, predicted %.1f%% faster: within the time model's error (%.1f%%, the median of its "
                    "held-out checks)\n", r.pts[r.fastest].text, 100 * (p->time_us / r.pts[r.fastest].time_us - 1),
-                   100 * dev.model->error);
+                   dev.model ? 100 * dev.model->error : 0.0);
         if (pre >= 0 && pre != r.best)
             printf("  vs preset  %s: %s, %.1f ms (%.2fx the planner's time)\n", r.pts[pre].text,
                    units_fmt_bytes(r.pts[pre].peak, b, sizeof b), r.pts[pre].time_us / 1e3, r.pts[pre].time_us / p->time_us);
