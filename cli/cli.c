@@ -117,6 +117,29 @@ int cli_load_device(const char *name, const char *profile, sim_device *d, timing
     return 0;
 }
 
+int cli_inputs_load(cli_inputs *in, const cli_config *c, const char *device, sched_cfg *cfg, err *e)
+{
+    memset(in, 0, sizeof *in);
+    if (cli_load_device(device, c->profile, &in->dev, &in->tm, e)) return -1;
+    if (cli_load_calib(c->calibrate, &in->cal, cfg, e)) {
+        timing_free(&in->tm);
+        return -1;
+    }
+    if (cli_load_net(&in->n, c->net, c->image, e)) {
+        enc_calib_free(&in->cal);
+        timing_free(&in->tm);
+        return -1;
+    }
+    return 0;
+}
+
+void cli_inputs_free(cli_inputs *in)
+{
+    net_free(&in->n);
+    enc_calib_free(&in->cal);
+    timing_free(&in->tm);
+}
+
 const char *cli_time_source(const sim_device *d, char *buf, size_t len)
 {
     if (d->model) snprintf(buf, len, "calibrated on the %s backend (%s)", d->model->backend, d->model->source);

@@ -66,6 +66,19 @@ int cli_load_calib(const char *path, enc_calib *c, sched_cfg *cfg, err *e);
 /* The device the time estimates use: built-in `name` (NULL: cpu), with the calibrated model read
  * from `profile` when given (m receives it: timing_free). */
 int cli_load_device(const char *name, const char *profile, sim_device *d, timing_model *m, err *e);
+/* What sim, train, validate and plan load from their options: the time model's device (built-in
+ * `device`, NULL: cpu, with c->profile's calibrated model), c->calibrate's densities and ratios
+ * (into cfg) and the net at c->image. cli_inputs_load frees whatever it loaded when a later part
+ * fails; cli_inputs_free after success. */
+typedef struct {
+    net n;
+    sim_device dev;
+    timing_model tm;
+    enc_calib cal;
+} cli_inputs;
+int cli_inputs_load(cli_inputs *in, const cli_config *c, const char *device, sched_cfg *cfg, err *e);
+void cli_inputs_free(cli_inputs *in);
+
 /* "calibrated on the cpu backend (FILE)" or "cpu roofline (uncalibrated ...)", into buf. */
 const char *cli_time_source(const sim_device *d, char *buf, size_t len);
 

@@ -75,6 +75,7 @@ typedef struct {
 static void log_iter(const run *r, int it, void *ctx)
 {
     step_log *l = ctx;
+    if (!l->us) l->n_step = r->s.n_step, l->us = err_calloc((size_t)l->n_step * l->iters, sizeof(double));
     memcpy(l->us + (size_t)it * l->n_step, r->x.step_us, (size_t)l->n_step * sizeof(double));
     cli_progress(l->what, it + 1, l->iters);
 }
@@ -96,15 +97,6 @@ static int measure(const calib_job *j, const net *n, const char *text, sample_se
     step_log l = {.iters = j->iters, .what = what};
     run_cfg rc = {.n = n, .p = &p, .sched = cfg, .ops = j->ops, .hp = exec_default_hparams(j->optimizer), .seed = j->seed,
                   .iters = j->iters, .batches = data_batches(&d), .sync_steps = true, .on_iter = log_iter, .ctx = &l};
-    /* the schedule's size is known only once run_plan lowers it: lower once here for the log */
-    sched s;
-    if (sched_lower(&s, n, &p, &cfg, e)) {
-        plan_free(&p), data_free(&d);
-        return -1;
-    }
-    l.n_step = s.n_step;
-    sched_free(&s);
-    l.us = err_calloc((size_t)l.n_step * j->iters, sizeof(double));
     run r;
     int ret = run_plan(&r, &rc, e);
     if (ret == 0) {

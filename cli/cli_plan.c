@@ -163,16 +163,12 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
     if (pareto && !o->force && access(pareto, F_OK) == 0)
         return cli_fail("plan", "%s exists; use --force to overwrite", pareto);
     err e;
-    net n;
-    sim_device dev;
-    timing_model tm;
-    if (cli_load_device(device, o->profile, &dev, &tm, &e)) return cli_fail("plan", "%s", e.msg);
-    if (cli_load_net(&n, o->net, o->image, &e)) {
-        timing_free(&tm);
-        return cli_fail("plan", "%s", e.msg);
-    }
-    search_req rq = {.n = &n, .cfg = {.batch = o->batch, .optimizer = o->optimizer}, .dev = &dev, .budget = budget,
-                     .space = space, .bn = o->bn};
+    cli_inputs inputs;
+    search_req rq = {.cfg = {.batch = o->batch, .optimizer = o->optimizer}, .budget = budget, .space = space, .bn = o->bn};
+    if (cli_inputs_load(&inputs, o, device, &rq.cfg, &e)) return cli_fail("plan", "%s", e.msg);
+    const net *n = &inputs.n;
+    const sim_device *dev = &inputs.dev;
+    rq.n = n, rq.dev = dev;
     search_result r;
     int rc = CLI_OK;
     char a[32], b[32], t[600];
@@ -180,9 +176,9 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
         rc = CLI_USAGE;
         goto done;
     }
-    const net_layer *in = &n.layers[0];
-    printf("%s @ %dx%d, batch %d, %s, budget %s\n  time model: %s\n\n", n.name, in->h, in->w, o->batch,
-           cli_optimizer_name(o->optimizer), units_fmt_bytes(budget, a, sizeof a), cli_time_source(&dev, t, sizeof t));
+    const net_layer *in = &n->layers[0];
+    printf("%s @ %dx%d, batch %d, %s, budget %s\n  time model: %s\n\n", n->name, in->h, in->w, o->batch,
+           cli_optimizer_name(o->optimizer), units_fmt_bytes(budget, a, sizeof a), cli_time_source(dev, t, sizeof t));
     if (r.best < 0) {
         const search_point *l = &r.pts[r.least];
         err_set(&e, "no plan fits %s: the smallest peak found is %s (%s)", units_fmt_bytes(budget, a, sizeof a),
@@ -196,7 +192,7 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
         if (r.fastest != r.best)
             printf("  kept       over %s, predicted %.1f%% faster: within the time model's error (%.1f%%, the median of its "
                    "held-out checks)\n", r.pts[r.fastest].text, 100 * (p->time_us / r.pts[r.fastest].time_us - 1),
-                   dev.model ? 100 * dev.model->error : 0.0);
+                   dev->model ? 100 * dev->model->error : 0.0);
         if (pre >= 0 && pre != r.best)
             printf("  vs preset  %s: %s, %.1f ms (%.2fx the planner's time)\n", r.pts[pre].text,
                    units_fmt_bytes(r.pts[pre].peak, b, sizeof b), r.pts[pre].time_us / 1e3, r.pts[pre].time_us / p->time_us);
@@ -228,8 +224,7 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
     }
     search_free(&r);
 done:
-    net_free(&n);
-    timing_free(&tm);
+    cli_inputs_free(&inputs);
     return cli_status("plan", rc, &e);
 }
 

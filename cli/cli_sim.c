@@ -100,27 +100,14 @@ int cli_sim(int argc, char **argv)
     if (!o.net) return cli_fail("sim", "--net is required (e.g. --net vgg16; see lrcnn sim --help)");
     if (o.iters || o.seed || o.host) return cli_fail("sim", "%s does not apply to sim", o.iters ? "--iters" : o.seed ? "--seed" : "--host-budget");
     err e;
-    net n;
-    enc_calib cal;
-    sim_device device;
-    timing_model tm;
-    const sim_device *d = &device;
-    if (cli_load_device(dev, o.profile, &device, &tm, &e)) return cli_fail("sim", "%s", e.msg);
-    if (cli_load_calib(o.calibrate, &cal, &cfg, &e)) {
-        timing_free(&tm);
-        return cli_fail("sim", "%s", e.msg);
-    }
-    if (cli_load_net(&n, o.net, o.image, &e)) {
-        enc_calib_free(&cal);
-        timing_free(&tm);
-        return cli_fail("sim", "%s", e.msg);
-    }
+    cli_inputs in;
+    if (cli_inputs_load(&in, &o, dev, &cfg, &e)) return cli_fail("sim", "%s", e.msg);
+    const net *n = &in.n;
+    const sim_device *d = &in.dev;
     char **items;
     int count, rc = CLI_OK;
     if (plan_list_expand(o.plan, &items, &count, &e)) {
-        net_free(&n);
-        enc_calib_free(&cal);
-        timing_free(&tm);
+        cli_inputs_free(&in);
         return cli_fail("sim", "--plan: %s", e.msg);
     }
     /* every plan checked before anything is written */
@@ -128,11 +115,11 @@ int cli_sim(int argc, char **argv)
     for (int k = 0; k < count; k++) {
         plan p;
         cli_plan_text(items[k], o.bn, text, sizeof text);
-        if (plan_parse(&p, &n, text, &e)) {
+        if (plan_parse(&p, n, text, &e)) {
             rc = cli_fail("sim", "%s", e.msg);
             goto done;
         }
-        cli_warn_plan(&p, &n);
+        cli_warn_plan(&p, n);
         plan_free(&p);
     }
     h5_file *f = NULL;
@@ -142,19 +129,19 @@ int cli_sim(int argc, char **argv)
     }
     sim_result base;
     cli_plan_text("layer", o.bn, text, sizeof text);
-    if (cli_simulate(&n, text, &cfg, d, &base, &e)) {
+    if (cli_simulate(n, text, &cfg, d, &base, &e)) {
         rc = cli_fail("sim", "%s", e.msg);
         goto done_file;
     }
     if (count > 1) {
         char t[600];
-        printf("%s @ %dx%d, batch %d, %s\n  time: %s\n\n", n.name, n.layers[0].h, n.layers[0].w, cfg.batch,
+        printf("%s @ %dx%d, batch %d, %s\n  time: %s\n\n", n->name, n->layers[0].h, n->layers[0].w, cfg.batch,
                cli_optimizer_name(cfg.optimizer), cli_time_source(d, t, sizeof t));
         printf("  %-16s %12s %12s %8s %10s %12s %9s %12s %9s\n", "plan", "replay peak", "closed peak", "closed", "vs layer",
                "FLOPs", "vs layer", "time/it", "vs layer");
     }
     for (int k = 0; k < count && rc == CLI_OK; k++)
-        if (sim_one(&n, items[k], o.bn, &cfg, d, &base, count == 1, f, &e)) rc = cli_fail("sim", "%s", e.msg);
+        if (sim_one(n, items[k], o.bn, &cfg, d, &base, count == 1, f, &e)) rc = cli_fail("sim", "%s", e.msg);
     if (count > 1 && rc == CLI_OK)
         printf("\n  reduction, FLOPs and time are against 'layer' (%s replay peak); closed = closed-form error vs replay\n",
                units_fmt_bytes(base.replay.peak, text, sizeof text));
@@ -166,8 +153,6 @@ done_file:
     }
 done:
     plan_list_free(items, count);
-    net_free(&n);
-    enc_calib_free(&cal);
-    timing_free(&tm);
+    cli_inputs_free(&in);
     return rc;
 }

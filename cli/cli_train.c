@@ -203,33 +203,19 @@ int cli_train(int argc, char **argv)
     if (o.out && dump && !strcmp(o.out, dump)) return cli_fail("train", "-o and --dump name the same file");
 
     err e;
-    net n;
     const ops_table *ops = ops_find(backend, &e);
     if (!ops) return cli_fail("train", "--backend %s: %s", backend, e.msg);
-    cli_train_job j = {.n = &n, .plan = o.plan, .bn = o.bn, .cfg = {.batch = o.batch, .optimizer = o.optimizer}, .ops = ops,
-                       .lr = lr, .iters = o.iters, .seed = (uint64_t)o.seed, .host_budget = o.host_budget, .data_dir = dir,
+    cli_train_job j = {.plan = o.plan, .bn = o.bn, .cfg = {.batch = o.batch, .optimizer = o.optimizer}, .ops = ops, .lr = lr,
+                       .iters = o.iters, .seed = (uint64_t)o.seed, .host_budget = o.host_budget, .data_dir = dir,
                        .init = init, .dump = dump, .force = o.force};
-    enc_calib cal;
-    sim_device dev;
-    timing_model tm;
-    if (cli_load_device(NULL, o.profile, &dev, &tm, &e)) return cli_fail("train", "%s", e.msg);
-    j.dev = &dev;
-    if (cli_load_calib(o.calibrate, &cal, &j.cfg, &e)) {
-        timing_free(&tm);
-        return cli_fail("train", "%s", e.msg);
-    }
-    if (cli_load_net(&n, o.net, o.image, &e)) {
-        enc_calib_free(&cal);
-        timing_free(&tm);
-        return cli_fail("train", "%s", e.msg);
-    }
+    cli_inputs in;
+    if (cli_inputs_load(&in, &o, NULL, &j.cfg, &e)) return cli_fail("train", "%s", e.msg);
+    j.n = &in.n, j.dev = &in.dev;
     h5_file *f = NULL;
     int rc = o.out && h5_create(&f, o.out, o.force, &e) ? CLI_USAGE : cli_train_run(&j, f, &e);
     if (f && rc != CLI_OK) h5_abort(f);
     else if (f && h5_close(f, &e)) rc = CLI_USAGE;
     else if (f) fprintf(stderr, "wrote %s\n", o.out);
-    net_free(&n);
-    enc_calib_free(&cal);
-    timing_free(&tm);
+    cli_inputs_free(&in);
     return cli_status("train", rc, &e);
 }

@@ -166,32 +166,18 @@ int cli_validate(int argc, char **argv)
     if (!o.net) return cli_fail("validate", "--net is required (e.g. --net vgg-small)");
     if (o.out && !o.force && access(o.out, F_OK) == 0) return cli_fail("validate", "%s exists; use --force to overwrite", o.out);
     err e;
-    net n;
     char **items;
     int count, rc;
     cli_validate_job j = {.bn = o.bn, .cfg = {.batch = o.batch, .optimizer = o.optimizer}, .iters = o.iters, .seed = (uint64_t)o.seed,
                           .host_budget = o.host_budget};
-    enc_calib cal;
-    sim_device dev;
-    timing_model tm;
-    if (cli_load_device(NULL, o.profile, &dev, &tm, &e)) return cli_fail("validate", "%s", e.msg);
-    j.dev = &dev;
-    if (cli_load_calib(o.calibrate, &cal, &j.cfg, &e)) {
-        timing_free(&tm);
-        return cli_fail("validate", "%s", e.msg);
-    }
-    if (cli_load_net(&n, o.net, o.image, &e)) {
-        enc_calib_free(&cal);
-        timing_free(&tm);
-        return cli_fail("validate", "%s", e.msg);
-    }
+    cli_inputs in;
+    if (cli_inputs_load(&in, &o, NULL, &j.cfg, &e)) return cli_fail("validate", "%s", e.msg);
     if (plan_list_expand(o.plan, &items, &count, &e)) {
-        net_free(&n);
-        enc_calib_free(&cal);
-        timing_free(&tm);
+        cli_inputs_free(&in);
         return cli_fail("validate", "--plan: %s", e.msg);
     }
-    j.n = &n, j.plans = items, j.n_plans = count;
+    j.dev = &in.dev;
+    j.n = &in.n, j.plans = items, j.n_plans = count;
     h5_file *f = NULL;
     if (o.out && h5_create(&f, o.out, o.force, &e)) rc = CLI_USAGE;
     else rc = cli_validate_run(&j, f, &e);
@@ -199,8 +185,6 @@ int cli_validate(int argc, char **argv)
     else if (f && h5_close(f, &e)) rc = CLI_USAGE;
     else if (f) fprintf(stderr, "wrote %s\n", o.out);
     plan_list_free(items, count);
-    net_free(&n);
-    enc_calib_free(&cal);
-    timing_free(&tm);
+    cli_inputs_free(&in);
     return cli_status("validate", rc, &e);
 }
