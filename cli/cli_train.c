@@ -43,10 +43,14 @@ typedef struct {
     float **before, **grads, **run_before; /* [layers]: for the dump of the last iteration */
 } train_ctx;
 
-static void copy_all(exec *x, buf_kind kind, float **to)
+/* Host copies of every layer's buffer of `kind` (layer -1), or of one layer's. */
+static void copy_layers(exec *x, buf_kind kind, int layer, float **to)
 {
-    for (int L = 0; L < x->n->n; L++) free(to[L]), to[L] = exec_param_copy(x, kind, L, NULL);
+    for (int L = 0; L < x->n->n; L++)
+        if (layer < 0 || L == layer) free(to[L]), to[L] = exec_param_copy(x, kind, L, NULL);
 }
+
+static void copy_all(exec *x, buf_kind kind, float **to) { copy_layers(x, kind, -1, to); }
 
 static int on_start(exec *x, void *ctx, err *e)
 {
@@ -58,12 +62,12 @@ static int on_start(exec *x, void *ctx, err *e)
 }
 
 /* The last iteration's parameters before the step and its gradients, for the dump. */
-static void before_update(exec *x, int iter, void *ctx)
+static void before_update(exec *x, int iter, int layer, void *ctx)
 {
     train_ctx *t = ctx;
     if (!t->dump || iter != t->iters - 1) return;
-    copy_all(x, BUF_PARAM, t->before);
-    copy_all(x, BUF_PGRAD, t->grads);
+    copy_layers(x, BUF_PARAM, layer, t->before);
+    copy_layers(x, BUF_PGRAD, layer, t->grads);
 }
 
 static void on_iter(const run *r, int it, void *ctx)

@@ -164,9 +164,28 @@ static void code(exec *x, const sched_step *t)
     x->codec_us += now_us() - t0;
 }
 
-static void update(exec *x)
+/* The optimizer step of one layer's parameters w from their gradient g and state st (buffers);
+ * a persistent gradient is zeroed for the next iteration (gradients are += across bands). */
+static void update_layer(exec *x, int w, int g, int st)
 {
-    x->steps_done++;
+    int64_t count = x->s->bufs[w].bytes / 4;
+    float *p = fptr(x, w), *dp = fptr(x, g), *state = fptr(x, st);
+    if (x->opt == SCHED_ADAM) x->ops->adam(p, dp, state, count, x->hp.lr, x->hp.beta1, x->hp.beta2, x->hp.eps, x->steps_done);
+    else x->ops->sgd(p, dp, state, count, x->hp.lr, x->hp.momentum);
+    if (x->s->bufs[g].persistent) x->ops->zero(dp, count * (int64_t)sizeof(float));
+}
+
+/* UPDATE: every layer's parameters (layer -1; the iteration's one optimizer step), or one layer's
+ * (+migrate: the step's w, dw and aux). */
+static void update(exec *x, const sched_step *t)
+{
+    if (t->layer >= 0) {
+        if (x->before_update) x->before_update(x, t->layer, x->before_update_ctx);
+        update_layer(x, t->w, t->dw, t->aux);
+        return;
+    }
+    if (x->before_update) x->before_update(x, -1, x->before_update_ctx);
+    adapt_update(&x->adapt, x->ops, x->n, x->ptr); /* COMET's bounds, if the plan adapts them */
     for (int b = 0; b < x->s->n_buf; b++) {
         const sched_buf *sb = &x->s->bufs[b];
         if (sb->kind != BUF_PARAM) continue;
@@ -177,11 +196,7 @@ static void update(exec *x)
                 if (x->s->bufs[k].kind == BUF_OPT) st = k;
             }
         CHECK(g >= 0 && st >= 0);
-        int64_t count = sb->bytes / 4;
-        float *p = x->ptr[b], *dp = x->ptr[g], *state = x->ptr[st];
-        if (x->opt == SCHED_ADAM) x->ops->adam(p, dp, state, count, x->hp.lr, x->hp.beta1, x->hp.beta2, x->hp.eps, x->steps_done);
-        else x->ops->sgd(p, dp, state, count, x->hp.lr, x->hp.momentum);
-        x->ops->zero(dp, count * (int64_t)sizeof(float)); /* gradients are += across bands and layers */
+        update_layer(x, b, g, st);
     }
 }
 
@@ -194,6 +209,10 @@ void exec_start(exec *x)
         const sched_buf *sb = &x->s->bufs[t->buf];
         x->ptr[t->buf] = alloc_get(&x->mem, sb->cat, sb->bytes, sb->zero);
         init_buffer(x, t->buf, x->ptr[t->buf]);
+        if (sb->host_home) { /* +migrate: at home on the host between its uses */
+            x->ptr[t->buf] = alloc_move(&x->mem, x->ptr[t->buf], sb->cat, MEM_HOST, sb->bytes);
+            x->on_host[t->buf] = true;
+        }
     }
     x->started = true;
 }
@@ -270,9 +289,8 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
             break;
         }
         case SCHED_UPDATE:
-            if (x->before_update) x->before_update(x, x->before_update_ctx);
-            adapt_update(&x->adapt, x->ops, x->n, x->ptr); /* COMET's bounds, if the plan adapts them */
-            update(x);
+            if (t->layer < 0 || !x->updating) x->steps_done++, x->updating = t->layer >= 0;
+            update(x, t);
             break;
         }
         if (x->sync_steps) x->ops->sync();
@@ -281,6 +299,7 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
     }
     x->ops->sync();
     x->mem.record = false;
+    x->updating = false;
 }
 
 static int param_buf(const exec *x, buf_kind kind, int L)
@@ -297,7 +316,8 @@ float *exec_param_copy(const exec *x, buf_kind kind, int L, int64_t *count)
     int64_t bytes = x->s->bufs[b].bytes;
     float *p = err_calloc((size_t)bytes / 4 + 1, sizeof(float));
     x->ops->sync();
-    x->ops->download(p, x->ptr[b], bytes);
+    if (x->on_host[b]) memcpy(p, x->ptr[b], (size_t)bytes); /* +migrate: at home on the host */
+    else x->ops->download(p, x->ptr[b], bytes);
     if (count) *count = bytes / 4;
     return p;
 }
@@ -306,7 +326,8 @@ void exec_param_write(exec *x, buf_kind kind, int L, const float *src)
 {
     int b = param_buf(x, kind, L);
     CHECK(b >= 0);
-    x->ops->upload(x->ptr[b], src, x->s->bufs[b].bytes);
+    if (x->on_host[b]) memcpy(x->ptr[b], src, (size_t)x->s->bufs[b].bytes);
+    else x->ops->upload(x->ptr[b], src, x->s->bufs[b].bytes);
 }
 
 void exec_free(exec *x)

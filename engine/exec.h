@@ -29,7 +29,8 @@ typedef struct exec {
                                     (sim/enc.h) what the codec measured at ENCODE (kept after FREE) */
     bool *on_host;
     bool started;                /* persistent buffers exist */
-    int steps_done;              /* optimizer steps taken */
+    int steps_done;              /* optimizer steps taken (iterations) */
+    bool updating;               /* this iteration's layer-by-layer step has begun (+migrate) */
     float loss;                  /* of the last iteration */
     double *layer_us;            /* [n * 2]: forward, backward microseconds, last iteration */
     double codec_us;             /* ENCODE and DECODE steps, last iteration */
@@ -38,8 +39,10 @@ typedef struct exec {
                                     and not its launch time on an asynchronous backend (calibration) */
     adapt adapt;                 /* COMET's adaptive ZFP bounds (plans with adapt=; else empty) */
     uint64_t seed;
-    /* Called just before the optimizer step (gradients complete), e.g. to copy them for a dump. */
-    void (*before_update)(struct exec *x, void *ctx);
+    /* Called just before the optimizer step (gradients complete), e.g. to copy them for a dump:
+     * with layer -1 before the step of every layer, or (+migrate, which steps layer by layer) with
+     * each layer before its own step, when that layer's gradient is complete. */
+    void (*before_update)(struct exec *x, int layer, void *ctx);
     void *before_update_ctx;
 } exec;
 

@@ -34,14 +34,18 @@ typedef struct {
     int iter;
 } hook;
 
-/* The executor's before_update: gradients are complete. */
-static void before_update(exec *x, void *ctx)
+/* The executor's before_update: the gradients of `layer` (-1: all layers) are complete. */
+static void before_update(exec *x, int layer, void *ctx)
 {
     hook *h = ctx;
     if (h->c->grads && h->iter == 0) {
         int64_t at = 0;
         for (int L = 0; L < x->n->n; L++) {
-            int64_t k = 0;
+            int64_t k = x->n->layers[L].params;
+            if (layer >= 0 && L != layer) {
+                at += k;
+                continue;
+            }
             float *g = exec_param_copy(x, BUF_PGRAD, L, &k);
             if (!g) continue;
             memcpy(h->r->grads + at, g, (size_t)k * sizeof(float));
@@ -50,7 +54,7 @@ static void before_update(exec *x, void *ctx)
         }
         CHECK(at == h->r->n_grads);
     }
-    if (h->c->before_update) h->c->before_update(x, h->iter, h->c->ctx);
+    if (h->c->before_update) h->c->before_update(x, h->iter, layer, h->c->ctx);
 }
 
 /* The encoded maps of the schedule as the last iteration stored them. */

@@ -34,10 +34,11 @@ typedef struct {
     float *grads_to;              /* into this buffer (e.g. shared memory) instead of a new one */
     /* Optional hooks, all given ctx: on_start after the persistent buffers exist and before
      * iteration 0 (load weights; -1 with e set stops the run); on_iter after each iteration;
-     * before_update once an iteration's gradients are complete, before the optimizer step. */
+     * before_update once an iteration's gradients are complete, before the optimizer step (layer
+     * -1), or once per layer before that layer's step (+migrate: exec.h). */
     int (*on_start)(exec *x, void *ctx, err *e);
     void (*on_iter)(const run *r, int iter, void *ctx);
-    void (*before_update)(exec *x, int iter, void *ctx);
+    void (*before_update)(exec *x, int iter, int layer, void *ctx);
     void *ctx;
 } run_cfg;
 

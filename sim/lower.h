@@ -77,4 +77,11 @@ void stash_mark_offloads(lower *c);
 int stash_encode(lower *c, err *e);
 void stash_place_moves(lower *c);
 
+/* Migration (sim/migrate.c, plans with +migrate): the optimizer step layer by layer, each right
+ * after the last step that reads its parameters or their gradient; then, for every persistent
+ * buffer kept on the host, a PREFETCH one compute step ahead of each run of uses in one pass and
+ * segment and an OFFLOAD after it. */
+void migrate_updates(lower *c);
+void migrate_place_moves(lower *c);
+
 #endif

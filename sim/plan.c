@@ -365,6 +365,10 @@ static void passes_free(plan_passes *ps)
 static int validate(plan *p, const net *n, err *e)
 {
     if (p->bn == PLAN_BN_AUTO) p->bn = PLAN_BN_TRAIN; /* exact everywhere; per-band only when asked */
+    const enc_mod *lossy = plan_lossy(p);
+    if (p->migrate && lossy && lossy->adapt > 0)
+        return err_set(e, "plan '%s': zfp's adapt= sets its bounds at the whole-net optimizer step, which +migrate splits "
+                          "layer by layer", p->text);
     for (int i = 0; i < p->n_seg; i++) {
         plan_seg *s = &p->segs[i];
         const char *where = p->text;
@@ -413,7 +417,40 @@ static char *trim(char *t)
     return t;
 }
 
-/* "gist+dpr:fp16": the modifiers after the plan's first '+' (sim/enc.h). */
+static const char *const migrate_names[] = {"weights", "grads", "optim"};
+
+/* "migrate", "migrate:grads:optim": which persistent tensors migrate (plan.h). */
+static int parse_migrate(plan *p, char *m, err *e)
+{
+    if (p->migrate) return err_set(e, "+migrate given twice");
+    if (!m[7]) {
+        p->migrate = PLAN_MIGRATE_ALL;
+        return 0;
+    }
+    for (char *a = m + 8, *next; a; a = next) {
+        next = strchr(a, ':');
+        if (next) *next++ = 0;
+        int bit = 0;
+        for (int k = 0; k < 3; k++)
+            if (!strcmp(a, migrate_names[k])) bit = 1 << k;
+        if (!bit) return err_set(e, "+migrate:%s: expected weights, grads or optim (':' between them)", a);
+        if (p->migrate & bit) return err_set(e, "+migrate names %s twice", a);
+        p->migrate |= bit;
+    }
+    return 0;
+}
+
+/* "+migrate" or "+migrate:grads:optim", canonical (all three: bare). */
+static size_t describe_migrate(int migrate, char *buf, size_t len)
+{
+    size_t at = (size_t)snprintf(buf, len, " +migrate");
+    if (migrate == PLAN_MIGRATE_ALL) return at;
+    for (int k = 0; k < 3 && at < len; k++)
+        if (migrate & (1 << k)) at += (size_t)snprintf(buf + at, len - at, ":%s", migrate_names[k]);
+    return at;
+}
+
+/* "gist+dpr:fp16+migrate": the modifiers after the plan's first '+' (sim/enc.h; migrate: plan.h). */
 static int parse_mods(plan *p, char *list, err *e)
 {
     for (char *m = list, *next; m; m = next) {
@@ -421,6 +458,10 @@ static int parse_mods(plan *p, char *list, err *e)
         if (next) *next++ = 0;
         trim(m);
         if (!*m) return err_set(e, "an empty modifier (a '+' with nothing after it)");
+        if (!strncmp(m, "migrate", 7) && (!m[7] || m[7] == ':')) {
+            if (parse_migrate(p, m, e)) return -1;
+            continue;
+        }
         if (p->n_mod == ENC_MAX_MODS) return err_set(e, "more than %d modifiers", ENC_MAX_MODS);
         enc_mod *d = &p->mods[p->n_mod];
         if (enc_mod_parse(d, m, e)) return -1;
@@ -525,6 +566,7 @@ void plan_describe(const plan *p, const net *n, char *buf, size_t len)
         enc_mod_describe(&p->mods[i], m, sizeof m);
         at += (size_t)snprintf(buf + at, len - at, " +%s", m);
     }
+    if (p->migrate && at < len) at += describe_migrate(p->migrate, buf + at, len - at);
     if (at < len) snprintf(buf + at, len - at, " bn=%s", bn_names[p->bn]);
 }
 

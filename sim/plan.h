@@ -23,6 +23,13 @@ typedef enum { PLAN_OFFLOAD_ALL, PLAN_OFFLOAD_CONV } plan_offload;
  * statistics inside row segments (the LR-CNN prototype's approximation: gradients differ), train
  * elsewhere; auto (the default) = train: an approximation is never chosen silently. */
 typedef enum { PLAN_BN_AUTO, PLAN_BN_TRAIN, PLAN_BN_FROZEN, PLAN_BN_PERBAND } plan_bn;
+/* Layrub-style migration (`+migrate[:weights][:grads][:optim]`, all three when bare): which
+ * persistent tensors leave the device between their uses. Any of them makes the optimizer step
+ * layer by layer, right after a layer's last backward use of its weights (sim/PLANS.md):
+ *   grads   a weight gradient lives from its layer's first backward write to its update;
+ *   weights parameters live on the host, prefetched for each pass that reads them and written back;
+ *   optim   optimizer state lives on the host, prefetched for its layer's update and written back. */
+enum { PLAN_MIGRATE_WEIGHTS = 1, PLAN_MIGRATE_GRADS = 2, PLAN_MIGRATE_OPTIM = 4, PLAN_MIGRATE_ALL = 7 };
 
 #define PLAN_MAX_BANDS 4096
 #define PLAN_TEXT_LEN 2048  /* a plan's text, modifiers and bn= included (the planner's can be long) */
@@ -66,10 +73,11 @@ typedef struct {
      * gist's lossless encodings take the maps they apply to, the lossy one every other kept map. */
     int n_mod;
     enc_mod mods[ENC_MAX_MODS];
+    int migrate;              /* PLAN_MIGRATE_* bits; 0: parameters, gradients and state stay on the device */
 } plan;
 
 /* Parses a preset or custom plan for net n (at its current input size), then its modifiers
- * ("+gist", "+dpr:fp16", "+zfp:rate=8"). Text may end with " bn=train|frozen|per-band|auto". */
+ * ("+gist", "+dpr:fp16", "+zfp:rate=8", "+migrate"). Text may end with " bn=train|frozen|per-band|auto". */
 int plan_parse(plan *p, const net *n, const char *text, err *e);
 void plan_free(plan *p);
 
@@ -83,6 +91,9 @@ const enc_mod *plan_lossy(const plan *p);
 /* s is a row segment holding a layer with whole-map statistics in train mode: the lowering adds
  * statistics passes over its bands. */
 static inline bool plan_seg_map_stats(const plan_seg *s) { return s->passes.n_fwd > 0; }
+/* The plan has modifiers (encodings or migration): the closed form does not model it yet, so the
+ * replay is its prediction. */
+static inline bool plan_modified(const plan *p) { return p->n_mod > 0 || p->migrate != 0; }
 /* The plan approximates BatchNorm (per-band statistics in some row segment): say so to the user. */
 bool plan_bn_approximate(const plan *p, const net *n);
 

@@ -47,6 +47,13 @@ int64_t sched_cfg_workspace(const sched_cfg *cfg, const net *n, int L, int rows,
     return sched_workspace_bytes(n, L, rows, cfg->batch);
 }
 
+double sched_update_flops(const sched_cfg *cfg, int64_t params) { return (double)params * (cfg->optimizer == SCHED_ADAM ? 12 : 4); }
+
+double sched_update_bytes(const sched_cfg *cfg, int64_t params)
+{
+    return (double)params * 4 * (cfg->optimizer == SCHED_ADAM ? 4 : 3);
+}
+
 /* --- whole iteration -------------------------------------------------------------------------- */
 
 static band_rows hold_full(const void *n, int P) { return lower_full(n, P); }
@@ -64,9 +71,14 @@ static void persistent_buffers(lower *c)
         }
         if (kind_of(l)->running) c->run[L] = lower_buf(c, BUF_RUNSTAT, MEM_WEIGHTS, L, -1, (band_rows){0, 0}, kind_running_bytes(l));
     }
+    int mig = c->p->migrate;
     for (int b = 0; b < c->s->n_buf; b++) {
-        c->s->bufs[b].persistent = true;
-        c->s->bufs[b].zero = c->s->bufs[b].kind == BUF_PGRAD || c->s->bufs[b].kind == BUF_OPT;
+        sched_buf *sb = &c->s->bufs[b];
+        sb->zero = sb->kind == BUF_PGRAD || sb->kind == BUF_OPT;
+        /* +migrate: a gradient lives from its first write to its layer's update; parameters and
+         * state stay persistent, at home on the host */
+        sb->persistent = !(sb->kind == BUF_PGRAD && (mig & PLAN_MIGRATE_GRADS));
+        sb->host_home = (sb->kind == BUF_PARAM && (mig & PLAN_MIGRATE_WEIGHTS)) || (sb->kind == BUF_OPT && (mig & PLAN_MIGRATE_OPTIM));
     }
 }
 
@@ -175,10 +187,12 @@ int sched_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err
         }
         for (int L = ps->last; L >= ps->first; L--) lower_bwd(&c, L, -1, lower_full(n, L), hold_full, n, false, NULL, true);
     }
-    {
+    if (p->migrate) {
+        migrate_updates(&c);
+    } else {
         sched_step *t = lower_step(&c, SCHED_UPDATE, -1, -1);
-        t->flops = (double)net_params(n) * (cfg->optimizer == SCHED_ADAM ? 12 : 4);
-        t->bytes_moved = (double)net_params(n) * 4 * (cfg->optimizer == SCHED_ADAM ? 4 : 3);
+        t->flops = sched_update_flops(cfg, net_params(n));
+        t->bytes_moved = sched_update_bytes(cfg, net_params(n));
     }
     for (int i = 0; i < s->n_step; i++) /* compute: the passes' FLOPs, not the optimizer's */
         if (s->steps[i].op == SCHED_FWD || s->steps[i].op == SCHED_BWD || s->steps[i].op == SCHED_STATS) s->flops += s->steps[i].flops;
@@ -186,6 +200,7 @@ int sched_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err
     int rc = stash_encode(&c, e);
     if (!rc) {
         stash_place_moves(&c);
+        if (p->migrate) migrate_place_moves(&c);
         place_allocs(s);
     }
     for (int i = 0; i < p->n_seg; i++) free(bound[i]);
@@ -220,7 +235,8 @@ void sched_walk(const sched *s, sched_visit visit, void *ctx)
         const sched_step *t = &s->steps[i];
         if (t->op != SCHED_ALLOC && t->op != SCHED_FREE && t->op != SCHED_OFFLOAD && t->op != SCHED_PREFETCH) continue;
         const sched_buf *b = &s->bufs[t->buf];
-        if (t->op == SCHED_ALLOC) cur[b->cat] += b->bytes;
+        if (t->op == SCHED_ALLOC && b->host_home) cur[MEM_HOST] += b->bytes, host[t->buf] = true;
+        else if (t->op == SCHED_ALLOC) cur[b->cat] += b->bytes;
         else if (t->op == SCHED_FREE) cur[host[t->buf] ? MEM_HOST : b->cat] -= b->bytes;
         else if (t->op == SCHED_OFFLOAD) cur[b->cat] -= b->bytes, cur[MEM_HOST] += b->bytes, host[t->buf] = true;
         else cur[MEM_HOST] -= b->bytes, cur[b->cat] += b->bytes, host[t->buf] = false;

@@ -47,6 +47,7 @@ typedef struct {
     bool persistent;  /* lives the whole iteration (parameters, gradients, optimizer state) */
     bool zero;        /* zero-filled when allocated */
     bool offload;     /* moved to host between forward and backward */
+    bool host_home;   /* persistent, but on the host between its uses (+migrate: sim/migrate.c) */
     /* BUF_ENC: how it encodes which map (bytes: exact, or predicted where enc_data_sized), the plan
      * modifier that chose it (an index into plan.mods) and the map's shape per image; for a
      * data-sized encoding the density or ratio its bytes were predicted with (sim/enc.h), and
@@ -82,8 +83,10 @@ typedef struct {
                             (ckpt, rows) or a statistics pass */
     int x[NET_MAX_IN];   /* FWD and BWD: input activations (BWD: only those autograd keeps; else -1) */
     int y;               /* FWD: output (== x[0] for an in-place relu); BWD: kept output (relu) */
-    int aux;             /* pool argmax, bn statistics, loss probabilities */
-    int w, dw;           /* parameters and their gradient (+=) */
+    int aux;             /* pool argmax, bn statistics, loss probabilities; UPDATE of one layer: its
+                            optimizer state */
+    int w, dw;           /* parameters and their gradient (+=); UPDATE: layer -1 steps every layer's
+                            parameters, else only this layer's (w, dw, aux: +migrate) */
     int ws;              /* workspace */
     int dy;              /* BWD: output gradient */
     int dx[NET_MAX_IN];  /* BWD: input gradients (-1: none needed, e.g. for the image) */
@@ -141,6 +144,10 @@ void sched_walk(const sched *s, sched_visit visit, void *ctx);
 /* Device bytes per category after each step: out[step * MEM_NCAT + cat] (MEM_HOST: bytes on the
  * host), for memory-timeline figures. */
 void sched_bytes_by_category(const sched *s, int64_t *out);
+
+/* The optimizer step's FLOPs and memory traffic over `params` parameters (time model). */
+double sched_update_flops(const sched_cfg *cfg, int64_t params);
+double sched_update_bytes(const sched_cfg *cfg, int64_t params);
 
 /* The buffers step t uses, into out (at most SCHED_MAX_USES); returns how many. */
 #define SCHED_MAX_USES 16

@@ -279,8 +279,8 @@ static int eval(search_ctx *c, const char *text, const char *source)
     if (plan_parse(&p, r->n, full, &e)) return -1;
     /* the closed form equals the replay for plans without encodings (tests/test_closed.c) and
      * costs no schedule: a plan it says does not fit is not lowered, nor timed */
-    if (p.n_mod == 0) closed_predict(r->n, &p, &r->cfg, &mem);
-    if (p.n_mod == 0 && mem.peak > r->budget) {
+    if (!plan_modified(&p)) closed_predict(r->n, &p, &r->cfg, &mem);
+    if (!plan_modified(&p) && mem.peak > r->budget) {
         plan_free(&p);
     } else {
         int rc = sched_lower(&s, r->n, &p, &r->cfg, &e);

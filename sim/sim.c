@@ -98,7 +98,7 @@ int sim_run(const net *n, const plan *p, const sched_cfg *cfg, const sim_device 
         if (s.bufs[b].kind == BUF_ENC && enc_data_sized(s.bufs[b].enc))
             r->enc_sized++, r->enc_calibrated += s.bufs[b].calibrated;
     sched_free(&s);
-    r->closed_ok = p->n_mod == 0;
+    r->closed_ok = !plan_modified(p);
     if (r->closed_ok) closed_predict(n, p, cfg, &r->closed);
     return 0;
 }
