@@ -27,8 +27,10 @@ static const char *usage =
     "takes, with its peak and time, beside the fastest preset that fits. It searches every preset, a\n"
     "dynamic program over the net's clean cuts choosing layer, ckpt or offload(all) per segment, and\n"
     "each row stage (2PS or OverL, 2..8 bands, from the input to each clean cut) followed by the DP's\n"
-    "split of the rest, each with and without gist's lossless encodings; every candidate is replayed,\n"
-    "so the answer fits. --space narrows it: a comma list of ckpt, offload, rows, gist, presets (all:\n"
+    "split of the rest, each with and without gist's lossless encodings, and where a faster plan could\n"
+    "fit by moving parameters, gradients or optimizer state off the device between uses, with +migrate;\n"
+    "every candidate is replayed, so the answer fits. --space narrows it: a comma list of ckpt, offload,\n"
+    "rows, gist, presets, migrate (all:\n"
     "the default; --space ckpt alone is optimal checkpointing, the ckpt-opt baseline). Times come from\n"
     "--profile (lrcnn calibrate), else the roofline of --device (cpu, the default; h100-pcie4,\n"
     "h100-pcie5 and gh200 differ in the host link offload uses). --pareto writes every candidate and the\n"
@@ -49,7 +51,7 @@ static int parse_space(const char *list, unsigned *space)
 {
     static const struct { const char *name; unsigned bit; } kinds[] = {
         {"ckpt", SEARCH_CKPT}, {"offload", SEARCH_OFFLOAD}, {"rows", SEARCH_ROWS}, {"gist", SEARCH_GIST},
-        {"presets", SEARCH_PRESETS}, {"all", SEARCH_ALL},
+        {"presets", SEARCH_PRESETS}, {"migrate", SEARCH_MIGRATE}, {"all", SEARCH_ALL},
     };
     *space = 0;
     const char *at = list;
@@ -159,7 +161,7 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
     heap_tune(HEAP_SWEEP); /* hundreds of schedules: page faults were a third of the search */
     unsigned space;
     if (parse_space(space_list, &space))
-        return cli_fail("plan", "--space %s: expected a comma list of ckpt, offload, rows, gist, presets, all", space_list);
+        return cli_fail("plan", "--space %s: expected a comma list of ckpt, offload, rows, gist, presets, migrate, all", space_list);
     if (pareto && !o->force && access(pareto, F_OK) == 0)
         return cli_fail("plan", "%s exists; use --force to overwrite", pareto);
     err e;

@@ -164,12 +164,13 @@ static void code(exec *x, const sched_step *t)
     x->codec_us += now_us() - t0;
 }
 
-/* The optimizer step of one layer's parameters w from their gradient g and state st (buffers);
- * a persistent gradient is zeroed for the next iteration (gradients are += across bands). */
-static void update_layer(exec *x, int w, int g, int st)
+/* The optimizer step of `count` parameters of buffer w from `first` on, from their gradient in g
+ * and their state, all of buffer st (buffers); a persistent gradient is zeroed for the next
+ * iteration (gradients are += across bands). The step is elementwise, so chunks of it give the
+ * whole step's values bit for bit. */
+static void update_layer(exec *x, int w, int g, int st, int64_t first, int64_t count)
 {
-    int64_t count = x->s->bufs[w].bytes / 4;
-    float *p = fptr(x, w), *dp = fptr(x, g), *state = fptr(x, st);
+    float *p = fptr(x, w) + first, *dp = fptr(x, g) + first, *state = fptr(x, st);
     if (x->opt == SCHED_ADAM) x->ops->adam(p, dp, state, count, x->hp.lr, x->hp.beta1, x->hp.beta2, x->hp.eps, x->steps_done);
     else x->ops->sgd(p, dp, state, count, x->hp.lr, x->hp.momentum);
     if (x->s->bufs[g].persistent) x->ops->zero(dp, count * (int64_t)sizeof(float));
@@ -180,8 +181,9 @@ static void update_layer(exec *x, int w, int g, int st)
 static void update(exec *x, const sched_step *t)
 {
     if (t->layer >= 0) {
-        if (x->before_update) x->before_update(x, t->layer, x->before_update_ctx);
-        update_layer(x, t->w, t->dw, t->aux);
+        const sched_buf *st = &x->s->bufs[t->aux];
+        if (x->before_update && st->param0 == 0) x->before_update(x, t->layer, x->before_update_ctx);
+        update_layer(x, t->w, t->dw, t->aux, st->param0, st->bytes / 4 / (x->opt == SCHED_ADAM ? 2 : 1));
         return;
     }
     if (x->before_update) x->before_update(x, -1, x->before_update_ctx);
@@ -196,7 +198,7 @@ static void update(exec *x, const sched_step *t)
                 if (x->s->bufs[k].kind == BUF_OPT) st = k;
             }
         CHECK(g >= 0 && st >= 0);
-        update_layer(x, b, g, st);
+        update_layer(x, b, g, st, 0, sb->bytes / 4);
     }
 }
 

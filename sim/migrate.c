@@ -5,7 +5,7 @@
  * Migration keeps only the layer at work: the optimizer steps one layer at a time, right after the
  * layer's last backward use of its parameters (so a gradient need not outlive its update), and
  * parameters and optimizer state live on the host, coming to the device for each pass that reads
- * them. Both passes work on the finished step list, as the stash's moves do (stash.c): which
+ * them; a large layer's state comes in chunks, one update step each (SCHED_OPT_CHUNK). Both passes work on the finished step list, as the stash's moves do (stash.c): which
  * buffer is where is a consequence of the steps. */
 #include "sim/lower.h"
 
@@ -25,17 +25,21 @@ void migrate_updates(lower *c)
         const sched_step *t = &s->steps[i];
         if (t->layer >= 0 && c->param[t->layer] >= 0 && (t->w == c->param[t->layer] || t->dw == c->pgrad[t->layer])) last[t->layer] = i;
     }
-    lower_ins *ins = err_calloc((size_t)n->n + 1, sizeof(lower_ins));
+    lower_ins *ins = err_calloc((size_t)s->n_buf + 1, sizeof(lower_ins));
     for (int L = 0; L < n->n; L++) {
         if (c->param[L] < 0) continue;
         CHECK(last[L] >= 0); /* every layer with parameters has a backward */
         const sched_step *at = &s->steps[last[L]];
-        sched_step u = lower_buffer_step(s, SCHED_UPDATE, c->param[L], -1, at->seg);
-        u.buf = -1, u.layer = L, u.bwd_phase = true;
-        u.w = c->param[L], u.dw = c->pgrad[L], u.aux = c->opt[L];
-        u.flops = sched_update_flops(c->cfg, n->layers[L].params);
-        u.bytes_moved = sched_update_bytes(c->cfg, n->layers[L].params);
-        ins[n_upd++] = (lower_ins){last[L], true, u};
+        /* one step per chunk of state (consecutive buffers from opt[L]), in order */
+        for (int b = c->opt[L]; b < s->n_buf && s->bufs[b].kind == BUF_OPT && s->bufs[b].layer == L; b++) {
+            int64_t count = s->bufs[b].bytes / 4 / (c->cfg->optimizer == SCHED_ADAM ? 2 : 1);
+            sched_step u = lower_buffer_step(s, SCHED_UPDATE, b, -1, at->seg);
+            u.buf = -1, u.layer = L, u.bwd_phase = true;
+            u.w = c->param[L], u.dw = c->pgrad[L], u.aux = b;
+            u.flops = sched_update_flops(c->cfg, count);
+            u.bytes_moved = sched_update_bytes(c->cfg, count);
+            ins[n_upd++] = (lower_ins){last[L], true, u};
+        }
     }
     lower_insert(c, ins, n_upd);
     free(ins), free(last);

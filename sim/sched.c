@@ -67,7 +67,14 @@ static void persistent_buffers(lower *c)
         if (l->params) {
             c->param[L] = lower_buf(c, BUF_PARAM, MEM_WEIGHTS, L, -1, (band_rows){0, 0}, l->params * 4);
             c->pgrad[L] = lower_buf(c, BUF_PGRAD, MEM_WGRAD, L, -1, (band_rows){0, 0}, l->params * 4);
-            c->opt[L] = lower_buf(c, BUF_OPT, MEM_OPTIM, L, -1, (band_rows){0, 0}, l->params * 4 * opt_mult);
+            /* migrating state comes and goes in chunks (sched.h); the chunks are consecutive buffers */
+            int64_t chunk = c->p->migrate & PLAN_MIGRATE_OPTIM ? SCHED_OPT_CHUNK : l->params;
+            for (int64_t a = 0; a < l->params; a += chunk) {
+                int64_t count = l->params - a < chunk ? l->params - a : chunk;
+                int b = lower_buf(c, BUF_OPT, MEM_OPTIM, L, -1, (band_rows){0, 0}, count * 4 * opt_mult);
+                c->s->bufs[b].param0 = a;
+                if (!a) c->opt[L] = b;
+            }
         }
         if (kind_of(l)->running) c->run[L] = lower_buf(c, BUF_RUNSTAT, MEM_WEIGHTS, L, -1, (band_rows){0, 0}, kind_running_bytes(l));
     }

@@ -48,6 +48,8 @@ typedef struct {
     bool zero;        /* zero-filled when allocated */
     bool offload;     /* moved to host between forward and backward */
     bool host_home;   /* persistent, but on the host between its uses (+migrate: sim/migrate.c) */
+    int64_t param0;   /* BUF_OPT: the first of its layer's parameters whose state it holds (under
+                         +migrate:optim a large layer's state is in chunks of SCHED_OPT_CHUNK) */
     /* BUF_ENC: how it encodes which map (bytes: exact, or predicted where enc_data_sized), the plan
      * modifier that chose it (an index into plan.mods) and the map's shape per image; for a
      * data-sized encoding the density or ratio its bytes were predicted with (sim/enc.h), and
@@ -107,6 +109,11 @@ typedef struct {
 } sched_step;
 
 typedef enum { SCHED_SGD, SCHED_ADAM } sched_optimizer;
+
+/* Parameters per chunk of optimizer state when it migrates: a layer's update then holds its
+ * parameters, their gradient and two chunks of state on the device (the next one arriving), not
+ * all its state (VGG-16's fc6: 784 MiB of Adam moments, 25 chunks of 32 MiB). */
+#define SCHED_OPT_CHUNK (4 << 20)
 
 /* Workspace sizes are the backend's: bytes of scratch for layer L's forward (backward = false)
  * or backward on `rows` output rows of the whole batch. The CPU backend's is a formula

@@ -309,12 +309,16 @@ static int eval(search_ctx *c, const char *text, const char *source)
  * that fits, else of the last tried (-1: not a plan for this net). */
 static int eval_both(search_ctx *c, const char *text, const char *source)
 {
-    int i = eval(c, text, source);
-    if (i < 0 || c->out->pts[i].peak <= c->r->budget || !(c->r->space & SEARCH_GIST)) return i;
-    if (c->out->pts[i].floor > c->r->budget && !c->least) return i; /* no encoding brings it under */
+    int i = eval(c, text, source), j = -1;
+    if (i < 0 || c->out->pts[i].peak <= c->r->budget) return i;
     char g[PLAN_TEXT_LEN];
-    if ((size_t)snprintf(g, sizeof g, "%s+gist", text) >= sizeof g) return i;
-    int j = eval(c, g, source);
+    bool gist = (c->r->space & SEARCH_GIST) && (size_t)snprintf(g, sizeof g, "%s+gist", text) < sizeof g;
+    if (gist && (c->out->pts[i].floor <= c->r->budget || c->least)) j = eval(c, g, source); /* else no encoding brings it under */
+    if (c->least && (c->r->space & SEARCH_MIGRATE)) { /* the least-keeping plans: with migration too */
+        char m[PLAN_TEXT_LEN];
+        if ((size_t)snprintf(m, sizeof m, "%s+migrate", text) < sizeof m) eval(c, m, source);
+        if (gist && (size_t)snprintf(m, sizeof m, "%s+gist+migrate", text) < sizeof m) eval(c, m, source);
+    }
     return j < 0 ? i : j;
 }
 
@@ -418,6 +422,66 @@ static void eval_least(search_ctx *c)
     }
 }
 
+/* Migrations, cheapest first (sim/plan.h): gradients released at their layer's update (no moves);
+ * optimizer state on the host too; parameters too. */
+static const char *const migrations[] = {"migrate:grads", "migrate:grads:optim", "migrate"};
+#define MIGRATE_TRIES 16 /* candidates tried per migration */
+#define MIGRATE_FITS 4   /* ... of which this many fitting end it */
+
+/* The most migration m can take off the device at a peak: all it moves but the largest layer's
+ * share, which is on the device while that layer works. */
+static int64_t migrate_savable(const search_req *r, int m)
+{
+    int state = r->cfg.optimizer == SCHED_ADAM ? 2 : 1; /* optimizer state per parameter */
+    int64_t all = 0, most = 0, per = m == 0 ? 1 : m == 1 ? 1 + state : 2 + state; /* floats moved per parameter */
+    for (int L = 0; L < r->n->n; L++) {
+        int64_t b = r->n->layers[L].params * 4 * per;
+        all += b, most = b > most ? b : most;
+    }
+    return all - most;
+}
+
+static const search_point *order_pts;
+static int by_peak_down(const void *a, const void *b)
+{
+    int64_t x = order_pts[*(const int *)a].peak, y = order_pts[*(const int *)b].peak;
+    return (x < y) - (x > y);
+}
+
+/* Migration where it could make a faster plan fit: for each migration (cheapest first; when a plan
+ * already fits, only the gradients' release, which moves nothing), the candidates so far that do
+ * not fit, are not known to be slower than the best that does, carry no migration yet and could
+ * fit with it (peak minus what it can take off), most keeping first (they recompute least); at
+ * most MIGRATE_TRIES each, until MIGRATE_FITS fit. A migration that found a fit ends the pass. */
+static void eval_migrations(search_ctx *c)
+{
+    const search_req *r = c->r;
+    int n = c->out->n_pts;
+    int *idx = err_calloc((size_t)n + 1, sizeof(int));
+    char text[PLAN_TEXT_LEN];
+    for (int m = 0; m < (int)(sizeof migrations / sizeof *migrations); m++) {
+        if (m > 0 && c->out->best >= 0) break;
+        int64_t savable = migrate_savable(r, m), k = 0;
+        const search_point *pts = c->out->pts;
+        double best_us = c->out->best >= 0 ? pts[c->out->best].time_us : INFINITY;
+        for (int i = 0; i < n; i++)
+            if (pts[i].peak > r->budget && pts[i].peak - savable <= r->budget && !strstr(pts[i].text, "+migrate") &&
+                !(pts[i].time_us >= best_us))
+                idx[k++] = i;
+        order_pts = pts;
+        qsort(idx, (size_t)k, sizeof *idx, by_peak_down);
+        for (int j = 0, tried = 0, fits = 0; j < k && tried < MIGRATE_TRIES && fits < MIGRATE_FITS; j++) {
+            const char *base = c->out->pts[idx[j]].text, *bn = strstr(base, " bn=");
+            int len = bn ? (int)(bn - base) : (int)strlen(base);
+            if ((size_t)snprintf(text, sizeof text, "%.*s+%s", len, base, migrations[m]) >= sizeof text) continue;
+            int i = eval(c, text, "migrate");
+            tried++;
+            fits += i >= 0 && c->out->pts[i].peak <= r->budget;
+        }
+    }
+    free(idx);
+}
+
 int search_run(const search_req *r, search_result *out, err *e)
 {
     double t0 = now_s();
@@ -477,6 +541,7 @@ int search_run(const search_req *r, search_result *out, err *e)
         }
         if (dp) chain_free(&ch);
     }
+    if (r->space & SEARCH_MIGRATE) eval_migrations(&c);
     if (out->best < 0 && !c.least) {
         /* nothing fits: the least-keeping candidates again, each with every encoding, so that the
          * smallest peak is the space's and not just that of what was tried */

@@ -11,7 +11,8 @@
  *   candidates every preset; the DP's plan for the whole net; and each row stage (2PS or OverL,
  *              R bands, over the rowwise layers from the input to each clean cut with enough rows)
  *              followed by the DP's plan for the rest; each with gist's lossless encodings when
- *              the space allows them.
+ *              the space allows them; and, where a faster plan could fit by moving parameters,
+ *              gradients or optimizer state off the device between uses, those plans +migrate.
  * Every candidate is then lowered and replayed (the same schedule the engine executes), and timed
  * by the device's model (sim/timing.h): a plan is accepted only on its replayed peak, so the answer
  * fits whatever the DP's segment model got wrong; a DP plan that overshoots is searched again with
@@ -28,7 +29,8 @@ enum {
     SEARCH_ROWS = 4u,     /* row stages */
     SEARCH_GIST = 8u,     /* gist's lossless encodings */
     SEARCH_PRESETS = 16u, /* the presets themselves */
-    SEARCH_ALL = 31u,
+    SEARCH_MIGRATE = 32u, /* migration of parameters, gradients and optimizer state (+migrate) */
+    SEARCH_ALL = 63u,
 };
 
 typedef struct {
