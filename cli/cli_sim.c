@@ -19,7 +19,9 @@ static const char *usage =
     "Presets: layer ckpt-sqrt ckpt:K vdnn-all vdnn-conv 2ps:R overl:R 2ps-h[:R] overl-h[:R];\n"
     "custom plans: sim/PLANS.md. Defaults: --plan layer --batch 8 --optimizer adam --bn auto --device cpu.\n"
     "Modifiers store kept maps encoded: +gist, +dpr:fp16|bf16|fp8, +zfp:rate=R|acc=E (e.g. 2ps:4+gist+dpr:fp16);\n"
-    "the closed form does not model them yet (n/a). Sparse and zfp:acc sizes depend on the values: they are\n"
+    "+migrate[:grads][:optim][:weights] moves parameters, gradients and optimizer state off the device\n"
+    "between their uses (Layrub-style; bare: all three). The closed form does not model modifiers yet\n"
+    "(n/a). Sparse and zfp:acc sizes depend on the values: they are\n"
     "predicted from the modifier's density=/ratio=, or per layer from the engine's measurements in RUNS.h5\n"
     "(any validate or train result of the same net with those encodings) with --calibrate.\n"
     "Time: the roofline of --device (cpu, h100, h100-pcie4, h100-pcie5, gh200: the last three differ in\n"
@@ -40,7 +42,7 @@ static void print_breakdown(const net *n, const sched_cfg *cfg, const sim_device
                cli_fmt_closed(r, k, b, sizeof b), units_fmt_bytes(r->replay.max[k], c, sizeof c));
     printf("  %-14s %14s %14s   (closed vs replay %s)\n", "peak (device)", units_fmt_bytes(r->replay.peak, a, sizeof a),
            cli_fmt_closed(r, -1, b, sizeof b), cli_fmt_closed_err(r, r->replay.peak, "%+.1f%%", d, sizeof d));
-    if (!r->closed_ok) printf("  (the closed form does not model encodings yet: the replay is the prediction)\n");
+    if (!r->closed_ok) printf("  (the closed form does not model encodings or migration yet: the replay is the prediction)\n");
     char t[600];
     printf("  FLOPs %.4g G (fwd+bwd incl. recompute), %d steps\n  time %.1f ms per iteration, %s\n", r->flops / 1e9,
            r->n_steps, r->time_us / 1e3, cli_time_source(dev, t, sizeof t));

@@ -494,7 +494,7 @@ int plan_parse(plan *p, const net *n, const char *text, err *e)
     memset(p, 0, sizeof *p);
     if (strlen(text) >= sizeof p->text) return err_set(e, "plan text too long (%zu chars)", strlen(text));
     snprintf(p->text, sizeof p->text, "%s", text);
-    char buf[256];
+    char buf[PLAN_TEXT_LEN]; /* all of it: the planner's plans can be long */
     snprintf(buf, sizeof buf, "%s", text);
     char *bn = strstr(buf, " bn=");
     if (bn) {

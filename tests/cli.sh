@@ -66,10 +66,19 @@ for m in 'foo|unknown modifier' 'dpr:fp12|dpr:fp12 is not one of fp16 bf16 fp8' 
          'gist:fast|gist takes binarize, sparse' 'zfp:rate=8:ratio=3|ratio= predicts acc= sizes' '|an empty modifier' \
          'zfp:rate=8:adapt=0.1|adapt= and every= adapt an error bound' 'zfp:acc=1e-3:every=5|every=W says how often' \
          'zfp:acc=1e-3:adapt=0|adapt=0 is not a number in (0, 1]' 'zfp:acc=1e-3:adapt=0.1:every=2.5|not a whole number' \
-         'zfp:acc=1e-3:adapt=inf|adapt=inf is not a number'; do
+         'zfp:acc=1e-3:adapt=inf|adapt=inf is not a number' 'migrate:params|expected weights, grads or optim' \
+         'migrate:|+migrate:: expected weights' 'migrate:grads:grads|+migrate names grads twice' 'migrate+migrate|+migrate given twice' \
+         'zfp:acc=1e-3:adapt=0.1+migrate|which +migrate splits'; do
   mod="${m%%|*}"; want="${m#*|}"
   expect_fail "modifier '+$mod'" "$want" -- sim --net vgg16 --plan "layer+$mod" -o "$o"; no_file "$o" "modifier '+$mod'"
 done
+# a plan past 255 characters (the planner writes such plans) is read whole
+long=""; for l in conv1_1 conv1_2 conv2_1 conv2_2 conv3_1 conv3_2 conv3_3 conv4_1 conv4_2 conv4_3 conv5_1 conv5_2 conv5_3; do
+  long="$long${long:+; }layer@$l..relu${l#conv}"; done
+expect_ok "a ${#long}-character plan" -- sim --net vgg16 --plan "$long; ckpt@pool5..fc8"
+grep -q "ckpt@pool5..fc8" "$tmp/out" && ok "long plan read whole" || bad "long plan truncated: $(head -2 "$tmp/out")"
+expect_ok "sim with migration" -- sim --net vgg-small --plan 'ckpt-sqrt+gist+migrate:optim:grads'
+grep -q "+gist +migrate:grads:optim" "$tmp/out" && grep -q "n/a" "$tmp/out" && ok "migration resolved; closed form n/a" || bad "migration output"
 expect_fail "modifier on a plan keeping nothing it encodes" "+gist encodes nothing here" -- sim --net resnet-small --plan overl:3+gist -o "$o"
 no_file "$o" "modifier encoding nothing"
 printf 'nets = resnet-small\nplans = layer, overl:3+gist\n' >"$tmp/enc.spec"
