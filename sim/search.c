@@ -448,22 +448,25 @@ static int by_peak_down(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-/* Migration where it could make a faster plan fit: for each migration (cheapest first; when a plan
- * already fits, only the gradients' release, which moves nothing), the candidates so far that do
- * not fit, are not known to be slower than the best that does, carry no migration yet and could
- * fit with it (peak minus what it can take off), most keeping first (they recompute least); at
- * most MIGRATE_TRIES each, until MIGRATE_FITS fit. A migration that found a fit ends the pass. */
+/* Migration where it could make a faster plan fit: for each migration (when a plan already fits,
+ * only the gradients' release, which moves nothing: the others' moves cost time a fitting plan
+ * need not spend), the candidates so far that do not fit, are not known to be slower than the
+ * best that does, carry no migration yet and could fit with it (peak minus what it can take off),
+ * most keeping first (they recompute least); at most MIGRATE_TRIES each, until MIGRATE_FITS fit.
+ * Every migration is tried when nothing fits without one: which is faster, moving more or
+ * recomputing more, depends on the link (on a CPU, moves are copies within one memory). */
 static void eval_migrations(search_ctx *c)
 {
     const search_req *r = c->r;
     int n = c->out->n_pts;
     int *idx = err_calloc((size_t)n + 1, sizeof(int));
     char text[PLAN_TEXT_LEN];
+    bool fitted = c->out->best >= 0;
     for (int m = 0; m < (int)(sizeof migrations / sizeof *migrations); m++) {
-        if (m > 0 && c->out->best >= 0) break;
+        if (m > 0 && fitted) break;
         int64_t savable = migrate_savable(r, m), k = 0;
         const search_point *pts = c->out->pts;
-        double best_us = c->out->best >= 0 ? pts[c->out->best].time_us : INFINITY;
+        double best_us = fitted ? pts[c->out->best].time_us : INFINITY;
         for (int i = 0; i < n; i++)
             if (pts[i].peak > r->budget && pts[i].peak - savable <= r->budget && !strstr(pts[i].text, "+migrate") &&
                 !(pts[i].time_us >= best_us))
