@@ -9,7 +9,7 @@
 #include "io/h5.h"
 
 static const char usage[] =
-    "usage: lrcnn export FILE.h5 [-o DIR]\n"
+    "usage: lrcnn export FILE.h5 [-o DIR [--force]]\n"
     "\n"
     "Writes the tables of an lrcnn result file (results/SCHEMA.md) as tab-separated text:\n"
     "  runs.tsv              one row per run: configuration, predicted peak bytes (replay and\n"
@@ -19,11 +19,13 @@ static const char usage[] =
     "\n"
     "  -o, --out DIR         write the tables into DIR (created if missing) instead of writing\n"
     "                        runs.tsv to stdout\n"
+    "  --force               replace tables that exist in DIR (else: exit 2, nothing written)\n"
     "  -h, --help            this text\n";
 
 int cli_export(int argc, char **argv)
 {
     const char *file = NULL, *out = NULL;
+    bool force = false;
     err e = {{0}};
 
     for (int i = 1; i < argc; i++) {
@@ -31,6 +33,10 @@ int cli_export(int argc, char **argv)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(usage, stdout);
             return CLI_OK;
+        }
+        if (!strcmp(a, "--force")) {
+            force = true;
+            continue;
         }
         int o = !strcmp(a, "-o") ? cli_opt(argc, argv, &i, "-o", &v) : cli_opt(argc, argv, &i, "--out", &v);
         if (o < 0 || (o > 0 && !*v)) return cli_fail("export", "%s needs a directory", a);
@@ -46,6 +52,7 @@ int cli_export(int argc, char **argv)
         }
     }
     if (!file) return cli_fail("export", "no result file given (usage: lrcnn export FILE.h5 [-o DIR])");
-    if (h5_export(file, out, out ? stdout : stderr, &e) < 0) return cli_fail("export", "%s", e.msg);
+    if (force && !out) return cli_fail("export", "--force applies with -o DIR");
+    if (h5_export(file, out, force, out ? stdout : stderr, &e) < 0) return cli_fail("export", "%s", e.msg);
     return CLI_OK;
 }

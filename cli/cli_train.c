@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "io/outfile.h"
 #include "io/data.h"
 #include "engine/run.h"
 #include "io/h5.h"
@@ -127,7 +128,7 @@ int cli_train_run(const cli_train_job *j, h5_file *f, err *e)
     cli_warn_plan(&p, n);
     plan_describe(&p, n, resolved, sizeof resolved);
     const sim_device *dev = j->dev ? j->dev : &sim_device_cpu;
-    if (sim_run(n, &p, &cfg, dev, &pred, NULL, e) || cli_check_host(&pred, j->host_budget, text, e)) {
+    if (sim_run(n, &p, &cfg, dev, &pred, NULL, e) || cli_check_host(&pred, j->host_budget, j->ops == &ops_cpu, text, e)) {
         rc = CLI_USAGE;
         goto done_plan;
     }
@@ -200,13 +201,12 @@ int cli_train(int argc, char **argv)
         if (got <= 0) return cli_unknown("train", argc, argv, i, got);
     }
     if (!o.net) return cli_fail("train", "--net is required (e.g. --net vgg-small)");
-    const char *outs[2] = {o.out, dump};
+    err e;
+    const char *outs[2] = {o.out, dump}; /* both writable before anything runs */
     for (int k = 0; k < 2; k++)
-        if (outs[k] && !o.force && access(outs[k], F_OK) == 0)
-            return cli_fail("train", "%s exists; use --force to overwrite", outs[k]);
+        if (outs[k] && outfile_check(outs[k], o.force, &e)) return cli_fail("train", "%s", e.msg);
     if (o.out && dump && !strcmp(o.out, dump)) return cli_fail("train", "-o and --dump name the same file");
 
-    err e;
     const ops_table *ops = ops_find(backend, &e);
     if (!ops) return cli_fail("train", "--backend %s: %s", backend, e.msg);
     cli_train_job j = {.plan = o.plan, .bn = o.bn, .cfg = {.batch = o.batch, .optimizer = o.optimizer}, .ops = ops, .lr = lr,

@@ -6,16 +6,19 @@
  * build. Numbers round-trip: int64 as %lld, float64 as %.17g. Strings have tabs and newlines
  * replaced by spaces (they are names and plan texts; nothing is lost in practice).
  *
- * Every table is written to "<name>.tmp"; the .tmp files are renamed only when all are complete,
- * and removed on any failure, so a failed export leaves no new table behind. Without a directory
+ * Every table is written into a temporary of its own (io/outfile.h); all move to their names only
+ * when all are complete, and are removed on any failure, so a failed export leaves no new table
+ * behind (nor the directory, when it made it); an existing table is replaced only with --force. Without a directory
  * the runs table is built in memory and goes to stdout only once complete, for the same reason.
  * Not done here: the layers table and the per-category maxima (read them with h5py). */
 #include "io/h5.h"
+#include "io/outfile.h"
 
 #include <errno.h>
 #include <hdf5.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* --- typed reads -------------------------------------------------------------------------------- */
 
@@ -138,6 +141,9 @@ static int open_vec(hid_t loc, const char *where, const char *name, rd_kind k, h
                 (unsigned long long)want);
         goto cleanup;
     }
+    char at[512];
+    snprintf(at, sizeof at, "%s/%s", where, name);
+    if (h5_check_extent(*d, (int64_t)*n, 8, at, e)) goto cleanup; /* int64, double or a string pointer each */
     if (k == RD_STR) {
         htri_t var;
         H5_CHECK(var = H5Tis_variable_str(t));
@@ -207,31 +213,34 @@ cleanup:
 /* --- tables ------------------------------------------------------------------------------------- */
 
 typedef struct {
-    char *tmp, *final;
+    outfile out;
     char note[64]; /* for the log: "(3 runs)" */
 } table;
 
 typedef struct {
     const char *dir; /* NULL: the runs table goes to stdout, no other table */
+    bool overwrite;  /* replace tables that exist (--force) */
     table *t;
     int n;
 } tables;
 
-/* Opens "<dir>/<name>.tmp" and records it. */
+/* Opens a temporary for "<dir>/<name>" and records it. */
 static FILE *table_open(tables *ts, const char *name, err *e)
 {
     size_t dl = strlen(ts->dir), len = dl + strlen(name) + 8;
     const char *sep = dl && ts->dir[dl - 1] == '/' ? "" : "/";
-    table *t;
+    char *path = err_calloc(len, 1);
+    snprintf(path, len, "%s%s%s", ts->dir, sep, name);
+    outfile o;
+    int fd;
+    int rc = outfile_open(&o, path, ts->overwrite, &fd, e);
+    free(path);
+    if (rc) return NULL;
     ts->t = err_realloc(ts->t, (size_t)(ts->n + 1) * sizeof *ts->t);
-    t = &ts->t[ts->n++];
-    t->final = err_calloc(len, 1);
-    t->tmp = err_calloc(len, 1);
-    t->note[0] = '\0';
-    snprintf(t->final, len, "%s%s%s", ts->dir, sep, name);
-    snprintf(t->tmp, len, "%s.tmp", t->final);
-    FILE *fp = fopen(t->tmp, "w");
-    if (!fp) err_set(e, "cannot write %s: %s", t->tmp, strerror(errno));
+    table *t = &ts->t[ts->n++];
+    t->out = o, t->note[0] = '\0';
+    FILE *fp = fdopen(fd, "w");
+    if (!fp) err_set(e, "cannot write %s: %s", o.tmp, strerror(errno)), close(fd);
     return fp;
 }
 
@@ -266,7 +275,7 @@ static int write_timeline(tables *ts, hid_t g, const char *where, const char *ru
     fprintf(fp, "step\tbytes\n");
     for (hsize_t i = 0; i < n; i++) fprintf(fp, "%llu\t%lld\n", (unsigned long long)i, (long long)v[i]);
     snprintf(ts->t[ts->n - 1].note, sizeof ts->t[0].note, "(%llu steps)", (unsigned long long)n);
-    rc = table_close(fp, ts->t[ts->n - 1].tmp, e);
+    rc = table_close(fp, ts->t[ts->n - 1].out.tmp, e);
 cleanup:
     free(v);
     return rc;
@@ -334,7 +343,7 @@ cleanup:
     return rc;
 }
 
-static int make_dir(const char *dir, err *e)
+static int make_dir(const char *dir, bool *made, err *e)
 {
     struct stat st;
     if (stat(dir, &st) == 0) {
@@ -342,6 +351,7 @@ static int make_dir(const char *dir, err *e)
         return 0;
     }
     if (mkdir(dir, 0777) != 0) return err_set(e, "cannot create directory %s: %s", dir, strerror(errno));
+    *made = true;
     return 0;
 }
 
@@ -374,7 +384,7 @@ cleanup:
     return -1;
 }
 
-int h5_export(const char *path, const char *out_dir, FILE *log, err *e)
+int h5_export(const char *path, const char *out_dir, bool overwrite, FILE *log, err *e)
 {
     int rc = -1, ncat = 0;
     hid_t f = H5I_INVALID_HID, runs = H5I_INVALID_HID;
@@ -382,7 +392,8 @@ int h5_export(const char *path, const char *out_dir, FILE *log, err *e)
     FILE *fp = NULL;
     char *mem = NULL; /* the runs table when it goes to stdout */
     size_t mem_len = 0;
-    tables ts = {out_dir, NULL, 0};
+    tables ts = {out_dir, overwrite, NULL, 0};
+    bool made_dir = false;
     H5G_info_t info;
 
     if (h5_open_result(path, &f, e)) return -1;
@@ -391,7 +402,7 @@ int h5_export(const char *path, const char *out_dir, FILE *log, err *e)
     H5_CHECK(H5Gget_info(runs, &info));
 
     if (out_dir) {
-        H5_TRY(make_dir(out_dir, e));
+        H5_TRY(make_dir(out_dir, &made_dir, e));
         if (!(fp = table_open(&ts, "runs.tsv", e))) goto cleanup;
     } else if (!(fp = open_memstream(&mem, &mem_len))) {
         err_set(e, "open_memstream: %s", strerror(errno));
@@ -417,7 +428,7 @@ int h5_export(const char *path, const char *out_dir, FILE *log, err *e)
     {
         FILE *done = fp;
         fp = NULL;
-        H5_TRY(table_close(done, out_dir ? ts.t[0].tmp : "the runs table", e));
+        H5_TRY(table_close(done, out_dir ? ts.t[0].out.tmp : "the runs table", e));
     }
     if (out_dir) {
         snprintf(ts.t[0].note, sizeof ts.t[0].note, "(%llu runs)", (unsigned long long)info.nlinks);
@@ -427,22 +438,19 @@ int h5_export(const char *path, const char *out_dir, FILE *log, err *e)
     }
 
     for (int i = 0; i < ts.n; i++) {
-        if (rename(ts.t[i].tmp, ts.t[i].final) != 0) {
-            err_set(e, "cannot rename %s to %s: %s", ts.t[i].tmp, ts.t[i].final, strerror(errno));
-            goto cleanup;
-        }
-        if (log) fprintf(log, "wrote %s %s\n", ts.t[i].final, ts.t[i].note);
+        char *final = err_strdup(ts.t[i].out.path);
+        int bad = outfile_commit(&ts.t[i].out, e);
+        if (!bad && log) fprintf(log, "wrote %s %s\n", final, ts.t[i].note);
+        free(final);
+        if (bad) goto cleanup;
     }
     if (!out_dir && log) fprintf(log, "wrote the runs table to stdout (%llu runs)\n", (unsigned long long)info.nlinks);
     rc = 0;
 cleanup:
     if (fp) fclose(fp);
     free(mem);
-    for (int i = 0; i < ts.n; i++) {
-        if (rc < 0) remove(ts.t[i].tmp);
-        free(ts.t[i].tmp);
-        free(ts.t[i].final);
-    }
+    for (int i = 0; i < ts.n; i++) outfile_abort(&ts.t[i].out); /* nothing once committed */
+    if (rc < 0 && made_dir) rmdir(out_dir);                      /* only when empty */
     free(ts.t);
     for (int c = 0; c < ncat; c++) free(cats[c]);
     free(cats);

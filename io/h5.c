@@ -8,10 +8,12 @@
  * Byte order is little-endian in the file whatever the host.
  *
  * Every HDF5 call goes through H5_CHECK; HDF5's own printing of its error stack is switched off,
- * so a failure is reported once, in the err, with HDF5's message. The file is written as
- * "<path>.tmp" and renamed by h5_close; h5_abort and every failure of h5_create remove the .tmp.
+ * so a failure is reported once, in the err, with HDF5's message. The file is written into a
+ * temporary of its own (io/outfile.h) and moved to its name by h5_close, never over a file that
+ * exists without --force; h5_abort and every failure of h5_create remove the temporary.
  * Not done here: reading the file back (export.c). */
 #include "io/h5.h"
+#include "io/outfile.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -22,8 +24,9 @@
 #include <unistd.h>
 
 struct h5_file {
-    hid_t file, runs;  /* the .tmp file and its group "runs" */
-    char *path, *tmp;
+    hid_t file, runs;  /* the temporary file and its group "runs" */
+    outfile out;
+    const char *path;  /* out.path, for messages */
     int n_runs;        /* the next run is "runs/%05d" */
 };
 
@@ -206,25 +209,6 @@ cleanup:
     return rc;
 }
 
-/* The directory that will hold path must exist and be writable: say so before HDF5 does. */
-static int check_dir(const char *path, err *e)
-{
-    char *dir = err_strdup(path);
-    char *slash = strrchr(dir, '/');
-    if (!slash) snprintf(dir, strlen(dir) + 1, ".");
-    else if (slash == dir) slash[1] = '\0';
-    else *slash = '\0';
-    struct stat st;
-    int rc = 0;
-    if (stat(dir, &st) != 0)
-        rc = err_set(e, "cannot write %s: directory %s: %s", path, dir, strerror(errno));
-    else if (!S_ISDIR(st.st_mode))
-        rc = err_set(e, "cannot write %s: %s is not a directory", path, dir);
-    else if (access(dir, W_OK | X_OK) != 0)
-        rc = err_set(e, "cannot write %s: directory %s is not writable", path, dir);
-    free(dir);
-    return rc;
-}
 
 void h5_set_command(int argc, char **argv)
 {
@@ -253,27 +237,19 @@ int h5_create(h5_file **out, const char *path, bool overwrite, err *e)
 {
     h5_file *f = NULL;
     hid_t fapl = H5I_INVALID_HID;
-    struct stat st;
+    outfile o;
 
     *out = NULL;
-    if (!path || !*path) return err_set(e, "empty result file name");
-    if (stat(path, &st) == 0) {
-        if (S_ISDIR(st.st_mode)) return err_set(e, "%s is a directory", path);
-        if (!overwrite) return err_set(e, "%s exists; use --force to overwrite", path);
-    }
-    if (check_dir(path, e) < 0) return -1;
-
+    if (outfile_open(&o, path, overwrite, NULL, e)) return -1;
     h5_quiet();
     f = err_calloc(1, sizeof *f);
     f->file = f->runs = H5I_INVALID_HID;
-    f->path = err_strdup(path);
-    f->tmp = err_calloc(strlen(path) + 5, 1);
-    sprintf(f->tmp, "%s.tmp", path);
+    f->out = o, f->path = o.path;
 
     /* Strong close: H5Fclose closes whatever is still open, so h5_abort always releases the file. */
     H5_CHECK(fapl = H5Pcreate(H5P_FILE_ACCESS));
     H5_CHECK(H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG));
-    H5_CHECK(f->file = H5Fcreate(f->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl));
+    H5_CHECK(f->file = H5Fcreate(f->out.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)); /* ours, just made */
     H5_CHECK(f->runs = H5Gcreate2(f->file, "runs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     H5_TRY(write_root(f, e));
     H5Pclose(fapl);
@@ -281,7 +257,7 @@ int h5_create(h5_file **out, const char *path, bool overwrite, err *e)
     return 0;
 cleanup:
     if (fapl >= 0) H5Pclose(fapl);
-    err_wrap(e, "%s", f->tmp);
+    err_wrap(e, "%s", f->out.tmp);
     h5_abort(f);
     return -1;
 }
@@ -344,6 +320,23 @@ static const char *field_type_name(char t)
     return t == 's' ? "variable-length string" : t == 'd' ? "float" : "integer";
 }
 
+int h5_check_extent(hid_t d, int64_t n, size_t mem_size, const char *where, err *e)
+{
+    hid_t t = H5Dget_type(d), pl = H5Dget_create_plist(d);
+    size_t file_size = t >= 0 ? H5Tget_size(t) : 0;
+    int filters = pl >= 0 ? H5Pget_nfilters(pl) : 0;
+    hsize_t stored = H5Dget_storage_size(d);
+    if (t >= 0) H5Tclose(t);
+    if (pl >= 0) H5Pclose(pl);
+    if (n < 0 || (double)n * (double)mem_size > (double)H5_MAX_READ)
+        return err_set(e, "%s: declares %lld elements, more than is read here (at most %lld bytes)", where, (long long)n,
+                       (long long)H5_MAX_READ);
+    if (!filters && (double)n * (double)file_size > (double)stored)
+        return err_set(e, "%s: declares %lld elements of %zu bytes but stores %llu bytes", where, (long long)n, file_size,
+                       (unsigned long long)stored);
+    return 0;
+}
+
 int h5_read_table(hid_t d, const char *where, const h5_field *fields, int nf, size_t size, void **rows, hsize_t *count,
                   err *e)
 {
@@ -383,6 +376,7 @@ int h5_read_table(hid_t d, const char *where, const h5_field *fields, int nf, si
         hid_t t = c == 's' ? str : c == 'i' ? H5T_NATIVE_INT32 : c == 'd' ? H5T_NATIVE_DOUBLE : H5T_NATIVE_INT64;
         H5_CHECK(H5Tinsert(mt, fields[i].name, fields[i].off, t));
     }
+    if (h5_check_extent(d, n, size, where, e)) goto cleanup;
     *rows = err_calloc((size_t)n + 1, size);
     H5_CHECK(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, *rows));
     *count = (hsize_t)n;
@@ -609,12 +603,7 @@ int h5_close(h5_file *f, err *e)
     H5_CHECK(H5Gclose(runs));
     H5_CHECK(H5Fclose(f->file));
     f->file = H5I_INVALID_HID;
-    if (rename(f->tmp, f->path) != 0) {
-        err_set(e, "cannot rename %s to %s: %s", f->tmp, f->path, strerror(errno));
-        goto cleanup;
-    }
-    free(f->tmp);
-    free(f->path);
+    if (outfile_commit(&f->out, e)) goto cleanup;
     free(f);
     return 0;
 cleanup:
@@ -627,8 +616,6 @@ void h5_abort(h5_file *f)
     if (!f) return;
     if (f->runs >= 0) H5Gclose(f->runs);
     if (f->file >= 0) H5Fclose(f->file);
-    remove(f->tmp);
-    free(f->tmp);
-    free(f->path);
+    outfile_abort(&f->out);
     free(f);
 }

@@ -1,6 +1,6 @@
-/* h5: the result file (schema in results/SCHEMA.md). One file per experiment, written to
- * "<path>.tmp" and renamed on h5_close, so a crash never leaves a half file; an existing file is
- * never overwritten unless the caller says so. All library calls go through H5_CHECK, which names
+/* h5: the result file (schema in results/SCHEMA.md). One file per experiment, written to a
+ * temporary of its own and moved to its name on h5_close (io/outfile.h), so a crash never leaves a
+ * half file; an existing file is never overwritten unless the caller says so. All library calls go through H5_CHECK, which names
  * the call and the place. */
 #ifndef LRCNN_H5_H
 #define LRCNN_H5_H
@@ -76,6 +76,13 @@ int h5_write_table(hid_t loc, const char *name, const void *rows, size_t size, h
                    err *e);
 int h5_read_table(hid_t d, const char *where, const h5_field *fields, int nf, size_t size, void **rows, hsize_t *count,
                   err *e);
+
+/* Most bytes any dataset is read into (16 GiB). */
+#define H5_MAX_READ (1LL << 34)
+/* Whether dataset d (n elements, mem_size bytes each once read) is one to read: -1 with "where:
+ * declares ..." in e when it would take more than H5_MAX_READ, or when it is unfiltered and stores
+ * fewer bytes than its elements need (a header declaring 2^40 of them), decided before allocating. */
+int h5_check_extent(hid_t d, int64_t n, size_t mem_size, const char *where, err *e);
 void h5_table_free(void *rows, hsize_t n, size_t size, const h5_field *fields, int nf);
 
 /* Closes and renames into place. */
@@ -97,9 +104,10 @@ int h5_read_attr_str(hid_t loc, const char *where, const char *name, char **out,
 /* Writes one TSV per table to out_dir (or stdout when out_dir is NULL: the runs table only):
  * runs.tsv (one row per run: config, both predictions by category, flops, time) and
  * timeline_NNNNN.tsv (step, bytes). Fails on a file that is not an lrcnn result. out_dir is
- * created if missing (not its parents); every table goes to "<name>.tmp" first and all are
- * renamed only once all are written. log (or NULL) gets one line per table written. */
-int h5_export(const char *path, const char *out_dir, FILE *log, err *e);
+ * created if missing (not its parents; removed again if the export fails); every table goes to a
+ * temporary of its own first (io/outfile.h) and all move to their names only once all are
+ * written, never over an existing table without overwrite. log (or NULL) gets one line per table. */
+int h5_export(const char *path, const char *out_dir, bool overwrite, FILE *log, err *e);
 
 /* For h5.c and export.c: H5_CHECK(call) treats a negative result as failure, sets the err `e` in
  * scope to "<statement> failed in <function> at <file>:<line>: <HDF5's message>" and jumps to the

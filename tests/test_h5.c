@@ -4,15 +4,20 @@
  *
  * Writes two runs (one with a timeline and a layers table, one without, with extreme int64 values
  * and doubles that print with 17 digits) to a file in a fresh temporary directory and checks: the
- * .tmp is renamed away; an existing file is refused without overwrite ("exists") and left intact
- * by an aborted overwrite; runs.tsv and timeline_00000.tsv give back every number exactly; export
+ * temporary is moved away; an existing file is refused without overwrite ("exists") and left intact
+ * by an aborted overwrite; a file or symlink left at "<file>.tmp" is never written through; a file
+ * created at the name while the run writes is not replaced (no-clobber), nor is a concurrent run's
+ * result, and neither run removes the other's temporary; export refuses to replace a table without
+ * overwrite and removes a directory it made for a failed export; runs.tsv and timeline_00000.tsv give back every number exactly; export
  * refuses a missing file, a non-HDF5 file, an HDF5 file without schema_version and a file with a
  * wrongly typed attribute, naming the problem. With KEEP.h5 the file is also written there, for
  * tests/check_schema.py. Exit status: 0 when every check passes, 1 otherwise. */
 #include "io/h5.h"
 
+#include <glob.h>
 #include <hdf5.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -242,10 +247,38 @@ static void write_foreign(const char *path, bool versioned)
     H5Fclose(f);
 }
 
+/* Temporaries of path ("<path>.XXXXXX.tmp", io/outfile.h) that exist. */
+static int temps(const char *path)
+{
+    char pat[512];
+    snprintf(pat, sizeof pat, "%s.*.tmp", path);
+    glob_t g;
+    int n = glob(pat, 0, NULL, &g) == 0 ? (int)g.gl_pathc : 0;
+    globfree(&g);
+    return n;
+}
+
+static void put(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    if (fp) fputs(text, fp), fclose(fp);
+}
+
+static bool holds(const char *path, const char *text)
+{
+    char got[64] = "";
+    FILE *fp = fopen(path, "r");
+    if (!fp) return false;
+    size_t n = fread(got, 1, sizeof got - 1, fp);
+    fclose(fp);
+    got[n] = 0;
+    return !strcmp(got, text);
+}
+
 static void expect_export_fails(const char *path, const char *dir, const char *needle)
 {
     err e = {{0}};
-    int rc = h5_export(path, dir, NULL, &e);
+    int rc = h5_export(path, dir, true, NULL, &e);
     EXPECT(rc < 0 && strstr(e.msg, needle), "export %s: rc %d, message '%s', want it to contain '%s'", path, rc,
            e.msg, needle);
     if (rc < 0) printf("  refused as expected: %s\n", e.msg);
@@ -269,14 +302,38 @@ int main(int argc, char **argv)
     fake_runs();
     h5_set_command(5, cmd);
 
-    /* Writing: the .tmp while open, the file after close. */
+    /* Writing: a temporary while open, the file after close; a file and a symlink left at the old
+     * temporary name (a killed run's, or planted) are never written through. */
+    char victim[320];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    put(victim, "precious");
+    EXPECT(symlink(victim, tmp) == 0, "symlink %s", tmp);
     h5_file *f = NULL;
     EXPECT(h5_create(&f, path, false, &e) == 0, "h5_create: %s", e.msg);
-    EXPECT(exists(tmp) && !exists(path), "while open: want only %s", tmp);
+    EXPECT(temps(path) == 1 && !exists(path), "while open: want only one temporary of %s", path);
     if (f) h5_abort(f);
-    EXPECT(!exists(tmp) && !exists(path), "h5_abort left %s", tmp);
+    EXPECT(!temps(path) && !exists(path), "h5_abort left a temporary of %s", path);
     EXPECT(write_file(path, false, &e) == 0, "write: %s", e.msg);
-    EXPECT(exists(path) && !exists(tmp), "after close: want %s and no .tmp", path);
+    EXPECT(exists(path) && !temps(path), "after close: want %s and no temporary", path);
+    EXPECT(holds(victim, "precious"), "the file behind the symlink %s was written", tmp);
+    unlink(tmp);
+
+    /* No-clobber: a file created at the name while a run writes it stays; so does a concurrent
+     * run's result, and neither run removes the other's temporary. */
+    char race[320];
+    snprintf(race, sizeof race, "%s/race.h5", dir);
+    h5_file *g1 = NULL, *g2 = NULL;
+    EXPECT(h5_create(&g1, race, false, &e) == 0 && h5_create(&g2, race, false, &e) == 0, "two runs: %s", e.msg);
+    EXPECT(temps(race) == 2, "two runs: want two temporaries, got %d", temps(race));
+    if (g1) EXPECT(h5_close(g1, &e) == 0, "first run: %s", e.msg);
+    if (g2) EXPECT(h5_close(g2, &e) < 0 && strstr(e.msg, "appeared"), "second run replaced the first's: '%s'", e.msg);
+    printf("  refused as expected: %s\n", e.msg);
+    EXPECT(exists(race) && !temps(race), "after both: want %s and no temporary", race);
+    unlink(race);
+    EXPECT(h5_create(&g1, race, false, &e) == 0, "h5_create: %s", e.msg);
+    put(race, "someone else's");
+    if (g1) EXPECT(h5_close(g1, &e) < 0 && strstr(e.msg, "appeared"), "a file made meanwhile was replaced: '%s'", e.msg);
+    EXPECT(holds(race, "someone else's") && !temps(race), "the file made meanwhile changed, or a temporary was left");
 
     /* An existing file: refused, and an aborted overwrite leaves it alone. */
     f = NULL;
@@ -288,21 +345,24 @@ int main(int argc, char **argv)
         EXPECT(h5_set_root_attr(f, "spec", "b", &e) < 0 && strstr(e.msg, "already set"), "spec twice: '%s'", e.msg);
         h5_abort(f);
     }
-    EXPECT(exists(path) && !exists(tmp), "aborted overwrite: want %s intact and no .tmp", path);
+    EXPECT(exists(path) && !temps(path), "aborted overwrite: want %s intact and no temporary", path);
     snprintf(buf, sizeof buf, "%s/no/such/dir/r.h5", dir);
     EXPECT(h5_create(&f, buf, false, &e) < 0 && strstr(e.msg, "directory"), "missing directory: '%s'", e.msg);
     printf("  refused as expected: %s\n", e.msg);
 
     /* Export: every number back exactly. */
-    EXPECT(h5_export(path, out, stdout, &e) == 0, "export: %s", e.msg);
+    EXPECT(h5_export(path, out, false, stdout, &e) == 0, "export: %s", e.msg);
     snprintf(buf, sizeof buf, "%s/runs.tsv", out);
     check_runs_tsv(buf);
     snprintf(buf, sizeof buf, "%s/timeline_00000.tsv", out);
     check_timeline_tsv(buf);
     snprintf(buf, sizeof buf, "%s/timeline_00001.tsv", out);
     EXPECT(!exists(buf), "%s written for a run without a timeline", buf);
-    snprintf(buf, sizeof buf, "%s/runs.tsv.tmp", out);
-    EXPECT(!exists(buf), "%s left behind", buf);
+    snprintf(buf, sizeof buf, "%s/runs.tsv", out);
+    EXPECT(!temps(buf), "a temporary of %s left behind", buf);
+    EXPECT(h5_export(path, out, false, NULL, &e) < 0 && strstr(e.msg, "exists"), "export over runs.tsv: '%s'", e.msg);
+    printf("  refused as expected: %s\n", e.msg);
+    check_runs_tsv(buf);
 
     /* Files that are not lrcnn results. */
     snprintf(buf, sizeof buf, "%s/missing.h5", dir);
@@ -320,8 +380,13 @@ int main(int argc, char **argv)
     snprintf(buf, sizeof buf, "%s/typed.h5", dir);
     write_foreign(buf, true);
     expect_export_fails(buf, out, "/runs/00000: attribute net is not a string scalar");
-    snprintf(buf, sizeof buf, "%s/runs.tsv.tmp", out);
-    EXPECT(!exists(buf), "failed export left %s", buf);
+    snprintf(buf, sizeof buf, "%s/runs.tsv", out);
+    EXPECT(!temps(buf), "failed export left a temporary of %s", buf);
+    char fresh[320];
+    snprintf(fresh, sizeof fresh, "%s/fresh", dir);
+    snprintf(buf, sizeof buf, "%s/typed.h5", dir);
+    expect_export_fails(buf, fresh, "not a string scalar");
+    EXPECT(!exists(fresh), "a failed export left the directory %s it made", fresh);
 
     if (argc > 1) EXPECT(write_file(argv[1], true, &e) == 0, "write %s: %s", argv[1], e.msg);
 
