@@ -195,12 +195,19 @@ int cli_unknown(const char *cmd, int argc, char **argv, int i, int got)
     return cli_fail(cmd, "unknown argument '%s' (see lrcnn %s --help)", argv[i], cmd);
 }
 
-int cli_check_host(const sim_result *r, int64_t budget, const char *plan_text, err *e)
+int cli_check_host(const sim_result *r, int64_t budget, bool ram_device, const char *plan_text, err *e)
 {
-    if (budget < 0 || r->replay.max[MEM_HOST] <= budget) return 0;
     char a[32], b[32];
-    return err_set(e, "plan '%s' offloads %s to host memory but --host-budget is %s", plan_text,
-                   units_fmt_bytes(r->replay.max[MEM_HOST], a, sizeof a), units_fmt_bytes(budget, b, sizeof b));
+    if (budget >= 0 && r->replay.max[MEM_HOST] > budget)
+        return err_set(e, "plan '%s' offloads %s to host memory but --host-budget is %s", plan_text,
+                       units_fmt_bytes(r->replay.max[MEM_HOST], a, sizeof a), units_fmt_bytes(budget, b, sizeof b));
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return 0; /* unknown: the allocator's own refusal remains */
+    int64_t ram = (int64_t)pages * page, need = r->replay.max[MEM_HOST] + (ram_device ? r->replay.peak : 0);
+    if (need <= ram) return 0;
+    return err_set(e, "plan '%s' needs %s of this machine's memory (%s) but it has %s", plan_text,
+                   units_fmt_bytes(need, a, sizeof a), ram_device ? "its device peak plus host bytes" : "host bytes",
+                   units_fmt_bytes(ram, b, sizeof b));
 }
 
 void cli_warn_plan(const plan *p, const net *n)
@@ -302,10 +309,16 @@ static int search(cli_probe *pr, bool by_image, int cap)
     }
     if (!last_ok) {
         if (!by_image || first_bad > cap) return 0;
-        /* inputs below the first fitting power of two were invalid; scan the gap coarsely */
-        for (int y = first_bad / 2 + 1; y < first_bad; y++)
-            if (fits(pr, y, pr->batch) == 1) { last_ok = y; break; }
-        if (!last_ok) return 0;
+        /* inputs below first_bad were invalid (too few rows for the bands): bisect for the first
+         * valid one in the gap (validity is monotone in the input size), the only one that can fit */
+        int lo = first_bad / 2, hi = first_bad; /* lo invalid (or 0), hi valid */
+        while (hi - lo > 1) {
+            int mid = lo + (hi - lo) / 2;
+            if (fits(pr, mid, pr->batch) < 0) lo = mid;
+            else hi = mid;
+        }
+        if (hi == first_bad || fits(pr, hi, pr->batch) != 1) return 0;
+        last_ok = hi;
     }
     int lo = last_ok, hi = first_bad; /* lo fits, hi does not */
     while (hi - lo > 1) {

@@ -60,6 +60,17 @@ void data_batch(const data *d, int iter, int n, float *images, int64_t *labels)
     }
 }
 
+/* The most pixels an image file may declare (16384 x 16384): decided from its header, before
+ * anything is allocated for it. */
+#define DATA_MAX_PIXELS (1LL << 28)
+
+static int check_pixels(const char *path, int64_t w, int64_t h, err *e)
+{
+    if (w * h <= DATA_MAX_PIXELS) return 0;
+    return err_set(e, "%s: a %lldx%lld image is larger than images are read here (at most 2^28 pixels)", path, (long long)w,
+                   (long long)h);
+}
+
 /* Reads an 8-bit RGB image into *rgb (h x w x 3). */
 static int read_image(const char *path, unsigned char **rgb, int *h, int *w, err *e)
 {
@@ -74,7 +85,17 @@ static int read_image(const char *path, unsigned char **rgb, int *h, int *w, err
             fclose(f);
             return err_set(e, "%s: not a binary 8-bit PPM (P6, maxval 255)", path);
         }
+        long at = ftell(f);
+        fseek(f, 0, SEEK_END);
+        long end = ftell(f);
+        fseek(f, at, SEEK_SET);
         size_t size = (size_t)*w * (size_t)*h * 3;
+        if (check_pixels(path, *w, *h, e)) return fclose(f), -1;
+        if (at < 0 || end < at || size > (size_t)(end - at)) { /* before allocating what the header declares */
+            fclose(f);
+            return err_set(e, "%s: truncated PPM (%dx%d declares %zu bytes of pixels; the file holds %ld)", path, *w, *h, size,
+                           end - at);
+        }
         *rgb = err_calloc(size, 1);
         got = fread(*rgb, 1, size, f);
         fclose(f);
@@ -91,6 +112,7 @@ static int read_image(const char *path, unsigned char **rgb, int *h, int *w, err
     img.version = PNG_IMAGE_VERSION;
     if (!png_image_begin_read_from_file(&img, path)) return err_set(e, "%s: unreadable PNG (%s)", path, img.message);
     img.format = PNG_FORMAT_RGB;
+    if (check_pixels(path, img.width, img.height, e)) return png_image_free(&img), -1;
     *h = (int)img.height, *w = (int)img.width;
     *rgb = err_calloc(PNG_IMAGE_SIZE(img), 1);
     if (!png_image_finish_read(&img, NULL, *rgb, 0, NULL)) {

@@ -109,6 +109,7 @@ static int names_list(char (*out)[64], int *n, const char *where, char *val, err
     char *save = NULL;
     for (char *x = strtok_r(val, ",", &save); x; x = strtok_r(NULL, ",", &save)) {
         if (*n == SPEC_MAX) return err_set(e, "%s: too many nets", where);
+        if (!*trim(x)) return err_set(e, "%s: nets: an empty name in the list", where);
         snprintf(out[(*n)++], sizeof out[0], "%s", trim(x));
     }
     if (!*n) return err_set(e, "%s: nets: empty list", where);
@@ -256,6 +257,9 @@ int spec_load(spec *s, const char *path, err *e)
     s->plans_line = ps->line[K_PLANS];
     if (!rc && plan_list_expand(ps->plans, &s->plans, &s->n_plans, e))
         rc = err_wrap(e, "%s:%d: plans", path, ps->line[K_PLANS]);
+    if (!rc && spec_runs(s) > SPEC_MAX_RUNS)
+        rc = err_set(e, "%s: %lld runs (nets x images x batches x optimizers x plans%s), more than %d: split the spec", path,
+                     spec_runs(s), s->search[0] ? " x budgets" : "", SPEC_MAX_RUNS);
     /* the engine runs' iteration counts default to their commands' (lrcnn validate, lrcnn train) */
     if (!rc && !ps->line[K_MEASURE]) s->measure = s->run == SPEC_VALIDATE ? SPEC_VALIDATE_ITERS : s->run == SPEC_TRAIN ? SPEC_TRAIN_ITERS : 0;
     if (!rc && !s->name[0]) {
@@ -274,15 +278,15 @@ void spec_free(spec *s)
     s->n_plans = 0;
 }
 
-long spec_runs(const spec *s)
+long long spec_runs(const spec *s)
 {
-    long plans = s->n_plans;
+    long long plans = s->n_plans;
     if (s->run == SPEC_VALIDATE) {
         bool has_layer = false;
         for (int p = 0; p < s->n_plans; p++) has_layer |= !strcmp(s->plans[p], "layer");
         plans += !has_layer;
     }
-    long grid = (long)s->n_nets * plans * s->n_optimizers;
+    long long grid = (long long)s->n_nets * plans * s->n_optimizers;
     if (!s->search[0]) return grid * s->n_batches * s->n_images;
     return grid * s->n_budgets * (!strcmp(s->search, "batch") ? s->n_images : s->n_batches);
 }

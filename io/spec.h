@@ -55,7 +55,9 @@ int spec_load(spec *s, const char *path, err *e);
 void spec_free(spec *s);
 /* Number of runs the spec writes (searches: one per budget instead of per batch or image;
  * validate: `layer` added to each configuration where the plans lack it). */
-long spec_runs(const spec *s);
+long long spec_runs(const spec *s);
+/* The most runs a spec may have (spec_load refuses more before anything is allocated for them). */
+#define SPEC_MAX_RUNS 1000000
 const char *spec_run_name(spec_run r);
 
 #endif

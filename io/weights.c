@@ -46,7 +46,10 @@ static int read_slice(hid_t f, const char *file, const char *path, const kind_te
     H5_CHECK(sp = H5Dget_space(d));
     hsize_t dims[8];
     int rank = H5Sget_simple_extent_ndims(sp);
-    if (rank < 0 || rank > 8) goto cleanup;
+    if (rank < 0 || rank > 8) {
+        err_set(e, "%s: %s has %d dimensions; the net needs float32 %s", file, path, rank, want);
+        goto cleanup;
+    }
     H5Sget_simple_extent_dims(sp, dims, NULL);
     dims_str(dims, rank, got, sizeof got);
     if (rank != s->rank || memcmp(dims, sdims, (size_t)rank * sizeof(hsize_t))) {

@@ -3,6 +3,7 @@
  * sizes that reach bytes are int64. */
 #include "sim/kind.h"
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,7 +39,12 @@ static int infer_window(net *n, int i, const char *where, err *e)
     if (l->h < 1 || l->w < 1)
         return err_set(e, "%s: output would be empty for a %dx%d input (kernel %d, stride %d, padding %d, dilation %d); use a "
                           "larger --image", where, x->h, x->w, win.k, win.s, win.p, win.d);
-    if (conv) {
+    if (conv) { /* sizes checked in floating point before they are counted exactly */
+        double weights = (double)x->c * l->c * win.k * win.k, macs = weights * l->h * l->w;
+        if (weights > (double)NET_MAX_PARAMS || macs > (double)NET_MAX_MACS)
+            return err_set(e, "%s: %s (%.3g) are more than 2^%d", where, weights > (double)NET_MAX_PARAMS ? "its weights" :
+                           "its multiply-accumulates per image", weights > (double)NET_MAX_PARAMS ? weights : macs,
+                           weights > (double)NET_MAX_PARAMS ? 36 : 52);
         l->params = (int64_t)x->c * l->c * win.k * win.k + (l->u.conv.bias ? l->c : 0);
         l->macs = (int64_t)x->c * win.k * win.k * l->c * l->h * l->w;
     }
@@ -75,10 +81,11 @@ static int infer_add(net *n, int i, const char *where, err *e)
 
 static int infer_fc(net *n, int i, const char *where, err *e)
 {
-    (void)where, (void)e;
     net_layer *l = &n->layers[i];
     int64_t in = net_layer_values(input_of(n, i, 0));
     l->c = l->u.fc.c_out, l->h = 1, l->w = 1;
+    if ((double)in * l->c > (double)NET_MAX_PARAMS)
+        return err_set(e, "%s: its weights (%lld inputs x %d outputs) are more than 2^36", where, (long long)in, l->c);
     l->params = in * l->c + (l->u.fc.bias ? l->c : 0);
     l->macs = in * l->c;
     return 0;
@@ -104,7 +111,9 @@ static int infer_loss(net *n, int i, const char *where, err *e)
 {
     net_layer *l = &n->layers[i];
     if (i != n->n - 1 || l->n_out) return err_set(e, "%s: the loss must be the last layer, with no consumer", where);
-    l->c = (int)net_layer_values(input_of(n, i, 0)), l->h = 1, l->w = 1;
+    int64_t classes = net_layer_values(input_of(n, i, 0));
+    if (classes > INT_MAX / 4) return err_set(e, "%s: %lld classes (its input's values per image) is more than %d", where, (long long)classes, INT_MAX / 4);
+    l->c = (int)classes, l->h = 1, l->w = 1;
     return 0;
 }
 

@@ -170,14 +170,79 @@ static int parse_line(char *s, int lineno, const char *path, net *n, raw_layer *
     return 1;
 }
 
+/* Layer names in sorted order (file indices, ties by file order), so that a net of 100,000 layers
+ * checks duplicates and resolves inputs in O(n log n) rather than comparing every pair. */
+static const raw_layer *sort_raw;
+static int by_name(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b, c = strcmp(sort_raw[x].l.name, sort_raw[y].l.name);
+    return c ? c : (x > y) - (x < y);
+}
+
+/* The file index of the layer called name, or -1 (sorted: by_name's order over raw). */
+static int find_raw(const raw_layer *raw, const int *sorted, int nraw, const char *name)
+{
+    int lo = 0, hi = nraw;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2, c = strcmp(raw[sorted[mid]].l.name, name);
+        if (!c) return sorted[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return -1;
+}
+
+/* A min-heap of file indices: Kahn's algorithm takes the earliest ready line, so file order is kept
+ * when it is a valid order. */
+typedef struct {
+    int *v, n;
+} heap_min;
+
+static void heap_push(heap_min *h, int x)
+{
+    int i = h->n++;
+    for (; i && h->v[(i - 1) / 2] > x; i = (i - 1) / 2) h->v[i] = h->v[(i - 1) / 2];
+    h->v[i] = x;
+}
+
+static int heap_pop(heap_min *h)
+{
+    int top = h->v[0], x = h->v[--h->n], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && h->v[c + 1] < h->v[c]) c++;
+        if (h->v[c] >= x) break;
+        h->v[i] = h->v[c], i = c;
+    }
+    if (h->n) h->v[i] = x;
+    return top;
+}
+
 /* Resolves input names, then sorts topologically. raw is in file order. */
 static int resolve(net *n, raw_layer *raw, int nraw, const char *path, err *e)
 {
     int *in_idx = err_calloc((size_t)nraw * NET_MAX_IN, sizeof(int));
     int *indeg = err_calloc((size_t)nraw, sizeof(int));
     int *order = err_calloc((size_t)nraw, sizeof(int));
+    int *sorted = err_calloc((size_t)nraw, sizeof(int));
+    int *start = err_calloc((size_t)nraw + 1, sizeof(int)), *users = NULL; /* consumers of each layer (CSR) */
+    heap_min ready = {err_calloc((size_t)nraw, sizeof(int)), 0};
     int rc = -1;
     int n_input = 0;
+    for (int i = 0; i < nraw; i++) sorted[i] = i;
+    sort_raw = raw;
+    qsort(sorted, (size_t)nraw, sizeof *sorted, by_name);
+    int dup = -1; /* the first line, in file order, that repeats an earlier name */
+    for (int k = 1; k < nraw; k++)
+        if (!strcmp(raw[sorted[k]].l.name, raw[sorted[k - 1]].l.name) && (dup < 0 || sorted[k] < sorted[dup])) dup = k;
+    if (dup >= 0) {
+        int first = dup - 1;
+        while (first > 0 && !strcmp(raw[sorted[first - 1]].l.name, raw[sorted[dup]].l.name)) first--;
+        err_set(e, "%s:%d: duplicate layer name '%s' (first on line %d)", path, raw[sorted[dup]].l.line, raw[sorted[dup]].l.name,
+                raw[sorted[first]].l.line);
+        goto out;
+    }
     for (int i = 0; i < nraw; i++) {
         raw_layer *r = &raw[i];
         if (r->l.kind == NET_INPUT) {
@@ -190,37 +255,39 @@ static int resolve(net *n, raw_layer *raw, int nraw, const char *path, err *e)
             snprintf(r->in_names[0], NET_NAME_LEN, "%s", raw[i - 1].l.name);
         }
         for (int j = 0; j < r->l.n_in; j++) {
-            int found = -1;
-            for (int k = 0; k < nraw; k++)
-                if (!strcmp(raw[k].l.name, r->in_names[j])) found = k;
+            int found = find_raw(raw, sorted, nraw, r->in_names[j]);
             if (found < 0) { err_set(e, "%s:%d: '%s' reads unknown layer '%s'", path, r->l.line, r->l.name, r->in_names[j]); goto out; }
             if (found == i) { err_set(e, "%s:%d: '%s' reads itself (a cycle)", path, r->l.line, r->l.name); goto out; }
             in_idx[i * NET_MAX_IN + j] = found;
             indeg[i]++;
+            start[found + 1]++;
         }
     }
     if (!n_input) { err_set(e, "%s: no input layer", path); goto out; }
+    for (int i = 0; i < nraw; i++) start[i + 1] += start[i];
+    users = err_calloc((size_t)start[nraw] + 1, sizeof(int));
+    {
+        int *next = sorted; /* reuse: the next free slot of each producer's consumers */
+        memcpy(next, start, (size_t)nraw * sizeof(int));
+        for (int i = 0; i < nraw; i++)
+            for (int j = 0; j < raw[i].l.n_in; j++) users[next[in_idx[i * NET_MAX_IN + j]]++] = i;
+    }
     /* Kahn's algorithm, always taking the earliest ready line so file order is kept when valid. */
-    bool *done = err_calloc((size_t)nraw, sizeof(bool));
+    for (int i = 0; i < nraw; i++)
+        if (!indeg[i]) heap_push(&ready, i);
     for (int pos = 0; pos < nraw; pos++) {
-        int pick = -1;
-        for (int i = 0; i < nraw && pick < 0; i++)
-            if (!done[i] && indeg[i] == 0) pick = i;
-        if (pick < 0) {
+        if (!ready.n) {
             int first = -1;
             for (int i = 0; i < nraw && first < 0; i++)
-                if (!done[i]) first = i;
+                if (indeg[i] > 0) first = i;
             err_set(e, "%s:%d: cycle through layer '%s'", path, raw[first].l.line, raw[first].l.name);
-            free(done);
             goto out;
         }
-        done[pick] = true;
+        int pick = heap_pop(&ready);
         order[pos] = pick;
-        for (int i = 0; i < nraw; i++)
-            for (int j = 0; j < raw[i].l.n_in; j++)
-                if (in_idx[i * NET_MAX_IN + j] == pick) indeg[i]--;
+        for (int k = start[pick]; k < start[pick + 1]; k++)
+            if (!--indeg[users[k]]) heap_push(&ready, users[k]);
     }
-    free(done);
     if (raw[order[0]].l.kind != NET_INPUT) {
         err_set(e, "%s:%d: '%s' does not depend on the input", path, raw[order[0]].l.line, raw[order[0]].l.name);
         goto out;
@@ -235,9 +302,7 @@ static int resolve(net *n, raw_layer *raw, int nraw, const char *path, err *e)
     }
     rc = 0;
 out:
-    free(in_idx);
-    free(indeg);
-    free(order);
+    free(in_idx), free(indeg), free(order), free(sorted), free(start), free(users), free(ready.v);
     return rc;
 }
 
@@ -262,14 +327,7 @@ int net_parse(net *n, const char *text, const char *path, err *e)
         if (nraw == cap) raw = err_realloc(raw, (size_t)(cap *= 2) * sizeof(raw_layer));
         int got = parse_line(line, lineno, path, n, &raw[nraw], e);
         if (got < 0) goto out;
-        if (got) {
-            for (int i = 0; i < nraw; i++)
-                if (!strcmp(raw[i].l.name, raw[nraw].l.name)) {
-                    err_set(e, "%s:%d: duplicate layer name '%s' (first on line %d)", path, lineno, raw[nraw].l.name, raw[i].l.line);
-                    goto out;
-                }
-            nraw++;
-        }
+        nraw += got > 0; /* duplicate names: resolve() */
         p += len + (nl ? 1 : 0);
     }
     if (!nraw) { err_set(e, "%s: no layers", path); goto out; }
@@ -338,13 +396,14 @@ void net_window_rows(net_window w, int a, int b, int *lo, int *hi)
 
 int net_window_out(net_window w, int in)
 {
-    int span = in + 2 * w.p - w.d * (w.k - 1) - 1;
-    return span < 0 ? 0 : span / w.s + 1;
+    int64_t span = (int64_t)in + 2 * (int64_t)w.p - (int64_t)w.d * (w.k - 1) - 1; /* keys go to INT_MAX / 4 */
+    return span < 0 ? 0 : (int)(span / w.s + 1);
 }
 
 int net_set_input(net *n, int h, int w, err *e)
 {
     if (h < 1 || w < 1) return err_set(e, "%s: image size %dx%d must be positive", n->path, h, w);
+    int64_t values = 0, params = 0; /* the net's so far, per image */
     for (int i = 0; i < n->n; i++) n->layers[i].n_out = 0;
     for (int i = 0; i < n->n; i++)
         for (int j = 0; j < n->layers[i].n_in; j++) n->layers[n->layers[i].in[j]].n_out++;
@@ -357,6 +416,13 @@ int net_set_input(net *n, int h, int w, err *e)
         l->rowwise = t->rowwise;
         if (l->kind == NET_INPUT) l->u.input.h = h, l->u.input.w = w;
         if (t->infer(n, i, where, e)) return -1;
+        if ((int64_t)l->c * l->h > NET_MAX_LAYER_VALUES / l->w)
+            return err_set(e, "%s: output %dx%dx%d per image is more than 2^36 values (at %dx%d input)", where, l->c, l->h, l->w, h, w);
+        values += net_layer_values(l), params += l->params;
+        if (values > NET_MAX_VALUES || params > NET_MAX_PARAMS)
+            return err_set(e, "%s: the net reaches %s per image here (at %dx%d input; at most 2^%d)", where,
+                           values > NET_MAX_VALUES ? "more than 2^40 output values" : "more than 2^36 parameters", h, w,
+                           values > NET_MAX_VALUES ? 40 : 36);
         const net_layer *x = l->n_in ? &n->layers[l->in[0]] : NULL;
         l->inplace = t->inplace && x->n_out == 1 && x->kind != NET_INPUT;
         l->inplace_by = -1;

@@ -82,7 +82,17 @@ int net_parse(net *n, const char *text, const char *path, err *e);
 int net_load_named(net *n, const char *name_or_path, err *e);
 void net_free(net *n);
 
-/* Sets the input size and re-infers every shape; -1 if some layer's output becomes empty. */
+/* The largest net sizes accepted, per image, checked as shapes are inferred (beyond them: an error,
+ * never a wrapped 64-bit count): one layer's output values, all layers' together, one layer's and
+ * all parameters, one layer's multiply-accumulates. A batch (at most 2^20) of 4-byte values of
+ * them all still fits an int64_t. */
+#define NET_MAX_LAYER_VALUES (1LL << 36)
+#define NET_MAX_VALUES (1LL << 40)
+#define NET_MAX_PARAMS (1LL << 36)
+#define NET_MAX_MACS (1LL << 52)
+
+/* Sets the input size and re-infers every shape; -1 if some layer's output becomes empty or a size
+ * passes the limits above. */
 int net_set_input(net *n, int h, int w, err *e);
 
 /* Index of the layer called name, or -1. */

@@ -573,7 +573,7 @@ void plan_describe(const plan *p, const net *n, char *buf, size_t len)
 int plan_list_expand(const char *list, char ***out, int *count, err *e)
 {
     *out = NULL, *count = 0;
-    int depth = 0;
+    int depth = 0, cap = 0, rc = 0;
     const char *start = list;
     for (const char *c = list;; c++) {
         if (*c == '(') depth++;
@@ -584,30 +584,44 @@ int plan_list_expand(const char *list, char ***out, int *count, err *e)
         while (len && isspace((unsigned char)start[len - 1])) len--;
         if (len) {
             char item[PLAN_TEXT_LEN];
-            if (len >= (int)sizeof item) return err_set(e, "plan list item too long (%d characters, at most %d)", len, PLAN_TEXT_LEN - 1);
+            if (len >= (int)sizeof item) {
+                rc = err_set(e, "plan list item too long (%d characters, at most %d)", len, PLAN_TEXT_LEN - 1);
+                break;
+            }
             memcpy(item, start, (size_t)len);
             item[len] = 0;
             char *colon = strrchr(item, ':'), *dots = colon ? strstr(colon, "..") : NULL;
             int lo = 0, hi = -1;
             if (colon && dots && !strchr(item, '@')) {
                 *dots = 0;
-                if (parse_count(colon + 1, &lo) || parse_count(dots + 2, &hi) || hi < lo)
-                    return err_set(e, "plan range '%.*s': expected NAME:LO..HI with 1 <= LO <= HI", len, start);
+                if (parse_count(colon + 1, &lo) || parse_count(dots + 2, &hi) || hi < lo) {
+                    rc = err_set(e, "plan range '%.*s': expected NAME:LO..HI with 1 <= LO <= HI", len, start);
+                    break;
+                }
                 colon[1] = 0;
             }
+            if (*count + (hi < 0 ? 1 : hi - lo + 1) > PLAN_LIST_MAX) {
+                rc = err_set(e, "plan list of more than %d plans", PLAN_LIST_MAX);
+                break;
+            }
             for (int v = lo; v <= (hi < 0 ? lo : hi); v++) {
-                *out = err_realloc(*out, ((size_t)*count + 1) * sizeof(char *));
-                char *s = err_calloc(sizeof item + 16, 1);
-                if (hi < 0) snprintf(s, sizeof item + 16, "%s", item);
-                else snprintf(s, sizeof item + 16, "%s%d", item, v);
+                if (*count == cap) *out = err_realloc(*out, (size_t)(cap = cap * 2 + 16) * sizeof(char *));
+                size_t size = strlen(item) + 16;
+                char *s = err_calloc(size, 1);
+                if (hi < 0) snprintf(s, size, "%s", item);
+                else snprintf(s, size, "%s%d", item, v);
                 (*out)[(*count)++] = s;
             }
         }
         if (!*c) break;
         start = c + 1;
     }
-    if (!*count) return err_set(e, "empty plan list");
-    return 0;
+    if (!rc && !*count) rc = err_set(e, "empty plan list");
+    if (rc) { /* nothing half-made */
+        plan_list_free(*out, *count);
+        *out = NULL, *count = 0;
+    }
+    return rc;
 }
 
 void plan_list_free(char **items, int count)

@@ -114,7 +114,9 @@ const char *plan_family(const plan *p);
 extern const char *const plan_presets[];
 
 /* Expands a list like "layer,2ps:2..8,overl:4" into single plan texts (caller frees with
- * plan_list_free). Ranges apply to the last number of an item. */
+ * plan_list_free). Ranges apply to the last number of an item. At most PLAN_LIST_MAX plans; on an
+ * error nothing is left allocated. */
+#define PLAN_LIST_MAX 65536
 int plan_list_expand(const char *list, char ***out, int *count, err *e);
 void plan_list_free(char **items, int count);
 
