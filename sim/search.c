@@ -262,6 +262,22 @@ typedef struct {
     err *e;
 } search_ctx;
 
+/* Migrations, cheapest first (sim/plan.h): gradients released at their layer's update (no moves);
+ * optimizer state on the host too; parameters too. */
+static const char *const migrations[] = {"migrate:grads", "migrate:grads:optim", "migrate"};
+#define MIGRATE_TRIES 16 /* candidates tried per migration */
+#define MIGRATE_FITS 4   /* ... of which this many fitting end it */
+
+/* The most migration m can take off the device at a plan's peak: all it moves (at some moments no
+ * layer is at work; a closer bound would have to know the moment of the peak). */
+static int64_t migrate_savable(const search_req *r, int m)
+{
+    int state = r->cfg.optimizer == SCHED_ADAM ? 2 : 1; /* optimizer state per parameter */
+    int64_t all = 0;
+    for (int L = 0; L < r->n->n; L++) all += r->n->layers[L].params * 4 * (1 + (m >= 1 ? state : 0) + (m == 2));
+    return all;
+}
+
 /* Lowers, replays and times `text` (once: a text seen before returns its index); -1 if it is not a
  * plan for this net. */
 static int eval(search_ctx *c, const char *text, const char *source)
@@ -278,9 +294,11 @@ static int eval(search_ctx *c, const char *text, const char *source)
     double us = NAN;
     if (plan_parse(&p, r->n, full, &e)) return -1;
     /* the closed form equals the replay for plans without encodings (tests/test_closed.c) and
-     * costs no schedule: a plan it says does not fit is not lowered, nor timed */
+     * costs no schedule: a plan it says does not fit is not lowered, nor timed, unless migration
+     * could make it fit (the migration pass orders candidates by time) */
     if (!plan_modified(&p)) closed_predict(r->n, &p, &r->cfg, &mem);
-    if (!plan_modified(&p) && mem.peak > r->budget) {
+    bool may_migrate = (r->space & SEARCH_MIGRATE) && mem.peak - migrate_savable(r, 2) <= r->budget;
+    if (!plan_modified(&p) && mem.peak > r->budget && !may_migrate) {
         plan_free(&p);
     } else {
         int rc = sched_lower(&s, r->n, &p, &r->cfg, &e);
@@ -422,37 +440,20 @@ static void eval_least(search_ctx *c)
     }
 }
 
-/* Migrations, cheapest first (sim/plan.h): gradients released at their layer's update (no moves);
- * optimizer state on the host too; parameters too. */
-static const char *const migrations[] = {"migrate:grads", "migrate:grads:optim", "migrate"};
-#define MIGRATE_TRIES 16 /* candidates tried per migration */
-#define MIGRATE_FITS 4   /* ... of which this many fitting end it */
-
-/* The most migration m can take off the device at a peak: all it moves but the largest layer's
- * share, which is on the device while that layer works. */
-static int64_t migrate_savable(const search_req *r, int m)
-{
-    int state = r->cfg.optimizer == SCHED_ADAM ? 2 : 1; /* optimizer state per parameter */
-    int64_t all = 0, most = 0, per = m == 0 ? 1 : m == 1 ? 1 + state : 2 + state; /* floats moved per parameter */
-    for (int L = 0; L < r->n->n; L++) {
-        int64_t b = r->n->layers[L].params * 4 * per;
-        all += b, most = b > most ? b : most;
-    }
-    return all - most;
-}
-
 static const search_point *order_pts;
-static int by_peak_down(const void *a, const void *b)
+static int by_time(const void *a, const void *b)
 {
-    int64_t x = order_pts[*(const int *)a].peak, y = order_pts[*(const int *)b].peak;
-    return (x < y) - (x > y);
+    double x = order_pts[*(const int *)a].time_us, y = order_pts[*(const int *)b].time_us;
+    if (isnan(x) || isnan(y)) return isnan(x) - isnan(y);
+    return (x > y) - (x < y);
 }
 
 /* Migration where it could make a faster plan fit: for each migration (when a plan already fits,
  * only the gradients' release, which moves nothing: the others' moves cost time a fitting plan
  * need not spend), the candidates so far that do not fit, are not known to be slower than the
- * best that does, carry no migration yet and could fit with it (peak minus what it can take off),
- * most keeping first (they recompute least); at most MIGRATE_TRIES each, until MIGRATE_FITS fit.
+ * best that does, carry no migration yet and could fit with it (peak minus all it moves),
+ * fastest first (a migration adds about the same moves to every plan); at most MIGRATE_TRIES
+ * each, until MIGRATE_FITS fit.
  * Every migration is tried when nothing fits without one: which is faster, moving more or
  * recomputing more, depends on the link (on a CPU, moves are copies within one memory). */
 static void eval_migrations(search_ctx *c)
@@ -472,7 +473,7 @@ static void eval_migrations(search_ctx *c)
                 !(pts[i].time_us >= best_us))
                 idx[k++] = i;
         order_pts = pts;
-        qsort(idx, (size_t)k, sizeof *idx, by_peak_down);
+        qsort(idx, (size_t)k, sizeof *idx, by_time);
         for (int j = 0, tried = 0, fits = 0; j < k && tried < MIGRATE_TRIES && fits < MIGRATE_FITS; j++) {
             const char *base = c->out->pts[idx[j]].text, *bn = strstr(base, " bn=");
             int len = bn ? (int)(bn - base) : (int)strlen(base);
