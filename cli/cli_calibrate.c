@@ -6,9 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "cli/cli.h"
 #include "engine/run.h"
@@ -123,22 +120,6 @@ static void print_check(const profile_check *c)
     printf("  %-12s %-24s %10.1f ms %10.1f ms %+7.1f%% %7.0f%%\n", c->net, c->plan, c->predicted_us / 1e3, c->measured_us / 1e3,
            100 * (c->predicted_us - c->measured_us) / c->measured_us, 100 * c->fitted);
     fflush(stdout);
-}
-
-static void cpu_model(char *buf, size_t len)
-{
-    snprintf(buf, len, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[256];
-    while (f && fgets(line, sizeof line, f)) {
-        char *c = strchr(line, ':');
-        if (strncmp(line, "model name", 10) || !c) continue;
-        c += 1 + (c[1] == ' ');
-        c[strcspn(c, "\n")] = 0;
-        snprintf(buf, len, "%s", c);
-        break;
-    }
-    if (f) fclose(f);
 }
 
 /* items split on commas into a malloc'd array (the strings point into a copy the caller frees). */
@@ -275,13 +256,7 @@ int cli_calibrate(int argc, char **argv)
             }
     }
     if (rc == CLI_OK) {
-        char cpu[128];
-        cpu_model(cpu, sizeof cpu);
-        int threads = 1;
-#ifdef _OPENMP
-        threads = omp_get_max_threads();
-#endif
-        profile_data pd = {.backend = backend, .cpu = cpu, .threads = threads, .samples = ss.v, .n_samples = ss.n,
+        profile_data pd = {.backend = backend, .samples = ss.v, .n_samples = ss.n,
                            .checks = checks, .n_checks = n_checks};
         if (profile_write(o.out, o.force, &pd, &e)) rc = CLI_USAGE;
         else fprintf(stderr, "wrote %s\n", o.out);

@@ -13,6 +13,7 @@
  * exists without --force; h5_abort and every failure of h5_create remove the temporary.
  * Not done here: reading the file back (export.c). */
 #include "io/h5.h"
+#include "io/machine.h"
 #include "io/outfile.h"
 
 #include <errno.h>
@@ -158,31 +159,17 @@ static int dset_i64(hid_t loc, const char *name, const int64_t *v, int n, err *e
 
 /* --- root --------------------------------------------------------------------------------------- */
 
-/* Short hash of the source tree's HEAD, or "unknown" (no git, not a checkout, no commit yet). */
-static void git_commit(char *out, size_t len)
-{
-    snprintf(out, len, "unknown");
-#ifdef LRCNN_SOURCE_DIR
-    char cmd[1024], line[64] = "";
-    if (strchr(LRCNN_SOURCE_DIR, '\'')) return;
-    snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --short HEAD 2>/dev/null", LRCNN_SOURCE_DIR);
-    FILE *p = popen(cmd, "r");
-    if (!p) return;
-    bool ok = fgets(line, sizeof line, p) != NULL;
-    if (pclose(p) != 0 || !ok) return;
-    line[strcspn(line, "\r\n")] = '\0';
-    if (*line) snprintf(out, len, "%s", line);
-#endif
-}
 
 static int write_root(h5_file *f, err *e)
 {
     int rc = -1;
     hid_t t = H5I_INVALID_HID;
-    char commit[64], date[32], host[256], version[32];
+    char commit[64], date[32], host[256], version[32], cpu[128];
     unsigned maj = 0, min = 0, rel = 0;
+    int dirty;
 
-    git_commit(commit, sizeof commit);
+    machine_git(commit, sizeof commit, &dirty);
+    machine_cpu_model(cpu, sizeof cpu);
     time_t now = time(NULL);
     struct tm utc;
     gmtime_r(&now, &utc);
@@ -198,6 +185,10 @@ static int write_root(h5_file *f, err *e)
     H5_TRY(h5_attr_str(f->file, "host", host, e));
     H5_TRY(h5_attr_str(f->file, "hdf5_version", version, e));
     H5_TRY(h5_attr_str(f->file, "lrcnn_command", command_line ? command_line : "", e));
+    H5_TRY(h5_attr_int(f->file, "git_dirty", dirty, e));
+    H5_TRY(h5_attr_str(f->file, "cpu", cpu, e));
+    H5_TRY(h5_attr_int(f->file, "threads", machine_threads(), e));
+    H5_TRY(h5_attr_str(f->file, "omp_wait_policy", machine_wait_policy(), e));
 
     const char *cats[MEM_NCAT];
     for (int c = 0; c < MEM_NCAT; c++) cats[c] = mem_cat_name((mem_cat)c);

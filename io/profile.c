@@ -34,8 +34,7 @@ int profile_write(const char *path, bool force, const profile_data *d, err *e)
     hid_t root = h5_root(f);
     H5_TRY(h5_set_root_attr(f, "kind", "profile", e));
     H5_TRY(h5_set_root_attr(f, "backend", d->backend, e));
-    H5_TRY(h5_set_root_attr(f, "cpu", d->cpu, e));
-    H5_TRY(h5_attr_int(root, "threads", d->threads, e));
+    /* cpu and threads: every result file's root has them (io/machine.h) */
     H5_CHECK(g = H5Gcreate2(root, "profile", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     H5_TRY(h5_write_table(g, "samples", d->samples, sizeof *d->samples, (hsize_t)d->n_samples, sample_fields,
                           N_SAMPLE_FIELDS, e));

@@ -1,7 +1,7 @@
 /* profile: a device profile file — what `lrcnn calibrate` measured on one machine, read back as a
  * time model (sim/timing.h) by every command that takes --profile. It is an lrcnn result file
- * (root attributes as every result: commit, date, host, command) with root attributes
- * kind = "profile", backend, cpu, threads, and two tables (results/SCHEMA.md):
+ * (root attributes as every result: commit, date, host, command, cpu, threads) with root
+ * attributes kind = "profile" and backend, and two tables (results/SCHEMA.md):
  *   profile/samples  one row per measured step: net, plan, batch, step, key, class, x, work, us
  *                    (the median over the measured iterations);
  *   profile/checks   one row per plan run: the time the fitted model predicts for it against the
@@ -29,8 +29,7 @@ typedef struct {
 } profile_check;
 
 typedef struct {
-    const char *backend, *cpu;
-    int threads;
+    const char *backend;
     const profile_sample *samples;
     int n_samples;
     const profile_check *checks;

@@ -23,6 +23,8 @@ STR = "str"  # variable-length UTF-8 string
 
 ROOT_ATTRS = {"schema_version": I32, "git_commit": STR, "date": STR, "host": STR,
               "hdf5_version": STR, "lrcnn_command": STR}
+# what the machine was, on every file written since they were added (older committed files lack them)
+MACHINE_ATTRS = {"git_dirty": I32, "cpu": STR, "threads": I32, "omp_wait_policy": STR}
 RUN_ATTRS = {"kind": STR, "net": STR, "net_path": STR, "image_h": I32, "image_w": I32, "batch": I32,
              "plan": STR, "plan_resolved": STR, "optimizer": STR, "bn": STR, "device": STR,
              "fp_bands": I32, "bp_bands": I32, "n_steps": I32, "flops": F64, "time_us": F64,
@@ -256,10 +258,14 @@ def check_file(path):
         if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", date):
             raise Problem("/: attribute date '%s' is not ISO 8601 UTC (YYYY-MM-DDTHH:MM:SSZ)" % date)
         kind = f.attrs.get("kind", "")
-        extra_attrs = {"threads": I32} if kind == "profile" else {}
-        for name in f.attrs:  # command-specific extras must be strings too (a profile's threads aside)
+        if any(name in f.attrs for name in MACHINE_ATTRS):  # all of them, or none (an older file)
+            for name, want in MACHINE_ATTRS.items():
+                check_attr(f, "/", name, want)
+            if int(f.attrs["git_dirty"]) not in (-1, 0, 1) or int(f.attrs["threads"]) < 1:
+                raise Problem("/: git_dirty must be -1, 0 or 1 and threads at least 1")
+        for name in f.attrs:  # command-specific extras must be strings too (the machine's ints aside)
             if name not in ROOT_ATTRS:
-                check_attr(f, "/", name, extra_attrs.get(name, STR))
+                check_attr(f, "/", name, MACHINE_ATTRS.get(name, STR))
         cats = check_dset(f, "/", "categories", STR)
         ncat = cats.shape[0]
         names = list(cats.asstr()[()])
