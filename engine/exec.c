@@ -328,8 +328,12 @@ void exec_param_write(exec *x, buf_kind kind, int L, const float *src)
 {
     int b = param_buf(x, kind, L);
     CHECK(b >= 0);
-    if (x->on_host[b]) memcpy(x->ptr[b], src, (size_t)x->s->bufs[b].bytes);
-    else x->ops->upload(x->ptr[b], src, x->s->bufs[b].bytes);
+    if (x->on_host[b]) { /* +migrate: at home on the host; a move there may still be under way */
+        x->ops->sync();
+        memcpy(x->ptr[b], src, (size_t)x->s->bufs[b].bytes);
+    } else {
+        x->ops->upload(x->ptr[b], src, x->s->bufs[b].bytes);
+    }
 }
 
 void exec_free(exec *x)
