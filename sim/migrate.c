@@ -5,8 +5,9 @@
  * Migration keeps only the layer at work: the optimizer steps one layer at a time, right after the
  * layer's last backward use of its parameters (so a gradient need not outlive its update), and
  * parameters and optimizer state live on the host, coming to the device for each pass that reads
- * them; a large layer's state comes in chunks, one update step each (SCHED_OPT_CHUNK). Both passes work on the finished step list, as the stash's moves do (stash.c): which
- * buffer is where is a consequence of the steps. */
+ * them; a large layer's state comes in chunks, one update step each (SCHED_OPT_CHUNK). Both
+ * passes work on the finished step list, as the stash's moves do (stash.c): which buffer is where
+ * is a consequence of the steps. */
 #include "sim/lower.h"
 
 static bool compute_step(const sched_step *t)
@@ -23,7 +24,8 @@ void migrate_updates(lower *c)
     for (int L = 0; L < n->n; L++) last[L] = -1;
     for (int i = 0; i < s->n_step; i++) {
         const sched_step *t = &s->steps[i];
-        if (t->layer >= 0 && c->param[t->layer] >= 0 && (t->w == c->param[t->layer] || t->dw == c->pgrad[t->layer])) last[t->layer] = i;
+        bool reads = t->layer >= 0 && c->param[t->layer] >= 0 && (t->w == c->param[t->layer] || t->dw == c->pgrad[t->layer]);
+        if (reads) last[t->layer] = i;
     }
     lower_ins *ins = err_calloc((size_t)s->n_buf + 1, sizeof(lower_ins));
     for (int L = 0; L < n->n; L++) {

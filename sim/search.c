@@ -297,7 +297,7 @@ static int eval(search_ctx *c, const char *text, const char *source)
      * costs no schedule: a plan it says does not fit is not lowered, nor timed, unless migration
      * could make it fit (the migration pass orders candidates by time) */
     if (!plan_modified(&p)) closed_predict(r->n, &p, &r->cfg, &mem);
-    bool may_migrate = (r->space & SEARCH_MIGRATE) && mem.peak - migrate_savable(r, 2) <= r->budget;
+    bool may_migrate = !plan_modified(&p) && (r->space & SEARCH_MIGRATE) && mem.peak - migrate_savable(r, 2) <= r->budget;
     if (!plan_modified(&p) && mem.peak > r->budget && !may_migrate) {
         plan_free(&p);
     } else {
