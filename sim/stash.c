@@ -145,10 +145,11 @@ int stash_encode(lower *c, err *e)
         double cal = enc_calib_factor(c->cfg->calib, l->name, k, p->mods[mod].acc);
         enc_mod used = cal > 0 ? enc_with_factor(&p->mods[mod], k, cal) : p->mods[mod];
         int64_t bytes = enc_bytes(k, &used, shape), scratch = enc_scratch_bytes(k, shape);
-        int enc = lower_buf(c, BUF_ENC, sb->cat, sb->layer, sb->band, sb->rows, bytes);
-        int ws = scratch ? lower_buf(c, BUF_WS, MEM_WORKSPACE, sb->layer, sb->band, sb->rows, scratch) : -1;
-        int dec = lower_buf(c, s->bufs[b].kind, s->bufs[b].cat, s->bufs[b].layer, s->bufs[b].band, s->bufs[b].rows, s->bufs[b].bytes);
-        sb = &s->bufs[b]; /* lower_buf may have moved the array */
+        const sched_buf m = *sb; /* lower_buf may move the array: sb is not read again until retaken */
+        int enc = lower_buf(c, BUF_ENC, m.cat, m.layer, m.band, m.rows, bytes);
+        int ws = scratch ? lower_buf(c, BUF_WS, MEM_WORKSPACE, m.layer, m.band, m.rows, scratch) : -1;
+        int dec = lower_buf(c, m.kind, m.cat, m.layer, m.band, m.rows, m.bytes);
+        sb = &s->bufs[b];
         s->bufs[enc].enc = k, s->bufs[enc].mod = mod, s->bufs[enc].shape = shape;
         s->bufs[enc].factor = enc_factor(k, &used), s->bufs[enc].calibrated = cal > 0;
         s->bufs[enc].offload = sb->offload, s->bufs[b].offload = false; /* offloaded encoded: less to move */
