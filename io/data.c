@@ -167,7 +167,7 @@ static int list_dir(const char *dir, bool want_dirs, char ***out, int *count, er
         (*out)[(*count)++] = strdup(de->d_name);
     }
     closedir(d);
-    qsort(*out, (size_t)*count, sizeof(char *), cmp_str);
+    if (*count > 1) qsort(*out, (size_t)*count, sizeof(char *), cmp_str); /* never qsort(NULL, 0) */
     return 0;
 }
 
@@ -188,6 +188,7 @@ int data_open_dir(data *d, const char *dir, int c, int h, int w, int classes, ui
     if (ncls == 0) rc = err_set(e, "%s: no class subdirectories (expected DIR/<class>/<image>.png)", dir);
     if (!rc && ncls > classes) rc = err_set(e, "%s: %d class directories but the net has %d classes", dir, ncls, classes);
     int64_t img = (int64_t)c * h * w;
+    int cap = 0;
     for (int k = 0; k < ncls && !rc; k++) {
         char sub[4096];
         snprintf(sub, sizeof sub, "%s/%s", dir, cls[k]);
@@ -200,8 +201,11 @@ int data_open_dir(data *d, const char *dir, int c, int h, int w, int classes, ui
             unsigned char *rgb = NULL;
             int ih, iw;
             if (read_image(path, &rgb, &ih, &iw, e)) { rc = -1; break; }
-            d->images = err_realloc(d->images, (size_t)(d->count + 1) * (size_t)img * sizeof(float));
-            d->labels = err_realloc(d->labels, (size_t)(d->count + 1) * sizeof(int64_t));
+            if (d->count == cap) { /* doubling: a folder of many images is not copied over and over */
+                cap = cap ? 2 * cap : 64;
+                d->images = err_realloc(d->images, (size_t)cap * (size_t)img * sizeof(float));
+                d->labels = err_realloc(d->labels, (size_t)cap * sizeof(int64_t));
+            }
             resize_into(rgb, ih, iw, d->images + (int64_t)d->count * img, c, h, w);
             d->labels[d->count++] = k;
             free(rgb);

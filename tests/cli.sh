@@ -301,6 +301,8 @@ if "$python" "$src/plots/pareto.py" --out "$tmp/figs" "$tmp/par.h5" >/dev/null 2
 # --- huge inputs: refused (exit 2, one line) before anything is allocated for them ----------------
 mkdir -p "$tmp/huge/cat"
 printf 'P6\n100000 100000\n255\n' >"$tmp/huge/cat/a.ppm"; head -c 300 /dev/zero >>"$tmp/huge/cat/a.ppm"
+mkdir -p "$tmp/empty/cat"
+expect_fail "an image folder whose classes hold no images" "no images in the class directories" -- train --net vgg-small --data "$tmp/empty" --iters 1
 expect_fail "a PPM declaring 100000x100000" "at most 2^28 pixels" -- train --net vgg-small --data "$tmp/huge" --iters 1
 printf 'P6\n4000 4000\n255\n' >"$tmp/huge/cat/a.ppm"; head -c 300 /dev/zero >>"$tmp/huge/cat/a.ppm"
 expect_fail "a PPM shorter than its header says" "truncated PPM (4000x4000" -- train --net vgg-small --data "$tmp/huge" --iters 1
