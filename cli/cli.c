@@ -195,7 +195,7 @@ int cli_unknown(const char *cmd, int argc, char **argv, int i, int got)
     return cli_fail(cmd, "unknown argument '%s' (see lrcnn %s --help)", argv[i], cmd);
 }
 
-int cli_check_host(const sim_result *r, int64_t budget, bool ram_device, const char *plan_text, err *e)
+int cli_check_memory(const sim_result *r, int64_t budget, bool ram_device, const char *plan_text, err *e)
 {
     char a[32], b[32];
     if (budget >= 0 && r->replay.max[MEM_HOST] > budget)

@@ -42,7 +42,7 @@ int cli_unknown(const char *cmd, int argc, char **argv, int i, int got);
  * when what the engine would allocate for it does not fit this machine's memory: device and host
  * bytes together on the CPU backend (ram_device), the host bytes on another. Decided from the
  * replay, before anything is allocated: a configuration too large to run is bad input. */
-int cli_check_host(const sim_result *r, int64_t budget, bool ram_device, const char *plan_text, err *e);
+int cli_check_memory(const sim_result *r, int64_t budget, bool ram_device, const char *plan_text, err *e);
 
 /* One line on stderr, once per process, when plan p approximates BatchNorm (bn=per-band in a row
  * segment holding a bn): the user asked for it, but should know. */

@@ -68,7 +68,7 @@ static int sweep_one(const spec *s, const net *n, const sim_device *d, const enc
     int steps = sc.n_step;
     sched_free(&sc);
     rc = sim_run(n, &pl, &cfg, d, r, NULL, e);
-    if (!rc && s->measure) rc = cli_check_host(r, -1, true, text, e); /* the CPU engine measures */
+    if (!rc && s->measure) rc = cli_check_memory(r, -1, true, text, e); /* the CPU engine measures */
     run_summary m = {0};
     if (!rc && s->measure) { /* the engine runs the same schedule, in its own process */
         const net_layer *in = &n->layers[0];

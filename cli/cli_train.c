@@ -128,7 +128,7 @@ int cli_train_run(const cli_train_job *j, h5_file *f, err *e)
     cli_warn_plan(&p, n);
     plan_describe(&p, n, resolved, sizeof resolved);
     const sim_device *dev = j->dev ? j->dev : &sim_device_cpu;
-    if (sim_run(n, &p, &cfg, dev, &pred, NULL, e) || cli_check_host(&pred, j->host_budget, j->ops == &ops_cpu, text, e)) {
+    if (sim_run(n, &p, &cfg, dev, &pred, NULL, e) || cli_check_memory(&pred, j->host_budget, j->ops == &ops_cpu, text, e)) {
         rc = CLI_USAGE;
         goto done_plan;
     }

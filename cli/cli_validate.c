@@ -96,7 +96,7 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
         }
         cli_warn_plan(&ps[parsed], n);
         if (sim_run(n, &ps[parsed], &cfg, j->dev ? j->dev : &sim_device_cpu, &pred[parsed], NULL, e) ||
-            cli_check_host(&pred[parsed], j->host_budget, true, text, e)) {
+            cli_check_memory(&pred[parsed], j->host_budget, true, text, e)) {
             parsed++;
             rc = CLI_USAGE;
             goto done;

@@ -257,9 +257,10 @@ int spec_load(spec *s, const char *path, err *e)
     s->plans_line = ps->line[K_PLANS];
     if (!rc && plan_list_expand(ps->plans, &s->plans, &s->n_plans, e))
         rc = err_wrap(e, "%s:%d: plans", path, ps->line[K_PLANS]);
-    if (!rc && spec_runs(s) > SPEC_MAX_RUNS)
+    long long runs = rc ? 0 : spec_runs(s);
+    if (runs > SPEC_MAX_RUNS)
         rc = err_set(e, "%s: %lld runs (nets x images x batches x optimizers x plans%s), more than %d: split the spec", path,
-                     spec_runs(s), s->search[0] ? " x budgets" : "", SPEC_MAX_RUNS);
+                     runs, s->search[0] ? " x budgets" : "", SPEC_MAX_RUNS);
     /* the engine runs' iteration counts default to their commands' (lrcnn validate, lrcnn train) */
     if (!rc && !ps->line[K_MEASURE]) s->measure = s->run == SPEC_VALIDATE ? SPEC_VALIDATE_ITERS : s->run == SPEC_TRAIN ? SPEC_TRAIN_ITERS : 0;
     if (!rc && !s->name[0]) {

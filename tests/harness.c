@@ -5,18 +5,32 @@
 
 int harness_run(const net *n, const char *text, int batch, const ops_table *ops, outcome *o, err *e)
 {
-    sched_cfg cfg = {.batch = batch, .optimizer = SCHED_SGD, .ws = ops->ws};
+    return harness_run_iters(n, text, batch, ops, SCHED_SGD, 1, o, e);
+}
+
+int harness_run_iters(const net *n, const char *text, int batch, const ops_table *ops, sched_optimizer opt, int iters,
+                      outcome *o, err *e)
+{
+    sched_cfg cfg = {.batch = batch, .optimizer = opt, .ws = ops->ws};
     if (plan_parse(&o->p, n, text, e)) return -1;
     const net_layer *in = &n->layers[0];
     data d;
     data_synthetic(&d, in->c, in->h, in->w, n->layers[n->n - 1].c, 7);
-    run_cfg c = {.n = n, .p = &o->p, .sched = cfg, .ops = ops, .hp = exec_default_hparams(SCHED_SGD), .seed = 3, .iters = 1,
+    run_cfg c = {.n = n, .p = &o->p, .sched = cfg, .ops = ops, .hp = exec_default_hparams(opt), .seed = 3, .iters = iters,
                  .batches = data_batches(&d), .grads = true};
     if (sim_run(n, &o->p, &cfg, &sim_device_cpu, &o->pred, NULL, e) || run_plan(&o->r, &c, e)) {
         plan_free(&o->p);
         return -1;
     }
     return 0;
+}
+
+bool harness_mem_equal(const outcome *o)
+{
+    bool ok = o->r.sum.peak == o->pred.replay.peak;
+    for (int k = 0; k < MEM_NCAT; k++)
+        ok &= o->r.sum.at_peak[k] == o->pred.replay.at_peak[k] && o->r.sum.max[k] == o->pred.replay.max[k];
+    return ok;
 }
 
 void harness_drop(outcome *o)

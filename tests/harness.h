@@ -1,6 +1,7 @@
-/* harness: what the engine tests share — one SGD iteration of a plan from fixed weights (seed 3)
- * on a fixed synthetic batch (seed 7), its parameter gradients kept, beside the simulator's
- * prediction for the schedule the backend lowers (its workspace model included). */
+/* harness: what the engine tests share — one SGD iteration (or K of either optimizer) of a plan
+ * from fixed weights (seed 3) on a fixed synthetic batch (seed 7), its parameter gradients kept,
+ * beside the simulator's prediction for the schedule the backend lowers (its workspace model
+ * included). */
 #ifndef LRCNN_TESTS_HARNESS_H
 #define LRCNN_TESTS_HARNESS_H
 
@@ -15,6 +16,11 @@ typedef struct {
 
 /* Runs `text` on net n at `batch` on backend ops. -1 with e set (nothing to free) on failure. */
 int harness_run(const net *n, const char *text, int batch, const ops_table *ops, outcome *o, err *e);
+/* The same with optimizer opt (its default hyperparameters) for `iters` iterations. */
+int harness_run_iters(const net *n, const char *text, int batch, const ops_table *ops, sched_optimizer opt, int iters,
+                      outcome *o, err *e);
+/* The measured peak and every category's (at the peak and maximum) equal the replay's. */
+bool harness_mem_equal(const outcome *o);
 void harness_drop(outcome *o);
 
 #endif

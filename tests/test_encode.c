@@ -57,14 +57,6 @@ static bool fixed_sizes(const outcome *o, int64_t *predicted, int64_t *measured)
     return fixed;
 }
 
-static bool mem_equal(const outcome *o)
-{
-    bool ok = o->r.sum.peak == o->pred.replay.peak;
-    for (int k = 0; k < MEM_NCAT; k++)
-        ok &= o->r.sum.at_peak[k] == o->pred.replay.at_peak[k] && o->r.sum.max[k] == o->pred.replay.max[k];
-    return ok;
-}
-
 /* Relative deviation ||g - ref|| / ||ref|| of each parameter tensor (layer by layer, as run.grads),
  * into dev[layer]; returns the worst. */
 static double deviations(const net *n, const float *g, const float *ref, double *dev, int *worst)
@@ -112,7 +104,7 @@ static void lossless(const net *n, int batch)
             ran++;
             int64_t np = net_params(n), pred, meas;
             bool same = o.r.sum.loss0 == ref.r.sum.loss0 && !memcmp(o.r.grads, ref.r.grads, (size_t)np * sizeof(float));
-            bool fixed = fixed_sizes(&o, &pred, &meas), mem = !fixed || mem_equal(&o);
+            bool fixed = fixed_sizes(&o, &pred, &meas), mem = !fixed || harness_mem_equal(&o);
             bool lower = o.r.sum.peak <= ref.r.sum.peak || !fixed;
             printf("%s %-14s %-28s gradients %-9s peak %11lld (plain %11lld) = replay %-3s encoded %lld predicted %lld\n",
                    same && mem && lower ? "ok  " : "FAIL", n->name, text, same ? "identical" : "DIFFER", (long long)o.r.sum.peak,
@@ -152,7 +144,7 @@ static void lossy(const net *n, int batch)
             int worst;
             double d = deviations(n, o.r.grads, ref.r.grads, dev, &worst);
             int64_t pred, meas;
-            bool fixed = fixed_sizes(&o, &pred, &meas), mem = !fixed || mem_equal(&o);
+            bool fixed = fixed_sizes(&o, &pred, &meas), mem = !fixed || harness_mem_equal(&o);
             if (c % 3 == 0) first = d;
             bool bounded = recomputes[i] ? isfinite(d) : d <= cases[c].bound || (isinf(cases[c].bound) && isfinite(d));
             bool monotone = c % 3 == 0 || (recomputes[i] ? c % 3 != 2 || d >= first : d >= prev);

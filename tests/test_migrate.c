@@ -12,60 +12,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/run.h"
-#include "io/data.h"
-#include "sim/sim.h"
+#include "tests/harness.h"
 
 static int failures;
 
-typedef struct {
-    plan p;
-    run r;
-    sim_result pred;
-    float **params; /* [layer] the final parameters, NULL without */
-} outcome;
-
-static int run_one(const net *n, const char *text, sched_optimizer opt, int batch, outcome *o)
+/* Two iterations of `text` (tests/harness.h) and the final parameters of every layer ([layer],
+ * NULL where it has none); -1 after printing why not. */
+static int run_one(const net *n, const char *text, sched_optimizer opt, int batch, outcome *o, float ***params)
 {
     err e;
-    memset(o, 0, sizeof *o);
-    sched_cfg cfg = {.batch = batch, .optimizer = opt, .ws = ops_cpu.ws};
-    const net_layer *in = &n->layers[0];
-    data d;
-    data_synthetic(&d, in->c, in->h, in->w, n->layers[n->n - 1].c, 7);
-    run_cfg c = {.n = n, .p = &o->p, .sched = cfg, .ops = &ops_cpu, .hp = exec_default_hparams(opt), .seed = 3, .iters = 2,
-                 .batches = data_batches(&d), .grads = true};
-    if (plan_parse(&o->p, n, text, &e) || sim_run(n, &o->p, &cfg, &sim_device_cpu, &o->pred, NULL, &e) || run_plan(&o->r, &c, &e)) {
+    if (harness_run_iters(n, text, batch, &ops_cpu, opt, 2, o, &e)) {
         printf("FAIL %s: %s\n", text, e.msg);
         return -1;
     }
-    o->params = err_calloc((size_t)n->n, sizeof(float *));
-    for (int L = 0; L < n->n; L++) o->params[L] = exec_param_copy(&o->r.x, BUF_PARAM, L, NULL);
+    *params = err_calloc((size_t)n->n, sizeof(float *));
+    for (int L = 0; L < n->n; L++) (*params)[L] = exec_param_copy(&o->r.x, BUF_PARAM, L, NULL);
     return 0;
 }
 
-static void drop(const net *n, outcome *o)
+static void drop(const net *n, outcome *o, float **params)
 {
-    for (int L = 0; L < n->n; L++) free(o->params[L]);
-    free(o->params);
-    run_free(&o->r);
-    plan_free(&o->p);
+    for (int L = 0; L < n->n; L++) free(params[L]);
+    free(params);
+    harness_drop(o);
 }
 
-static bool mem_equal(const outcome *o)
-{
-    bool ok = o->r.sum.peak == o->pred.replay.peak;
-    for (int k = 0; k < MEM_NCAT; k++)
-        ok &= o->r.sum.at_peak[k] == o->pred.replay.at_peak[k] && o->r.sum.max[k] == o->pred.replay.max[k];
-    return ok;
-}
-
-static bool same_training(const net *n, const outcome *a, const outcome *b)
+static bool same_training(const net *n, const outcome *a, float **pa, const outcome *b, float **pb)
 {
     if (memcmp(a->r.loss, b->r.loss, 2 * sizeof(float)) || memcmp(a->r.grads, b->r.grads, (size_t)net_params(n) * sizeof(float)))
         return false;
     for (int L = 0; L < n->n; L++)
-        if (n->layers[L].params && memcmp(a->params[L], b->params[L], (size_t)n->layers[L].params * sizeof(float))) return false;
+        if (n->layers[L].params && memcmp(pa[L], pb[L], (size_t)n->layers[L].params * sizeof(float))) return false;
     return true;
 }
 
@@ -79,7 +56,8 @@ static void engine(const net *n, int batch, bool few)
         sched_optimizer opt = o ? SCHED_ADAM : SCHED_SGD;
         for (size_t i = 0; i < n_plans; i++) {
             outcome ref;
-            if (run_one(n, plans[i], opt, batch, &ref)) {
+            float **ref_params;
+            if (run_one(n, plans[i], opt, batch, &ref, &ref_params)) {
                 failures++;
                 continue;
             }
@@ -87,19 +65,20 @@ static void engine(const net *n, int batch, bool few)
                 char text[128];
                 snprintf(text, sizeof text, "%s+%s", plans[i], mods[m]);
                 outcome x;
-                if (run_one(n, text, opt, batch, &x)) {
+                float **x_params;
+                if (run_one(n, text, opt, batch, &x, &x_params)) {
                     failures++;
                     continue;
                 }
-                bool same = same_training(n, &x, &ref), mem = mem_equal(&x);
+                bool same = same_training(n, &x, x_params, &ref, ref_params), mem = harness_mem_equal(&x);
                 bool lower = m || x.r.sum.peak <= ref.r.sum.peak;
                 printf("%s %-12s %-4s %-30s training %-9s peak %10lld (plain %10lld) = replay %-3s host %lld\n",
                        same && mem && lower ? "ok  " : "FAIL", n->name, o ? "adam" : "sgd", text, same ? "identical" : "DIFFERS",
                        (long long)x.r.sum.peak, (long long)ref.r.sum.peak, mem ? "yes" : "NO", (long long)x.r.sum.host_peak);
                 failures += !(same && mem && lower);
-                drop(n, &x);
+                drop(n, &x, x_params);
             }
-            drop(n, &ref);
+            drop(n, &ref, ref_params);
         }
     }
 }
