@@ -121,6 +121,7 @@ int cli_sweep(int argc, char **argv);
 int cli_plan(int argc, char **argv);
 int cli_calibrate(int argc, char **argv);
 int cli_export(int argc, char **argv);
+int cli_merge(int argc, char **argv);
 int cli_reproduce(int argc, char **argv);
 int cli_demo(int argc, char **argv);
 

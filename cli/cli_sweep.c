@@ -3,7 +3,11 @@
  * one summary table per (net, image, batch, optimizer); run = validate and run = train: per
  * configuration what lrcnn validate does, or lrcnn train per plan (cli_validate_run,
  * cli_train_run: one implementation each). Every plan is checked against every net before the file
- * is created, so a bad spec writes nothing; a run that fails later removes the file. */
+ * is created, so a bad spec writes nothing; a run that fails later removes the file.
+ * --shard I/N runs the I-th of N disjoint parts, for sweeps spread over machines: jobs (a run; for
+ * validate, a configuration) are dealt round-robin by their place in the whole sweep, each run
+ * keeps its place as its name, and lrcnn merge joins the parts (cli_merge.c). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,7 +21,7 @@
 #include "sim/heap.h"
 
 static const char *usage =
-    "usage: lrcnn sweep SPEC [-o FILE.h5] [--force] [--quiet]\n"
+    "usage: lrcnn sweep SPEC [-o FILE.h5] [--shard I/N] [--force] [--quiet]\n"
     "\n"
     "Runs an experiment spec (experiments/README.md: nets x image x batch x optimizer x plans) and writes\n"
     "one HDF5 file (results/SCHEMA.md): -o, or the spec's 'output', or results/<name>.h5. Per the spec's\n"
@@ -26,7 +30,12 @@ static const char *usage =
     "does for each configuration; train trains every plan of each configuration for 'measure' iterations,\n"
     "like lrcnn train -o. An existing file is kept unless --force; --quiet prints no tables.\n"
     "\n"
-    "example: lrcnn sweep experiments/baselines.spec -o /tmp/baselines.h5\n";
+    "--shard I/N (1 <= I <= N) runs only the I-th of N disjoint parts of the sweep, for several machines or\n"
+    "jobs; lrcnn merge joins the N part files into the file the whole sweep would have written (README:\n"
+    "\"Sweeps on many machines\" has a Slurm array and a GNU parallel line).\n"
+    "\n"
+    "example: lrcnn sweep experiments/baselines.spec -o /tmp/baselines.h5\n"
+    "         lrcnn sweep experiments/baselines.spec --shard 2/3 -o /tmp/part2.h5\n";
 
 typedef struct {
     int net, batch, image, plan, opt;
@@ -158,20 +167,33 @@ typedef struct {
     const enc_calib *calib;  /* the spec's calibrate = FILE, or NULL */
     h5_file *f;
     cell *cells;
-    long count, done;
+    long count, done;       /* jobs of this shard (of the whole sweep without --shard), and done */
+    int shard, n_shards;    /* --shard I/N; 0/0: the whole sweep */
     bool quiet;
 } sweep_ctx;
+
+/* Whether job k of the whole sweep (a run; a configuration for validate) is this shard's, and if
+ * so, names its first run: run (the run's place in the whole sweep). */
+static int own(sweep_ctx *c, long k, long run, bool *mine, err *e)
+{
+    *mine = !c->n_shards || k % c->n_shards == c->shard - 1;
+    return *mine ? h5_set_next_run(c->f, run, e) : 0;
+}
 
 /* run = sim over the grid. */
 static int sweep_grid(sweep_ctx *c, err *e)
 {
     const spec *s = c->s;
+    long job = 0;
+    bool mine;
     for (int i = 0; i < s->n_nets; i++)
         for (int k = 0; k < s->n_images; k++)
             for (int b = 0; b < s->n_batches; b++)
                 for (int o = 0; o < s->n_optimizers; o++)
-                    for (int p = 0; p < s->n_plans; p++) {
-                        cell *cl = &c->cells[c->done];
+                    for (int p = 0; p < s->n_plans; p++, job++) {
+                        if (own(c, job, job, &mine, e)) return -1;
+                        if (!mine) continue;
+                        cell *cl = &c->cells[job];
                         *cl = (cell){.net = i, .image = k, .batch = b, .opt = o, .plan = p};
                         if (sweep_one(s, &c->nets[i * s->n_images + k], c->d, c->calib, s->batches[b], o, p, NULL, c->f, cl, e))
                             return -1;
@@ -187,12 +209,16 @@ static int sweep_search(sweep_ctx *c, err *e)
     const spec *s = c->s;
     bool by_image = !strcmp(s->search, "image");
     char text[PLAN_TEXT_LEN + 64];
+    long job = 0;
+    bool mine;
     for (int i = 0; i < s->n_nets; i++)
         for (int k = 0; k < (by_image ? s->n_batches : s->n_images); k++)
             for (int o = 0; o < s->n_optimizers; o++)
                 for (int p = 0; p < s->n_plans; p++)
-                    for (int g = 0; g < s->n_budgets; g++) {
-                        cell *cl = &c->cells[c->done];
+                    for (int g = 0; g < s->n_budgets; g++, job++) {
+                        if (own(c, job, job, &mine, e)) return -1;
+                        if (!mine) continue;
+                        cell *cl = &c->cells[job];
                         *cl = (cell){.net = i, .image = by_image ? 0 : k, .batch = by_image ? k : 0, .opt = o, .plan = p};
                         cli_plan_text(s->plans[p], s->bn, text, sizeof text);
                         cli_probe pr = {.net_name = s->nets[i], .plan_text = text, .image = by_image ? 0 : s->images[k],
@@ -220,6 +246,9 @@ static int sweep_search(sweep_ctx *c, err *e)
 static int sweep_engine(sweep_ctx *c, err *e)
 {
     const spec *s = c->s;
+    long job = 0, configs = (long)s->n_nets * s->n_images * s->n_batches * s->n_optimizers;
+    long per_config = spec_runs(s) / configs; /* validate: the plans, and layer where they lack it */
+    bool mine;
     for (int i = 0; i < s->n_nets; i++)
         for (int k = 0; k < s->n_images; k++)
             for (int b = 0; b < s->n_batches; b++)
@@ -228,6 +257,9 @@ static int sweep_engine(sweep_ctx *c, err *e)
                     sched_cfg cfg = {.batch = s->batches[b], .calib = c->calib};
                     cli_parse_optimizer(s->optimizers[o], &cfg.optimizer);
                     if (s->run == SPEC_VALIDATE) {
+                        if (own(c, job, job * per_config, &mine, e)) return CLI_USAGE;
+                        job++;
+                        if (!mine) continue;
                         cli_validate_job j = {.n = n, .plans = s->plans, .n_plans = s->n_plans, .bn = s->bn, .cfg = cfg,
                                               .iters = s->measure, .seed = (uint64_t)s->seed, .host_budget = -1, .dev = c->d,
                                               .quiet = c->quiet};
@@ -236,7 +268,9 @@ static int sweep_engine(sweep_ctx *c, err *e)
                         if (!c->quiet) printf("\n");
                         continue;
                     }
-                    for (int p = 0; p < s->n_plans; p++) {
+                    for (int p = 0; p < s->n_plans; p++, job++) {
+                        if (own(c, job, job, &mine, e)) return CLI_USAGE;
+                        if (!mine) continue;
                         cli_train_job j = {.n = n, .plan = s->plans[p], .bn = s->bn, .cfg = cfg, .ops = &ops_cpu,
                                            .iters = s->measure, .seed = (uint64_t)s->seed, .host_budget = -1, .dev = c->d,
                                            .quiet = c->quiet};
@@ -269,8 +303,46 @@ static int sweep_check(const spec *s, net *nets, err *e)
     return 0;
 }
 
-/* Runs spec_path into out (NULL: from the spec). Returns a CLI status. */
-int cli_sweep_run(const char *cmd, const char *spec_path, const char *out, bool overwrite, bool quiet)
+/* The spec's text as 16 hex digits (64-bit FNV-1a), so that lrcnn merge can tell parts of one spec
+ * from parts of another saved under the same name. */
+static int spec_digest(const char *path, char *out, size_t len, err *e)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return err_set(e, "%s: cannot open spec (%s)", path, strerror(errno));
+    uint64_t h = 14695981039346656037ull;
+    for (int ch; (ch = getc(f)) != EOF;) h = (h ^ (uint64_t)(unsigned char)ch) * 1099511628211ull;
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) return err_set(e, "%s: cannot read spec", path);
+    snprintf(out, len, "%016llx", (unsigned long long)h);
+    return 0;
+}
+
+/* The root attributes that say which sweep (and which part of it) a file holds. */
+static int write_provenance(const sweep_ctx *c, const char *spec_path, err *e)
+{
+    char digest[32];
+    if (spec_digest(spec_path, digest, sizeof digest, e) || h5_set_root_attr(c->f, "spec", spec_path, e) ||
+        h5_set_root_attr(c->f, "experiment", c->s->name, e) || h5_set_root_attr(c->f, "spec_digest", digest, e))
+        return -1;
+    if (!c->n_shards) return 0;
+    char part[32];
+    snprintf(part, sizeof part, "%d/%d", c->shard, c->n_shards);
+    if (h5_set_root_attr(c->f, "shard", part, e)) return -1;
+    return h5_attr_int(h5_root(c->f), "sweep_runs", (int)spec_runs(c->s), e);
+}
+
+/* Jobs of the whole sweep: runs, or configurations for validate (one lrcnn validate each). */
+static long sweep_jobs(const spec *s)
+{
+    if (s->run != SPEC_VALIDATE) return spec_runs(s);
+    return (long)s->n_nets * s->n_images * s->n_batches * s->n_optimizers;
+}
+
+/* Runs spec_path into out (NULL: from the spec), all of it or shard I of n (n = 0: all). Returns a
+ * CLI status. */
+static int sweep_run(const char *cmd, const char *spec_path, const char *out, bool overwrite, bool quiet, int shard,
+                     int n_shards)
 {
     err e;
     spec s;
@@ -285,16 +357,23 @@ int cli_sweep_run(const char *cmd, const char *spec_path, const char *out, bool 
     bool dev_ok = cli_load_device(s.device, s.profile[0] ? s.profile : NULL, &dev, &tm, &e) == 0;
     if (!dev_ok) err_wrap(&e, "%s", spec_path);
     sweep_ctx c = {.s = &s, .d = dev_ok ? &dev : NULL, .nets = err_calloc((size_t)n_nets, sizeof(net)),
-                   .count = spec_runs(&s), .quiet = quiet};
+                   .count = spec_runs(&s), .shard = shard, .n_shards = n_shards, .quiet = quiet};
     c.cells = err_calloc((size_t)c.count, sizeof(cell));
+    long jobs = sweep_jobs(&s);
+    if (n_shards) /* this shard's jobs: those k < jobs with k mod N = I - 1 */
+        c.count = (jobs - shard + n_shards) / n_shards;
+    if (c.d && n_shards > jobs) {
+        c.d = NULL; /* e says why */
+        err_set(&e, "%s: --shard %d/%d: the sweep has %ld %s, fewer than %d parts", spec_path, shard, n_shards, jobs,
+                s.run == SPEC_VALIDATE ? "configurations" : "runs", n_shards);
+    }
     bool keep = s.run == SPEC_SIM && !s.measure; /* not where the engine measures RSS; undone below */
     enc_calib cal = {0};
     c.calib = s.calibrate[0] ? &cal : NULL;
     if (!c.d) { /* e says why */
     } else if (c.calib && calib_read(s.calibrate, &cal, &e)) {
         err_wrap(&e, "%s: calibrate", spec_path);
-    } else if (!sweep_check(&s, c.nets, &e) && !h5_create(&c.f, path, overwrite, &e) &&
-             !h5_set_root_attr(c.f, "spec", spec_path, &e) && !h5_set_root_attr(c.f, "experiment", s.name, &e)) {
+    } else if (!sweep_check(&s, c.nets, &e) && !h5_create(&c.f, path, overwrite, &e) && !write_provenance(&c, spec_path, &e)) {
         if (keep) heap_tune(HEAP_SWEEP);
         if (s.run != SPEC_SIM) rc = sweep_engine(&c, &e);
         else rc = (s.search[0] ? sweep_search : sweep_grid)(&c, &e) ? CLI_USAGE : CLI_OK;
@@ -307,8 +386,13 @@ int cli_sweep_run(const char *cmd, const char *spec_path, const char *out, bool 
         if (h5_close(f, &e)) rc = CLI_USAGE;
     }
     if (c.f) h5_abort(c.f);
-    if (rc == CLI_OK && s.run == SPEC_SIM && !quiet) (s.search[0] ? print_capacity : print_tables)(&s, c.nets, c.cells, c.count);
-    if (rc == CLI_OK) fprintf(stderr, "%swrote %s (%ld runs)\n", quiet || s.run != SPEC_SIM ? "" : "\n", path, c.count);
+    /* a shard's tables would have holes: lrcnn export of the merged file has them whole */
+    bool tables = rc == CLI_OK && s.run == SPEC_SIM && !quiet && !n_shards;
+    if (tables) (s.search[0] ? print_capacity : print_tables)(&s, c.nets, c.cells, c.count);
+    if (rc == CLI_OK && n_shards)
+        fprintf(stderr, "wrote %s (shard %d/%d: %ld of the sweep's %ld %s)\n", path, shard, n_shards, c.count, jobs,
+                s.run == SPEC_VALIDATE ? "configurations" : "runs");
+    else if (rc == CLI_OK) fprintf(stderr, "%swrote %s (%ld runs)\n", tables ? "\n" : "", path, c.count);
     for (int i = 0; i < n_nets; i++) net_free(&c.nets[i]);
     enc_calib_free(&cal);
     timing_free(&tm);
@@ -318,10 +402,28 @@ int cli_sweep_run(const char *cmd, const char *spec_path, const char *out, bool 
     return cli_status(cmd, rc, &e);
 }
 
+int cli_sweep_run(const char *cmd, const char *spec_path, const char *out, bool overwrite, bool quiet)
+{
+    return sweep_run(cmd, spec_path, out, overwrite, quiet, 0, 0);
+}
+
+/* "I/N" with 1 <= I <= N <= SPEC_MAX_RUNS. */
+static int parse_shard(const char *v, int *shard, int *n)
+{
+    char a[16], b[16];
+    const char *slash = strchr(v, '/');
+    if (!slash || slash - v >= (long)sizeof a || strlen(slash + 1) >= sizeof b) return -1;
+    snprintf(a, sizeof a, "%.*s", (int)(slash - v), v);
+    snprintf(b, sizeof b, "%s", slash + 1);
+    if (cli_parse_int(b, 1, SPEC_MAX_RUNS, n) || cli_parse_int(a, 1, *n, shard)) return -1;
+    return 0;
+}
+
 int cli_sweep(int argc, char **argv)
 {
     const char *spec_path = NULL, *out = NULL, *v;
     bool force = false, quiet = false;
+    int shard = 0, n_shards = 0;
     for (int i = 1; i < argc; i++) {
         int got;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
@@ -329,12 +431,16 @@ int cli_sweep(int argc, char **argv)
         else if (!strcmp(argv[i], "--quiet")) quiet = true;
         else if ((got = cli_opt(argc, argv, &i, "-o", &v)) > 0) out = v;
         else if (got < 0) return cli_fail("sweep", "-o needs a file name");
+        else if ((got = cli_opt(argc, argv, &i, "--shard", &v)) != 0) {
+            if (got < 0 || parse_shard(v, &shard, &n_shards))
+                return cli_fail("sweep", "--shard %s: expected I/N with 1 <= I <= N (e.g. --shard 2/3)", got < 0 ? "" : v);
+        }
         else if (argv[i][0] == '-') return cli_fail("sweep", "unknown option '%s' (see lrcnn sweep --help)", argv[i]);
         else if (spec_path) return cli_fail("sweep", "one spec at a time (got '%s' and '%s')", spec_path, argv[i]);
         else spec_path = argv[i];
     }
     if (!spec_path) return cli_fail("sweep", "which spec? (e.g. lrcnn sweep experiments/baselines.spec)");
-    return cli_sweep_run("sweep", spec_path, out, force, quiet);
+    return sweep_run("sweep", spec_path, out, force, quiet, shard, n_shards);
 }
 
 int cli_demo(int argc, char **argv)

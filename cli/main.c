@@ -21,6 +21,7 @@ static const struct {
     {"sweep", cli_sweep, "run an experiment spec (nets x batch x image x plans) into one HDF5 file"},
     {"plan", cli_plan, "largest batch or input that fits a memory budget, per plan"},
     {"calibrate", cli_calibrate, "measure this machine's step times: the device profile --profile takes"},
+    {"merge", cli_merge, "join the shards of a sweep (sweep --shard I/N) into one file"},
     {"export", cli_export, "HDF5 result -> TSV for gnuplot"},
     {"reproduce", cli_reproduce, "every result and figure from scratch (about 30 minutes on 2 cores)"},
     {"demo", cli_demo, "the default experiment (simulator: VGG-16 and ResNet-50, every preset)"},
@@ -70,6 +71,8 @@ int main(int argc, char **argv)
     h5_set_command(argc, argv);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "lrcnn: unknown command '%s' (commands: sim train validate sweep plan calibrate export reproduce demo; lrcnn --help)\n", argv[1]);
+    fprintf(stderr, "lrcnn: unknown command '%s' (commands:", argv[1]);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) fprintf(stderr, " %s", commands[i].name);
+    fprintf(stderr, "; lrcnn --help)\n");
     return CLI_USAGE;
 }

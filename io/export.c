@@ -100,6 +100,11 @@ int h5_read_attr_str(hid_t loc, const char *where, const char *name, char **out,
     return read_attr(loc, where, name, RD_STR, out, e);
 }
 
+int h5_read_attr_i64(hid_t loc, const char *where, const char *name, int64_t *out, err *e)
+{
+    return read_attr(loc, where, name, RD_INT, out, e);
+}
+
 /* Opens loc/name, which must exist and be a group (want_dataset false) or a dataset. */
 static int open_obj(hid_t loc, const char *where, const char *name, bool want_dataset, hid_t *o, err *e)
 {

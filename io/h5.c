@@ -170,10 +170,7 @@ static int write_root(h5_file *f, err *e)
 
     machine_git(commit, sizeof commit, &dirty);
     machine_cpu_model(cpu, sizeof cpu);
-    time_t now = time(NULL);
-    struct tm utc;
-    gmtime_r(&now, &utc);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    h5_date_now(date, sizeof date);
     if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
     host[sizeof host - 1] = '\0';
     H5_CHECK(H5get_libversion(&maj, &min, &rel));
@@ -184,7 +181,7 @@ static int write_root(h5_file *f, err *e)
     H5_TRY(h5_attr_str(f->file, "date", date, e));
     H5_TRY(h5_attr_str(f->file, "host", host, e));
     H5_TRY(h5_attr_str(f->file, "hdf5_version", version, e));
-    H5_TRY(h5_attr_str(f->file, "lrcnn_command", command_line ? command_line : "", e));
+    H5_TRY(h5_attr_str(f->file, "lrcnn_command", h5_command(), e));
     H5_TRY(h5_attr_int(f->file, "git_dirty", dirty, e));
     H5_TRY(h5_attr_str(f->file, "cpu", cpu, e));
     H5_TRY(h5_attr_int(f->file, "threads", machine_threads(), e));
@@ -200,6 +197,16 @@ cleanup:
     return rc;
 }
 
+
+const char *h5_command(void) { return command_line ? command_line : ""; }
+
+void h5_date_now(char *out, size_t len)
+{
+    time_t now = time(NULL);
+    struct tm utc;
+    gmtime_r(&now, &utc);
+    strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &utc);
+}
 
 void h5_set_command(int argc, char **argv)
 {
@@ -581,6 +588,14 @@ cleanup:
         err_wrap(e, "%s: run %s", f->path, name);
     }
     return rc;
+}
+
+int h5_set_next_run(h5_file *f, long index, err *e)
+{
+    CHECK(f);
+    if (index < 0 || index >= H5_MAX_RUNS) return err_set(e, "%s: run %ld: more than %d runs in one file", f->path, index, H5_MAX_RUNS);
+    f->n_runs = (int)index;
+    return 0;
 }
 
 /* --- closing ------------------------------------------------------------------------------------ */

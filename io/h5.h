@@ -49,6 +49,9 @@ int h5_create(h5_file **f, const char *path, bool overwrite, err *e);
  * hdf5_version, lrcnn_command): e.g. ("spec", path). */
 int h5_set_root_attr(h5_file *f, const char *name, const char *value, err *e);
 int h5_write_run(h5_file *f, const h5_run *run, err *e);
+/* The next run is written as runs/<index> (a shard of a sweep names its runs by their place in
+ * the whole sweep, so that merged shards equal the whole; lrcnn merge). */
+int h5_set_next_run(h5_file *f, long index, err *e);
 /* The open file, to add groups of one's own (weights dumps). */
 hid_t h5_root(h5_file *f);
 
@@ -92,6 +95,9 @@ void h5_abort(h5_file *f);
 
 /* The command line that produced the file, stored as root attribute lrcnn_command. */
 void h5_set_command(int argc, char **argv);
+/* That line ("" before h5_set_command), and the time now as the root attribute date has it. */
+const char *h5_command(void);
+void h5_date_now(char *out, size_t len);
 
 /* Opens an lrcnn result file for reading (it exists, is HDF5, has a schema_version this lrcnn
  * reads); the caller closes *f with H5Fclose. */
@@ -100,6 +106,8 @@ int h5_open_result(const char *path, hid_t *f, err *e);
 /* Scalar string attribute `name` of loc into *out (malloc'd); a missing or non-string one is an
  * error naming `where`. */
 int h5_read_attr_str(hid_t loc, const char *where, const char *name, char **out, err *e);
+/* The same for an integer attribute (any width). */
+int h5_read_attr_i64(hid_t loc, const char *where, const char *name, int64_t *out, err *e);
 
 /* Writes one TSV per table to out_dir (or stdout when out_dir is NULL: the runs table only):
  * runs.tsv (one row per run: config, both predictions by category, flops, time) and

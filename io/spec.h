@@ -56,8 +56,9 @@ void spec_free(spec *s);
 /* Number of runs the spec writes (searches: one per budget instead of per batch or image;
  * validate: `layer` added to each configuration where the plans lack it). */
 long long spec_runs(const spec *s);
-/* The most runs a spec may have (spec_load refuses more before anything is allocated for them). */
-#define SPEC_MAX_RUNS 1000000
+/* The most runs a spec may have (spec_load refuses more before anything is allocated for them):
+ * what a result file holds, its runs being named by five digits (io/h5.c). */
+#define SPEC_MAX_RUNS 100000
 const char *spec_run_name(spec_run r);
 
 #endif

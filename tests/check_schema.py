@@ -25,6 +25,11 @@ ROOT_ATTRS = {"schema_version": I32, "git_commit": STR, "date": STR, "host": STR
               "hdf5_version": STR, "lrcnn_command": STR}
 # what the machine was, on every file written since they were added (older committed files lack them)
 MACHINE_ATTRS = {"git_dirty": I32, "cpu": STR, "threads": I32, "omp_wait_policy": STR}
+# a shard of a sweep (lrcnn sweep --shard I/N): which part, of how many runs in all
+SHARD_ATTRS = {"shard": STR, "sweep_runs": I32}
+# a merged sweep (lrcnn merge): one row per part
+SHARD_FIELDS = [("shard", I32), ("path", STR), ("runs", I32), ("host", STR), ("cpu", STR), ("threads", I32),
+                ("date", STR), ("command", STR)]
 RUN_ATTRS = {"kind": STR, "net": STR, "net_path": STR, "image_h": I32, "image_w": I32, "batch": I32,
              "plan": STR, "plan_resolved": STR, "optimizer": STR, "bn": STR, "device": STR,
              "fp_bands": I32, "bp_bands": I32, "n_steps": I32, "flops": F64, "time_us": F64,
@@ -258,14 +263,22 @@ def check_file(path):
         if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", date):
             raise Problem("/: attribute date '%s' is not ISO 8601 UTC (YYYY-MM-DDTHH:MM:SSZ)" % date)
         kind = f.attrs.get("kind", "")
-        if any(name in f.attrs for name in MACHINE_ATTRS):  # all of them, or none (an older file)
+        # all of them, or none (an older file; a device profile has always had its own cpu and threads)
+        if "git_dirty" in f.attrs or "omp_wait_policy" in f.attrs:
             for name, want in MACHINE_ATTRS.items():
                 check_attr(f, "/", name, want)
-            if int(f.attrs["git_dirty"]) not in (-1, 0, 1) or int(f.attrs["threads"]) < 1:
-                raise Problem("/: git_dirty must be -1, 0 or 1 and threads at least 1")
-        for name in f.attrs:  # command-specific extras must be strings too (the machine's ints aside)
+            merged = "shards" in f  # parts run with different thread counts: 0
+            if int(f.attrs["git_dirty"]) not in (-1, 0, 1) or int(f.attrs["threads"]) < (0 if merged else 1):
+                raise Problem("/: git_dirty must be -1, 0 or 1 and threads at least 1 (0 in a merge of mixed parts)")
+        for name in f.attrs:  # command-specific extras must be strings too (the machine's and shard's ints aside)
             if name not in ROOT_ATTRS:
-                check_attr(f, "/", name, MACHINE_ATTRS.get(name, STR))
+                check_attr(f, "/", name, dict(MACHINE_ATTRS, **SHARD_ATTRS).get(name, STR))
+        shard = None
+        if "shard" in f.attrs:
+            m = re.fullmatch(r"(\d+)/(\d+)", f.attrs["shard"])
+            if not m or not 1 <= int(m.group(1)) <= int(m.group(2)) or "sweep_runs" not in f.attrs:
+                raise Problem("/: shard '%s' is not I/N with 1 <= I <= N, or sweep_runs is missing" % f.attrs["shard"])
+            shard = (int(m.group(1)), int(m.group(2)), int(f.attrs["sweep_runs"]))
         cats = check_dset(f, "/", "categories", STR)
         ncat = cats.shape[0]
         names = list(cats.asstr()[()])
@@ -279,10 +292,18 @@ def check_file(path):
         elif kind == "pareto":
             check_pareto(f)
             members += ("pareto",)
+        if "shards" in f:
+            if shard:
+                raise Problem("/: a shard (attribute shard) with a /shards table")
+            check_table(f, "", "shards", SHARD_FIELDS)
+            members += ("shards",)
         check_only(f, "/", f.attrs, members)
         keys = sorted(runs)
         for i, key in enumerate(keys):
-            if key != "%05d" % i:
+            if shard:  # a shard's runs keep their places in the whole sweep: ours are every N-th
+                if not re.fullmatch(r"\d{5}", key) or int(key) >= shard[2]:
+                    raise Problem("/runs: member %s, want five digits below sweep_runs %d" % (key, shard[2]))
+            elif key != "%05d" % i:
                 raise Problem("/runs: member %s, want %05d (five digits, from 00000, no gaps)" % (key, i))
             where = "/runs/" + key
             run = check_group(runs, "/runs", key)

@@ -27,7 +27,7 @@ no_file() { if [ -e "$1" ] || compgen -G "$1.*.tmp" >/dev/null; then bad "$2: $1
 
 # --- help and outputs ---------------------------------------------------------------------------
 expect_ok "lrcnn --help" -- --help
-for c in sim train validate sweep plan calibrate export demo reproduce; do expect_ok "lrcnn $c --help" -- "$c" --help; done
+for c in sim train validate sweep merge plan calibrate export demo reproduce; do expect_ok "lrcnn $c --help" -- "$c" --help; done
 expect_ok "sim vgg16 2ps:6" -- sim --net vgg16 --batch 8 --image 224 --plan 2ps:6
 for want in "replay@peak" "closed@peak" "boundaries" "peak (device)" "FLOPs"; do
   grep -qF "$want" "$tmp/out" && ok "sim breakdown shows '$want'" || bad "sim breakdown lacks '$want'"
@@ -315,7 +315,7 @@ with h5py.File(sys.argv[1], "w") as f:  # an lrcnn-looking file whose categories
 PY
 expect_fail "export: a dataset declaring 2^40 elements" "declares 1099511627776 elements" -- export "$tmp/huge.h5"
 printf 'nets = vgg-small\nbatch = 1..64\nimage = 32..95\nplans = 2ps:1..4096, overl:1..4096\n' >"$tmp/huge.spec"
-expect_fail "a spec of 33 million runs" "more than 1000000: split the spec" -- sweep "$tmp/huge.spec" -o "$o"; no_file "$o" "huge spec"
+expect_fail "a spec of 33 million runs" "more than 100000: split the spec" -- sweep "$tmp/huge.spec" -o "$o"; no_file "$o" "huge spec"
 expect_fail "a plan list of 69632 plans" "plan list of more than 65536 plans" -- sim --net vgg-small --plan "$(printf '2ps:1..4096,%.0s' $(seq 17))layer"
 expect_fail "train too large for this machine" "of this machine's memory" -- train --net vgg-small --image 16384 --batch 256 --iters 1 -o "$o"; no_file "$o" "too large to train"
 printf 'input data c=3 h=32 w=32\nconv big c=500000000 k=5000 p=2500\ngap g\nfc f c=10\nloss l\n' >"$tmp/big.net"

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Sweeps in shards: a spec swept whole equals the merge of its 3 shards, each run by GNU parallel
+# as a separate process (h5diff of every run, the root's attributes aside: date, command, shard);
+# merges of parts that do not belong together exit 2 with one line and write nothing.
+# Usage: shard.sh LRCNN PYTHON SOURCE_DIR
+set -u
+lrcnn="$1"; python="$2"; src="$3"
+tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
+fails=0
+ok()  { printf 'ok   %s\n' "$1"; }
+bad() { fails=$((fails + 1)); printf 'FAIL %s\n' "$1"; sed 's/^/     /' "$tmp/err" 2>/dev/null | head -5; }
+cd "$tmp"
+
+# a grid (two nets, two batches, both optimizers, five plans: 40 runs) and a capacity search
+cat >grid.spec <<'S'
+nets = vgg-small, resnet-small
+image = 32
+batch = 2, 4
+optimizer = sgd, adam
+plans = layer, ckpt-sqrt, 2ps:2..3, overl-h
+timeline = on
+S
+cat >search.spec <<'S'
+nets = vgg-small
+batch = 1, 2
+optimizer = sgd
+search = image
+budgets = 16MiB, 64MiB
+plans = layer, 2ps:4, overl-h
+S
+for s in grid search; do
+  "$lrcnn" sweep $s.spec -o $s-whole.h5 --quiet 2>"$tmp/err" || bad "$s: whole sweep"
+  parallel --halt now,fail=1 "'$lrcnn'" sweep $s.spec --shard {}/3 -o $s-{}.h5 --quiet ::: 1 2 3 2>"$tmp/err" \
+    && ok "$s: 3 shards through GNU parallel" || bad "$s: shards"
+  "$lrcnn" merge $s-merged.h5 $s-3.h5 $s-1.h5 $s-2.h5 2>"$tmp/err" && ok "$s: merge (parts in any order)" || bad "$s: merge"
+  if h5diff $s-whole.h5 $s-merged.h5 /runs /runs >"$tmp/err" && h5diff $s-whole.h5 $s-merged.h5 /categories /categories >"$tmp/err"; then
+    ok "$s: merged = whole (h5diff: every run, every attribute and dataset in it)"
+  else bad "$s: merged differs from whole"; fi
+  "$python" "$src/tests/check_schema.py" $s-whole.h5 $s-merged.h5 $s-1.h5 >"$tmp/err" 2>&1 && ok "$s: schema of whole, merged and a shard" \
+    || bad "$s: schema"
+done
+# the comparison can fail: one attribute of one run changed is a difference
+cp grid-merged.h5 changed.h5
+"$python" -c "import h5py; h5py.File('changed.h5', 'r+')['runs/00017'].attrs['batch'] = 3"
+h5diff grid-whole.h5 changed.h5 /runs /runs >/dev/null 2>&1; [ $? -eq 1 ] && ok "h5diff sees one changed attribute" || bad "h5diff blind"
+"$python" - grid-whole.h5 grid-merged.h5 >"$tmp/err" 2>&1 <<'P' && ok "grid: root attributes equal but for date, command and /shards" || bad "grid: root attributes"
+import sys, h5py
+a, b = (h5py.File(p, "r") for p in sys.argv[1:])
+skip = {"date", "lrcnn_command"}
+assert {k for k in a.attrs if k not in skip} == {k for k in b.attrs if k not in skip}, (set(a.attrs), set(b.attrs))
+for k in a.attrs:
+    assert k in skip or a.attrs[k] == b.attrs[k], k
+s = b["shards"][()]
+assert list(s["shard"]) == [1, 2, 3] and sum(s["runs"]) == len(a["runs"]), s
+P
+
+# merges that must be refused: exit 2, one line, no file
+refuse() {
+  local label="$1" want="$2"; shift 2
+  "$lrcnn" merge "$tmp/bad.h5" "$@" >/dev/null 2>"$tmp/err"; local rc=$?
+  if [ $rc -ne 2 ] || [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -qF -- "$want" "$tmp/err"; then bad "$label: exit $rc"; return; fi
+  if [ -e "$tmp/bad.h5" ] || compgen -G "$tmp/bad.h5.*.tmp" >/dev/null; then bad "$label: wrote a file"; return; fi
+  ok "$label -> $(cat "$tmp/err")"
+}
+refuse "a shard missing" "merge needs all 3" grid-1.h5 grid-2.h5
+refuse "a shard twice" "are both shard 2/3" grid-1.h5 grid-2.h5 grid-2.h5
+refuse "shards of different specs" "come from different specs" grid-1.h5 grid-2.h5 search-3.h5
+(cat grid.spec; echo "# the same grid, another text") >grid2.spec
+"$lrcnn" sweep grid2.spec --shard 3/3 -o other-3.h5 --quiet 2>/dev/null
+refuse "a shard of an edited spec" "come from different specs" grid-1.h5 grid-2.h5 other-3.h5
+cp grid-3.h5 commit-3.h5
+"$python" -c "import h5py; h5py.File('commit-3.h5', 'r+').attrs['git_commit'] = 'deadbee'"
+refuse "shards of different commits" "come from different commits" grid-1.h5 grid-2.h5 commit-3.h5
+"$lrcnn" sweep grid.spec --shard 1/2 -o half-1.h5 --quiet 2>/dev/null
+refuse "shards of different splits" "parts of different splits" grid-1.h5 grid-2.h5 half-1.h5
+refuse "a whole sweep as a part" "not a shard of a sweep" grid-1.h5 grid-2.h5 grid-whole.h5
+cp grid-3.h5 cut-3.h5
+"$python" -c "import h5py; del h5py.File('cut-3.h5', 'r+')['runs/00002']"
+refuse "a shard missing a run" "no part holds run 00002" grid-1.h5 grid-2.h5 cut-3.h5
+refuse "a part that is not HDF5" "not an HDF5 file" grid-1.h5 grid-2.h5 grid.spec
+refuse "a part that does not exist" "No such file" grid-1.h5 grid-2.h5 nosuch.h5
+"$lrcnn" merge grid-whole.h5 grid-1.h5 grid-2.h5 grid-3.h5 >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "use --force" "$tmp/err" && ok "merge keeps an existing file without --force" || bad "merge overwrote"
+for sh in 0/3 4/3 3/0 2 x/y; do
+  "$lrcnn" sweep grid.spec --shard $sh -o s.h5 >/dev/null 2>"$tmp/err"
+  [ $? -eq 2 ] && [ ! -e s.h5 ] && ok "--shard $sh refused" || bad "--shard $sh"
+done
+"$lrcnn" sweep search.spec --shard 13/13 -o s.h5 >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "fewer than 13 parts" "$tmp/err" && ok "more shards than runs refused" || bad "more shards than runs"
+
+[ $fails -eq 0 ] && echo "all passed" || echo "$fails failed"
+[ $fails -eq 0 ]
