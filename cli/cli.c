@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "io/calib.h"
@@ -250,9 +251,25 @@ const char *cli_fmt_closed_err(const sim_result *r, int64_t ref, const char *fmt
 
 void cli_progress(const char *what, int k, int n)
 {
+    static const char *current;
+    static struct timespec start;
     if (!isatty(STDERR_FILENO)) return;
-    fprintf(stderr, "\r  %s %d/%d", what, k, n);
-    if (k >= n) fputc('\n', stderr);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (what != current || k <= 1) current = what, start = now; /* a new count: time from here */
+    if (k >= n) { /* done: the line goes, so what prints next starts at column 0 */
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+        return;
+    }
+    double s = (double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec);
+    char eta[32] = "";
+    if (k > 1) { /* from the pace since the first: (s / (k - 1)) per item, n - k to go */
+        double left = s / (k - 1) * (n - k);
+        if (left >= 60) snprintf(eta, sizeof eta, ", about %.0f min %02.0f s left", floor(left / 60), fmod(left, 60));
+        else snprintf(eta, sizeof eta, ", about %.0f s left", ceil(left));
+    }
+    fprintf(stderr, "\r\033[K  %s %d/%d%s", what, k, n, eta);
     fflush(stderr);
 }
 

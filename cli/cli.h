@@ -60,7 +60,8 @@ void cli_plan_text(const char *item, const char *bn, char *buf, size_t len);
 const char *cli_fmt_closed(const sim_result *r, int cat, char *buf, size_t len);
 const char *cli_fmt_closed_err(const sim_result *r, int64_t ref, const char *fmt, char *buf, size_t len);
 
-/* Progress "\r  what k/n" on stderr, only when stderr is a terminal; k == n ends the line. */
+/* Progress "  what k/n, about T left" on stderr, rewritten in place, only when stderr is a
+ * terminal (silent in pipes and files); T from the pace since k = 1. k == n clears the line. */
 void cli_progress(const char *what, int k, int n);
 
 /* The calibration --calibrate names (io/calib.h) into c, and c into cfg; nothing (c zeroed, cfg

@@ -41,7 +41,7 @@ static const char *usage =
     "\n"
     "Second form: for each plan, the largest batch (at --image, default the net's) or the largest square\n"
     "input (at --batch) whose predicted peak fits BYTES.\n"
-    "Defaults: --batch 8 --optimizer adam --space all; --plan layer,ckpt-sqrt,vdnn-all,vdnn-conv,2ps:4,\n"
+    "Defaults: --batch 8 --optimizer sgd --space all; --plan layer,ckpt-sqrt,vdnn-all,vdnn-conv,2ps:4,\n"
     "overl:4,2ps-h,overl-h.\n"
     "\n"
     "example: lrcnn plan --budget 1.6GiB --net vgg16 --image 224 --profile results/profile_cpu.h5\n"
@@ -232,7 +232,7 @@ done:
 
 int cli_plan(int argc, char **argv)
 {
-    cli_config o = {.batch = 8, .optimizer = SCHED_ADAM, .host_budget = -1};
+    cli_config o = {.batch = 8, .optimizer = SCHED_SGD, .host_budget = -1};
     const char *budget = NULL, *space = NULL, *pareto = NULL, *device = NULL, *v;
     int mode = 0;
     for (int i = 1; i < argc; i++) {

@@ -17,7 +17,7 @@ static const char *usage =
     "(the engine's allocated bytes, exactly), 'closed' evaluates the closed-form equations of\n"
     "paper/model.md. PLANS is a comma-separated list; ranges expand (2ps:2..8).\n"
     "Presets: layer ckpt-sqrt ckpt:K vdnn-all vdnn-conv 2ps:R overl:R 2ps-h[:R] overl-h[:R];\n"
-    "custom plans: sim/PLANS.md. Defaults: --plan layer --batch 8 --optimizer adam --bn auto --device cpu.\n"
+    "custom plans: sim/PLANS.md. Defaults: --plan layer --batch 8 --optimizer sgd --bn auto --device cpu.\n"
     "Modifiers store kept maps encoded: +gist, +dpr:fp16|bf16|fp8, +zfp:rate=R|acc=E (e.g. 2ps:4+gist+dpr:fp16);\n"
     "+migrate[:grads][:optim][:weights] moves parameters, gradients and optimizer state off the device\n"
     "between their uses (Layrub-style; bare: all three). The closed form does not model modifiers yet\n"
@@ -85,7 +85,7 @@ static int sim_one(const net *n, const char *item, const char *bn, const sched_c
 int cli_sim(int argc, char **argv)
 {
     const char *dev = "cpu";
-    cli_config o = {.plan = "layer", .batch = 8, .optimizer = SCHED_ADAM, .host_budget = -1};
+    cli_config o = {.plan = "layer", .batch = 8, .optimizer = SCHED_SGD, .host_budget = -1};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
         int got = cli_common(argc, argv, &i, "sim", &o);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -39,6 +40,7 @@ static const char *usage =
 
 typedef struct {
     int net, batch, image, plan, opt;
+    bool infeasible;        /* recorded in /infeasible, not run */
     int max_value;          /* searches */
     int64_t measured;       /* measure = K: the engine's peak */
     double us;              /* measure = K: best iteration time */
@@ -52,7 +54,9 @@ typedef struct {
 } search_info;
 
 /* Simulates plan p of the spec on net n at `batch` and writes the run (and its per-category
- * timeline). si: a capacity search's result, or NULL. */
+ * timeline). si: a capacity search's result, or NULL. Returns 0, SWEEP_INFEASIBLE when the
+ * configuration cannot be run (e says why; nothing written) or -1 when the sweep cannot go on. */
+#define SWEEP_INFEASIBLE 1
 static int sweep_one(const spec *s, const net *n, const sim_device *d, const enc_calib *cal, int batch, int o, int p,
                      const search_info *si, h5_file *f, cell *c, err *e)
 {
@@ -67,7 +71,7 @@ static int sweep_one(const spec *s, const net *n, const sim_device *d, const enc
     int rc = sched_lower(&sc, n, &pl, &cfg, e);
     if (rc) {
         plan_free(&pl);
-        return -1;
+        return SWEEP_INFEASIBLE;
     }
     int64_t *tl = err_calloc((size_t)sc.n_step + 1, sizeof(int64_t));
     int64_t *tc = err_calloc(((size_t)sc.n_step + 1) * MEM_NCAT, sizeof(int64_t));
@@ -94,7 +98,8 @@ static int sweep_one(const spec *s, const net *n, const sim_device *d, const enc
                   .timeline_cat = s->timeline ? tc : NULL, .n_timeline = steps, .measured = s->measure ? &m : NULL,
                   .backend = "cpu", .data = "synthetic", .seed = (uint64_t)s->seed, .search = si ? si->search : NULL,
                   .budget = si ? si->budget : 0, .max_value = si ? si->max_value : 0, .calibration = cal ? cal->source : NULL};
-    if (!rc) rc = h5_write_run(f, &run, e);
+    if (rc) rc = SWEEP_INFEASIBLE;
+    else rc = h5_write_run(f, &run, e);
     plan_free(&pl);
     run_summary_free(&m);
     free(tl), free(tc);
@@ -115,7 +120,11 @@ static void print_capacity(const spec *s, net *nets, const cell *cells, long cou
         printf("\n");
         for (int p = 0; p < s->n_plans; p++) {
             printf("  %-18s", s->plans[p]);
-            for (int g = 0; g < s->n_budgets; g++) printf(" %10d", cells[i + (long)p * s->n_budgets + g].max_value);
+            for (int g = 0; g < s->n_budgets; g++) {
+                const cell *x = &cells[i + (long)p * s->n_budgets + g];
+                if (x->infeasible) printf(" %10s", "infeasible");
+                else printf(" %10d", x->max_value);
+            }
             printf("\n");
         }
     }
@@ -136,9 +145,13 @@ static void print_tables(const spec *s, net *nets, const cell *cells, long count
         const sim_result *base = NULL;
         const cell *m0 = NULL;
         for (int p = 0; p < s->n_plans; p++)
-            if (!strcmp(s->plans[p], "layer")) base = &cells[i + p].r, m0 = &cells[i + p];
+            if (!strcmp(s->plans[p], "layer") && !cells[i + p].infeasible) base = &cells[i + p].r, m0 = &cells[i + p];
         for (int p = 0; p < s->n_plans; p++) {
             const sim_result *r = &cells[i + p].r;
+            if (cells[i + p].infeasible) {
+                printf("  %-18s infeasible (the file's /infeasible table says why)\n", s->plans[p]);
+                continue;
+            }
             char red[16] = "-", fl[16] = "-", ce[16];
             if (base) {
                 snprintf(red, sizeof red, "%.1f%%", 100.0 * (1.0 - (double)r->replay.peak / (double)base->replay.peak));
@@ -170,7 +183,26 @@ typedef struct {
     long count, done;       /* jobs of this shard (of the whole sweep without --shard), and done */
     int shard, n_shards;    /* --shard I/N; 0/0: the whole sweep */
     bool quiet;
+    infeasible_row *infeasible; /* configurations that could not be run, in sweep order */
+    int n_infeasible, cap_infeasible;
+    long written;           /* runs in the file */
 } sweep_ctx;
+
+/* Records a configuration that could not be run (why: e's message) in place of its runs
+ * first..first + runs - 1, which stay unused, and carries on. plan: NULL for all of them. */
+static void note_infeasible(sweep_ctx *c, long first, long runs, const net *n, int batch, int o, const char *plan,
+                            const err *e)
+{
+    if (c->n_infeasible == c->cap_infeasible) {
+        c->cap_infeasible = c->cap_infeasible ? 2 * c->cap_infeasible : 16;
+        c->infeasible = err_realloc(c->infeasible, (size_t)c->cap_infeasible * sizeof *c->infeasible);
+    }
+    c->infeasible[c->n_infeasible++] = (infeasible_row){
+        .first_run = (int)first, .runs = (int)runs, .net = err_strdup(n->name), .image_h = n->layers[0].h,
+        .image_w = n->layers[0].w, .batch = batch, .optimizer = err_strdup(c->s->optimizers[o]),
+        .plan = err_strdup(plan ? plan : "(every plan)"), .reason = err_strdup(e->msg)};
+    if (!c->quiet) fprintf(stderr, "%sinfeasible, recorded and skipped: %s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", e->msg);
+}
 
 /* Whether job k of the whole sweep (a run; a configuration for validate) is this shard's, and if
  * so, names its first run: run (the run's place in the whole sweep). */
@@ -195,8 +227,11 @@ static int sweep_grid(sweep_ctx *c, err *e)
                         if (!mine) continue;
                         cell *cl = &c->cells[job];
                         *cl = (cell){.net = i, .image = k, .batch = b, .opt = o, .plan = p};
-                        if (sweep_one(s, &c->nets[i * s->n_images + k], c->d, c->calib, s->batches[b], o, p, NULL, c->f, cl, e))
-                            return -1;
+                        const net *n = &c->nets[i * s->n_images + k];
+                        int rc = sweep_one(s, n, c->d, c->calib, s->batches[b], o, p, NULL, c->f, cl, e);
+                        if (rc < 0) return -1;
+                        if (rc == SWEEP_INFEASIBLE) note_infeasible(c, job, 1, n, s->batches[b], o, s->plans[p], e);
+                        cl->infeasible = rc == SWEEP_INFEASIBLE, c->written += !rc;
                         c->done++;
                         if (!c->quiet) cli_progress("runs", (int)c->done, (int)c->count);
                     }
@@ -233,8 +268,10 @@ static int sweep_search(sweep_ctx *c, err *e)
                         cl->max_value = best;
                         if (cli_load_net(&at, s->nets[i], image, e)) return -1;
                         int rc = sweep_one(s, &at, c->d, c->calib, batch, o, p, &si, c->f, cl, e);
+                        if (rc == SWEEP_INFEASIBLE) note_infeasible(c, job, 1, &at, batch, o, s->plans[p], e);
+                        cl->infeasible = rc == SWEEP_INFEASIBLE, c->written += !rc;
                         net_free(&at);
-                        if (rc) return -1;
+                        if (rc < 0) return -1;
                         c->done++;
                         if (!c->quiet) cli_progress("searches", (int)c->done, (int)c->count);
                     }
@@ -263,8 +300,8 @@ static int sweep_engine(sweep_ctx *c, err *e)
                         cli_validate_job j = {.n = n, .plans = s->plans, .n_plans = s->n_plans, .bn = s->bn, .cfg = cfg,
                                               .iters = s->measure, .seed = (uint64_t)s->seed, .host_budget = -1, .dev = c->d,
                                               .quiet = c->quiet};
-                        int rc = cli_validate_run(&j, c->f, e);
-                        if (rc != CLI_OK) return rc;
+                        if (cli_validate_run(&j, c->f, e) != CLI_OK) note_infeasible(c, (job - 1) * per_config, per_config, n, cfg.batch, o, NULL, e);
+                        else c->written += per_config;
                         if (!c->quiet) printf("\n");
                         continue;
                     }
@@ -274,8 +311,8 @@ static int sweep_engine(sweep_ctx *c, err *e)
                         cli_train_job j = {.n = n, .plan = s->plans[p], .bn = s->bn, .cfg = cfg, .ops = &ops_cpu,
                                            .iters = s->measure, .seed = (uint64_t)s->seed, .host_budget = -1, .dev = c->d,
                                            .quiet = c->quiet};
-                        int rc = cli_train_run(&j, c->f, e);
-                        if (rc != CLI_OK) return rc;
+                        if (cli_train_run(&j, c->f, e) != CLI_OK) note_infeasible(c, job, 1, n, cfg.batch, o, s->plans[p], e);
+                        else c->written++;
                         if (!c->quiet) printf("\n");
                     }
                 }
@@ -283,9 +320,10 @@ static int sweep_engine(sweep_ctx *c, err *e)
     return CLI_OK;
 }
 
-/* Loads the spec's nets and parses every plan for each, so that a bad spec fails before a file
- * exists. */
-static int sweep_check(const spec *s, net *nets, err *e)
+/* Loads the spec's nets, parses every plan for each and lowers it (at the first batch, with each
+ * optimizer), so that a bad spec — a plan some net cannot take — fails before a file exists; what
+ * fails later is a configuration this machine cannot run, recorded in /infeasible. */
+static int sweep_check(const spec *s, net *nets, const enc_calib *cal, err *e)
 {
     char text[PLAN_TEXT_LEN + 64];
     for (int i = 0; i < s->n_nets; i++)
@@ -297,8 +335,16 @@ static int sweep_check(const spec *s, net *nets, err *e)
             cli_plan_text(s->plans[p], s->bn, text, sizeof text);
             if (plan_parse(&pl, &nets[i], text, e))
                 return err_wrap(e, "%s:%d: %s at %dx%d", s->path, s->plans_line, nets[i].name, nets[i].layers[0].h, nets[i].layers[0].w);
-            cli_warn_plan(&pl, &nets[i]);
+            int rc = 0;
+            for (int o = 0; o < s->n_optimizers && !rc; o++) {
+                sched sc;
+                sched_cfg cfg = {.batch = s->batches[0], .calib = cal};
+                cli_parse_optimizer(s->optimizers[o], &cfg.optimizer);
+                if (!(rc = sched_lower(&sc, &nets[i], &pl, &cfg, e))) sched_free(&sc);
+            }
+            if (!rc) cli_warn_plan(&pl, &nets[i]);
             plan_free(&pl);
+            if (rc) return err_wrap(e, "%s:%d: %s at %dx%d", s->path, s->plans_line, nets[i].name, nets[i].layers[0].h, nets[i].layers[0].w);
         }
     return 0;
 }
@@ -351,6 +397,8 @@ static int sweep_run(const char *cmd, const char *spec_path, const char *out, bo
     if (out) snprintf(path, sizeof path, "%s", out);
     else if (s.output[0]) snprintf(path, sizeof path, "%s", s.output);
     else snprintf(path, sizeof path, "results/%s.h5", s.name);
+    /* the default place: results/ here, made if missing (and removed again if nothing lands in it) */
+    bool made_dir = !out && !s.output[0] && mkdir("results", 0777) == 0;
     int n_nets = s.n_nets * s.n_images, rc = CLI_USAGE;
     sim_device dev;
     timing_model tm;
@@ -373,13 +421,18 @@ static int sweep_run(const char *cmd, const char *spec_path, const char *out, bo
     if (!c.d) { /* e says why */
     } else if (c.calib && calib_read(s.calibrate, &cal, &e)) {
         err_wrap(&e, "%s: calibrate", spec_path);
-    } else if (!sweep_check(&s, c.nets, &e) && !h5_create(&c.f, path, overwrite, &e) && !write_provenance(&c, spec_path, &e)) {
+    } else if (!sweep_check(&s, c.nets, c.calib, &e) && !h5_create(&c.f, path, overwrite, &e) && !write_provenance(&c, spec_path, &e)) {
         if (keep) heap_tune(HEAP_SWEEP);
         if (s.run != SPEC_SIM) rc = sweep_engine(&c, &e);
         else rc = (s.search[0] ? sweep_search : sweep_grid)(&c, &e) ? CLI_USAGE : CLI_OK;
         if (keep) heap_tune(HEAP_DEFAULT);
         if (rc != CLI_OK) err_wrap(&e, "%s", spec_path); /* which spec a run failed in */
     }
+    if (rc == CLI_OK && c.n_infeasible && !c.written && !n_shards) {
+        err_set(&e, "%s: no configuration could be run; the first: %s", spec_path, c.infeasible[0].reason);
+        rc = CLI_USAGE;
+    }
+    if (rc == CLI_OK && c.n_infeasible && h5_write_infeasible(c.f, c.infeasible, c.n_infeasible, &e)) rc = CLI_USAGE;
     if (rc == CLI_OK) {
         h5_file *f = c.f;
         c.f = NULL;
@@ -392,7 +445,16 @@ static int sweep_run(const char *cmd, const char *spec_path, const char *out, bo
     if (rc == CLI_OK && n_shards)
         fprintf(stderr, "wrote %s (shard %d/%d: %ld of the sweep's %ld %s)\n", path, shard, n_shards, c.count, jobs,
                 s.run == SPEC_VALIDATE ? "configurations" : "runs");
-    else if (rc == CLI_OK) fprintf(stderr, "%swrote %s (%ld runs)\n", tables ? "\n" : "", path, c.count);
+    else if (rc == CLI_OK) fprintf(stderr, "%swrote %s (%ld runs)\n", tables ? "\n" : "", path, c.written);
+    if (rc == CLI_OK && c.n_infeasible)
+        fprintf(stderr, "%d configuration%s could not be run: recorded in %s's /infeasible table, with the reason\n",
+                c.n_infeasible, c.n_infeasible == 1 ? "" : "s", path);
+    if (made_dir && rc != CLI_OK) rmdir("results");
+    for (int i = 0; i < c.n_infeasible; i++) {
+        infeasible_row *r = &c.infeasible[i];
+        free(r->net), free(r->optimizer), free(r->plan), free(r->reason);
+    }
+    free(c.infeasible);
     for (int i = 0; i < n_nets; i++) net_free(&c.nets[i]);
     enc_calib_free(&cal);
     timing_free(&tm);

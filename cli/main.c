@@ -16,7 +16,7 @@ static const struct {
     const char *what;
 } commands[] = {
     {"sim", cli_sim, "predict peak memory (by category) and compute for plans"},
-    {"train", cli_train, "train on the CPU engine: measured peaks beside the predictions"},
+    {"train", cli_train, "train a net under a plan on the engine (CPU, or CUDA): measured peaks beside the predictions"},
     {"validate", cli_validate, "predicted vs measured peaks and gradients vs layer, for a list of plans"},
     {"sweep", cli_sweep, "run an experiment spec (nets x batch x image x plans) into one HDF5 file"},
     {"plan", cli_plan, "largest batch or input that fits a memory budget, per plan"},
@@ -24,7 +24,7 @@ static const struct {
     {"merge", cli_merge, "join the shards of a sweep (sweep --shard I/N) into one file"},
     {"export", cli_export, "HDF5 result -> TSV for gnuplot"},
     {"reproduce", cli_reproduce, "every result and figure from scratch (about 30 minutes on 2 cores)"},
-    {"demo", cli_demo, "the default experiment (simulator: VGG-16 and ResNet-50, every preset)"},
+    {"demo", cli_demo, "the default experiment: every preset trained briefly on the CPU engine, measured vs predicted"},
 };
 
 static void usage(FILE *f)

@@ -590,6 +590,20 @@ cleanup:
     return rc;
 }
 
+const h5_field h5_infeasible_fields[H5_INFEASIBLE_NFIELDS] = {
+    {"first_run", offsetof(infeasible_row, first_run), 'i'}, {"runs", offsetof(infeasible_row, runs), 'i'},
+    {"net", offsetof(infeasible_row, net), 's'},             {"image_h", offsetof(infeasible_row, image_h), 'i'},
+    {"image_w", offsetof(infeasible_row, image_w), 'i'},     {"batch", offsetof(infeasible_row, batch), 'i'},
+    {"optimizer", offsetof(infeasible_row, optimizer), 's'}, {"plan", offsetof(infeasible_row, plan), 's'},
+    {"reason", offsetof(infeasible_row, reason), 's'},
+};
+
+int h5_write_infeasible(h5_file *f, const infeasible_row *rows, int n, err *e)
+{
+    CHECK(f && n > 0);
+    return h5_write_table(f->file, "infeasible", rows, sizeof *rows, (hsize_t)n, h5_infeasible_fields, H5_INFEASIBLE_NFIELDS, e);
+}
+
 int h5_set_next_run(h5_file *f, long index, err *e)
 {
     CHECK(f);

@@ -88,6 +88,20 @@ int h5_read_table(hid_t d, const char *where, const h5_field *fields, int nf, si
 int h5_check_extent(hid_t d, int64_t n, size_t mem_size, const char *where, err *e);
 void h5_table_free(void *rows, hsize_t n, size_t size, const h5_field *fields, int nf);
 
+/* A configuration a sweep could not run (too large for this machine, a plan its batch cannot
+ * take, an engine failure), recorded in the table /infeasible instead of its runs: runs
+ * first_run .. first_run + runs - 1 of the sweep stay unused. Rows read back (h5_read_table with
+ * h5_infeasible_fields) are freed with h5_table_free. */
+typedef struct {
+    int first_run, runs;
+    char *net;
+    int image_h, image_w, batch;
+    char *optimizer, *plan, *reason;
+} infeasible_row;
+extern const h5_field h5_infeasible_fields[];
+#define H5_INFEASIBLE_NFIELDS 9
+int h5_write_infeasible(h5_file *f, const infeasible_row *rows, int n, err *e);
+
 /* Closes and renames into place. */
 int h5_close(h5_file *f, err *e);
 /* Closes and deletes the temporary file (error paths). */

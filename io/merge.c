@@ -15,6 +15,8 @@ typedef struct {
     hid_t f;
     int shard, n_shards, threads;
     int64_t sweep_runs, dirty, n_runs;
+    infeasible_row *infeasible; /* its /infeasible table (configurations it could not run) */
+    hsize_t n_infeasible;
     char *digest, *commit, *host, *cpu, *date, *command, *wait, *hdf5;
 } part;
 
@@ -22,6 +24,8 @@ static const char *mixed = "mixed: see /shards";
 
 static void part_close(part *p)
 {
+    h5_table_free(p->infeasible, p->n_infeasible, sizeof *p->infeasible, h5_infeasible_fields, H5_INFEASIBLE_NFIELDS);
+    p->infeasible = NULL, p->n_infeasible = 0;
     if (p->f >= 0) H5Fclose(p->f);
     char **s[] = {&p->digest, &p->commit, &p->host, &p->cpu, &p->date, &p->command, &p->wait, &p->hdf5};
     for (size_t i = 0; i < sizeof s / sizeof *s; i++) free(*s[i]), *s[i] = NULL;
@@ -87,8 +91,44 @@ cleanup:
     return -1;
 }
 
-/* Marks the runs of p in seen[] (one per run of the whole sweep), refusing a name that is not a
- * run of this sweep or one another part holds too (owner[]: which part marked it). */
+/* Marks run k as part `index`'s in owner[] (one per run of the whole sweep), refusing one that
+ * another part holds too. */
+static int claim(int64_t k, int index, int *owner, const part *parts, err *e)
+{
+    if (owner[k] >= 0) return err_set(e, "%s and %s both hold run %05lld", parts[owner[k]].path, parts[index].path, (long long)k);
+    owner[k] = index;
+    return 0;
+}
+
+/* Reads p's /infeasible table, if it has one, and claims the runs its rows stand for. */
+static int part_infeasible(part *p, int index, int *owner, const part *parts, err *e)
+{
+    hid_t d = H5I_INVALID_HID;
+    htri_t has;
+    H5_CHECK(has = H5Lexists(p->f, "infeasible", H5P_DEFAULT));
+    if (!has) return 0;
+    H5_CHECK(d = H5Dopen2(p->f, "infeasible", H5P_DEFAULT));
+    char where[600];
+    snprintf(where, sizeof where, "%s: /infeasible", p->path);
+    H5_TRY(h5_read_table(d, where, h5_infeasible_fields, H5_INFEASIBLE_NFIELDS, sizeof *p->infeasible,
+                         (void **)&p->infeasible, &p->n_infeasible, e));
+    H5Dclose(d);
+    d = H5I_INVALID_HID;
+    for (hsize_t i = 0; i < p->n_infeasible; i++) {
+        const infeasible_row *r = &p->infeasible[i];
+        if (r->first_run < 0 || r->runs < 1 || r->runs > p->sweep_runs - r->first_run)
+            return err_set(e, "%s row %llu: runs %d..%d are not runs of this sweep", where, (unsigned long long)i, r->first_run,
+                           r->first_run + r->runs - 1);
+        for (int k = 0; k < r->runs; k++)
+            if (claim(r->first_run + k, index, owner, parts, e)) return -1;
+    }
+    return 0;
+cleanup:
+    if (d >= 0) H5Dclose(d);
+    return -1;
+}
+
+/* Claims the runs of p, refusing a name that is not a run of this sweep. */
 static int part_runs(part *p, int index, int *owner, const part *parts, err *e)
 {
     hid_t runs = H5I_INVALID_HID;
@@ -109,11 +149,7 @@ static int part_runs(part *p, int index, int *owner, const part *parts, err *e)
             err_set(e, "%s: /runs/%s is not a run of this sweep (00000..%05lld)", p->path, name, (long long)p->sweep_runs - 1);
             goto cleanup;
         }
-        if (owner[k] >= 0) {
-            err_set(e, "%s and %s both hold run %s", parts[owner[k]].path, p->path, name);
-            goto cleanup;
-        }
-        owner[k] = index;
+        H5_TRY(claim(k, index, owner, parts, e));
     }
     p->n_runs = (int64_t)info.nlinks;
     H5Gclose(runs);
@@ -234,6 +270,27 @@ static int write_shards(hid_t out, const part *parts, int n, err *e)
     return rc;
 }
 
+static int by_first_run(const void *a, const void *b)
+{
+    const infeasible_row *x = a, *y = b;
+    return (x->first_run > y->first_run) - (x->first_run < y->first_run);
+}
+
+/* The parts' /infeasible rows as one table, in sweep order (none: no table, as in the whole). */
+static int write_infeasible(hid_t out, const part *parts, int n, err *e)
+{
+    hsize_t total = 0, at = 0;
+    for (int k = 0; k < n; k++) total += parts[k].n_infeasible;
+    if (!total) return 0;
+    infeasible_row *rows = err_calloc((size_t)total, sizeof *rows);
+    for (int k = 0; k < n; k++, at += parts[k - 1].n_infeasible)
+        memcpy(rows + at, parts[k].infeasible, (size_t)parts[k].n_infeasible * sizeof *rows);
+    qsort(rows, (size_t)total, sizeof *rows, by_first_run);
+    int rc = h5_write_table(out, "infeasible", rows, sizeof *rows, total, h5_infeasible_fields, H5_INFEASIBLE_NFIELDS, e);
+    free(rows); /* the strings stay the parts' */
+    return rc;
+}
+
 /* Every run of every part into out/runs, and part 1's categories. */
 static int copy_runs(hid_t out, const part *parts, int n, err *e)
 {
@@ -272,7 +329,7 @@ static int check_parts(part *parts, int n, int **owner, FILE *log, err *e)
     *owner = err_calloc((size_t)parts[0].sweep_runs, sizeof **owner);
     for (int64_t r = 0; r < parts[0].sweep_runs; r++) (*owner)[r] = -1;
     for (int k = 0; k < n; k++)
-        if (part_runs(&parts[k], k, *owner, parts, e)) return -1;
+        if (part_runs(&parts[k], k, *owner, parts, e) || part_infeasible(&parts[k], k, *owner, parts, e)) return -1;
     for (int64_t r = 0; r < parts[0].sweep_runs; r++)
         if ((*owner)[r] < 0) return err_set(e, "no part holds run %05lld of the sweep's %lld (a shard that failed or is incomplete?)", (long long)r, (long long)parts[0].sweep_runs);
     if (parts[0].dirty == 1 && log)
@@ -295,6 +352,7 @@ int h5_merge(const char *out, char *const *paths, int n, bool overwrite, FILE *l
     H5_TRY(write_root(f, parts, n, e));
     H5_TRY(copy_runs(f, parts, n, e));
     H5_TRY(write_shards(f, parts, n, e));
+    H5_TRY(write_infeasible(f, parts, n, e));
     H5_CHECK(H5Fclose(f));
     f = H5I_INVALID_HID;
     rc = outfile_commit(&o, e);

@@ -246,7 +246,7 @@ int spec_load(spec *s, const char *path, err *e)
     memset(s, 0, sizeof *s);
     snprintf(s->path, sizeof s->path, "%s", path);
     snprintf(s->device, sizeof s->device, "cpu");
-    snprintf(s->optimizers[0], sizeof s->optimizers[0], "adam");
+    snprintf(s->optimizers[0], sizeof s->optimizers[0], "sgd");
     s->n_optimizers = 1, s->n_batches = 1, s->batches[0] = 8, s->n_images = 1, s->seed = 1, s->reproduce = true;
     FILE *f = fopen(path, "r");
     if (!f) return err_set(e, "%s: cannot open spec (%s)", path, strerror(errno));

@@ -28,6 +28,9 @@ MACHINE_ATTRS = {"git_dirty": I32, "cpu": STR, "threads": I32, "omp_wait_policy"
 # a shard of a sweep (lrcnn sweep --shard I/N): which part, of how many runs in all
 SHARD_ATTRS = {"shard": STR, "sweep_runs": I32}
 # a merged sweep (lrcnn merge): one row per part
+# configurations a sweep could not run, in place of their runs
+INFEASIBLE_FIELDS = [("first_run", I32), ("runs", I32), ("net", STR), ("image_h", I32), ("image_w", I32), ("batch", I32),
+                     ("optimizer", STR), ("plan", STR), ("reason", STR)]
 SHARD_FIELDS = [("shard", I32), ("path", STR), ("runs", I32), ("host", STR), ("cpu", STR), ("threads", I32),
                 ("date", STR), ("command", STR)]
 RUN_ATTRS = {"kind": STR, "net": STR, "net_path": STR, "image_h": I32, "image_w": I32, "batch": I32,
@@ -297,14 +300,25 @@ def check_file(path):
                 raise Problem("/: a shard (attribute shard) with a /shards table")
             check_table(f, "", "shards", SHARD_FIELDS)
             members += ("shards",)
+        skipped = set()  # run numbers an /infeasible row stands for
+        if "infeasible" in f:
+            for r in check_table(f, "", "infeasible", INFEASIBLE_FIELDS)[()]:
+                if r["runs"] < 1 or not r["reason"]:
+                    raise Problem("/infeasible: row for run %d: want runs >= 1 and a reason" % r["first_run"])
+                skipped.update(range(r["first_run"], r["first_run"] + r["runs"]))
+            members += ("infeasible",)
         check_only(f, "/", f.attrs, members)
         keys = sorted(runs)
-        for i, key in enumerate(keys):
-            if shard:  # a shard's runs keep their places in the whole sweep: ours are every N-th
-                if not re.fullmatch(r"\d{5}", key) or int(key) >= shard[2]:
-                    raise Problem("/runs: member %s, want five digits below sweep_runs %d" % (key, shard[2]))
-            elif key != "%05d" % i:
-                raise Problem("/runs: member %s, want %05d (five digits, from 00000, no gaps)" % (key, i))
+        if shard:  # a shard's runs keep their places in the whole sweep: ours are every N-th
+            for key in keys:
+                if not re.fullmatch(r"\d{5}", key) or int(key) >= shard[2] or int(key) in skipped:
+                    raise Problem("/runs: member %s, want five digits below sweep_runs %d, not infeasible" % (key, shard[2]))
+        else:  # every run from 00000 on, but for those infeasible
+            want = ["%05d" % k for k in range(len(keys) + len(skipped)) if k not in skipped]
+            if keys != want:
+                bad = next((k for k, w in zip(keys, want) if k != w), keys[-1] if keys else "none")
+                raise Problem("/runs: member %s breaks the sequence 00000, 00001, ... (gaps only where /infeasible says)" % bad)
+        for key in keys:
             where = "/runs/" + key
             run = check_group(runs, "/runs", key)
             check_run(run, where, ncat)

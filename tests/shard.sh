@@ -54,6 +54,34 @@ s = b["shards"][()]
 assert list(s["shard"]) == [1, 2, 3] and sum(s["runs"]) == len(a["runs"]), s
 P
 
+# a configuration too large for this machine is recorded in /infeasible and the sweep goes on, whole
+# or in shards (the engine's timings differ between runs: the table and the run names must not)
+cat >inf.spec <<'S'
+nets = vgg-small
+image = 32
+batch = 2, 1000000
+optimizer = sgd
+measure = 1
+plans = layer, 2ps:2
+S
+"$lrcnn" sweep inf.spec -o inf-whole.h5 --quiet 2>"$tmp/err" && grep -q "2 configurations could not be run" "$tmp/err" \
+  && ok "infeasible configurations recorded, the sweep goes on" || bad "infeasible: whole sweep"
+for i in 1 2 3; do "$lrcnn" sweep inf.spec --shard $i/3 -o inf-$i.h5 --quiet 2>/dev/null || bad "infeasible: shard $i"; done
+"$lrcnn" merge inf-merged.h5 inf-1.h5 inf-2.h5 inf-3.h5 2>"$tmp/err" && h5diff inf-whole.h5 inf-merged.h5 /infeasible /infeasible >"$tmp/err" \
+  && ok "infeasible: merged /infeasible = whole" || bad "infeasible: merge"
+"$python" - inf-whole.h5 inf-merged.h5 >"$tmp/err" 2>&1 <<'P' && ok "infeasible: runs 00000, 00001 in both; 2 and 3 in /infeasible" || bad "infeasible: runs"
+import sys, h5py
+for p in sys.argv[1:]:
+    f = h5py.File(p, "r")
+    assert sorted(f["runs"]) == ["00000", "00001"], sorted(f["runs"])
+    t = f["infeasible"][()]
+    assert list(t["first_run"]) == [2, 3] and all(b"memory" in r for r in t["reason"]), t
+P
+"$python" "$src/tests/check_schema.py" inf-whole.h5 inf-merged.h5 inf-1.h5 inf-3.h5 >"$tmp/err" 2>&1 && ok "infeasible: schema" || bad "infeasible: schema"
+sed 's/batch = 2, 1000000/batch = 1000000/' inf.spec >none.spec
+"$lrcnn" sweep none.spec -o none.h5 --quiet >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] && [ ! -e none.h5 ] && grep -q "no configuration could be run" "$tmp/err" && ok "nothing feasible: exit 2, no file" || bad "nothing feasible"
+
 # merges that must be refused: exit 2, one line, no file
 refuse() {
   local label="$1" want="$2"; shift 2
@@ -87,6 +115,10 @@ for sh in 0/3 4/3 3/0 2 x/y; do
 done
 "$lrcnn" sweep search.spec --shard 13/13 -o s.h5 >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] && grep -q "fewer than 13 parts" "$tmp/err" && ok "more shards than runs refused" || bad "more shards than runs"
+
+# without -o, a spec without output goes to results/NAME.h5 here; results/ is made if missing
+"$lrcnn" sweep search.spec --quiet >/dev/null 2>"$tmp/err" && [ -f results/search.h5 ] && ok "sweep makes results/ where it is missing" \
+  || bad "sweep without -o and without results/"
 
 [ $fails -eq 0 ] && echo "all passed" || echo "$fails failed"
 [ $fails -eq 0 ]
