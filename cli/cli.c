@@ -249,6 +249,20 @@ const char *cli_fmt_closed_err(const sim_result *r, int64_t ref, const char *fmt
     return buf;
 }
 
+void cli_warn_load(void)
+{
+    double load;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f) return;
+    int got = fscanf(f, "%lf", &load);
+    fclose(f);
+    /* this run's own threads count as about one per core; another busy process adds to that */
+    if (got == 1 && cores > 0 && load > (double)cores + 0.5)
+        fprintf(stderr, "warning: load average %.1f on %ld cores while timing: other processes shared the CPUs, so these times are "
+                        "slower and noisier than this machine's own\n", load, cores);
+}
+
 void cli_progress(const char *what, int k, int n)
 {
     static const char *current;

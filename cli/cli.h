@@ -63,6 +63,9 @@ const char *cli_fmt_closed_err(const sim_result *r, int64_t ref, const char *fmt
 /* Progress "  what k/n, about T left" on stderr, rewritten in place, only when stderr is a
  * terminal (silent in pipes and files); T from the pace since k = 1. k == n clears the line. */
 void cli_progress(const char *what, int k, int n);
+/* One line on stderr when the load average (1 minute) exceeds this machine's cores: called after
+ * anything timed, whose times then include waiting for other processes. */
+void cli_warn_load(void);
 
 /* The calibration --calibrate names (io/calib.h) into c, and c into cfg; nothing (c zeroed, cfg
  * untouched) when path is NULL. */

@@ -43,7 +43,7 @@ typedef struct {
     bool infeasible;        /* recorded in /infeasible, not run */
     int max_value;          /* searches */
     int64_t measured;       /* measure = K: the engine's peak */
-    double us;              /* measure = K: best iteration time */
+    double us;              /* measure = K: median iteration time after the first */
     sim_result r;
 } cell;
 
@@ -91,7 +91,7 @@ static int sweep_one(const spec *s, const net *n, const sim_device *d, const enc
                         .iters = s->measure, .batches = data_batches(&dt)};
         run_forked(&rcfg, NULL, 0, &m);
         if (!m.ok) rc = err_set(e, "%s at batch %d: engine: %s", text, batch, m.err);
-        c->measured = m.peak, c->us = m.best_us;
+        c->measured = m.peak, c->us = m.median_us;
     }
     h5_run run = {.kind = s->measure ? "train" : "sim", .n = n, .p = &pl, .plan = s->plans[p], .batch = batch,
                   .optimizer = s->optimizers[o], .device = d->name, .sim = r, .timeline = s->timeline ? tl : NULL,
@@ -426,6 +426,7 @@ static int sweep_run(const char *cmd, const char *spec_path, const char *out, bo
         if (s.run != SPEC_SIM) rc = sweep_engine(&c, &e);
         else rc = (s.search[0] ? sweep_search : sweep_grid)(&c, &e) ? CLI_USAGE : CLI_OK;
         if (keep) heap_tune(HEAP_DEFAULT);
+        if (s.measure) cli_warn_load(); /* the engine timed something */
         if (rc != CLI_OK) err_wrap(&e, "%s", spec_path); /* which spec a run failed in */
     }
     if (rc == CLI_OK && c.n_infeasible && !c.written && !n_shards) {

@@ -36,7 +36,7 @@ static const char *usage =
 static void print_header(const cli_validate_job *j)
 {
     const net_layer *in = &j->n->layers[0];
-    printf("%s @ %dx%d, batch %d, %s, %d iteration%s per plan (time: best after the first), seed %llu\n\n", j->n->name,
+    printf("%s @ %dx%d, batch %d, %s, %d iteration%s per plan (time: median after the first), seed %llu\n\n", j->n->name,
            in->h, in->w, j->cfg.batch, cli_optimizer_name(j->cfg.optimizer), j->iters, j->iters > 1 ? "s" : "",
            (unsigned long long)j->seed);
     printf("  %-14s %10s %10s %10s %8s %8s %8s %9s %7s %9s %-14s %10s\n", "plan", "replay", "closed", "measured", "err rep",
@@ -52,7 +52,7 @@ static void print_row(const char *item, const sim_result *pred, const run_summar
            units_fmt_bytes(pred->replay.peak, a, sizeof a), cli_fmt_closed(pred, -1, b, sizeof b),
            units_fmt_bytes(m->peak, d, sizeof d), 100.0 * (double)(pred->replay.peak - m->peak) / (double)m->peak,
            cli_fmt_closed_err(pred, m->peak, "%+.2f%%", ce, sizeof ce), 100.0 * (1.0 - (double)m->peak / (double)m0->peak),
-           m->best_us / 1e3, m->best_us / m0->best_us, c->grad_dev, reference ? "(reference)" : c->worst,
+           m->median_us / 1e3, m->median_us / m0->median_us, c->grad_dev, reference ? "(reference)" : c->worst,
            units_fmt_bytes(m->rss_peak, r, sizeof r));
     fflush(stdout);
 }
@@ -180,7 +180,7 @@ int cli_validate(int argc, char **argv)
     j.n = &in.n, j.plans = items, j.n_plans = count;
     h5_file *f = NULL;
     if (o.out && h5_create(&f, o.out, o.force, &e)) rc = CLI_USAGE;
-    else rc = cli_validate_run(&j, f, &e);
+    else rc = cli_validate_run(&j, f, &e), cli_warn_load();
     if (f && rc != CLI_OK) h5_abort(f);
     else if (f && h5_close(f, &e)) rc = CLI_USAGE;
     else if (f) fprintf(stderr, "wrote %s\n", o.out);
