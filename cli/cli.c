@@ -112,7 +112,17 @@ int cli_load_device(const char *name, const char *profile, sim_device *d, timing
 {
     memset(m, 0, sizeof *m);
     const sim_device *base = sim_device_find(name ? name : "cpu");
-    if (!base) return err_set(e, "--device %s: not a built-in device (%s)", name, sim_device_names());
+    if (!base && name && strchr(name, '/') == NULL && access(name, F_OK) != 0)
+        return err_set(e, "--device %s: not a built-in device (%s) nor a device profile file", name, sim_device_names());
+    if (!base) { /* a device profile (lrcnn calibrate) named as the device: it is --profile FILE */
+        if (profile) return err_set(e, "--device %s and --profile %s: give the profile once", name, profile);
+        if (profile_device(name, &sim_device_cpu, d, m, e)) return err_wrap(e, "--device"), -1;
+        if (!strcmp(m->backend, "cuda")) { /* a GPU's profile: the H100's host link where the profile has no copies */
+            *d = sim_device_h100;
+            d->name = m->source, d->model = m;
+        }
+        return 0;
+    }
     *d = *base;
     if (profile && profile_device(profile, base, d, m, e)) return err_wrap(e, "--profile"), -1;
     return 0;

@@ -17,7 +17,7 @@
 
 static const char *usage =
     "usage: lrcnn plan --budget BYTES --net NET [--image S] [--batch N] [--optimizer sgd|adam] [--bn MODE]\n"
-    "                  [--profile PROFILE.h5 | --device NAME] [--space KINDS] [--pareto OUT.h5] [--force]\n"
+    "                  [--profile PROFILE.h5 | --device NAME|PROFILE.h5] [--space KINDS] [--pareto OUT.h5] [--force]\n"
     "                  [--measure K]\n"
     "       lrcnn plan --budget BYTES --net NET (--max-batch | --max-image) [--plan PLANS] [--image S] [--batch N]\n"
     "                  [--optimizer sgd|adam] [--bn MODE] [--calibrate RUNS.h5]\n"

@@ -9,7 +9,7 @@
 
 static const char *usage =
     "usage: lrcnn sim --net NET [--plan PLANS] [--batch N] [--image S] [--optimizer sgd|adam]\n"
-    "                 [--bn auto|train|frozen|per-band] [--device NAME] [--profile PROFILE.h5]\n"
+    "                 [--bn auto|train|frozen|per-band] [--device NAME|PROFILE.h5] [--profile PROFILE.h5]\n"
     "                 [--calibrate RUNS.h5]\n"
     "                 [-o FILE.h5 [--force]]\n"
     "\n"
@@ -25,7 +25,7 @@ static const char *usage =
     "predicted from the modifier's density=/ratio=, or per layer from the engine's measurements in RUNS.h5\n"
     "(any validate or train result of the same net with those encodings) with --calibrate.\n"
     "Time: the roofline of --device (cpu, h100, h100-pcie4, h100-pcie5, gh200: the last three differ in\n"
-    "their host link), or the model lrcnn calibrate measured on a machine (--profile).\n"
+    "their host link), or the model lrcnn calibrate measured on a machine (--profile FILE, or --device FILE).\n"
     "\n"
     "example: lrcnn sim --net vgg16 --batch 8 --image 224 --plan 2ps:6\n"
     "         lrcnn sim --net resnet50 --batch 32 --plan layer,layer+gist,2ps:8+zfp:rate=8\n";

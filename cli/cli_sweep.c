@@ -513,7 +513,7 @@ int cli_demo(int argc, char **argv)
             puts("usage: lrcnn demo\n\nThe default experiment (experiments/demo.spec): a short real training run of VGG-16's\n"
                  "convolutional trunk (GAP head, 128x128, batch 8) under every plan preset on the CPU engine, its measured\n"
                  "peak beside the simulator's predictions; writes results/demo.h5 and results/demo_timeline.png\n"
-                 "(replacing the previous demo's files). About a minute on two cores.");
+                 "(replacing the previous demo's files). About two minutes on two cores.");
             return CLI_OK;
         }
         return cli_fail("demo", "unknown argument '%s' (lrcnn demo takes none)", argv[i]);

@@ -274,6 +274,10 @@ expect_fail "calibrate output exists" "exists; use --force" -- calibrate --net v
 expect_fail "calibrate without -o" "-o PROFILE.h5 is required" -- calibrate --net vgg-small
 expect_fail "calibrate: a plan for no net" "applies to none of the nets" -- calibrate --net vgg-small,resnet-small --plan 2ps:100 -o "$o"; no_file "$o" "calibrate plan"
 expect_fail "profile missing" "--profile: $tmp/nosuch.h5" -- sim --net vgg-small --profile "$tmp/nosuch.h5"
+expect_ok "--device names a profile file" -- sim --net vgg-small --batch 4 --plan layer,2ps:2 --device "$prof"
+grep -q "calibrated on the cpu backend" "$tmp/out" && ok "--device FILE: times from the profile" || bad "--device FILE: $(head -3 "$tmp/out")"
+expect_fail "--device neither built in nor a file" "nor a device profile file" -- sim --net vgg-small --device nosuch
+expect_fail "--device FILE and --profile FILE" "give the profile once" -- sim --net vgg-small --device "$prof" --profile "$prof"
 expect_fail "profile: a result file" "not a device profile" -- plan --net vgg-small --budget 3MiB --profile "$tmp/v.h5"
 "$python" - "$tmp/badprof.h5" <<'PY'
 import sys, h5py, numpy as np
