@@ -261,7 +261,7 @@ int cli_calibrate(int argc, char **argv)
         if (profile_write(o.out, o.force, &pd, &e)) rc = CLI_USAGE;
         else fprintf(stderr, "wrote %s\n", o.out);
     }
-    cli_warn_load();
+    if (rc == CLI_OK) cli_warn_load();
     timing_free(&model);
     for (int i = 0; i < ss.n; i++) free((char *)ss.v[i].key), free((char *)ss.v[i].cls);
     free(ss.v), free(checks), free(applies);

@@ -213,7 +213,7 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
                        m[k].peak <= budget ? "within" : "OVER", m[k].median_us / 1e3, o->iters - 1,
                        100 * (r.pts[which[k]].time_us - m[k].median_us) / m[k].median_us);
         }
-        if (o->iters) cli_warn_load();
+        if (o->iters && rc == CLI_OK) cli_warn_load();
         if (rc == CLI_OK && o->iters && pre >= 0 && pre != r.best)
             printf("  measured   speed-up over the preset: %.3fx\n", m[1].median_us / m[0].median_us);
         run_summary_free(&m[0]), run_summary_free(&m[1]);

@@ -426,7 +426,7 @@ static int sweep_run(const char *cmd, const char *spec_path, const char *out, bo
         if (s.run != SPEC_SIM) rc = sweep_engine(&c, &e);
         else rc = (s.search[0] ? sweep_search : sweep_grid)(&c, &e) ? CLI_USAGE : CLI_OK;
         if (keep) heap_tune(HEAP_DEFAULT);
-        if (s.measure) cli_warn_load(); /* the engine timed something */
+        if (s.measure && c.written) cli_warn_load(); /* the engine timed something */
         if (rc != CLI_OK) err_wrap(&e, "%s", spec_path); /* which spec a run failed in */
     }
     if (rc == CLI_OK && c.n_infeasible && !c.written && !n_shards) {

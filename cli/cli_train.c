@@ -217,7 +217,7 @@ int cli_train(int argc, char **argv)
     j.n = &in.n, j.dev = &in.dev;
     h5_file *f = NULL;
     int rc = o.out && h5_create(&f, o.out, o.force, &e) ? CLI_USAGE : cli_train_run(&j, f, &e);
-    cli_warn_load();
+    if (rc == CLI_OK) cli_warn_load();
     if (f && rc != CLI_OK) h5_abort(f);
     else if (f && h5_close(f, &e)) rc = CLI_USAGE;
     else if (f) fprintf(stderr, "wrote %s\n", o.out);

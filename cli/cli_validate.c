@@ -180,7 +180,7 @@ int cli_validate(int argc, char **argv)
     j.n = &in.n, j.plans = items, j.n_plans = count;
     h5_file *f = NULL;
     if (o.out && h5_create(&f, o.out, o.force, &e)) rc = CLI_USAGE;
-    else rc = cli_validate_run(&j, f, &e), cli_warn_load();
+    else if ((rc = cli_validate_run(&j, f, &e)) == CLI_OK) cli_warn_load();
     if (f && rc != CLI_OK) h5_abort(f);
     else if (f && h5_close(f, &e)) rc = CLI_USAGE;
     else if (f) fprintf(stderr, "wrote %s\n", o.out);

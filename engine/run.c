@@ -79,8 +79,8 @@ static void collect_encoded(run *r)
 
 void run_summary_free(run_summary *s)
 {
-    free(s->encoded);
-    s->encoded = NULL, s->n_encoded = 0;
+    free(s->encoded), free(s->loss), free(s->iter_us);
+    s->encoded = NULL, s->n_encoded = 0, s->loss = NULL, s->iter_us = NULL;
 }
 
 int run_plan(run *r, const run_cfg *c, err *e)
@@ -233,23 +233,33 @@ void run_forked(const run_cfg *c, const float *cmp_ref, float cmp_loss, run_summ
             s = r.sum;
             if (cmp_ref) run_compare(&s, c->n, r.grads, cmp_ref, r.sum.loss0, cmp_loss);
         }
+        int n = s.ok ? s.iters : 0; /* then every iteration's loss and time */
         bool ok = pipe_io(fd[1], &s, sizeof s, true) &&
-                  pipe_io(fd[1], s.encoded, (size_t)s.n_encoded * sizeof *s.encoded, true);
+                  pipe_io(fd[1], s.encoded, (size_t)s.n_encoded * sizeof *s.encoded, true) &&
+                  pipe_io(fd[1], r.loss, (size_t)n * sizeof *r.loss, true) &&
+                  pipe_io(fd[1], r.iter_us, (size_t)n * sizeof *r.iter_us, true);
         _exit(ok ? 0 : 1);
     }
     close(fd[1]);
-    run_encoded *enc = NULL; /* the child's pointer means nothing here */
-    bool got = pid > 0 && pipe_io(fd[0], out, sizeof *out, false) && out->n_encoded >= 0;
+    /* the child's pointers mean nothing here */
+    bool got = pid > 0 && pipe_io(fd[0], out, sizeof *out, false) && out->n_encoded >= 0 && out->iters >= 0;
+    out->encoded = NULL, out->loss = NULL, out->iter_us = NULL;
+    int n = got && out->ok ? out->iters : 0;
     if (got && out->n_encoded) {
-        enc = err_calloc((size_t)out->n_encoded, sizeof *enc);
-        got = pipe_io(fd[0], enc, (size_t)out->n_encoded * sizeof *enc, false);
+        out->encoded = err_calloc((size_t)out->n_encoded, sizeof *out->encoded);
+        got = pipe_io(fd[0], out->encoded, (size_t)out->n_encoded * sizeof *out->encoded, false);
     }
-    out->encoded = enc;
+    if (got && n) {
+        out->loss = err_calloc((size_t)n, sizeof *out->loss);
+        out->iter_us = err_calloc((size_t)n, sizeof *out->iter_us);
+        got = pipe_io(fd[0], out->loss, (size_t)n * sizeof *out->loss, false) &&
+              pipe_io(fd[0], out->iter_us, (size_t)n * sizeof *out->iter_us, false);
+    }
     close(fd[0]);
     int status = 0;
     if (pid > 0) waitpid(pid, &status, 0);
     if (!got) {
-        free(enc);
+        run_summary_free(out);
         memset(out, 0, sizeof *out);
         snprintf(out->err, sizeof out->err, "engine process failed (%s %d)", WIFSIGNALED(status) ? "signal" : "exit",
                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));

@@ -79,6 +79,8 @@ typedef struct {
     int n_encoded;
     run_encoded *encoded;         /* [n_encoded], malloc'd: run_free, or run_summary_free for a
                                      summary from run_forked */
+    float *loss;                  /* a summary from run_forked: every iteration's loss and time, */
+    double *iter_us;              /* [iters] (run_summary_free); NULL in a run's own (run.loss) */
 } run_summary;
 
 struct run {

@@ -457,9 +457,12 @@ static int write_measured(hid_t loc, const h5_run *r, err *e)
     }
     H5_TRY(dset_i64(g, "at_peak", s->at_peak, MEM_NCAT, e));
     H5_TRY(dset_i64(g, "max", s->max, MEM_NCAT, e));
-    hsize_t n_iters = m ? (hsize_t)s->iters : 1;
-    H5_TRY(h5_dset_1d(g, "loss", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, m ? m->loss : &s->loss0, n_iters, e));
-    H5_TRY(h5_dset_1d(g, "iter_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, m ? m->iter_us : &s->best_us, n_iters, e));
+    /* every iteration's, from the run or from the forked run's summary (else only what it kept) */
+    const float *loss = m ? m->loss : s->loss ? s->loss : &s->loss0;
+    const double *us = m ? m->iter_us : s->iter_us ? s->iter_us : &s->best_us;
+    hsize_t n_iters = m || s->iter_us ? (hsize_t)s->iters : 1;
+    H5_TRY(h5_dset_1d(g, "loss", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, loss, n_iters, e));
+    H5_TRY(h5_dset_1d(g, "iter_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, us, n_iters, e));
     if (m && m->x.mem.timeline && m->x.mem.n_timeline) H5_TRY(dset_i64(g, "timeline", m->x.mem.timeline, m->x.mem.n_timeline, e));
     if (m && m->x.layer_us) {
         hsize_t dims[2] = {(hsize_t)n_layers, 2};
