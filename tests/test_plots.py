@@ -222,6 +222,30 @@ def body(lrcnn, tmp, t0):
         else:
             bad(f"gnuplot peaks.gp without tables: exit {rc}, want 2", out)
 
+    # --- plots/load.py: every file as a DataFrame, one row per run ------------------------------
+    sys.path.insert(0, os.path.join(SRC, "plots"))
+    try:
+        import h5py
+        from load import load
+        for name, path in h5.items():
+            df = load(path)
+            with h5py.File(path, "r") as f:
+                runs = len(f["runs"])
+            measured = "measured_peak" in df and df["measured_peak"].notna().all()
+            if len(df) != runs or df["replay_peak"].isna().any() or df.attrs["units"]["replay_peak"] != "bytes":
+                bad(f"load({name}.h5): {len(df)} rows for {runs} runs, or a missing replay peak or unit")
+            elif name in ("train", "validate") and not (measured and (df["measured_iters"] > 1).all()):
+                bad(f"load({name}.h5): measured columns missing or one iteration kept")
+            else:
+                ok(f"load({name}.h5): {len(df)} rows, {len(df.columns)} columns")
+        try:
+            load(os.path.join(tmp, "nosuch.h5"))
+            bad("load(missing file) did not raise")
+        except ValueError as e:
+            ok(f"load(missing file) raises ValueError: {str(e)[:60]}...")
+    except ImportError as e:
+        bad(f"plots/load.py: {e} (./lrcnn installs python3-pandas)")
+
     total = time.time() - t0
     print(f"{passes} passed, {fails} failed in {total:.1f} s "
           f"(result files {t_data:.1f} s, figure scripts {t_py:.1f} s)")
