@@ -183,7 +183,7 @@ int cli_reproduce(int argc, char **argv)
     /* the report as PDF, where Debian's pandoc and WeasyPrint are installed (./lrcnn reproduce does) */
     bool report = system("command -v pandoc >/dev/null && command -v weasyprint >/dev/null") == 0;
     if (report) {
-        snprintf(cmd, sizeof cmd, "cd '%s/paper' && pandoc README.md -o report.pdf --pdf-engine=weasyprint "
+        snprintf(cmd, sizeof cmd, "cd '%s/paper' && pandoc README.md -o report.pdf --pdf-engine=weasyprint --css report.css "
                                   "--metadata pagetitle='lrcnn report' 2>/dev/null", SRC);
         report = !run_shell("building paper/report.pdf (pandoc, WeasyPrint)", cmd);
         failed |= !report;
