@@ -61,7 +61,7 @@ static int sweep_one(const spec *s, const net *n, const sim_device *d, const enc
                      const search_info *si, h5_file *f, cell *c, err *e)
 {
     sim_result *r = &c->r;
-    sched_cfg cfg = {.batch = batch, .calib = cal};
+    sched_cfg cfg = {.batch = batch, .calib = cal, .ws = s->measure ? ops_cpu.ws : NULL}; /* measured: the CPU engine's */
     cli_parse_optimizer(s->optimizers[o], &cfg.optimizer);
     char text[PLAN_TEXT_LEN + 64];
     cli_plan_text(s->plans[p], s->bn, text, sizeof text);

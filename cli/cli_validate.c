@@ -79,6 +79,7 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
 {
     const net *n = j->n;
     sched_cfg cfg = j->cfg;
+    cfg.ws = ops_cpu.ws; /* predictions of what the CPU engine runs */
     /* `layer` first, once */
     int count = 1, parsed = 0, rc = CLI_OK;
     const char **items = err_calloc((size_t)j->n_plans + 1, sizeof(char *));

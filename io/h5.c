@@ -284,6 +284,7 @@ static int write_mem(hid_t loc, const char *name, const sim_mem *m, err *e)
     H5_TRY(h5_attr_int(g, "peak_step", m->peak_step, e));
     H5_TRY(dset_i64(g, "at_peak", m->at_peak, MEM_NCAT, e));
     H5_TRY(dset_i64(g, "max", m->max, MEM_NCAT, e));
+    if (m->peak_step >= 0) H5_TRY(dset_i64(g, "at_backward", m->at_backward, MEM_NCAT, e)); /* replay */
     rc = 0;
 cleanup:
     if (g >= 0) H5Gclose(g);

@@ -223,6 +223,8 @@ const kind_traits kind_table[NET_NKIND] = {
 
 const kind_traits *kind_of(const net_layer *l) { return &kind_table[l->kind]; }
 
+bool kind_torch_keeps_x(const net_layer *l) { return l->kind == NET_AVGPOOL || l->kind == NET_APOOL || l->kind == NET_GAP; }
+
 int kind_find(const char *name)
 {
     for (int k = 0; k < NET_NKIND; k++)

@@ -92,6 +92,11 @@ extern const kind_traits kind_table[NET_NKIND];
 
 /* The row of l's kind. */
 const kind_traits *kind_of(const net_layer *l);
+/* Whether PyTorch's autograd saves l's input although our backward does not read it (the torch
+ * plan keeps it until l's backward): average pooling, fixed or adaptive (gap being torchvision's
+ * AdaptiveAvgPool2d(1)), whose PyTorch backward takes the input (avg_pool2d_backward,
+ * _adaptive_avg_pool2d_backward, in 1.13 as in 2.x). */
+bool kind_torch_keeps_x(const net_layer *l);
 
 /* The kind called name, or -1. */
 int kind_find(const char *name);

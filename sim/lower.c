@@ -43,6 +43,12 @@ static double fwd_flops(const lower *c, int L, band_rows r)
 /* The segment's whole-map statistics of layer L are in use (bn in train mode in a row segment). */
 static bool map_stats(const lower *c, int L) { return c->stats[L] >= 0; }
 
+/* Whether steps take the backend's scratch (im2col and the like). A torch plan predicting
+ * PyTorch's own memory (no engine's workspace model given) takes none: PyTorch's CPU convolutions
+ * keep theirs outside the allocator it counts (oneDNN), and cuDNN's depend on the algorithm it
+ * picks — not modelled. Run on an engine, the torch plan takes the engine's. */
+static bool torch_scratch(const lower *c) { return !c->p->torch || c->cfg->ws; }
+
 int lower_fwd(lower *c, int L, int band, band_rows r, band_rows hold, int y, bool keep_aux)
 {
     const net *n = c->n;
@@ -52,7 +58,7 @@ int lower_fwd(lower *c, int L, int band, band_rows r, band_rows hold, int y, boo
     t->rows = r;
     t->recompute = c->bwd_phase || c->stats_pass;
     for (int j = 0; j < l->n_in; j++) t->x[j] = c->act[l->in[j]];
-    int64_t ws = sched_cfg_workspace(c->cfg, n, L, band_rows_len(r), false);
+    int64_t ws = torch_scratch(c) ? sched_cfg_workspace(c->cfg, n, L, band_rows_len(r), false) : 0;
     int w_buf = c->param[L];
     /* buffers are created after the step pointer is final (lower_buf may not move steps) */
     if (y < 0) {
@@ -107,14 +113,17 @@ sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold
         if (n->layers[P].kind == NET_INPUT || (j == 1 && P == l->in[0]) || (want && !want[P])) continue;
         if (c->grad[P] >= 0) {
             dx[j] = c->grad[P], acc[j] = true;
-        } else if (l->inplace && same_rows(c->s->bufs[dy].rows, hold_of(hctx, P))) {
+        } else if (l->inplace && !c->p->torch && same_rows(c->s->bufs[dy].rows, hold_of(hctx, P))) {
             dx[j] = c->grad[P] = dy; /* relu backward in place: its input has no other consumer */
         } else {
             dx[j] = lower_grad(c, P, band, hold_of(hctx, P), zero);
             acc[j] = zero;
         }
     }
-    int64_t ws = sched_cfg_workspace(c->cfg, n, L, band_rows_len(r), true);
+    int64_t ws = torch_scratch(c) ? sched_cfg_workspace(c->cfg, n, L, band_rows_len(r), true) : 0;
+    /* PyTorch 1.13 keeps .grad between iterations (zero_grad fills it with zeros): a backward
+     * computes the weight gradient into a temporary and adds it to .grad */
+    if (c->p->torch == PLAN_TORCH_1 && weights && l->params) ws += l->params * 4;
     int wsb = ws ? lower_buf(c, BUF_WS, MEM_WORKSPACE, L, band, r, ws) : -1;
     sched_step *t = lower_step(c, SCHED_BWD, L, band);
     t->rows = r;
@@ -122,7 +131,7 @@ sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold
     const kind_traits *k = kind_of(l);
     for (int j = 0; j < l->n_in; j++) {
         t->dx[j] = dx[j], t->dx_acc[j] = acc[j];
-        if (k->keeps_x) t->x[j] = c->act[l->in[j]];
+        if (k->keeps_x || (c->p->torch && kind_torch_keeps_x(l))) t->x[j] = c->act[l->in[j]];
     }
     if (k->keeps_y) t->y = c->act[L];
     if (k->aux) t->aux = c->aux[L];

@@ -10,7 +10,7 @@
 
 #include "sim/kind.h"
 
-const char *const plan_presets[] = {"layer", "ckpt-sqrt", "ckpt:K", "vdnn-all", "vdnn-conv", "2ps:R", "overl:R",
+const char *const plan_presets[] = {"layer", "torch", "torch2", "ckpt-sqrt", "ckpt:K", "vdnn-all", "vdnn-conv", "2ps:R", "overl:R",
                                     "2ps-h[:R]", "overl-h[:R]", "authors-2ps", "authors-overl", "authors-2ps-h",
                                     "authors-overl-h", NULL};
 
@@ -134,8 +134,9 @@ static int preset(plan *p, const net *n, const char *t, err *e)
     if (colon && parse_count(colon + 1, &R))
         return err_set(e, "plan '%s': '%s' is not a count (1..%d)", t, colon + 1, PLAN_MAX_BANDS);
 #define IS(name) (base == strlen(name) && !strncmp(t, name, base))
-    if (IS("layer") && !colon) {
+    if ((IS("layer") || IS("torch") || IS("torch2")) && !colon) {
         seg_push(p, PLAN_LAYER, 1, last);
+        p->torch = IS("torch") ? PLAN_TORCH_1 : IS("torch2") ? PLAN_TORCH_2 : PLAN_TORCH_NONE;
     } else if (IS("ckpt-sqrt") && !colon) {
         int k = (int)lround(sqrt((double)(n->n - 1)));
         push_ckpt(p, n, 1, k < 2 ? 2 : k);
@@ -533,6 +534,7 @@ void plan_free(plan *p)
 
 const char *plan_family(const plan *p)
 {
+    if (p->torch) return "torch";
     int rows = 0, ckpt = 0, offload = 0;
     const char *policy = "2ps";
     for (int i = 0; i < p->n_seg; i++) {

@@ -62,6 +62,16 @@ typedef struct {
     plan_passes passes;
 } plan_seg;
 
+/* The torch presets: `layer` executed as PyTorch's autograd does, to predict the bytes PyTorch
+ * allocates. Both keep what autograd saves, which is what our backward reads plus the input of
+ * average pooling (kind_torch_keeps_x); backward allocates a fresh input gradient at every layer
+ * (no in-place ReLU backward); without an engine's workspace model steps take no scratch.
+ * torch (1.13, the version the LR-CNN authors used): .grad persists between iterations
+ * (zero_grad fills it with zeros), so each layer's weight gradient is a temporary added to it.
+ * torch2 (2.x): zero_grad frees .grad, so a weight gradient lives from its layer's backward to the
+ * optimizer step, and is written in place. */
+typedef enum { PLAN_TORCH_NONE, PLAN_TORCH_1, PLAN_TORCH_2 } plan_torch;
+
 typedef struct {
     char text[PLAN_TEXT_LEN]; /* the plan as the user wrote it */
     char preset[16];          /* the preset it came from ("2ps-h"), "" for a custom plan */
@@ -74,6 +84,8 @@ typedef struct {
     int n_mod;
     enc_mod mods[ENC_MAX_MODS];
     int migrate;              /* PLAN_MIGRATE_* bits; 0: parameters, gradients and state stay on the device */
+    plan_torch torch;         /* the torch presets: layer as PyTorch runs it (PLAN_TORCH_*), a prediction
+                                 of PyTorch's own memory */
 } plan;
 
 /* Parses a preset or custom plan for net n (at its current input size), then its modifiers
@@ -93,7 +105,7 @@ const enc_mod *plan_lossy(const plan *p);
 static inline bool plan_seg_map_stats(const plan_seg *s) { return s->passes.n_fwd > 0; }
 /* The plan has modifiers (encodings or migration): the closed form does not model it yet, so the
  * replay is its prediction. */
-static inline bool plan_modified(const plan *p) { return p->n_mod > 0 || p->migrate != 0; }
+static inline bool plan_modified(const plan *p) { return p->n_mod > 0 || p->migrate != 0 || p->torch; }
 /* The plan approximates BatchNorm (per-band statistics in some row segment): say so to the user. */
 bool plan_bn_approximate(const plan *p, const net *n);
 

@@ -40,6 +40,14 @@ int64_t sched_workspace_bytes(const net *n, int L, int rows, int batch)
     return (K + (g > 1 ? l->u.conv.c_out : 0)) * g * cols * 4;
 }
 
+static int64_t cpu_ws_bytes(const sched_ws_model *m, const net *n, int L, int rows, int batch, bool backward)
+{
+    (void)m, (void)backward;
+    return sched_workspace_bytes(n, L, rows, batch);
+}
+
+const sched_ws_model sched_ws_cpu = {.bytes = cpu_ws_bytes};
+
 int64_t sched_cfg_workspace(const sched_cfg *cfg, const net *n, int L, int rows, bool backward)
 {
     if (rows <= 0) return 0;
@@ -76,15 +84,18 @@ static void persistent_buffers(lower *c)
                 if (!a) c->opt[L] = b;
             }
         }
-        if (kind_of(l)->running) c->run[L] = lower_buf(c, BUF_RUNSTAT, MEM_WEIGHTS, L, -1, (band_rows){0, 0}, kind_running_bytes(l));
+        /* PyTorch's BatchNorm also counts its batches (num_batches_tracked, an int64) */
+        int64_t tracked = c->p->torch ? 8 : 0;
+        if (kind_of(l)->running) c->run[L] = lower_buf(c, BUF_RUNSTAT, MEM_WEIGHTS, L, -1, (band_rows){0, 0}, kind_running_bytes(l) + tracked);
     }
     int mig = c->p->migrate;
     for (int b = 0; b < c->s->n_buf; b++) {
         sched_buf *sb = &c->s->bufs[b];
         sb->zero = sb->kind == BUF_PGRAD || sb->kind == BUF_OPT;
-        /* +migrate: a gradient lives from its first write to its layer's update; parameters and
-         * state stay persistent, at home on the host */
-        sb->persistent = !(sb->kind == BUF_PGRAD && (mig & PLAN_MIGRATE_GRADS));
+        /* +migrate (and torch2: PyTorch 2.x frees .grad at zero_grad): a gradient lives from its
+         * first write to its layer's update; parameters and state stay persistent, at home on the
+         * host */
+        sb->persistent = !(sb->kind == BUF_PGRAD && ((mig & PLAN_MIGRATE_GRADS) || c->p->torch == PLAN_TORCH_2));
         sb->host_home = (sb->kind == BUF_PARAM && (mig & PLAN_MIGRATE_WEIGHTS)) || (sb->kind == BUF_OPT && (mig & PLAN_MIGRATE_OPTIM));
     }
 }
@@ -196,6 +207,14 @@ int sched_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err
     }
     if (p->migrate) {
         migrate_updates(&c);
+    } else if (p->torch == PLAN_TORCH_2) { /* optimizer.step() at the end, each gradient alive until it */
+        for (int L = 0; L < n->n; L++) {
+            if (c.param[L] < 0) continue;
+            sched_step *t = lower_step(&c, SCHED_UPDATE, L, -1);
+            t->w = c.param[L], t->dw = c.pgrad[L], t->aux = c.opt[L], t->bwd_phase = true;
+            t->flops = sched_update_flops(cfg, n->layers[L].params);
+            t->bytes_moved = sched_update_bytes(cfg, n->layers[L].params);
+        }
     } else {
         sched_step *t = lower_step(&c, SCHED_UPDATE, -1, -1);
         t->flops = sched_update_flops(cfg, net_params(n));

@@ -168,6 +168,9 @@ void sched_buf_name(const sched *s, const net *n, int buf, char *out, size_t len
  * g*cols), plus its (C_out, g*cols) output or gathered gradient when g > 1. A single image's 1x1
  * stride-1 unpadded convolution needs none; nor does any other kind. */
 int64_t sched_workspace_bytes(const net *n, int layer, int rows, int batch);
+/* That model as the CPU engine's (ops_cpu.ws): schedules an engine executes name their backend's
+ * model, which a torch plan needs (without one it predicts PyTorch's scratch-free steps). */
+extern const sched_ws_model sched_ws_cpu;
 /* Images per product in the CPU backend's convolutions for `cols` output columns an image (rows *
  * W_out): the fewest whose columns reach 128, at most the batch. sgemm runs ~20% slower on
  * ResNet-50's 49-column 7x7 maps than on two images' 98 side by side. */

@@ -31,11 +31,13 @@ typedef struct {
     int64_t *timeline;
     int next;
     int64_t total;
+    int backward;                /* the first step of the backward (a BWD, or the ALLOC of a gradient) */
 } replay;
 
 static void replay_step(void *ctx, int step, const int64_t cur[MEM_NCAT])
 {
     replay *r = ctx;
+    if (step < r->backward) memcpy(r->m->at_backward, cur, sizeof r->m->at_backward);
     if (r->timeline)
         for (; r->next < step; r->next++) r->timeline[r->next] = r->total;
     r->total = 0;
@@ -53,7 +55,11 @@ void sim_replay(const sched *s, sim_mem *m, int64_t *timeline)
 {
     memset(m, 0, sizeof *m);
     m->peak_step = -1;
-    replay r = {.m = m, .timeline = timeline};
+    replay r = {.m = m, .timeline = timeline, .backward = s->n_step};
+    for (int i = 0; i < s->n_step && r.backward == s->n_step; i++) {
+        const sched_step *t = &s->steps[i];
+        if (t->op == SCHED_BWD || (t->op == SCHED_ALLOC && s->bufs[t->buf].cat == MEM_AGRAD)) r.backward = i;
+    }
     sched_walk(s, replay_step, &r);
     if (timeline)
         for (; r.next < s->n_step; r.next++) timeline[r.next] = r.total;

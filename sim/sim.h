@@ -17,6 +17,9 @@ typedef struct {
     int64_t at_peak[MEM_NCAT];   /* breakdown at the moment of the peak (MEM_HOST: host bytes then) */
     int64_t max[MEM_NCAT];       /* each category's own maximum over the iteration */
     int peak_step;               /* replay: index of the step at the peak (-1 for closed) */
+    int64_t at_backward[MEM_NCAT]; /* replay: by category when the backward begins (before its first
+                                    gradient buffer): what the forward kept, the persistent bytes
+                                    beside it; all zero for closed */
 } sim_mem;
 
 /* A device's time model: a roofline (a rate for products, a bandwidth for the rest and the host

@@ -483,6 +483,7 @@ static void cpu_stats(const ops_call *c, ops_stats what)
 }
 
 const ops_table ops_cpu = {.backend = "cpu", .forward = cpu_forward, .backward = cpu_backward, .stats = cpu_stats, .mem = &alloc_mem_host,
+                           .ws = &sched_ws_cpu,
                            .upload = cpu_copy, .download = cpu_copy, .zero = cpu_zero, .copy2d = cpu_copy2d,
                            .sgd = ops_sgd_step, .adam = ops_adam_step, .sync = cpu_sync, .encode = cpu_codec_encode,
                            .decode = cpu_codec_decode, .sumsq = cpu_sumsq};

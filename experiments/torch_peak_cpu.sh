@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# PyTorch's own memory against lrcnn's torch plan, on this CPU (PyTorch 1.13, Debian's): every
+# shipped net at batch 1, 8 and 32: the torch plan (1.13's zero_grad) with SGD and Adam, torch2 (2.x's
+# zero_grad, emulated in 1.13 with set_to_none=True) with SGD. Writes results/torch_peak_cpu.txt.
+#   experiments/torch_peak_cpu.sh [BUILD_DIR]
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${1:-$here/build}"
+nets=(vgg-small resnet-small bn-cover kernels vgg16-gap vgg16 resnet50)
+{
+  echo "# tools/torch_peak.py over every shipped net (experiments/torch_peak_cpu.sh), $(date -u +%Y-%m-%dT%H:%M:%SZ),"
+  echo "# lrcnn $("$build/lrcnn" --version | cut -d' ' -f2-); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+  for run in "torch sgd" "torch adam" "torch2 sgd"; do
+    set -- $run
+    echo
+    /usr/bin/python3 "$here/tools/torch_peak.py" "${nets[@]/#/$here/nets/}" --batch 1,8,32 --plan $1 --optimizer $2 \
+      --lrcnn "$build/lrcnn" 2>/dev/null | grep -v '^wrote '
+  done
+} | tee "$here/results/torch_peak_cpu.txt"

@@ -1,0 +1,219 @@
+#!/usr/bin/python3
+"""PyTorch's own memory for a net file, measured, beside lrcnn's `torch` plan prediction.
+
+    /usr/bin/python3 tools/torch_peak.py NET.net [NET.net ...] [--batch 1,8,32] [--image S]
+                     [--optimizer sgd|adam] [--lrcnn build/lrcnn] [--device cpu|cuda]
+
+Builds the net in PyTorch from its file (the parser of tests/torch_ref.py: nets/FORMAT.md; ReLUs
+in place where nothing else reads their input, as torchvision writes them; gap is
+AdaptiveAvgPool2d(1)), runs one training iteration to create gradients and optimizer state, then
+measures a second one:
+
+  stash      bytes of the tensors autograd saved for backward, each storage once, parameters
+             excluded (torch.autograd.graph.saved_tensors_hooks) — what the forward keeps
+  persistent parameters, their gradients, the optimizer's state and BatchNorm's running buffers
+  allocated  the peak of allocated bytes over the iteration (forward, backward, optimizer step):
+             persistent + batch + the highest running total of every allocation and free the
+             profiler records (CPU: torch.profiler with profile_memory; CUDA:
+             torch.cuda.max_memory_allocated, and max_memory_reserved beside it)
+
+and prints lrcnn's prediction for the same net, batch and optimizer (`lrcnn sim --plan torch`:
+persistent and kept bytes when the backward begins, and the replay's peak) with the error of
+each. Run it on your own GPU with --device cuda (the prediction is the allocated-bytes one;
+reserved bytes add the caching allocator's rounding and segments).
+Needs PyTorch (Debian's python3-torch 1.13 on the CPU), h5py and the lrcnn binary.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import torch
+import torch.nn.functional as F
+
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(SRC, "tests"))
+import torch_ref  # noqa: E402  (the independent net parser and PyTorch model)
+
+
+class TorchNet(torch_ref.RefNet):
+    """RefNet written as torchvision writes its models: in-place ReLUs, adaptive pooling for gap."""
+
+    def __init__(self, layers):
+        super().__init__(layers)
+        readers = {}
+        for l in layers:
+            for i in l.inputs:
+                readers[i] = readers.get(i, 0) + 1
+        self.inplace = {l.name for l in layers if l.kind == "relu" and readers.get(l.inputs[0], 0) == 1
+                        and self.by_name[l.inputs[0]].kind != "input"}
+        # a module's forward drops each output after its last reader (x = layer(x), as torchvision
+        # writes them): only what autograd saved outlives it
+        self.last_reader = {}
+        for k, l in enumerate(layers):
+            for i in l.inputs:
+                self.last_reader[i] = k
+
+    def forward(self, x, labels):
+        v = {}
+        for k, l in enumerate(self.layers):
+            a, src = l.args, [v[i] for i in l.inputs]
+            for i in set(l.inputs):
+                if self.last_reader[i] == k:
+                    del v[i]
+            if l.kind == "relu":
+                y = F.relu(src[0], inplace=l.name in self.inplace)
+            elif l.kind == "gap":
+                y = F.adaptive_avg_pool2d(src[0], 1)
+            elif l.kind == "input":
+                y = x
+            elif l.kind in ("conv", "bn"):
+                y = self.module_of[l.name](src[0])
+            elif l.kind == "maxpool":
+                y = F.max_pool2d(src[0], a["k"], a["s"], a["p"])
+            elif l.kind == "avgpool":
+                y = F.avg_pool2d(src[0], a["k"], a["s"], a["p"], count_include_pad=True)
+            elif l.kind == "fc":
+                y = self.module_of[l.name](torch.flatten(src[0], 1)).reshape(x.shape[0], -1, 1, 1)
+            elif l.kind == "add":
+                y = src[0] + src[1]
+            elif l.kind == "apool":
+                y = F.adaptive_avg_pool2d(src[0], a["o"])
+            elif l.kind == "loss":
+                return F.cross_entropy(torch.flatten(src[0], 1), labels)
+            v[l.name] = y
+        raise AssertionError("no loss layer")
+
+
+def nbytes(t):
+    return t.numel() * t.element_size()
+
+
+def storage_key(t):
+    s = t.storage()
+    return s.data_ptr(), s.nbytes() if hasattr(s, "nbytes") else s.size() * s.element_size()
+
+
+def measure(netfile, batch, image, optimizer, device, none_grads):
+    """none_grads: zero_grad(set_to_none=True), PyTorch 2.x's default (the torch2 plan)."""
+    _, layers = torch_ref.parse_net(netfile, image)
+    torch.manual_seed(1)
+    model = TorchNet(layers).to(device)
+    model.train()
+    shape = layers[0].shape
+    classes = model.by_name[layers[-1].inputs[0]].shape
+    n_classes = classes[0] * classes[1] * classes[2]
+    x = torch.randn(batch, *shape, device=device)
+    y = torch.randint(0, n_classes, (batch,), device=device)
+    params = list(model.parameters())
+    opt = (torch.optim.SGD(params, lr=0.01, momentum=0.9) if optimizer == "sgd"
+           else torch.optim.Adam(params, lr=1e-3))
+
+    def step(zero=True):
+        if zero:
+            opt.zero_grad(set_to_none=none_grads)
+        model(x, y).backward()
+        opt.step()
+
+    step()  # gradients and optimizer state exist from here on, as in every later iteration
+    state = sum(nbytes(t) for s in opt.state.values() for t in s.values() if torch.is_tensor(t))
+    grads = sum(nbytes(p.grad) for p in params)
+    held = sum(nbytes(p) for p in params) + grads + state + sum(nbytes(b) for b in model.buffers())
+    persistent = held - (grads if none_grads else 0)  # while the forward runs
+    data = nbytes(x) + nbytes(y)
+
+    # what the forward saves for backward
+    param_keys = {storage_key(p)[0] for p in params} | {storage_key(b)[0] for b in model.buffers()}
+    saved = {}
+
+    def pack(t):
+        ptr, size = storage_key(t)
+        if ptr not in param_keys:
+            saved[ptr] = size
+        return t
+
+    opt.zero_grad(set_to_none=none_grads)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = model(x, y)
+    stash = sum(saved.values())
+    loss.backward()
+    opt.step()
+
+    # the allocated peak of one whole iteration
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        step()
+        torch.cuda.synchronize()
+        allocated, reserved = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+    else:
+        from torch.profiler import ProfilerActivity, profile
+        opt.zero_grad(set_to_none=none_grads)  # outside: the profiler cannot see frees of older blocks
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            step(zero=False)
+        events = sorted((e.start_us(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+                        if e.name() == "[memory]")
+        total = top = 0
+        for _, b in events:
+            total += b
+            top = max(top, total)
+        allocated, reserved = persistent + data + top, None
+    return {"stash": stash, "persistent": persistent, "data": data, "allocated": allocated, "reserved": reserved}
+
+
+def predict(lrcnn, netfile, batch, image, optimizer, plan):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "p.h5")
+        cmd = [lrcnn, "sim", "--net", netfile, "--batch", str(batch), "--optimizer", optimizer, "--plan", plan,
+               "-o", out]
+        if image:
+            cmd += ["--image", str(image)]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        with h5py.File(out, "r") as f:
+            r = f["runs/00000/prediction/replay"]
+            cats = [c.decode() if isinstance(c, bytes) else c for c in f["categories"][()]]
+            at = dict(zip(cats, r["at_backward"][()]))
+            persistent = at["weights"] + at["weight_grads"] + at["optimizer"]
+            return {"stash": int(sum(v for k, v in at.items() if k not in ("weights", "weight_grads", "optimizer", "host"))),
+                    "persistent": int(persistent), "allocated": int(r.attrs["peak"])}
+
+
+def mib(b):
+    return "%10.2f" % (b / 2**20)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("nets", nargs="+")
+    ap.add_argument("--batch", default="1,8,32")
+    ap.add_argument("--image", type=int, default=None)
+    ap.add_argument("--optimizer", default="sgd", choices=("sgd", "adam"))
+    ap.add_argument("--lrcnn", default=os.path.join(SRC, "build", "lrcnn"))
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    ap.add_argument("--plan", default="torch", choices=("torch", "torch2"),
+                    help="torch: PyTorch 1.13's zero_grad (gradients kept as zeros); torch2: 2.x's (set to None)")
+    a = ap.parse_args()
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    print("PyTorch %s on %s, %s, zero_grad(set_to_none=%s); MiB; error = (lrcnn %s plan - PyTorch) / PyTorch" % (
+        torch.__version__, a.device, a.optimizer, a.plan == "torch2", a.plan))
+    print("%-14s %5s | %10s %10s %7s | %10s %10s %7s | %10s %10s %7s" % (
+        "net", "batch", "stash", "predicted", "error", "persist.", "predicted", "error", "allocated", "predicted", "error"))
+    worst = 0.0
+    for net in a.nets:
+        for b in (int(v) for v in a.batch.split(",")):
+            m = measure(net, b, a.image, a.optimizer, a.device, a.plan == "torch2")
+            p = predict(a.lrcnn, net, b, a.image, a.optimizer, a.plan)
+            errs = [(p[k] - m[k]) / m[k] for k in ("stash", "persistent", "allocated")]
+            worst = max([worst] + [abs(e) for e in errs])
+            name = os.path.splitext(os.path.basename(net))[0]
+            print("%-14s %5d | %s %s %+6.2f%% | %s %s %+6.2f%% | %s %s %+6.2f%%%s" % (
+                name, b, mib(m["stash"]), mib(p["stash"]), 100 * errs[0], mib(m["persistent"]), mib(p["persistent"]),
+                100 * errs[1], mib(m["allocated"]), mib(p["allocated"]), 100 * errs[2],
+                "" if m["reserved"] is None else "  (reserved %s)" % mib(m["reserved"]).strip()), flush=True)
+    print("worst error: %.2f%%" % (100 * worst))
+
+
+if __name__ == "__main__":
+    main()
