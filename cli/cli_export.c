@@ -1,4 +1,4 @@
-/* cli_export: `lrcnn export FILE.h5 [-o DIR]`, a result file as TSV tables (h5_export).
+/* cli_export: `lrcnn export FILE.h5 [-o DIR] [--csv]`, a result file as TSV or CSV tables (h5_export).
  *
  * Without -o the runs table goes to stdout and the line saying what was written to stderr, so
  * the output can be piped; with -o the tables go to DIR and the report to stdout. Exit status: 0
@@ -9,13 +9,18 @@
 #include "io/h5.h"
 
 static const char usage[] =
-    "usage: lrcnn export FILE.h5 [-o DIR [--force]]\n"
+    "usage: lrcnn export FILE.h5 [-o DIR [--force]] [--csv]\n"
     "\n"
     "Writes the tables of an lrcnn result file (results/SCHEMA.md) as tab-separated text:\n"
-    "  runs.tsv              one row per run: configuration, predicted peak bytes (replay and\n"
-    "                        closed form) and their breakdown by category at the peak, FLOPs,\n"
-    "                        estimated time in microseconds\n"
+    "  runs.tsv              one row per run: kind and configuration, predicted peak bytes (replay\n"
+    "                        and closed form) and their breakdown by category at the peak, FLOPs,\n"
+    "                        estimated time in microseconds; what the engine measured (peak, host\n"
+    "                        and RSS bytes, iterations, median and best time after the first in\n"
+    "                        microseconds, first and last loss, gradient deviation from layer);\n"
+    "                        a capacity search's budget and the largest value that fits. Empty\n"
+    "                        cells where a run has no such value\n"
     "  timeline_NNNNN.tsv    device bytes after each schedule step of run NNNNN (with -o only)\n"
+    "  --csv                 the same as comma-separated runs.csv, timeline_NNNNN.csv (RFC 4180)\n"
     "\n"
     "  -o, --out DIR         write the tables into DIR (created if missing) instead of writing\n"
     "                        runs.tsv to stdout\n"
@@ -25,7 +30,7 @@ static const char usage[] =
 int cli_export(int argc, char **argv)
 {
     const char *file = NULL, *out = NULL;
-    bool force = false;
+    bool force = false, csv = false;
     err e = {{0}};
 
     for (int i = 1; i < argc; i++) {
@@ -34,8 +39,8 @@ int cli_export(int argc, char **argv)
             fputs(usage, stdout);
             return CLI_OK;
         }
-        if (!strcmp(a, "--force")) {
-            force = true;
+        if (!strcmp(a, "--force") || !strcmp(a, "--csv")) {
+            *(a[2] == 'f' ? &force : &csv) = true;
             continue;
         }
         int o = !strcmp(a, "-o") ? cli_opt(argc, argv, &i, "-o", &v) : cli_opt(argc, argv, &i, "--out", &v);
@@ -53,6 +58,6 @@ int cli_export(int argc, char **argv)
     }
     if (!file) return cli_fail("export", "no result file given (usage: lrcnn export FILE.h5 [-o DIR])");
     if (force && !out) return cli_fail("export", "--force applies with -o DIR");
-    if (h5_export(file, out, force, out ? stdout : stderr, &e) < 0) return cli_fail("export", "%s", e.msg);
+    if (h5_export(file, out, force, csv, out ? stdout : stderr, &e) < 0) return cli_fail("export", "%s", e.msg);
     return CLI_OK;
 }

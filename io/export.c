@@ -168,6 +168,25 @@ cleanup:
     return rc;
 }
 
+/* float64 vector (any float width in the file) of any length, malloc'd into *v. */
+static int read_f64s(hid_t loc, const char *where, const char *name, double **v, hsize_t *n, err *e)
+{
+    int rc = -1;
+    hid_t d = H5I_INVALID_HID;
+    *v = NULL;
+    H5_TRY(open_vec(loc, where, name, RD_F64, 0, &d, n, e));
+    *v = err_calloc(*n ? *n : 1, sizeof **v);
+    H5_CHECK(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, *v));
+    rc = 0;
+cleanup:
+    if (d >= 0) H5Dclose(d);
+    if (rc < 0) {
+        free(*v);
+        *v = NULL;
+    }
+    return rc;
+}
+
 /* int64 vector (malloc'd into *v) of want values, or any length when want is 0. */
 static int read_i64s(hid_t loc, const char *where, const char *name, hsize_t want, int64_t **v, hsize_t *n,
                      err *e)
@@ -225,9 +244,13 @@ typedef struct {
 typedef struct {
     const char *dir; /* NULL: the runs table goes to stdout, no other table */
     bool overwrite;  /* replace tables that exist (--force) */
+    bool csv;        /* comma-separated, RFC 4180 quoting, .csv names; else tab-separated .tsv */
     table *t;
     int n;
 } tables;
+
+/* The separator between cells, as the tables are written. */
+static char sep_of(const tables *ts) { return ts->csv ? ',' : '\t'; }
 
 /* Opens a temporary for "<dir>/<name>" and records it. */
 static FILE *table_open(tables *ts, const char *name, err *e)
@@ -258,13 +281,24 @@ static int table_close(FILE *fp, const char *name, err *e)
     return 0;
 }
 
-static void put_str(FILE *fp, const char *s)
+/* A cell after a separator: TSV has no quoting (tabs and newlines become spaces); CSV quotes a
+ * cell holding a comma, quote or line break and doubles its quotes. */
+static void put_str(FILE *fp, char sep, const char *s)
 {
-    fputc('\t', fp);
-    for (; *s; s++) fputc(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s, fp);
+    fputc(sep, fp);
+    bool quote = sep == ',' && strpbrk(s, ",\"\n\r");
+    if (quote) fputc('"', fp);
+    for (; *s; s++) {
+        if (sep == '\t') fputc(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s, fp);
+        else if (*s == '"') fputs("\"\"", fp);
+        else fputc(*s, fp);
+    }
+    if (quote) fputc('"', fp);
 }
 
-static void put_i64(FILE *fp, int64_t v) { fprintf(fp, "\t%lld", (long long)v); }
+static void put_i64(FILE *fp, char sep, int64_t v) { fprintf(fp, "%c%lld", sep, (long long)v); }
+static void put_f64(FILE *fp, char sep, double v) { fprintf(fp, "%c%.17g", sep, v); }
+static void put_none(FILE *fp, char sep) { fputc(sep, fp); } /* an empty cell: the run has no such value */
 
 /* timeline_<run>.tsv: step, device bytes after it. */
 static int write_timeline(tables *ts, hid_t g, const char *where, const char *run, err *e)
@@ -275,10 +309,10 @@ static int write_timeline(tables *ts, hid_t g, const char *where, const char *ru
     FILE *fp = NULL;
     char name[64];
     H5_TRY(read_i64s(g, where, "timeline", 0, &v, &n, e));
-    snprintf(name, sizeof name, "timeline_%.40s.tsv", run);
+    snprintf(name, sizeof name, "timeline_%.40s.%s", run, ts->csv ? "csv" : "tsv");
     if (!(fp = table_open(ts, name, e))) goto cleanup;
-    fprintf(fp, "step\tbytes\n");
-    for (hsize_t i = 0; i < n; i++) fprintf(fp, "%llu\t%lld\n", (unsigned long long)i, (long long)v[i]);
+    fprintf(fp, "step%cbytes\n", sep_of(ts));
+    for (hsize_t i = 0; i < n; i++) fprintf(fp, "%llu%c%lld\n", (unsigned long long)i, sep_of(ts), (long long)v[i]);
     snprintf(ts->t[ts->n - 1].note, sizeof ts->t[0].note, "(%llu steps)", (unsigned long long)n);
     rc = table_close(fp, ts->t[ts->n - 1].out.tmp, e);
 cleanup:
@@ -286,12 +320,82 @@ cleanup:
     return rc;
 }
 
-/* One row of runs.tsv (columns as in h5_export's header). */
+/* The measured columns of a run (empty where the run has no measured/ group), in the header's
+ * order: peak, host_peak, rss_peak, iterations, median and best time after the first iteration
+ * (the one kept, in older files), first and last loss, gradient deviation from layer. */
+#define MEASURED_HEADER "measured_peak measured_host_peak measured_rss_peak iters time_median_us time_best_us loss_first loss_last grad_deviation"
+static int put_measured(FILE *fp, char sep, hid_t g, const char *where, err *e)
+{
+    int rc = -1;
+    hid_t m = H5I_INVALID_HID;
+    double *us = NULL, *loss = NULL;
+    hsize_t n_us = 0, n_loss = 0;
+    htri_t has;
+    H5_CHECK(has = H5Lexists(g, "measured", H5P_DEFAULT));
+    if (!has) {
+        for (int k = 0; k < 9; k++) put_none(fp, sep);
+        return 0;
+    }
+    char mw[600];
+    snprintf(mw, sizeof mw, "%s/measured", where);
+    H5_TRY(open_obj(g, where, "measured", false, &m, e));
+    int64_t v[3];
+    const char *names[3] = {"peak", "host_peak", "rss_peak"};
+    for (int k = 0; k < 3; k++) H5_TRY(read_attr(m, mw, names[k], RD_INT, &v[k], e));
+    H5_TRY(read_f64s(m, mw, "iter_us", &us, &n_us, e));
+    H5_TRY(read_f64s(m, mw, "loss", &loss, &n_loss, e));
+    for (int k = 0; k < 3; k++) put_i64(fp, sep, v[k]);
+    put_i64(fp, sep, (int64_t)n_us);
+    if (n_us) { /* after the first iteration, which includes the warm-up */
+        hsize_t from = n_us > 1;
+        double best = us[from];
+        for (hsize_t i = from; i < n_us; i++) best = us[i] < best ? us[i] : best;
+        put_f64(fp, sep, run_median(us + from, (int)(n_us - from))), put_f64(fp, sep, best);
+    } else {
+        put_none(fp, sep), put_none(fp, sep);
+    }
+    if (n_loss) put_f64(fp, sep, loss[0]), put_f64(fp, sep, loss[n_loss - 1]);
+    else put_none(fp, sep), put_none(fp, sep);
+    H5_CHECK(has = H5Aexists(m, "grad_deviation"));
+    double dev = 0;
+    if (has) {
+        H5_TRY(read_attr(m, mw, "grad_deviation", RD_F64, &dev, e));
+        put_f64(fp, sep, dev);
+    } else {
+        put_none(fp, sep);
+    }
+    rc = 0;
+cleanup:
+    free(us), free(loss);
+    if (m >= 0) H5Oclose(m);
+    return rc;
+}
+
+/* A capacity search's columns (search, budget, max_value), empty for other runs. */
+static int put_search(FILE *fp, char sep, hid_t g, const char *where, err *e)
+{
+    char *search = NULL;
+    int64_t budget = 0, best = 0;
+    htri_t has;
+    H5_CHECK(has = H5Aexists(g, "search"));
+    if (!has) return put_none(fp, sep), put_none(fp, sep), put_none(fp, sep), 0;
+    H5_TRY(read_attr(g, where, "search", RD_STR, &search, e));
+    H5_TRY(read_attr(g, where, "budget", RD_INT, &budget, e));
+    H5_TRY(read_attr(g, where, "max_value", RD_INT, &best, e));
+    put_str(fp, sep, search), put_i64(fp, sep, budget), put_i64(fp, sep, best);
+    free(search);
+    return 0;
+cleanup:
+    free(search);
+    return -1;
+}
+
+/* One row of the runs table (columns as in h5_export's header). */
 static int write_run(FILE *fp, tables *ts, hid_t runs, const char *path, const char *run, int ncat, err *e)
 {
-    static const char *str_cols[] = {"net", "image_h", "image_w", "batch", "plan", "optimizer", "bn",
+    static const char *str_cols[] = {"net", "kind", "image_h", "image_w", "batch", "plan", "optimizer", "bn",
                                      "device", "fp_bands", "bp_bands"};
-    static const bool is_int[] = {false, true, true, true, false, false, false, false, true, true};
+    static const bool is_int[] = {false, false, true, true, true, false, false, false, false, true, true};
     enum { NCOL = sizeof str_cols / sizeof str_cols[0] };
     static const char *models[] = {"replay", "closed"};
     int rc = -1;
@@ -323,19 +427,23 @@ static int write_run(FILE *fp, tables *ts, hid_t runs, const char *path, const c
     H5_CHECK(has_timeline = H5Lexists(g, "timeline", H5P_DEFAULT));
     if (has_timeline && ts->dir) H5_TRY(write_timeline(ts, g, where, run, e));
 
+    char sep = sep_of(ts);
     fputs(run, fp);
     for (int c = 0; c < NCOL; c++) {
-        if (is_int[c]) put_i64(fp, iv[c]);
-        else put_str(fp, s[c]);
+        if (is_int[c]) put_i64(fp, sep, iv[c]);
+        else put_str(fp, sep, s[c]);
     }
     for (int k = 0; k < 2; k++)
-        if (at[k]) put_i64(fp, peak[k]);
-        else fputs("\t", fp); /* empty: not modelled */
+        if (at[k]) put_i64(fp, sep, peak[k]);
+        else put_none(fp, sep); /* empty: not modelled */
     for (int k = 0; k < 2; k++)
         for (int c = 0; c < ncat; c++)
-            if (at[k]) put_i64(fp, at[k][c]);
-            else fputs("\t", fp);
-    fprintf(fp, "\t%.17g\t%.17g\n", flops, time_us);
+            if (at[k]) put_i64(fp, sep, at[k][c]);
+            else put_none(fp, sep);
+    put_f64(fp, sep, flops), put_f64(fp, sep, time_us);
+    H5_TRY(put_measured(fp, sep, g, where, e));
+    H5_TRY(put_search(fp, sep, g, where, e));
+    fputc('\n', fp);
     rc = 0;
 cleanup:
     for (int c = 0; c < NCOL; c++) free(s[c]);
@@ -389,7 +497,7 @@ cleanup:
     return -1;
 }
 
-int h5_export(const char *path, const char *out_dir, bool overwrite, FILE *log, err *e)
+int h5_export(const char *path, const char *out_dir, bool overwrite, bool csv, FILE *log, err *e)
 {
     int rc = -1, ncat = 0;
     hid_t f = H5I_INVALID_HID, runs = H5I_INVALID_HID;
@@ -397,7 +505,8 @@ int h5_export(const char *path, const char *out_dir, bool overwrite, FILE *log, 
     FILE *fp = NULL;
     char *mem = NULL; /* the runs table when it goes to stdout */
     size_t mem_len = 0;
-    tables ts = {out_dir, overwrite, NULL, 0};
+    tables ts = {out_dir, overwrite, csv, NULL, 0};
+    char sep = sep_of(&ts);
     bool made_dir = false;
     H5G_info_t info;
 
@@ -408,16 +517,19 @@ int h5_export(const char *path, const char *out_dir, bool overwrite, FILE *log, 
 
     if (out_dir) {
         H5_TRY(make_dir(out_dir, &made_dir, e));
-        if (!(fp = table_open(&ts, "runs.tsv", e))) goto cleanup;
+        if (!(fp = table_open(&ts, csv ? "runs.csv" : "runs.tsv", e))) goto cleanup;
     } else if (!(fp = open_memstream(&mem, &mem_len))) {
         err_set(e, "open_memstream: %s", strerror(errno));
         goto cleanup;
     }
-    fprintf(fp, "run\tnet\timage_h\timage_w\tbatch\tplan\toptimizer\tbn\tdevice\tfp_bands\tbp_bands"
-                "\treplay_peak\tclosed_peak");
+    /* the header: names joined by the separator */
+    const char *head = "run net kind image_h image_w batch plan optimizer bn device fp_bands bp_bands replay_peak closed_peak";
+    for (const char *c = head; *c; c++) fputc(*c == ' ' ? sep : *c, fp);
     for (int k = 0; k < 2; k++)
-        for (int c = 0; c < ncat; c++) fprintf(fp, "\t%s_%s", k ? "closed" : "replay", cats[c]);
-    fprintf(fp, "\tflops\ttime_us\n");
+        for (int c = 0; c < ncat; c++) fprintf(fp, "%c%s_%s", sep, k ? "closed" : "replay", cats[c]);
+    fprintf(fp, "%cflops%ctime_us", sep, sep);
+    for (const char *c = " " MEASURED_HEADER " search budget max_value"; *c; c++) fputc(*c == ' ' ? sep : *c, fp);
+    fputc('\n', fp);
 
     /* Names are five digits, so name order is run order. */
     for (hsize_t i = 0; i < info.nlinks; i++) {

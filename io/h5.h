@@ -124,12 +124,15 @@ int h5_read_attr_str(hid_t loc, const char *where, const char *name, char **out,
 int h5_read_attr_i64(hid_t loc, const char *where, const char *name, int64_t *out, err *e);
 
 /* Writes one TSV per table to out_dir (or stdout when out_dir is NULL: the runs table only):
- * runs.tsv (one row per run: config, both predictions by category, flops, time) and
- * timeline_NNNNN.tsv (step, bytes). Fails on a file that is not an lrcnn result. out_dir is
+ * runs.tsv (one row per run: kind and configuration, both predictions by category, flops, time,
+ * what the engine measured — peaks, RSS, iterations, median and best time, first and last loss,
+ * gradient deviation — and a capacity search's budget and answer; empty cells where a run has
+ * none) and timeline_NNNNN.tsv (step, bytes). With csv: comma-separated .csv tables, quoted as
+ * RFC 4180 has it. Fails on a file that is not an lrcnn result. out_dir is
  * created if missing (not its parents; removed again if the export fails); every table goes to a
  * temporary of its own first (io/outfile.h) and all move to their names only once all are
  * written, never over an existing table without overwrite. log (or NULL) gets one line per table. */
-int h5_export(const char *path, const char *out_dir, bool overwrite, FILE *log, err *e);
+int h5_export(const char *path, const char *out_dir, bool overwrite, bool csv, FILE *log, err *e);
 
 /* For h5.c and export.c: H5_CHECK(call) treats a negative result as failure, sets the err `e` in
  * scope to "<statement> failed in <function> at <file>:<line>: <HDF5's message>" and jumps to the

@@ -191,6 +191,13 @@ for row in rows:
 print("round trip ok", len(rows))
 PY
 then ok "export round-trips every category of both models"; else bad "export round trip: $(tail -2 "$tmp/rt")"; fi
+expect_ok "export --csv" -- export "$tmp/small.h5" -o "$tmp/csv" --csv
+"$python" -c "
+import csv, sys
+rows = list(csv.DictReader(open('$tmp/csv/runs.csv')))
+tsv = list(csv.DictReader(open('$tmp/tsv/runs.tsv'), delimiter='\t'))
+assert rows == tsv and len(rows) == 56 and rows[0]['kind'] == 'sim', (len(rows), rows[0])
+" 2>"$tmp/err" && ok "runs.csv holds what runs.tsv holds (csv module)" || bad "export --csv: $(tail -1 "$tmp/err")"
 
 # --- specs with run = validate and run = train: one file of engine runs, as the commands write ------
 printf 'run = validate\nnets = resnet-small\nbatch = 2\noptimizer = sgd\nbn = frozen\nplans = 2ps:2, overl:2 bn=per-band\nmeasure = 1\n' >"$tmp/val.spec"

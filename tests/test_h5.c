@@ -163,8 +163,9 @@ static void check_runs_tsv(const char *path)
     EXPECT(n_lines == 4 && *lines[3] == '\0', "%s: %d lines, want a header, 2 rows and a final newline", path,
            n_lines);
     int n = split(lines[0], '\t', head, MAX_COLS);
-    EXPECT(n == 13 + 2 * MEM_NCAT + 2, "%s: %d columns", path, n);
-    EXPECT(!strcmp(head[0], "run") && !strcmp(head[n - 1], "time_us"), "%s: header '%s' ... '%s'", path, head[0],
+    /* run, kind and the configuration; predictions; flops, time; 9 measured and 3 search columns */
+    EXPECT(n == 14 + 2 * MEM_NCAT + 2 + 9 + 3, "%s: %d columns", path, n);
+    EXPECT(!strcmp(head[0], "run") && !strcmp(head[n - 1], "max_value"), "%s: header '%s' ... '%s'", path, head[0],
            head[n - 1]);
     for (int r = 0; r < 2 && r + 1 < n_lines; r++) {
         const h5_run *u = &runs[r];
@@ -195,6 +196,9 @@ static void check_runs_tsv(const char *path)
         }
         expect_f64(head, row, n, "flops", s->flops, r);
         expect_f64(head, row, n, "time_us", s->time_us, r);
+        expect_str(head, row, n, "kind", u->kind, r);
+        expect_str(head, row, n, "measured_peak", "", r); /* simulator runs: empty */
+        expect_str(head, row, n, "budget", "", r);
     }
     free(text);
 }
@@ -278,7 +282,7 @@ static bool holds(const char *path, const char *text)
 static void expect_export_fails(const char *path, const char *dir, const char *needle)
 {
     err e = {{0}};
-    int rc = h5_export(path, dir, true, NULL, &e);
+    int rc = h5_export(path, dir, true, false, NULL, &e);
     EXPECT(rc < 0 && strstr(e.msg, needle), "export %s: rc %d, message '%s', want it to contain '%s'", path, rc,
            e.msg, needle);
     if (rc < 0) printf("  refused as expected: %s\n", e.msg);
@@ -351,7 +355,7 @@ int main(int argc, char **argv)
     printf("  refused as expected: %s\n", e.msg);
 
     /* Export: every number back exactly. */
-    EXPECT(h5_export(path, out, false, stdout, &e) == 0, "export: %s", e.msg);
+    EXPECT(h5_export(path, out, false, false, stdout, &e) == 0, "export: %s", e.msg);
     snprintf(buf, sizeof buf, "%s/runs.tsv", out);
     check_runs_tsv(buf);
     snprintf(buf, sizeof buf, "%s/timeline_00000.tsv", out);
@@ -360,7 +364,7 @@ int main(int argc, char **argv)
     EXPECT(!exists(buf), "%s written for a run without a timeline", buf);
     snprintf(buf, sizeof buf, "%s/runs.tsv", out);
     EXPECT(!temps(buf), "a temporary of %s left behind", buf);
-    EXPECT(h5_export(path, out, false, NULL, &e) < 0 && strstr(e.msg, "exists"), "export over runs.tsv: '%s'", e.msg);
+    EXPECT(h5_export(path, out, false, false, NULL, &e) < 0 && strstr(e.msg, "exists"), "export over runs.tsv: '%s'", e.msg);
     printf("  refused as expected: %s\n", e.msg);
     check_runs_tsv(buf);
 
