@@ -73,10 +73,13 @@ static int sim_one(const net *n, const char *item, const char *bn, const sched_c
                cli_fmt_closed(&r, -1, b, sizeof b), cli_fmt_closed_err(&r, r.replay.peak, "%+.1f%%", c, sizeof c), red,
                r.flops / 1e9, r.flops / base->flops, r.time_us / 1e3, r.time_us / base->time_us);
     }
+    sched sc; /* the same schedule again, to label the timeline's steps */
+    bool labels = f && !sched_lower(&sc, n, &p, cfg, e);
     h5_run run = {.kind = "sim", .n = n, .p = &p, .plan = item, .batch = cfg->batch, .optimizer = cli_optimizer_name(cfg->optimizer),
-                  .device = d->name, .sim = &r, .timeline = tl, .n_timeline = r.n_steps,
+                  .device = d->name, .sim = &r, .timeline = tl, .n_timeline = r.n_steps, .steps = labels ? &sc : NULL,
                   .calibration = cfg->calib ? cfg->calib->source : NULL};
     int rc = f ? h5_write_run(f, &run, e) : 0;
+    if (labels) sched_free(&sc);
     free(tl);
     plan_free(&p);
     return rc;

@@ -79,7 +79,6 @@ static int sweep_one(const spec *s, const net *n, const sim_device *d, const enc
     for (int i = 0; i < sc.n_step; i++)
         for (int k = 0; k < MEM_NCAT; k++) tl[i] += k == MEM_HOST ? 0 : tc[(int64_t)i * MEM_NCAT + k];
     int steps = sc.n_step;
-    sched_free(&sc);
     rc = sim_run(n, &pl, &cfg, d, r, NULL, e);
     if (!rc && s->measure) rc = cli_check_memory(r, -1, true, text, e); /* the CPU engine measures */
     run_summary m = {0};
@@ -95,11 +94,12 @@ static int sweep_one(const spec *s, const net *n, const sim_device *d, const enc
     }
     h5_run run = {.kind = s->measure ? "train" : "sim", .n = n, .p = &pl, .plan = s->plans[p], .batch = batch,
                   .optimizer = s->optimizers[o], .device = d->name, .sim = r, .timeline = s->timeline ? tl : NULL,
-                  .timeline_cat = s->timeline ? tc : NULL, .n_timeline = steps, .measured = s->measure ? &m : NULL,
+                  .timeline_cat = s->timeline ? tc : NULL, .n_timeline = steps, .steps = &sc, .measured = s->measure ? &m : NULL,
                   .backend = "cpu", .data = "synthetic", .seed = (uint64_t)s->seed, .search = si ? si->search : NULL,
                   .budget = si ? si->budget : 0, .max_value = si ? si->max_value : 0, .calibration = cal ? cal->source : NULL};
     if (rc) rc = SWEEP_INFEASIBLE;
     else rc = h5_write_run(f, &run, e);
+    sched_free(&sc);
     plan_free(&pl);
     run_summary_free(&m);
     free(tl), free(tc);

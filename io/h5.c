@@ -152,9 +152,23 @@ cleanup:
     return rc;
 }
 
-static int dset_i64(hid_t loc, const char *name, const int64_t *v, int n, err *e)
+/* Attribute `units` of dataset loc/name: "bytes", "us" (microseconds), "nats" (a loss). */
+static int set_units(hid_t loc, const char *name, const char *units, err *e)
 {
-    return h5_dset_1d(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, v, (hsize_t)n, e);
+    int rc = -1;
+    hid_t d = H5I_INVALID_HID;
+    H5_CHECK(d = H5Dopen2(loc, name, H5P_DEFAULT));
+    rc = h5_attr_str(d, "units", units, e);
+cleanup:
+    if (d >= 0) H5Dclose(d);
+    return rc;
+}
+
+/* An int64 vector of bytes (every one the writer has: peaks by category, timelines). */
+static int dset_bytes(hid_t loc, const char *name, const int64_t *v, int n, err *e)
+{
+    if (h5_dset_1d(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, v, (hsize_t)n, e)) return -1;
+    return set_units(loc, name, "bytes", e);
 }
 
 /* --- root --------------------------------------------------------------------------------------- */
@@ -282,9 +296,9 @@ static int write_mem(hid_t loc, const char *name, const sim_mem *m, err *e)
     H5_CHECK(g = H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     H5_TRY(h5_attr_i64(g, "peak", m->peak, e));
     H5_TRY(h5_attr_int(g, "peak_step", m->peak_step, e));
-    H5_TRY(dset_i64(g, "at_peak", m->at_peak, MEM_NCAT, e));
-    H5_TRY(dset_i64(g, "max", m->max, MEM_NCAT, e));
-    if (m->peak_step >= 0) H5_TRY(dset_i64(g, "at_backward", m->at_backward, MEM_NCAT, e)); /* replay */
+    H5_TRY(dset_bytes(g, "at_peak", m->at_peak, MEM_NCAT, e));
+    H5_TRY(dset_bytes(g, "max", m->max, MEM_NCAT, e));
+    if (m->peak_step >= 0) H5_TRY(dset_bytes(g, "at_backward", m->at_backward, MEM_NCAT, e)); /* replay */
     rc = 0;
 cleanup:
     if (g >= 0) H5Gclose(g);
@@ -456,18 +470,21 @@ static int write_measured(hid_t loc, const h5_run *r, err *e)
         H5_TRY(h5_attr_f64(g, "loss_deviation", s->loss_dev, e));
         H5_TRY(h5_attr_str(g, "worst_tensor", s->worst, e));
     }
-    H5_TRY(dset_i64(g, "at_peak", s->at_peak, MEM_NCAT, e));
-    H5_TRY(dset_i64(g, "max", s->max, MEM_NCAT, e));
+    H5_TRY(dset_bytes(g, "at_peak", s->at_peak, MEM_NCAT, e));
+    H5_TRY(dset_bytes(g, "max", s->max, MEM_NCAT, e));
     /* every iteration's, from the run or from the forked run's summary (else only what it kept) */
     const float *loss = m ? m->loss : s->loss ? s->loss : &s->loss0;
     const double *us = m ? m->iter_us : s->iter_us ? s->iter_us : &s->best_us;
     hsize_t n_iters = m || s->iter_us ? (hsize_t)s->iters : 1;
     H5_TRY(h5_dset_1d(g, "loss", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, loss, n_iters, e));
+    H5_TRY(set_units(g, "loss", "nats", e));
     H5_TRY(h5_dset_1d(g, "iter_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, us, n_iters, e));
-    if (m && m->x.mem.timeline && m->x.mem.n_timeline) H5_TRY(dset_i64(g, "timeline", m->x.mem.timeline, m->x.mem.n_timeline, e));
+    H5_TRY(set_units(g, "iter_us", "us", e));
+    if (m && m->x.mem.timeline && m->x.mem.n_timeline) H5_TRY(dset_bytes(g, "timeline", m->x.mem.timeline, m->x.mem.n_timeline, e));
     if (m && m->x.layer_us) {
         hsize_t dims[2] = {(hsize_t)n_layers, 2};
         H5_TRY(h5_dset(g, "layer_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, m->x.layer_us, 2, dims, e));
+        H5_TRY(set_units(g, "layer_us", "us", e));
     }
     if (s->n_encoded) H5_TRY(write_encoded(g, r, e));
     rc = 0;
@@ -534,6 +551,28 @@ static int write_layers(hid_t loc, const net *n, err *e)
     return rc;
 }
 
+/* timeline_steps: one row per schedule step, in the timelines' order. */
+typedef struct {
+    const char *op, *layer;
+    int32_t band;
+} step_row;
+
+static int write_steps(hid_t g, const h5_run *r, err *e)
+{
+    static const h5_field fields[] = {{"op", offsetof(step_row, op), 's'}, {"layer", offsetof(step_row, layer), 's'},
+                                      {"band", offsetof(step_row, band), 'i'}};
+    CHECK(r->steps->n_step == r->n_timeline);
+    step_row *rows = err_calloc((size_t)r->n_timeline, sizeof *rows);
+    for (int i = 0; i < r->n_timeline; i++) {
+        const sched_step *t = &r->steps->steps[i];
+        int L = t->layer >= 0 ? t->layer : t->buf >= 0 ? r->steps->bufs[t->buf].layer : -1;
+        rows[i] = (step_row){sched_op_name(t->op), L >= 0 ? r->n->layers[L].name : "", t->band};
+    }
+    int rc = h5_write_table(g, "timeline_steps", rows, sizeof *rows, (hsize_t)r->n_timeline, fields, 3, e);
+    free(rows);
+    return rc;
+}
+
 int h5_write_run(h5_file *f, const h5_run *r, err *e)
 {
     CHECK(f && r && r->sim && r->n && r->p);
@@ -568,16 +607,18 @@ int h5_write_run(h5_file *f, const h5_run *r, err *e)
     H5_CHECK(pred = H5Gcreate2(g, "prediction", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     H5_TRY(write_mem(pred, "replay", &r->sim->replay, e));
     if (r->sim->closed_ok) H5_TRY(write_mem(pred, "closed", &r->sim->closed, e)); /* absent: not modelled */
-    if (r->timeline && r->n_timeline > 0) H5_TRY(dset_i64(g, "timeline", r->timeline, r->n_timeline, e));
+    if (r->timeline && r->n_timeline > 0) H5_TRY(dset_bytes(g, "timeline", r->timeline, r->n_timeline, e));
     if (r->measured) H5_TRY(write_measured(g, r, e));
     if (r->search) {
         H5_TRY(h5_attr_str(g, "search", r->search, e));
         H5_TRY(h5_attr_i64(g, "budget", r->budget, e));
         H5_TRY(h5_attr_int(g, "max_value", r->max_value, e));
     }
+    if (r->steps && r->n_timeline > 0 && (r->timeline || r->timeline_cat)) H5_TRY(write_steps(g, r, e));
     if (r->timeline_cat && r->n_timeline > 0) {
         hsize_t dims[2] = {(hsize_t)r->n_timeline, MEM_NCAT};
         H5_TRY(h5_dset(g, "timeline_by_category", H5T_STD_I64LE, H5T_NATIVE_INT64, r->timeline_cat, 2, dims, e));
+        H5_TRY(set_units(g, "timeline_by_category", "bytes", e));
     }
     H5_TRY(write_layers(g, n, e));
     H5_TRY(write_plan(g, n, p, e));

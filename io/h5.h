@@ -30,6 +30,8 @@ typedef struct {
     const int64_t *timeline;     /* device bytes after each schedule step, or NULL */
     const int64_t *timeline_cat; /* [n_timeline][MEM_NCAT] device bytes per category, or NULL */
     int n_timeline;
+    const sched *steps;          /* the lowered schedule the timelines follow, or NULL: its steps label
+                                    them (timeline_steps: what each step does, to which layer) */
     const run_summary *measured; /* engine runs (measured/), else NULL */
     const run *trace;            /* an engine run made in this process: every iteration's loss and time,
                                     its allocator timeline and per-layer times; NULL for a forked run,

@@ -44,6 +44,7 @@ MEAS_ATTRS = {"peak": I64, "host_peak": I64, "rss_peak": I64, "seed": I64, "data
 MEAS_DSETS = {"at_peak": I64, "max": I64, "loss": np.dtype("<f4"), "iter_us": F64, "timeline": I64, "layer_us": F64}
 LAYER_FIELDS = [("name", STR), ("kind", STR), ("c", I32), ("h", I32), ("w", I32),
                 ("params", I64), ("macs", I64)]
+STEP_FIELDS = [("op", STR), ("layer", STR), ("band", I32)]
 SEGMENT_FIELDS = [("mode", STR), ("first", STR), ("last", STR), ("policy", STR), ("fp", I32), ("bp", I32)]
 ENCODED_FIELDS = [("layer", STR), ("encoding", STR), ("modifier", STR), ("band", I32), ("images", I32),
                   ("calibrated", I32), ("values", I64), ("predicted_bytes", I64), ("measured_bytes", I64),
@@ -180,6 +181,10 @@ def check_run(run, where, ncat):
     check_plan(run, where)
     if "measured" in run:
         check_measured(run, where, ncat)
+    if "timeline_steps" in run:  # what each step of the timelines does (files written since 2026-11-24)
+        t = check_table(run, where, "timeline_steps", STEP_FIELDS)
+        if "timeline" in run and t.shape != run["timeline"].shape:
+            raise Problem("%s/timeline_steps: %s rows for a timeline of %s" % (where, t.shape, run["timeline"].shape))
     if "timeline_by_category" in run:
         n = run["timeline"].shape[0] if "timeline" in run else None
         check_dset(run, where, "timeline_by_category", I64, (n, ncat) if n is not None else None)
@@ -190,7 +195,7 @@ def check_run(run, where, ncat):
     if "calibration" in run.attrs:
         check_attr(run, where, "calibration", STR)
     check_only(run, where, dict(RUN_ATTRS, calibration=STR, **search),
-               ("prediction", "timeline", "timeline_by_category", "layers", "plan_segments", "measured"))
+               ("prediction", "timeline", "timeline_by_category", "timeline_steps", "layers", "plan_segments", "measured"))
 
 
 def check_measured(run, where, ncat):
