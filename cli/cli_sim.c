@@ -42,7 +42,15 @@ static void print_breakdown(const net *n, const sched_cfg *cfg, const sim_device
                cli_fmt_closed(r, k, b, sizeof b), units_fmt_bytes(r->replay.max[k], c, sizeof c));
     printf("  %-14s %14s %14s   (closed vs replay %s)\n", "peak (device)", units_fmt_bytes(r->replay.peak, a, sizeof a),
            cli_fmt_closed(r, -1, b, sizeof b), cli_fmt_closed_err(r, r->replay.peak, "%+.1f%%", d, sizeof d));
-    if (!r->closed_ok) printf("  (the closed form does not model encodings or migration yet: the replay is the prediction)\n");
+    if (r->reserved) { /* a torch plan */
+        int64_t kept = 0;
+        for (int k = MEM_ACT; k < MEM_HOST; k++) kept += r->replay.at_backward[k];
+        printf("  PyTorch: allocated peak %s (the replay), kept for backward %s, reserved %s (CUDA caching allocator)\n",
+               units_fmt_bytes(r->replay.peak, a, sizeof a), units_fmt_bytes(kept, b, sizeof b),
+               units_fmt_bytes(r->reserved, c, sizeof c));
+    }
+    if (!r->closed_ok)
+        printf("  (the closed form does not model encodings, migration or the torch plans: the replay is the prediction)\n");
     char t[600];
     printf("  FLOPs %.4g G (fwd+bwd incl. recompute), %d steps\n  time %.1f ms per iteration, %s\n", r->flops / 1e9,
            r->n_steps, r->time_us / 1e3, cli_time_source(dev, t, sizeof t));

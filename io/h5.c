@@ -606,6 +606,13 @@ int h5_write_run(h5_file *f, const h5_run *r, err *e)
 
     H5_CHECK(pred = H5Gcreate2(g, "prediction", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     H5_TRY(write_mem(pred, "replay", &r->sim->replay, e));
+    if (r->sim->reserved) { /* torch plans: PyTorch's CUDA caching allocator */
+        hid_t rg;
+        H5_CHECK(rg = H5Gopen2(pred, "replay", H5P_DEFAULT));
+        int rc2 = h5_attr_i64(rg, "reserved", r->sim->reserved, e);
+        H5Gclose(rg);
+        H5_TRY(rc2);
+    }
     if (r->sim->closed_ok) H5_TRY(write_mem(pred, "closed", &r->sim->closed, e)); /* absent: not modelled */
     if (r->timeline && r->n_timeline > 0) H5_TRY(dset_bytes(g, "timeline", r->timeline, r->n_timeline, e));
     if (r->measured) H5_TRY(write_measured(g, r, e));

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sim/closed.h"
+#include "sim/torch_alloc.h"
 
 const sim_device sim_device_cpu = {"cpu", 60.0, 10.0, 10.0, NULL};
 const sim_device sim_device_h100 = {"h100", 40000.0, 2500.0, 25.0, NULL};
@@ -100,6 +101,7 @@ int sim_run(const net *n, const plan *p, const sched_cfg *cfg, const sim_device 
     r->flops = s.flops;
     r->time_us = sim_time_us(n, &s, d, &r->time_fitted);
     r->n_steps = s.n_step;
+    if (p->torch) r->reserved = torch_reserved(&s);
     for (int b = 0; b < s.n_buf; b++)
         if (s.bufs[b].kind == BUF_ENC && enc_data_sized(s.bufs[b].enc))
             r->enc_sized++, r->enc_calibrated += s.bufs[b].calibrated;

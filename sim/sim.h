@@ -48,6 +48,8 @@ typedef struct {
                                     (the rest: its class's rate, or the roofline); 0 without one */
     int n_steps;
     int enc_sized, enc_calibrated; /* maps with a data-sized encoding; those predicted from a calibration */
+    int64_t reserved;            /* torch plans: what PyTorch's CUDA caching allocator would reserve for the
+                                    replay's allocations (sim/torch_alloc.h); 0 for other plans */
 } sim_result;
 
 /* Replay of a schedule; timeline (optional, n_step + 1 values) receives device bytes after each step. */

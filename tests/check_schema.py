@@ -174,7 +174,13 @@ def check_run(run, where, ncat):
                 raise Problem("%s: at_backward is the replay's alone" % mwhere)
             check_dset(m, mwhere, "at_backward", I64, (ncat,))
             extra = ("at_backward",)
-        check_only(m, mwhere, PRED_ATTRS, PRED_DSETS + extra)
+        attrs = dict(PRED_ATTRS)
+        if "reserved" in m.attrs:  # torch plans: PyTorch's CUDA caching allocator
+            if model != "replay" or run.attrs.get("plan_family") != "torch":
+                raise Problem("%s: reserved belongs to a torch plan's replay" % mwhere)
+            attrs["reserved"] = I64
+            check_attr(m, mwhere, "reserved", I64)
+        check_only(m, mwhere, attrs, PRED_DSETS + extra)
     if "timeline" in run:
         check_dset(run, where, "timeline", I64)
     check_table(run, where, "layers", LAYER_FIELDS)

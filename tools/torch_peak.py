@@ -19,8 +19,9 @@ measures a second one:
 
 and prints lrcnn's prediction for the same net, batch and optimizer (`lrcnn sim --plan torch`:
 persistent and kept bytes when the backward begins, and the replay's peak) with the error of
-each. Run it on your own GPU with --device cuda (the prediction is the allocated-bytes one;
-reserved bytes add the caching allocator's rounding and segments).
+each. Run it on your own GPU with --device cuda: then PyTorch's reserved bytes
+(max_memory_reserved) are printed too, beside the plan's model of the caching allocator
+(sim/torch_alloc.h).
 Needs PyTorch (Debian's python3-torch 1.13 on the CPU), h5py and the lrcnn binary.
 """
 import argparse
@@ -177,7 +178,8 @@ def predict(lrcnn, netfile, batch, image, optimizer, plan):
             at = dict(zip(cats, r["at_backward"][()]))
             persistent = at["weights"] + at["weight_grads"] + at["optimizer"]
             return {"stash": int(sum(v for k, v in at.items() if k not in ("weights", "weight_grads", "optimizer", "host"))),
-                    "persistent": int(persistent), "allocated": int(r.attrs["peak"])}
+                    "persistent": int(persistent), "allocated": int(r.attrs["peak"]),
+                    "reserved": int(r.attrs["reserved"]) if "reserved" in r.attrs else None}
 
 
 def mib(b):
@@ -211,7 +213,9 @@ def main():
             print("%-14s %5d | %s %s %+6.2f%% | %s %s %+6.2f%% | %s %s %+6.2f%%%s" % (
                 name, b, mib(m["stash"]), mib(p["stash"]), 100 * errs[0], mib(m["persistent"]), mib(p["persistent"]),
                 100 * errs[1], mib(m["allocated"]), mib(p["allocated"]), 100 * errs[2],
-                "" if m["reserved"] is None else "  (reserved %s)" % mib(m["reserved"]).strip()), flush=True)
+                "" if m["reserved"] is None else "  | reserved %s, predicted %s %+.2f%%" % (
+                    mib(m["reserved"]).strip(), mib(p["reserved"]).strip(), 100 * (p["reserved"] - m["reserved"]) / m["reserved"])),
+                flush=True)
     print("worst error: %.2f%%" % (100 * worst))
 
 
