@@ -100,6 +100,26 @@ static void persistent_buffers(lower *c)
     }
 }
 
+/* PyTorch's Adam divides by a denominator it computes into temporaries: one parameter tensor at a
+ * time in 1.13, whose single-tensor loop holds two at once (sqrt of the second moment, then that
+ * divided by the bias correction: twice the largest tensor's bytes), every tensor at once in 2.x
+ * (the foreach loop, its default on a GPU, takes the square roots of all and divides in place:
+ * all parameters' bytes). */
+static int64_t torch_adam_scratch(const net *n, plan_torch version)
+{
+    int64_t largest = 0;
+    for (int L = 0; L < n->n; L++) {
+        kind_tensor t[KIND_MAX_TENSORS];
+        int k = kind_tensors(n, L, t);
+        for (int i = 0; i < k; i++) {
+            int64_t numel = 1;
+            for (int d = 0; d < t[i].rank; d++) numel *= t[i].dims[d];
+            if (!t[i].running && numel > largest) largest = numel;
+        }
+    }
+    return 4 * (version == PLAN_TORCH_2 ? net_params(n) : 2 * largest);
+}
+
 int sched_step_uses(const sched_step *t, int *out)
 {
     int all[] = {t->x[0], t->x[1], t->y, t->aux, t->w, t->dw, t->ws, t->dy, t->dx[0], t->dx[1], t->src, t->dst, t->sums};
@@ -205,20 +225,24 @@ int sched_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err
         }
         for (int L = ps->last; L >= ps->first; L--) lower_bwd(&c, L, -1, lower_full(n, L), hold_full, n, false, NULL, true);
     }
+    int64_t adam = p->torch && cfg->optimizer == SCHED_ADAM ? torch_adam_scratch(n, p->torch) : 0;
     if (p->migrate) {
         migrate_updates(&c);
     } else if (p->torch == PLAN_TORCH_2) { /* optimizer.step() at the end, each gradient alive until it */
-        for (int L = 0; L < n->n; L++) {
+        for (int L = 0, first = 1; L < n->n; L++) {
             if (c.param[L] < 0) continue;
             sched_step *t = lower_step(&c, SCHED_UPDATE, L, -1);
             t->w = c.param[L], t->dw = c.pgrad[L], t->aux = c.opt[L], t->bwd_phase = true;
             t->flops = sched_update_flops(cfg, n->layers[L].params);
             t->bytes_moved = sched_update_bytes(cfg, n->layers[L].params);
+            if (adam && first) t->ws = lower_buf(&c, BUF_WS, MEM_WORKSPACE, L, -1, (band_rows){0, 0}, adam);
+            first = 0;
         }
     } else {
         sched_step *t = lower_step(&c, SCHED_UPDATE, -1, -1);
         t->flops = sched_update_flops(cfg, net_params(n));
         t->bytes_moved = sched_update_bytes(cfg, net_params(n));
+        if (adam) t->ws = lower_buf(&c, BUF_WS, MEM_WORKSPACE, -1, -1, (band_rows){0, 0}, adam);
     }
     for (int i = 0; i < s->n_step; i++) /* compute: the passes' FLOPs, not the optimizer's */
         if (s->steps[i].op == SCHED_FWD || s->steps[i].op == SCHED_BWD || s->steps[i].op == SCHED_STATS) s->flops += s->steps[i].flops;
