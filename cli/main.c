@@ -61,7 +61,7 @@ int main(int argc, char **argv)
         return CLI_OK;
     }
     if (argc < 2) {
-        usage(stderr);
+        fprintf(stderr, "lrcnn: which command? (lrcnn --help lists them)\n");
         return CLI_USAGE;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {

@@ -48,9 +48,23 @@ static int parse_count(const char *v, int *out, int hi)
     return 0;
 }
 
+/* Whether a comma-separated list has an empty item: two commas, or one at either end (strtok
+ * would skip it silently). */
+static bool empty_item(const char *v)
+{
+    for (const char *c = v;; c++) {
+        const char *next = strchr(c, ',');
+        size_t len = next ? (size_t)(next - c) : strlen(c);
+        if (strspn(c, " \t") >= len) return true;
+        if (!next) return false;
+        c = next;
+    }
+}
+
 static int int_list(const char *where, const char *key, char *v, int *out, int *n, int lo, err *e)
 {
     *n = 0;
+    if (empty_item(v)) return err_set(e, "%s: %s: an empty item in the list '%s'", where, key, v);
     char *save = NULL;
     for (char *t = strtok_r(v, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         t = trim(t);
@@ -62,7 +76,11 @@ static int int_list(const char *where, const char *key, char *v, int *out, int *
         if (dots) {
             b = strtol(dots + 2, &end, 10);
             if (end == dots + 2) return err_set(e, "%s: %s: bad range '%s'", where, key, t);
-            if (*end == '*') mult = strtol(end + 1, &end, 10);
+            if (*end == '*') {
+                char *k = end + 1;
+                mult = strtol(k, &end, 10);
+                if (end == k || mult < 2) return err_set(e, "%s: %s: bad range '%s' (A..B*K doubles with K >= 2)", where, key, t);
+            }
             if (*end || b < a || (mult && mult < 2)) return err_set(e, "%s: %s: bad range '%s' (A..B or A..B*K)", where, key, t);
         }
         if (a < lo || b > (1 << 20)) return err_set(e, "%s: %s: %ld is out of range (%d..%d)", where, key, a < lo ? a : b, lo, 1 << 20);
@@ -88,6 +106,7 @@ static int on_off(const char *where, const char *key, const char *val, bool *out
 static int figure_list(spec *s, const char *where, char *val, err *e)
 {
     s->n_figures = 0;
+    if (empty_item(val)) return err_set(e, "%s: figures: an empty item in the list '%s'", where, val);
     char *save = NULL;
     for (char *x = strtok_r(val, ",", &save); x; x = strtok_r(NULL, ",", &save)) {
         x = trim(x);
@@ -106,6 +125,7 @@ static int figure_list(spec *s, const char *where, char *val, err *e)
 static int names_list(char (*out)[64], int *n, const char *where, char *val, err *e)
 {
     *n = 0;
+    if (empty_item(val)) return err_set(e, "%s: nets: an empty name in the list '%s'", where, val);
     char *save = NULL;
     for (char *x = strtok_r(val, ",", &save); x; x = strtok_r(NULL, ",", &save)) {
         if (*n == SPEC_MAX) return err_set(e, "%s: too many nets", where);
@@ -163,6 +183,7 @@ static int parse_key(spec *s, parse_state *ps, int k, char *val, const char *whe
         return 0;
     case K_BUDGETS: {
         s->n_budgets = 0;
+        if (empty_item(val)) return err_set(e, "%s: budgets: an empty item in the list '%s'", where, val);
         char *save = NULL;
         for (char *x = strtok_r(val, ",", &save); x; x = strtok_r(NULL, ",", &save)) {
             x = trim(x);
@@ -174,6 +195,7 @@ static int parse_key(spec *s, parse_state *ps, int k, char *val, const char *whe
     }
     case K_OPTIMIZER: {
         s->n_optimizers = 0;
+        if (empty_item(val)) return err_set(e, "%s: optimizer: an empty item in the list '%s'", where, val);
         char *save = NULL;
         for (char *x = strtok_r(val, ",", &save); x; x = strtok_r(NULL, ",", &save)) {
             x = trim(x);

@@ -44,8 +44,11 @@ static int rows_prefix_end(const net *n)
 
 /* Cuts layers [first, n-1] into k segments at clean cuts, balancing forward activation values;
  * all but the last become ckpt (the last runs as layer, as torch.utils.checkpoint_sequential). */
-static void push_ckpt(plan *p, const net *n, int first, int k)
+/* Pushes k segments from layer first on (fewer where the net has fewer places to cut); returns
+ * how many it pushed. */
+static int push_ckpt(plan *p, const net *n, int first, int k)
 {
+    int made = 1;
     int last = n->n - 1;
     double total = 0, *prefix = err_calloc((size_t)n->n + 1, sizeof(double));
     for (int i = first; i <= last; i++) prefix[i + 1] = (total += (double)net_layer_values(&n->layers[i]));
@@ -57,10 +60,11 @@ static void push_ckpt(plan *p, const net *n, int first, int k)
             if (n->layers[c].cut_before && (best < 0 || fabs(prefix[c] - target) < fabs(prefix[best] - target))) best = c;
         if (best < 0) break;
         seg_push(p, PLAN_CKPT, start, best - 1);
-        start = best;
+        start = best, made++;
     }
     seg_push(p, PLAN_LAYER, start, last);
     free(prefix);
+    return made;
 }
 
 static int parse_count(const char *s, int *out)
@@ -141,7 +145,8 @@ static int preset(plan *p, const net *n, const char *t, err *e)
         int k = (int)lround(sqrt((double)(n->n - 1)));
         push_ckpt(p, n, 1, k < 2 ? 2 : k);
     } else if (IS("ckpt") && colon) {
-        push_ckpt(p, n, 1, R);
+        int made = push_ckpt(p, n, 1, R);
+        if (made < R) return err_set(e, "plan '%s': %s has %d places to cut into segments, so at most ckpt:%d", t, n->name, made - 1, made);
     } else if ((IS("vdnn-all") || IS("vdnn-conv")) && !colon) {
         seg_push(p, PLAN_OFFLOAD, 1, last)->offload = IS("vdnn-all") ? PLAN_OFFLOAD_ALL : PLAN_OFFLOAD_CONV;
     } else if ((IS("2ps") || IS("overl")) && colon) {
@@ -577,6 +582,7 @@ int plan_list_expand(const char *list, char ***out, int *count, err *e)
     *out = NULL, *count = 0;
     int depth = 0, cap = 0, rc = 0;
     const char *start = list;
+    if (!list[strspn(list, " \t")]) return err_set(e, "empty plan list");
     for (const char *c = list;; c++) {
         if (*c == '(') depth++;
         if (*c == ')') depth--;
@@ -584,7 +590,11 @@ int plan_list_expand(const char *list, char ***out, int *count, err *e)
         int len = (int)(c - start);
         while (len && isspace((unsigned char)*start)) start++, len--;
         while (len && isspace((unsigned char)start[len - 1])) len--;
-        if (len) {
+        if (!len) {
+            rc = err_set(e, "an empty item in the plan list '%.60s' (two commas, or one at an end)", list);
+            break;
+        }
+        {
             char item[PLAN_TEXT_LEN];
             if (len >= (int)sizeof item) {
                 rc = err_set(e, "plan list item too long (%d characters, at most %d)", len, PLAN_TEXT_LEN - 1);
