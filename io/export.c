@@ -219,12 +219,12 @@ static int read_categories(hid_t f, const char *where, char ***cats, int *ncat, 
     H5_CHECK(mt = H5Tcopy(H5T_C_S1));
     H5_CHECK(H5Tset_size(mt, H5T_VARIABLE));
     H5_CHECK(H5Tset_cset(mt, H5T_CSET_UTF8));
-    H5_CHECK(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw));
+    H5_CHECK(h5_read_vlen(d, mt, raw, n * sizeof *raw));
     *cats = err_calloc(n, sizeof **cats);
     *ncat = (int)n;
     for (hsize_t i = 0; i < n; i++) {
         (*cats)[i] = err_strdup(raw[i] ? raw[i] : "");
-        H5free_memory(raw[i]);
+        free(raw[i]); /* h5_read_vlen's */
     }
     rc = 0;
 cleanup:

@@ -350,6 +350,48 @@ int h5_check_extent(hid_t d, int64_t n, size_t mem_size, const char *where, err 
     return 0;
 }
 
+/* The allocations of one variable-length read (h5_read_vlen). */
+typedef struct {
+    void **p;
+    size_t n, cap;
+} vlen_track;
+
+static void *vlen_alloc(size_t size, void *info)
+{
+    vlen_track *t = info;
+    void *p = malloc(size ? size : 1);
+    if (p && t->n == t->cap) t->p = err_realloc(t->p, (t->cap = t->cap ? 2 * t->cap : 16) * sizeof *t->p);
+    if (p) t->p[t->n++] = p;
+    return p;
+}
+
+static void vlen_free(void *p, void *info)
+{
+    vlen_track *t = info;
+    for (size_t i = t->n; i-- > 0;)
+        if (t->p[i] == p) {
+            t->p[i] = t->p[--t->n];
+            break;
+        }
+    free(p);
+}
+
+herr_t h5_read_vlen(hid_t d, hid_t mem_type, void *buf, size_t bytes)
+{
+    vlen_track t = {0};
+    herr_t rc = -1;
+    hid_t x = H5Pcreate(H5P_DATASET_XFER);
+    if (x >= 0 && H5Pset_vlen_mem_manager(x, vlen_alloc, &t, vlen_free, &t) >= 0)
+        rc = H5Dread(d, mem_type, H5S_ALL, H5S_ALL, x, buf);
+    if (rc < 0) { /* the pointers in buf are among t's, or never written */
+        for (size_t i = 0; i < t.n; i++) free(t.p[i]);
+        memset(buf, 0, bytes);
+    }
+    free(t.p);
+    if (x >= 0) H5Pclose(x);
+    return rc;
+}
+
 int h5_read_table(hid_t d, const char *where, const h5_field *fields, int nf, size_t size, void **rows, hsize_t *count,
                   err *e)
 {
@@ -391,7 +433,7 @@ int h5_read_table(hid_t d, const char *where, const h5_field *fields, int nf, si
     }
     if (h5_check_extent(d, n, size, where, e)) goto cleanup;
     *rows = err_calloc((size_t)n + 1, size);
-    H5_CHECK(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, *rows));
+    H5_CHECK(h5_read_vlen(d, mt, *rows, ((size_t)n + 1) * size));
     *count = (hsize_t)n;
     rc = 0;
 cleanup:
@@ -408,7 +450,7 @@ void h5_table_free(void *rows, hsize_t n, size_t size, const h5_field *fields, i
     if (!rows) return;
     for (hsize_t r = 0; r < n; r++)
         for (int i = 0; i < nf; i++)
-            if (fields[i].type == 's') H5free_memory(*(char **)((char *)rows + r * size + fields[i].off));
+            if (fields[i].type == 's') free(*(char **)((char *)rows + r * size + fields[i].off)); /* h5_read_vlen's */
     free(rows);
 }
 

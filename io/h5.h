@@ -82,6 +82,12 @@ int h5_write_table(hid_t loc, const char *name, const void *rows, size_t size, h
 int h5_read_table(hid_t d, const char *where, const h5_field *fields, int nf, size_t size, void **rows, hsize_t *count,
                   err *e);
 
+/* H5Dread of all of dataset d into buf (bytes long) as mem_type, which holds variable-length
+ * strings: they are malloc'd (the caller frees them with free). When the read fails part way,
+ * HDF5 1.10 leaves behind the strings it had converted (in buf, or in its own conversion buffer:
+ * leaked); here every one is freed and buf zeroed, so a failed read leaves nothing to free. */
+herr_t h5_read_vlen(hid_t d, hid_t mem_type, void *buf, size_t bytes);
+
 /* Most bytes any dataset is read into (16 GiB). */
 #define H5_MAX_READ (1LL << 34)
 /* Whether dataset d (n elements, mem_size bytes each once read) is one to read: -1 with "where:

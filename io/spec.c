@@ -265,16 +265,26 @@ static int parse_lines(spec *s, parse_state *ps, FILE *f, err *e)
 
 int spec_load(spec *s, const char *path, err *e)
 {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        memset(s, 0, sizeof *s);
+        snprintf(s->path, sizeof s->path, "%s", path);
+        return err_set(e, "%s: cannot open spec (%s)", path, strerror(errno));
+    }
+    int rc = spec_read(s, f, path, e);
+    fclose(f);
+    return rc;
+}
+
+int spec_read(spec *s, FILE *f, const char *path, err *e)
+{
     memset(s, 0, sizeof *s);
     snprintf(s->path, sizeof s->path, "%s", path);
     snprintf(s->device, sizeof s->device, "cpu");
     snprintf(s->optimizers[0], sizeof s->optimizers[0], "sgd");
     s->n_optimizers = 1, s->n_batches = 1, s->batches[0] = 8, s->n_images = 1, s->seed = 1, s->reproduce = true;
-    FILE *f = fopen(path, "r");
-    if (!f) return err_set(e, "%s: cannot open spec (%s)", path, strerror(errno));
     parse_state *ps = err_calloc(1, sizeof *ps);
     int rc = parse_lines(s, ps, f, e);
-    fclose(f);
     if (!rc) rc = check_combinations(s, ps, e);
     s->plans_line = ps->line[K_PLANS];
     if (!rc && plan_list_expand(ps->plans, &s->plans, &s->n_plans, e))

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "sim/err.h"
 
@@ -52,6 +53,8 @@ typedef struct {
 } spec;
 
 int spec_load(spec *s, const char *path, err *e);
+/* The same from an open stream (path names it in messages and gives the default name); f stays open. */
+int spec_read(spec *s, FILE *f, const char *path, err *e);
 void spec_free(spec *s);
 /* Number of runs the spec writes (searches: one per budget instead of per batch or image;
  * validate: `layer` added to each configuration where the plans lack it). */

@@ -7,7 +7,7 @@
  *             significant first; decodes to the input element index again
  *   sparse    header: each image's bytes (int64); an image: a bitmap of the values whose bits are
  *             not all zero (so -0.0 and NaN survive), then those values in order
- *   fp16      IEEE half (the compiler's _Float16 conversion, round to nearest even)
+ *   fp16      IEEE half (the compiler's _Float16 conversion, round to nearest even; see `half`)
  *   bf16      the top 16 bits after round to nearest even; NaN stays NaN
  *   fp8       E4M3 as OCP FP8 (bias 7, no infinities, 0x7f NaN): nearest even, saturating at +-448
  *   zfp-rate  one ZFP fixed-rate stream per image (2-d field: W by C x rows), no header
@@ -15,6 +15,7 @@
  *             fixed-accuracy stream per image. The bound is acc x (max - min) over the whole map,
  *             the layer's value range (acc itself where the range is 0).
  * Every loop over images gives each image to one thread: results do not depend on the split. */
+#include <cpuid.h>
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -79,15 +80,23 @@ __attribute__((constructor)) static void fp8_table_init(void)
     }
 }
 
+/* The compiler's IEEE half: _Float16; Clang before 15 has none on x86, but its storage-only
+ * __fp16 converts the same way (round to nearest even) — the fuzz build (tests/fuzz) uses Clang 14. */
+#if defined(__clang__) && !defined(__FLT16_MAX__)
+typedef __fp16 half;
+#else
+typedef _Float16 half;
+#endif
+
 /* fp16 through the F16C instructions where the CPU has them (round to nearest even, as the
- * compiler's _Float16 conversion, which is the fallback and ~15x slower). */
+ * compiler's half conversion, which is the fallback and ~15x slower). */
 __attribute__((target("f16c,avx"))) static void f16c_encode(const float *x, uint16_t *o, int64_t n)
 {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
         _mm_storeu_si128((__m128i *)(o + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
     for (; i < n; i++) {
-        _Float16 h = (_Float16)x[i];
+        half h = (half)x[i];
         memcpy(o + i, &h, 2);
     }
 }
@@ -97,7 +106,7 @@ __attribute__((target("f16c,avx"))) static void f16c_decode(const uint16_t *in, 
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(in + i))));
     for (; i < n; i++) {
-        _Float16 h;
+        half h;
         memcpy(&h, in + i, 2);
         x[i] = (float)h;
     }
@@ -106,7 +115,8 @@ __attribute__((target("f16c,avx"))) static void f16c_decode(const uint16_t *in, 
 static bool has_f16c(void)
 {
     static int has = -1;
-    if (has < 0) has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+    unsigned a, b, c, d; /* F16C from CPUID leaf 1: Clang 14's __builtin_cpu_supports does not know it */
+    if (has < 0) has = __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
     return has;
 }
 
@@ -115,7 +125,7 @@ static void encode_floats(enc_kind k, const float *x, void *out, int64_t n)
     if (k == ENC_FP16 && has_f16c())
         f16c_encode(x, out, n);
     else if (k == ENC_FP16)
-        for (int64_t i = 0; i < n; i++) ((_Float16 *)out)[i] = (_Float16)x[i];
+        for (int64_t i = 0; i < n; i++) ((half *)out)[i] = (half)x[i];
     else if (k == ENC_BF16)
         for (int64_t i = 0; i < n; i++) ((uint16_t *)out)[i] = to_bf16(x[i]);
     else
@@ -127,7 +137,7 @@ static void decode_floats(enc_kind k, const void *in, float *x, int64_t n)
     if (k == ENC_FP16 && has_f16c())
         f16c_decode(in, x, n);
     else if (k == ENC_FP16)
-        for (int64_t i = 0; i < n; i++) x[i] = (float)((const _Float16 *)in)[i];
+        for (int64_t i = 0; i < n; i++) x[i] = (float)((const half *)in)[i];
     else if (k == ENC_BF16)
         for (int64_t i = 0; i < n; i++) x[i] = from_bf16(((const uint16_t *)in)[i]);
     else
