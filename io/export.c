@@ -168,15 +168,16 @@ cleanup:
     return rc;
 }
 
-/* float64 vector (any float width in the file) of any length, malloc'd into *v. */
-static int read_f64s(hid_t loc, const char *where, const char *name, double **v, hsize_t *n, err *e)
+/* A numeric vector of kind k (integers read as int64, floats as double: 8 bytes a value), of want
+ * values or any length when want is 0, malloc'd into *v. */
+static int read_vec(hid_t loc, const char *where, const char *name, rd_kind k, hsize_t want, void **v, hsize_t *n, err *e)
 {
     int rc = -1;
     hid_t d = H5I_INVALID_HID;
     *v = NULL;
-    H5_TRY(open_vec(loc, where, name, RD_F64, 0, &d, n, e));
-    *v = err_calloc(*n ? *n : 1, sizeof **v);
-    H5_CHECK(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, *v));
+    H5_TRY(open_vec(loc, where, name, k, want, &d, n, e));
+    *v = err_calloc(*n ? *n : 1, 8);
+    H5_CHECK(H5Dread(d, k == RD_INT ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, *v));
     rc = 0;
 cleanup:
     if (d >= 0) H5Dclose(d);
@@ -187,24 +188,14 @@ cleanup:
     return rc;
 }
 
-/* int64 vector (malloc'd into *v) of want values, or any length when want is 0. */
-static int read_i64s(hid_t loc, const char *where, const char *name, hsize_t want, int64_t **v, hsize_t *n,
-                     err *e)
+static int read_f64s(hid_t loc, const char *where, const char *name, double **v, hsize_t *n, err *e)
 {
-    int rc = -1;
-    hid_t d = H5I_INVALID_HID;
-    *v = NULL;
-    H5_TRY(open_vec(loc, where, name, RD_INT, want, &d, n, e));
-    *v = err_calloc(*n, sizeof **v);
-    H5_CHECK(H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, *v));
-    rc = 0;
-cleanup:
-    if (d >= 0) H5Dclose(d);
-    if (rc < 0) {
-        free(*v);
-        *v = NULL;
-    }
-    return rc;
+    return read_vec(loc, where, name, RD_F64, 0, (void **)v, n, e);
+}
+
+static int read_i64s(hid_t loc, const char *where, const char *name, hsize_t want, int64_t **v, hsize_t *n, err *e)
+{
+    return read_vec(loc, where, name, RD_INT, want, (void **)v, n, e);
 }
 
 /* The file's category names (malloc'd array of malloc'd strings). */

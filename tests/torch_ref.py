@@ -271,30 +271,36 @@ class RefNet(torch.nn.Module):
     def forward(self, x, labels):
         v = {}
         for l in self.layers:
-            a = l.args
-            src = [v[i] for i in l.inputs]
-            if l.kind == "input":
-                y = x
-            elif l.kind == "conv" or l.kind == "bn":
-                y = self.module_of[l.name](src[0])
-            elif l.kind == "relu":
-                y = F.relu(src[0])
-            elif l.kind == "maxpool":
-                y = F.max_pool2d(src[0], a["k"], a["s"], a["p"], ceil_mode=False)
-            elif l.kind == "avgpool":
-                y = F.avg_pool2d(src[0], a["k"], a["s"], a["p"], ceil_mode=False, count_include_pad=True)
-            elif l.kind == "fc":
-                y = self.module_of[l.name](torch.flatten(src[0], 1)).reshape(x.shape[0], -1, 1, 1)
-            elif l.kind == "add":
-                y = src[0] + src[1]
-            elif l.kind == "gap":
-                y = src[0].mean(dim=(2, 3), keepdim=True)
-            elif l.kind == "apool":
-                y = F.adaptive_avg_pool2d(src[0], a["o"])
-            elif l.kind == "loss":
-                return F.cross_entropy(torch.flatten(src[0], 1), labels)
+            y = self.layer_out(l, [v[i] for i in l.inputs], x, labels)
+            if l.kind == "loss":
+                return y
             v[l.name] = y
         raise AssertionError("no loss layer")
+
+    def layer_out(self, l, src, x, labels):
+        """Layer l's output from its inputs' (the loss's value for the loss)."""
+        a = l.args
+        if l.kind == "input":
+            y = x
+        elif l.kind == "conv" or l.kind == "bn":
+            y = self.module_of[l.name](src[0])
+        elif l.kind == "relu":
+            y = F.relu(src[0])
+        elif l.kind == "maxpool":
+            y = F.max_pool2d(src[0], a["k"], a["s"], a["p"], ceil_mode=False)
+        elif l.kind == "avgpool":
+            y = F.avg_pool2d(src[0], a["k"], a["s"], a["p"], ceil_mode=False, count_include_pad=True)
+        elif l.kind == "fc":
+            y = self.module_of[l.name](torch.flatten(src[0], 1)).reshape(x.shape[0], -1, 1, 1)
+        elif l.kind == "add":
+            y = src[0] + src[1]
+        elif l.kind == "gap":
+            y = src[0].mean(dim=(2, 3), keepdim=True)
+        elif l.kind == "apool":
+            y = F.adaptive_avg_pool2d(src[0], a["o"])
+        elif l.kind == "loss":
+            y = F.cross_entropy(torch.flatten(src[0], 1), labels)
+        return y
 
 
 # ---------------------------------------------------------------------------------------------

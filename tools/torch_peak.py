@@ -57,33 +57,23 @@ class TorchNet(torch_ref.RefNet):
             for i in l.inputs:
                 self.last_reader[i] = k
 
+    def layer_out(self, l, src, x, labels):
+        if l.kind == "relu":
+            return F.relu(src[0], inplace=l.name in self.inplace)
+        if l.kind == "gap":
+            return F.adaptive_avg_pool2d(src[0], 1)
+        return super().layer_out(l, src, x, labels)
+
     def forward(self, x, labels):
         v = {}
         for k, l in enumerate(self.layers):
-            a, src = l.args, [v[i] for i in l.inputs]
+            src = [v[i] for i in l.inputs]
             for i in set(l.inputs):
                 if self.last_reader[i] == k:
                     del v[i]
-            if l.kind == "relu":
-                y = F.relu(src[0], inplace=l.name in self.inplace)
-            elif l.kind == "gap":
-                y = F.adaptive_avg_pool2d(src[0], 1)
-            elif l.kind == "input":
-                y = x
-            elif l.kind in ("conv", "bn"):
-                y = self.module_of[l.name](src[0])
-            elif l.kind == "maxpool":
-                y = F.max_pool2d(src[0], a["k"], a["s"], a["p"])
-            elif l.kind == "avgpool":
-                y = F.avg_pool2d(src[0], a["k"], a["s"], a["p"], count_include_pad=True)
-            elif l.kind == "fc":
-                y = self.module_of[l.name](torch.flatten(src[0], 1)).reshape(x.shape[0], -1, 1, 1)
-            elif l.kind == "add":
-                y = src[0] + src[1]
-            elif l.kind == "apool":
-                y = F.adaptive_avg_pool2d(src[0], a["o"])
-            elif l.kind == "loss":
-                return F.cross_entropy(torch.flatten(src[0], 1), labels)
+            y = self.layer_out(l, src, x, labels)
+            if l.kind == "loss":
+                return y
             v[l.name] = y
         raise AssertionError("no loss layer")
 
