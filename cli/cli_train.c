@@ -162,7 +162,7 @@ int cli_train_run(const cli_train_job *j, h5_file *f, err *e)
     }
     h5_run hr = {.kind = "train", .n = n, .p = &p, .plan = j->plan, .batch = cfg.batch, .optimizer = cli_optimizer_name(cfg.optimizer),
                  .device = dev->name, .sim = &pred, .measured = &r.sum, .trace = &r, .backend = j->ops->backend,
-                 .data = j->data_dir ? j->data_dir : "synthetic", .seed = j->seed,
+                 .data = j->data_dir ? j->data_dir : "synthetic", .seed = j->seed, .hp = &hp,
                  .calibration = cfg.calib ? cfg.calib->source : NULL};
     if (f && h5_write_run(f, &hr, e)) rc = CLI_USAGE;
     if (j->dump && rc == CLI_OK) {

@@ -507,6 +507,17 @@ static int write_measured(hid_t loc, const h5_run *r, err *e)
     H5_TRY(h5_attr_i64(g, "seed", (int64_t)r->seed, e));
     H5_TRY(h5_attr_str(g, "data", r->data, e));
     H5_TRY(h5_attr_str(g, "backend", r->backend, e));
+    /* how it trained: the optimizer's hyperparameters */
+    bool adam = !strcmp(r->optimizer, "adam");
+    exec_hparams hp = r->hp ? *r->hp : exec_default_hparams(adam ? SCHED_ADAM : SCHED_SGD);
+    H5_TRY(h5_attr_f64(g, "lr", hp.lr, e));
+    if (adam) {
+        H5_TRY(h5_attr_f64(g, "beta1", hp.beta1, e));
+        H5_TRY(h5_attr_f64(g, "beta2", hp.beta2, e));
+        H5_TRY(h5_attr_f64(g, "eps", hp.eps, e));
+    } else {
+        H5_TRY(h5_attr_f64(g, "momentum", hp.momentum, e));
+    }
     if (s->compared) {
         H5_TRY(h5_attr_f64(g, "grad_deviation", s->grad_dev, e));
         H5_TRY(h5_attr_f64(g, "loss_deviation", s->loss_dev, e));

@@ -33,6 +33,7 @@ typedef struct {
     const sched *steps;          /* the lowered schedule the timelines follow, or NULL: its steps label
                                     them (timeline_steps: what each step does, to which layer) */
     const run_summary *measured; /* engine runs (measured/), else NULL */
+    const exec_hparams *hp;      /* engine runs: the optimizer's hyperparameters (NULL: its defaults) */
     const run *trace;            /* an engine run made in this process: every iteration's loss and time,
                                     its allocator timeline and per-layer times; NULL for a forked run,
                                     whose summary alone came back (iteration 0's loss, the best time) */

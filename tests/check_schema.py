@@ -231,11 +231,16 @@ def check_measured(run, where, ncat):
                               % (mwhere, enc, r["measured_bytes"], r["predicted_bytes"]))
             if sized and not (r["factor"] > 0 and r["factor_measured"] >= 0):
                 raise Problem("%s/encoded: a %s map without its factors" % (mwhere, enc))
+    hparams = {"lr": F64, "momentum": F64, "beta1": F64, "beta2": F64, "eps": F64}  # files since 2026-11-24
+    if "lr" in m.attrs:
+        opt = run.attrs["optimizer"]
+        for name in ("lr",) + (("beta1", "beta2", "eps") if opt == "adam" else ("momentum",)):
+            check_attr(m, mwhere, name, F64)
     compared = {"grad_deviation": F64, "loss_deviation": F64, "worst_tensor": STR}
     if "grad_deviation" in m.attrs:
         for name, want in compared.items():
             check_attr(m, mwhere, name, want)
-    check_only(m, mwhere, dict(MEAS_ATTRS, **compared), tuple(MEAS_DSETS) + ("encoded",))
+    check_only(m, mwhere, dict(MEAS_ATTRS, **compared, **hparams), tuple(MEAS_DSETS) + ("encoded",))
 
 
 PROFILE_SAMPLES = {"net": STR, "plan": STR, "key": STR, "class": STR, "batch": I32, "step": I32,
