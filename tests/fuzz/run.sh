@@ -36,7 +36,7 @@ options() { # the libFuzzer options of target $1
 }
 
 # The HDF5 targets: libhdf5 itself allocates what a damaged header declares (a 184 GiB local heap,
-# say) and copes when malloc says no, as glibc's would. So there ASan answers any malloc over 512
+# say) and copes when malloc says no, as glibc's would. So there ASan answers any malloc over 64
 # MiB (the seeds are tens of KB) with NULL instead of libFuzzer calling it a finding; lrcnn's own allocations go through
 # err_calloc, which aborts on NULL, so a huge one of ours is still a finding (a crash). The slow
 # unwinder walks libhdf5's frames (no frame pointers), so that lsan.supp can match them; asan.supp
