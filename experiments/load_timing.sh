@@ -25,7 +25,7 @@ for cond in idle load idle load active+load; do
   if [ -n "$busy" ]; then kill $busy; wait $busy 2>/dev/null || true; busy=""; fi
 done
 {
-  echo "# $(basename "$0"): plan time / layer's time (medians after the first iteration), 4 runs:"
+  echo "# $(basename "$0"): plan time / layer's time (medians after the first iteration), 5 runs:"
   echo "# idle, loaded (one busy process beside the run), idle, loaded, loaded with active waiting. Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'),"
   echo "# $(nproc) cores; lrcnn $("$lrcnn" --version | cut -d' ' -f2-); $(date -u +%Y-%m-%dT%H:%M:%SZ)."
   echo "# command: experiments/load_timing.sh"
