@@ -284,7 +284,7 @@ static int write_infeasible(hid_t out, const part *parts, int n, err *e)
     if (!total) return 0;
     infeasible_row *rows = err_calloc((size_t)total, sizeof *rows);
     for (int k = 0; k < n; k++, at += parts[k - 1].n_infeasible)
-        memcpy(rows + at, parts[k].infeasible, (size_t)parts[k].n_infeasible * sizeof *rows);
+        if (parts[k].n_infeasible) memcpy(rows + at, parts[k].infeasible, (size_t)parts[k].n_infeasible * sizeof *rows);
     qsort(rows, (size_t)total, sizeof *rows, by_first_run);
     int rc = h5_write_table(out, "infeasible", rows, sizeof *rows, total, h5_infeasible_fields, H5_INFEASIBLE_NFIELDS, e);
     free(rows); /* the strings stay the parts' */
