@@ -1,5 +1,7 @@
 /* cli: see cli.h. */
 #include "cli/cli.h"
+
+#include "engine/threads.h"
 #include "io/profile.h"
 
 #include <errno.h>
@@ -256,6 +258,14 @@ const char *cli_fmt_closed_err(const sim_result *r, int64_t ref, const char *fmt
 {
     if (!r->closed_ok || !ref) return "n/a";
     snprintf(buf, len, fmt, 100.0 * (double)(r->closed.peak - ref) / (double)ref);
+    return buf;
+}
+
+const char *cli_threads_text(void)
+{
+    static char buf[200];
+    int n = engine_threads();
+    snprintf(buf, sizeof buf, "%d thread%s (%s)", n, n == 1 ? "" : "s", engine_threads_why());
     return buf;
 }
 

@@ -66,6 +66,8 @@ void cli_progress(const char *what, int k, int n);
 /* One line on stderr when the load average (1 minute) exceeds this machine's cores: called after
  * anything timed, whose times then include waiting for other processes. */
 void cli_warn_load(void);
+/* The engine's threads and why, for a header line: "2 threads (the CPUs free ...)". */
+const char *cli_threads_text(void);
 
 /* The calibration --calibrate names (io/calib.h) into c, and c into cfg; nothing (c zeroed, cfg
  * untouched) when path is NULL. */

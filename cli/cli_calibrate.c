@@ -193,9 +193,9 @@ int cli_calibrate(int argc, char **argv)
     int n_checks = 0;
     timing_model model = {0};
     if (rc == CLI_OK) {
-        printf("calibrating the %s backend: %d fitting plan%s%s, batch %d, %s, %d iterations each (median after the first)\n",
+        printf("calibrating the %s backend: %d fitting plan%s%s, batch %d, %s, %d iterations each (median after the first), %s\n",
                backend, n_fit, n_fit == 1 ? "" : "s", n_nets > 1 ? " per net" : "", j.batch, cli_optimizer_name(j.optimizer),
-               j.iters);
+               j.iters, cli_threads_text());
         for (int m = 0; m < n_nets && rc == CLI_OK; m++)
             for (int k = 0; k < n_fit && rc == CLI_OK; k++) {
                 double us;

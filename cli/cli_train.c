@@ -157,8 +157,8 @@ int cli_train_run(const cli_train_job *j, h5_file *f, err *e)
         print_table(&r.sum, &pred), cli_print_encoded(&r.sum);
         char ts[600];
         double med = r.sum.median_us;
-        printf("  time per iteration: predicted %.1f ms, measured %.1f ms (median after the first, %+.1f%%); %s\n",
-               pred.time_us / 1e3, med / 1e3, 100 * (pred.time_us - med) / med, cli_time_source(dev, ts, sizeof ts));
+        printf("  time per iteration: predicted %.1f ms, measured %.1f ms (median after the first, %s, %+.1f%%); %s\n",
+               pred.time_us / 1e3, med / 1e3, cli_threads_text(), 100 * (pred.time_us - med) / med, cli_time_source(dev, ts, sizeof ts));
     }
     h5_run hr = {.kind = "train", .n = n, .p = &p, .plan = j->plan, .batch = cfg.batch, .optimizer = cli_optimizer_name(cfg.optimizer),
                  .device = dev->name, .sim = &pred, .measured = &r.sum, .trace = &r, .backend = j->ops->backend,

@@ -36,9 +36,9 @@ static const char *usage =
 static void print_header(const cli_validate_job *j)
 {
     const net_layer *in = &j->n->layers[0];
-    printf("%s @ %dx%d, batch %d, %s, %d iteration%s per plan (time: median after the first), seed %llu\n\n", j->n->name,
+    printf("%s @ %dx%d, batch %d, %s, %d iteration%s per plan (time: median after the first), seed %llu, %s\n\n", j->n->name,
            in->h, in->w, j->cfg.batch, cli_optimizer_name(j->cfg.optimizer), j->iters, j->iters > 1 ? "s" : "",
-           (unsigned long long)j->seed);
+           (unsigned long long)j->seed, cli_threads_text());
     printf("  %-14s %10s %10s %10s %8s %8s %8s %9s %7s %9s %-14s %10s\n", "plan", "replay", "closed", "measured", "err rep",
            "err cl", "vs layer", "time/it", "vs lay", "grad dev", "(worst)", "RSS");
 }

@@ -1,6 +1,7 @@
 /* lrcnn: the command line. One binary, one subcommand per job; each subcommand owns its --help
  * and returns 0 (ok), 1 (failed) or 2 (usage or input error, one line on stderr). */
 #include <hdf5.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,24 +33,63 @@ static void usage(FILE *f)
     fprintf(f, "usage: lrcnn COMMAND [--help | options]\n\nlrcnn: memory-efficient CNN training, row-centric (LR-CNN) "
                "and its baselines.\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].what);
-    fprintf(f, "\nlrcnn --version: the source tree's commit. OpenMP threads wait passively unless OMP_WAIT_POLICY\n"
-               "is set. exit status: 0 ok, 1 failed, 2 bad usage or input\n");
+    fprintf(f, "\nlrcnn --version: the source tree's commit. --threads N (any command): the engine's OpenMP\n"
+               "threads; without it, the CPUs no other process keeps busy when the engine starts (recorded\n"
+               "in every result file). exit status: 0 ok, 1 failed, 2 bad usage or input\n");
 }
 
-/* GNU OpenMP reads OMP_WAIT_POLICY once, when the program loads. Its default, active waiting, has
- * idle threads spin: with another process on the same cores an iteration took 49 ms to 9.6 s
- * instead of 13 ms. So lrcnn waits passively unless the user chose: it sets the variable and runs
- * itself again, once, before anything else (a failed exec just goes on, spinning). */
-static void wait_passively(char **argv)
+/* GNU OpenMP reads its environment once, when the program loads, so lrcnn sets it and runs itself
+ * again, once, before anything else (a failed exec just goes on with what it had):
+ * - --threads N (any command, anywhere on the line) becomes OMP_NUM_THREADS=N; without it the
+ *   engine takes the CPUs other processes leave free (engine/threads.h).
+ * - Unless the user chose a wait policy (OMP_WAIT_POLICY or GOMP_SPINCOUNT), an idle thread spins
+ *   for 10,000 rounds (about a tenth of a millisecond) and then sleeps. Measured on 2 cores, VGG-small
+ *   64x64 batch 8 (experiments/load_timing.sh): sleeping at once (passive) took 19 ms an iteration
+ *   idle, twice the 9.4 ms of spinning, since every loop's barrier then costs a futex wake-up;
+ *   GNU OpenMP's default spin (300,000 rounds) took 780 ms beside one busy process; 10,000 rounds
+ *   is as fast as spinning idle, and the engine's thread count keeps it off busy cores.
+ * Returns the value of --threads (0: none), or -1 when it is not a count 1..4096. */
+static int openmp_env(int argc, char **argv)
 {
-    if (getenv("OMP_WAIT_POLICY")) return;
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    int threads = 0;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--threads"))
+            if (i + 1 >= argc || cli_parse_int(argv[i + 1], 1, 4096, &threads)) return -1;
+    const char *have = getenv("OMP_NUM_THREADS");
+    bool set_threads = threads && (!have || atoi(have) != threads);
+    bool set_wait = !getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT");
+    if (!set_threads && !set_wait) return threads;
+    char n[16];
+    snprintf(n, sizeof n, "%d", threads);
+    if (set_threads) setenv("OMP_NUM_THREADS", n, 1);
+    if (set_wait) setenv("GOMP_SPINCOUNT", "10000", 1);
     execv("/proc/self/exe", argv);
+    return threads;
+}
+
+/* Drops "--threads N" from argv (openmp_env has used it); returns the new argc. */
+static int drop_threads(int argc, char **argv)
+{
+    int k = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--threads")) {
+            i++;
+            continue;
+        }
+        argv[k++] = argv[i];
+    }
+    argv[k] = NULL;
+    return k;
 }
 
 int main(int argc, char **argv)
 {
-    wait_passively(argv);
+    if (openmp_env(argc, argv) < 0) {
+        fprintf(stderr, "lrcnn: --threads needs a count 1..4096 (the engine's OpenMP threads)\n");
+        return CLI_USAGE;
+    }
+    h5_set_command(argc, argv); /* as typed, --threads included */
+    argc = drop_threads(argc, argv);
     if (argc == 2 && !strcmp(argv[1], "--version")) {
         char commit[64];
         int dirty;
@@ -68,7 +108,6 @@ int main(int argc, char **argv)
         usage(stdout);
         return CLI_OK;
     }
-    h5_set_command(argc, argv);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
     fprintf(stderr, "lrcnn: unknown command '%s' (commands:", argv[1]);

@@ -3,6 +3,8 @@
  * into buffers carry the rows they hold, so a band's kernels find their rows by offset. */
 #include "engine/exec.h"
 
+#include "engine/threads.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,7 @@ static void init_buffer(exec *x, int b, float *dev)
 void exec_init(exec *x, const net *n, const plan *p, const sched *s, const ops_table *ops, sched_optimizer o,
                exec_hparams hp, uint64_t seed)
 {
+    engine_threads(); /* before the first parallel region */
     memset(x, 0, sizeof *x);
     x->n = n, x->p = p, x->s = s, x->ops = ops, x->opt = o, x->hp = hp, x->seed = seed;
     alloc_init(&x->mem, ops->mem);

@@ -1,6 +1,8 @@
 /* run: see run.h. */
 #include "engine/run.h"
 
+#include "engine/threads.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,6 +216,7 @@ void run_forked(const run_cfg *c, const float *cmp_ref, float cmp_loss, run_summ
         fprintf(stderr, "lrcnn: internal error: run_forked after run_plan in the same process (OpenMP cannot fork)\n");
         abort();
     }
+    engine_threads(); /* chosen here, once: the children inherit it */
     if (pipe(fd)) {
         snprintf(out->err, sizeof out->err, "pipe failed");
         return;

@@ -1,10 +1,8 @@
 /* machine: see machine.h. */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
-#endif
 #include "io/machine.h"
 
-#include <sched.h>
+#include "engine/threads.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,21 +25,15 @@ void machine_cpu_model(char *buf, size_t len)
     if (f) fclose(f);
 }
 
-int machine_threads(void)
-{
-    const char *env = getenv("OMP_NUM_THREADS");
-    long n = env ? strtol(env, NULL, 10) : 0;
-    if (n > 0) return (int)n;
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    return online > 0 ? (int)online : 1;
-}
+int machine_threads(void) { return engine_threads(); }
 
 const char *machine_wait_policy(void)
 {
-    const char *p = getenv("OMP_WAIT_POLICY");
-    return p && *p ? p : "unset (active)";
+    static char buf[64];
+    const char *p = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
+    if (p && *p) return p;
+    snprintf(buf, sizeof buf, "spin %s rounds, then sleep", spin && *spin ? spin : "300000");
+    return buf;
 }
 
 /* The first line `cmd` prints into out; false when it fails or prints nothing. */

@@ -8,10 +8,10 @@
 
 /* /proc/cpuinfo's first "model name", or "unknown". */
 void machine_cpu_model(char *buf, size_t len);
-/* The threads OpenMP starts with: OMP_NUM_THREADS's first value when set, else the CPUs this
- * process may run on (GNU OpenMP's default). */
+/* The engine's OpenMP threads (engine/threads.h: chosen on the first call). */
 int machine_threads(void);
-/* OMP_WAIT_POLICY as the engine sees it ("passive" is lrcnn's default: cli/main.c). */
+/* How idle OpenMP threads wait: OMP_WAIT_POLICY when set, else "spin N rounds, then sleep" with
+ * GOMP_SPINCOUNT's N (lrcnn's default 10000: cli/main.c; GNU OpenMP's own 300000). */
 const char *machine_wait_policy(void);
 /* `git rev-parse --short HEAD` of the source tree ("unknown" outside one) and whether tracked files
  * differ from that commit (1), not (0), or unknown (-1). */
