@@ -251,6 +251,10 @@ def option_cases():
         ("calibrate", "calibrate --backend nosuch", ["calibrate", "--net", "vgg-small", "--backend", "nosuch", "-o", "{o}"]),
         ("reproduce", "reproduce unknown argument", ["reproduce", "--nosuch"]),
         ("demo", "demo with an argument", ["demo", "now"]),
+        ("top", "--threads 0", ["train", "--net", "vgg-small", "--threads", "0", "-o", "{o}"]),
+        ("top", "--threads abc", ["validate", "--net", "vgg-small", "--threads", "abc", "-o", "{o}"]),
+        ("top", "--threads past 4096", ["sweep", "{spec}", "--threads", "99999999999", "-o", "{o}"]),
+        ("top", "--threads without a value", ["train", "--net", "vgg-small", "-o", "{o}", "--threads"]),
     ]
     return [("option", label, args, None, None) for _, label, args in out]
 

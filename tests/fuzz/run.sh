@@ -58,10 +58,13 @@ keep_going() {
 # first: a frame in libhdf5, or one with a source line, which only lrcnn's code has here), then the
 # frame; "norepro" when it runs clean alone (a leak that depends on libhdf5's free lists from earlier
 # inputs, or the empty input fork mode saves for a job that died): counted apart, not fatal.
+# A replay still running after the target's own time limit is a hang: SIGABRT then has ASan print
+# where it was (handle_abort), at once rather than at libFuzzer's next alarm.
 classify() {
-  local t=$(basename "$1") frame
+  local t=$(basename "$1") frame limit
   t=${t#fuzz_}
-  frame=$(ASAN_OPTIONS=$(asan_options "$t") timeout 120 "$1" -timeout=2 -runs=1 "$2" 2>&1 |
+  limit=$(options "$t" | sed -n 's/^-timeout=//p')
+  frame=$(ASAN_OPTIONS="$(asan_options "$t"):handle_abort=1" timeout -s ABRT "$limit" "$1" -runs=1 "$2" 2>&1 |
     grep -E '^ +#[0-9]+ 0x' | grep -E 'libhdf5|\.c:[0-9]+' | grep -v sysdeps | head -1)
   case $frame in
     *libhdf5*) echo "hdf5 ${frame#*in }" ;;
