@@ -259,6 +259,19 @@ expect_fail "train output exists" "exists; use --force" -- train --net vgg-small
 expect_ok "validate" -- validate --net resnet-small --batch 4 --bn frozen --plan 2ps:2,overl-h,vdnn-conv -o "$tmp/v.h5"
 [ "$(grep -cE '^  (layer|2ps:2|overl-h|vdnn-conv) .*\+0\.000%' "$tmp/out")" -eq 4 ] && ok "validate: layer first, every plan measured = replay" || bad "validate table"
 if "$python" "$src/tests/check_schema.py" "$tmp/v.h5" >"$tmp/schema" 2>&1; then ok "validate file validates against results/SCHEMA.md"; else bad "validate schema: $(tail -1 "$tmp/schema")"; fi
+# --threads (any command): the engine's thread count, in the header and the file with the command as typed
+for n in 1 2; do
+  rm -f "$tmp/t$n.h5"
+  expect_ok "validate --threads $n" -- validate --net vgg-small --image 32 --batch 2 --iters 2 --plan 2ps:2 --threads $n -o "$tmp/t$n.h5"
+  grep -qF ", $n thread" "$tmp/out" && grep -qF "(OMP_NUM_THREADS=$n)" "$tmp/out" && ok "... the header says $n thread(s) and why" || bad "validate --threads $n header: $(head -1 "$tmp/out")"
+  "$python" -c "
+import h5py, sys
+f = h5py.File(sys.argv[1], 'r')
+assert int(f.attrs['threads']) == $n, f.attrs['threads']
+assert '--threads $n' in f.attrs['lrcnn_command'], f.attrs['lrcnn_command']
+assert f.attrs['omp_wait_policy'], 'no wait policy'" "$tmp/t$n.h5" 2>"$tmp/err" && ok "... the file records threads $n and the command as typed" || bad "--threads $n file: $(tail -1 "$tmp/err")"
+done
+expect_fail "--threads 0" "--threads needs a count" -- validate --net vgg-small --threads 0 -o "$o"; no_file "$o" "--threads 0"
 expect_fail "offload with a zero host budget" "offloads" -- validate --net vgg-small --plan vdnn-all --host-budget 0 -o "$o"; no_file "$o" "zero host budget"
 expect_fail "train offload, zero host budget" "--host-budget is 0 B" -- train --net vgg-small --plan vdnn-conv --host-budget 0 -o "$o"; no_file "$o" "train zero host budget"
 expect_ok "offload within a host budget" -- train --net vgg-small --plan vdnn-conv --iters 1 --host-budget 1GiB
