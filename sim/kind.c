@@ -219,11 +219,32 @@ const kind_traits kind_table[NET_NKIND] = {
                    .keys = {{"o", KIND_KEY_COUNT, OFF(u.apool.o), true}}},
     [NET_LOSS] = {.name = "loss", .min_in = 1, .max_in = 1, .aux = KIND_AUX_PROBS, .labels = true, .infer = infer_loss,
                   .flops = flops_loss},
+    /* What each activation's backward keeps is what PyTorch's autograd saves (so the torch plan
+     * follows): the result for sigmoid, and for relu6 and leakyrelu, which torchvision runs in
+     * place (Hardtanh and LeakyReLU backward read the result then); the input for the others. */
+    [NET_SIGMOID] = {.name = "sigmoid", .min_in = 1, .max_in = 1, .rowwise = true, .keeps_y = true, .infer = infer_pointwise,
+                     .flops = flops_one},
+    [NET_RELU6] = {.name = "relu6", .min_in = 1, .max_in = 1, .rowwise = true, .inplace = true, .keeps_y = true,
+                   .infer = infer_pointwise, .flops = flops_one},
+    [NET_LEAKY] = {.name = "leakyrelu", .min_in = 1, .max_in = 1, .rowwise = true, .inplace = true, .keeps_y = true,
+                   .reads = KIND_READS_SIGN, .infer = infer_pointwise, .flops = flops_one,
+                   .keys = {{"slope", KIND_KEY_FLOAT, OFF(u.leaky.slope), false, 0.01, NULL}}},
+    [NET_SILU] = {.name = "silu", .min_in = 1, .max_in = 1, .rowwise = true, .keeps_x = true, .infer = infer_pointwise,
+                  .flops = flops_one},
+    [NET_GELU] = {.name = "gelu", .min_in = 1, .max_in = 1, .rowwise = true, .keeps_x = true, .infer = infer_pointwise,
+                  .flops = flops_one},
+    [NET_HSWISH] = {.name = "hardswish", .min_in = 1, .max_in = 1, .rowwise = true, .keeps_x = true, .infer = infer_pointwise,
+                    .flops = flops_one},
 };
 
 const kind_traits *kind_of(const net_layer *l) { return &kind_table[l->kind]; }
 
-bool kind_torch_keeps_x(const net_layer *l) { return l->kind == NET_AVGPOOL || l->kind == NET_APOOL || l->kind == NET_GAP; }
+bool kind_torch_copies_x(const net_layer *l) { return l->kind == NET_RELU6 && l->inplace; }
+
+bool kind_torch_keeps_x(const net_layer *l)
+{
+    return l->kind == NET_AVGPOOL || l->kind == NET_APOOL || l->kind == NET_GAP || kind_torch_copies_x(l);
+}
 
 int kind_find(const char *name)
 {

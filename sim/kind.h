@@ -95,8 +95,13 @@ const kind_traits *kind_of(const net_layer *l);
 /* Whether PyTorch's autograd saves l's input although our backward does not read it (the torch
  * plan keeps it until l's backward): average pooling, fixed or adaptive (gap being torchvision's
  * AdaptiveAvgPool2d(1)), whose PyTorch backward takes the input (avg_pool2d_backward,
- * _adaptive_avg_pool2d_backward, in 1.13 as in 2.x). */
+ * _adaptive_avg_pool2d_backward, in 1.13 as in 2.x), and kind_torch_copies_x's. */
 bool kind_torch_keeps_x(const net_layer *l);
+/* Whether PyTorch runs l in place but keeps a copy of its input for the backward: an in-place
+ * relu6 (F.relu6(inplace=True), hardtanh_, whose backward reads the input as it was: PyTorch 1.13
+ * saves a clone of it, measured with saved-tensor hooks; assumed the same in 2.x). The torch plans
+ * then run it out of place, which holds the same bytes: input kept, output beside it. */
+bool kind_torch_copies_x(const net_layer *l);
 
 /* The kind called name, or -1. */
 int kind_find(const char *name);

@@ -62,7 +62,8 @@ int lower_fwd(lower *c, int L, int band, band_rows r, band_rows hold, int y, boo
     int w_buf = c->param[L];
     /* buffers are created after the step pointer is final (lower_buf may not move steps) */
     if (y < 0) {
-        if (l->inplace && c->s->bufs[t->x[0]].rows.a <= hold.a && c->s->bufs[t->x[0]].rows.b >= hold.b)
+        if (l->inplace && !(c->p->torch && kind_torch_copies_x(l)) && c->s->bufs[t->x[0]].rows.a <= hold.a &&
+            c->s->bufs[t->x[0]].rows.b >= hold.b)
             y = t->x[0];
         else
             y = lower_buf(c, BUF_ACT, MEM_ACT, L, band, hold, lower_bytes(c, L, hold, 4));

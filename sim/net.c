@@ -80,7 +80,7 @@ static int key_parse(net_layer *l, const kind_key *k, const char *v, const char 
     char *end;
     if (k->type == KIND_KEY_FLOAT) {
         float f = strtof(v, &end);
-        if (*end || end == v || !(f >= 0.0f)) return err_set(e, "%s: bad value '%s' for %s", where, v, k->name);
+        if (*end || end == v || !(f >= 0.0f)) return err_set(e, "%s: bad value '%s' for %s (a number >= 0)", where, v, k->name);
         key_store(l, k, f);
         return 0;
     }

@@ -29,6 +29,13 @@ typedef enum {
     NET_GAP,   /* global average pool: (C, H, W) -> (C, 1, 1) */
     NET_APOOL, /* adaptive average pool to (C, o, o), torchvision's AdaptiveAvgPool2d */
     NET_LOSS,  /* softmax + cross-entropy over the input's C*H*W logits */
+    /* elementwise activations (PyTorch's formulas, engine/act.h) */
+    NET_SIGMOID,
+    NET_RELU6,
+    NET_LEAKY, /* leakyrelu slope=: x, or slope * x below 0 */
+    NET_SILU,  /* x * sigmoid(x), also called swish */
+    NET_GELU,  /* x * Phi(x), the exact (erf) form */
+    NET_HSWISH, /* hardswish: x * relu6(x + 3) / 6 */
     NET_NKIND
 } net_kind;
 
@@ -50,6 +57,7 @@ typedef struct {
         struct { float eps, momentum; } bn;
         struct { int c_out; bool bias; } fc;
         struct { int o; } apool;
+        struct { float slope; } leaky;
     } u;
     /* inferred by net_infer */
     int c, h, w;            /* output shape per image */

@@ -28,6 +28,11 @@ static void put(out *o, const char *fmt, ...)
     if (o->at >= o->len) o->at = o->len - 1; /* truncated (8 KiB holds any net drawn here) */
 }
 
+/* The elementwise activations, taken in turn by layer index (no extra draw, so the nets' shapes
+ * stay the original generator's); the first three can run in place. */
+static const char *const acts[] = {"relu", "relu6", "leakyrelu", "sigmoid", "silu", "gelu", "hardswish"};
+static const char *act(int i, bool inplace) { return acts[i % (inplace ? 3 : 7)]; }
+
 /* test_band's nets: 2 channels, width 3; the order of draws is the original generator's. */
 static void small_net(randnet_rng *g, out *o, int h)
 {
@@ -48,7 +53,7 @@ static void small_net(randnet_rng *g, out *o, int h)
             int k = 2 + randnet_below(g, 2), s = 1 + randnet_below(g, 2), p = randnet_below(g, k / 2 + 1);
             put(o, "%s l%d in=%s k=%d s=%d p=%d\n", randnet_below(g, 2) ? "maxpool" : "avgpool", i, in, k, s, p);
         } else if (kind == 5) {
-            put(o, "relu l%d in=%s\n", i, in);
+            put(o, "%s l%d in=%s\n", act(i, false), i, in);
         } else if (kind == 6) {
             put(o, "bn l%d in=%s\n", i, in);
         } else {
@@ -112,12 +117,12 @@ static void wide_net(randnet_rng *g, out *o, int h)
             int p = randnet_below(g, (d * (k - 1)) / 2 + 1);
             ch = 1 + randnet_below(g, 4);
             put(o, "conv l%d%s in=%s c=%d k=%d s=%d p=%d d=%d\n", i, kind == 11 ? "_c" : "", in, ch, k, s, p, d);
-            if (kind == 11) put(o, "relu l%d in=l%d_c\n", i, i); /* conv + relu: the relu works in place */
+            if (kind == 11) put(o, "%s l%d in=l%d_c\n", act(i, true), i, i); /* after a conv: in place */
         } else if (kind <= 5) {
             int k = 2 + randnet_below(g, 4), s = 1 + randnet_below(g, 2), p = randnet_below(g, k / 2 + 1);
             put(o, "%s l%d in=%s k=%d s=%d p=%d\n", randnet_below(g, 2) ? "maxpool" : "avgpool", i, in, k, s, p);
         } else if (kind == 6) {
-            put(o, "relu l%d in=%s\n", i, in);
+            put(o, "%s l%d in=%s\n", act(i, false), i, in);
         } else if (kind == 7) {
             put(o, "bn l%d in=%s\n", i, in);
         } else {

@@ -211,6 +211,17 @@ static void random_preset(randnet_rng *g, int h, char *buf, size_t len)
     snprintf(buf, len, plain[k], k == 4 ? 2 + randnet_below(g, 4) : 1 + randnet_below(g, h ? h : 1));
 }
 
+/* ckpt:K lowered to the most segments the net's clean cuts give (the parser refuses more). */
+static void fit_ckpt(const net *n, char *pl, size_t len)
+{
+    int k;
+    plan p;
+    err e;
+    if (sscanf(pl, "ckpt:%d", &k) != 1) return;
+    for (; k > 2 && plan_parse(&p, n, pl, &e); k--) snprintf(pl, len, "ckpt:%d", k - 1);
+    if (k > 2 || !plan_parse(&p, n, pl, &e)) plan_free(&p);
+}
+
 /* The property: `count` random nets from `seed` (redrawn when a map becomes empty), RUNS
  * configurations each. */
 static void random_configs(int count, unsigned long long seed)
@@ -232,6 +243,7 @@ static void random_configs(int count, unsigned long long seed)
             bool own = randnet_below(&g, 3) == 0;
             if (own) random_plan(&g, &n, pl, sizeof pl);
             else random_preset(&g, rows, pl, sizeof pl);
+            fit_ckpt(&n, pl, sizeof pl);
             custom += own;
             int batch = batches[randnet_below(&g, 6)];
             check(&n, pl, batch, randnet_below(&g, 2) ? SCHED_ADAM : SCHED_SGD, &st, true, text);

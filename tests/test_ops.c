@@ -140,7 +140,11 @@ static void fill_input(ten *t, net_kind k)
     int64_t n = ten_len(t);
     for (int64_t i = 0; i < n; i++) {
         float v = frand(-1.0f, 1.0f);
-        if (k == NET_RELU && fabsf(v) < 0.05f) v += v < 0 ? -0.05f : 0.05f;
+        if ((k == NET_RELU || k == NET_RELU6 || k == NET_LEAKY) && fabsf(v) < 0.05f) v += v < 0 ? -0.05f : 0.05f;
+        if (k == NET_RELU6) v *= 8.0f; /* across both kinks, 0 and 6 (|x| >= 0.4 from 0; from 6 below) */
+        if (k == NET_RELU6 && fabsf(v - 6.0f) < 0.4f) v += v < 6.0f ? -0.4f : 0.4f;
+        if (k == NET_HSWISH) v *= 5.0f; /* across -3 and 3, where its slope jumps */
+        if (k == NET_HSWISH && fabsf(fabsf(v) - 3.0f) < 0.25f) v += fabsf(v) < 3.0f ? -copysignf(0.25f, v) : copysignf(0.25f, v);
         t->p[i] = v;
     }
     if (k == NET_MAXPOOL) {
@@ -474,10 +478,13 @@ static void band_case(const char *name, const char *text, ops_bn bn, int N)
 
 /* --- relu in place ---------------------------------------------------------------------------- */
 
-static void relu_inplace(void)
+static void inplace_case(const char *kind, const char *keys)
 {
     lcase k;
-    case_init(&k, "input x c=3 h=9 w=8\nconv c c=3 k=1\nrelu t\nloss end\n", 2, OPS_BN_TRAIN);
+    char text[200], what[120];
+    snprintf(text, sizeof text, "input x c=3 h=9 w=8\nconv c c=3 k=1\n%s t %s\nloss end\n", kind, keys);
+    case_init(&k, text, 2, OPS_BN_TRAIN);
+    if (!k.l->inplace) printf("FAIL %s: not run in place\n", kind), failures++;
     analytic(&k);
     int64_t n = ten_len(&k.y);
     ops_call c = case_call(&k);
@@ -486,7 +493,8 @@ static void relu_inplace(void)
     memcpy(io.p, k.x[0].p, (size_t)n * sizeof(float));
     c.x[0] = c.y = io;
     ops_cpu.forward(&c);
-    compare(&w_fd, "relu in place: y", io.p, k.y.p, n, 0.0, 0.0);
+    snprintf(what, sizeof what, "%s in place: y", kind);
+    compare(&w_fd, what, io.p, k.y.p, n, 0.0, 0.0);
     /* backward: dx is dy, rows 2..4 of a view holding rows 1..5; rows 1 and 5 are left alone
      * (ops.h: an in-place relu's buffer may be shared with bands that own the other rows) */
     ten d = band_view(&k.y, k.r, 1, 6, 0.0f), yv = band_view(&k.y, k.y.p, 1, 6, 0.0f);
@@ -500,7 +508,8 @@ static void relu_inplace(void)
                 ref.p[p + i] = k.r[((int64_t)im * 3 + ch) * 9 * 8 + 1 * 8 + i];
                 ref.p[p + 4 * 8 + i] = k.r[((int64_t)im * 3 + ch) * 9 * 8 + 5 * 8 + i];
             }
-    compare(&w_fd, "relu in place: dx rows 2..4 of a view of rows 1..5 (others kept)", d.p, ref.p, ten_len(&d), 0.0, 0.0);
+    snprintf(what, sizeof what, "%s in place: dx rows 2..4 of a view of rows 1..5 (others kept)", kind);
+    compare(&w_fd, what, d.p, ref.p, ten_len(&d), 0.0, 0.0);
     free(io.p), free(d.p), free(yv.p), free(ref.p);
     case_free(&k);
 }
@@ -599,6 +608,13 @@ static const struct {
     {"conv k1 direct, 140 columns an image", "input x c=2 h=2 w=70\nconv t c=3 k=1\n" END, 0, true},
     {"conv k3 p1, batch 3 in groups of 2", "input x c=2 h=2 w=40\nconv t c=3 k=3 p=1\n" END, 0, true, 3},
     {"relu", IN "relu t\n" END, 0, true},
+    {"sigmoid", IN "sigmoid t\n" END, 0, true},
+    {"relu6", IN "relu6 t\n" END, 0, true},
+    {"leakyrelu slope=0.1", IN "leakyrelu t slope=0.1\n" END, 0, true},
+    {"leakyrelu (default slope)", IN "leakyrelu t\n" END, 0, true},
+    {"silu", IN "silu t\n" END, 0, true},
+    {"gelu", IN "gelu t\n" END, 0, true},
+    {"hardswish", IN "hardswish t\n" END, 0, true},
     {"maxpool k3 s2 p1", IN "maxpool t k=3 s=2 p=1\n" END, 0, true},
     {"maxpool k2", IN "maxpool t k=2\n" END, 0, true},
     {"avgpool k3 s1 p1", IN "avgpool t k=3 s=1 p=1\n" END, 0, true},
@@ -619,7 +635,9 @@ int main(void)
 {
     int nc = (int)(sizeof cases / sizeof cases[0]);
     for (int i = 0; i < nc; i++) fd_case(cases[i].name, cases[i].text, cases[i].bn, cases[i].n ? cases[i].n : 2);
-    relu_inplace();
+    inplace_case("relu", "");
+    inplace_case("relu6", "");
+    inplace_case("leakyrelu", "slope=0.2");
     for (int i = 0; i < nc; i++)
         if (cases[i].band) band_case(cases[i].name, cases[i].text, cases[i].bn, cases[i].n ? cases[i].n : 2);
     bn_statistics();

@@ -87,8 +87,22 @@ KINDS = {
     "gap": ((), {}),
     "apool": (("o",), {}),
     "loss": ((), {}),
+    "sigmoid": ((), {}),
+    "relu6": ((), {}),
+    "leakyrelu": ((), {"slope": 0.01}),
+    "silu": ((), {}),
+    "gelu": ((), {}),
+    "hardswish": ((), {}),
 }
-FLOAT_KEYS = ("eps", "momentum")
+FLOAT_KEYS = ("eps", "momentum", "slope")
+ACTIVATION_KINDS = ("sigmoid", "relu6", "leakyrelu", "silu", "gelu", "hardswish")
+
+
+def activation(kind, x, a):
+    """PyTorch's own elementwise activation for an activation layer (gelu: the exact, erf form)."""
+    if kind == "leakyrelu":
+        return F.leaky_relu(x, a["slope"])
+    return {"sigmoid": torch.sigmoid, "relu6": F.relu6, "silu": F.silu, "gelu": F.gelu, "hardswish": F.hardswish}[kind](x)
 NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
@@ -200,7 +214,7 @@ def infer_shapes(path, order, by_name):
         elif l.kind in ("maxpool", "avgpool"):
             l.shape = (x[0], out_size(x[1], a["k"], a["s"], a["p"], 1, where),
                        out_size(x[2], a["k"], a["s"], a["p"], 1, where))
-        elif l.kind in ("relu", "bn"):
+        elif l.kind in ("relu", "bn") or l.kind in ACTIVATION_KINDS:
             l.shape = x
         elif l.kind == "add":
             if ins[0] != ins[1]:
@@ -286,6 +300,8 @@ class RefNet(torch.nn.Module):
             y = self.module_of[l.name](src[0])
         elif l.kind == "relu":
             y = F.relu(src[0])
+        elif l.kind in ACTIVATION_KINDS:
+            y = activation(l.kind, src[0], a)
         elif l.kind == "maxpool":
             y = F.max_pool2d(src[0], a["k"], a["s"], a["p"], ceil_mode=False)
         elif l.kind == "avgpool":
@@ -573,6 +589,27 @@ NETS = os.path.join(os.path.dirname(HERE), "nets")
 # One small net per layer kind, odd sizes; every pooling layer sits behind a conv so its backward
 # reaches a parameter gradient. Each ends with what it needs to reach the loss.
 GENERATED = {
+    # every elementwise activation, in and out of place (relu6 and leakyrelu after a conv run in
+    # place; after an add whose input is read twice they cannot)
+    "activations": """input data c=3 h=15 w=13
+conv conv1 c=6 k=3 p=1
+relu6 act1
+conv conv2 c=6 k=3 p=1
+leakyrelu act2 slope=0.1
+conv conv3 c=6 k=3 p=1
+sigmoid act3
+conv conv4 c=6 k=3 s=2 p=1      # 15x13 -> 8x7
+silu act4
+conv conv5 c=6 k=3 p=1
+gelu act5
+conv conv6 c=6 k=1
+hardswish act6
+add sum in=act6,act6
+leakyrelu act7
+gap gap
+fc fc c=5
+loss loss
+""",
     "conv-k5s2": """input data c=3 h=17 w=15
 conv conv1 c=6 k=5 s=2          # 17x15 -> 7x6, padding 0
 relu relu1

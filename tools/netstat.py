@@ -23,6 +23,12 @@ KEYS = {  # kind: {key: default or None if required}
     "gap": {},
     "apool": {"o": None},
     "loss": {},
+    "sigmoid": {},
+    "relu6": {},
+    "leakyrelu": {"slope": 0.01},
+    "silu": {},
+    "gelu": {},
+    "hardswish": {},
 }
 NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
@@ -61,7 +67,7 @@ def parse(path):
                 raise NetError(f"{where}: unknown key '{k}' for {kind}")
             else:
                 try:
-                    a[k] = float(v) if k in ("eps", "momentum") else int(v)
+                    a[k] = float(v) if k in ("eps", "momentum", "slope") else int(v)
                 except ValueError:
                     raise NetError(f"{where}: bad value '{v}'")
         for k, dflt in KEYS[kind].items():
@@ -152,7 +158,7 @@ def infer(layers, path):
             o = (x[0], 1, 1)
         elif k == "apool":
             o = (x[0], a["o"], a["o"])
-        else:  # relu, loss
+        else:  # relu and the other activations, loss
             o = x
         if min(o) < 1:
             raise NetError(f"{where}: output of '{l['name']}' is empty: {o}")

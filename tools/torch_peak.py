@@ -39,6 +39,9 @@ sys.path.insert(0, os.path.join(SRC, "tests"))
 import torch_ref  # noqa: E402  (the independent net parser and PyTorch model)
 
 
+INPLACE_KINDS = ("relu", "relu6", "leakyrelu")
+
+
 class TorchNet(torch_ref.RefNet):
     """RefNet written as torchvision writes its models: in-place ReLUs, adaptive pooling for gap."""
 
@@ -48,7 +51,9 @@ class TorchNet(torch_ref.RefNet):
         for l in layers:
             for i in l.inputs:
                 readers[i] = readers.get(i, 0) + 1
-        self.inplace = {l.name for l in layers if l.kind == "relu" and readers.get(l.inputs[0], 0) == 1
+        # the kinds lrcnn runs in place (sim/kind.c), as torchvision's ReLU(inplace=True),
+        # ReLU6(inplace=True) and LeakyReLU(inplace=True) do
+        self.inplace = {l.name for l in layers if l.kind in INPLACE_KINDS and readers.get(l.inputs[0], 0) == 1
                         and self.by_name[l.inputs[0]].kind != "input"}
         # a module's forward drops each output after its last reader (x = layer(x), as torchvision
         # writes them): only what autograd saved outlives it
@@ -60,6 +65,10 @@ class TorchNet(torch_ref.RefNet):
     def layer_out(self, l, src, x, labels):
         if l.kind == "relu":
             return F.relu(src[0], inplace=l.name in self.inplace)
+        if l.kind == "relu6":
+            return F.relu6(src[0], inplace=l.name in self.inplace)
+        if l.kind == "leakyrelu":
+            return F.leaky_relu(src[0], l.args["slope"], inplace=l.name in self.inplace)
         if l.kind == "gap":
             return F.adaptive_avg_pool2d(src[0], 1)
         return super().layer_out(l, src, x, labels)

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "engine/cpu/ops_cpu.h"
+#include "engine/act.h"
+#include "sim/kind.h"
 
 /* --- views ------------------------------------------------------------------------------------ */
 
@@ -422,6 +424,77 @@ static void loss_backward(const ops_call *c)
     }
 }
 
+/* --- elementwise activations (engine/act.h) ------------------------------------------------------ */
+
+/* One loop per kind, so that each inlines its own formula (and vectorizes where it can). */
+#define ACT_KINDS(X) X(NET_SIGMOID) X(NET_RELU6) X(NET_LEAKY) X(NET_SILU) X(NET_GELU) X(NET_HSWISH)
+
+static void act_row_fwd(int kind, float slope, const float *x, float *y, int64_t len)
+{
+    switch (kind) {
+#define ACT_FWD_LOOP(K) \
+    case K: for (int64_t i = 0; i < len; i++) y[i] = act_fwd(K, slope, x[i]); break;
+        ACT_KINDS(ACT_FWD_LOOP)
+#undef ACT_FWD_LOOP
+    default: CHECK(0);
+    }
+}
+
+static void act_row_bwd(int kind, float slope, const float *m, const float *dy, float *dx, int64_t len, bool store)
+{
+    switch (kind) {
+#define ACT_BWD_LOOP(K) \
+    case K: \
+        for (int64_t i = 0; i < len; i++) { \
+            float g = dy[i] * act_grad(K, slope, m[i]); \
+            dx[i] = store ? g : dx[i] + g; \
+        } \
+        break;
+        ACT_KINDS(ACT_BWD_LOOP)
+#undef ACT_BWD_LOOP
+    default: CHECK(0);
+    }
+}
+
+/* y = f(x) on rows [a, b); y may be x itself (relu6 and leakyrelu in place). */
+static void act_forward(const ops_call *c)
+{
+    const ten *x = &c->x[0], *y = &c->y;
+    cpu_check_rows(x, c->a, c->b, c->in_h[0]);
+    cpu_check_rows(y, c->a, c->b, c->l->h);
+    if (x->p == y->p) CHECK(x->row0 == y->row0 && x->h == y->h);
+    int64_t len = plane_len(x, c->a, c->b);
+    int kind = c->l->kind;
+    float slope = ACT_SLOPE(c->l);
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)x->n * x->c * len))
+    for (int n = 0; n < x->n; n++)
+        for (int ch = 0; ch < x->c; ch++) act_row_fwd(kind, slope, cpu_row(x, n, ch, c->a), cpu_row(y, n, ch, c->a), len);
+}
+
+/* dx (+)= dy * f'(what the kind keeps: y or x); in place (dx is dy) as relu's backward. */
+static void act_backward(const ops_call *c)
+{
+    const ten *dx = &c->dx[0], *dy = &c->dy;
+    const ten *m = kind_of(c->l)->keeps_y ? &c->y : &c->x[0];
+    if (!dx->p) return;
+    int a = c->a, b = c->b;
+    cpu_check_rows(m, a, b, kind_of(c->l)->keeps_y ? c->l->h : c->in_h[0]);
+    cpu_check_rows(dy, a, b, c->l->h);
+    cpu_check_rows(dx, a, b, c->in_h[0]);
+    bool inplace = dx->p == dy->p, store = inplace;
+    if (inplace)
+        CHECK(!c->dx_acc[0] && dx->row0 == dy->row0 && dx->h == dy->h);
+    else
+        store = cpu_dx_store(c, 0);
+    int64_t len = plane_len(dy, a, b);
+    int kind = c->l->kind;
+    float slope = ACT_SLOPE(c->l);
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dy->n * dy->c * len))
+    for (int n = 0; n < dy->n; n++)
+        for (int ch = 0; ch < dy->c; ch++)
+            act_row_bwd(kind, slope, cpu_row(m, n, ch, a), cpu_row(dy, n, ch, a), cpu_row(dx, n, ch, a), len, store);
+}
+
 /* --- the table -------------------------------------------------------------------------------- */
 
 typedef void (*kernel)(const ops_call *c);
@@ -437,6 +510,9 @@ static const struct {
     [NET_BN] = {bn_cpu_forward, bn_cpu_backward, bn_cpu_stats},  [NET_FC] = {fc_cpu_forward, fc_cpu_backward},
     [NET_ADD] = {add_forward, add_backward},             [NET_GAP] = {gap_forward, gap_backward},
     [NET_APOOL] = {apool_forward, apool_backward},       [NET_LOSS] = {loss_forward, loss_backward},
+    [NET_SIGMOID] = {act_forward, act_backward},         [NET_RELU6] = {act_forward, act_backward},
+    [NET_LEAKY] = {act_forward, act_backward},           [NET_SILU] = {act_forward, act_backward},
+    [NET_GELU] = {act_forward, act_backward},            [NET_HSWISH] = {act_forward, act_backward},
 };
 
 static void cpu_forward(const ops_call *c)

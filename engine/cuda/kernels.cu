@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "engine/cuda/kernels.h"
+#include "engine/act.h"
 
 static const int T = 256;
 
@@ -107,6 +108,36 @@ extern "C" void k_acc_rows(cudaStream_t st, kview dx, kview dy, int a, int b, fl
 {
     int64_t n = (int64_t)dy.n * dy.c * (b - a) * dy.w;
     if (n) acc_rows<<<blocks(n), T, 0, st>>>(dx, dy, a, b, scale);
+}
+
+__global__ static void act_fwd_k(int kind, float slope, kview x, kview y, int a, int b)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)y.n * y.c * (b - a) * y.w) return;
+    pos q = decompose(i, y.c, a, b, y.w);
+    at(y, q.n, q.c, q.r)[q.col] = act_fwd(kind, slope, at(x, q.n, q.c, q.r)[q.col]);
+}
+
+extern "C" void k_act_fwd(cudaStream_t st, int kind, float slope, kview x, kview y, int a, int b)
+{
+    int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
+    if (n) act_fwd_k<<<blocks(n), T, 0, st>>>(kind, slope, x, y, a, b);
+}
+
+__global__ static void act_bwd_k(int kind, float slope, kview m, kview dy, kview dx, int a, int b, bool store)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)dy.n * dy.c * (b - a) * dy.w) return;
+    pos q = decompose(i, dy.c, a, b, dy.w);
+    float g = at(dy, q.n, q.c, q.r)[q.col] * act_grad(kind, slope, at(m, q.n, q.c, q.r)[q.col]);
+    float *d = &at(dx, q.n, q.c, q.r)[q.col];
+    *d = store ? g : *d + g;
+}
+
+extern "C" void k_act_bwd(cudaStream_t st, int kind, float slope, kview m, kview dy, kview dx, int a, int b, bool store)
+{
+    int64_t n = (int64_t)dy.n * dy.c * (b - a) * dy.w;
+    if (n) act_bwd_k<<<blocks(n), T, 0, st>>>(kind, slope, m, dy, dx, a, b, store);
 }
 
 __global__ static void maxpool_fwd(kview x, kview y, int64_t *am, kwin w, int in_h, int a, int b)

@@ -31,6 +31,10 @@ void k_bias(cudaStream_t st, kview y, int a, int b, const float *bias);
 void k_add_fwd(cudaStream_t st, kview x0, kview x1, kview y, int a, int b);
 /* dx rows [a, b) += scale * dy */
 void k_acc_rows(cudaStream_t st, kview dx, kview dy, int a, int b, float scale);
+/* elementwise activations (engine/act.h) on rows [a, b): y = f(x); dx = (or with store false +=)
+ * dy * f'(m), m what the kind keeps */
+void k_act_fwd(cudaStream_t st, int kind, float slope, kview x, kview y, int a, int b);
+void k_act_bwd(cudaStream_t st, int kind, float slope, kview m, kview dy, kview dx, int a, int b, bool store);
 void k_maxpool_fwd(cudaStream_t st, kview x, kview y, int64_t *argmax, kwin w, int in_h, int a, int b);
 void k_maxpool_bwd(cudaStream_t st, kview dx, kview dy, const int64_t *argmax, kwin w, int in_h, int a, int b);
 void k_avgpool_fwd(cudaStream_t st, kview x, kview y, kwin w, int in_h, int a, int b);

@@ -2,6 +2,7 @@
  * on a second stream. A CUDA, cuDNN or cuBLAS error inside a step is fatal (message, exit 1): the
  * executor has no way to resume half an iteration. */
 #include "engine/cuda/ops_cuda.h"
+#include "engine/act.h"
 #include "sim/kind.h"
 
 #include <math.h>
@@ -510,6 +511,12 @@ static void cuda_forward(const ops_call *c)
     case NET_AVGPOOL: k_avgpool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), kw(l->win), c->in_h[0], c->a, c->b); break;
     case NET_GAP: k_apool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), 1); break;
     case NET_APOOL: k_apool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), l->u.apool.o); break;
+    case NET_SIGMOID:
+    case NET_RELU6:
+    case NET_LEAKY:
+    case NET_SILU:
+    case NET_GELU:
+    case NET_HSWISH: k_act_fwd(g.compute, (int)l->kind, ACT_SLOPE(l), kv(&c->x[0]), kv(&c->y), c->a, c->b); break;
     case NET_LOSS:
         ensure_loss_scratch(c->x[0].n);
         k_loss_fwd(g.compute, kv(&c->x[0]), c->labels, c->probs, g.loss_dev, g.loss_scratch);
@@ -546,6 +553,19 @@ static void cuda_backward(const ops_call *c)
     case NET_APOOL:
         if (c->dx[0].p) dx_begin(c, 0), k_apool_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), l->u.apool.o);
         break;
+    case NET_SIGMOID:
+    case NET_RELU6:
+    case NET_LEAKY:
+    case NET_SILU:
+    case NET_GELU:
+    case NET_HSWISH: {
+        const ten *dx = &c->dx[0], *m = kind_of(l)->keeps_y ? &c->y : &c->x[0];
+        if (!dx->p) break;
+        bool inplace = dx->p == c->dy.p; /* dx over dy, rows [a, b) only (ops.h) */
+        if (!inplace) dx_begin(c, 0);
+        k_act_bwd(g.compute, (int)l->kind, ACT_SLOPE(l), kv(m), kv(&c->dy), kv(dx), c->a, c->b, inplace);
+        break;
+    }
     case NET_LOSS:
         if (c->dx[0].p) dx_begin(c, 0), k_loss_bwd(g.compute, kv(&c->dx[0]), c->probs, c->labels, c->dy.p);
         break;

@@ -1,0 +1,68 @@
+/* act: the elementwise activations' formulas, one definition for every backend (the CPU's loops,
+ * the CUDA kernels), each as PyTorch 1.13 computes it (aten/src/ATen/native/Activation.cpp and
+ * its CPU kernels):
+ *
+ *   sigmoid    y = 1 / (1 + e^-x)                dx = dy * (1 - y) * y            (keeps y)
+ *   relu6      y = min(max(x, 0), 6)             dx = dy where 0 < y < 6, else 0 (keeps y: in place)
+ *   leakyrelu  y = x > 0 ? x : slope * x         dx = y > 0 ? dy : slope * dy     (keeps y: in place;
+ *                                                 slope >= 0, so y > 0 exactly where x > 0)
+ *   silu       y = x * s, s = sigmoid(x)         dx = dy * s * (1 + x * (1 - s))  (keeps x)
+ *   gelu       y = x * Phi(x) (erf form)         dx = dy * (Phi(x) + x * phi(x))  (keeps x)
+ *   hardswish  y = x * min(max(x + 3, 0), 6) / 6 dx = 0 below -3, dy * (x / 3 + 1/2) up to 3,
+ *                                                 dy above                         (keeps x)
+ *
+ * act_fwd(kind, slope, x) is y; act_grad(kind, slope, m) is dx / dy, where m is what the kind
+ * keeps (y or x, kind.c). Not done here: loops, bands, in place (the backends). */
+#ifndef LRCNN_ACT_H
+#define LRCNN_ACT_H
+
+#include <math.h>
+
+#include "sim/net.h"
+
+#ifdef __CUDACC__
+#define ACT_FN __host__ __device__ static inline
+#else
+#define ACT_FN static inline
+#endif
+
+/* Is kind one of the activations here? */
+ACT_FN int act_is(int kind) { return kind >= NET_SIGMOID && kind <= NET_HSWISH; }
+
+ACT_FN float act_fwd(int kind, float slope, float x)
+{
+    switch (kind) {
+    case NET_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case NET_RELU6: return x != x ? x : fminf(fmaxf(x, 0.0f), 6.0f); /* NaN propagates */
+    case NET_LEAKY: return x > 0.0f ? x : x * slope;
+    case NET_SILU: return x / (1.0f + expf(-x));
+    case NET_GELU: return x * 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+    case NET_HSWISH: return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f;
+    default: return x;
+    }
+}
+
+ACT_FN float act_grad(int kind, float slope, float m)
+{
+    switch (kind) {
+    case NET_SIGMOID: return (1.0f - m) * m;
+    case NET_RELU6: return m > 0.0f && m < 6.0f ? 1.0f : 0.0f;
+    case NET_LEAKY: return m > 0.0f ? 1.0f : slope;
+    case NET_SILU: {
+        float s = 1.0f / (1.0f + expf(-m));
+        return s * (1.0f + m * (1.0f - s));
+    }
+    case NET_GELU: {
+        float cdf = 0.5f * (1.0f + erff(m * 0.70710678118654752f));
+        float pdf = expf(-0.5f * m * m) * 0.39894228040143268f;
+        return cdf + m * pdf;
+    }
+    case NET_HSWISH: return m < -3.0f ? 0.0f : m <= 3.0f ? m / 3.0f + 0.5f : 1.0f;
+    default: return 1.0f;
+    }
+}
+
+/* The slope of layer l's activation (leakyrelu's; 0 for the others). */
+#define ACT_SLOPE(l) ((l)->kind == NET_LEAKY ? (l)->u.leaky.slope : 0.0f)
+
+#endif
