@@ -17,6 +17,7 @@
 #define LRCNN_ACT_H
 
 #include <math.h>
+#include <stdint.h>
 
 #include "sim/net.h"
 
@@ -61,6 +62,34 @@ ACT_FN float act_grad(int kind, float slope, float m)
     default: return 1.0f;
     }
 }
+
+/* --- dropout's mask ------------------------------------------------------------------------------
+ * Element i of a dropout layer's output (flat over the whole (N, C, H, W) map, i = ((n * C + c) * H
+ * + row) * W + col) is kept when u >= p, u = the top 24 bits of splitmix64(key + (i + 1) * golden)
+ * over 2^24, key = drop_key(seed, iteration, layer). A function of where the value is in the whole
+ * map, so a band draws exactly the values the whole map would, and a recomputation the forward's;
+ * tests/torch_ref.py draws the same masks in NumPy. Kept values are scaled by 1 / (1 - p). */
+
+ACT_FN uint64_t drop_mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+ACT_FN uint64_t drop_key(uint64_t seed, int64_t iteration, int layer)
+{
+    return drop_mix(drop_mix(seed + 0x9E3779B97F4A7C15ull) ^ ((uint64_t)iteration << 20) ^ (uint64_t)layer);
+}
+
+ACT_FN int drop_keep(uint64_t key, int64_t i, float p)
+{
+    uint64_t z = drop_mix(key + ((uint64_t)i + 1) * 0x9E3779B97F4A7C15ull);
+    return (float)(z >> 40) * (1.0f / 16777216.0f) >= p;
+}
+
+/* PyTorch's scale of kept values, 1 / (1 - p) in double, rounded to float. */
+ACT_FN float drop_scale(float p) { return (float)(1.0 / (1.0 - (double)p)); }
 
 /* The slope of layer l's activation (leakyrelu's; 0 for the others). */
 #define ACT_SLOPE(l) ((l)->kind == NET_LEAKY ? (l)->u.leaky.slope : 0.0f)

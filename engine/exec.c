@@ -3,6 +3,7 @@
  * into buffers carry the rows they hold, so a band's kernels find their rows by offset. */
 #include "engine/exec.h"
 
+#include "engine/act.h"
 #include "engine/threads.h"
 
 #include <math.h>
@@ -113,6 +114,10 @@ static ops_call call_of(const exec *x, const sched_step *t)
     case KIND_AUX_ARGMAX: c.argmax = (int64_t *)(t->aux >= 0 ? x->ptr[t->aux] : NULL); break;
     case KIND_AUX_STATS: c.stats = fptr(x, t->aux); break;
     case KIND_AUX_PROBS: c.probs = fptr(x, t->aux); break;
+    case KIND_AUX_MASK:
+        c.mask = (uint8_t *)(t->aux >= 0 ? x->ptr[t->aux] : NULL);
+        c.key = drop_key(x->seed, x->iter, t->layer);
+        break;
     default: break;
     }
     if (k->labels) c.labels = (const int64_t *)fptr(x, t->x[1]), c.x[1] = (ten){0};
@@ -228,6 +233,7 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
     const net *n = x->n;
     memset(x->layer_us, 0, (size_t)n->n * 2 * sizeof(double));
     x->codec_us = 0;
+    x->iter++;
     exec_start(x);
     alloc_reset_peaks(&x->mem);
     x->mem.record = true;

@@ -30,6 +30,7 @@ typedef struct exec {
     bool *on_host;
     bool started;                /* persistent buffers exist */
     int steps_done;              /* optimizer steps taken (iterations) */
+    int64_t iter;                /* iterations begun (dropout's masks are drawn per iteration) */
     bool updating;               /* this iteration's layer-by-layer step has begun (+migrate) */
     float loss;                  /* of the last iteration */
     double *layer_us;            /* [n * 2]: forward, backward microseconds, last iteration */

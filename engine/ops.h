@@ -50,6 +50,9 @@ typedef struct {
     float *w, *dw;             /* conv: weight (c_out, c_in, k, k) then bias; fc: weight (out, in) then bias;
                                   bn: gamma (c) then beta (c) */
     int64_t *argmax;           /* maxpool: per output element, the input element (row * in_w + col) */
+    uint8_t *mask;             /* dropout: per output element of rows [a, b), 1 kept, 0 dropped (NULL:
+                                  not kept; the forward draws it from `key` either way) */
+    uint64_t key;              /* dropout: the mask's key (engine/act.h: drop_key) */
     float *stats;              /* bn: mean (c) then inverse std (c) of the rows used */
     float *running;            /* bn: running mean (c) then running variance (c) */
     ops_bn bn;                 /* bn: which statistics (above) */

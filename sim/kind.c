@@ -58,6 +58,12 @@ static int infer_pointwise(net *n, int i, const char *where, err *e)
     return 0;
 }
 
+static int infer_dropout(net *n, int i, const char *where, err *e)
+{
+    if (!(n->layers[i].u.dropout.p < 1.0f)) return err_set(e, "%s: dropout p=%g drops everything (p must be below 1)", where, n->layers[i].u.dropout.p);
+    return infer_pointwise(n, i, where, e);
+}
+
 static int infer_bn(net *n, int i, const char *where, err *e)
 {
     infer_pointwise(n, i, where, e);
@@ -235,6 +241,12 @@ const kind_traits kind_table[NET_NKIND] = {
                   .flops = flops_one},
     [NET_HSWISH] = {.name = "hardswish", .min_in = 1, .max_in = 1, .rowwise = true, .keeps_x = true, .infer = infer_pointwise,
                     .flops = flops_one},
+    /* keeps only its mask, as PyTorch's native_dropout (a bool a value); the mask is a function of
+     * the run's seed, the iteration, the layer and the element's place in the whole map (engine/act.h),
+     * so every band and every recomputation draws the same one */
+    [NET_DROPOUT] = {.name = "dropout", .min_in = 1, .max_in = 1, .rowwise = true, .aux = KIND_AUX_MASK, .aux_optional = true,
+                     .aux_rebuilt = true, .infer = infer_dropout, .flops = flops_one,
+                     .keys = {{"p", KIND_KEY_FLOAT, OFF(u.dropout.p), false, 0.5, NULL}}},
 };
 
 const kind_traits *kind_of(const net_layer *l) { return &kind_table[l->kind]; }
@@ -271,6 +283,7 @@ int64_t kind_aux_bytes(const net *n, int L, int rows, int batch)
     case KIND_AUX_ARGMAX: return (int64_t)batch * l->c * rows * l->w * 8;
     case KIND_AUX_STATS: return 2 * (int64_t)l->c * 4;
     case KIND_AUX_PROBS: return (int64_t)batch * l->c * 4;
+    case KIND_AUX_MASK: return (int64_t)batch * l->c * rows * l->w;
     default: return 0;
     }
 }

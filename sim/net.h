@@ -36,6 +36,7 @@ typedef enum {
     NET_SILU,  /* x * sigmoid(x), also called swish */
     NET_GELU,  /* x * Phi(x), the exact (erf) form */
     NET_HSWISH, /* hardswish: x * relu6(x + 3) / 6 */
+    NET_DROPOUT, /* zeroes each value with probability p, scales the rest by 1 / (1 - p) */
     NET_NKIND
 } net_kind;
 
@@ -58,6 +59,7 @@ typedef struct {
         struct { int c_out; bool bias; } fc;
         struct { int o; } apool;
         struct { float slope; } leaky;
+        struct { float p; } dropout;
     } u;
     /* inferred by net_infer */
     int c, h, w;            /* output shape per image */

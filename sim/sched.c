@@ -21,7 +21,7 @@ static const char *op_names[] = {"alloc", "free", "fwd", "bwd", "copy", "offload
 const char *sched_op_name(sched_op op) { return op_names[op]; }
 
 static const char *kind_tags[BUF_NKIND] = {"x", "label", "y", "dy", "argmax", "stats", "prob", "boundary",
-                                           "dboundary", "ws", "w", "dw", "opt", "running", "sums", "enc"};
+                                           "dboundary", "ws", "w", "dw", "opt", "running", "sums", "enc", "mask"};
 
 int sched_cpu_conv_group(int64_t cols, int batch)
 {

@@ -34,6 +34,7 @@ typedef enum {
     BUF_PARAM, BUF_PGRAD, BUF_OPT, BUF_RUNSTAT,
     BUF_SUMS, /* per-channel sums (fp64) gathered over a row segment's bands for whole-map statistics */
     BUF_ENC,  /* a kept map in its encoding (sim/enc.h) between its last forward and first backward use */
+    BUF_MASK, /* dropout's mask, a byte a value */
     BUF_NKIND
 } buf_kind;
 

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/act.h"
 #include "engine/ops.h"
 #include "sim/sched.h"
 
@@ -107,6 +108,7 @@ static float frand(float lo, float hi) { return lo + (hi - lo) * (float)urand();
  * from net.c as everywhere else. */
 
 #define IN "input x c=3 h=9 w=8\n"
+#define KEY 0x5eedULL /* dropout's masks */
 #define END "loss end\n"
 
 typedef struct {
@@ -118,6 +120,7 @@ typedef struct {
     float *w, *dw;                             /* parameters and their gradient */
     int64_t nw;
     int64_t *argmax;
+    uint8_t *mask; /* dropout's, drawn with KEY */
     float *stats, *running, *probs, loss;
     int64_t *labels;
     float *ws;
@@ -193,6 +196,7 @@ static void case_init(lcase *k, const char *text, int N, ops_bn bn)
     if (k->l->kind == NET_BN) /* gamma around 1, beta small */
         for (int ch = 0; ch < C; ch++) k->w[ch] = frand(0.5f, 1.5f), k->w[C + ch] = frand(-0.5f, 0.5f);
     k->argmax = calloc((size_t)ten_len(&k->y), sizeof(int64_t));
+    k->mask = calloc((size_t)ten_len(&k->y), 1);
     k->stats = calloc(2 * (size_t)C, sizeof(float));
     k->running = calloc(2 * (size_t)C, sizeof(float));
     for (int ch = 0; ch < C; ch++) k->running[ch] = frand(-0.3f, 0.3f), k->running[C + ch] = frand(0.5f, 1.5f);
@@ -208,7 +212,7 @@ static void case_free(lcase *k)
     for (int j = 0; j < k->n_in; j++)
         if (!(j == 1 && k->l->in[1] == k->l->in[0])) free(k->x[j].p), free(k->dx[j].p);
     free(k->y.p), free(k->r), free(k->w), free(k->dw), free(k->argmax), free(k->stats), free(k->running);
-    free(k->probs), free(k->labels), free(k->ws);
+    free(k->mask), free(k->probs), free(k->labels), free(k->ws);
     net_free(&k->net);
 }
 
@@ -216,7 +220,7 @@ static void case_free(lcase *k)
 static ops_call case_call(lcase *k)
 {
     ops_call c = {.l = k->l, .a = 0, .b = k->l->h, .y = k->y, .dy = k->dy, .w = k->w, .dw = k->dw,
-                  .argmax = k->argmax, .stats = k->stats, .running = k->running, .bn = k->bn,
+                  .argmax = k->argmax, .mask = k->mask, .key = KEY, .stats = k->stats, .running = k->running, .bn = k->bn,
                   .labels = k->labels, .probs = k->probs, .loss = &k->loss, .ws = k->ws};
     for (int j = 0; j < k->n_in; j++) {
         c.in_h[j] = k->net.layers[k->l->in[j]].h;
@@ -389,10 +393,11 @@ static void band_partition(lcase *k, const char *name, const int *cuts, int n_ba
         int ya = a > 0 ? a - 1 : 0, yb_ = b < Ho ? b + 1 : Ho;
         ten yv = band_view(&k->y, NULL, ya, yb_, 12345.0f);
         int64_t *am = calloc((size_t)k->y.n * k->y.c * (b - a) * k->y.w, sizeof(int64_t));
+        uint8_t *mask = calloc((size_t)k->y.n * k->y.c * (b - a) * k->y.w, 1); /* this band's rows */
         float stats[2 * 64];
         int64_t wsb = sched_workspace_bytes(&k->net, k->L, b - a, k->y.n);
         float *ws = wsb ? malloc((size_t)wsb) : NULL; /* exactly what the scheduler budgets */
-        c.y = yv, c.argmax = am, c.stats = stats, c.ws = ws;
+        c.y = yv, c.argmax = am, c.mask = mask, c.key = KEY, c.stats = stats, c.ws = ws;
         ops_cpu.forward(&c);
         band_put(yb, &k->y, &yv, a, b, false);
         y_untouched &= rows_outside_are(&yv, a, b, 12345.0f);
@@ -429,7 +434,7 @@ static void band_partition(lcase *k, const char *name, const int *cuts, int n_ba
             free(dxv[j].p);
         }
         for (int j = 0; j < k->n_in; j++) free(xv[j].p);
-        free(yv.p), free(c.dy.p), free(am), free(ws);
+        free(yv.p), free(c.dy.p), free(am), free(mask), free(ws);
     }
 
     snprintf(what, sizeof what, "band %s %d bands: y", name, n_bands);
@@ -512,6 +517,30 @@ static void inplace_case(const char *kind, const char *keys)
     compare(&w_fd, what, d.p, ref.p, ten_len(&d), 0.0, 0.0);
     free(io.p), free(d.p), free(yv.p), free(ref.p);
     case_free(&k);
+}
+
+/* --- dropout's mask: its rate, and independence between keys ------------------------------------ */
+
+static void dropout_masks(void)
+{
+    const int64_t M = 1 << 20;
+    const float ps[] = {0.1f, 0.5f, 0.9f};
+    for (int k = 0; k < 3; k++) {
+        int64_t kept = 0, both = 0;
+        uint64_t a = drop_key(1, 1, 5), b = drop_key(1, 2, 5); /* two iterations of one layer */
+        for (int64_t i = 0; i < M; i++) {
+            int x = drop_keep(a, i, ps[k]), y = drop_keep(b, i, ps[k]);
+            kept += x, both += x && y;
+        }
+        double rate = (double)kept / M, q = 1.0 - ps[k], joint = (double)both / M;
+        char what[160];
+        /* 2^20 draws: the standard error of a rate is below 0.05%; 0.3% is six of them */
+        snprintf(what, sizeof what, "dropout p=%.1f: kept %.4f (want %.1f), both iterations %.4f (want %.2f)", ps[k], rate, q, joint,
+                 q * q);
+        bool ok = fabs(rate - q) < 0.003 && fabs(joint - q * q) < 0.003;
+        if (ok) printf("ok     %s\n", what);
+        expect(ok, what);
+    }
 }
 
 /* --- batch-norm statistics ------------------------------------------------------------------------ */
@@ -615,6 +644,8 @@ static const struct {
     {"silu", IN "silu t\n" END, 0, true},
     {"gelu", IN "gelu t\n" END, 0, true},
     {"hardswish", IN "hardswish t\n" END, 0, true},
+    {"dropout p=0.3", IN "dropout t p=0.3\n" END, 0, true},
+    {"dropout p=0", IN "dropout t p=0\n" END, 0, true},
     {"maxpool k3 s2 p1", IN "maxpool t k=3 s=2 p=1\n" END, 0, true},
     {"maxpool k2", IN "maxpool t k=2\n" END, 0, true},
     {"avgpool k3 s1 p1", IN "avgpool t k=3 s=1 p=1\n" END, 0, true},
@@ -641,6 +672,7 @@ int main(void)
     for (int i = 0; i < nc; i++)
         if (cases[i].band) band_case(cases[i].name, cases[i].text, cases[i].bn, cases[i].n ? cases[i].n : 2);
     bn_statistics();
+    dropout_masks();
     optimizers();
     printf("\nworst differences: fd abs %.2e rel %.2e | band forward abs %.2e rel %.2e | band backward abs %.2e "
            "rel %.2e | bn statistics and optimizers abs %.2e rel %.2e\n",

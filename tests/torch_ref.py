@@ -93,9 +93,33 @@ KINDS = {
     "silu": ((), {}),
     "gelu": ((), {}),
     "hardswish": ((), {}),
+    "dropout": ((), {"p": 0.5}),
 }
-FLOAT_KEYS = ("eps", "momentum", "slope")
+FLOAT_KEYS = ("eps", "momentum", "slope")  # and dropout's p (a pool's p is its padding)
 ACTIVATION_KINDS = ("sigmoid", "relu6", "leakyrelu", "silu", "gelu", "hardswish")
+
+
+# Dropout's masks, as engine/act.h draws them: element i (flat over the whole N, C, H, W map) is
+# kept when the top 24 bits of splitmix64(key + (i + 1) * golden), over 2^24, are at least p, with
+# key = mix(mix(seed + golden) ^ (iteration << 20) ^ layer). The engine's first iteration is 1;
+# cmd_run trains with --seed 1. NumPy's uint64 arithmetic wraps as C's does.
+DROPOUT_SEED = 1
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def splitmix(z):
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def dropout_mask(seed, iteration, layer, shape, p):
+    with np.errstate(over="ignore"):
+        key = splitmix(splitmix(np.uint64(seed) + GOLDEN) ^ (np.uint64(iteration) << np.uint64(20)) ^ np.uint64(layer))
+        i = np.arange(int(np.prod(shape)), dtype=np.uint64)
+        z = splitmix(key + (i + np.uint64(1)) * GOLDEN)
+    u = (z >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+    return (u >= np.float32(p)).astype(np.float32).reshape(shape)
 
 
 def activation(kind, x, a):
@@ -147,7 +171,7 @@ def parse_net(path, image=None):
             if k not in req and k not in opt:
                 raise NetError("%s: %s has no key '%s'" % (where, kind, k))
             try:
-                args[k] = float(v) if k in FLOAT_KEYS else int(v)
+                args[k] = float(v) if k in FLOAT_KEYS or (tok[0] == "dropout" and k == "p") else int(v)
             except ValueError:
                 raise NetError("%s: bad value %s=%s" % (where, k, v))
         for k in req:
@@ -214,7 +238,7 @@ def infer_shapes(path, order, by_name):
         elif l.kind in ("maxpool", "avgpool"):
             l.shape = (x[0], out_size(x[1], a["k"], a["s"], a["p"], 1, where),
                        out_size(x[2], a["k"], a["s"], a["p"], 1, where))
-        elif l.kind in ("relu", "bn") or l.kind in ACTIVATION_KINDS:
+        elif l.kind in ("relu", "bn", "dropout") or l.kind in ACTIVATION_KINDS:
             l.shape = x
         elif l.kind == "add":
             if ins[0] != ins[1]:
@@ -302,6 +326,11 @@ class RefNet(torch.nn.Module):
             y = F.relu(src[0])
         elif l.kind in ACTIVATION_KINDS:
             y = activation(l.kind, src[0], a)
+        elif l.kind == "dropout":
+            # lrcnn's mask (a hash of seed, iteration and place, not PyTorch's generator), applied
+            # as native_dropout applies its own: input * mask * (1 / (1 - p))
+            mask = dropout_mask(DROPOUT_SEED, 1, self.layers.index(l), tuple(src[0].shape), a["p"])
+            y = src[0] * torch.from_numpy(mask).to(src[0].dtype) * float(np.float32(1.0 / (1.0 - a["p"])))
         elif l.kind == "maxpool":
             y = F.max_pool2d(src[0], a["k"], a["s"], a["p"], ceil_mode=False)
         elif l.kind == "avgpool":
@@ -589,6 +618,18 @@ NETS = os.path.join(os.path.dirname(HERE), "nets")
 # One small net per layer kind, odd sizes; every pooling layer sits behind a conv so its backward
 # reaches a parameter gradient. Each ends with what it needs to reach the loss.
 GENERATED = {
+    # dropout after a relu, after a strided conv and on the fc's logits, at three rates
+    "dropout": """input data c=3 h=12 w=10
+conv conv1 c=6 k=3 p=1
+relu relu1
+dropout drop1 p=0.3
+conv conv2 c=6 k=3 s=2 p=1      # 12x10 -> 6x5
+dropout drop2
+gap gap
+fc fc c=5
+dropout drop3 p=0.2
+loss loss
+""",
     # every elementwise activation, in and out of place (relu6 and leakyrelu after a conv run in
     # place; after an add whose input is read twice they cannot)
     "activations": """input data c=3 h=15 w=13

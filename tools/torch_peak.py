@@ -71,6 +71,8 @@ class TorchNet(torch_ref.RefNet):
             return F.leaky_relu(src[0], l.args["slope"], inplace=l.name in self.inplace)
         if l.kind == "gap":
             return F.adaptive_avg_pool2d(src[0], 1)
+        if l.kind == "dropout":  # PyTorch's own (its generator's mask, which it keeps as bool)
+            return F.dropout(src[0], l.args["p"], training=True)
         return super().layer_out(l, src, x, labels)
 
     def forward(self, x, labels):

@@ -495,6 +495,57 @@ static void act_backward(const ops_call *c)
             act_row_bwd(kind, slope, cpu_row(m, n, ch, a), cpu_row(dy, n, ch, a), cpu_row(dx, n, ch, a), len, store);
 }
 
+/* --- dropout (engine/act.h: the mask) ------------------------------------------------------------ */
+
+/* y = x * mask * scale on rows [a, b), the mask drawn from c->key and kept in c->mask when given. */
+static void dropout_forward(const ops_call *c)
+{
+    const ten *x = &c->x[0], *y = &c->y;
+    cpu_check_rows(x, c->a, c->b, c->in_h[0]);
+    cpu_check_rows(y, c->a, c->b, c->l->h);
+    int a = c->a, b = c->b, H = c->l->h, W = x->w;
+    float p = c->l->u.dropout.p, scale = drop_scale(p);
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)x->n * x->c * plane_len(x, a, b)))
+    for (int n = 0; n < x->n; n++)
+        for (int ch = 0; ch < x->c; ch++) {
+            const float *xr = cpu_row(x, n, ch, a);
+            float *yr = cpu_row(y, n, ch, a);
+            uint8_t *mr = c->mask ? c->mask + ((int64_t)n * x->c + ch) * (b - a) * W : NULL;
+            for (int r = a; r < b; r++)
+                for (int col = 0; col < W; col++) {
+                    int64_t i = (((int64_t)n * x->c + ch) * H + r) * W + col, k = (int64_t)(r - a) * W + col;
+                    int keep = drop_keep(c->key, i, p);
+                    yr[k] = xr[k] * (float)keep * scale;
+                    if (mr) mr[k] = (uint8_t)keep;
+                }
+        }
+}
+
+/* dx (+)= dy * mask * scale, with the mask the forward kept. */
+static void dropout_backward(const ops_call *c)
+{
+    const ten *dx = &c->dx[0], *dy = &c->dy;
+    if (!dx->p) return;
+    int a = c->a, b = c->b, W = dy->w;
+    CHECK(c->mask != NULL);
+    cpu_check_rows(dy, a, b, c->l->h);
+    cpu_check_rows(dx, a, b, c->in_h[0]);
+    bool store = cpu_dx_store(c, 0);
+    float scale = drop_scale(c->l->u.dropout.p);
+    int64_t len = plane_len(dy, a, b);
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dy->n * dy->c * len))
+    for (int n = 0; n < dy->n; n++)
+        for (int ch = 0; ch < dy->c; ch++) {
+            const float *dyr = cpu_row(dy, n, ch, a);
+            float *dxr = cpu_row(dx, n, ch, a);
+            const uint8_t *mr = c->mask + ((int64_t)n * dy->c + ch) * (b - a) * W;
+            for (int64_t k = 0; k < len; k++) {
+                float g = dyr[k] * (float)mr[k] * scale;
+                dxr[k] = store ? g : dxr[k] + g;
+            }
+        }
+}
+
 /* --- the table -------------------------------------------------------------------------------- */
 
 typedef void (*kernel)(const ops_call *c);
@@ -513,6 +564,7 @@ static const struct {
     [NET_SIGMOID] = {act_forward, act_backward},         [NET_RELU6] = {act_forward, act_backward},
     [NET_LEAKY] = {act_forward, act_backward},           [NET_SILU] = {act_forward, act_backward},
     [NET_GELU] = {act_forward, act_backward},            [NET_HSWISH] = {act_forward, act_backward},
+    [NET_DROPOUT] = {dropout_forward, dropout_backward},
 };
 
 static void cpu_forward(const ops_call *c)
