@@ -28,10 +28,10 @@ static void put(out *o, const char *fmt, ...)
     if (o->at >= o->len) o->at = o->len - 1; /* truncated (8 KiB holds any net drawn here) */
 }
 
-/* The elementwise activations, taken in turn by layer index (no extra draw, so the nets' shapes
- * stay the original generator's); the first three can run in place. */
-static const char *const acts[] = {"relu", "relu6", "leakyrelu", "sigmoid", "silu", "gelu", "hardswish"};
-static const char *act(int i, bool inplace) { return acts[i % (inplace ? 3 : 7)]; }
+/* The elementwise activations and dropout, taken in turn by layer index (no extra draw, so the
+ * nets' shapes stay the original generator's); the first three can run in place. */
+static const char *const acts[] = {"relu", "relu6", "leakyrelu", "sigmoid", "silu", "gelu", "hardswish", "dropout"};
+static const char *act(int i, bool inplace) { return acts[i % (inplace ? 3 : 8)]; }
 
 /* test_band's nets: 2 channels, width 3; the order of draws is the original generator's. */
 static void small_net(randnet_rng *g, out *o, int h)
