@@ -60,7 +60,7 @@ static int infer_pointwise(net *n, int i, const char *where, err *e)
 
 static int infer_dropout(net *n, int i, const char *where, err *e)
 {
-    if (!(n->layers[i].u.dropout.p < 1.0f)) return err_set(e, "%s: dropout p=%g drops everything (p must be below 1)", where, n->layers[i].u.dropout.p);
+    if (!(n->layers[i].u.dropout.p < 1.0f)) return err_set(e, "%s: p=%g drops everything (p must be below 1)", where, n->layers[i].u.dropout.p);
     return infer_pointwise(n, i, where, e);
 }
 

@@ -68,7 +68,9 @@ int main(void)
         else printf("ok   %s loads: %d layers, %lld parameters\n", others[i], n.n, (long long)net_params(&n)), net_free(&n);
     }
     expect_error("unknown key", HEAD "conv c1 c=4 k=3 kernel=3\n" TAIL, "bad.net:2: unknown key 'kernel'");
-    expect_error("unknown kind", HEAD "dropout d1\n" TAIL, "bad.net:2: unknown layer kind 'dropout'");
+    expect_error("unknown kind", HEAD "swish d1\n" TAIL, "bad.net:2: unknown layer kind 'swish'");
+    expect_error("dropout p=1", HEAD "dropout d1 p=1\n" TAIL, "bad.net:2: dropout 'd1': p=1 drops everything (p must be below 1)");
+    expect_error("leakyrelu slope<0", HEAD "leakyrelu r1 slope=-0.1\n" TAIL, "bad.net:2: bad value '-0.1' for slope (a number >= 0)");
     expect_error("missing key", HEAD "conv c1 k=3\n" TAIL, "bad.net:2: conv 'c1' needs key 'c'");
     expect_error("bad value", HEAD "conv c1 c=4 k=0\n" TAIL, "bad.net:2: bad value '0' for k");
     expect_error("empty shape", HEAD "conv c1 c=4 k=9\n" TAIL, "bad.net:2: conv 'c1': output would be empty");
