@@ -6,7 +6,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$here/build}"
-nets=(vgg-small.net resnet-small.net bn-cover.net kernels.net activations.net vgg16-gap.net vgg16.net resnet50.net)
+nets=(vgg-small.net resnet-small.net bn-cover.net kernels.net kinds.net vgg16-gap.net vgg16.net resnet50.net)
 {
   echo "# tools/torch_peak.py over every shipped net (experiments/torch_peak_cpu.sh), $(date -u +%Y-%m-%dT%H:%M:%SZ),"
   echo "# lrcnn $("$build/lrcnn" --version | cut -d' ' -f2-); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"

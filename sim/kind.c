@@ -39,14 +39,17 @@ static int infer_window(net *n, int i, const char *where, err *e)
     if (l->h < 1 || l->w < 1)
         return err_set(e, "%s: output would be empty for a %dx%d input (kernel %d, stride %d, padding %d, dilation %d); use a "
                           "larger --image", where, x->h, x->w, win.k, win.s, win.p, win.d);
+    int G = conv ? l->u.conv.groups : 1;
+    if (conv && (x->c % G || l->c % G))
+        return err_set(e, "%s: groups=%d must divide the input's %d channels and the output's %d", where, G, x->c, l->c);
     if (conv) { /* sizes checked in floating point before they are counted exactly */
-        double weights = (double)x->c * l->c * win.k * win.k, macs = weights * l->h * l->w;
+        double weights = (double)x->c / G * l->c * win.k * win.k, macs = weights * l->h * l->w;
         if (weights > (double)NET_MAX_PARAMS || macs > (double)NET_MAX_MACS)
             return err_set(e, "%s: %s (%.3g) are more than 2^%d", where, weights > (double)NET_MAX_PARAMS ? "its weights" :
                            "its multiply-accumulates per image", weights > (double)NET_MAX_PARAMS ? weights : macs,
                            weights > (double)NET_MAX_PARAMS ? 36 : 52);
-        l->params = (int64_t)x->c * l->c * win.k * win.k + (l->u.conv.bias ? l->c : 0);
-        l->macs = (int64_t)x->c * win.k * win.k * l->c * l->h * l->w;
+        l->params = (int64_t)(x->c / G) * l->c * win.k * win.k + (l->u.conv.bias ? l->c : 0);
+        l->macs = (int64_t)(x->c / G) * win.k * win.k * l->c * l->h * l->w;
     }
     return 0;
 }
@@ -134,7 +137,7 @@ static double out_values(const net *n, int i, int rows, int batch)
 static double flops_conv(const net *n, int i, int rows, int batch)
 {
     net_window w = n->layers[i].win;
-    return 2.0 * out_values(n, i, rows, batch) * input_of(n, i, 0)->c * w.k * w.k;
+    return 2.0 * out_values(n, i, rows, batch) * (input_of(n, i, 0)->c / n->layers[i].u.conv.groups) * w.k * w.k;
 }
 
 static double flops_fc(const net *n, int i, int rows, int batch)
@@ -162,12 +165,12 @@ static double flops_gpool(const net *n, int i, int rows, int batch)
 
 /* --- parameter tensors (PyTorch's names, shapes and initialization) ---------------------------- */
 
-/* conv: weight (C_out, C_in, k, k) then bias (C_out); fc: weight (out, in) then bias (out). */
+/* conv: weight (C_out, C_in / groups, k, k) then bias (C_out); fc: weight (out, in) then bias (out). */
 static int tensors_product(const net *n, int L, kind_tensor *out)
 {
     const net_layer *l = &n->layers[L];
     bool conv = l->kind == NET_CONV, bias = conv ? l->u.conv.bias : l->u.fc.bias;
-    int64_t cin = input_of(n, L, 0)->c, kk = l->win.k;
+    int64_t cin = input_of(n, L, 0)->c / (conv ? l->u.conv.groups : 1), kk = l->win.k;
     int64_t fan = conv ? cin * kk * kk : net_layer_values(input_of(n, L, 0));
     out[0] = conv ? (kind_tensor){"weight", 4, {l->c, cin, kk, kk}, 0, false, KIND_INIT_FAN_IN, fan}
                   : (kind_tensor){"weight", 2, {l->c, fan}, 0, false, KIND_INIT_FAN_IN, fan};
@@ -200,7 +203,8 @@ const kind_traits kind_table[NET_NKIND] = {
                   .keys = {{"c", KIND_KEY_COUNT, OFF(u.conv.c_out), true}, {"k", KIND_KEY_COUNT, OFF(win.k), true},
                            {"s", KIND_KEY_COUNT, OFF(win.s), false, 1, NULL}, {"p", KIND_KEY_SIZE, OFF(win.p), false, 0, NULL},
                            {"d", KIND_KEY_COUNT, OFF(win.d), false, 1, NULL},
-                           {"bias", KIND_KEY_BOOL, OFF(u.conv.bias), false, 1, NULL}}},
+                           {"bias", KIND_KEY_BOOL, OFF(u.conv.bias), false, 1, NULL},
+                           {"groups", KIND_KEY_COUNT, OFF(u.conv.groups), false, 1, NULL}}},
     [NET_RELU] = {.name = "relu", .min_in = 1, .max_in = 1, .rowwise = true, .inplace = true, .keeps_y = true, .reads = KIND_READS_SIGN,
                   .infer = infer_pointwise, .flops = flops_one},
     [NET_MAXPOOL] = {.name = "maxpool", .min_in = 1, .max_in = 1, .rowwise = true, .keeps_x = true, .reads = KIND_READS_SHAPE,

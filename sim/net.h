@@ -54,7 +54,7 @@ typedef struct {
     net_window win;         /* conv and pools (avg: zeros padded, / k*k); the identity {1, 1, 0, 1} else */
     union {
         struct { int c, h, w; } input;
-        struct { int c_out; bool bias; } conv;
+        struct { int c_out; bool bias; int groups; } conv; /* groups: channel groups (depthwise: c_in) */
         struct { float eps, momentum; } bn;
         struct { int c_out; bool bias; } fc;
         struct { int o; } apool;

@@ -27,6 +27,7 @@ static void probe_layer(const net *n, const sched_step *t, timing_probe *p)
     size_t f = 0;
     if (l->n_in > 1) f += (size_t)snprintf(flags + f, sizeof flags - f, " in%d", l->n_in);
     if (l->inplace) f += (size_t)snprintf(flags + f, sizeof flags - f, " ip");
+    if (l->kind == NET_CONV && l->u.conv.groups > 1) f += (size_t)snprintf(flags + f, sizeof flags - f, " g%d", l->u.conv.groups);
     if (t->map_stats) f += (size_t)snprintf(flags + f, sizeof flags - f, " ms");
     if (t->op == SCHED_BWD && kind_of(l)->product && t->dx[0] < 0) snprintf(flags + f, sizeof flags - f, " nodx");
     const char *kind = net_kind_name(l->kind);

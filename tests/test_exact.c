@@ -141,7 +141,7 @@ int main(int argc, char **argv)
         require_lower = false;                /* kernels.net: see the header */
         check_small("kernels", NULL);
         require_lower = true;
-        check_small("activations", NULL); /* every elementwise activation, in place and not */
+        check_small("kinds", NULL); /* activations in place and not, dropout, channel groups */
         require_lower = true;
         check_small_at("vgg-small", 37, NULL); /* odd heights: every band count again */
         check_small_at("resnet-small", 35, "frozen");

@@ -77,7 +77,7 @@ class NetError(Exception):
 # kind -> (required keys, {optional key: default}); values are ints except bn's eps/momentum.
 KINDS = {
     "input": (("c", "h", "w"), {}),
-    "conv": (("c", "k"), {"s": 1, "p": 0, "d": 1, "bias": 1}),
+    "conv": (("c", "k"), {"s": 1, "p": 0, "d": 1, "bias": 1, "groups": 1}),
     "relu": ((), {}),
     "maxpool": (("k",), {"s": None, "p": 0}),
     "avgpool": (("k",), {"s": None, "p": 0}),
@@ -270,7 +270,7 @@ class RefNet(torch.nn.Module):
             x = self.by_name[l.inputs[0]].shape if l.inputs else None
             if l.kind == "conv":
                 m = torch.nn.Conv2d(x[0], a["c"], a["k"], stride=a["s"], padding=a["p"], dilation=a["d"],
-                                    bias=bool(a["bias"]))
+                                    bias=bool(a["bias"]), groups=a["groups"])
             elif l.kind == "fc":
                 m = torch.nn.Linear(x[0] * x[1] * x[2], a["c"], bias=bool(a["bias"]))
             elif l.kind == "bn":
@@ -618,6 +618,19 @@ NETS = os.path.join(os.path.dirname(HERE), "nets")
 # One small net per layer kind, odd sizes; every pooling layer sits behind a conv so its backward
 # reaches a parameter gradient. Each ends with what it needs to reach the loss.
 GENERATED = {
+    # channel groups: a depthwise-separable block (MobileNet's), then a strided grouped conv
+    "conv-groups": """input data c=3 h=13 w=11
+conv conv1 c=8 k=3 p=1
+relu6 act1
+conv dw c=8 k=3 p=1 groups=8 bias=0  # depthwise
+relu6 act2
+conv pw c=12 k=1                # pointwise
+conv g4 c=12 k=3 s=2 p=1 groups=4 # 13x11 -> 7x6, three channels a group
+relu r4
+gap gap
+fc fc c=5
+loss loss
+""",
     # dropout after a relu, after a strided conv and on the fc's logits, at three rates
     "dropout": """input data c=3 h=12 w=10
 conv conv1 c=6 k=3 p=1

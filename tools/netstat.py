@@ -13,7 +13,7 @@ import sys
 KEYS = {  # kind: {key: default or None if required}
     "net": None,
     "input": {"c": None, "h": None, "w": None},
-    "conv": {"c": None, "k": None, "s": 1, "p": 0, "d": 1, "bias": 1},
+    "conv": {"c": None, "k": None, "s": 1, "p": 0, "d": 1, "bias": 1, "groups": 1},
     "relu": {},
     "maxpool": {"k": None, "s": None, "p": 0},
     "avgpool": {"k": None, "s": None, "p": 0},
@@ -29,6 +29,7 @@ KEYS = {  # kind: {key: default or None if required}
     "silu": {},
     "gelu": {},
     "hardswish": {},
+    "dropout": {"p": 0.5},
 }
 NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
@@ -67,7 +68,7 @@ def parse(path):
                 raise NetError(f"{where}: unknown key '{k}' for {kind}")
             else:
                 try:
-                    a[k] = float(v) if k in ("eps", "momentum", "slope") else int(v)
+                    a[k] = float(v) if k in ("eps", "momentum", "slope") or (kind, k) == ("dropout", "p") else int(v)
                 except ValueError:
                     raise NetError(f"{where}: bad value '{v}'")
         for k, dflt in KEYS[kind].items():
@@ -138,8 +139,10 @@ def infer(layers, path):
             c, h, w = x
             o = (a["c"], out_size(h, a["k"], a["s"], a["p"], a["d"]),
                  out_size(w, a["k"], a["s"], a["p"], a["d"]))
-            params = c * a["c"] * a["k"] ** 2 + (a["c"] if a["bias"] else 0)
-            macs = c * a["k"] ** 2 * o[0] * o[1] * o[2]
+            if c % a["groups"] or a["c"] % a["groups"]:
+                raise NetError(f"{where}: groups={a['groups']} must divide {c} and {a['c']} channels")
+            params = c // a["groups"] * a["c"] * a["k"] ** 2 + (a["c"] if a["bias"] else 0)
+            macs = c // a["groups"] * a["k"] ** 2 * o[0] * o[1] * o[2]
         elif k in ("maxpool", "avgpool"):
             c, h, w = x
             o = (c, out_size(h, a["k"], a["s"], a["p"]), out_size(w, a["k"], a["s"], a["p"]))

@@ -11,6 +11,9 @@
  * channel plane, h*w); with G > 1 the workspace also holds out, or dy gathered, (C_out, G*cols).
  * A 1x1 stride-1 unpadded convolution with G = 1 is a plain product with the input rows (no
  * workspace): its input row i is its output row i. Grouped, it takes the im2col path (a row copy).
+ * Channel groups (groups=, depthwise when it is C_in): im2col's rows are ordered by input channel,
+ * so group q's are the block [q*K/groups, (q+1)*K/groups) of col, and each product above runs once
+ * per group on its blocks of w (C_out/groups rows of K/groups), col and out; never direct.
  * Accumulation: dw and the bias gradient are +=; dx is zeroed first when !dx_acc (whole view),
  * then accumulated into, so bands add up; a direct product stores into dx when it may
  * (cpu_dx_store).
@@ -24,7 +27,16 @@
 
 /* Does this convolution, G images at a time, run as a direct product (no im2col, no workspace)?
  * Must agree with sched_workspace_bytes(). */
-static bool conv_direct(net_window w, int G) { return G == 1 && w.k == 1 && w.s == 1 && w.p == 0; }
+static bool conv_direct(net_window w, int G, int groups) { return G == 1 && groups == 1 && w.k == 1 && w.s == 1 && w.p == 0; }
+
+/* C (m, n) = beta C + A (m, k) op B, once per channel group: group q's A starts q*a_step floats
+ * in, B q*b_step, C q*c_step (row-major sgemm with the given transposes and leading dimensions). */
+static void grouped_sgemm(int groups, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const float *A, int lda,
+                          int64_t a_step, const float *B, int ldb, int64_t b_step, float beta, float *C, int ldc, int64_t c_step)
+{
+    for (int q = 0; q < groups; q++)
+        cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, A + q * a_step, lda, B + q * b_step, ldb, beta, C + q * c_step, ldc);
+}
 
 /* Output columns [*lo, *hi) of kernel column kj whose input column lies inside the map; the
  * others read padding. Computed once per tap, so the copy loops carry no bounds test. */
@@ -109,8 +121,9 @@ void conv_cpu_forward(const ops_call *c)
     const ten *x = &c->x[0], *y = &c->y; /* (N, C_in, H_in, W_in) -> (N, C_out, H_out, W_out) */
     int a = c->a, b = c->b, R = b - a, in_h = c->in_h[0];
     int c_out = l->u.conv.c_out, w_out = l->w, K = x->c * win.k * win.k, cols = R * w_out;
+    int Q = l->u.conv.groups, Kq = K / Q, cq = c_out / Q; /* channel groups: K and C_out per group */
     int G = sched_cpu_conv_group(cols, x->n);
-    bool direct = conv_direct(win, G);
+    bool direct = conv_direct(win, G, Q);
     int64_t y_plane = (int64_t)y->h * y->w, x_plane = (int64_t)x->h * x->w;
     int lo, hi;
     CHECK(y->c == c_out && y->w == w_out && y->n == x->n);
@@ -118,8 +131,8 @@ void conv_cpu_forward(const ops_call *c)
     cpu_check_rows(x, lo, hi, in_h);
     cpu_check_rows(y, a, b, l->h);
     if (!direct) CHECK(c->ws != NULL);
-    const float *wt = c->w;                                          /* (C_out, C_in, k, k) */
-    const float *bias = l->u.conv.bias ? c->w + (int64_t)c_out * K : NULL; /* (C_out) */
+    const float *wt = c->w;                                           /* (C_out, C_in / Q, k, k) */
+    const float *bias = l->u.conv.bias ? c->w + (int64_t)c_out * Kq : NULL; /* (C_out) */
     float *col = c->ws, *out = col ? col + (int64_t)K * G * cols : NULL; /* (K, g*cols), (C_out, g*cols) */
 
     for (int n0 = 0; n0 < x->n; n0 += G) {
@@ -133,11 +146,11 @@ void conv_cpu_forward(const ops_call *c)
         } else {
             for (int i = 0; i < g; i++) im2col(col + (int64_t)i * cols, ld, x, n0 + i, win, in_h, a, b, w_out);
             if (g == 1)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c_out, cols, K, 1.0f, wt, K, col, ld, 0.0f,
-                            yn, (int)y_plane);
+                grouped_sgemm(Q, CblasNoTrans, CblasNoTrans, cq, cols, Kq, wt, Kq, (int64_t)cq * Kq, col, ld, (int64_t)Kq * ld, 0.0f,
+                              yn, (int)y_plane, cq * y_plane);
             else {
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c_out, ld, K, 1.0f, wt, K, col, ld, 0.0f,
-                            out, ld);
+                grouped_sgemm(Q, CblasNoTrans, CblasNoTrans, cq, ld, Kq, wt, Kq, (int64_t)cq * Kq, col, ld, (int64_t)Kq * ld, 0.0f,
+                              out, ld, (int64_t)cq * ld);
                 group_copy(out, y, n0, g, a, cols, true);
             }
         }
@@ -158,13 +171,14 @@ void conv_cpu_backward(const ops_call *c)
     int a = c->a, b = c->b, R = b - a, in_h = c->in_h[0];
     int c_out = l->u.conv.c_out, w_out = l->w, c_in = dx->p ? dx->c : x->c, K = c_in * win.k * win.k;
     int cols = R * w_out, G = sched_cpu_conv_group(cols, dy->n);
-    bool direct = conv_direct(win, G);
+    int Q = l->u.conv.groups, Kq = K / Q, cq = c_out / Q; /* channel groups */
+    bool direct = conv_direct(win, G, Q);
     int64_t dy_plane = (int64_t)dy->h * dy->w;
     int lo, hi;
     net_window_rows(win, a, b, &lo, &hi);
     cpu_check_rows(dy, a, b, l->h);
     if (!direct) CHECK(c->ws != NULL);
-    const float *wt = c->w; /* (C_out, C_in, k, k) */
+    const float *wt = c->w; /* (C_out, C_in / Q, k, k) */
     float *dwt = c->dw;     /* like wt, then the bias gradient (C_out) */
     float *col = c->ws, *dyg = col ? col + (int64_t)K * G * cols : NULL; /* (K, g*cols), (C_out, g*cols) */
     if (dwt) cpu_check_rows(x, lo, hi, in_h);
@@ -185,7 +199,7 @@ void conv_cpu_backward(const ops_call *c)
         }
         if (dwt) {
             if (l->u.conv.bias) {
-                float *db = dwt + (int64_t)c_out * K;
+                float *db = dwt + (int64_t)c_out * Kq;
                 for (int i = 0; i < g; i++)
                     for (int co = 0; co < c_out; co++) {
                         const float *dyr = cpu_row(dy, n0 + i, co, a);
@@ -201,8 +215,8 @@ void conv_cpu_backward(const ops_call *c)
                             (int)((int64_t)x->h * x->w), 1.0f, dwt, K);
             } else {
                 for (int i = 0; i < g; i++) im2col(col + (int64_t)i * cols, ld, x, n0 + i, win, in_h, a, b, w_out);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c_out, K, ld, 1.0f, dyn, dy_ld, col, ld, 1.0f,
-                            dwt, K);
+                grouped_sgemm(Q, CblasNoTrans, CblasTrans, cq, Kq, ld, dyn, dy_ld, (int64_t)cq * dy_ld, col, ld, (int64_t)Kq * ld,
+                              1.0f, dwt, Kq, (int64_t)cq * Kq);
             }
         }
         if (dx->p) {
@@ -212,8 +226,8 @@ void conv_cpu_backward(const ops_call *c)
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, cols, c_out, 1.0f, wt, K, dyn, dy_ld,
                             store ? 0.0f : 1.0f, dxn, (int)((int64_t)dx->h * dx->w));
             } else {
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, ld, c_out, 1.0f, wt, K, dyn, dy_ld, 0.0f, col,
-                            ld);
+                grouped_sgemm(Q, CblasTrans, CblasNoTrans, Kq, ld, cq, wt, Kq, (int64_t)cq * Kq, dyn, dy_ld, (int64_t)cq * dy_ld,
+                              0.0f, col, ld, (int64_t)Kq * ld);
                 for (int i = 0; i < g; i++) col2im(col + (int64_t)i * cols, ld, dx, n0 + i, win, in_h, a, b, w_out);
             }
         }

@@ -205,9 +205,10 @@ static void conv_descs_make(conv_descs *d, const net_layer *l, int c_in, int pad
     net_window w = l->win;
     d->x = x, d->y = y;
     DNN(cudnnCreateFilterDescriptor(&d->w));
-    DNN(cudnnSetFilter4dDescriptor(d->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, l->u.conv.c_out, c_in, w.k, w.k));
+    DNN(cudnnSetFilter4dDescriptor(d->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, l->u.conv.c_out, c_in / l->u.conv.groups, w.k, w.k));
     DNN(cudnnCreateConvolutionDescriptor(&d->conv));
     DNN(cudnnSetConvolution2dDescriptor(d->conv, pad, w.p, w.s, w.s, w.d, w.d, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    DNN(cudnnSetConvolutionGroupCount(d->conv, l->u.conv.groups));
     DNN(cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH));
 }
 
@@ -294,7 +295,8 @@ static void conv_forward(const ops_call *c)
                      (int64_t)q->out * y->w, (int64_t)y->n * y->c, (int64_t)(q->b - q->a) * y->w, false);
         conv_descs_free(&d);
     }
-    if (l->u.conv.bias) k_bias(g.compute, kv(y), c->a, c->b, c->w + (int64_t)l->u.conv.c_out * x->c * l->win.k * l->win.k);
+    if (l->u.conv.bias)
+        k_bias(g.compute, kv(y), c->a, c->b, c->w + (int64_t)l->u.conv.c_out * (x->c / l->u.conv.groups) * l->win.k * l->win.k);
 }
 
 static void conv_backward(const ops_call *c)
@@ -302,7 +304,7 @@ static void conv_backward(const ops_call *c)
     const net_layer *l = c->l;
     const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy;
     int c_in = dx->p ? dx->c : x->c;
-    int64_t wcount = (int64_t)l->u.conv.c_out * c_in * l->win.k * l->win.k;
+    int64_t wcount = (int64_t)l->u.conv.c_out * (c_in / l->u.conv.groups) * l->win.k * l->win.k;
     conv_piece pc[3];
     int np = conv_split(l->win, c->in_h[0], c->a, c->b, pc);
     int64_t stage = stage_bytes(l, dy->n, c->b - c->a), avail = c->ws_bytes - stage;
