@@ -48,7 +48,7 @@ static void small_net(randnet_rng *g, out *o, int h)
             int s = 1 + (randnet_below(g, 3) == 0);
             s += randnet_below(g, 8) == 0;
             int p = randnet_below(g, (d * (k - 1)) / 2 + 1);
-            put(o, "conv l%d in=%s c=2 k=%d s=%d p=%d d=%d\n", i, in, k, s, p, d);
+            put(o, "conv l%d in=%s c=2 k=%d s=%d p=%d d=%d groups=%d\n", i, in, k, s, p, d, i % 3 ? 1 : 2); /* depthwise */
         } else if (kind == 4) {
             int k = 2 + randnet_below(g, 2), s = 1 + randnet_below(g, 2), p = randnet_below(g, k / 2 + 1);
             put(o, "%s l%d in=%s k=%d s=%d p=%d\n", randnet_below(g, 2) ? "maxpool" : "avgpool", i, in, k, s, p);
@@ -115,8 +115,11 @@ static void wide_net(randnet_rng *g, out *o, int h)
             if (k > 1 && randnet_below(g, 4) == 0) d = 2;
             if (randnet_below(g, 10) == 0) s = 3;
             int p = randnet_below(g, (d * (k - 1)) / 2 + 1);
+            int in_ch = ch;
             ch = 1 + randnet_below(g, 4);
-            put(o, "conv l%d%s in=%s c=%d k=%d s=%d p=%d d=%d\n", i, kind == 11 ? "_c" : "", in, ch, k, s, p, d);
+            /* every third convolution in channel groups: as many as both channel counts allow */
+            int groups = i % 3 ? 1 : in_ch % ch == 0 ? ch : ch % in_ch == 0 ? in_ch : 1;
+            put(o, "conv l%d%s in=%s c=%d k=%d s=%d p=%d d=%d groups=%d\n", i, kind == 11 ? "_c" : "", in, ch, k, s, p, d, groups);
             if (kind == 11) put(o, "%s l%d in=l%d_c\n", act(i, true), i, i); /* after a conv: in place */
         } else if (kind <= 5) {
             int k = 2 + randnet_below(g, 4), s = 1 + randnet_below(g, 2), p = randnet_below(g, k / 2 + 1);
