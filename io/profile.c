@@ -117,6 +117,7 @@ int profile_read(const char *path, timing_model *m, err *e)
     snprintf(m->backend, sizeof m->backend, "%s", backend);
     rc = 0;
 cleanup:
+    if (rc) timing_free(m); /* fitted before a later part failed (m was zeroed first) */
     h5_table_free(rows, n, sizeof(profile_sample), sample_fields, N_SAMPLE_FIELDS);
     free(kind), free(backend);
     if (d >= 0) H5Dclose(d);
