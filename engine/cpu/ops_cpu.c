@@ -60,6 +60,22 @@ static void check_full(const ten *t, int full_h)
     CHECK(t->p != NULL && t->row0 == 0 && t->h == full_h);
 }
 
+/* --- elementwise backward ------------------------------------------------------------------------ */
+
+/* The checks an elementwise backward (relu, engine/act.h's kinds) makes of rows [a, b) of m (what it
+ * reads, m_h rows in all), dy and dx, and whether it stores into dx rather than adds: in place (dx
+ * is dy) it stores, never accumulating into the buffer it reads; else as cpu_dx_store says. */
+static bool pointwise_dx_begin(const ops_call *c, const ten *m, int m_h)
+{
+    const ten *dx = &c->dx[0], *dy = &c->dy;
+    cpu_check_rows(m, c->a, c->b, m_h);
+    cpu_check_rows(dy, c->a, c->b, c->l->h);
+    cpu_check_rows(dx, c->a, c->b, c->in_h[0]);
+    if (dx->p != dy->p) return cpu_dx_store(c, 0);
+    CHECK(!c->dx_acc[0] && dx->row0 == dy->row0 && dx->h == dy->h);
+    return true;
+}
+
 /* --- relu ------------------------------------------------------------------------------------- */
 
 /* y = max(x, 0); y may be x itself (in place). NaN propagates, as in PyTorch. */
@@ -89,14 +105,7 @@ static void relu_backward(const ops_call *c)
     const ten *m = c->y.p ? &c->y : &c->x[0]; /* the mask's source */
     if (!dx->p) return;
     int a = c->a, b = c->b;
-    cpu_check_rows(m, a, b, c->l->h);
-    cpu_check_rows(dy, a, b, c->l->h);
-    cpu_check_rows(dx, a, b, c->in_h[0]);
-    bool inplace = dx->p == dy->p, store = inplace;
-    if (inplace)
-        CHECK(!c->dx_acc[0] && dx->row0 == dy->row0 && dx->h == dy->h);
-    else
-        store = cpu_dx_store(c, 0);
+    bool store = pointwise_dx_begin(c, m, c->l->h);
     int64_t len = plane_len(dy, a, b);
 #pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dy->n * dy->c * len))
     for (int n = 0; n < dy->n; n++)
@@ -475,17 +484,11 @@ static void act_forward(const ops_call *c)
 static void act_backward(const ops_call *c)
 {
     const ten *dx = &c->dx[0], *dy = &c->dy;
-    const ten *m = kind_of(c->l)->keeps_y ? &c->y : &c->x[0];
+    bool keeps_y = kind_of(c->l)->keeps_y;
+    const ten *m = keeps_y ? &c->y : &c->x[0];
     if (!dx->p) return;
     int a = c->a, b = c->b;
-    cpu_check_rows(m, a, b, kind_of(c->l)->keeps_y ? c->l->h : c->in_h[0]);
-    cpu_check_rows(dy, a, b, c->l->h);
-    cpu_check_rows(dx, a, b, c->in_h[0]);
-    bool inplace = dx->p == dy->p, store = inplace;
-    if (inplace)
-        CHECK(!c->dx_acc[0] && dx->row0 == dy->row0 && dx->h == dy->h);
-    else
-        store = cpu_dx_store(c, 0);
+    bool store = pointwise_dx_begin(c, m, keeps_y ? c->l->h : c->in_h[0]);
     int64_t len = plane_len(dy, a, b);
     int kind = c->l->kind;
     float slope = ACT_SLOPE(c->l);
