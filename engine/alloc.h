@@ -18,12 +18,20 @@
 /* Where a backend's tensors live. get returns NULL when out of memory; host: a block in host
  * memory the device can copy to and from (offload); move copies a block to new memory on the
  * other side and releases the old one (it may do so asynchronously: the backend orders the copy
- * before any later use of either block). */
+ * before any later use of either block).
+ * A backend with a copy engine follows sched_move_issue's protocol (sim/sched.h) with two more
+ * calls; one without (NULL) copies in line at the move, which is what its time model assumes:
+ *   stage  begins copying device block p to the host now, beside later work; the move(p, bytes,
+ *          true) that follows waits for that copy, then releases p where the schedule says;
+ *   ready  makes later work wait until block p, which move(..., false) is bringing to the
+ *          device, has arrived (the executor calls it before the first step that uses p). */
 typedef struct {
     const char *name;
     void *(*get)(int64_t bytes, bool host, bool zero);
     void (*put)(void *p, bool host);
     void *(*move)(void *p, int64_t bytes, bool to_host);
+    void (*stage)(void *p, int64_t bytes);
+    void (*ready)(void *p);
 } alloc_mem;
 
 extern const alloc_mem alloc_mem_host;

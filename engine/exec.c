@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "sim/kind.h"
+#include "sim/lower.h"
 
 exec_hparams exec_default_hparams(sched_optimizer o)
 {
@@ -69,6 +70,12 @@ void exec_init(exec *x, const net *n, const plan *p, const sched *s, const ops_t
     alloc_init(&x->mem, ops->mem);
     x->ptr = err_calloc((size_t)s->n_buf, sizeof(void *));
     x->on_host = err_calloc((size_t)s->n_buf, sizeof(bool));
+    x->arriving = err_calloc((size_t)s->n_buf, sizeof(bool));
+    int *issue = err_calloc((size_t)s->n_step + 1, sizeof(int));
+    sched_move_issue(s, issue);
+    lower_buckets k = lower_bucket(issue, s->n_step, s->n_step);
+    x->stage_start = k.start, x->stage_list = k.list;
+    free(issue);
     x->bytes = err_calloc((size_t)s->n_buf, sizeof(int64_t));
     for (int b = 0; b < s->n_buf; b++) x->bytes[b] = s->bufs[b].bytes;
     x->layer_us = err_calloc((size_t)n->n * 2, sizeof(double));
@@ -238,9 +245,17 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
     alloc_reset_peaks(&x->mem);
     x->mem.record = true;
     double step_t0 = now_us();
+    const alloc_mem *mem = x->ops->mem;
+    bool overlap = mem->stage && !x->sync_steps; /* calibrating: each move is timed whole, in line */
     for (int i = 0; i < s->n_step; i++) {
         const sched_step *t = &s->steps[i];
         const sched_buf *sb = t->buf >= 0 ? &s->bufs[t->buf] : NULL;
+        if (mem->ready && t->op != SCHED_ALLOC && t->op != SCHED_OFFLOAD && t->op != SCHED_PREFETCH) {
+            int uses[SCHED_MAX_USES], nu = sched_step_uses(t, uses);
+            if (t->buf >= 0) uses[nu++] = t->buf;
+            for (int u = 0; u < nu; u++)
+                if (x->arriving[uses[u]]) mem->ready(x->ptr[uses[u]]), x->arriving[uses[u]] = false;
+        }
         switch (t->op) {
         case SCHED_ALLOC:
             if (sb->persistent || (sb->kind == BUF_ENC && enc_data_sized(sb->enc))) break; /* exec_start; ENCODE */
@@ -257,7 +272,7 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
             break;
         case SCHED_PREFETCH:
             x->ptr[t->buf] = alloc_move(&x->mem, x->ptr[t->buf], MEM_HOST, sb->cat, x->bytes[t->buf]);
-            x->on_host[t->buf] = false;
+            x->on_host[t->buf] = false, x->arriving[t->buf] = mem->ready != NULL;
             break;
         case SCHED_ENCODE:
         case SCHED_DECODE: code(x, t); break;
@@ -304,11 +319,16 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
             update(x, t);
             break;
         }
+        for (int k = x->stage_start[i]; overlap && k < x->stage_start[i + 1]; k++) { /* copies that may begin now */
+            int b = s->steps[x->stage_list[k]].buf;
+            mem->stage(x->ptr[b], x->bytes[b]);
+        }
         if (x->sync_steps) x->ops->sync();
         double step_t1 = now_us();
         x->step_us[i] = step_t1 - step_t0, step_t0 = step_t1;
     }
     x->ops->sync();
+    memset(x->arriving, 0, (size_t)s->n_buf * sizeof(bool)); /* everything has arrived */
     x->mem.record = false;
     x->updating = false;
 }
@@ -351,7 +371,7 @@ void exec_free(exec *x)
         if (x->ptr[b]) alloc_put(&x->mem, x->ptr[b], x->on_host[b] ? MEM_HOST : x->s->bufs[b].cat, x->bytes[b]);
     free(x->ptr);
     free(x->bytes);
-    free(x->on_host);
+    free(x->on_host), free(x->arriving), free(x->stage_start), free(x->stage_list);
     free(x->layer_us);
     free(x->step_us);
     adapt_free(&x->adapt);

@@ -28,6 +28,9 @@ typedef struct exec {
     int64_t *bytes;              /* [n_buf] its size: the schedule's, or for a data-sized encoding
                                     (sim/enc.h) what the codec measured at ENCODE (kept after FREE) */
     bool *on_host;
+    bool *arriving;              /* [n_buf] prefetched, and not yet waited for (alloc_mem.ready) */
+    int *stage_start, *stage_list; /* OFFLOAD steps whose copy begins after step i (alloc_mem.stage):
+                                    stage_list[stage_start[i] .. stage_start[i + 1]) */
     bool started;                /* persistent buffers exist */
     int steps_done;              /* optimizer steps taken (iterations) */
     int64_t iter;                /* iterations begun (dropout's masks are drawn per iteration) */

@@ -631,7 +631,7 @@ int h5_write_run(h5_file *f, const h5_run *r, err *e)
     CHECK(f && r && r->sim && r->n && r->p);
     int rc = -1;
     hid_t g = H5I_INVALID_HID, pred = H5I_INVALID_HID;
-    char name[16], resolved[1024];
+    char name[16], resolved[2 * PLAN_TEXT_LEN];
     const net *n = r->n;
     const plan *p = r->p;
 

@@ -131,5 +131,6 @@ int profile_device(const char *path, const sim_device *base, sim_device *d, timi
     *d = *base;
     d->name = m->source;
     d->model = m;
+    d->overlap = !strcmp(m->backend, "cuda"); /* the CUDA engine copies on its own stream; the CPU's in line */
     return 0;
 }

@@ -75,7 +75,9 @@ void lower_insert(lower *c, const lower_ins *ins, int n);
  * then the moves (OFFLOAD after the last forward use, PREFETCH one backward step ahead). */
 void stash_mark_offloads(lower *c);
 int stash_encode(lower *c, err *e);
-void stash_place_moves(lower *c);
+/* An error when an offload list's timing asks for more steps than there are, or names a layer
+ * that keeps nothing. */
+int stash_place_moves(lower *c, err *e);
 
 /* Migration (sim/migrate.c, plans with +migrate): the optimizer step layer by layer, each right
  * after the last step that reads its parameters or their gradient; then, for every persistent

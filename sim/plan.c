@@ -67,6 +67,14 @@ static int push_ckpt(plan *p, const net *n, int first, int k)
     return made;
 }
 
+static char *trim(char *t)
+{
+    size_t len = strlen(t);
+    while (len && (t[len - 1] == ' ' || t[len - 1] == '\t')) t[--len] = 0;
+    while (*t == ' ' || *t == '\t') memmove(t, t + 1, len--);
+    return t;
+}
+
 static int parse_count(const char *s, int *out)
 {
     char *end;
@@ -174,6 +182,87 @@ static int preset(plan *p, const net *n, const char *t, err *e)
     return 0;
 }
 
+/* The layer a pick may name in segment s: one whose kept maps the segment's backward reads — its
+ * own layers, and the one before it (the segment's input). */
+static int pick_layer(const plan_seg *s, const net *n, const char *name, err *e)
+{
+    int L = net_find(n, name);
+    if (L < 0) return err_set(e, "offload(...): no layer '%s' in net '%s'", name, n->name);
+    if (L < s->first - 1 || L > s->last)
+        return err_set(e, "offload(...): '%s' is outside the segment %s..%s (or its input)", name, n->layers[s->first].name,
+                       n->layers[s->last].name);
+    return L;
+}
+
+static plan_pick *pick_push(plan_seg *s, int L)
+{
+    for (int i = 0; i < s->n_pick; i++)
+        if (s->picks[i].layer == L) return NULL;
+    s->picks = err_realloc(s->picks, ((size_t)s->n_pick + 1) * sizeof *s->picks);
+    plan_pick *k = &s->picks[s->n_pick++];
+    *k = (plan_pick){.layer = L, .free = 0, .fetch = 1};
+    return k;
+}
+
+/* offload(ITEM, ...): ITEM is NAME[:FREE[:FETCH]] (one layer's kept maps, released FREE forward
+ * steps after their last forward use, prefetched FETCH backward steps ahead of the first backward
+ * use: 0 and 1 by default, vDNN's) or FIRST..LAST (every layer of the range that keeps a map). */
+static int parse_picks(plan_seg *s, const net *n, char *args, err *e)
+{
+    s->offload = PLAN_OFFLOAD_PICK;
+    char *save = NULL;
+    for (char *it = strtok_r(args, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+        it = trim(it);
+        char *dots = strstr(it, "..");
+        if (dots) {
+            *dots = 0;
+            int a = pick_layer(s, n, it, e), b = a < 0 ? -1 : pick_layer(s, n, dots + 2, e);
+            if (a < 0 || b < 0) return -1;
+            if (b < a) return err_set(e, "offload(...): '%s..%s' is empty", it, dots + 2);
+            for (int L = a; L <= b; L++)
+                if (!pick_push(s, L)) return err_set(e, "offload(...): '%s' is named twice", n->layers[L].name);
+            continue;
+        }
+        char *colon = strchr(it, ':'), *colon2 = colon ? strchr(colon + 1, ':') : NULL;
+        if (colon) *colon = 0;
+        if (colon2) *colon2 = 0;
+        int L = pick_layer(s, n, it, e), v;
+        if (L < 0) return -1;
+        plan_pick *k = pick_push(s, L);
+        if (!k) return err_set(e, "offload(...): '%s' is named twice", it);
+        k->named = true;
+        if (colon) {
+            if (strcmp(colon + 1, "0") && parse_count(colon + 1, &v))
+                return err_set(e, "offload(%s:%s): the release delay is forward steps, 0..%d", it, colon + 1, PLAN_MAX_BANDS);
+            k->free = strcmp(colon + 1, "0") ? v : 0;
+        }
+        if (colon2) {
+            if (parse_count(colon2 + 1, &v))
+                return err_set(e, "offload(%s:...:%s): the prefetch lead is backward steps, 1..%d", it, colon2 + 1, PLAN_MAX_BANDS);
+            k->fetch = v;
+        }
+    }
+    if (!s->n_pick) return err_set(e, "offload(...): an empty list");
+    return 0;
+}
+
+bool plan_modified(const plan *p)
+{
+    bool picks = false;
+    for (int i = 0; i < p->n_seg; i++) picks |= p->segs[i].n_pick > 0;
+    return p->n_mod > 0 || p->migrate != 0 || p->torch || picks;
+}
+
+const plan_pick *plan_pick_of(const plan *p, int L)
+{
+    for (int i = 0; i < p->n_seg; i++) {
+        const plan_seg *s = &p->segs[i];
+        for (int k = 0; s->mode == PLAN_OFFLOAD && s->offload == PLAN_OFFLOAD_PICK && k < s->n_pick; k++)
+            if (s->picks[k].layer == L) return &s->picks[k];
+    }
+    return NULL;
+}
+
 /* One custom segment "MODE[(ARGS)]@A..B". */
 static int custom_seg(plan *p, const net *n, char *t, err *e)
 {
@@ -205,7 +294,7 @@ static int custom_seg(plan *p, const net *n, char *t, err *e)
     if (mode == PLAN_OFFLOAD) {
         if (!args || !*args || !strcmp(args, "all")) s->offload = PLAN_OFFLOAD_ALL;
         else if (!strcmp(args, "conv")) s->offload = PLAN_OFFLOAD_CONV;
-        else return err_set(e, "offload(%s): expected offload(all) or offload(conv)", args);
+        else return parse_picks(s, n, args, e);
         return 0;
     }
     s->policy = BAND_OVERL, s->fp = s->bp = 0;
@@ -415,14 +504,6 @@ void plan_need(const net *n, int first, int last, const bool *bwd, const bool *e
     }
 }
 
-static char *trim(char *t)
-{
-    size_t len = strlen(t);
-    while (len && (t[len - 1] == ' ' || t[len - 1] == '\t')) t[--len] = 0;
-    while (*t == ' ' || *t == '\t') memmove(t, t + 1, len--);
-    return t;
-}
-
 static const char *const migrate_names[] = {"weights", "grads", "optim"};
 
 /* "migrate", "migrate:grads:optim": which persistent tensors migrate (plan.h). */
@@ -530,7 +611,7 @@ void plan_free(plan *p)
         if (s->bwd && s->bwd != s->fwd) band_geom_free(s->bwd), free(s->bwd);
         if (s->fwd) band_geom_free(s->fwd), free(s->fwd);
         passes_free(&s->passes);
-        free(s->cuts);
+        free(s->cuts), free(s->picks);
     }
     free(p->segs);
     p->segs = NULL;
@@ -558,15 +639,20 @@ void plan_describe(const plan *p, const net *n, char *buf, size_t len)
     buf[0] = 0;
     for (int i = 0; i < p->n_seg && at < len; i++) {
         const plan_seg *s = &p->segs[i];
-        char mode[64];
+        at += (size_t)snprintf(buf + at, len - at, "%s", i ? "; " : "");
+        if (at >= len) break;
         if (s->mode == PLAN_ROWS)
-            snprintf(mode, sizeof mode, "rows(%s,fp=%d,bp=%d)", band_policy_name(s->policy), s->fp, s->bp);
-        else if (s->mode == PLAN_OFFLOAD)
-            snprintf(mode, sizeof mode, "offload(%s)", s->offload == PLAN_OFFLOAD_ALL ? "all" : "conv");
+            at += (size_t)snprintf(buf + at, len - at, "rows(%s,fp=%d,bp=%d)", band_policy_name(s->policy), s->fp, s->bp);
+        else if (s->mode == PLAN_OFFLOAD && s->offload != PLAN_OFFLOAD_PICK)
+            at += (size_t)snprintf(buf + at, len - at, "offload(%s)", s->offload == PLAN_OFFLOAD_ALL ? "all" : "conv");
+        else if (s->mode == PLAN_OFFLOAD) /* every pick with its timing */
+            for (int k = 0; k < s->n_pick && at < len; k++)
+                at += (size_t)snprintf(buf + at, len - at, "%s%s:%d:%d%s", k ? ", " : "offload(", n->layers[s->picks[k].layer].name,
+                                       s->picks[k].free, s->picks[k].fetch, k + 1 == s->n_pick ? ")" : "");
         else
-            snprintf(mode, sizeof mode, "%s", mode_names[s->mode]);
-        at += (size_t)snprintf(buf + at, len - at, "%s%s@%s..%s", i ? "; " : "", mode, n->layers[s->first].name,
-                               n->layers[s->last].name);
+            at += (size_t)snprintf(buf + at, len - at, "%s", mode_names[s->mode]);
+        if (at < len)
+            at += (size_t)snprintf(buf + at, len - at, "@%s..%s", n->layers[s->first].name, n->layers[s->last].name);
     }
     for (int i = 0; i < p->n_mod && at < len; i++) {
         char m[64];

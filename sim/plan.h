@@ -16,7 +16,16 @@
 #include "sim/enc.h"
 
 typedef enum { PLAN_LAYER, PLAN_CKPT, PLAN_OFFLOAD, PLAN_ROWS } plan_mode;
-typedef enum { PLAN_OFFLOAD_ALL, PLAN_OFFLOAD_CONV } plan_offload;
+typedef enum { PLAN_OFFLOAD_ALL, PLAN_OFFLOAD_CONV, PLAN_OFFLOAD_PICK } plan_offload;
+/* offload(ITEMS) (PLAN_OFFLOAD_PICK): the kept maps of one layer that a list names — which maps
+ * and when, Beaumont et al.'s choice (sim/offsel.h). They are released `free` forward steps after
+ * their last forward use (0: at once, as vDNN) and prefetched `fetch` backward steps ahead of
+ * their first backward use (1: as vDNN). named: written alone in the list, not inside a
+ * FIRST..LAST range, so it must keep something for the backward. */
+typedef struct {
+    int layer, free, fetch;
+    bool named;
+} plan_pick;
 /* BatchNorm: train = batch statistics over the whole batch and map, as PyTorch in train mode —
  * inside a row segment gathered exactly by extra passes over its bands (`exact` is a synonym);
  * frozen = running statistics everywhere; per-band = each band normalizes with its own rows'
@@ -32,7 +41,8 @@ typedef enum { PLAN_BN_AUTO, PLAN_BN_TRAIN, PLAN_BN_FROZEN, PLAN_BN_PERBAND } pl
 enum { PLAN_MIGRATE_WEIGHTS = 1, PLAN_MIGRATE_GRADS = 2, PLAN_MIGRATE_OPTIM = 4, PLAN_MIGRATE_ALL = 7 };
 
 #define PLAN_MAX_BANDS 4096
-#define PLAN_TEXT_LEN 2048  /* a plan's text, modifiers and bn= included (the planner's can be long) */
+#define PLAN_TEXT_LEN 8192  /* a plan's text, modifiers and bn= included (the planner's can be long:
+                             an offload list names up to every kept map of ResNet-50) */
 
 /* The statistics passes of a row segment that gathers whole-map statistics (a bn in train mode;
  * sim/rows.h explains them), indexed by segment layer (layer - first): pass 1 gathers the
@@ -52,6 +62,8 @@ typedef struct {
     plan_mode mode;
     int first, last;          /* layer indices, inclusive */
     plan_offload offload;     /* PLAN_OFFLOAD */
+    plan_pick *picks;         /* PLAN_OFFLOAD_PICK: n_pick of them, by layer; a layer at most once */
+    int n_pick;
     band_policy policy;       /* PLAN_ROWS */
     int fp, bp;               /* band counts forward / backward */
     int *cuts;                /* PLAN_ROWS with explicit forward cuts: fp + 1 values, else NULL */
@@ -103,9 +115,10 @@ const enc_mod *plan_lossy(const plan *p);
 /* s is a row segment holding a layer with whole-map statistics in train mode: the lowering adds
  * statistics passes over its bands. */
 static inline bool plan_seg_map_stats(const plan_seg *s) { return s->passes.n_fwd > 0; }
-/* The plan has modifiers (encodings or migration): the closed form does not model it yet, so the
- * replay is its prediction. */
-static inline bool plan_modified(const plan *p) { return p->n_mod > 0 || p->migrate != 0 || p->torch; }
+/* The plan has what the closed form does not model yet — modifiers (encodings, migration), the
+ * torch plans, or an offload list (whose timing places each move) — so the replay is its
+ * prediction. */
+bool plan_modified(const plan *p);
 /* The plan approximates BatchNorm (per-band statistics in some row segment): say so to the user. */
 bool plan_bn_approximate(const plan *p, const net *n);
 
@@ -117,6 +130,9 @@ bool plan_bn_approximate(const plan *p, const net *n);
  * its segment's passes, so they alone are no reason to recompute it. */
 void plan_need(const net *n, int first, int last, const bool *bwd, const bool *extra, bool map_stats, bool *need);
 const char *plan_mode_name(plan_mode m);
+
+/* The pick of layer L in an offload(ITEMS) segment of p, or NULL. */
+const plan_pick *plan_pick_of(const plan *p, int L);
 
 /* The plan's family, from its segments: "layer", "ckpt", "vdnn" (offload), "2ps" or "overl" (one
  * row segment, the rest layer), "hybrid" (rows with checkpointing, offload or a second row stage). */

@@ -130,6 +130,37 @@ int sched_step_uses(const sched_step *t, int *out)
     return n;
 }
 
+int sched_step_writes(const sched_step *t, int *out)
+{
+    int n = 0;
+    switch (t->op) {
+    case SCHED_FWD: out[n++] = t->y; out[n++] = t->map_stats ? -1 : t->aux; out[n++] = t->dw; break;
+    case SCHED_BWD: out[n++] = t->dx[0]; out[n++] = t->dx[1]; out[n++] = t->dw; break;
+    case SCHED_COPY: case SCHED_ENCODE: case SCHED_DECODE: out[n++] = t->dst; break;
+    case SCHED_STATS: out[n++] = t->sums; break;
+    case SCHED_STATS_END: case SCHED_UPDATE: case SCHED_LOAD: out[n++] = t->w; out[n++] = t->y; out[n++] = t->aux; out[n++] = t->dw; break;
+    case SCHED_PREFETCH: out[n++] = t->buf; break;
+    default: break;
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (out[i] >= 0) out[k++] = out[i];
+    return k;
+}
+
+void sched_move_issue(const sched *s, int *issue)
+{
+    int *last = err_calloc((size_t)s->n_buf + 1, sizeof(int));
+    for (int b = 0; b < s->n_buf; b++) last[b] = -1;
+    for (int i = 0; i < s->n_step; i++) {
+        const sched_step *t = &s->steps[i];
+        issue[i] = t->op == SCHED_OFFLOAD ? last[t->buf] : -1;
+        int w[SCHED_MAX_USES], nw = sched_step_writes(t, w);
+        for (int k = 0; k < nw; k++) last[w[k]] = i;
+    }
+    free(last);
+}
+
 /* Liveness: ALLOC before first use, FREE after last use; persistent buffers around everything. */
 static void place_allocs(sched *s)
 {
@@ -248,8 +279,8 @@ int sched_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err
         if (s->steps[i].op == SCHED_FWD || s->steps[i].op == SCHED_BWD || s->steps[i].op == SCHED_STATS) s->flops += s->steps[i].flops;
     stash_mark_offloads(&c);
     int rc = stash_encode(&c, e);
+    if (!rc) rc = stash_place_moves(&c, e);
     if (!rc) {
-        stash_place_moves(&c);
         if (p->migrate) migrate_place_moves(&c);
         place_allocs(s);
     }

@@ -161,6 +161,21 @@ double sched_update_bytes(const sched_cfg *cfg, int64_t params);
 #define SCHED_MAX_USES 16
 int sched_step_uses(const sched_step *t, int *out);
 
+/* The buffers step t writes (PREFETCH: brings back to the device), into out (at most
+ * SCHED_MAX_USES); returns how many. */
+int sched_step_writes(const sched_step *t, int *out);
+
+/* How a schedule's moves overlap compute on a backend with a copy engine (the protocol the CUDA
+ * engine follows, engine/alloc.h, and the time model's, sim.h): the copy of an offloaded buffer
+ * begins once its contents are final — after the last step before its OFFLOAD that writes or
+ * prefetches it — and runs beside the steps that follow; the OFFLOAD waits for it, then releases
+ * the device memory (so the accounting, which moves the bytes at the OFFLOAD, is what the device
+ * holds). A PREFETCH takes the device memory and begins its copy where it stands; the first later
+ * step that uses the buffer waits for it. issue[i] (n_step values): for OFFLOAD step i, the step
+ * after which its copy begins (-1: none writes it in this iteration; it begins at the OFFLOAD);
+ * -1 for every other step. */
+void sched_move_issue(const sched *s, int *issue);
+
 /* "conv1_1.y[b2 0:42]" style name of a buffer. */
 void sched_buf_name(const sched *s, const net *n, int buf, char *out, size_t len);
 

@@ -32,6 +32,9 @@ typedef struct {
     double gbps;                 /* memory bandwidth for elementwise work and copies */
     double link_gbps;            /* host link for offload/prefetch */
     const struct timing_model *model; /* calibrated, or NULL: the roofline alone */
+    bool overlap;                /* moves run on a copy engine beside compute (a GPU: sched_move_issue's
+                                    protocol, so the iteration takes the longer of the two streams);
+                                    else each move takes its time in line (the CPU engine's memcpy) */
 } sim_device;
 
 extern const sim_device sim_device_cpu, sim_device_h100;

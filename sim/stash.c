@@ -33,8 +33,9 @@ void stash_mark_offloads(lower *c)
             seen[b] = true; /* the first backward step to read it decides */
             bool conv_in = c->n->layers[t->layer].kind == NET_CONV && b == t->x[0];
             const sched_buf *sb = &s->bufs[b];
-            if (ps->mode == PLAN_OFFLOAD && sb->cat == MEM_ACT && sb->kind != BUF_LABEL && sb->kind != BUF_PROB &&
-                (ps->offload == PLAN_OFFLOAD_ALL || conv_in))
+            /* offload(all|conv) by the segment that reads it first; offload(ITEMS) by its layer */
+            bool policy = ps->mode == PLAN_OFFLOAD && (ps->offload == PLAN_OFFLOAD_ALL || (ps->offload == PLAN_OFFLOAD_CONV && conv_in));
+            if (sb->cat == MEM_ACT && sb->kind != BUF_LABEL && sb->kind != BUF_PROB && (policy || plan_pick_of(c->p, sb->layer)))
                 s->bufs[b].offload = true;
         }
     }
@@ -183,27 +184,61 @@ int stash_encode(lower *c, err *e)
     return 0;
 }
 
-void stash_place_moves(lower *c)
+/* Where kept map b's moves go: OFFLOAD after step *off — its last forward use, or `free` forward
+ * steps later — and PREFETCH before step *pf — `fetch` backward steps ahead of its first backward
+ * use (vDNN's one where no pick says otherwise; at the use itself if no backward step comes
+ * between). A pick that asks for more steps than there are is an error. */
+static int move_places(const lower *c, int b, const use_info *u, int *off, int *pf, err *e)
+{
+    const sched *s = c->s;
+    const plan_pick *k = plan_pick_of(c->p, s->bufs[b].layer);
+    int free_steps = k ? k->free : 0, fetch = k ? k->fetch : 1;
+    *off = u->last_fwd;
+    for (int i = u->last_fwd + 1, left = free_steps; left > 0; i++) {
+        if (i >= s->n_step || s->steps[i].bwd_phase)
+            return err_set(e, "offload(%s:%d:...): fewer than %d forward steps follow its last forward use",
+                           c->n->layers[k->layer].name, free_steps, free_steps);
+        if (s->steps[i].op == SCHED_FWD) *off = i, left--;
+    }
+    *pf = u->first_bwd;
+    for (int i = u->first_bwd - 1, left = fetch; left > 0 && i > *off; i--)
+        if (s->steps[i].op == SCHED_BWD && --left == 0) *pf = i;
+    if (k && k->named && fetch > 1 && *pf == u->first_bwd)
+        return err_set(e, "offload(%s:%d:%d): fewer than %d backward steps come between its release and its first backward use",
+                       c->n->layers[k->layer].name, free_steps, fetch, fetch);
+    return 0;
+}
+
+int stash_place_moves(lower *c, err *e)
 {
     sched *s = c->s;
-    int nb = s->n_buf, n_ins = 0;
+    int nb = s->n_buf, n_ins = 0, rc = 0;
     use_info *u = err_calloc((size_t)nb, sizeof(use_info));
     use_scan(c, u);
     lower_ins *ins = err_calloc((size_t)nb * 2 + 1, sizeof(lower_ins));
-    for (int b = 0; b < nb; b++) {
+    bool *moved = err_calloc((size_t)c->n->n + 1, sizeof(bool)); /* [layer] some map of it moves */
+    for (int b = 0; b < nb && !rc; b++) {
         if (!s->bufs[b].offload || u[b].last_fwd < 0 || u[b].first_bwd < 0) {
             s->bufs[b].offload = false;
             continue;
         }
-        int pf = u[b].first_bwd; /* prefetched one backward step ahead of the first backward use */
-        for (int i = u[b].first_bwd - 1; i > u[b].last_fwd; i--)
-            if (s->steps[i].op == SCHED_BWD) {
-                pf = i;
-                break;
-            }
+        int off = 0, pf = 0;
+        rc = move_places(c, b, &u[b], &off, &pf, e);
+        if (rc) break;
+        moved[s->bufs[b].layer] = true;
         ins[n_ins++] = (lower_ins){pf, false, lower_buffer_step(s, SCHED_PREFETCH, b, -1, s->steps[pf].seg)};
-        ins[n_ins++] = (lower_ins){u[b].last_fwd, true, lower_buffer_step(s, SCHED_OFFLOAD, b, -1, s->steps[u[b].last_fwd].seg)};
+        ins[n_ins++] = (lower_ins){off, true, lower_buffer_step(s, SCHED_OFFLOAD, b, -1, s->steps[off].seg)};
     }
-    lower_insert(c, ins, n_ins);
-    free(u), free(ins);
+    for (int i = 0; i < c->p->n_seg && !rc; i++) { /* a layer named alone must have something to move */
+        const plan_seg *ps = &c->p->segs[i];
+        for (int k = 0; ps->mode == PLAN_OFFLOAD && k < ps->n_pick && !rc; k++) {
+            const net_layer *l = &c->n->layers[ps->picks[k].layer];
+            if (!ps->picks[k].named || moved[ps->picks[k].layer]) continue;
+            rc = err_set(e, "offload(%s): %s keeps nothing for the backward here%s%s", l->name, l->name,
+                         l->inplace ? ": it writes in place over " : "", l->inplace ? c->n->layers[l->in[0]].name : "");
+        }
+    }
+    if (!rc) lower_insert(c, ins, n_ins);
+    free(u), free(ins), free(moved);
+    return rc;
 }

@@ -149,6 +149,15 @@ int main(int argc, char **argv)
         char *uneven[] = {"rows(2ps,3,cuts=1/7)@conv1_1..pool2", "rows(overl,3,cuts=6/7)@conv1_1..pool2",
                           "rows(overl,fp=2,bp=5)@conv1_1..pool2", "rows(2ps,2)@conv1_1..relu1_2; ckpt@pool1..pool2"};
         check_net("vgg-small", 0, 16, NULL, uneven, 4);
+        /* offload lists (Beaumont et al.'s choice of maps and of when each moves): delayed releases,
+         * early prefetches, the segment's input, beside a checkpoint and with gist's binarize (moved encoded: fixed sizes) */
+        char *picks[] = {"offload(data, conv1_1:1:2, pool1:2:3, conv2_2, pool2:0:4)@conv1_1..loss",
+                         "offload(conv1_2..pool1, conv2_1:3:1)@conv1_2..loss",
+                         "ckpt@conv1_1..pool1; offload(conv2_1:1:3, conv2_2:0:2, pool3)@conv2_1..loss",
+                         "offload(conv1_1:2:2, pool1:1:2, conv3_1)@conv1_1..loss+gist:binarize"};
+        check_net("vgg-small", 0, 16, NULL, picks, 4);
+        char *res_picks[] = {"offload(conv1:2:3, layer1.0.conv1..layer1.0.relu3, layer2.0.conv2:1:2)@conv1..loss"};
+        check_net("resnet-small", 0, 16, "train", res_picks, 1);
         char *train_bn[] = {"ckpt-sqrt", "ckpt:3", "vdnn-all", "rows(overl,fp=2,bp=4)@conv1..layer1.0.relu3"};
         check_net("resnet-small", 0, 16, "train", train_bn, 4);
         check_cover("train");

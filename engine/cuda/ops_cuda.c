@@ -18,6 +18,13 @@
 #include "engine/cuda/cuprof.h"
 #include "engine/cuda/kernels.h"
 
+/* A move under way (cu_move): the device block, the pinned block of an offload (NULL: a prefetch),
+ * and the event that marks the copy's end. */
+typedef struct {
+    void *dev, *host;
+    cudaEvent_t done;
+} cu_pending;
+
 static struct {
     bool open, profile;
     cudaStream_t compute, copy;
@@ -28,6 +35,8 @@ static struct {
     int loss_cap;
     void **host_free;           /* pinned blocks to free at the next sync (a copy may still read them) */
     int n_host_free, cap_host_free;
+    cu_pending *pending;        /* moves under way */
+    int n_pending, cap_pending;
     bool deterministic;
     int64_t ws_limit;
     ops_cuda_algo *algo;
@@ -77,33 +86,91 @@ static void cu_put(void *p, bool host)
     else CU(cudaFreeAsync(p, g.compute));
 }
 
-/* Offload: the copy stream waits for the compute work so far, copies, and frees the device block
- * in stream order. Prefetch: the copy stream allocates and copies; the compute stream waits on an
- * event before any later kernel. The host side of a move is freed at the next sync. */
+/* Moves follow sched_move_issue's protocol (sim/sched.h). An offload's copy is staged: the copy
+ * stream waits for the compute work so far (the block's last writer), copies into pinned memory
+ * and marks its end; the move later makes the compute stream wait for that mark and frees the
+ * device block in compute order, where the schedule releases it, so the pool never holds less than
+ * the accounting says. A prefetch takes device memory in compute order (the copy stream waits for
+ * the compute work so far), copies, and marks the arrival; the first step that uses the block makes
+ * the compute stream wait for it (cu_ready). The host side of a prefetch is freed at the next sync. */
+
+static cudaEvent_t compute_mark(cudaStream_t wait_on)
+{
+    cudaEvent_t ev;
+    CU(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    CU(cudaEventRecord(ev, g.compute));
+    CU(cudaStreamWaitEvent(wait_on, ev, 0));
+    CU(cudaEventDestroy(ev)); /* released once the work it marks completes */
+    CU(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    return ev;
+}
+
+static void pending_push(void *dev, void *host, cudaEvent_t done)
+{
+    if (g.n_pending == g.cap_pending)
+        g.pending = err_realloc(g.pending, (size_t)(g.cap_pending = g.cap_pending * 2 + 16) * sizeof *g.pending);
+    g.pending[g.n_pending++] = (cu_pending){dev, host, done};
+}
+
+/* The move under way of device block dev, taken from the table; false with none. */
+static bool pending_take(void *dev, cu_pending *out)
+{
+    for (int i = 0; i < g.n_pending; i++)
+        if (g.pending[i].dev == dev) {
+            *out = g.pending[i];
+            g.pending[i] = g.pending[--g.n_pending];
+            return true;
+        }
+    return false;
+}
+
+static void cu_stage(void *p, int64_t bytes)
+{
+    size_t n = (size_t)(bytes > 0 ? bytes : 1);
+    void *q = NULL;
+    CU(cudaMallocHost(&q, n));
+    cudaEvent_t done = compute_mark(g.copy);
+    CU(cudaMemcpyAsync(q, p, n, cudaMemcpyDeviceToHost, g.copy));
+    CU(cudaEventRecord(done, g.copy));
+    pending_push(p, q, done);
+}
+
+static void cu_ready(void *p)
+{
+    cu_pending c;
+    if (!pending_take(p, &c)) return;
+    CU(cudaStreamWaitEvent(g.compute, c.done, 0));
+    CU(cudaEventDestroy(c.done));
+}
+
 static void *cu_move(void *p, int64_t bytes, bool to_host)
 {
     size_t n = (size_t)(bytes > 0 ? bytes : 1);
-    cudaEvent_t ev;
-    CU(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-    void *q = NULL;
+    cu_pending c;
     if (to_host) {
-        if (cudaMallocHost(&q, n) != cudaSuccess) return NULL;
-        CU(cudaEventRecord(ev, g.compute));
-        CU(cudaStreamWaitEvent(g.copy, ev, 0));
-        CU(cudaMemcpyAsync(q, p, n, cudaMemcpyDeviceToHost, g.copy));
-        CU(cudaFreeAsync(p, g.copy));
-    } else {
-        if (cudaMallocAsync(&q, n, g.copy) != cudaSuccess) return NULL;
-        CU(cudaMemcpyAsync(q, p, n, cudaMemcpyHostToDevice, g.copy));
-        CU(cudaEventRecord(ev, g.copy));
-        CU(cudaStreamWaitEvent(g.compute, ev, 0));
-        defer_host_free(p);
+        if (!pending_take(p, &c)) { /* not staged (calibrating, or the first iteration's migration): now */
+            cu_stage(p, bytes);
+            CHECK(pending_take(p, &c));
+        }
+        CU(cudaStreamWaitEvent(g.compute, c.done, 0));
+        CU(cudaEventDestroy(c.done));
+        CU(cudaFreeAsync(p, g.compute));
+        return c.host;
     }
-    CU(cudaEventDestroy(ev)); /* released once the work it marks completes */
+    void *q = NULL;
+    cudaEvent_t done = compute_mark(g.copy);
+    if (cudaMallocAsync(&q, n, g.copy) != cudaSuccess) {
+        CU(cudaEventDestroy(done));
+        return NULL;
+    }
+    CU(cudaMemcpyAsync(q, p, n, cudaMemcpyHostToDevice, g.copy));
+    CU(cudaEventRecord(done, g.copy));
+    pending_push(q, NULL, done);
+    defer_host_free(p);
     return q;
 }
 
-static const alloc_mem cuda_mem = {.name = "device", .get = cu_get, .put = cu_put, .move = cu_move};
+static const alloc_mem cuda_mem = {.name = "device", .get = cu_get, .put = cu_put, .move = cu_move, .stage = cu_stage, .ready = cu_ready};
 
 static void cu_upload(void *dst, const void *host, int64_t bytes)
 {
@@ -142,6 +209,11 @@ static void cu_sync(void)
     CU(cudaDeviceSynchronize());
     for (int i = 0; i < g.n_host_free; i++) CU(cudaFreeHost(g.host_free[i]));
     g.n_host_free = 0;
+    for (int i = 0; i < g.n_pending; i++) /* prefetches have arrived; staged offloads wait for their move */
+        if (!g.pending[i].host) {
+            CU(cudaEventDestroy(g.pending[i].done));
+            g.pending[i--] = g.pending[--g.n_pending];
+        }
 }
 
 static void cu_tag(int tag)
