@@ -12,6 +12,7 @@
 #include "engine/run.h"
 #include "io/data.h"
 #include "sim/heap.h"
+#include "sim/offsel.h"
 #include "sim/search.h"
 
 
@@ -21,6 +22,8 @@ static const char *usage =
     "                  [--measure K]\n"
     "       lrcnn plan --budget BYTES --net NET (--max-batch | --max-image) [--plan PLANS] [--image S] [--batch N]\n"
     "                  [--optimizer sgd|adam] [--bn MODE] [--calibrate RUNS.h5]\n"
+    "       lrcnn plan --budget BYTES --net NET --offload-select [--window W] [--time-limit S] [--image S] [--batch N]\n"
+    "                  [--optimizer sgd|adam] [--bn MODE] [--profile PROFILE.h5 | --device NAME|PROFILE.h5]\n"
     "\n"
     "The planner (first form): the plan with the least predicted iteration time whose predicted peak\n"
     "(replay: the engine's allocated bytes) fits BYTES (16GiB, 12G, 80e9 ...), as a plan any command\n"
@@ -41,11 +44,20 @@ static const char *usage =
     "\n"
     "Second form: for each plan, the largest batch (at --image, default the net's) or the largest square\n"
     "input (at --batch) whose predicted peak fits BYTES.\n"
+    "\n"
+    "Third form, offload selection (Beaumont, Eyraud-Dubois and Shilova's problem: which kept maps to move\n"
+    "to the host, and when, so the iteration fits BYTES at the least time): vDNN's two policies beside a\n"
+    "GLPK model of the problem solved by two relaxation heuristics (round: the LP relaxation rounded;\n"
+    "dive: LP diving) and exactly (branch and bound, within --time-limit S seconds, default 60), each\n"
+    "as an offload(...) plan any command takes, with its replayed peak and its time on the device (on\n"
+    "a GPU device moves overlap compute; sim/offsel.h). --window W (1..8, default 8): the release\n"
+    "delays and prefetch leads tried per layer.\n"
     "Defaults: --batch 8 --optimizer sgd --space all; --plan layer,ckpt-sqrt,vdnn-all,vdnn-conv,2ps:4,\n"
     "overl:4,2ps-h,overl-h.\n"
     "\n"
     "example: lrcnn plan --budget 1.6GiB --net vgg16 --image 224 --profile results/profile_cpu.h5\n"
-    "example: lrcnn plan --max-batch --budget 12GiB --net vgg16 --plan layer,2ps:6,overl-h\n";
+    "example: lrcnn plan --max-batch --budget 12GiB --net vgg16 --plan layer,2ps:6,overl-h\n"
+    "example: lrcnn plan --offload-select --budget 6GiB --net vgg16 --batch 32 --device h100-pcie4\n";
 
 static int parse_space(const char *list, unsigned *space)
 {
@@ -231,13 +243,82 @@ done:
     return cli_status("plan", rc, &e);
 }
 
+/* The third form: vDNN's policies, then each offsel method, at one budget. */
+static int plan_offload_select(const cli_config *o, int64_t budget, const char *device, int window, double limit)
+{
+    heap_tune(HEAP_SWEEP);
+    err e;
+    cli_inputs inputs;
+    sched_cfg cfg = {.batch = o->batch, .optimizer = o->optimizer};
+    if (cli_inputs_load(&inputs, o, device, &cfg, &e)) return cli_fail("plan", "%s", e.msg);
+    const net *n = &inputs.n;
+    const net_layer *in = &n->layers[0];
+    char a[32], b[32], t[600];
+    printf("%s @ %dx%d, batch %d, %s, budget %s: offload selection\n  time model: %s%s\n\n", n->name, in->h, in->w, o->batch,
+           cli_optimizer_name(o->optimizer), units_fmt_bytes(budget, a, sizeof a), cli_time_source(&inputs.dev, t, sizeof t),
+           inputs.dev.overlap ? "; moves overlap compute on a copy engine" : "; moves in line");
+    printf("  %-10s %12s %5s %11s %11s %9s %6s  %s\n", "method", "peak", "fits", "time (ms)", "model (ms)", "solver", "maps",
+           "plan");
+    int rc = CLI_OK;
+    double bound = NAN;
+    for (int k = 0; k < 5 && rc == CLI_OK; k++) {
+        offsel_result r = {0};
+        const char *name = k < 2 ? (k ? "vdnn-conv" : "vdnn-all") : offsel_method_name((offsel_method)(k - 2));
+        char text[PLAN_TEXT_LEN + 64], solver[32] = "-", maps[16] = "-";
+        if (k >= 2) {
+            offsel_req rq = {.n = n, .cfg = cfg, .dev = &inputs.dev, .prefix = "", .first = 1, .bn = o->bn, .budget = budget,
+                             .window = window, .time_limit_s = limit};
+            if (offsel_solve(&rq, (offsel_method)(k - 2), &r, &e)) {
+                rc = CLI_USAGE;
+                break;
+            }
+            bound = r.bound_us;
+            snprintf(solver, sizeof solver, "%.2f s%s", r.seconds, k == 4 && r.found && !r.optimal ? "+" : "");
+            snprintf(maps, sizeof maps, "%d/%d", r.chosen, r.candidates);
+            if (!r.found) {
+                printf("  %-10s %12s %5s %11s %11s %9s %6s  %s\n", name, "-", "-", "-", "-", solver, maps,
+                       k == 4 && !isnan(r.bound_us) ? "none found in the time limit" : "nothing fits the model");
+                offsel_result_free(&r);
+                continue;
+            }
+        }
+        cli_plan_text(k < 2 ? name : r.text, o->bn, text, sizeof text);
+        sim_result sr;
+        if (cli_simulate(n, text, &cfg, &inputs.dev, &sr, &e)) {
+            rc = CLI_USAGE;
+        } else {
+            char model[32] = "-";
+            if (k >= 2) snprintf(model, sizeof model, "%.1f", r.model_us / 1e3);
+            printf("  %-10s %12s %5s %11.1f %11s %9s %6s  %.90s%s\n", name, units_fmt_bytes(sr.replay.peak, a, sizeof a),
+                   sr.replay.peak <= budget ? "yes" : "NO", sr.time_us / 1e3, model, solver, maps, k < 2 ? name : r.text,
+                   k >= 2 && strlen(r.text) > 90 ? "..." : "");
+        }
+        if (k >= 2 && rc == CLI_OK) fprintf(stderr, "%s: %s\n", name, r.text); /* whole, for scripts */
+        offsel_result_free(&r);
+    }
+    if (rc == CLI_OK)
+        printf("\n  LP relaxation (no plan of the model is faster): %s ms; solver + = time limit reached before proof\n"
+               "  peak = replay; time = the device's model of the plan's schedule%s\n",
+               isnan(bound) ? "-" : (snprintf(b, sizeof b, "%.1f", bound / 1e3), b),
+               inputs.dev.overlap ? " (two streams: compute, and the link)" : "");
+    cli_inputs_free(&inputs);
+    return cli_status("plan", rc, &e);
+}
+
 int cli_plan(int argc, char **argv)
 {
     cli_config o = {.batch = 8, .optimizer = SCHED_SGD, .host_budget = -1};
     const char *budget = NULL, *space = NULL, *pareto = NULL, *device = NULL, *v;
-    int mode = 0;
+    int mode = 0, window = 0;
+    double limit = 0;
+    bool select = false;
+    const char *window_s = NULL, *limit_s = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
+        if (!strcmp(argv[i], "--offload-select")) {
+            select = true;
+            continue;
+        }
         if (!strcmp(argv[i], "--max-batch") || !strcmp(argv[i], "--max-image")) {
             mode = mode ? -1 : argv[i][6] == 'b' ? 1 : 2;
             continue;
@@ -249,6 +330,8 @@ int cli_plan(int argc, char **argv)
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--space", &v)) > 0) space = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--pareto", &v)) > 0) pareto = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--device", &v)) > 0) device = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--window", &v)) > 0) window_s = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--time-limit", &v)) > 0) limit_s = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--measure", &v)) > 0 && cli_parse_int(v, 2, 1000, &o.iters))
             return cli_fail("plan", "--measure %s: expected iterations 2..1000", v);
         if (got <= 0) return cli_unknown("plan", argc, argv, i, got);
@@ -261,6 +344,21 @@ int cli_plan(int argc, char **argv)
     if (!pr.net_name) return cli_fail("plan", "--net is required");
     const char *stray = o.seed ? "--seed" : o.out ? "-o" : o.host ? "--host-budget" : NULL;
     if (stray) return cli_fail("plan", "%s does not apply to plan", stray);
+    if ((window_s || limit_s) && !select) return cli_fail("plan", "%s applies with --offload-select", window_s ? "--window" : "--time-limit");
+    if (window_s && cli_parse_int(window_s, 1, OFFSEL_WINDOW, &window))
+        return cli_fail("plan", "--window %s: expected 1..%d", window_s, OFFSEL_WINDOW);
+    if (limit_s) {
+        char *end;
+        limit = strtod(limit_s, &end);
+        if (end == limit_s || *end || !(limit > 0 && limit <= 86400))
+            return cli_fail("plan", "--time-limit %s: expected seconds in (0, 86400]", limit_s);
+    }
+    if (select) {
+        const char *bad = mode ? "--max-batch/--max-image" : o.plan ? "--plan" : o.calibrate ? "--calibrate" : space ? "--space"
+                          : pareto ? "--pareto" : o.iters ? "--measure" : o.force ? "--force" : NULL;
+        if (bad) return cli_fail("plan", "%s does not apply with --offload-select", bad);
+        return plan_offload_select(&o, pr.budget, device, window, limit);
+    }
     if (mode == 0) {
         if (o.plan || o.calibrate) return cli_fail("plan", "%s applies with --max-batch or --max-image", o.plan ? "--plan" : "--calibrate");
         return plan_search(&o, pr.budget, space ? space : "all", pareto, device);

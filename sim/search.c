@@ -9,6 +9,7 @@
 
 #include "sim/closed.h"
 #include "sim/kind.h"
+#include "sim/offsel.h"
 
 /* --- the chain model --------------------------------------------------------------------------- */
 
@@ -520,6 +521,14 @@ int search_run(const search_req *r, search_result *out, err *e)
         if (*text) eval_both(&c, text, "dp");
         chain_free(&ch);
     }
+    if (r->space & SEARCH_OFFLOAD) /* which maps move and when (Beaumont et al.), by both relaxations */
+        for (int m = OFFSEL_ROUND; m <= OFFSEL_DIVE; m++) {
+            offsel_req oq = {.n = n, .cfg = r->cfg, .dev = r->dev, .prefix = "", .first = 1, .bn = r->bn, .budget = r->budget,
+                             .window = 2}; /* two timings a layer: under a second on ResNet-50 */
+            offsel_result o;
+            if (!offsel_solve(&oq, (offsel_method)m, &o, e) && o.found && o.chosen) eval_both(&c, o.text, "offsel");
+            offsel_result_free(&o);
+        }
     for (int end = 1; (r->space & SEARCH_ROWS) && end < n->n; end++) {
         int most = row_stage_bands(n, end);
         if (!most) continue;

@@ -8,7 +8,8 @@
  *              the segments before the one running backward, whose stash and gradient working set
  *              come on top; recomputation costs the segment's forward time, offload its bytes at
  *              the link's rate. It answers "the fastest checkpoint/offload split under B" directly.
- *   candidates every preset; the DP's plan for the whole net; and each row stage (2PS or OverL,
+ *   candidates every preset; the DP's plan for the whole net; the offload lists of sim/offsel.h's
+ *              two relaxation heuristics (which maps move, and when); and each row stage (2PS or OverL,
  *              R bands, over the rowwise layers from the input to each clean cut with enough rows)
  *              followed by the DP's plan for the rest; each with gist's lossless encodings when
  *              the space allows them; and, where a faster plan could fit by moving parameters,
@@ -47,7 +48,7 @@ typedef struct {
     int64_t peak;         /* replayed; or, for a plan over the budget without encodings, the closed
                              form's (equal to the replay: tests/test_closed.c), not lowered */
     double time_us;       /* the device's model; NAN for a plan not lowered */
-    const char *source;   /* "preset", "dp", "rows+dp" */
+    const char *source;   /* "preset", "dp", "rows+dp", "offsel", "migrate" */
     int64_t floor;        /* below what no encoding of its kept maps takes its peak */
 } search_point;
 
