@@ -524,7 +524,7 @@ int search_run(const search_req *r, search_result *out, err *e)
     if (r->space & SEARCH_OFFLOAD) /* which maps move and when (Beaumont et al.), by both relaxations */
         for (int m = OFFSEL_ROUND; m <= OFFSEL_DIVE; m++) {
             offsel_req oq = {.n = n, .cfg = r->cfg, .dev = r->dev, .prefix = "", .first = 1, .bn = r->bn, .budget = r->budget,
-                             .window = 2}; /* two timings a layer: under a second on ResNet-50 */
+                             .window = m == OFFSEL_ROUND ? 2 : 1}; /* ResNet-50 under a second */
             offsel_result o;
             if (!offsel_solve(&oq, (offsel_method)m, &o, e) && o.found && o.chosen) eval_both(&c, o.text, "offsel");
             offsel_result_free(&o);

@@ -317,6 +317,12 @@ peak=$(sed -n 's/^  peak (device) *\([0-9.]*\) MiB.*/\1/p' "$tmp/out")
 expect_fail "budget under every plan" "the smallest peak found is" -- plan --net vgg-small --batch 16 --budget 1MB --pareto "$o"; no_file "$o" "budget too small"
 expect_fail "plan --space bogus" "--space bogus" -- plan --net vgg-small --budget 3MiB --space bogus
 expect_fail "plan --measure with --max-batch" "--measure applies to the planner" -- plan --net vgg-small --budget 3MiB --max-batch --measure 2
+# offload selection: vDNN's policies beside GLPK's exact answer and the two relaxation heuristics
+expect_ok "plan --offload-select" -- plan --net vgg-small --batch 16 --budget 2.5MiB --offload-select --device h100-pcie4 --time-limit 5
+[ "$(grep -cE '^  (vdnn-all|vdnn-conv|round|dive|exact) +[0-9.]+ [KM]iB +yes ' "$tmp/out")" -eq 5 ] && ok "offload-select: five plans that fit" || bad "offload-select rows: $(cat "$tmp/out")"
+sel=$(sed -n 's/^exact: //p' "$tmp/err")
+expect_ok "the exact offload list runs as given" -- sim --net vgg-small --batch 16 --plan "$sel" --device h100-pcie4
+expect_ok "... and trains on the engine" -- train --net vgg-small --batch 16 --plan "$sel" --iters 2 -o "$tmp/sel.h5"
 expect_ok "plan --pareto" -- plan --net vgg-small --batch 16 --budget 2.7MB --pareto "$tmp/par.h5"
 if "$python" "$src/tests/check_schema.py" "$tmp/par.h5" >"$tmp/schema" 2>&1; then ok "frontier file validates against results/SCHEMA.md"; else bad "frontier schema: $(tail -1 "$tmp/schema")"; fi
 if "$python" "$src/plots/pareto.py" --out "$tmp/figs" "$tmp/par.h5" >/dev/null 2>"$tmp/err" && [ -s "$tmp/figs/pareto.png" ]; then ok "plots/pareto.py draws it"; else bad "pareto figure"; fi
