@@ -5,8 +5,10 @@
 #  1. the planner against the fastest preset that fits, at budgets from the smallest reachable
 #     peak to layer's;
 #  2. ckpt-opt (lrcnn plan --space ckpt) against ckpt-sqrt at ckpt-sqrt's own peak;
-#  3. offload selection (--space offload) against vdnn-all and vdnn-conv at their peaks, on the
-#     H100 roofline over PCIe 4, PCIe 5 and NVLink-C2C links (uncalibrated: no GPU here);
+#  3. the offload space (--space offload: the chain DP's offload segments and the offload lists of
+#     sim/offsel.h's heuristics) against vdnn-all and vdnn-conv at their peaks, on the H100 roofline
+#     over PCIe 4, PCIe 5 and NVLink-C2C links (uncalibrated: no GPU here; moves overlap compute;
+#     experiments/offload_select.sh compares the selections themselves);
 #  4. the memory/time frontiers at batch 8 with Adam (results/pareto_*.h5, paper/figures/pareto.png).
 # Output: results/planner_sim.txt (with every command), results/pareto_vgg16.h5,
 # results/pareto_resnet50.h5. Usage: experiments/planner_sim.sh [BUILD_DIR]
@@ -22,6 +24,7 @@ field() { sed -n "s/^  $1 *//p" | head -1; }
 tfield() { sed -n 's/^  time  *\([0-9.]*\) ms per iteration.*/\1/p' | head -1; }
 
 {
+  echo "# commit $(git rev-parse --short HEAD)"
   echo "# 1. planner vs the fastest preset that fits (predicted, $prof)"
   printf '%-9s %5s %-5s %12s  %-24s %10s  %-60s %10s %8s\n' net batch opt budget preset "time" planner "time" speedup
   for net in vgg16 resnet50; do for batch in 8 32 64; do for opt in sgd adam; do
@@ -53,12 +56,12 @@ tfield() { sed -n 's/^  time  *\([0-9.]*\) ms per iteration.*/\1/p' | head -1; }
       "$(/usr/bin/python3 -c "print($st / $(tfield <<<"$o"))")" "$(field plan <<<"$o")"
   done; done; done
   echo
-  echo "# 3. offload selection vs vDNN on three host links (H100 roofline, uncalibrated; sum of steps, no overlap)"
+  echo "# 3. the offload space vs vDNN on three host links (H100 roofline, uncalibrated; moves overlap compute on a copy engine)"
   for net in vgg16 resnet50; do for dev in h100-pcie4 h100-pcie5 gh200; do for pre in vdnn-conv vdnn-all; do
     s=$("$lrcnn" sim --net $net --image 224 --batch 32 --optimizer adam --plan $pre --device $dev)
     peak=$(sed -n 's/^  peak (device) *\([0-9.]* [KMGT]*i*B\).*/\1/p' <<<"$s"); st=$(sed -n 's/^  time \([0-9.]*\) ms.*/\1/p' <<<"$s")
     o=$("$lrcnn" plan --net $net --image 224 --batch 32 --optimizer adam --budget "$(($(bytes "$peak") + 2**20))" --space offload --device $dev)
-    printf '%-9s %-11s %-9s %9s %8s ms | offload-opt %9s %8s ms  %s\n' $net $dev $pre "$peak" "$st" \
+    printf '%-9s %-11s %-9s %9s %8s ms | offload-opt %9s %8s ms  %.150s\n' $net $dev $pre "$peak" "$st" \
       "$(field peak <<<"$o" | sed 's/ (replay)//')" "$(tfield <<<"$o")" "$(field plan <<<"$o")"
   done; done; done
   echo
