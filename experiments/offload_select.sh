@@ -6,7 +6,7 @@
 # the H100 roofline over PCIe 4, PCIe 5 and NVLink-C2C (uncalibrated: no GPU here; moves overlap
 # compute on a copy engine) and this CPU's profile (results/profile_cpu.h5; moves in line). Then,
 # on the CPU engine at batch 8, the exact plan is trained for 3 iterations and its measured peak and
-# time printed beside the prediction. Output: results/offload_select.txt, with every command.
+# time printed beside the prediction (the dive's plan where exact finds none in its time limit). Output: results/offload_select.txt, with every command.
 # About 30 minutes on 2 cores. Usage: experiments/offload_select.sh [BUILD_DIR]
 set -euo pipefail
 build="${1:-build}"
@@ -30,14 +30,16 @@ run() { echo "\$ $*"; "$@"; echo; }
       done
     done
   done
-  echo "# the exact plan on this CPU's engine, batch 8 (measured peak = replay; time against the profile's prediction)"
+  echo "# the exact (or dive's) plan on this CPU's engine, batch 8 (measured peak = replay; time against the profile's prediction)"
   for net in vgg16 resnet50; do
     lo=$(bytes "$(peak $net 8 vdnn-all)"); hi=$(bytes "$(peak $net 8 layer)")
     b=$((lo + (hi - lo) / 2))
     echo "\$ $lrcnn plan --offload-select --net $net --image 224 --batch 8 --optimizer adam --budget $b --profile $prof --time-limit 60"
-    sel=$("$lrcnn" plan --offload-select --net $net --image 224 --batch 8 --optimizer adam --budget $b --profile $prof \
-          --time-limit 60 2>&1 >/dev/null | sed -n 's/^exact: //p')
-    echo "exact: $sel"
+    out=$("$lrcnn" plan --offload-select --net $net --image 224 --batch 8 --optimizer adam --budget $b --profile $prof \
+          --time-limit 60 2>&1 >/dev/null)
+    sel=$(sed -n 's/^exact: //p' <<<"$out"); how=exact
+    [ -n "$sel" ] || { sel=$(sed -n 's/^dive: //p' <<<"$out"); how="dive (exact found none in the time limit)"; }
+    echo "$how: $sel"
     run "$lrcnn" train --net $net --image 224 --batch 8 --optimizer adam --plan "$sel" --iters 3 --profile $prof
   done
 } 2>&1 | tee results/offload_select.txt

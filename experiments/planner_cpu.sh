@@ -12,7 +12,6 @@
 # profile; BATCHES="8 32" a subset of the batches).
 set -euo pipefail
 build="${1:-build}"
-export OMP_WAIT_POLICY=PASSIVE
 lrcnn="$build/lrcnn"
 run() { echo "\$ $*"; "$@"; echo; }
 

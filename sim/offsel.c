@@ -161,6 +161,7 @@ static void inst_free(inst *in)
 {
     free(in->c), free(in->base), free(in->cands), free(in->maps);
     if (in->lp) glp_delete_prob(in->lp);
+    glp_free_env(); /* GLPK's own state: nothing of it outlives a solve */
     memset(in, 0, sizeof *in);
 }
 
