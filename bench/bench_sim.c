@@ -1,6 +1,7 @@
 /* Simulator speed: time per plan evaluation (lower + replay + closed form) for VGG-16 and
  * ResNet-50 at 224x224; the planner's time per answer (lrcnn plan --budget) beside its peer, the
- * evaluation of the ten presets a user would otherwise compare by hand; and a 10,000-configuration
+ * evaluation of the ten presets a user would otherwise compare by hand; the offload selection's
+ * solve times (sim/offsel.h) beside vDNN's policies evaluated; and a 10,000-configuration
  * sweep (batch x plans x image sizes, nets re-inferred per image), on this machine. Figures, not
  * assertions: targets are < 100 us per VGG-16 evaluation, < 1 s per planner answer and < 2 s per
  * 10,000 configurations. */
@@ -9,6 +10,7 @@
 #include <time.h>
 
 #include "sim/heap.h"
+#include "sim/offsel.h"
 #include "sim/search.h"
 #include "sim/sim.h"
 
@@ -90,6 +92,39 @@ int main(void)
             }
         }
     printf("  (target < 1 s per answer)\n\n");
+
+    /* offload selection on a GPU device (moves overlap compute, so every timing option is in the
+     * model): each method's solve beside its peer, vDNN's two policies evaluated */
+    const sim_device *gpu = sim_device_find("h100-pcie4");
+    printf("offload selection: lrcnn plan --offload-select (h100-pcie4 roofline), 224x224, batch 32, adam, budget halfway\n"
+           "from vdnn-all's peak to layer's; peer: vdnn-all and vdnn-conv evaluated once; exact: a 10 s limit\n\n");
+    printf("  %-10s %-6s %10s %10s %8s %10s %12s\n", "net", "method", "solve", "peer", "ratio", "binaries", "model time");
+    for (int k = 0; k < 2; k++) {
+        sched_cfg cfg = {.batch = 32, .optimizer = SCHED_ADAM};
+        const char *pol[] = {"vdnn-all", "layer", "vdnn-conv"};
+        int64_t peak[3];
+        double peer = 0;
+        for (int p = 0; p < 3; p++) {
+            plan pl;
+            sim_result sr;
+            if (plan_parse(&pl, &n[k], pol[p], &e)) return fprintf(stderr, "%s\n", e.msg), 1;
+            double t0 = now();
+            sim_run(&n[k], &pl, &cfg, gpu, &sr, NULL, &e);
+            if (p != 1) peer += now() - t0;
+            peak[p] = sr.replay.peak;
+            plan_free(&pl);
+        }
+        for (int m = 0; m < 3; m++) {
+            offsel_req oq = {.n = &n[k], .cfg = cfg, .dev = gpu, .prefix = "", .first = 1, .budget = (peak[0] + peak[1]) / 2,
+                             .time_limit_s = 10};
+            offsel_result o;
+            if (offsel_solve(&oq, (offsel_method)m, &o, &e)) return fprintf(stderr, "%s\n", e.msg), 1;
+            printf("  %-10s %-6s %9.3fs %9.3fs %7.0fx %10d %10.1f ms%s\n", n[k].name, offsel_method_name((offsel_method)m), o.seconds,
+                   peer, o.seconds / peer, o.binaries, o.model_us / 1e3, m == 2 && !o.optimal ? " (not proven)" : "");
+            offsel_result_free(&o);
+        }
+    }
+    printf("\n");
 
     /* 10,000 configurations: 2 nets x 10 plans x 25 batches x 20 image sizes */
     int batches = 25, images = 20, count = 0;
