@@ -85,7 +85,7 @@ static int periods(const sched *s, int *period)
  * two computes exceeds the one before or the one after: the replay's peak is the largest of these. */
 typedef struct {
     const int *period;
-    int64_t *base, *last;
+    int64_t *last;
     bool *seen;
 } walk_ctx;
 
@@ -112,7 +112,7 @@ static void inst_periods(inst *in, const sched *b)
         in->c[period[i]] += sim_step_us(in->r->n, b, i, in->r->dev, &how);
         if (!is_move(b->steps[i].op) && b->steps[i].bwd_phase && period[i] < in->F) in->F = period[i];
     }
-    walk_ctx w = {period, in->base, err_calloc((size_t)in->K, sizeof(int64_t)), err_calloc((size_t)in->K, sizeof(bool))};
+    walk_ctx w = {period, err_calloc((size_t)in->K, sizeof(int64_t)), err_calloc((size_t)in->K, sizeof(bool))};
     sched_walk(b, base_visit, &w);
     for (int k = 0; k < in->K; k++) in->base[k] = w.last[k] = w.seen[k] || !k ? w.last[k] : w.last[k - 1];
     free(period), free(w.last), free(w.seen);
