@@ -119,8 +119,10 @@ int main(void)
                              .time_limit_s = 10};
             offsel_result o;
             if (offsel_solve(&oq, (offsel_method)m, &o, &e)) return fprintf(stderr, "%s\n", e.msg), 1;
-            printf("  %-10s %-6s %9.3fs %9.3fs %7.0fx %10d %10.1f ms%s\n", n[k].name, offsel_method_name((offsel_method)m), o.seconds,
-                   peer, o.seconds / peer, o.binaries, o.model_us / 1e3, m == 2 && !o.optimal ? " (not proven)" : "");
+            printf("  %-10s %-6s %9.3fs %9.3fs %7.0fx %10d ", n[k].name, offsel_method_name((offsel_method)m), o.seconds, peer,
+                   o.seconds / peer, o.binaries);
+            if (o.found) printf("%10.1f ms%s\n", o.model_us / 1e3, m == 2 && !o.optimal ? " (not proven)" : "");
+            else printf("%13s\n", "none found");
             offsel_result_free(&o);
         }
     }
