@@ -34,8 +34,9 @@ static void print_breakdown(const net *n, const sched_cfg *cfg, const sim_device
                             const char *resolved, const sim_result *r)
 {
     char a[32], b[32], c[32], d[32];
-    printf("%s @ %dx%d, batch %d, %s, plan %s\n  %s\n\n", n->name, n->layers[0].h, n->layers[0].w, cfg->batch,
-           cli_optimizer_name(cfg->optimizer), text, resolved);
+    printf("%s @ %dx%d, batch %d, %s, plan %s\n  %s\n  net: %d layers, %lld parameters, %lld multiply-accumulates per image\n\n",
+           n->name, n->layers[0].h, n->layers[0].w, cfg->batch, cli_optimizer_name(cfg->optimizer), text, resolved, n->n,
+           (long long)net_params(n), (long long)net_macs(n));
     printf("  %-14s %14s %14s %14s\n", "category", "replay@peak", "closed@peak", "replay max");
     for (int k = 0; k < MEM_NCAT; k++)
         printf("  %-14s %14s %14s %14s\n", mem_cat_name((mem_cat)k), units_fmt_bytes(r->replay.at_peak[k], a, sizeof a),
