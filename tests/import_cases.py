@@ -1,0 +1,96 @@
+"""PyTorch modules for tests/test_import.py: what tools/torch2net.py must convert (the functional
+forms, views, every activation module, grouped and strided windows) and what it must refuse, each
+refusal naming the node it cannot represent."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Functional(nn.Module):
+    """Functional calls, a method relu, a shortcut, x.view(x.size(0), -1) and an adaptive pool to 2x2."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8, eps=1e-3, momentum=0.01)
+        self.conv2 = nn.Conv2d(8, 8, 3, stride=2, padding=2, dilation=2, groups=4)
+        self.down = nn.Conv2d(8, 8, 1, stride=2)
+        self.pool = nn.AdaptiveAvgPool2d(2)
+        self.fc = nn.Linear(32, 5)
+
+    def forward(self, x):
+        x = F.relu(self.bn1(self.conv1(x)))
+        y = self.conv2(x).relu()
+        x = torch.add(y, self.down(x))
+        x = torch.sigmoid(x)
+        x = self.pool(x)
+        return self.fc(x.view(x.size(0), -1))
+
+
+class Activations(nn.Module):
+    """Every activation module, both pools, dropout, Identity and Flatten."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(3, 6, 5, padding=2), nn.LeakyReLU(0.2), nn.MaxPool2d(3, stride=2, padding=1),
+            nn.Conv2d(6, 6, 3, padding=1, groups=6), nn.GELU(), nn.Conv2d(6, 12, 1), nn.SiLU(),
+            nn.AvgPool2d(2), nn.Hardswish(), nn.Conv2d(12, 12, 3), nn.ReLU6(inplace=True), nn.Dropout(0.25),
+            nn.Identity(), nn.Conv2d(12, 4, 1), nn.Sigmoid(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 3))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class Cat(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(3, 4, 1)
+
+    def forward(self, x):
+        return torch.cat([self.a(x), self.b(x)], 1).mean((2, 3))
+
+
+class Mul(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        y = self.a(x)
+        return torch.flatten(y * torch.sigmoid(y), 1)
+
+
+def one_conv(**kw):
+    class OneConv(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, **kw)
+
+        def forward(self, x):
+            return torch.flatten(self.conv(x), 1)
+    return OneConv()
+
+
+def nonsquare():
+    return one_conv(kernel_size=(3, 1), padding=(1, 0))
+
+
+def reflect():
+    return one_conv(kernel_size=3, padding=1, padding_mode="reflect")
+
+
+def ceil_pool():
+    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.MaxPool2d(2, ceil_mode=True), nn.Flatten())
+
+
+def upsample():
+    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.Upsample(scale_factor=2), nn.Flatten())
+
+
+def linear_on_map():
+    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.Linear(222, 5))  # over W, at 224: PyTorch runs it
+
+
+def gelu_tanh():
+    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.GELU(approximate="tanh"), nn.Flatten())

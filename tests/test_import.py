@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""The importer (tools/torch2net.py) against PyTorch and against the shipped nets.
+
+    python3 tests/test_import.py LRCNN_BINARY
+
+1. Every module it converts — torchvision's mobilenet_v2, resnet50 and vgg16 and the test modules
+   of tests/import_cases.py — has, read back by lrcnn's own parser (`lrcnn sim`), the parameters
+   of the PyTorch module and its multiply-accumulates per image (counted on the module by forward
+   hooks: a convolution's output values x its input channels per group x kernel area, a Linear's
+   in x out).
+2. torchvision's vgg16 (without its dropouts) and resnet50 come out as nets/vgg16.net and
+   nets/resnet50.net layer for layer: the same kinds, keys (defaults filled in) and connections,
+   names aside (the importer names after torchvision's modules, the shipped files after the paper).
+3. nets/mobilenetv2.net is what the importer makes now.
+4. What it cannot represent is refused: exit 2, one line naming the node, no file written, and an
+   existing file is never replaced without --force.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import torch
+import torch.nn as nn
+import torchvision
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, HERE)
+import import_cases  # noqa: E402
+import netstat  # noqa: E402
+
+TOOL = os.path.join(ROOT, "tools", "torch2net.py")
+CASES = os.path.join(HERE, "import_cases.py")
+failures = 0
+
+
+def check(ok, what):
+    global failures
+    print("%s %s" % ("ok  " if ok else "FAIL", what))
+    failures += not ok
+
+
+def convert(model, out, *extra):
+    return subprocess.run([sys.executable, TOOL, model, "-o", out, *extra], capture_output=True, text=True)
+
+
+def lrcnn_counts(lrcnn, path, image):
+    r = subprocess.run([lrcnn, "sim", "--net", path, "--image", str(image), "--batch", "2"], capture_output=True, text=True)
+    m = re.search(r"net: (\d+) layers, (\d+) parameters, (\d+) multiply-accumulates", r.stdout)
+    if r.returncode or not m:
+        return None, None, r.stderr.strip() or r.stdout[:200]
+    return int(m.group(2)), int(m.group(3)), ""
+
+
+def torch_counts(model, image):
+    macs = []
+
+    def hook(m, inp, out):
+        if isinstance(m, nn.Conv2d):
+            macs.append(out[0].numel() * (m.in_channels // m.groups) * m.kernel_size[0] * m.kernel_size[1])
+        elif isinstance(m, nn.Linear):
+            macs.append(m.in_features * m.out_features)
+    hs = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
+    model.eval()
+    with torch.no_grad():
+        model(torch.zeros(1, 3, image, image))
+    for h in hs:
+        h.remove()
+    return sum(p.numel() for p in model.parameters()), sum(macs)
+
+
+def structure(path):
+    """(kind, keys with defaults, input positions) per layer, in the parser's order."""
+    layers = netstat.parse(path)
+    pos = {l["name"]: i for i, l in enumerate(layers)}
+    return [(l["kind"], sorted(l["a"].items()), [pos[i] for i in l["ins"]]) for l in layers]
+
+
+def main(lrcnn):
+    tmp = tempfile.mkdtemp(prefix="lrcnn-import-")
+    models = [("mobilenet_v2", torchvision.models.mobilenet_v2, 224), ("resnet50", torchvision.models.resnet50, 224),
+              ("vgg16", torchvision.models.vgg16, 224),
+              (CASES + ":Functional", import_cases.Functional, 20), (CASES + ":Activations", import_cases.Activations, 24)]
+    for spec, make, image in models:
+        out = os.path.join(tmp, spec.rsplit(":", 1)[-1] + ".net")
+        r = convert(spec, out, "--image", str(image))
+        if r.returncode:
+            check(False, "%s: converted (%s)" % (spec, r.stderr.strip()))
+            continue
+        ours_p, ours_m, why = lrcnn_counts(lrcnn, out, image)
+        ref_p, ref_m = torch_counts(make(), image)
+        check(ours_p == ref_p and ours_m == ref_m, "%s @ %d: lrcnn reads %s parameters, %s MACs; PyTorch %d, %d %s"
+              % (os.path.basename(spec), image, ours_p, ours_m, ref_p, ref_m, why))
+
+    for name, extra in (("vgg16", ["--no-dropout"]), ("resnet50", [])):
+        out = os.path.join(tmp, name + "-shipped.net")
+        r = convert(name, out, *extra)
+        same = not r.returncode and structure(out) == structure(os.path.join(ROOT, "nets", name + ".net"))
+        check(same, "torchvision %s %s= nets/%s.net, layer for layer %s" % (name, " ".join(extra) + " " if extra else "", name,
+                                                                          r.stderr.strip()))
+
+    out = os.path.join(tmp, "mobilenetv2.net")
+    convert("mobilenet_v2", out, "--name", "mobilenetv2")
+    body = lambda p: [l for l in open(p) if not l.startswith("#")]  # noqa: E731
+    check(body(out) == body(os.path.join(ROOT, "nets", "mobilenetv2.net")), "nets/mobilenetv2.net is the importer's output")
+
+    refusals = [("Cat", "cat"), ("Mul", "mul"), ("nonsquare", "not square"), ("reflect", "padding_mode"),
+                ("ceil_pool", "ceil_mode"), ("upsample", "Upsample"), ("linear_on_map", "Linear on a 4-d"),
+                ("gelu_tanh", "approximate")]
+    for case, says in refusals:
+        out = os.path.join(tmp, case + ".net")
+        r = convert(CASES + ":" + case, out)
+        lines = r.stderr.strip().splitlines()
+        ok = r.returncode == 2 and len(lines) == 1 and says in lines[0] and "node '" in lines[0] and not os.path.exists(out)
+        check(ok, "refused %s: exit %d, %s" % (case, r.returncode, lines[-1] if lines else "(no message)"))
+    keep = os.path.join(tmp, "keep.net")
+    open(keep, "w").write("mine\n")
+    r = convert("resnet50", keep)
+    check(r.returncode == 2 and open(keep).read() == "mine\n", "an existing file is kept without --force: %s" % r.stderr.strip())
+    r = convert("no_such_model", os.path.join(tmp, "x.net"))
+    check(r.returncode == 2 and "not a torchvision model" in r.stderr, "unknown model: %s" % r.stderr.strip())
+    print("FAILED" if failures else "all imports check")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: test_import.py LRCNN_BINARY")
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,414 @@
+#!/usr/bin/env python3
+"""Converts a PyTorch module to a net file (nets/FORMAT.md).
+
+    python3 tools/torch2net.py MODEL [-o FILE.net] [--image S|HxW] [--channels C] [--name NAME]
+                                     [--no-dropout] [--force]
+
+MODEL is a torchvision model name (mobilenet_v2, resnet50, vgg16, ...: built untrained, weights are
+not needed), or PATH.py:FACTORY, a Python file and a function in it that returns an nn.Module (or
+the class itself). The module is traced symbolically (torch.fx, PyTorch 1.13's) and every node of
+the graph becomes one line of the net file, in the graph's order, named after the module it calls
+(`layer1.0.conv1`; a module called again gets `_1`, `_2`: torchvision's ResNet calls one `relu`
+three times a block) or, for a function (`x + y`), after the module whose forward calls it
+(`layer1.0.add`). The model's output becomes the logits of a `loss` layer.
+
+What it cannot represent it refuses, naming the node: a kind the format lacks (torch.cat, x * y,
+upsampling, ...), or a module configured beyond it (a non-square kernel, reflect padding,
+ceil_mode pooling, BatchNorm without running statistics, GELU's tanh form). Exit status 2 then,
+and no file is written. Without -o the net goes to stdout; with -o an existing file is kept unless
+--force, and the file is written whole or not at all.
+
+--no-dropout leaves out dropout layers (they hold no parameters; the shipped vgg16.net omits the
+classifier's two, as the paper's memory figures do). --image sets the input layer's size
+(default 224); --channels the input's channels (default: the first convolution's).
+
+Checked in the suite (tests/test_import.py): parameters and multiply-accumulates of every net it
+makes equal the PyTorch module's, and torchvision's vgg16 and resnet50 come out as the shipped
+nets, layer for layer.
+"""
+import argparse
+import importlib.util
+import operator
+import os
+import sys
+import tempfile
+
+import torch
+import torch.fx as fx
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.fx.passes.shape_prop import ShapeProp
+
+
+class Refused(Exception):
+    """The module holds something the net format cannot represent."""
+
+
+def pair(v, what, where):
+    """An int, or a pair of equal ints (the format's windows are square)."""
+    if isinstance(v, (tuple, list)):
+        if len(v) != 2 or v[0] != v[1]:
+            raise Refused("%s: %s %s is not square (the net format's windows are)" % (where, what, tuple(v)))
+        v = v[0]
+    if not isinstance(v, int):
+        raise Refused("%s: %s %r is not an integer" % (where, what, v))
+    return v
+
+
+def keys(**kv):
+    """' k=v' for every key whose value is not None, in the order given."""
+    return "".join(" %s=%s" % (k, v) for k, v in kv.items() if v is not None)
+
+
+def fmt_float(x):
+    return "%.9g" % x
+
+
+# --- modules: each returns (kind, keys) or None (an alias: the node is its input) ------------------
+
+def conv(m, where):
+    if m.padding_mode != "zeros":
+        raise Refused("%s: padding_mode='%s' (only zero padding)" % (where, m.padding_mode))
+    if isinstance(m.padding, str):
+        raise Refused("%s: padding='%s' (give the padding in pixels)" % (where, m.padding))
+    k, s = pair(m.kernel_size, "kernel", where), pair(m.stride, "stride", where)
+    p, d = pair(m.padding, "padding", where), pair(m.dilation, "dilation", where)
+    return "conv", keys(c=m.out_channels, k=k, s=s if s != 1 else None, p=p or None, d=d if d != 1 else None,
+                        bias=None if m.bias is not None else 0, groups=m.groups if m.groups != 1 else None)
+
+
+def bn(m, where):
+    if not m.affine or not m.track_running_stats or m.momentum is None:
+        raise Refused("%s: BatchNorm2d without affine parameters, running statistics or a momentum" % where)
+    return "bn", keys(eps=None if m.eps == 1e-5 else fmt_float(m.eps),
+                      momentum=None if m.momentum == 0.1 else fmt_float(m.momentum))
+
+
+def pool(kind):
+    def convert(m, where):
+        if m.ceil_mode:
+            raise Refused("%s: ceil_mode=True (the format's pools use floor)" % where)
+        if kind == "maxpool" and (pair(m.dilation, "dilation", where) != 1 or m.return_indices):
+            raise Refused("%s: dilated max pooling or return_indices" % where)
+        if kind == "avgpool" and (not m.count_include_pad or m.divisor_override is not None):
+            raise Refused("%s: average pooling that excludes padding or overrides its divisor" % where)
+        k = pair(m.kernel_size, "kernel", where)
+        s = pair(m.stride if m.stride is not None else k, "stride", where)
+        p = pair(m.padding, "padding", where)
+        return kind, keys(k=k, s=s if s != k else None, p=p or None)
+    return convert
+
+
+def adaptive(o, where):
+    o = pair(o, "output size", where) if o is not None else None
+    if o is None:
+        raise Refused("%s: adaptive pooling to the input's size" % where)
+    return ("gap", "") if o == 1 else ("apool", keys(o=o))
+
+
+def linear(m, where):
+    return "fc", keys(c=m.out_features, bias=None if m.bias is not None else 0)
+
+
+def leaky(m, where):
+    return "leakyrelu", keys(slope=None if m.negative_slope == 0.01 else fmt_float(m.negative_slope))
+
+
+def gelu(m, where):
+    if getattr(m, "approximate", "none") != "none":
+        raise Refused("%s: GELU approximate='%s' (only the exact erf form)" % (where, m.approximate))
+    return "gelu", ""
+
+
+def hardtanh(m, where):
+    if (m.min_val, m.max_val) != (0.0, 6.0):
+        raise Refused("%s: Hardtanh(%g, %g) (only ReLU6's 0..6)" % (where, m.min_val, m.max_val))
+    return "relu6", ""
+
+
+def dropout(m, where):
+    return ("dropout", keys(p=fmt_float(m.p))) if m.p > 0 else None
+
+
+def simple(kind):
+    return lambda m, where: (kind, "")
+
+
+MODULES = [  # order matters: ReLU6 is a Hardtanh
+    (nn.Conv2d, conv), (nn.BatchNorm2d, bn), (nn.MaxPool2d, pool("maxpool")), (nn.AvgPool2d, pool("avgpool")),
+    (nn.AdaptiveAvgPool2d, lambda m, where: adaptive(m.output_size, where)), (nn.Linear, linear),
+    (nn.ReLU, simple("relu")), (nn.ReLU6, simple("relu6")), (nn.Hardtanh, hardtanh), (nn.LeakyReLU, leaky),
+    (nn.Sigmoid, simple("sigmoid")), (nn.SiLU, simple("silu")), (nn.GELU, gelu), (nn.Hardswish, simple("hardswish")),
+    (nn.Dropout, dropout), (nn.Identity, lambda m, where: None), (nn.Flatten, lambda m, where: "flatten"),
+]
+
+FUNCTIONS = {  # function or method name -> kind (None: an alias of its first input)
+    F.relu: "relu", torch.relu: "relu", "relu": "relu", "relu_": "relu",
+    F.relu6: "relu6", torch.sigmoid: "sigmoid", "sigmoid": "sigmoid", F.silu: "silu", F.hardswish: "hardswish",
+    operator.add: "add", operator.iadd: "add", torch.add: "add", "add": "add", "add_": "add",
+    torch.flatten: "flatten", "flatten": "flatten", "view": "flatten", "reshape": "flatten",
+    F.adaptive_avg_pool2d: "adaptive", "contiguous": None,
+}
+
+
+class ScopeTracer(fx.Tracer):
+    """torch.fx's tracer, recording in each node the module whose forward made it."""
+
+    def __init__(self):
+        super().__init__()
+        self.scope = [""]
+
+    def call_module(self, m, forward, args, kwargs):
+        self.scope.append(self.path_of_module(m))
+        try:
+            return super().call_module(m, forward, args, kwargs)
+        finally:
+            self.scope.pop()
+
+    def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None, *rest, **kw):
+        proxy = super().create_proxy(kind, target, args, kwargs, name, type_expr, *rest, **kw)
+        proxy.node.meta["scope"] = self.scope[-2] if kind == "call_module" else self.scope[-1]
+        return proxy
+
+
+def function_name(node):
+    t = node.target
+    return t if isinstance(t, str) else getattr(t, "__name__", str(t))
+
+
+def describe(node):
+    what = {"call_module": "module", "call_function": "function", "call_method": "method"}.get(node.op, node.op)
+    return "node '%s' (%s %s)" % (node.name, what, node.target if node.op != "call_function" else function_name(node))
+
+
+class Converter:
+    def __init__(self, model, image, channels, drop_dropout):
+        self.model, self.image, self.channels, self.drop_dropout = model, image, channels, drop_dropout
+        self.lines, self.names, self.alias = [], set(), {}
+        self.uses = {}  # module path -> calls so far
+
+    def unique(self, base):
+        name, k = base, 1
+        while name in self.names:
+            name, k = "%s_%d" % (base, k), k + 1
+        self.names.add(name)
+        return name
+
+    def source(self, arg, node):
+        if not isinstance(arg, fx.Node):
+            raise Refused("%s: reads %r, not a tensor of the net" % (describe(node), arg))
+        if arg not in self.alias:
+            raise Refused("%s: reads '%s', which the net cannot represent" % (describe(node), arg.name))
+        return self.alias[arg]
+
+    def emit(self, node, kind, keystr, inputs):
+        scope = node.meta.get("scope", "")
+        if node.op == "call_module":
+            base = node.target
+            self.uses[base] = self.uses.get(base, 0) + 1
+            if self.uses[base] > 1:
+                base = "%s_%d" % (base, self.uses[base] - 1)
+        else:
+            base = (scope + "." if scope else "") + function_name(node).strip("_")
+        name = self.unique(base)
+        prev = self.lines[-1][1] if self.lines else None
+        inp = "" if len(inputs) == 1 and inputs[0] == prev else " in=" + ",".join(inputs)
+        self.lines.append((kind, name, keystr + inp))
+        self.alias[node] = name
+        return name
+
+    def tensor_inputs(self, node):
+        return [a for a in node.args if isinstance(a, fx.Node) and not (a.op == "call_method" and a.target == "size")]
+
+    def convert_node(self, node, modules):
+        where = describe(node)
+        if node.op == "placeholder":
+            if self.lines:
+                raise Refused("%s: a second input (the format has one image input)" % where)
+            c, (h, w) = self.channels, self.image
+            self.lines.append(("input", "data", keys(c=c, h=h, w=w)))
+            self.names.add("data")
+            self.alias[node] = "data"
+            return
+        if node.op == "output":
+            out = node.args[0]
+            if not isinstance(out, fx.Node):
+                raise Refused("the model returns %s, not one tensor of logits" % type(out).__name__)
+            src = self.source(out, node)
+            inp = "" if src == self.lines[-1][1] else " in=" + src
+            self.lines.append(("loss", self.unique("loss"), inp))
+            return
+        if node.op == "get_attr":
+            raise Refused("%s: reads a parameter or buffer directly (only modules' own parameters)" % where)
+        if node.op == "call_module":
+            m = modules[node.target]
+            for cls, fn in MODULES:
+                if isinstance(m, cls):
+                    r = fn(m, where)
+                    break
+            else:
+                raise Refused("%s: %s is not a kind of the net format (nets/FORMAT.md)" % (where, type(m).__name__))
+            args = self.tensor_inputs(node)
+            if len(args) != 1 or len(node.args) != 1 or node.kwargs:
+                raise Refused("%s: called with %d arguments, expected one tensor" % (where, len(node.args)))
+            src = self.source(args[0], node)
+            if r is None or (isinstance(r, tuple) and r[0] == "dropout" and self.drop_dropout):
+                self.alias[node] = src
+                return
+            if r == "flatten":
+                self.alias[node] = src
+                return
+            kind, keystr = r
+            self.check_rank(node, args[0], kind, where)
+            self.emit(node, kind, keystr, [src])
+            return
+        # functions and methods
+        if node.op == "call_method" and node.target == "size":  # x.size(0) for a view: shape, not data
+            return
+        kind = FUNCTIONS.get(node.target, "?")
+        if kind == "?":
+            raise Refused("%s: not a kind of the net format (nets/FORMAT.md)" % where)
+        args = self.tensor_inputs(node)
+        if not args:
+            raise Refused("%s: reads no tensor of the net" % where)
+        if kind is None:
+            self.alias[node] = self.source(args[0], node)
+            return
+        if kind == "flatten":
+            self.check_flatten(node, where)
+            self.alias[node] = self.source(args[0], node)
+            return
+        self.check_rank(node, args[0], kind, where)
+        if kind == "adaptive":
+            size = node.args[1] if len(node.args) > 1 else node.kwargs.get("output_size")
+            kind, keystr = adaptive(size, where)
+            self.emit(node, kind, keystr, [self.source(args[0], node)])
+            return
+        if kind == "add":
+            if len(args) != 2 or len(node.args) != 2 or node.kwargs:
+                raise Refused("%s: adds %s (only the sum of two tensors of the net)" % (where, node.args))
+            self.emit(node, "add", "", [self.source(a, node) for a in args])
+            return
+        if len(node.args) != 1 or (node.kwargs and set(node.kwargs) != {"inplace"}):
+            raise Refused("%s: called with arguments the format does not take" % where)
+        self.emit(node, kind, "", [self.source(args[0], node)])
+
+    def check_rank(self, node, arg, kind, where):
+        """A map is (N, C, H, W); a flattened one (N, C*H*W), what an fc reads and writes. Kinds
+        that slide a window or keep per-channel statistics need maps, an fc a flattened one, and
+        the elementwise kinds take either."""
+        rank = len(arg.meta["tensor_meta"].shape)
+        if kind == "fc" and rank != 2:
+            raise Refused("%s: Linear on a %d-d tensor (the format's fc reads the map flattened: flatten first)" % (where, rank))
+        if kind in ("conv", "bn", "maxpool", "avgpool", "gap", "apool", "adaptive") and rank != 4:
+            raise Refused("%s: %s on a %d-d tensor (it takes (N, C, H, W) maps)" % (where, kind, rank))
+
+    def check_flatten(self, node, where):
+        rest = list(node.args[1:]) + list(node.kwargs.values())
+        name = function_name(node)
+        if name == "flatten" and rest not in ([1], [1, -1]):
+            raise Refused("%s: flatten%s (only flatten from dimension 1)" % (where, tuple(rest)))
+        if name in ("view", "reshape") and not (len(rest) == 2 and rest[-1] == -1):
+            raise Refused("%s: %s%s (only to (N, -1), a flatten)" % (where, name, tuple(rest)))
+
+    def run(self):
+        tracer = ScopeTracer()
+        graph = tracer.trace(self.model)
+        if self.channels is None:
+            convs = [m for m in self.model.modules() if isinstance(m, nn.Conv2d)]
+            if not convs:
+                raise Refused("no Conv2d to take the input's channels from: give --channels")
+            self.channels = convs[0].in_channels
+        gm = fx.GraphModule(self.model, graph)
+        was = self.model.training
+        try:  # every node's output shape, for the checks of rank (batch 2: BatchNorm in eval mode either way)
+            self.model.eval()
+            ShapeProp(gm).propagate(torch.zeros(2, self.channels, *self.image))
+        except Exception as e:
+            raise Refused("running it on a %dx%dx%d input failed: %s" % (self.channels, *self.image, str(e.__cause__ or e).strip().splitlines()[-1]))
+        finally:
+            self.model.train(was)
+        modules = dict(self.model.named_modules())
+        for node in graph.nodes:
+            self.convert_node(node, modules)
+        return self.lines
+
+
+def load_model(spec):
+    if ":" in spec:
+        path, attr = spec.rsplit(":", 1)
+        if not os.path.isfile(path):
+            raise Refused("%s: no such file" % path)
+        mod_spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+        mod = importlib.util.module_from_spec(mod_spec)
+        mod_spec.loader.exec_module(mod)
+        if not hasattr(mod, attr):
+            raise Refused("%s has no '%s'" % (path, attr))
+        model = getattr(mod, attr)()
+    else:
+        import torchvision
+        if not hasattr(torchvision.models, spec) or not callable(getattr(torchvision.models, spec)):
+            raise Refused("'%s' is not a torchvision model (or give PATH.py:FACTORY)" % spec)
+        model = getattr(torchvision.models, spec)(weights=None)
+    if not isinstance(model, nn.Module):
+        raise Refused("%s did not make an nn.Module (got %s)" % (spec, type(model).__name__))
+    return model
+
+
+def parse_image(text):
+    try:
+        h, w = (text.split("x") + [text])[:2] if "x" in text else (text, text)
+        h, w = int(h), int(w)
+    except ValueError:
+        h = w = 0
+    if h < 1 or w < 1:
+        raise Refused("--image %s: expected a size S or HxW in pixels" % text)
+    return h, w
+
+
+def render(lines, name, header):
+    width = max(len(k) for k, _, _ in lines)
+    out = ["# " + h for h in header] + ["net %s" % name]
+    for kind, lname, rest in lines:
+        out.append(("%-*s %s%s" % (width, kind, lname, rest)).rstrip())
+    return "\n".join(out) + "\n"
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="torch2net", description="PyTorch module -> lrcnn net file (nets/FORMAT.md)")
+    ap.add_argument("model")
+    ap.add_argument("-o", "--output")
+    ap.add_argument("--image", default="224")
+    ap.add_argument("--channels", type=int)
+    ap.add_argument("--name")
+    ap.add_argument("--no-dropout", action="store_true")
+    ap.add_argument("--force", action="store_true")
+    a = ap.parse_args(argv)
+    try:
+        image = parse_image(a.image)
+        if a.output and os.path.exists(a.output) and not a.force:
+            raise Refused("%s exists (--force replaces it)" % a.output)
+        model = load_model(a.model)
+        lines = Converter(model, image, a.channels, a.no_dropout).run()
+    except Refused as e:
+        print("torch2net: %s: %s" % (a.model, e), file=sys.stderr)
+        return 2
+    params = sum(p.numel() for p in model.parameters())
+    name = a.name or (os.path.splitext(os.path.basename(a.output))[0] if a.output else a.model.rsplit(":", 1)[-1])
+    cmd = " ".join(["tools/torch2net.py"] + argv)
+    origin = a.model if ":" in a.model else "torchvision %s %s" % (__import__("torchvision").__version__, a.model)
+    text = render(lines, name, ["%s (PyTorch %s), converted by: %s" % (origin, torch.__version__, cmd),
+                                "%s parameters in the PyTorch module." % format(params, ",")])
+    if not a.output:
+        sys.stdout.write(text)
+        return 0
+    d = os.path.dirname(os.path.abspath(a.output))
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".torch2net-")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, a.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
