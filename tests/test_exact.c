@@ -161,6 +161,16 @@ int main(int argc, char **argv)
         char *train_bn[] = {"ckpt-sqrt", "ckpt:3", "vdnn-all", "rows(overl,fp=2,bp=4)@conv1..layer1.0.relu3"};
         check_net("resnet-small", 0, 16, "train", train_bn, 4);
         check_cover("train");
+    } else if (argc == 2 && !strcmp(argv[1], "mobilenetv2")) {
+        /* torchvision's MobileNetV2 (depthwise and grouped convolutions, relu6, inverted residuals,
+         * dropout, batch norm in train mode) at 64x64: every preset, then row segments over its
+         * first blocks (16 rows at features.3, 8 at features.6) with every policy */
+        check_small_at("mobilenetv2", 64, NULL);
+        char *rows[] = {"rows(2ps,4)@features.0.0..features.3.add", "rows(overl,16)@features.0.0..features.3.add",
+                        "rows(2ps,3)@features.0.0..features.6.add; ckpt@features.7.conv.0.0..features.13.add",
+                        "rows(overl,fp=2,bp=5)@features.0.0..features.6.add", "rows(overl,8)@features.0.0..features.6.add+migrate",
+                        "offload(features.1.conv.2, features.3.add:1:2, features.6.add)@features.0.0..loss"};
+        check_net("mobilenetv2", 64, 8, NULL, rows, sizeof rows / sizeof *rows);
     } else if (sized && argc <= 4) {
         /* full-size nets, batch 1: checkpoint (preset and a custom cut after the first stage),
          * offload, and rows with 2, 3 and 7 bands, the hybrids and an uneven custom split; BN
@@ -179,7 +189,7 @@ int main(int argc, char **argv)
     } else if (argc >= 4) {
         check_net(argv[1], 0, 2, strcmp(argv[2], "-") ? argv[2] : NULL, argv + 3, argc - 3);
     } else {
-        fprintf(stderr, "usage: test_exact small | NET IMAGE [BN] | NET BN PLAN...\n");
+        fprintf(stderr, "usage: test_exact small | mobilenetv2 | NET IMAGE [BN] | NET BN PLAN...\n");
         return 2;
     }
     printf("%s\n", failures ? "FAILED" : "all plans exact");

@@ -51,6 +51,12 @@ GRAD_ELEM_FRAC = 1e-3      # every |g_ours - g_ref| <= GRAD_ELEM_FRAC * max|g_re
                            # wrong elements (a border pixel, one channel) that the norm would hide
 GRAD_FLOOR_FRAC = 1e-6     # both gradient bounds get + GRAD_FLOOR_FRAC * (largest gradient norm /
                            # max in the net): analytically zero gradients are fp noise on both sides
+FLOOR_K = 3.0              # cases marked "floor" (whole nets whose fp32 gradients are ill-conditioned:
+                           # MobileNetV2 untrained, batch norm in train mode on few values a channel,
+                           # where PyTorch's own float32 gradient is up to ~1e-2 from its float64 one):
+                           # ||g_ours - g64|| <= FLOOR_K * ||g_torch32 - g64|| per tensor (or the rule
+                           # above against g64), elements likewise; two fp32 summation orders err by
+                           # comparable amounts, and a wrong formula errs by far more than 3x either
 AFTER_ATOL = 1e-6          # parameters after the step, element-wise: AFTER_ATOL + AFTER_RTOL*|w|
 AFTER_RTOL = 1e-5          #   (fp32 ulp of |w| ~ 0.1 is 7e-9; the step's own rounding is smaller)
 # The after-step check compares with torch's step on torch's gradient, so it inherits the gradient
@@ -424,7 +430,7 @@ def cmd_init(netfile, out, seed, image=None):
 
 class Report:
     def __init__(self):
-        self.failures, self.worst_grad = [], 0.0
+        self.failures, self.worst_grad, self.worst_floor = [], 0.0, 0.0
 
     def line(self, what, name, ours, ref, ok, extra, bad_idx=None):
         diff = np.abs(ours.astype(np.float64) - ref.astype(np.float64))
@@ -463,8 +469,9 @@ def adam_dir(g, eps):
     return g / (np.abs(g) + eps)
 
 
-def cmd_compare(netfile, dump, bn=None):
-    """Returns a Report (failures empty on success)."""
+def cmd_compare(netfile, dump, bn=None, floor=False):
+    """Returns a Report (failures empty on success). floor: judge against PyTorch in float64, by
+    PyTorch's own float32 distance from it (FLOOR_K)."""
     rep = Report()
     f = h5py.File(dump, "r")
     try:
@@ -543,6 +550,7 @@ def cmd_compare(netfile, dump, bn=None):
         params = model.params()
         g_ref = {(l, d): t.grad.detach().numpy().copy() for l, d, t in params}
         g_our = {(l, d): f["grads/%s/%s" % (l, d)][()] for l, d, _ in params}
+        g64 = reference_fp64(layers, f, bn, x, labels) if floor else None
         net_norm = max(float(np.linalg.norm(g)) for g in g_ref.values())
         net_max = max(float(np.abs(g).max()) for g in g_ref.values())
         delta = {}  # the per-element gradient tolerance, inherited by the after-step check
@@ -552,13 +560,30 @@ def cmd_compare(netfile, dump, bn=None):
             if ours.shape != ref.shape or ours.dtype != np.float32:
                 rep.fail("grad %s: %s %s, reference float32 %s" % (name, ours.dtype, ours.shape, ref.shape))
                 continue
-            diff = np.abs(ours.astype(np.float64) - ref)
             delta[(l, d)] = GRAD_ELEM_FRAC * float(np.abs(ref).max()) + GRAD_FLOOR_FRAC * net_max
-            norm_ok = np.linalg.norm(diff) <= GRAD_NORM_RTOL * np.linalg.norm(ref) + GRAD_FLOOR_FRAC * net_norm
+            bound = GRAD_NORM_RTOL * np.linalg.norm(ref) + GRAD_FLOOR_FRAC * net_norm
+            extra = "  (norm rel > %g)" % GRAD_NORM_RTOL
+            if floor:  # distances to the float64 gradient, ours against PyTorch's float32
+                exact = g64[(l, d)]
+                own = ref.astype(np.float64) - exact
+                own_norm = float(np.linalg.norm(own))
+                delta[(l, d)] += FLOOR_K * float(np.abs(own).max())
+                bound = max(GRAD_NORM_RTOL * np.linalg.norm(exact), FLOOR_K * own_norm) + GRAD_FLOOR_FRAC * net_norm
+                dist = float(np.linalg.norm(ours.astype(np.float64) - exact))
+                if own_norm > GRAD_FLOOR_FRAC * net_norm:
+                    rep.worst_floor = max(rep.worst_floor, dist / own_norm)
+                extra = "  torch fp32 %.2e" % (own_norm / max(float(np.linalg.norm(exact)), 1e-300))
+                ref = exact
+            diff = np.abs(ours.astype(np.float64) - ref)
+            norm_ok = np.linalg.norm(diff) <= bound
             bad = np.flatnonzero(~(diff <= delta[(l, d)]))
             nrel = rep.line("grad", name, ours, ref, bool(norm_ok) and len(bad) == 0,
-                            "" if norm_ok else "  (norm rel > %g)" % GRAD_NORM_RTOL, bad)
-            rep.worst_grad = max(rep.worst_grad, nrel)
+                            extra if floor or not norm_ok else "", bad)
+            if not floor or own_norm > GRAD_FLOOR_FRAC * net_norm:  # not an analytically zero gradient's noise
+                rep.worst_grad = max(rep.worst_grad, nrel)
+        if floor:
+            print("  floor: ours is at most %.2fx PyTorch float32's distance from the float64 gradient (bound %gx)"
+                  % (rep.worst_floor, FLOOR_K))
 
         # One optimizer step, fresh state: on torch's gradients ("after") and on ours ("step").
         def make_opt(ts):
@@ -769,14 +794,17 @@ loss loss
 
 
 def cases():
-    """(name, net file or generated key, image, batch, optimizer, plan, bn)."""
+    """(name, net file or generated key, image, batch, optimizer, plan, bn[, "floor": FLOOR_K])."""
     v, r, k = (os.path.join(NETS, n + ".net") for n in ("vgg-small", "resnet-small", "kernels"))
     c = [("vgg-small/sgd", v, 32, 4, "sgd", "layer", None),
          ("vgg-small/adam", v, 32, 4, "adam", "layer", None),
          ("vgg-small/sgd/ckpt-sqrt", v, 32, 4, "sgd", "ckpt-sqrt", None),
          ("resnet-small/sgd/bn-train", r, 32, 4, "sgd", "layer", "train"),
          ("resnet-small/sgd/bn-frozen", r, 32, 4, "sgd", "layer", "frozen"),
-         ("kernels/adam", k, None, 3, "adam", "layer", None)]
+         ("kernels/adam", k, None, 3, "adam", "layer", None),
+         # a whole torchvision net made by tools/torch2net.py: depthwise convolutions, relu6,
+         # inverted residuals, dropout and batch norm in train mode, at 64x64
+         ("mobilenetv2/adam", os.path.join(NETS, "mobilenetv2.net"), 128, 4, "adam", "layer", None, "floor")]
     for i, g in enumerate(GENERATED):
         opt = "adam" if i % 2 else "sgd"
         if g == "bn":
@@ -800,13 +828,26 @@ def check_loaded(rep, init, dump):
                 rep.fail("init: /params/%s in the dump differs from the --init-weights file" % p)
 
 
+def reference_fp64(layers, f, bn, x, labels):
+    """The gradients of PyTorch in float64 on the dump's weights and batch."""
+    model = RefNet(layers, torch.float64)
+    problems = load_params(model, f)
+    if problems:
+        raise NetError(problems[0])
+    model.set_bn(bn)
+    model(x.double(), labels).backward()
+    return {(l, d): t.grad.numpy() for l, d, t in model.params()}
+
+
 def cmd_run(binary, keep=None):
     passed, failed, rows = 0, 0, []
     with tempfile.TemporaryDirectory(prefix="torch_ref.") as tmp:
         if keep:
             os.makedirs(keep, exist_ok=True)
             tmp = os.path.abspath(keep)
-        for i, (name, net, image, batch, opt, plan, bn) in enumerate(cases()):
+        for i, case in enumerate(cases()):
+            name, net, image, batch, opt, plan, bn = case[:7]
+            floor = len(case) > 7 and case[7]
             if net.startswith("gen:"):
                 path = os.path.join(tmp, net[4:] + ".net")
                 with open(path, "w") as fh:
@@ -831,7 +872,7 @@ def cmd_run(binary, keep=None):
                 if p.returncode != 0:
                     why = "lrcnn train exited %d: %s" % (p.returncode, (p.stderr or p.stdout).strip()[-2000:])
                 else:
-                    rep = cmd_compare(net, dump, bn)
+                    rep = cmd_compare(net, dump, bn, floor)
                     check_loaded(rep, init, dump)
                     worst = rep.worst_grad
                     if rep.failures:
