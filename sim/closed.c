@@ -19,18 +19,22 @@
 #include "sim/kind.h"
 
 /* Reads of a whole-map activation: every phase using it, the earliest backward one (and its
- * layer) and the latest non-backward one before `limit`. */
+ * layer), the earliest recompute in the backward pass (and its layer) and the latest forward one
+ * before `limit`. */
 typedef struct {
     cf_span all;
-    int first_bwd, first_layer, limit, before;
+    int first_bwd, first_layer, limit, before, first_rec, rec_layer;
 } reads;
 
-static void ev(reads *r, int ph, bool bwd, int layer)
+typedef enum { READ_FWD, READ_BWD, READ_REC } read_kind; /* REC: a recompute, in the backward pass */
+
+static void ev(reads *r, int ph, read_kind k, int layer)
 {
     if (ph < 0) return;
     cf_span_add(&r->all, ph);
-    if (bwd && (r->first_bwd < 0 || ph < r->first_bwd)) r->first_bwd = ph, r->first_layer = layer;
-    if (!bwd && ph < r->limit && ph > r->before) r->before = ph;
+    if (k == READ_BWD && (r->first_bwd < 0 || ph < r->first_bwd)) r->first_bwd = ph, r->first_layer = layer;
+    if (k == READ_REC && (r->first_rec < 0 || ph < r->first_rec)) r->first_rec = ph, r->rec_layer = layer;
+    if (k == READ_FWD && ph < r->limit && ph > r->before) r->before = ph;
 }
 
 /* Layer x reads an activation made in segment hs: x is an in-place relu on it (member: keeps it as
@@ -46,17 +50,17 @@ static void reader(const cf *c, int hs, int x, bool member, reads *r)
         const cf_rows *w = &c->rows[k]; /* the proper passes: statistics passes read between them */
         int i = x - w->bs->first;
         for (int b = 0; b < w->rf; b++)
-            if (cf_out_len(w->gf, b, i)) ev(r, cf_ph_rf(w, CF_FWD(w), b, x, PH_F), false, x);
+            if (cf_out_len(w->gf, b, i)) ev(r, cf_ph_rf(w, CF_FWD(w), b, x, PH_F), READ_FWD, x);
         for (int b = 0; b < w->rb; b++) {
-            if (c->need[x] && cf_out_len(w->gb, b, i)) ev(r, cf_ph_rr(w, CF_BWD(w), b, x, PH_RF), false, x);
-            if (keeps && CF_BWD(w)->emit[b * w->nl + i]) ev(r, cf_ph_rb(w, CF_BWD(w), b, x, PH_B), true, x);
+            if (c->need[x] && cf_out_len(w->gb, b, i)) ev(r, cf_ph_rr(w, CF_BWD(w), b, x, PH_RF), READ_REC, x);
+            if (keeps && CF_BWD(w)->emit[b * w->nl + i]) ev(r, cf_ph_rb(w, CF_BWD(w), b, x, PH_B), READ_BWD, x);
         }
         return;
     }
-    ev(r, c->fph[x], false, x);
+    ev(r, c->fph[x], READ_FWD, x);
     bool later = k > hs;
-    if (s->mode == PLAN_CKPT && later && c->need[x]) ev(r, c->rph[x], false, x);
-    if (keeps && (later || s->mode != PLAN_CKPT)) ev(r, c->bph[x], true, x);
+    if (s->mode == PLAN_CKPT && later && c->need[x]) ev(r, c->rph[x], READ_REC, x);
+    if (keeps && (later || s->mode != PLAN_CKPT)) ev(r, c->bph[x], READ_BWD, x);
 }
 
 /* All reads of the whole-map activation made by layer h (and overwritten by the in-place relus
@@ -66,7 +70,7 @@ static void activation_reads(const cf *c, int h, reads *r)
     const net *n = c->n;
     int hs = c->seg[h];
     plan_mode hm = hs >= 0 ? c->p->segs[hs].mode : PLAN_CKPT;
-    if ((hm == PLAN_LAYER || hm == PLAN_OFFLOAD) && kind_of(&n->layers[h])->keeps_y) ev(r, c->bph[h], true, h);
+    if ((hm == PLAN_LAYER || hm == PLAN_OFFLOAD) && kind_of(&n->layers[h])->keeps_y) ev(r, c->bph[h], READ_BWD, h);
     for (int m = h; m >= 0; m = n->layers[m].inplace_by) {
         if (m != h) reader(c, hs, m, true, r);
         for (int j = c->cs[m]; j < c->cs[m + 1]; j++)
@@ -88,12 +92,16 @@ static int prev_bwd(const cf *c, int L)
     return -1;
 }
 
-/* An offloaded buffer: on the device until its last forward use and again from the prefetch,
- * one backward step before its first backward use, to its last. */
-static void offloaded(cf *c, int64_t bytes, int birth, int last_fwd, int first_bwd, int layer, int death)
+/* An offloaded buffer: on the device until its last forward use and again from the prefetch, one
+ * backward step before its first use in the backward pass (sim/stash.c) — a backward read of
+ * `layer` at first_bwd, or a recompute of `rec_layer`'s segment at first_rec when that comes
+ * first (a checkpointed or row segment whose first layer keeps nothing of it) — to its last. */
+static void offloaded(cf *c, int64_t bytes, int birth, int last_fwd, const reads *r, int death)
 {
-    int pf = prev_bwd(c, layer);
-    if (pf <= last_fwd) pf = first_bwd;
+    bool rec = r->first_rec >= 0 && r->first_rec < r->first_bwd;
+    int first = rec ? r->first_rec : r->first_bwd;
+    int pf = rec ? prev_bwd(c, c->p->segs[c->seg[r->rec_layer]].last) : prev_bwd(c, r->first_layer);
+    if (pf <= last_fwd) pf = first;
     cf_live(c, MEM_ACT, bytes, cf_sp(birth, last_fwd));
     cf_live(c, MEM_HOST, bytes, cf_sp(last_fwd + 1, pf - 1));
     cf_live(c, MEM_ACT, bytes, cf_sp(pf, death));
@@ -103,7 +111,7 @@ static void offloaded(cf *c, int64_t bytes, int birth, int last_fwd, int first_b
  * backward read is in an offload segment (offload(conv): a convolution's input). */
 static void activation(cf *c, int h, int birth, int64_t bytes)
 {
-    reads r = {cf_span_none(), -1, -1, -1, -1};
+    reads r = {cf_span_none(), -1, -1, -1, -1, -1, -1};
     cf_span_add(&r.all, birth);
     activation_reads(c, h, &r);
     const plan_seg *s = r.first_bwd >= 0 ? &c->p->segs[c->seg[r.first_layer]] : NULL;
@@ -112,9 +120,10 @@ static void activation(cf *c, int h, int birth, int64_t bytes)
         cf_live(c, MEM_ACT, bytes, r.all);
         return;
     }
-    reads f = {cf_span_none(), -1, -1, r.first_bwd, birth};
+    int limit = r.first_rec >= 0 && r.first_rec < r.first_bwd ? r.first_rec : r.first_bwd; /* the backward pass's first use */
+    reads f = {cf_span_none(), -1, -1, limit, birth, -1, -1};
     activation_reads(c, h, &f);
-    offloaded(c, bytes, birth, f.before, r.first_bwd, r.first_layer, r.all.hi);
+    offloaded(c, bytes, birth, f.before, &r, r.all.hi);
 }
 
 /* Full-map layer L: auxiliaries (argmax, bn statistics, loss probabilities), the recomputed
@@ -134,7 +143,7 @@ static void full_layer(cf *c, int L)
     if (k->aux == KIND_AUX_PROBS) /* never recomputed: backward reads the forward's probabilities */
         cf_live(c, MEM_ACT, kind_aux_bytes(n, L, l->h, (int)c->batch), cf_sp(F, B));
     if (k->labels) cf_live(c, MEM_ACT, c->batch * 8, cf_sp(0, B));
-    if (aux && !ckpt && s->mode == PLAN_OFFLOAD && s->offload == PLAN_OFFLOAD_ALL) offloaded(c, aux, F, F, B, L, B);
+    if (aux && !ckpt && s->mode == PLAN_OFFLOAD && s->offload == PLAN_OFFLOAD_ALL) offloaded(c, aux, F, F, &(reads){.first_bwd = B, .first_layer = L, .first_rec = -1}, B);
     else if (aux && !ckpt) cf_live(c, MEM_ACT, aux, cf_sp(F, B));
     else if (aux && !k->aux_optional) cf_live(c, MEM_ACT, aux, cf_sp(F, F)); /* written, then unused: backward rebuilds it */
     cf_live(c, MEM_ACT, aux, cf_sp(R, B));
