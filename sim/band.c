@@ -44,8 +44,13 @@ int band_seg_init(band_seg *s, const net *n, int first, int last, err *e)
         for (int j = 0; j < n->layers[i].n_in; j++)
             if (n->layers[i].in[j] < first) s->src = n->layers[i].in[j];
     CHECK(s->src >= 0);
-    s->stride = 1;
-    for (int i = last; i > s->src; i = n->layers[i].in[0]) s->stride *= net_layer_window(&n->layers[i]).s;
+    int64_t down = 1, up = 1; /* along the first-input path; upsampling divides the stride (at least 1) */
+    for (int i = last; i > s->src; i = n->layers[i].in[0]) {
+        net_window w = net_layer_window(&n->layers[i]);
+        down *= w.s, up *= w.u > 1 ? w.u : 1;
+        if (down % up == 0) down /= up, up = 1; /* keep both small: a U-Net's path goes down and back up */
+    }
+    s->stride = down > up ? (int)(down / up) : 1;
     return 0;
 }
 

@@ -67,6 +67,20 @@ static int infer_dropout(net *n, int i, const char *where, err *e)
     return infer_pointwise(n, i, where, e);
 }
 
+/* Nearest upsampling: row v of the output is row floor(v / scale) of the input (a window of one row
+ * over the input upsampled `scale` times), and likewise along W. */
+static int infer_upsample(net *n, int i, const char *where, err *e)
+{
+    net_layer *l = &n->layers[i];
+    const net_layer *x = input_of(n, i, 0);
+    int s = l->u.up.scale;
+    if ((int64_t)x->h * s > INT_MAX / 4 || (int64_t)x->w * s > INT_MAX / 4)
+        return err_set(e, "%s: a %dx%d input upsampled %d times is more than %d rows or columns", where, x->h, x->w, s, INT_MAX / 4);
+    l->win = (net_window){1, 1, 0, 1, s};
+    l->c = x->c, l->h = x->h * s, l->w = x->w * s;
+    return 0;
+}
+
 static int infer_bn(net *n, int i, const char *where, err *e)
 {
     infer_pointwise(n, i, where, e);
@@ -251,6 +265,9 @@ const kind_traits kind_table[NET_NKIND] = {
     [NET_DROPOUT] = {.name = "dropout", .min_in = 1, .max_in = 1, .rowwise = true, .aux = KIND_AUX_MASK, .aux_optional = true,
                      .aux_rebuilt = true, .infer = infer_dropout, .flops = flops_one,
                      .keys = {{"p", KIND_KEY_FLOAT, OFF(u.dropout.p), false, 0.5, NULL}}},
+    /* its backward sums each input value's scale x scale copies' gradients: it keeps nothing */
+    [NET_UPSAMPLE] = {.name = "upsample", .min_in = 1, .max_in = 1, .rowwise = true, .infer = infer_upsample, .flops = flops_one,
+                      .keys = {{"scale", KIND_KEY_COUNT, OFF(u.up.scale), false, 2, NULL}}},
 };
 
 const kind_traits *kind_of(const net_layer *l) { return &kind_table[l->kind]; }

@@ -388,15 +388,19 @@ int net_find(const net *n, const char *name)
 
 net_window net_layer_window(const net_layer *l) { return l->win; }
 
+static int floor_div(int a, int u) { return a >= 0 ? a / u : -((-a + u - 1) / u); }
+
 void net_window_rows(net_window w, int a, int b, int *lo, int *hi)
 {
-    *lo = a * w.s - w.p;
-    *hi = (b - 1) * w.s - w.p + w.d * (w.k - 1) + 1;
+    int u = w.u > 1 ? w.u : 1;
+    *lo = floor_div(a * w.s - w.p, u);
+    *hi = floor_div((b - 1) * w.s - w.p + w.d * (w.k - 1), u) + 1;
 }
 
 int net_window_out(net_window w, int in)
 {
-    int64_t span = (int64_t)in + 2 * (int64_t)w.p - (int64_t)w.d * (w.k - 1) - 1; /* keys go to INT_MAX / 4 */
+    int64_t up = (int64_t)in * (w.u > 1 ? w.u : 1);
+    int64_t span = up + 2 * (int64_t)w.p - (int64_t)w.d * (w.k - 1) - 1; /* keys go to INT_MAX / 4 */
     return span < 0 ? 0 : (int)(span / w.s + 1);
 }
 

@@ -37,12 +37,15 @@ typedef enum {
     NET_GELU,  /* x * Phi(x), the exact (erf) form */
     NET_HSWISH, /* hardswish: x * relu6(x + 3) / 6 */
     NET_DROPOUT, /* zeroes each value with probability p, scales the rest by 1 / (1 - p) */
+    NET_UPSAMPLE, /* nearest-neighbour upsampling by an integer scale along H and W */
     NET_NKIND
 } net_kind;
 
-/* A sliding window along one axis: output row o reads input rows o*s - p + d*i, i in [0, k). */
+/* A sliding window along one axis: output row o reads input rows o*s - p + d*i, i in [0, k), of
+ * the input upsampled u times (nearest: upsampled row v is input row floor(v / u)); u = 0 or 1:
+ * not upsampled (every kind but upsample). */
 typedef struct {
-    int k, s, p, d;
+    int k, s, p, d, u;
 } net_window;
 
 typedef struct {
@@ -60,6 +63,7 @@ typedef struct {
         struct { int o; } apool;
         struct { float slope; } leaky;
         struct { float p; } dropout;
+        struct { int scale; } up;
     } u;
     /* inferred by net_infer */
     int c, h, w;            /* output shape per image */
@@ -120,7 +124,7 @@ int64_t net_forward_values(const net *n);
 int64_t net_layer_values(const net_layer *l);
 
 /* The layer's `input` rows that output rows [a, b) read, before clipping to [0, h_in):
- * [a*s - p, (b-1)*s - p + d*(k-1) + 1). */
+ * [a*s - p, (b-1)*s - p + d*(k-1) + 1), each end divided by u (rounded down) when upsampled. */
 void net_window_rows(net_window w, int a, int b, int *lo, int *hi);
 
 #endif

@@ -84,8 +84,26 @@ def ceil_pool():
     return nn.Sequential(nn.Conv2d(3, 4, 3), nn.MaxPool2d(2, ceil_mode=True), nn.Flatten())
 
 
-def upsample():
-    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.Upsample(scale_factor=2), nn.Flatten())
+def bilinear():
+    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.Upsample(scale_factor=2, mode="bilinear"), nn.Flatten())
+
+
+class Decoder(nn.Module):
+    """Nearest upsampling as a module and as F.interpolate, added to encoder maps."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc1, self.enc2 = nn.Conv2d(3, 6, 3, padding=1), nn.Conv2d(6, 6, 3, padding=1)
+        self.pool, self.up = nn.MaxPool2d(3), nn.Upsample(scale_factor=3)
+        self.dec, self.head = nn.Conv2d(6, 6, 3, padding=1), nn.Conv2d(6, 2, 1)
+        self.fc = nn.Linear(2 * 24 * 24, 4)
+
+    def forward(self, x):
+        e1 = F.relu(self.enc1(x))
+        e2 = F.relu(self.enc2(self.pool(e1)))
+        d = self.dec(self.up(e2) + e1)
+        d = F.interpolate(self.head(d), scale_factor=2, mode="nearest")
+        return self.fc(torch.flatten(d, 1))
 
 
 def linear_on_map():

@@ -1,7 +1,9 @@
 /* randnet: random network texts for property tests (see randnet.h). Every layer is appended with
  * put(); channel counts are tracked so that an add's two inputs always agree in shape (heights
  * agree by construction: an identity block keeps them, a strided block's k x k stride-2 branch
- * with padding k/2 and its 1x1 stride-2 shortcut both give (H - 1) / 2 + 1). */
+ * with padding k/2 and its 1x1 stride-2 shortcut both give (H - 1) / 2 + 1). Every fourth layer
+ * drawn as a pooling is a nearest upsampling by 2 or 3 instead (drawn as the pool was, so the
+ * draws that follow are unchanged). */
 #include "tests/randnet.h"
 
 #include <stdarg.h>
@@ -51,7 +53,9 @@ static void small_net(randnet_rng *g, out *o, int h)
             put(o, "conv l%d in=%s c=2 k=%d s=%d p=%d d=%d groups=%d\n", i, in, k, s, p, d, i % 3 ? 1 : 2); /* depthwise */
         } else if (kind == 4) {
             int k = 2 + randnet_below(g, 2), s = 1 + randnet_below(g, 2), p = randnet_below(g, k / 2 + 1);
-            put(o, "%s l%d in=%s k=%d s=%d p=%d\n", randnet_below(g, 2) ? "maxpool" : "avgpool", i, in, k, s, p);
+            const char *pool = randnet_below(g, 2) ? "maxpool" : "avgpool";
+            if (i % 4 == 3) put(o, "upsample l%d in=%s scale=%d\n", i, in, 2 + i % 2); /* same draws, no pool */
+            else put(o, "%s l%d in=%s k=%d s=%d p=%d\n", pool, i, in, k, s, p);
         } else if (kind == 5) {
             put(o, "%s l%d in=%s\n", act(i, false), i, in);
         } else if (kind == 6) {
@@ -123,7 +127,9 @@ static void wide_net(randnet_rng *g, out *o, int h)
             if (kind == 11) put(o, "%s l%d in=l%d_c\n", act(i, true), i, i); /* after a conv: in place */
         } else if (kind <= 5) {
             int k = 2 + randnet_below(g, 4), s = 1 + randnet_below(g, 2), p = randnet_below(g, k / 2 + 1);
-            put(o, "%s l%d in=%s k=%d s=%d p=%d\n", randnet_below(g, 2) ? "maxpool" : "avgpool", i, in, k, s, p);
+            const char *pool = randnet_below(g, 2) ? "maxpool" : "avgpool";
+            if (i % 4 == 3) put(o, "upsample l%d in=%s scale=%d\n", i, in, 2 + i % 2); /* same draws, no pool */
+            else put(o, "%s l%d in=%s k=%d s=%d p=%d\n", pool, i, in, k, s, p);
         } else if (kind == 6) {
             put(o, "%s l%d in=%s\n", act(i, false), i, in);
         } else if (kind == 7) {

@@ -83,7 +83,8 @@ def main(lrcnn):
     tmp = tempfile.mkdtemp(prefix="lrcnn-import-")
     models = [("mobilenet_v2", torchvision.models.mobilenet_v2, 224), ("resnet50", torchvision.models.resnet50, 224),
               ("vgg16", torchvision.models.vgg16, 224),
-              (CASES + ":Functional", import_cases.Functional, 20), (CASES + ":Activations", import_cases.Activations, 24)]
+              (CASES + ":Functional", import_cases.Functional, 20), (CASES + ":Activations", import_cases.Activations, 24),
+              (CASES + ":Decoder", import_cases.Decoder, 12)]
     for spec, make, image in models:
         out = os.path.join(tmp, spec.rsplit(":", 1)[-1] + ".net")
         r = convert(spec, out, "--image", str(image))
@@ -108,7 +109,7 @@ def main(lrcnn):
     check(body(out) == body(os.path.join(ROOT, "nets", "mobilenetv2.net")), "nets/mobilenetv2.net is the importer's output")
 
     refusals = [("Cat", "cat"), ("Mul", "mul"), ("nonsquare", "not square"), ("reflect", "padding_mode"),
-                ("ceil_pool", "ceil_mode"), ("upsample", "Upsample"), ("linear_on_map", "Linear on a 4-d"),
+                ("ceil_pool", "ceil_mode"), ("bilinear", "bilinear"), ("linear_on_map", "Linear on a 4-d"),
                 ("gelu_tanh", "approximate")]
     for case, says in refusals:
         out = os.path.join(tmp, case + ".net")

@@ -51,12 +51,6 @@ GRAD_ELEM_FRAC = 1e-3      # every |g_ours - g_ref| <= GRAD_ELEM_FRAC * max|g_re
                            # wrong elements (a border pixel, one channel) that the norm would hide
 GRAD_FLOOR_FRAC = 1e-6     # both gradient bounds get + GRAD_FLOOR_FRAC * (largest gradient norm /
                            # max in the net): analytically zero gradients are fp noise on both sides
-FLOOR_K = 3.0              # cases marked "floor" (whole nets whose fp32 gradients are ill-conditioned:
-                           # MobileNetV2 untrained, batch norm in train mode on few values a channel,
-                           # where PyTorch's own float32 gradient is up to ~1e-2 from its float64 one):
-                           # ||g_ours - g64|| <= FLOOR_K * ||g_torch32 - g64|| per tensor (or the rule
-                           # above against g64), elements likewise; two fp32 summation orders err by
-                           # comparable amounts, and a wrong formula errs by far more than 3x either
 AFTER_ATOL = 1e-6          # parameters after the step, element-wise: AFTER_ATOL + AFTER_RTOL*|w|
 AFTER_RTOL = 1e-5          #   (fp32 ulp of |w| ~ 0.1 is 7e-9; the step's own rounding is smaller)
 # The after-step check compares with torch's step on torch's gradient, so it inherits the gradient
@@ -100,6 +94,7 @@ KINDS = {
     "gelu": ((), {}),
     "hardswish": ((), {}),
     "dropout": ((), {"p": 0.5}),
+    "upsample": ((), {"scale": 2}),
 }
 FLOAT_KEYS = ("eps", "momentum", "slope")  # and dropout's p (a pool's p is its padding)
 ACTIVATION_KINDS = ("sigmoid", "relu6", "leakyrelu", "silu", "gelu", "hardswish")
@@ -256,6 +251,8 @@ def infer_shapes(path, order, by_name):
             l.shape = (x[0], 1, 1)
         elif l.kind == "apool":
             l.shape = (x[0], a["o"], a["o"])
+        elif l.kind == "upsample":
+            l.shape = (x[0], x[1] * a["scale"], x[2] * a["scale"])
         elif l.kind == "loss":
             l.shape = None
 
@@ -349,6 +346,8 @@ class RefNet(torch.nn.Module):
             y = src[0].mean(dim=(2, 3), keepdim=True)
         elif l.kind == "apool":
             y = F.adaptive_avg_pool2d(src[0], a["o"])
+        elif l.kind == "upsample":
+            y = F.interpolate(src[0], scale_factor=a["scale"], mode="nearest")
         elif l.kind == "loss":
             y = F.cross_entropy(torch.flatten(src[0], 1), labels)
         return y
@@ -430,7 +429,7 @@ def cmd_init(netfile, out, seed, image=None):
 
 class Report:
     def __init__(self):
-        self.failures, self.worst_grad, self.worst_floor = [], 0.0, 0.0
+        self.failures, self.worst_grad = [], 0.0
 
     def line(self, what, name, ours, ref, ok, extra, bad_idx=None):
         diff = np.abs(ours.astype(np.float64) - ref.astype(np.float64))
@@ -469,9 +468,8 @@ def adam_dir(g, eps):
     return g / (np.abs(g) + eps)
 
 
-def cmd_compare(netfile, dump, bn=None, floor=False):
-    """Returns a Report (failures empty on success). floor: judge against PyTorch in float64, by
-    PyTorch's own float32 distance from it (FLOOR_K)."""
+def cmd_compare(netfile, dump, bn=None):
+    """Returns a Report (failures empty on success)."""
     rep = Report()
     f = h5py.File(dump, "r")
     try:
@@ -550,7 +548,6 @@ def cmd_compare(netfile, dump, bn=None, floor=False):
         params = model.params()
         g_ref = {(l, d): t.grad.detach().numpy().copy() for l, d, t in params}
         g_our = {(l, d): f["grads/%s/%s" % (l, d)][()] for l, d, _ in params}
-        g64 = reference_fp64(layers, f, bn, x, labels) if floor else None
         net_norm = max(float(np.linalg.norm(g)) for g in g_ref.values())
         net_max = max(float(np.abs(g).max()) for g in g_ref.values())
         delta = {}  # the per-element gradient tolerance, inherited by the after-step check
@@ -560,30 +557,13 @@ def cmd_compare(netfile, dump, bn=None, floor=False):
             if ours.shape != ref.shape or ours.dtype != np.float32:
                 rep.fail("grad %s: %s %s, reference float32 %s" % (name, ours.dtype, ours.shape, ref.shape))
                 continue
-            delta[(l, d)] = GRAD_ELEM_FRAC * float(np.abs(ref).max()) + GRAD_FLOOR_FRAC * net_max
-            bound = GRAD_NORM_RTOL * np.linalg.norm(ref) + GRAD_FLOOR_FRAC * net_norm
-            extra = "  (norm rel > %g)" % GRAD_NORM_RTOL
-            if floor:  # distances to the float64 gradient, ours against PyTorch's float32
-                exact = g64[(l, d)]
-                own = ref.astype(np.float64) - exact
-                own_norm = float(np.linalg.norm(own))
-                delta[(l, d)] += FLOOR_K * float(np.abs(own).max())
-                bound = max(GRAD_NORM_RTOL * np.linalg.norm(exact), FLOOR_K * own_norm) + GRAD_FLOOR_FRAC * net_norm
-                dist = float(np.linalg.norm(ours.astype(np.float64) - exact))
-                if own_norm > GRAD_FLOOR_FRAC * net_norm:
-                    rep.worst_floor = max(rep.worst_floor, dist / own_norm)
-                extra = "  torch fp32 %.2e" % (own_norm / max(float(np.linalg.norm(exact)), 1e-300))
-                ref = exact
             diff = np.abs(ours.astype(np.float64) - ref)
-            norm_ok = np.linalg.norm(diff) <= bound
+            delta[(l, d)] = GRAD_ELEM_FRAC * float(np.abs(ref).max()) + GRAD_FLOOR_FRAC * net_max
+            norm_ok = np.linalg.norm(diff) <= GRAD_NORM_RTOL * np.linalg.norm(ref) + GRAD_FLOOR_FRAC * net_norm
             bad = np.flatnonzero(~(diff <= delta[(l, d)]))
             nrel = rep.line("grad", name, ours, ref, bool(norm_ok) and len(bad) == 0,
-                            extra if floor or not norm_ok else "", bad)
-            if not floor or own_norm > GRAD_FLOOR_FRAC * net_norm:  # not an analytically zero gradient's noise
-                rep.worst_grad = max(rep.worst_grad, nrel)
-        if floor:
-            print("  floor: ours is at most %.2fx PyTorch float32's distance from the float64 gradient (bound %gx)"
-                  % (rep.worst_floor, FLOOR_K))
+                            "" if norm_ok else "  (norm rel > %g)" % GRAD_NORM_RTOL, bad)
+            rep.worst_grad = max(rep.worst_grad, nrel)
 
         # One optimizer step, fresh state: on torch's gradients ("after") and on ours ("step").
         def make_opt(ts):
@@ -772,6 +752,15 @@ gap gap                         # mean over 42 positions
 fc fc c=5
 loss loss
 """,
+    "upsample": """input data c=3 h=7 w=5
+conv conv1 c=4 k=3 p=1
+upsample up1 scale=3           # 7x5 -> 21x15
+conv conv2 c=4 k=3 s=2         # -> 10x7: a strided window over the copies
+relu relu2
+upsample up2                   # -> 20x14
+fc fc c=5
+loss loss
+""",
     "apool-7": """input data c=3 h=7 w=7
 conv conv1 c=4 k=3 p=1
 relu relu1
@@ -794,7 +783,7 @@ loss loss
 
 
 def cases():
-    """(name, net file or generated key, image, batch, optimizer, plan, bn[, "floor": FLOOR_K])."""
+    """(name, net file or generated key, image, batch, optimizer, plan, bn)."""
     v, r, k = (os.path.join(NETS, n + ".net") for n in ("vgg-small", "resnet-small", "kernels"))
     c = [("vgg-small/sgd", v, 32, 4, "sgd", "layer", None),
          ("vgg-small/adam", v, 32, 4, "adam", "layer", None),
@@ -802,9 +791,14 @@ def cases():
          ("resnet-small/sgd/bn-train", r, 32, 4, "sgd", "layer", "train"),
          ("resnet-small/sgd/bn-frozen", r, 32, 4, "sgd", "layer", "frozen"),
          ("kernels/adam", k, None, 3, "adam", "layer", None),
-         # a whole torchvision net made by tools/torch2net.py: depthwise convolutions, relu6,
-         # inverted residuals, dropout and batch norm in train mode, at 64x64
-         ("mobilenetv2/adam", os.path.join(NETS, "mobilenetv2.net"), 128, 4, "adam", "layer", None, "floor")]
+         ("updown/sgd", os.path.join(NETS, "updown.net"), None, 4, "sgd", "layer", None),
+         # a whole torchvision net made by tools/torch2net.py (depthwise convolutions, relu6,
+         # inverted residuals, dropout) with its batch norms frozen: in train mode, untrained and
+         # on few values a channel, its fp32 gradients are ill-conditioned — PyTorch's own float32
+         # gradient is ~1e-2 from its float64 one (frozen: 5e-7) — so two correct fp32 engines
+         # differ by more than any tolerance; train mode is checked on resnet-small above, and
+         # MobileNetV2's row plans against `layer` in test_exact
+         ("mobilenetv2/adam/bn-frozen", os.path.join(NETS, "mobilenetv2.net"), 128, 4, "adam", "layer", "frozen")]
     for i, g in enumerate(GENERATED):
         opt = "adam" if i % 2 else "sgd"
         if g == "bn":
@@ -828,26 +822,13 @@ def check_loaded(rep, init, dump):
                 rep.fail("init: /params/%s in the dump differs from the --init-weights file" % p)
 
 
-def reference_fp64(layers, f, bn, x, labels):
-    """The gradients of PyTorch in float64 on the dump's weights and batch."""
-    model = RefNet(layers, torch.float64)
-    problems = load_params(model, f)
-    if problems:
-        raise NetError(problems[0])
-    model.set_bn(bn)
-    model(x.double(), labels).backward()
-    return {(l, d): t.grad.numpy() for l, d, t in model.params()}
-
-
 def cmd_run(binary, keep=None):
     passed, failed, rows = 0, 0, []
     with tempfile.TemporaryDirectory(prefix="torch_ref.") as tmp:
         if keep:
             os.makedirs(keep, exist_ok=True)
             tmp = os.path.abspath(keep)
-        for i, case in enumerate(cases()):
-            name, net, image, batch, opt, plan, bn = case[:7]
-            floor = len(case) > 7 and case[7]
+        for i, (name, net, image, batch, opt, plan, bn) in enumerate(cases()):
             if net.startswith("gen:"):
                 path = os.path.join(tmp, net[4:] + ".net")
                 with open(path, "w") as fh:
@@ -872,7 +853,7 @@ def cmd_run(binary, keep=None):
                 if p.returncode != 0:
                     why = "lrcnn train exited %d: %s" % (p.returncode, (p.stderr or p.stdout).strip()[-2000:])
                 else:
-                    rep = cmd_compare(net, dump, bn, floor)
+                    rep = cmd_compare(net, dump, bn)
                     check_loaded(rep, init, dump)
                     worst = rep.worst_grad
                     if rep.failures:

@@ -30,6 +30,7 @@ KEYS = {  # kind: {key: default or None if required}
     "gelu": {},
     "hardswish": {},
     "dropout": {"p": 0.5},
+    "upsample": {"scale": 2},
 }
 NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
@@ -161,6 +162,8 @@ def infer(layers, path):
             o = (x[0], 1, 1)
         elif k == "apool":
             o = (x[0], a["o"], a["o"])
+        elif k == "upsample":
+            o = (x[0], x[1] * a["scale"], x[2] * a["scale"])
         else:  # relu and the other activations, loss
             o = x
         if min(o) < 1:

@@ -13,7 +13,7 @@ three times a block) or, for a function (`x + y`), after the module whose forwar
 (`layer1.0.add`). The model's output becomes the logits of a `loss` layer.
 
 What it cannot represent it refuses, naming the node: a kind the format lacks (torch.cat, x * y,
-upsampling, ...), or a module configured beyond it (a non-square kernel, reflect padding,
+bilinear upsampling, ...), or a module configured beyond it (a non-square kernel, reflect padding,
 ceil_mode pooling, BatchNorm without running statistics, GELU's tanh form). Exit status 2 then,
 and no file is written. Without -o the net goes to stdout; with -o an existing file is kept unless
 --force, and the file is written whole or not at all.
@@ -130,6 +130,21 @@ def dropout(m, where):
     return ("dropout", keys(p=fmt_float(m.p))) if m.p > 0 else None
 
 
+def upsample(scale, size, mode, where):
+    if mode != "nearest":
+        raise Refused("%s: %s upsampling (only mode='nearest')" % (where, mode))
+    if size is not None or scale is None:
+        raise Refused("%s: upsampling to a size (give scale_factor)" % where)
+    s = scale
+    if isinstance(s, (tuple, list)):
+        if len(s) != 2 or s[0] != s[1]:
+            raise Refused("%s: scale_factor %s is not the same along H and W" % (where, tuple(s)))
+        s = s[0]
+    if float(s) != int(s) or int(s) < 1:
+        raise Refused("%s: scale_factor %s is not a whole number" % (where, s))
+    return "upsample", "" if int(s) == 2 else keys(scale=int(s))
+
+
 def simple(kind):
     return lambda m, where: (kind, "")
 
@@ -140,6 +155,7 @@ MODULES = [  # order matters: ReLU6 is a Hardtanh
     (nn.ReLU, simple("relu")), (nn.ReLU6, simple("relu6")), (nn.Hardtanh, hardtanh), (nn.LeakyReLU, leaky),
     (nn.Sigmoid, simple("sigmoid")), (nn.SiLU, simple("silu")), (nn.GELU, gelu), (nn.Hardswish, simple("hardswish")),
     (nn.Dropout, dropout), (nn.Identity, lambda m, where: None), (nn.Flatten, lambda m, where: "flatten"),
+    (nn.Upsample, lambda m, where: upsample(m.scale_factor, m.size, m.mode, where)),
 ]
 
 FUNCTIONS = {  # function or method name -> kind (None: an alias of its first input)
@@ -147,7 +163,7 @@ FUNCTIONS = {  # function or method name -> kind (None: an alias of its first in
     F.relu6: "relu6", torch.sigmoid: "sigmoid", "sigmoid": "sigmoid", F.silu: "silu", F.hardswish: "hardswish",
     operator.add: "add", operator.iadd: "add", torch.add: "add", "add": "add", "add_": "add",
     torch.flatten: "flatten", "flatten": "flatten", "view": "flatten", "reshape": "flatten",
-    F.adaptive_avg_pool2d: "adaptive", "contiguous": None,
+    F.adaptive_avg_pool2d: "adaptive", F.interpolate: "interpolate", "contiguous": None,
 }
 
 
@@ -284,6 +300,14 @@ class Converter:
             kind, keystr = adaptive(size, where)
             self.emit(node, kind, keystr, [self.source(args[0], node)])
             return
+        if kind == "interpolate":
+            kw = dict(zip(("size", "scale_factor", "mode", "align_corners"), node.args[1:]), **node.kwargs)
+            odd = [k for k, v in kw.items() if k not in ("size", "scale_factor", "mode") and v not in (None, False)]
+            if odd:
+                raise Refused("%s: interpolate with %s" % (where, ", ".join("%s=%s" % (k, kw[k]) for k in odd)))
+            kind, keystr = upsample(kw.get("scale_factor"), kw.get("size"), kw.get("mode", "nearest"), where)
+            self.emit(node, kind, keystr, [self.source(args[0], node)])
+            return
         if kind == "add":
             if len(args) != 2 or len(node.args) != 2 or node.kwargs:
                 raise Refused("%s: adds %s (only the sum of two tensors of the net)" % (where, node.args))
@@ -300,7 +324,7 @@ class Converter:
         rank = len(arg.meta["tensor_meta"].shape)
         if kind == "fc" and rank != 2:
             raise Refused("%s: Linear on a %d-d tensor (the format's fc reads the map flattened: flatten first)" % (where, rank))
-        if kind in ("conv", "bn", "maxpool", "avgpool", "gap", "apool", "adaptive") and rank != 4:
+        if kind in ("conv", "bn", "maxpool", "avgpool", "gap", "apool", "adaptive", "upsample", "interpolate") and rank != 4:
             raise Refused("%s: %s on a %d-d tensor (it takes (N, C, H, W) maps)" % (where, kind, rank))
 
     def check_flatten(self, node, where):

@@ -240,6 +240,50 @@ static void maxpool_backward(const ops_call *c)
         }
 }
 
+/* --- upsampling ------------------------------------------------------------------------------- */
+
+/* Nearest, by an integer scale u: y[o][ow] = x[o / u][ow / u] (PyTorch's mode='nearest'). */
+static void upsample_forward(const ops_call *c)
+{
+    const ten *x = &c->x[0], *y = &c->y;
+    int u = c->l->u.up.scale, a = c->a, b = c->b, lo, hi;
+    net_window_rows(c->l->win, a, b, &lo, &hi);
+    cpu_check_rows(x, lo, hi, c->in_h[0]);
+    cpu_check_rows(y, a, b, c->l->h);
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)y->n * y->c * (b - a) * y->w))
+    for (int n = 0; n < y->n; n++)
+        for (int ch = 0; ch < y->c; ch++)
+            for (int o = a; o < b; o++) {
+                const float *xr = cpu_row(x, n, ch, o / u);
+                float *yr = cpu_row(y, n, ch, o);
+                for (int ow = 0; ow < y->w; ow++) yr[ow] = xr[ow / u];
+            }
+}
+
+/* dx[i][j] += the sum of dy over the copies of x[i][j] in rows [a, b): a gather per input row, the
+ * copies added in row-major order whatever the band. */
+static void upsample_backward(const ops_call *c)
+{
+    const ten *dx = &c->dx[0], *dy = &c->dy;
+    int u = c->l->u.up.scale, a = c->a, b = c->b, lo, hi;
+    if (!dx->p) return;
+    net_window_rows(c->l->win, a, b, &lo, &hi);
+    cpu_dx_begin(c, 0);
+    cpu_check_rows(dx, lo, hi, c->in_h[0]);
+    cpu_check_rows(dy, a, b, c->l->h);
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dy->n * dy->c * (b - a) * dy->w))
+    for (int n = 0; n < dy->n; n++)
+        for (int ch = 0; ch < dy->c; ch++)
+            for (int i = lo; i < hi; i++) {
+                float *dxr = cpu_row(dx, n, ch, i);
+                int o0 = i * u > a ? i * u : a, o1 = (i + 1) * u < b ? (i + 1) * u : b;
+                for (int o = o0; o < o1; o++) {
+                    const float *dyr = cpu_row(dy, n, ch, o);
+                    for (int ow = 0; ow < dy->w; ow++) dxr[ow / u] += dyr[ow];
+                }
+            }
+}
+
 /* Mean over the k*k window, padding counted as zeros (PyTorch's count_include_pad). */
 static void avgpool_forward(const ops_call *c)
 {
@@ -567,7 +611,7 @@ static const struct {
     [NET_SIGMOID] = {act_forward, act_backward},         [NET_RELU6] = {act_forward, act_backward},
     [NET_LEAKY] = {act_forward, act_backward},           [NET_SILU] = {act_forward, act_backward},
     [NET_GELU] = {act_forward, act_backward},            [NET_HSWISH] = {act_forward, act_backward},
-    [NET_DROPOUT] = {dropout_forward, dropout_backward},
+    [NET_DROPOUT] = {dropout_forward, dropout_backward}, [NET_UPSAMPLE] = {upsample_forward, upsample_backward},
 };
 
 static void cpu_forward(const ops_call *c)

@@ -294,6 +294,42 @@ extern "C" void k_avgpool_bwd(cudaStream_t st, kview dx, kview dy, kwin w, int i
     if (n > 0) avgpool_bwd<<<blocks(n), T, 0, st>>>(dx, dy, w, in_h, a, b, lo, hi);
 }
 
+__global__ static void upsample_fwd(kview x, kview y, int u, int a, int b)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)y.n * y.c * (b - a) * y.w) return;
+    pos q = decompose(i, y.c, a, b, y.w);
+    at(y, q.n, q.c, q.r)[q.col] = at(x, q.n, q.c, q.r / u)[q.col / u];
+}
+
+extern "C" void k_upsample_fwd(cudaStream_t st, kview x, kview y, int u, int a, int b)
+{
+    int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
+    if (n) upsample_fwd<<<blocks(n), T, 0, st>>>(x, y, u, a, b);
+}
+
+/* a gather per input element: its copies in rows [a, b), in row-major order (as the CPU's) */
+__global__ static void upsample_bwd(kview dx, kview dy, int u, int a, int b, int lo, int hi)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)dx.n * dx.c * (hi - lo) * dx.w) return;
+    pos q = decompose(i, dx.c, lo, hi, dx.w);
+    int o0 = max(q.r * u, a), o1 = min((q.r + 1) * u, b), w1 = min((q.col + 1) * u, dy.w);
+    float s = 0.0f;
+    for (int o = o0; o < o1; o++) {
+        const float *r = at(dy, q.n, q.c, o);
+        for (int ow = q.col * u; ow < w1; ow++) s += r[ow];
+    }
+    at(dx, q.n, q.c, q.r)[q.col] += s;
+}
+
+extern "C" void k_upsample_bwd(cudaStream_t st, kview dx, kview dy, int u, int a, int b)
+{
+    int lo = a / u, hi = (b - 1) / u + 1;
+    int64_t n = (int64_t)dx.n * dx.c * (hi - lo) * dx.w;
+    if (n > 0) upsample_bwd<<<blocks(n), T, 0, st>>>(dx, dy, u, a, b, lo, hi);
+}
+
 __device__ static void apool_window(int i, int in, int o, int *s, int *e)
 {
     *s = (int)(((int64_t)i * in) / o);

@@ -44,6 +44,9 @@ void k_maxpool_fwd(cudaStream_t st, kview x, kview y, int64_t *argmax, kwin w, i
 void k_maxpool_bwd(cudaStream_t st, kview dx, kview dy, const int64_t *argmax, kwin w, int in_h, int a, int b);
 void k_avgpool_fwd(cudaStream_t st, kview x, kview y, kwin w, int in_h, int a, int b);
 void k_avgpool_bwd(cudaStream_t st, kview dx, kview dy, kwin w, int in_h, int a, int b);
+/* nearest upsampling by u, output rows [a, b); backward dx += (a gather of each value's copies) */
+void k_upsample_fwd(cudaStream_t st, kview x, kview y, int u, int a, int b);
+void k_upsample_bwd(cudaStream_t st, kview dx, kview dy, int u, int a, int b);
 void k_apool_fwd(cudaStream_t st, kview x, kview y, int o);
 void k_apool_bwd(cudaStream_t st, kview dx, kview dy, int o);
 /* frozen batch norm backward: dx += gamma * invstd * dy; dgamma/dbeta += sums (dw may be NULL) */

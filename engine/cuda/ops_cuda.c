@@ -584,6 +584,7 @@ static void cuda_forward(const ops_call *c)
     case NET_MAXPOOL: k_maxpool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), c->argmax, kw(l->win), c->in_h[0], c->a, c->b); break;
     case NET_AVGPOOL: k_avgpool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), kw(l->win), c->in_h[0], c->a, c->b); break;
     case NET_GAP: k_apool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), 1); break;
+    case NET_UPSAMPLE: k_upsample_fwd(g.compute, kv(&c->x[0]), kv(&c->y), l->u.up.scale, c->a, c->b); break;
     case NET_APOOL: k_apool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), l->u.apool.o); break;
     case NET_SIGMOID:
     case NET_RELU6:
@@ -624,6 +625,9 @@ static void cuda_backward(const ops_call *c)
         break;
     case NET_GAP:
         if (c->dx[0].p) dx_begin(c, 0), k_apool_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), 1);
+        break;
+    case NET_UPSAMPLE:
+        if (c->dx[0].p) dx_begin(c, 0), k_upsample_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), l->u.up.scale, c->a, c->b);
         break;
     case NET_APOOL:
         if (c->dx[0].p) dx_begin(c, 0), k_apool_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), l->u.apool.o);
