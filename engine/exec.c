@@ -105,7 +105,7 @@ static ops_call call_of(const exec *x, const sched_step *t)
     ops_call c = {.l = l, .layer = t->layer, .a = t->rows.a, .b = t->rows.b, .y = view(x, t->y), .dy = view(x, t->dy), .w = fptr(x, t->w),
                   .ws = fptr(x, t->ws), .ws_bytes = t->ws >= 0 ? x->s->bufs[t->ws].bytes : 0};
     for (int j = 0; j < l->n_in; j++) {
-        c.in_h[j] = x->n->layers[l->in[j]].h;
+        c.in_h[j] = x->n->layers[l->in[j]].h, c.in_c[j] = x->n->layers[l->in[j]].c;
         c.x[j] = view(x, t->x[j]);
         c.dx[j] = view(x, t->dx[j]);
         c.dx_acc[j] = t->dx_acc[j];

@@ -43,6 +43,7 @@ typedef struct {
     const net_layer *l;        /* kind and parameters (the tagged union of net.h); l->h is the full output height */
     int layer;                 /* l's index in its net (per-layer records) */
     int in_h[NET_MAX_IN];      /* full heights of the inputs */
+    int in_c[NET_MAX_IN];      /* and their channels (concat: where each input's channels start) */
     int a, b;                  /* output rows [a, b) computed (forward) or back-propagated (backward) */
     ten x[NET_MAX_IN], y;      /* activations; y may alias x[0] (in-place relu) */
     ten dx[NET_MAX_IN], dy;    /* gradients; dx[j].p == NULL: not wanted (e.g. the image) */

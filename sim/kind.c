@@ -102,6 +102,23 @@ static int infer_add(net *n, int i, const char *where, err *e)
     return 0;
 }
 
+static int infer_concat(net *n, int i, const char *where, err *e)
+{
+    net_layer *l = &n->layers[i];
+    const net_layer *x = input_of(n, i, 0);
+    int64_t c = 0;
+    for (int j = 0; j < l->n_in; j++) {
+        const net_layer *y = input_of(n, i, j);
+        if (x->h != y->h || x->w != y->w)
+            return err_set(e, "%s: inputs '%s' (%dx%d) and '%s' (%dx%d) differ in height or width", where, x->name, x->h, x->w,
+                           y->name, y->h, y->w);
+        c += y->c;
+    }
+    if (c > INT_MAX / 4) return err_set(e, "%s: %lld channels is more than %d", where, (long long)c, INT_MAX / 4);
+    l->c = (int)c, l->h = x->h, l->w = x->w;
+    return 0;
+}
+
 static int infer_fc(net *n, int i, const char *where, err *e)
 {
     net_layer *l = &n->layers[i];
@@ -266,6 +283,9 @@ const kind_traits kind_table[NET_NKIND] = {
                      .aux_rebuilt = true, .infer = infer_dropout, .flops = flops_one,
                      .keys = {{"p", KIND_KEY_FLOAT, OFF(u.dropout.p), false, 0.5, NULL}}},
     /* its backward sums each input value's scale x scale copies' gradients: it keeps nothing */
+    /* copies its inputs' channels into one map; its backward hands each input its channels of the
+     * gradient, reading nothing kept */
+    [NET_CONCAT] = {.name = "concat", .min_in = 2, .max_in = 2, .rowwise = true, .infer = infer_concat, .flops = flops_one},
     [NET_UPSAMPLE] = {.name = "upsample", .min_in = 1, .max_in = 1, .rowwise = true, .infer = infer_upsample, .flops = flops_one,
                       .keys = {{"scale", KIND_KEY_COUNT, OFF(u.up.scale), false, 2, NULL}}},
 };

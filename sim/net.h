@@ -38,6 +38,7 @@ typedef enum {
     NET_HSWISH, /* hardswish: x * relu6(x + 3) / 6 */
     NET_DROPOUT, /* zeroes each value with probability p, scales the rest by 1 / (1 - p) */
     NET_UPSAMPLE, /* nearest-neighbour upsampling by an integer scale along H and W */
+    NET_CONCAT,   /* its inputs' channels one after the other (same H and W) */
     NET_NKIND
 } net_kind;
 

@@ -42,13 +42,41 @@ class Activations(nn.Module):
         return self.body(x)
 
 
-class Cat(nn.Module):
+class UNet(nn.Module):
+    """Two levels: skips concatenated to upsampled maps (torch.cat as a list and as a tuple)."""
+
+    def __init__(self):
+        super().__init__()
+        self.e1, self.e2 = nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(4, 8, 3, padding=1)
+        self.pool, self.up = nn.MaxPool2d(2), nn.Upsample(scale_factor=2)
+        self.d2, self.d1 = nn.Conv2d(16, 4, 3, padding=1), nn.Conv2d(8, 2, 1)
+        self.fc = nn.Linear(2 * 16 * 16, 3)
+
+    def forward(self, x):
+        e1 = F.relu(self.e1(x))
+        e2 = F.relu(self.e2(self.pool(e1)))
+        m = self.pool(e2)
+        d2 = F.relu(self.d2(torch.cat([self.up(m), e2], dim=1)))
+        d1 = self.d1(torch.cat((self.up(d2), e1), 1))
+        return self.fc(torch.flatten(d1, 1))
+
+
+class Cat3(nn.Module):
     def __init__(self):
         super().__init__()
         self.a, self.b = nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(3, 4, 1)
 
     def forward(self, x):
-        return torch.cat([self.a(x), self.b(x)], 1).mean((2, 3))
+        return torch.flatten(torch.cat([self.a(x), self.b(x), x], 1), 1)
+
+
+class CatRows(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        return torch.flatten(torch.cat([self.a(x), self.a(x)], 2), 1)
 
 
 class Mul(nn.Module):

@@ -77,8 +77,8 @@ static void small_net(randnet_rng *g, out *o, int h)
     put(o, "gap g in=l%d\nfc f c=2\nloss loss\n", ops - 1);
 }
 
-/* A residual block on `in` (ch channels) named l<i>: conv, relu, conv, add, and sometimes a relu on
- * the sum (in place, as in ResNets). A strided block takes a 1x1 stride-2 shortcut and may change
+/* A residual block on `in` (ch channels) named l<i>: conv, relu, conv, add (every fifth: concat),
+ * and sometimes a relu on the sum (in place, as in ResNets). A strided block takes a 1x1 stride-2 shortcut and may change
  * the channel count. Returns the block's output channels. */
 static int block(randnet_rng *g, out *o, int i, const char *in, int ch)
 {
@@ -94,13 +94,14 @@ static int block(randnet_rng *g, out *o, int i, const char *in, int ch)
         put(o, "conv l%d_s in=%s c=%d k=1 s=2\n", i, in, oc);
         snprintf(sc, sizeof sc, "l%d_s", i);
     }
+    const char *join = i % 5 == 4 ? "concat" : "add"; /* every fifth block joins by channels (DenseNet, U-Net) */
     if (relu) {
-        put(o, "add l%d_sum in=l%d_b,%s\n", i, i, sc);
+        put(o, "%s l%d_sum in=l%d_b,%s\n", join, i, i, sc);
         put(o, "relu l%d in=l%d_sum\n", i, i);
     } else {
-        put(o, "add l%d in=l%d_b,%s\n", i, i, sc);
+        put(o, "%s l%d in=l%d_b,%s\n", join, i, i, sc);
     }
-    return oc;
+    return i % 5 == 4 ? oc + (down ? oc : ch) : oc;
 }
 
 /* Wider nets for the closed form: the shapes a user's net has (odd sizes, stride-2 convolutions

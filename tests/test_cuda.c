@@ -11,7 +11,7 @@
  * negatives, -0.0 and values at fp8's and fp16's edges, must produce the CPU codec's bytes exactly
  * and decode back to the CPU's values; and the encoded plans (gist, dpr) must match the CPU
  * engine like the others, with ZFP refused in one line.
- * Usage: test_cuda [NET PLAN...] (default: kernels, vgg-small, resnet-small, kinds and updown under layer,
+ * Usage: test_cuda [NET PLAN...] (default: kernels, vgg-small, resnet-small, kinds, updown and unet-small under layer,
  * 2ps:4, overl:4, ckpt-sqrt and vdnn-all, then the codecs and encoded plans); test_cuda
  * --codecs-on-cpu runs the codec cases with the CPU on both sides (the harness itself). */
 #include <math.h>
@@ -158,6 +158,7 @@ int main(int argc, char **argv)
         check("resnet-small", "train", plans, 1, 1e-6, cpu, cu);
         check("kinds", NULL, plans, 5, 1e-6, cpu, cu); /* activations, dropout, groups */
         check("updown", NULL, plans, 5, 1e-6, cpu, cu); /* upsampling, skips across heights */
+        check("unet-small", NULL, plans, 5, 1e-6, cpu, cu); /* concatenated skips */
         codecs(cu);
         char *encoded[] = {"layer+gist", "2ps:4+gist+dpr:bf16", "ckpt-sqrt+dpr:fp8", "vdnn-all+gist:binarize"};
         check("vgg-small", NULL, encoded, 4, 1e-6, cpu, cu);

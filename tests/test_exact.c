@@ -145,6 +145,7 @@ int main(int argc, char **argv)
         require_lower = false; /* updown's skips leave ckpt:2 no cut inside the encoder-decoder: it may only tie */
         check_small("updown", NULL); /* nearest upsampling by 3 and 2, skip connections across three heights */
         require_lower = true;
+        check_small("unet-small", NULL); /* concatenated skips, upsampling, batch norm in train mode */
         require_lower = true;
         check_small_at("vgg-small", 37, NULL); /* odd heights: every band count again */
         check_small_at("resnet-small", 35, "frozen");

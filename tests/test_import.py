@@ -84,7 +84,7 @@ def main(lrcnn):
     models = [("mobilenet_v2", torchvision.models.mobilenet_v2, 224), ("resnet50", torchvision.models.resnet50, 224),
               ("vgg16", torchvision.models.vgg16, 224),
               (CASES + ":Functional", import_cases.Functional, 20), (CASES + ":Activations", import_cases.Activations, 24),
-              (CASES + ":Decoder", import_cases.Decoder, 12)]
+              (CASES + ":Decoder", import_cases.Decoder, 12), (CASES + ":UNet", import_cases.UNet, 16)]
     for spec, make, image in models:
         out = os.path.join(tmp, spec.rsplit(":", 1)[-1] + ".net")
         r = convert(spec, out, "--image", str(image))
@@ -108,7 +108,7 @@ def main(lrcnn):
     body = lambda p: [l for l in open(p) if not l.startswith("#")]  # noqa: E731
     check(body(out) == body(os.path.join(ROOT, "nets", "mobilenetv2.net")), "nets/mobilenetv2.net is the importer's output")
 
-    refusals = [("Cat", "cat"), ("Mul", "mul"), ("nonsquare", "not square"), ("reflect", "padding_mode"),
+    refusals = [("Cat3", "takes two"), ("CatRows", "dimension 2"), ("Mul", "mul"), ("nonsquare", "not square"), ("reflect", "padding_mode"),
                 ("ceil_pool", "ceil_mode"), ("bilinear", "bilinear"), ("linear_on_map", "Linear on a 4-d"),
                 ("gelu_tanh", "approximate")]
     for case, says in refusals:

@@ -223,7 +223,7 @@ static ops_call case_call(lcase *k)
                   .argmax = k->argmax, .mask = k->mask, .key = KEY, .stats = k->stats, .running = k->running, .bn = k->bn,
                   .labels = k->labels, .probs = k->probs, .loss = &k->loss, .ws = k->ws};
     for (int j = 0; j < k->n_in; j++) {
-        c.in_h[j] = k->net.layers[k->l->in[j]].h;
+        c.in_h[j] = k->net.layers[k->l->in[j]].h, c.in_c[j] = k->net.layers[k->l->in[j]].c;
         c.x[j] = k->x[j];
         c.dx[j] = k->dx[j];
     }
@@ -384,7 +384,7 @@ static void band_partition(lcase *k, const char *name, const int *cuts, int n_ba
         ten xv[NET_MAX_IN] = {0}, dxv[NET_MAX_IN] = {0};
         int lo[NET_MAX_IN], hi[NET_MAX_IN];
         for (int j = 0; j < k->n_in; j++) {
-            c.in_h[j] = k->net.layers[l->in[j]].h;
+            c.in_h[j] = k->net.layers[l->in[j]].h, c.in_c[j] = k->net.layers[l->in[j]].c;
             in_rows(k, j, a, b, &lo[j], &hi[j]);
             xv[j] = band_view(&k->x[j], k->x[j].p, lo[j], hi[j], 0.0f);
             c.x[j] = xv[j];
@@ -663,6 +663,9 @@ static const struct {
     {"fc no bias", IN "fc t c=5 bias=0\n" END, 0, false},
     {"add", IN "conv a c=2 k=1 in=x\nconv b c=2 k=1 in=x\nadd t in=a,b\n" END, 0, true},
     {"add of itself", IN "conv a c=2 k=1\nadd t in=a,a\n" END, 0, true},
+    {"concat (2 + 3 channels)", IN "conv a c=2 k=1 in=x\nconv b c=3 k=1 in=x\nconcat t in=a,b\n" END, 0, true},
+    {"concat of itself", IN "conv a c=2 k=1\nconcat t in=a,a\n" END, 0, true},
+    {"concat with the image", IN "conv a c=2 k=1\nconcat t in=x,a\n" END, 0, true},
     {"gap", IN "gap t\n" END, 0, false},
     {"apool o=3 (7x8, overlapping)", "input x c=3 h=7 w=8\napool t o=3\n" END, 0, false},
     {"apool o=2 (9x8)", IN "apool t o=2\n" END, 0, false},

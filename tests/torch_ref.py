@@ -95,6 +95,7 @@ KINDS = {
     "hardswish": ((), {}),
     "dropout": ((), {"p": 0.5}),
     "upsample": ((), {"scale": 2}),
+    "concat": ((), {}),
 }
 FLOAT_KEYS = ("eps", "momentum", "slope")  # and dropout's p (a pool's p is its padding)
 ACTIVATION_KINDS = ("sigmoid", "relu6", "leakyrelu", "silu", "gelu", "hardswish")
@@ -188,7 +189,7 @@ def parse_net(path, image=None):
             if prev is None:
                 raise NetError("%s: no previous layer to read" % where)
             inputs = [prev]
-        want = 2 if kind == "add" else 1
+        want = 2 if kind in ("add", "concat") else 1
         if kind != "input" and len(inputs) != want:
             raise NetError("%s: %s takes %d input(s), got in=%s" % (where, kind, want, ",".join(inputs)))
         layer = Layer(kind, name, args, inputs, lineno)
@@ -253,6 +254,10 @@ def infer_shapes(path, order, by_name):
             l.shape = (x[0], a["o"], a["o"])
         elif l.kind == "upsample":
             l.shape = (x[0], x[1] * a["scale"], x[2] * a["scale"])
+        elif l.kind == "concat":
+            if ins[0][1:] != ins[1][1:]:
+                raise NetError("%s: concat of shapes %s and %s" % (where, ins[0], ins[1]))
+            l.shape = (ins[0][0] + ins[1][0],) + x[1:]
         elif l.kind == "loss":
             l.shape = None
 
@@ -348,6 +353,8 @@ class RefNet(torch.nn.Module):
             y = F.adaptive_avg_pool2d(src[0], a["o"])
         elif l.kind == "upsample":
             y = F.interpolate(src[0], scale_factor=a["scale"], mode="nearest")
+        elif l.kind == "concat":
+            y = torch.cat(src, 1)
         elif l.kind == "loss":
             y = F.cross_entropy(torch.flatten(src[0], 1), labels)
         return y
@@ -761,6 +768,18 @@ upsample up2                   # -> 20x14
 fc fc c=5
 loss loss
 """,
+    "concat": """input data c=3 h=9 w=7
+conv a c=2 k=3 p=1
+conv b c=3 k=1 in=data
+concat ab in=a,b               # 2 + 3 channels
+concat self in=ab,ab           # a tensor with itself: both halves' gradients to it
+conv c c=4 k=3 s=2
+concat img in=data,data        # the image itself, twice (no gradient)
+conv d c=2 k=3 s=2 in=img
+concat cd in=c,d
+fc fc c=5
+loss loss
+""",
     "apool-7": """input data c=3 h=7 w=7
 conv conv1 c=4 k=3 p=1
 relu relu1
@@ -792,6 +811,7 @@ def cases():
          ("resnet-small/sgd/bn-frozen", r, 32, 4, "sgd", "layer", "frozen"),
          ("kernels/adam", k, None, 3, "adam", "layer", None),
          ("updown/sgd", os.path.join(NETS, "updown.net"), None, 4, "sgd", "layer", None),
+         ("unet-small/adam", os.path.join(NETS, "unet-small.net"), None, 4, "adam", "layer", None),
          # a whole torchvision net made by tools/torch2net.py (depthwise convolutions, relu6,
          # inverted residuals, dropout) with its batch norms frozen: in train mode, untrained and
          # on few values a channel, its fp32 gradients are ill-conditioned — PyTorch's own float32

@@ -31,6 +31,7 @@ KEYS = {  # kind: {key: default or None if required}
     "hardswish": {},
     "dropout": {"p": 0.5},
     "upsample": {"scale": 2},
+    "concat": {},
 }
 NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
@@ -87,7 +88,7 @@ def parse(path):
             if prev is None:
                 raise NetError(f"{where}: no previous layer")
             ins = [prev]
-        need = 2 if kind == "add" else (0 if kind == "input" else 1)
+        need = 2 if kind in ("add", "concat") else (0 if kind == "input" else 1)
         if len(ins) != need:
             raise NetError(f"{where}: {kind} takes {need} input(s)")
         names[name] = len(layers)
@@ -162,6 +163,10 @@ def infer(layers, path):
             o = (x[0], 1, 1)
         elif k == "apool":
             o = (x[0], a["o"], a["o"])
+        elif k == "concat":
+            if ins[0][1:] != ins[1][1:]:
+                raise NetError(f"{where}: concat of {ins[0]} and {ins[1]}")
+            o = (ins[0][0] + ins[1][0],) + x[1:]
         elif k == "upsample":
             o = (x[0], x[1] * a["scale"], x[2] * a["scale"])
         else:  # relu and the other activations, loss

@@ -163,7 +163,8 @@ FUNCTIONS = {  # function or method name -> kind (None: an alias of its first in
     F.relu6: "relu6", torch.sigmoid: "sigmoid", "sigmoid": "sigmoid", F.silu: "silu", F.hardswish: "hardswish",
     operator.add: "add", operator.iadd: "add", torch.add: "add", "add": "add", "add_": "add",
     torch.flatten: "flatten", "flatten": "flatten", "view": "flatten", "reshape": "flatten",
-    F.adaptive_avg_pool2d: "adaptive", F.interpolate: "interpolate", "contiguous": None,
+    F.adaptive_avg_pool2d: "adaptive", F.interpolate: "interpolate", torch.cat: "cat", torch.concat: "cat",
+    "contiguous": None,
 }
 
 
@@ -284,6 +285,9 @@ class Converter:
         kind = FUNCTIONS.get(node.target, "?")
         if kind == "?":
             raise Refused("%s: not a kind of the net format (nets/FORMAT.md)" % where)
+        if kind == "cat":
+            self.concat(node, where)
+            return
         args = self.tensor_inputs(node)
         if not args:
             raise Refused("%s: reads no tensor of the net" % where)
@@ -316,6 +320,18 @@ class Converter:
         if len(node.args) != 1 or (node.kwargs and set(node.kwargs) != {"inplace"}):
             raise Refused("%s: called with arguments the format does not take" % where)
         self.emit(node, kind, "", [self.source(args[0], node)])
+
+    def concat(self, node, where):
+        parts = node.args[0] if node.args else node.kwargs.get("tensors")
+        dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)
+        if not isinstance(parts, (list, tuple)) or not all(isinstance(p, fx.Node) for p in parts):
+            raise Refused("%s: concatenates something other than a list of the net's tensors" % where)
+        rank = len(parts[0].meta["tensor_meta"].shape)
+        if rank != 4 or dim not in (1, -3):
+            raise Refused("%s: concatenation along dimension %s (only channels of (N, C, H, W) maps)" % (where, dim))
+        if len(parts) != 2:
+            raise Refused("%s: a concat of %d tensors (the format's concat takes two)" % (where, len(parts)))
+        self.emit(node, "concat", "", [self.source(p, node) for p in parts])
 
     def check_rank(self, node, arg, kind, where):
         """A map is (N, C, H, W); a flattened one (N, C*H*W), what an fc reads and writes. Kinds

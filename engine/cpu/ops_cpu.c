@@ -168,6 +168,52 @@ static void add_backward(const ops_call *c)
     }
 }
 
+/* y = (x0, x1) along channels, rows [a, b). */
+static void concat_forward(const ops_call *c)
+{
+    const ten *y = &c->y;
+    cpu_check_rows(y, c->a, c->b, c->l->h);
+    int64_t len = plane_len(y, c->a, c->b);
+    for (int j = 0, off = 0; j < c->l->n_in; off += c->in_c[j], j++) {
+        const ten *x = &c->x[j];
+        cpu_check_rows(x, c->a, c->b, c->in_h[j]);
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)x->n * x->c * len))
+        for (int n = 0; n < x->n; n++)
+            for (int ch = 0; ch < x->c; ch++)
+                memcpy(cpu_row(y, n, off + ch, c->a), cpu_row(x, n, ch, c->a), (size_t)len * sizeof(float));
+    }
+}
+
+/* dx_j = dy's channels of input j. A concat of a tensor with itself (in[0] == in[1]) gets no dx[1]
+ * from the scheduler: dx[0] takes both halves. */
+static void concat_backward(const ops_call *c)
+{
+    const ten *dy = &c->dy;
+    bool twice = c->l->in[0] == c->l->in[1] && !c->dx[1].p;
+    cpu_check_rows(dy, c->a, c->b, c->l->h);
+    int64_t len = plane_len(dy, c->a, c->b);
+    for (int j = 0, off = 0; j < c->l->n_in; off += c->in_c[j], j++) {
+        const ten *dx = &c->dx[j];
+        if (!dx->p) continue;
+        bool store = cpu_dx_store(c, j), two = j == 0 && twice;
+        cpu_check_rows(dx, c->a, c->b, c->in_h[j]);
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dx->n * dx->c * len))
+        for (int n = 0; n < dx->n; n++)
+            for (int ch = 0; ch < dx->c; ch++) {
+                const float *dyr = cpu_row(dy, n, off + ch, c->a);
+                float *dxr = cpu_row(dx, n, ch, c->a);
+                if (store)
+                    for (int64_t i = 0; i < len; i++) dxr[i] = dyr[i];
+                else
+                    for (int64_t i = 0; i < len; i++) dxr[i] += dyr[i];
+                if (two) {
+                    const float *dy2 = cpu_row(dy, n, c->in_c[0] + ch, c->a);
+                    for (int64_t i = 0; i < len; i++) dxr[i] += dy2[i];
+                }
+            }
+    }
+}
+
 /* --- pooling ---------------------------------------------------------------------------------- */
 
 /* Max over the window's in-map elements (padding never wins); argmax, when wanted, is
@@ -612,6 +658,7 @@ static const struct {
     [NET_LEAKY] = {act_forward, act_backward},           [NET_SILU] = {act_forward, act_backward},
     [NET_GELU] = {act_forward, act_backward},            [NET_HSWISH] = {act_forward, act_backward},
     [NET_DROPOUT] = {dropout_forward, dropout_backward}, [NET_UPSAMPLE] = {upsample_forward, upsample_backward},
+    [NET_CONCAT] = {concat_forward, concat_backward},
 };
 
 static void cpu_forward(const ops_call *c)

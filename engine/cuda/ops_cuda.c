@@ -584,6 +584,9 @@ static void cuda_forward(const ops_call *c)
     case NET_MAXPOOL: k_maxpool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), c->argmax, kw(l->win), c->in_h[0], c->a, c->b); break;
     case NET_AVGPOOL: k_avgpool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), kw(l->win), c->in_h[0], c->a, c->b); break;
     case NET_GAP: k_apool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), 1); break;
+    case NET_CONCAT:
+        for (int j = 0, off = 0; j < l->n_in; off += c->in_c[j], j++) k_concat_fwd(g.compute, kv(&c->x[j]), kv(&c->y), off, c->a, c->b);
+        break;
     case NET_UPSAMPLE: k_upsample_fwd(g.compute, kv(&c->x[0]), kv(&c->y), l->u.up.scale, c->a, c->b); break;
     case NET_APOOL: k_apool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), l->u.apool.o); break;
     case NET_SIGMOID:
@@ -626,6 +629,15 @@ static void cuda_backward(const ops_call *c)
     case NET_GAP:
         if (c->dx[0].p) dx_begin(c, 0), k_apool_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), 1);
         break;
+    case NET_CONCAT: { /* of itself (no dx[1]): dx[0] takes both halves */
+        bool twice = l->in[0] == l->in[1] && !c->dx[1].p;
+        for (int j = 0, off = 0; j < l->n_in; off += c->in_c[j], j++) {
+            if (!c->dx[j].p) continue;
+            dx_begin(c, j), k_concat_bwd(g.compute, kv(&c->dx[j]), kv(&c->dy), off, c->a, c->b);
+            if (j == 0 && twice) k_concat_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), c->in_c[0], c->a, c->b);
+        }
+        break;
+    }
     case NET_UPSAMPLE:
         if (c->dx[0].p) dx_begin(c, 0), k_upsample_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), l->u.up.scale, c->a, c->b);
         break;
