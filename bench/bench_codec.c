@@ -116,9 +116,8 @@ static void overhead(const char *name)
     }
     const char *plans[] = {"layer", "layer+gist", "layer+gist:binarize", "layer+dpr:fp16", "layer+dpr:bf16", "layer+dpr:fp8",
                            "layer+zfp:rate=8", "layer+zfp:acc=1e-3"};
-    const net_layer *in = &n.layers[0];
     data d;
-    data_synthetic(&d, in->c, in->h, in->w, n.layers[n.n - 1].c, 7);
+    data_synthetic_for(&d, &n, 7);
     printf("\n%s, batch 32, SGD: one iteration, best of %d after a warm-up\n", name, REPS);
     printf("  %-22s %10s %9s %12s %12s\n", "plan", "time", "vs layer", "codec share", "peak");
     double base = 0;

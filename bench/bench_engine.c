@@ -93,9 +93,8 @@ static void iteration(const char *name, int batch, int iters)
         fprintf(stderr, "%s\n", e.msg);
         exit(1);
     }
-    const net_layer *in = &n.layers[0];
     data d;
-    data_synthetic(&d, in->c, in->h, in->w, n.layers[n.n - 1].c, 1);
+    data_synthetic_for(&d, &n, 1);
     run_cfg c = {.n = &n, .p = &p, .sched = {.batch = batch, .optimizer = SCHED_SGD}, .ops = &ops_cpu,
                  .hp = exec_default_hparams(SCHED_SGD), .seed = 1, .iters = iters, .batches = data_batches(&d)};
     if (run_plan(&r, &c, &e)) {

@@ -85,9 +85,8 @@ static int measure(const calib_job *j, const net *n, const char *text, sample_se
 {
     plan p;
     if (plan_parse(&p, n, text, e)) return -1;
-    const net_layer *in = &n->layers[0];
     data d;
-    data_synthetic(&d, in->c, in->h, in->w, n->layers[n->n - 1].c, j->seed);
+    data_synthetic_for(&d, n, j->seed);
     sched_cfg cfg = {.batch = j->batch, .optimizer = j->optimizer, .ws = j->ops->ws};
     char what[96];
     snprintf(what, sizeof what, "%s %s", n->name, text);

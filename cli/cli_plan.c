@@ -155,9 +155,8 @@ static int measure_plan(const search_req *rq, const char *text, int iters, run_s
 {
     plan p;
     if (plan_parse(&p, rq->n, text, e)) return -1;
-    const net_layer *in = &rq->n->layers[0];
     data d;
-    data_synthetic(&d, in->c, in->h, in->w, rq->n->layers[rq->n->n - 1].c, 1);
+    data_synthetic_for(&d, rq->n, 1);
     sched_cfg cfg = rq->cfg;
     cfg.ws = ops_cpu.ws;
     run_cfg rc = {.n = rq->n, .p = &p, .sched = cfg, .ops = &ops_cpu, .hp = exec_default_hparams(cfg.optimizer), .seed = 1,

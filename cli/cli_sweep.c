@@ -83,9 +83,8 @@ static int sweep_one(const spec *s, const net *n, const sim_device *d, const enc
     if (!rc && s->measure) rc = cli_check_memory(r, -1, true, text, e); /* the CPU engine measures */
     run_summary m = {0};
     if (!rc && s->measure) { /* the engine runs the same schedule, in its own process */
-        const net_layer *in = &n->layers[0];
         data dt;
-        data_synthetic(&dt, in->c, in->h, in->w, n->layers[n->n - 1].c, (uint64_t)s->seed);
+        data_synthetic_for(&dt, n, (uint64_t)s->seed);
         run_cfg rcfg = {.n = n, .p = &pl, .sched = cfg, .ops = &ops_cpu, .hp = exec_default_hparams(cfg.optimizer), .seed = (uint64_t)s->seed,
                         .iters = s->measure, .batches = data_batches(&dt)};
         run_forked(&rcfg, NULL, 0, &m);

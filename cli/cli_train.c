@@ -103,7 +103,7 @@ static int write_dump(const cli_train_job *j, run *r, const plan *p, const data 
     const net_layer *in = &j->n->layers[0];
     int64_t img = (int64_t)j->cfg.batch * in->c * in->h * in->w;
     float *images = err_calloc((size_t)img, sizeof(float));
-    int64_t *labels = err_calloc((size_t)j->cfg.batch, sizeof(int64_t));
+    int64_t *labels = err_calloc((size_t)(j->cfg.batch * net_labels_per_image(j->n)), sizeof(int64_t));
     data_batch(d, j->iters - 1, j->cfg.batch, images, labels); /* the last iteration's batch again */
     weights_dump_args da = {.plan = j->plan, .optimizer = cli_optimizer_name(j->cfg.optimizer), .bn = plan_bn_name(p->bn),
                             .iteration = j->iters - 1, .seed = (long long)j->seed, .input = images, .labels = labels,
@@ -132,9 +132,14 @@ int cli_train_run(const cli_train_job *j, h5_file *f, err *e)
         rc = CLI_USAGE;
         goto done_plan;
     }
-    const net_layer *in = &n->layers[0];
-    if (j->data_dir ? data_open_dir(&d, j->data_dir, in->c, in->h, in->w, n->layers[n->n - 1].c, j->seed, e)
-                    : (data_synthetic(&d, in->c, in->h, in->w, n->layers[n->n - 1].c, j->seed), 0)) {
+    const net_layer *in = &n->layers[0], *loss = &n->layers[n->n - 1];
+    if (j->data_dir && net_labels_per_image(n) > 1) {
+        err_set(e, "--data %s: a directory of images holds a class an image, but %s's loss '%s' is per pixel (a label for each of "
+                   "its %dx%d places); train it on the synthetic data", j->data_dir, n->name, loss->name, loss->h, loss->w);
+        rc = CLI_USAGE;
+        goto done_plan;
+    }
+    if (j->data_dir ? data_open_dir(&d, j->data_dir, in->c, in->h, in->w, loss->c, j->seed, e) : (data_synthetic_for(&d, n, j->seed), 0)) {
         rc = CLI_USAGE;
         goto done_plan;
     }

@@ -111,9 +111,8 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
         err_set(e, "cannot map %zu bytes for the reference gradients", shared_bytes);
         goto done;
     }
-    const net_layer *in = &n->layers[0];
     data d;
-    data_synthetic(&d, in->c, in->h, in->w, n->layers[n->n - 1].c, j->seed);
+    data_synthetic_for(&d, n, j->seed);
     if (!j->quiet) print_header(j);
     for (int k = 0; k < count; k++) {
         /* one child measures K iterations; another runs iteration 0 again for the gradients, so the

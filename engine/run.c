@@ -114,7 +114,7 @@ int run_plan(run *r, const run_cfg *c, err *e)
     const net_layer *in = &c->n->layers[0];
     int N = sc.batch, K = c->iters;
     float *images = err_calloc((size_t)N * in->c * in->h * in->w, sizeof(float));
-    int64_t *labels = err_calloc((size_t)N, sizeof(int64_t));
+    int64_t *labels = err_calloc((size_t)(N * net_labels_per_image(c->n)), sizeof(int64_t));
     r->loss = err_calloc((size_t)K, sizeof(float));
     r->iter_us = err_calloc((size_t)K, sizeof(double));
     if (c->grads) {

@@ -12,7 +12,8 @@
 
 #include "engine/exec.h"
 
-/* Where batches come from: fill images (n, C, H, W) and labels (n) for iteration iter. */
+/* Where batches come from: fill images (n, C, H, W) and labels (n, or n x the loss's places under a
+ * per-pixel loss: net_labels_per_image) for iteration iter. */
 typedef struct {
     void (*fill)(const void *ctx, int iter, int n, float *images, int64_t *labels);
     const void *ctx;

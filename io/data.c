@@ -22,7 +22,14 @@ static float unit(uint64_t x) { return (float)((mix(x) >> 40) * 0x1.0p-24); } /*
 void data_synthetic(data *d, int c, int h, int w, int classes, uint64_t seed)
 {
     memset(d, 0, sizeof *d);
-    d->c = c, d->h = h, d->w = w, d->classes = classes, d->seed = seed;
+    d->c = c, d->h = h, d->w = w, d->classes = classes, d->seed = seed, d->lh = d->lw = 1;
+}
+
+void data_synthetic_for(data *d, const net *n, uint64_t seed)
+{
+    const net_layer *in = &n->layers[0], *loss = &n->layers[n->n - 1];
+    data_synthetic(d, in->c, in->h, in->w, loss->c, seed);
+    d->lh = loss->h, d->lw = loss->w;
 }
 
 /* Class k, channel ch: sum of 2 sinusoids with frequencies 1..3 cycles per image and a phase,
@@ -50,7 +57,12 @@ void data_batch(const data *d, int iter, int n, float *images, int64_t *labels)
             continue;
         }
         int k = (int)(mix(d->seed ^ (sample * 2654435761u)) % (uint64_t)d->classes);
-        labels[i] = k;
+        int64_t places = (int64_t)d->lh * d->lw;
+        if (places == 1) labels[i] = k;
+        for (int y = 0; places > 1 && y < d->lh; y++) /* the place's centre in the image */
+            for (int x = 0; x < d->lw; x++)
+                labels[i * places + (int64_t)y * d->lw + x] =
+                    pattern(d, k, 0, (2 * y + 1) * d->h / (2 * d->lh), (2 * x + 1) * d->w / (2 * d->lw)) > 0 ? k : (k + 1) % d->classes;
         for (int ch = 0; ch < d->c; ch++)
             for (int y = 0; y < d->h; y++)
                 for (int x = 0; x < d->w; x++) {
@@ -180,7 +192,7 @@ static void free_list(char **l, int n)
 int data_open_dir(data *d, const char *dir, int c, int h, int w, int classes, uint64_t seed, err *e)
 {
     memset(d, 0, sizeof *d);
-    d->c = c, d->h = h, d->w = w, d->classes = classes, d->seed = seed;
+    d->c = c, d->h = h, d->w = w, d->classes = classes, d->seed = seed, d->lh = d->lw = 1;
     if (c != 3 && c != 1) return err_set(e, "%s: images have 1 or 3 channels, the net's input has %d", dir, c);
     char **cls;
     int ncls, rc = 0;

@@ -13,10 +13,12 @@
 #include <stdint.h>
 
 #include "engine/run.h"
+#include "sim/net.h"
 #include "sim/err.h"
 
 typedef struct {
     int c, h, w, classes;
+    int lh, lw;         /* labels per image: 1 x 1, or a map of lh x lw places (a per-pixel loss) */
     uint64_t seed;
     int count;          /* directory: images; synthetic: 0 (unbounded) */
     float *images;      /* directory: (count, c, h, w) */
@@ -26,7 +28,11 @@ typedef struct {
 
 void data_synthetic(data *d, int c, int h, int w, int classes, uint64_t seed);
 int data_open_dir(data *d, const char *dir, int c, int h, int w, int classes, uint64_t seed, err *e);
-/* Fills images (n, c, h, w) and labels (n) for iteration `iter`. */
+/* Synthetic batches shaped for net n: its input, its loss's classes and, under a per-pixel loss, a
+ * label for each of the loss's places — the class of the image where its pattern's first channel
+ * is above zero, the next class elsewhere (a segmentation a CNN can learn). */
+void data_synthetic_for(data *d, const net *n, uint64_t seed);
+/* Fills images (n, c, h, w) and labels (n, lh, lw) for iteration `iter`. */
 void data_batch(const data *d, int iter, int n, float *images, int64_t *labels);
 void data_free(data *d);
 /* d's batches for the run driver (d must outlive the run). */

@@ -132,8 +132,9 @@ int weights_dump(const exec *x, const char *path, bool overwrite, const weights_
         after[L] = exec_param_copy(x, BUF_PARAM, L, NULL);
         run_after[L] = exec_param_copy(x, BUF_RUNSTAT, L, NULL);
     }
-    const net_layer *in = &n->layers[0];
-    hsize_t idims[4] = {(hsize_t)x->s->batch, (hsize_t)in->c, (hsize_t)in->h, (hsize_t)in->w}, ldims = (hsize_t)x->s->batch;
+    const net_layer *in = &n->layers[0], *loss = &n->layers[n->n - 1];
+    hsize_t idims[4] = {(hsize_t)x->s->batch, (hsize_t)in->c, (hsize_t)in->h, (hsize_t)in->w};
+    hsize_t ldims[3] = {(hsize_t)x->s->batch, (hsize_t)loss->h, (hsize_t)loss->w}; /* (N), or (N, H, W) per pixel */
     int rc = -1;
     H5_TRY(h5_attr_str(root, "net", n->name, e));
     H5_TRY(h5_attr_str(root, "plan", d->plan, e));
@@ -149,7 +150,7 @@ int weights_dump(const exec *x, const char *path, bool overwrite, const weights_
     H5_TRY(h5_attr_f64(root, "eps", x->hp.eps, e));
     H5_TRY(h5_attr_f64(root, "loss", x->loss, e));
     H5_TRY(h5_dset(root, "input", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, d->input, 4, idims, e));
-    H5_TRY(h5_dset(root, "labels", H5T_STD_I64LE, H5T_NATIVE_INT64, d->labels, 1, &ldims, e));
+    H5_TRY(h5_dset(root, "labels", H5T_STD_I64LE, H5T_NATIVE_INT64, d->labels, net_labels_per_image(n) > 1 ? 3 : 1, ldims, e));
     H5_TRY(write_group(root, "params", n, d->before, d->run_before, e));
     H5_TRY(write_group(root, "grads", n, d->grads, NULL, e));
     H5_TRY(write_group(root, "after", n, after, run_after, e));

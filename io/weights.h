@@ -7,7 +7,8 @@
  * A dump (--dump) adds, for one training iteration:
  *   root attributes: net, plan, bn, optimizer (strings); batch, iteration (int32); lr, momentum,
  *                    beta1, beta2, eps, loss (float64); seed (int64)
- *   /input (N, C, H, W) float32, /labels (N,) int64       the batch of that iteration
+ *   /input (N, C, H, W) float32, /labels (N,) int64       the batch of that iteration (labels
+ *                                                        (N, H, W) under a per-pixel loss)
  *   /params/...     parameters before the iteration (running statistics too)
  *   /grads/<layer>/weight, bias                          gradients of the iteration
  *   /after/<layer>/weight, bias, running_mean, running_var    after the optimizer step

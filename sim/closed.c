@@ -142,7 +142,7 @@ static void full_layer(cf *c, int L)
     cf_live(c, MEM_WORKSPACE, sched_cfg_workspace(c->cfg, n, L, l->h, true), cf_sp(B, B));
     if (k->aux == KIND_AUX_PROBS) /* never recomputed: backward reads the forward's probabilities */
         cf_live(c, MEM_ACT, kind_aux_bytes(n, L, l->h, (int)c->batch), cf_sp(F, B));
-    if (k->labels) cf_live(c, MEM_ACT, c->batch * 8, cf_sp(0, B));
+    if (k->labels) cf_live(c, MEM_ACT, c->batch * net_labels_per_image(n) * 8, cf_sp(0, B));
     if (aux && !ckpt && s->mode == PLAN_OFFLOAD && s->offload == PLAN_OFFLOAD_ALL) offloaded(c, aux, F, F, &(reads){.first_bwd = B, .first_layer = L, .first_rec = -1}, B);
     else if (aux && !ckpt) cf_live(c, MEM_ACT, aux, cf_sp(F, B));
     else if (aux && !k->aux_optional) cf_live(c, MEM_ACT, aux, cf_sp(F, F)); /* written, then unused: backward rebuilds it */

@@ -146,11 +146,17 @@ static int infer_apool(net *n, int i, const char *where, err *e)
     return 0;
 }
 
-/* Softmax + cross-entropy over the input's C*H*W logits of each image. */
+/* Softmax + cross-entropy over the input's C*H*W logits of each image: (classes, 1, 1); or, per
+ * pixel, over its C channels at each place: (C, H, W), a label a place. */
 static int infer_loss(net *n, int i, const char *where, err *e)
 {
     net_layer *l = &n->layers[i];
     if (i != n->n - 1 || l->n_out) return err_set(e, "%s: the loss must be the last layer, with no consumer", where);
+    if (l->u.loss.pixel) {
+        const net_layer *x = input_of(n, i, 0);
+        l->c = x->c, l->h = x->h, l->w = x->w;
+        return 0;
+    }
     int64_t classes = net_layer_values(input_of(n, i, 0));
     if (classes > INT_MAX / 4) return err_set(e, "%s: %lld classes (its input's values per image) is more than %d", where, (long long)classes, INT_MAX / 4);
     l->c = (int)classes, l->h = 1, l->w = 1;
@@ -259,7 +265,7 @@ const kind_traits kind_table[NET_NKIND] = {
     [NET_APOOL] = {.name = "apool", .min_in = 1, .max_in = 1, .infer = infer_apool, .flops = flops_gpool,
                    .keys = {{"o", KIND_KEY_COUNT, OFF(u.apool.o), true}}},
     [NET_LOSS] = {.name = "loss", .min_in = 1, .max_in = 1, .aux = KIND_AUX_PROBS, .labels = true, .infer = infer_loss,
-                  .flops = flops_loss},
+                  .flops = flops_loss, .keys = {{"pixel", KIND_KEY_BOOL, OFF(u.loss.pixel), false, 0, NULL}}},
     /* What each activation's backward keeps is what PyTorch's autograd saves (so the torch plan
      * follows): the result for sigmoid, and for relu6 and leakyrelu, which torchvision runs in
      * place (Hardtanh and LeakyReLU backward read the result then); the input for the others. */
@@ -323,7 +329,7 @@ int64_t kind_aux_bytes(const net *n, int L, int rows, int batch)
     switch (kind_of(l)->aux) {
     case KIND_AUX_ARGMAX: return (int64_t)batch * l->c * rows * l->w * 8;
     case KIND_AUX_STATS: return 2 * (int64_t)l->c * 4;
-    case KIND_AUX_PROBS: return (int64_t)batch * l->c * 4;
+    case KIND_AUX_PROBS: return (int64_t)batch * l->c * l->h * l->w * 4; /* per pixel: h x w places */
     case KIND_AUX_MASK: return (int64_t)batch * l->c * rows * l->w;
     default: return 0;
     }

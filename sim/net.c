@@ -388,6 +388,12 @@ int net_find(const net *n, const char *name)
 
 net_window net_layer_window(const net_layer *l) { return l->win; }
 
+int64_t net_labels_per_image(const net *n)
+{
+    const net_layer *l = &n->layers[n->n - 1];
+    return (int64_t)l->h * l->w; /* the loss is (classes, 1, 1), or (classes, H, W) per pixel */
+}
+
 static int floor_div(int a, int u) { return a >= 0 ? a / u : -((-a + u - 1) / u); }
 
 void net_window_rows(net_window w, int a, int b, int *lo, int *hi)

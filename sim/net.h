@@ -28,7 +28,8 @@ typedef enum {
     NET_ADD,
     NET_GAP,   /* global average pool: (C, H, W) -> (C, 1, 1) */
     NET_APOOL, /* adaptive average pool to (C, o, o), torchvision's AdaptiveAvgPool2d */
-    NET_LOSS,  /* softmax + cross-entropy over the input's C*H*W logits */
+    NET_LOSS,  /* softmax + cross-entropy over the input's C*H*W logits, or (pixel=1) over its C
+                  channels at each of its H*W places, each with its own label */
     /* elementwise activations (PyTorch's formulas, engine/act.h) */
     NET_SIGMOID,
     NET_RELU6,
@@ -65,6 +66,7 @@ typedef struct {
         struct { float slope; } leaky;
         struct { float p; } dropout;
         struct { int scale; } up;
+        struct { bool pixel; } loss;
     } u;
     /* inferred by net_infer */
     int c, h, w;            /* output shape per image */
@@ -123,6 +125,8 @@ int64_t net_macs(const net *n);
 /* Values per image of the input plus every conv, pool and fc output (cs231n's convention). */
 int64_t net_forward_values(const net *n);
 int64_t net_layer_values(const net_layer *l);
+/* Labels per image: 1, or the loss's H*W places under a per-pixel loss (pixel=1). */
+int64_t net_labels_per_image(const net *n);
 
 /* The layer's `input` rows that output rows [a, b) read, before clipping to [0, h_in):
  * [a*s - p, (b-1)*s - p + d*(k-1) + 1), each end divided by u (rounded down) when upsampled. */

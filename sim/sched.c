@@ -223,7 +223,7 @@ int sched_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err
 
     /* forward */
     c.act[0] = lower_buf(&c, BUF_INPUT, MEM_ACT, 0, -1, lower_full(n, 0), lower_bytes(&c, 0, lower_full(n, 0), 4));
-    c.label = lower_buf(&c, BUF_LABEL, MEM_ACT, n->n - 1, -1, (band_rows){0, 0}, (int64_t)cfg->batch * 8);
+    c.label = lower_buf(&c, BUF_LABEL, MEM_ACT, n->n - 1, -1, (band_rows){0, 0}, (int64_t)cfg->batch * net_labels_per_image(n) * 8);
     {
         sched_step *t = lower_step(&c, SCHED_LOAD, 0, -1); /* the batch arrives: image and labels */
         t->y = c.act[0], t->aux = c.label, t->rows = lower_full(n, 0);

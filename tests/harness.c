@@ -13,9 +13,8 @@ int harness_run_iters(const net *n, const char *text, int batch, const ops_table
 {
     sched_cfg cfg = {.batch = batch, .optimizer = opt, .ws = ops->ws};
     if (plan_parse(&o->p, n, text, e)) return -1;
-    const net_layer *in = &n->layers[0];
     data d;
-    data_synthetic(&d, in->c, in->h, in->w, n->layers[n->n - 1].c, 7);
+    data_synthetic_for(&d, n, 7);
     run_cfg c = {.n = n, .p = &o->p, .sched = cfg, .ops = ops, .hp = exec_default_hparams(opt), .seed = 3, .iters = iters,
                  .batches = data_batches(&d), .grads = true};
     if (sim_run(n, &o->p, &cfg, &sim_device_cpu, &o->pred, NULL, e) || run_plan(&o->r, &c, e)) {

@@ -61,6 +61,20 @@ class UNet(nn.Module):
         return self.fc(torch.flatten(d1, 1))
 
 
+class Seg(UNet):
+    """The U-Net's per-pixel logits (2 classes at 16x16), for --pixel-loss."""
+
+    def __init__(self):
+        super().__init__()
+        del self.fc
+
+    def forward(self, x):
+        e1 = F.relu(self.e1(x))
+        e2 = F.relu(self.e2(self.pool(e1)))
+        d2 = F.relu(self.d2(torch.cat([self.up(self.pool(e2)), e2], dim=1)))
+        return self.d1(torch.cat((self.up(d2), e1), 1))
+
+
 class Cat3(nn.Module):
     def __init__(self):
         super().__init__()

@@ -85,9 +85,10 @@ def main(lrcnn):
               ("vgg16", torchvision.models.vgg16, 224),
               (CASES + ":Functional", import_cases.Functional, 20), (CASES + ":Activations", import_cases.Activations, 24),
               (CASES + ":Decoder", import_cases.Decoder, 12), (CASES + ":UNet", import_cases.UNet, 16)]
+    models.append((CASES + ":Seg", import_cases.Seg, 16))
     for spec, make, image in models:
         out = os.path.join(tmp, spec.rsplit(":", 1)[-1] + ".net")
-        r = convert(spec, out, "--image", str(image))
+        r = convert(spec, out, "--image", str(image), *(["--pixel-loss"] if spec.endswith(":Seg") else []))
         if r.returncode:
             check(False, "%s: converted (%s)" % (spec, r.stderr.strip()))
             continue
@@ -117,6 +118,10 @@ def main(lrcnn):
         lines = r.stderr.strip().splitlines()
         ok = r.returncode == 2 and len(lines) == 1 and says in lines[0] and "node '" in lines[0] and not os.path.exists(out)
         check(ok, "refused %s: exit %d, %s" % (case, r.returncode, lines[-1] if lines else "(no message)"))
+    seg = open(os.path.join(tmp, "Seg.net")).read().splitlines()[-1].split()
+    check(seg[0] == "loss" and "pixel=1" in seg, "--pixel-loss ends the net in: %s" % " ".join(seg))
+    r = convert("resnet50", os.path.join(tmp, "r.net"), "--pixel-loss")
+    check(r.returncode == 2 and "2-d tensor" in r.stderr, "--pixel-loss on a classifier: %s" % r.stderr.strip())
     keep = os.path.join(tmp, "keep.net")
     open(keep, "w").write("mine\n")
     r = convert("resnet50", keep)

@@ -201,8 +201,10 @@ static void case_init(lcase *k, const char *text, int N, ops_bn bn)
     k->running = calloc(2 * (size_t)C, sizeof(float));
     for (int ch = 0; ch < C; ch++) k->running[ch] = frand(-0.3f, 0.3f), k->running[C + ch] = frand(0.5f, 1.5f);
     k->probs = calloc((size_t)ten_len(&k->x[0]), sizeof(float));
-    k->labels = calloc((size_t)N, sizeof(int64_t));
-    for (int n = 0; n < N; n++) k->labels[n] = (int64_t)(urand() * (double)(k->x[0].c * k->x[0].h * k->x[0].w));
+    /* when t is the loss: a class for each of its places (one, or H*W per pixel) */
+    int64_t places = (int64_t)k->l->h * k->l->w, classes = k->l->kind == NET_LOSS ? k->l->c : 1;
+    k->labels = calloc((size_t)(N * places), sizeof(int64_t));
+    for (int64_t i = 0; i < N * places; i++) k->labels[i] = (int64_t)(urand() * (double)classes);
     int64_t ws = sched_workspace_bytes(&k->net, k->L, k->l->h, N);
     k->ws = ws ? malloc((size_t)ws) : NULL;
 }
@@ -670,6 +672,8 @@ static const struct {
     {"apool o=3 (7x8, overlapping)", "input x c=3 h=7 w=8\napool t o=3\n" END, 0, false},
     {"apool o=2 (9x8)", IN "apool t o=2\n" END, 0, false},
     {"loss (5x2x1 logits)", "input x c=5 h=2 w=1\nloss t\n", 0, false},
+    {"loss per pixel (4 classes at 3x5 places)", "input x c=4 h=3 w=5\nloss t pixel=1\n", 0, false, 3},
+    {"loss per pixel of one class", "input x c=1 h=2 w=3\nloss t pixel=1\n", 0, false},
 };
 
 int main(void)

@@ -86,7 +86,7 @@ KINDS = {
     "add": ((), {}),
     "gap": ((), {}),
     "apool": (("o",), {}),
-    "loss": ((), {}),
+    "loss": ((), {"pixel": 0}),
     "sigmoid": ((), {}),
     "relu6": ((), {}),
     "leakyrelu": ((), {"slope": 0.01}),
@@ -356,7 +356,10 @@ class RefNet(torch.nn.Module):
         elif l.kind == "concat":
             y = torch.cat(src, 1)
         elif l.kind == "loss":
-            y = F.cross_entropy(torch.flatten(src[0], 1), labels)
+            if a["pixel"]:  # (N, C, H, W) logits, (N, H, W) labels: the mean over every pixel
+                y = F.cross_entropy(src[0], labels.reshape(src[0].shape[0], *src[0].shape[2:]))
+            else:
+                y = F.cross_entropy(torch.flatten(src[0], 1), labels)
         return y
 
 
@@ -489,8 +492,8 @@ def cmd_compare(netfile, dump, bn=None):
         if rep.failures:
             return rep
         x_np, labels_np = f["input"][()], f["labels"][()]
-        if x_np.dtype != np.float32 or x_np.ndim != 4 or labels_np.dtype != np.int64 or labels_np.shape != x_np.shape[:1]:
-            rep.fail("/input %s %s or /labels %s %s: expected float32 (N,C,H,W) and int64 (N,)"
+        if x_np.dtype != np.float32 or x_np.ndim != 4 or labels_np.dtype != np.int64 or labels_np.shape[:1] != x_np.shape[:1]:
+            rep.fail("/input %s %s or /labels %s %s: expected float32 (N,C,H,W) and int64 (N,) or (N,H,W)"
                      % (x_np.dtype, x_np.shape, labels_np.dtype, labels_np.shape))
             return rep
         _, layers = parse_net(netfile)
@@ -538,7 +541,13 @@ def cmd_compare(netfile, dump, bn=None):
         before = {(l, d): t.detach().clone() for l, d, t in model.tensors()}
         model.set_bn(bn)
         x, labels = torch.from_numpy(x_np), torch.from_numpy(labels_np)
-        classes = int(np.prod([layer.shape for layer in layers if layer.name == layers[-1].inputs[0]][0]))
+        logits = [layer.shape for layer in layers if layer.name == layers[-1].inputs[0]][0]
+        pixel = bool(layers[-1].args["pixel"])
+        classes = logits[0] if pixel else int(np.prod(logits))
+        want = x_np.shape[:1] + (tuple(logits[1:]) if pixel else ())
+        if labels_np.shape != want:
+            rep.fail("/labels %s: the loss wants %s" % (labels_np.shape, want))
+            return rep
         if labels_np.min() < 0 or labels_np.max() >= classes:
             rep.fail("/labels outside 0..%d" % (classes - 1))
             return rep
@@ -780,6 +789,12 @@ concat cd in=c,d
 fc fc c=5
 loss loss
 """,
+    "loss-pixel": """input data c=3 h=6 w=5
+conv conv1 c=4 k=3 p=1
+relu relu1
+conv conv2 c=3 k=3 s=2 p=1     # 3 classes at 3x3 places
+loss loss pixel=1
+""",
     "apool-7": """input data c=3 h=7 w=7
 conv conv1 c=4 k=3 p=1
 relu relu1
@@ -811,7 +826,7 @@ def cases():
          ("resnet-small/sgd/bn-frozen", r, 32, 4, "sgd", "layer", "frozen"),
          ("kernels/adam", k, None, 3, "adam", "layer", None),
          ("updown/sgd", os.path.join(NETS, "updown.net"), None, 4, "sgd", "layer", None),
-         ("unet-small/adam", os.path.join(NETS, "unet-small.net"), None, 4, "adam", "layer", None),
+         ("unet-small/adam", os.path.join(NETS, "unet-small.net"), None, 4, "adam", "layer", None),  # per-pixel loss
          # a whole torchvision net made by tools/torch2net.py (depthwise convolutions, relu6,
          # inverted residuals, dropout) with its batch norms frozen: in train mode, untrained and
          # on few values a channel, its fp32 gradients are ill-conditioned — PyTorch's own float32

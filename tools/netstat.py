@@ -22,7 +22,7 @@ KEYS = {  # kind: {key: default or None if required}
     "add": {},
     "gap": {},
     "apool": {"o": None},
-    "loss": {},
+    "loss": {"pixel": 0},
     "sigmoid": {},
     "relu6": {},
     "leakyrelu": {"slope": 0.01},

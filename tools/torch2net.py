@@ -2,7 +2,7 @@
 """Converts a PyTorch module to a net file (nets/FORMAT.md).
 
     python3 tools/torch2net.py MODEL [-o FILE.net] [--image S|HxW] [--channels C] [--name NAME]
-                                     [--no-dropout] [--force]
+                                     [--no-dropout] [--pixel-loss] [--force]
 
 MODEL is a torchvision model name (mobilenet_v2, resnet50, vgg16, ...: built untrained, weights are
 not needed), or PATH.py:FACTORY, a Python file and a function in it that returns an nn.Module (or
@@ -10,7 +10,8 @@ the class itself). The module is traced symbolically (torch.fx, PyTorch 1.13's) 
 the graph becomes one line of the net file, in the graph's order, named after the module it calls
 (`layer1.0.conv1`; a module called again gets `_1`, `_2`: torchvision's ResNet calls one `relu`
 three times a block) or, for a function (`x + y`), after the module whose forward calls it
-(`layer1.0.add`). The model's output becomes the logits of a `loss` layer.
+(`layer1.0.add`). The model's output becomes the logits of a `loss` layer: a classification over
+its values, or with --pixel-loss a segmentation's, (N, classes, H, W) with a label a pixel.
 
 What it cannot represent it refuses, naming the node: a kind the format lacks (torch.cat, x * y,
 bilinear upsampling, ...), or a module configured beyond it (a non-square kernel, reflect padding,
@@ -199,8 +200,8 @@ def describe(node):
 
 
 class Converter:
-    def __init__(self, model, image, channels, drop_dropout):
-        self.model, self.image, self.channels, self.drop_dropout = model, image, channels, drop_dropout
+    def __init__(self, model, image, channels, drop_dropout, pixel=False):
+        self.model, self.image, self.channels, self.drop_dropout, self.pixel = model, image, channels, drop_dropout, pixel
         self.lines, self.names, self.alias = [], set(), {}
         self.uses = {}  # module path -> calls so far
 
@@ -253,7 +254,10 @@ class Converter:
                 raise Refused("the model returns %s, not one tensor of logits" % type(out).__name__)
             src = self.source(out, node)
             inp = "" if src == self.lines[-1][1] else " in=" + src
-            self.lines.append(("loss", self.unique("loss"), inp))
+            if self.pixel and len(out.meta["tensor_meta"].shape) != 4:
+                raise Refused("--pixel-loss: the model returns a %d-d tensor, not (N, classes, H, W) logits"
+                              % len(out.meta["tensor_meta"].shape))
+            self.lines.append(("loss", self.unique("loss"), (" pixel=1" if self.pixel else "") + inp))
             return
         if node.op == "get_attr":
             raise Refused("%s: reads a parameter or buffer directly (only modules' own parameters)" % where)
@@ -371,6 +375,11 @@ class Converter:
         modules = dict(self.model.named_modules())
         for node in graph.nodes:
             self.convert_node(node, modules)
+        used = {id(p) for n in graph.nodes if n.op == "call_module" for p in modules[n.target].parameters()}
+        unused = [name for name, p in self.model.named_parameters() if id(p) not in used]
+        if unused:
+            print("torch2net: warning: %d parameter tensors of the module are not in its forward (%s%s); the net leaves them out"
+                  % (len(unused), ", ".join(unused[:3]), ", ..." if len(unused) > 3 else ""), file=sys.stderr)
         return self.lines
 
 
@@ -422,6 +431,7 @@ def main(argv):
     ap.add_argument("--channels", type=int)
     ap.add_argument("--name")
     ap.add_argument("--no-dropout", action="store_true")
+    ap.add_argument("--pixel-loss", action="store_true")
     ap.add_argument("--force", action="store_true")
     a = ap.parse_args(argv)
     try:
@@ -429,7 +439,7 @@ def main(argv):
         if a.output and os.path.exists(a.output) and not a.force:
             raise Refused("%s exists (--force replaces it)" % a.output)
         model = load_model(a.model)
-        lines = Converter(model, image, a.channels, a.no_dropout).run()
+        lines = Converter(model, image, a.channels, a.no_dropout, a.pixel_loss).run()
     except Refused as e:
         print("torch2net: %s: %s" % (a.model, e), file=sys.stderr)
         return 2

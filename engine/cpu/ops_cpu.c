@@ -481,46 +481,59 @@ static void apool_backward(const ops_call *c)
 
 /* --- loss ------------------------------------------------------------------------------------- */
 
-/* probs = softmax(logits) over the C*H*W logits of each image; loss = mean over the batch of
- * -log probs[label], computed as logsumexp - logit[label] (no log of a rounded probability). */
-static void loss_forward(const ops_call *c)
+/* The loss's logits: K classes at each of P places per image, class k of place q of image n at
+ * (n * K + k) * P + q — the C*H*W values as K classes at P = 1 place, or per pixel the C channels
+ * at each of the H*W places (sim/kind.c: the loss layer is (K, 1, 1) or (C, H, W)). */
+static void loss_shape(const ops_call *c, int64_t *K, int64_t *P)
 {
-    const ten *x = &c->x[0]; /* (N, classes) */
-    int64_t K = (int64_t)x->c * x->h * x->w;
-    double total = 0.0;
-    check_full(x, c->in_h[0]);
-    CHECK(c->probs != NULL && c->labels != NULL);
-    for (int n = 0; n < x->n; n++) {
-        const float *z = x->p + n * K;
-        float *p = c->probs + n * K;
-        int64_t label = c->labels[n];
-        CHECK(label >= 0 && label < K);
-        float zmax = z[0];
-        for (int64_t k = 1; k < K; k++) zmax = z[k] > zmax ? z[k] : zmax;
-        double s = 0.0;
-        for (int64_t k = 0; k < K; k++) s += exp((double)z[k] - zmax);
-        for (int64_t k = 0; k < K; k++) p[k] = (float)(exp((double)z[k] - zmax) / s);
-        total += log(s) + zmax - z[label];
-    }
-    if (c->loss) *c->loss = (float)(total / x->n);
+    *K = c->l->c, *P = (int64_t)c->l->h * c->l->w;
 }
 
-/* dlogits = (probs - onehot(label)) / N, times the upstream gradient if one is given (the loss
- * is the last layer: dy.p is NULL and stands for 1). */
+/* probs = softmax(logits) over the K classes of each place; loss = mean over the batch's places
+ * of -log probs[label], computed as logsumexp - logit[label] (no log of a rounded probability). */
+static void loss_forward(const ops_call *c)
+{
+    const ten *x = &c->x[0];
+    int64_t K, P;
+    loss_shape(c, &K, &P);
+    double total = 0.0;
+    check_full(x, c->in_h[0]);
+    CHECK(c->probs != NULL && c->labels != NULL && K * P == (int64_t)x->c * x->h * x->w);
+    for (int n = 0; n < x->n; n++)
+        for (int64_t q = 0; q < P; q++) {
+            const float *z = x->p + n * K * P + q;
+            float *p = c->probs + n * K * P + q;
+            int64_t label = c->labels[n * P + q];
+            CHECK(label >= 0 && label < K);
+            float zmax = z[0];
+            for (int64_t k = 1; k < K; k++) zmax = z[k * P] > zmax ? z[k * P] : zmax;
+            double s = 0.0;
+            for (int64_t k = 0; k < K; k++) s += exp((double)z[k * P] - zmax);
+            for (int64_t k = 0; k < K; k++) p[k * P] = (float)(exp((double)z[k * P] - zmax) / s);
+            total += log(s) + zmax - z[label * P];
+        }
+    if (c->loss) *c->loss = (float)(total / ((double)x->n * P));
+}
+
+/* dlogits = (probs - onehot(label)) / (N * P), times the upstream gradient if one is given (the
+ * loss is the last layer: dy.p is NULL and stands for 1). */
 static void loss_backward(const ops_call *c)
 {
     const ten *dx = &c->dx[0];
     if (!dx->p) return;
-    int64_t K = (int64_t)dx->c * dx->h * dx->w;
-    float g = (c->dy.p ? c->dy.p[0] : 1.0f) / (float)dx->n;
+    int64_t K, P;
+    loss_shape(c, &K, &P);
+    float g = (c->dy.p ? c->dy.p[0] : 1.0f) / (float)(dx->n * P);
     check_full(dx, c->in_h[0]);
     CHECK(c->probs != NULL && c->labels != NULL);
     cpu_dx_begin(c, 0);
-    for (int n = 0; n < dx->n; n++) {
-        const float *p = c->probs + n * K;
-        float *d = dx->p + n * K;
-        for (int64_t k = 0; k < K; k++) d[k] += (p[k] - (k == c->labels[n] ? 1.0f : 0.0f)) * g;
-    }
+    for (int n = 0; n < dx->n; n++)
+        for (int64_t k = 0; k < K; k++) {
+            const float *p = c->probs + (n * K + k) * P;
+            float *d = dx->p + (n * K + k) * P;
+            const int64_t *label = c->labels + n * P;
+            for (int64_t q = 0; q < P; q++) d[q] += (p[q] - (k == label[q] ? 1.0f : 0.0f)) * g;
+        }
 }
 
 /* --- elementwise activations (engine/act.h) ------------------------------------------------------ */

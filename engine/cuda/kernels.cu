@@ -550,47 +550,61 @@ extern "C" void k_bn_sums_end(cudaStream_t st, const double *sums, float *stats,
 
 // One thread per image (K is at most a few thousand classes); then thread 0 of a second kernel
 // averages, in image order.
-__global__ static void loss_fwd(kview x, const int64_t *labels, float *probs, double *per_image)
+/* K classes at each of P places an image (ops_cpu.c: loss_shape): one thread a place, each block's
+ * losses summed in thread order into per_block (a fixed order: the loss does not depend on timing) */
+__global__ static void loss_fwd(kview x, int64_t K, int64_t P, const int64_t *labels, float *probs, double *per_block)
 {
-    int n = blockIdx.x * blockDim.x + threadIdx.x;
-    if (n >= x.n) return;
-    int64_t K = (int64_t)x.c * x.h * x.w;
-    const float *z = x.p + n * K;
-    float *p = probs + n * K, zmax = z[0];
-    for (int64_t k = 1; k < K; k++) zmax = z[k] > zmax ? z[k] : zmax;
-    double s = 0.0;
-    for (int64_t k = 0; k < K; k++) s += exp((double)z[k] - zmax);
-    for (int64_t k = 0; k < K; k++) p[k] = (float)(exp((double)z[k] - zmax) / s);
-    per_image[n] = log(s) + zmax - z[labels[n]];
+    __shared__ double part[T];
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    double v = 0.0;
+    if (i < x.n * P) {
+        int64_t n = i / P, q = i % P;
+        const float *z = x.p + n * K * P + q;
+        float *p = probs + n * K * P + q, zmax = z[0];
+        for (int64_t k = 1; k < K; k++) zmax = z[k * P] > zmax ? z[k * P] : zmax;
+        double s = 0.0;
+        for (int64_t k = 0; k < K; k++) s += exp((double)z[k * P] - zmax);
+        for (int64_t k = 0; k < K; k++) p[k * P] = (float)(exp((double)z[k * P] - zmax) / s);
+        v = log(s) + zmax - z[labels[i] * P];
+    }
+    part[threadIdx.x] = v;
+    __syncthreads();
+    if (threadIdx.x) return;
+    double t = 0.0;
+    for (int j = 0; j < (int)blockDim.x; j++) t += part[j];
+    per_block[blockIdx.x] = t;
 }
 
-__global__ static void loss_mean(const double *per_image, int n, float *loss)
+__global__ static void loss_mean(const double *per_block, int nb, int64_t places, float *loss)
 {
     double t = 0.0;
-    for (int i = 0; i < n; i++) t += per_image[i];
-    *loss = (float)(t / n);
+    for (int i = 0; i < nb; i++) t += per_block[i];
+    *loss = (float)(t / (double)places);
 }
 
-extern "C" void k_loss_fwd(cudaStream_t st, kview x, const int64_t *labels, float *probs, float *loss_dev, double *scratch)
+extern "C" int64_t k_loss_scratch(int64_t places) { return blocks(places); }
+
+extern "C" void k_loss_fwd(cudaStream_t st, kview x, int64_t K, int64_t P, const int64_t *labels, float *probs, float *loss_dev,
+                           double *scratch)
 {
-    loss_fwd<<<blocks(x.n), T, 0, st>>>(x, labels, probs, scratch);
-    loss_mean<<<1, 1, 0, st>>>(scratch, x.n, loss_dev);
+    unsigned nb = blocks(x.n * P);
+    loss_fwd<<<nb, T, 0, st>>>(x, K, P, labels, probs, scratch);
+    loss_mean<<<1, 1, 0, st>>>(scratch, (int)nb, x.n * P, loss_dev);
 }
 
-__global__ static void loss_bwd(kview dx, const float *probs, const int64_t *labels, const float *dy)
+__global__ static void loss_bwd(kview dx, int64_t K, int64_t P, const float *probs, const int64_t *labels, const float *dy)
 {
-    int64_t K = (int64_t)dx.c * dx.h * dx.w, i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= dx.n * K) return;
-    int n = (int)(i / K);
-    int64_t k = i % K;
-    float g = (dy ? dy[0] : 1.0f) / (float)dx.n;
-    dx.p[i] += (probs[i] - (k == labels[n] ? 1.0f : 0.0f)) * g;
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= dx.n * K * P) return;
+    int64_t n = i / (K * P), k = i / P % K, q = i % P;
+    float g = (dy ? dy[0] : 1.0f) / (float)(dx.n * P);
+    dx.p[i] += (probs[i] - (k == labels[n * P + q] ? 1.0f : 0.0f)) * g;
 }
 
-extern "C" void k_loss_bwd(cudaStream_t st, kview dx, const float *probs, const int64_t *labels, const float *dy)
+extern "C" void k_loss_bwd(cudaStream_t st, kview dx, int64_t K, int64_t P, const float *probs, const int64_t *labels, const float *dy)
 {
     int64_t n = (int64_t)dx.n * dx.c * dx.h * dx.w;
-    if (n) loss_bwd<<<blocks(n), T, 0, st>>>(dx, probs, labels, dy);
+    if (n) loss_bwd<<<blocks(n), T, 0, st>>>(dx, K, P, probs, labels, dy);
 }
 
 __global__ static void bn_frozen_stats(const float *running, float *stats, int c, float eps)

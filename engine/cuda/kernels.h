@@ -72,8 +72,11 @@ void k_bn_sums_end(cudaStream_t st, const double *sums, float *stats, float *run
 void k_fc_bias_grad(cudaStream_t st, const float *dy, int n, int out, float *db);
 /* softmax + cross-entropy over K = c*h*w logits per image; loss_dev receives the batch mean,
  * scratch (n doubles) each image's loss */
-void k_loss_fwd(cudaStream_t st, kview x, const int64_t *labels, float *probs, float *loss_dev, double *scratch);
-void k_loss_bwd(cudaStream_t st, kview dx, const float *probs, const int64_t *labels, const float *dy);
+/* softmax cross-entropy over K classes at each of P places an image (P = 1: classification);
+ * scratch: k_loss_scratch(N * P) doubles (one a block of places) */
+int64_t k_loss_scratch(int64_t places);
+void k_loss_fwd(cudaStream_t st, kview x, int64_t K, int64_t P, const int64_t *labels, float *probs, float *loss_dev, double *scratch);
+void k_loss_bwd(cudaStream_t st, kview dx, int64_t K, int64_t P, const float *probs, const int64_t *labels, const float *dy);
 
 /* The encodings of kept maps (codec.cu; formats: engine/cpu/codec_cpu.c). kind: which; n values an
  * image; bits: an argmax place's; mask: a lossy relu output's sign bitmaps follow the images;

@@ -31,8 +31,8 @@ static struct {
     cudnnHandle_t dnn;
     cublasHandle_t blas;
     float *loss_dev;            /* the loss, on the device */
-    double *loss_scratch;       /* per-image losses */
-    int loss_cap;
+    double *loss_scratch;       /* the loss of each block of places (k_loss_scratch) */
+    int64_t loss_cap;
     void **host_free;           /* pinned blocks to free at the next sync (a copy may still read them) */
     int n_host_free, cap_host_free;
     cu_pending *pending;        /* moves under way */
@@ -563,7 +563,7 @@ static void fc_backward(const ops_call *c)
 
 static kwin kw(net_window w) { return (kwin){w.k, w.s, w.p, w.d}; }
 
-static void ensure_loss_scratch(int n)
+static void ensure_loss_scratch(int64_t n)
 {
     if (n <= g.loss_cap) return;
     if (g.loss_scratch) CU(cudaFree(g.loss_scratch));
@@ -597,8 +597,8 @@ static void cuda_forward(const ops_call *c)
     case NET_HSWISH: k_act_fwd(g.compute, (int)l->kind, ACT_SLOPE(l), kv(&c->x[0]), kv(&c->y), c->a, c->b); break;
     case NET_DROPOUT: k_dropout_fwd(g.compute, c->key, l->u.dropout.p, kv(&c->x[0]), kv(&c->y), c->mask, c->a, c->b, l->h); break;
     case NET_LOSS:
-        ensure_loss_scratch(c->x[0].n);
-        k_loss_fwd(g.compute, kv(&c->x[0]), c->labels, c->probs, g.loss_dev, g.loss_scratch);
+        ensure_loss_scratch(k_loss_scratch((int64_t)c->x[0].n * l->h * l->w));
+        k_loss_fwd(g.compute, kv(&c->x[0]), l->c, (int64_t)l->h * l->w, c->labels, c->probs, g.loss_dev, g.loss_scratch);
         if (c->loss) cu_download(c->loss, g.loss_dev, sizeof(float));
         break;
     default: CHECK(!"layer kind without a CUDA kernel");
@@ -662,7 +662,7 @@ static void cuda_backward(const ops_call *c)
         if (c->dx[0].p) dx_begin(c, 0), k_dropout_bwd(g.compute, l->u.dropout.p, c->mask, kv(&c->dy), kv(&c->dx[0]), c->a, c->b, false);
         break;
     case NET_LOSS:
-        if (c->dx[0].p) dx_begin(c, 0), k_loss_bwd(g.compute, kv(&c->dx[0]), c->probs, c->labels, c->dy.p);
+        if (c->dx[0].p) dx_begin(c, 0), k_loss_bwd(g.compute, kv(&c->dx[0]), l->c, (int64_t)l->h * l->w, c->probs, c->labels, c->dy.p);
         break;
     default: CHECK(!"layer kind without a CUDA kernel");
     }

@@ -105,6 +105,8 @@ def net_cases():
         ("concat of different heights", NET.replace("add a3 in=r2,c3", "concat a3 in=r1,c3"), None),
         ("concat with one input", NET.replace("add a3 in=r2,c3", "concat a3 in=r2"), None),
         ("concat with three inputs", NET.replace("add a3 in=r2,c3", "concat a3 in=r2,c3,c2"), None),
+        ("loss pixel=2", NET.replace("loss l", "loss l pixel=2"), "pixel"),
+        ("loss pixel=yes", NET.replace("loss l", "loss l pixel=yes"), "pixel"),
         ("concat with a key", NET.replace("add a3 in=r2,c3", "concat a3 in=r2,c3 dim=1"), "dim"),
         ("conv missing c", NET.replace("conv c1 c=8 k=3", "conv c1 k=3"), None),
         ("conv missing k", NET.replace("conv c1 c=8 k=3", "conv c1 c=8"), None),
@@ -383,6 +385,9 @@ def image_cases():
         ("image", "--data missing", ["train", "--net", "vgg-small", "--iters", "1", "--data", "{tmp}/nosuch", "-o", "{o}"], None, None),
         ("image", "--data a file", ["train", "--net", "vgg-small", "--iters", "1", "--data", "{spec}", "-o", "{o}"], None, None),
         ("image", "--data with empty classes", ["train", "--net", "vgg-small", "--iters", "1", "--data", "{emptydir}", "-o", "{o}"], None, None),
+        # a class an image cannot label a per-pixel loss's places
+        ("image", "--data under a per-pixel loss", ["train", "--net", "unet-small", "--iters", "1", "--data", "{emptydir}", "-o", "{o}"],
+         None, "per pixel"),
     ]
     return out
 
