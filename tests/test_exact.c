@@ -175,6 +175,12 @@ int main(int argc, char **argv)
                         "rows(overl,fp=2,bp=5)@features.0.0..features.6.add", "rows(overl,8)@features.0.0..features.6.add+migrate",
                         "offload(features.1.conv.2, features.3.add:1:2, features.6.add)@features.0.0..loss"};
         check_net("mobilenetv2", 64, 8, NULL, rows, sizeof rows / sizeof *rows);
+    } else if (argc == 2 && !strcmp(argv[1], "unet")) {
+        /* the full U-Net (nets/unet.net, per-pixel loss) at 32x32, batch 2: presets, every policy
+         * over the whole encoder-decoder, custom fp/bp band counts, BN in train mode */
+        char *plans[] = {"ckpt-sqrt", "vdnn-all", "vdnn-conv", "2ps:2", "2ps:5", "overl:3", "overl:8", "2ps-h", "overl-h",
+                         "rows(overl,fp=2,bp=4)@inc.0..ups.3.convs.5", "rows(2ps,4)@inc.0..ups.3.convs.5+migrate"};
+        check_net("unet", 32, 2, NULL, plans, sizeof plans / sizeof *plans);
     } else if (sized && argc <= 4) {
         /* full-size nets, batch 1: checkpoint (preset and a custom cut after the first stage),
          * offload, and rows with 2, 3 and 7 bands, the hybrids and an uneven custom split; BN
@@ -193,7 +199,7 @@ int main(int argc, char **argv)
     } else if (argc >= 4) {
         check_net(argv[1], 0, 2, strcmp(argv[2], "-") ? argv[2] : NULL, argv + 3, argc - 3);
     } else {
-        fprintf(stderr, "usage: test_exact small | mobilenetv2 | NET IMAGE [BN] | NET BN PLAN...\n");
+        fprintf(stderr, "usage: test_exact small | mobilenetv2 | unet | NET IMAGE [BN] | NET BN PLAN...\n");
         return 2;
     }
     printf("%s\n", failures ? "FAILED" : "all plans exact");

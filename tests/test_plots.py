@@ -149,6 +149,7 @@ def body(lrcnn, tmp, t0):
         "timeline": [h5["timeline"]],
         "validation": [h5["validate"], h5["train"]],
         "convergence": [h5["train"]],
+        "unet": [h5["grid"], h5["cap_image"]],  # any net's band sweep and image search
     }
     figs = os.path.join(tmp, "figs")
     procs = {}
@@ -162,6 +163,7 @@ def body(lrcnn, tmp, t0):
         "convergence on a sweep": ("convergence", [h5["grid"]]),
         "embraced on plans without encodings": ("embraced", [h5["grid"]]),
         "bands on a missing file": ("bands", [os.path.join(tmp, "nope.h5")]),
+        "unet without a capacity search": ("unet", [h5["grid"]]),
     }
     errdir = os.path.join(tmp, "errfigs")
     for label, (name, files) in errs.items():

@@ -357,7 +357,10 @@ class Converter:
 
     def run(self):
         tracer = ScopeTracer()
-        graph = tracer.trace(self.model)
+        try:
+            graph = tracer.trace(self.model)
+        except Exception as e:  # data-dependent control flow, unsupported Python, a bug in the module
+            raise Refused("torch.fx cannot trace it: %s: %s" % (type(e).__name__, str(e).strip().splitlines()[-1] if str(e).strip() else ""))
         if self.channels is None:
             convs = [m for m in self.model.modules() if isinstance(m, nn.Conv2d)]
             if not convs:
@@ -390,10 +393,16 @@ def load_model(spec):
             raise Refused("%s: no such file" % path)
         mod_spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
         mod = importlib.util.module_from_spec(mod_spec)
-        mod_spec.loader.exec_module(mod)
+        try:
+            mod_spec.loader.exec_module(mod)
+        except Exception as e:
+            raise Refused("%s does not load: %s: %s" % (path, type(e).__name__, e))
         if not hasattr(mod, attr):
             raise Refused("%s has no '%s'" % (path, attr))
-        model = getattr(mod, attr)()
+        try:
+            model = getattr(mod, attr)()
+        except Exception as e:
+            raise Refused("%s() failed: %s: %s" % (attr, type(e).__name__, e))
     else:
         import torchvision
         if not hasattr(torchvision.models, spec) or not callable(getattr(torchvision.models, spec)):
