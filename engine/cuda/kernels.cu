@@ -95,19 +95,19 @@ extern "C" void k_add_fwd(cudaStream_t st, kview x0, kview x1, kview y, int a, i
     if (n) add_fwd<<<blocks(n), T, 0, st>>>(x0, x1, y, a, b);
 }
 
-__global__ static void acc_rows(kview dx, kview dy, int a, int b, float scale)
+__global__ static void acc_rows(kview dx, kview dy, int off, int a, int b, float scale)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (int64_t)dy.n * dy.c * (b - a) * dy.w) return;
-    pos q = decompose(i, dy.c, a, b, dy.w);
-    float g = at(dy, q.n, q.c, q.r)[q.col];
+    if (i >= (int64_t)dx.n * dx.c * (b - a) * dx.w) return;
+    pos q = decompose(i, dx.c, a, b, dx.w);
+    float g = at(dy, q.n, off + q.c, q.r)[q.col];
     at(dx, q.n, q.c, q.r)[q.col] += scale == 1.0f ? g : g + g; // scale 2: an add of a tensor with itself
 }
 
-extern "C" void k_acc_rows(cudaStream_t st, kview dx, kview dy, int a, int b, float scale)
+extern "C" void k_acc_rows(cudaStream_t st, kview dx, kview dy, int off, int a, int b, float scale)
 {
-    int64_t n = (int64_t)dy.n * dy.c * (b - a) * dy.w;
-    if (n) acc_rows<<<blocks(n), T, 0, st>>>(dx, dy, a, b, scale);
+    int64_t n = (int64_t)dx.n * dx.c * (b - a) * dx.w;
+    if (n) acc_rows<<<blocks(n), T, 0, st>>>(dx, dy, off, a, b, scale);
 }
 
 __global__ static void concat_fwd(kview x, kview y, int off, int a, int b)
@@ -122,20 +122,6 @@ extern "C" void k_concat_fwd(cudaStream_t st, kview x, kview y, int off, int a, 
 {
     int64_t n = (int64_t)x.n * x.c * (b - a) * x.w;
     if (n) concat_fwd<<<blocks(n), T, 0, st>>>(x, y, off, a, b);
-}
-
-__global__ static void concat_bwd(kview dx, kview dy, int off, int a, int b)
-{
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (int64_t)dx.n * dx.c * (b - a) * dx.w) return;
-    pos q = decompose(i, dx.c, a, b, dx.w);
-    at(dx, q.n, q.c, q.r)[q.col] += at(dy, q.n, off + q.c, q.r)[q.col];
-}
-
-extern "C" void k_concat_bwd(cudaStream_t st, kview dx, kview dy, int off, int a, int b)
-{
-    int64_t n = (int64_t)dx.n * dx.c * (b - a) * dx.w;
-    if (n) concat_bwd<<<blocks(n), T, 0, st>>>(dx, dy, off, a, b);
 }
 
 __global__ static void act_fwd_k(int kind, float slope, kview x, kview y, int a, int b)

@@ -29,11 +29,10 @@ void k_adam(cudaStream_t st, float *p, const float *g, float *m, float *v, int64
 /* y rows [a, b) (+)= bias per channel */
 void k_bias(cudaStream_t st, kview y, int a, int b, const float *bias);
 void k_add_fwd(cudaStream_t st, kview x0, kview x1, kview y, int a, int b);
-/* concat: y's channels [off, off + x.c) = x, rows [a, b); dx += dy's channels [off, off + dx.c) */
+/* concat: y's channels [off, off + x.c) = x, rows [a, b) */
 void k_concat_fwd(cudaStream_t st, kview x, kview y, int off, int a, int b);
-void k_concat_bwd(cudaStream_t st, kview dx, kview dy, int off, int a, int b);
-/* dx rows [a, b) += scale * dy */
-void k_acc_rows(cudaStream_t st, kview dx, kview dy, int a, int b, float scale);
+/* dx rows [a, b) += scale * dy's channels [off, off + dx.c) (add: off 0; concat: its input's place) */
+void k_acc_rows(cudaStream_t st, kview dx, kview dy, int off, int a, int b, float scale);
 /* elementwise activations (engine/act.h) on rows [a, b): y = f(x); dx = (or with store false +=)
  * dy * f'(m), m what the kind keeps */
 void k_act_fwd(cudaStream_t st, int kind, float slope, kview x, kview y, int a, int b);

@@ -617,7 +617,7 @@ static void cuda_backward(const ops_call *c)
     case NET_ADD: {
         bool twice = l->in[0] == l->in[1] && !c->dx[1].p;
         for (int j = 0; j < 2; j++)
-            if (c->dx[j].p) dx_begin(c, j), k_acc_rows(g.compute, kv(&c->dx[j]), kv(&c->dy), c->a, c->b, j == 0 && twice ? 2.0f : 1.0f);
+            if (c->dx[j].p) dx_begin(c, j), k_acc_rows(g.compute, kv(&c->dx[j]), kv(&c->dy), 0, c->a, c->b, j == 0 && twice ? 2.0f : 1.0f);
         break;
     }
     case NET_MAXPOOL:
@@ -633,8 +633,8 @@ static void cuda_backward(const ops_call *c)
         bool twice = l->in[0] == l->in[1] && !c->dx[1].p;
         for (int j = 0, off = 0; j < l->n_in; off += c->in_c[j], j++) {
             if (!c->dx[j].p) continue;
-            dx_begin(c, j), k_concat_bwd(g.compute, kv(&c->dx[j]), kv(&c->dy), off, c->a, c->b);
-            if (j == 0 && twice) k_concat_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), c->in_c[0], c->a, c->b);
+            dx_begin(c, j), k_acc_rows(g.compute, kv(&c->dx[j]), kv(&c->dy), off, c->a, c->b, 1.0f);
+            if (j == 0 && twice) k_acc_rows(g.compute, kv(&c->dx[0]), kv(&c->dy), c->in_c[0], c->a, c->b, 1.0f);
         }
         break;
     }
