@@ -28,7 +28,7 @@
 #endif
 
 /* Is kind one of the activations here? */
-ACT_FN int act_is(int kind) { return kind >= NET_SIGMOID && kind <= NET_HSWISH; }
+ACT_FN int act_is(int kind) { return (kind >= NET_SIGMOID && kind <= NET_HSWISH) || kind == NET_HSIGMOID; }
 
 ACT_FN float act_fwd(int kind, float slope, float x)
 {
@@ -39,6 +39,7 @@ ACT_FN float act_fwd(int kind, float slope, float x)
     case NET_SILU: return x / (1.0f + expf(-x));
     case NET_GELU: return x * 0.5f * (1.0f + erff(x * 0.70710678118654752f));
     case NET_HSWISH: return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f;
+    case NET_HSIGMOID: return fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f;
     default: return x;
     }
 }
@@ -59,6 +60,7 @@ ACT_FN float act_grad(int kind, float slope, float m)
         return cdf + m * pdf;
     }
     case NET_HSWISH: return m < -3.0f ? 0.0f : m <= 3.0f ? m / 3.0f + 0.5f : 1.0f;
+    case NET_HSIGMOID: return m > -3.0f && m < 3.0f ? 1.0f / 6.0f : 0.0f;
     default: return 1.0f;
     }
 }

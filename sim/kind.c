@@ -119,6 +119,21 @@ static int infer_concat(net *n, int i, const char *where, err *e)
     return 0;
 }
 
+/* Elementwise product of two maps of one shape, or of a map and one value a channel (C, 1, 1) in
+ * either place, which scales each channel of the other (squeeze-and-excitation). */
+static int infer_mul(net *n, int i, const char *where, err *e)
+{
+    net_layer *l = &n->layers[i];
+    const net_layer *x = input_of(n, i, 0), *y = input_of(n, i, 1);
+    bool xs = x->h == 1 && x->w == 1, ys = y->h == 1 && y->w == 1;
+    if (x->c != y->c || (!(x->h == y->h && x->w == y->w) && !xs && !ys))
+        return err_set(e, "%s: inputs '%s' (%dx%dx%d) and '%s' (%dx%dx%d): a product takes two maps of one shape, or a map and "
+                          "one value a channel (Cx1x1) of as many channels", where, x->name, x->c, x->h, x->w, y->name, y->c, y->h,
+                       y->w);
+    same_shape(l, ys ? x : y);
+    return 0;
+}
+
 static int infer_fc(net *n, int i, const char *where, err *e)
 {
     net_layer *l = &n->layers[i];
@@ -292,6 +307,11 @@ const kind_traits kind_table[NET_NKIND] = {
     /* copies its inputs' channels into one map; its backward hands each input its channels of the
      * gradient, reading nothing kept */
     [NET_CONCAT] = {.name = "concat", .min_in = 2, .max_in = 2, .rowwise = true, .infer = infer_concat, .flops = flops_one},
+    [NET_HSIGMOID] = {.name = "hardsigmoid", .min_in = 1, .max_in = 1, .rowwise = true, .keeps_x = true, .infer = infer_pointwise,
+                      .flops = flops_one},
+    /* keeps both inputs (each one's gradient is the other times dy); whole maps: a channel scale
+     * is a pooled summary of the whole map (SE), so a row segment ends before it */
+    [NET_MUL] = {.name = "mul", .min_in = 2, .max_in = 2, .keeps_x = true, .infer = infer_mul, .flops = flops_one},
     [NET_UPSAMPLE] = {.name = "upsample", .min_in = 1, .max_in = 1, .rowwise = true, .infer = infer_upsample, .flops = flops_one,
                       .keys = {{"scale", KIND_KEY_COUNT, OFF(u.up.scale), false, 2, NULL}}},
 };

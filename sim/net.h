@@ -40,6 +40,8 @@ typedef enum {
     NET_DROPOUT, /* zeroes each value with probability p, scales the rest by 1 / (1 - p) */
     NET_UPSAMPLE, /* nearest-neighbour upsampling by an integer scale along H and W */
     NET_CONCAT,   /* its inputs' channels one after the other (same H and W) */
+    NET_HSIGMOID, /* hardsigmoid: relu6(x + 3) / 6 */
+    NET_MUL,      /* elementwise product; an input of one value a channel scales the other's (SE) */
     NET_NKIND
 } net_kind;
 

@@ -94,13 +94,14 @@ class CatRows(nn.Module):
 
 
 class Mul(nn.Module):
+    """A product with a number: not a tensor of the net."""
+
     def __init__(self):
         super().__init__()
         self.a = nn.Conv2d(3, 4, 3, padding=1)
 
     def forward(self, x):
-        y = self.a(x)
-        return torch.flatten(y * torch.sigmoid(y), 1)
+        return torch.flatten(self.a(x) * 2.0, 1)
 
 
 def one_conv(**kw):

@@ -32,8 +32,8 @@ static void put(out *o, const char *fmt, ...)
 
 /* The elementwise activations and dropout, taken in turn by layer index (no extra draw, so the
  * nets' shapes stay the original generator's); the first three can run in place. */
-static const char *const acts[] = {"relu", "relu6", "leakyrelu", "sigmoid", "silu", "gelu", "hardswish", "dropout"};
-static const char *act(int i, bool inplace) { return acts[i % (inplace ? 3 : 8)]; }
+static const char *const acts[] = {"relu", "relu6", "leakyrelu", "sigmoid", "silu", "gelu", "hardswish", "dropout", "hardsigmoid"};
+static const char *act(int i, bool inplace) { return acts[i % (inplace ? 3 : 9)]; }
 
 /* test_band's nets: 2 channels, width 3; the order of draws is the original generator's. */
 static void small_net(randnet_rng *g, out *o, int h)
@@ -94,12 +94,19 @@ static int block(randnet_rng *g, out *o, int i, const char *in, int ch)
         put(o, "conv l%d_s in=%s c=%d k=1 s=2\n", i, in, oc);
         snprintf(sc, sizeof sc, "l%d_s", i);
     }
+    char b[32];
+    snprintf(b, sizeof b, "l%d_b", i);
+    if (i % 3 == 2) { /* every third block squeezes and excites its branch (MobileNetV3's SE) */
+        put(o, "gap l%d_g in=l%d_b\nconv l%d_e in=l%d_g c=%d k=1\nhardsigmoid l%d_h in=l%d_e\n", i, i, i, i, oc, i, i);
+        put(o, "mul l%d_m in=l%d_h,l%d_b\n", i, i, i);
+        snprintf(b, sizeof b, "l%d_m", i);
+    }
     const char *join = i % 5 == 4 ? "concat" : "add"; /* every fifth block joins by channels (DenseNet, U-Net) */
     if (relu) {
-        put(o, "%s l%d_sum in=l%d_b,%s\n", join, i, i, sc);
+        put(o, "%s l%d_sum in=%s,%s\n", join, i, b, sc);
         put(o, "relu l%d in=l%d_sum\n", i, i);
     } else {
-        put(o, "%s l%d in=l%d_b,%s\n", join, i, i, sc);
+        put(o, "%s l%d in=%s,%s\n", join, i, b, sc);
     }
     return i % 5 == 4 ? oc + (down ? oc : ch) : oc;
 }

@@ -175,6 +175,13 @@ int main(int argc, char **argv)
                         "rows(overl,fp=2,bp=5)@features.0.0..features.6.add", "rows(overl,8)@features.0.0..features.6.add+migrate",
                         "offload(features.1.conv.2, features.3.add:1:2, features.6.add)@features.0.0..loss"};
         check_net("mobilenetv2", 64, 8, NULL, rows, sizeof rows / sizeof *rows);
+    } else if (argc == 2 && !strcmp(argv[1], "mobilenetv3")) {
+        /* torchvision's MobileNetV3-Large at 64x64: squeeze-and-excitation (gap, 1x1 convs,
+         * hardsigmoid, mul), hardswish; its row prefix is the stem before the first SE (16 rows) */
+        check_small_at("mobilenetv3", 64, NULL);
+        char *more[] = {"rows(overl,fp=3,bp=6)@features.0.0..features.3.add; ckpt@features.4.block.0.0..features.9.add",
+                        "offload(features.4.block.2.mul, features.5.add:1:1)@features.0.0..loss"};
+        check_net("mobilenetv3", 64, 8, NULL, more, 2);
     } else if (argc == 2 && !strcmp(argv[1], "unet")) {
         /* the full U-Net (nets/unet.net, per-pixel loss) at 32x32, batch 2: presets, every policy
          * over the whole encoder-decoder, custom fp/bp band counts, BN in train mode */
@@ -199,7 +206,7 @@ int main(int argc, char **argv)
     } else if (argc >= 4) {
         check_net(argv[1], 0, 2, strcmp(argv[2], "-") ? argv[2] : NULL, argv + 3, argc - 3);
     } else {
-        fprintf(stderr, "usage: test_exact small | mobilenetv2 | unet | NET IMAGE [BN] | NET BN PLAN...\n");
+        fprintf(stderr, "usage: test_exact small | mobilenetv2 | mobilenetv3 | unet | NET IMAGE [BN] | NET BN PLAN...\n");
         return 2;
     }
     printf("%s\n", failures ? "FAILED" : "all plans exact");

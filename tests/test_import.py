@@ -3,7 +3,7 @@
 
     python3 tests/test_import.py LRCNN_BINARY
 
-1. Every module it converts — torchvision's mobilenet_v2, resnet50 and vgg16 and the test modules
+1. Every module it converts — torchvision's mobilenet_v2, mobilenet_v3_large, resnet50 and vgg16 and the test modules
    of tests/import_cases.py — has, read back by lrcnn's own parser (`lrcnn sim`), the parameters
    of the PyTorch module and its multiply-accumulates per image (counted on the module by forward
    hooks: a convolution's output values x its input channels per group x kernel area, a Linear's
@@ -11,7 +11,7 @@
 2. torchvision's vgg16 (without its dropouts) and resnet50 come out as nets/vgg16.net and
    nets/resnet50.net layer for layer: the same kinds, keys (defaults filled in) and connections,
    names aside (the importer names after torchvision's modules, the shipped files after the paper).
-3. nets/mobilenetv2.net is what the importer makes now.
+3. nets/mobilenetv2.net and nets/mobilenetv3.net are what the importer makes now.
 4. What it cannot represent is refused: exit 2, one line naming the node, no file written, and an
    existing file is never replaced without --force.
 """
@@ -81,7 +81,8 @@ def structure(path):
 
 def main(lrcnn):
     tmp = tempfile.mkdtemp(prefix="lrcnn-import-")
-    models = [("mobilenet_v2", torchvision.models.mobilenet_v2, 224), ("resnet50", torchvision.models.resnet50, 224),
+    models = [("mobilenet_v2", torchvision.models.mobilenet_v2, 224),
+              ("mobilenet_v3_large", torchvision.models.mobilenet_v3_large, 224), ("resnet50", torchvision.models.resnet50, 224),
               ("vgg16", torchvision.models.vgg16, 224),
               (CASES + ":Functional", import_cases.Functional, 20), (CASES + ":Activations", import_cases.Activations, 24),
               (CASES + ":Decoder", import_cases.Decoder, 12), (CASES + ":UNet", import_cases.UNet, 16)]
@@ -104,12 +105,13 @@ def main(lrcnn):
         check(same, "torchvision %s %s= nets/%s.net, layer for layer %s" % (name, " ".join(extra) + " " if extra else "", name,
                                                                           r.stderr.strip()))
 
-    out = os.path.join(tmp, "mobilenetv2.net")
-    convert("mobilenet_v2", out, "--name", "mobilenetv2")
     body = lambda p: [l for l in open(p) if not l.startswith("#")]  # noqa: E731
-    check(body(out) == body(os.path.join(ROOT, "nets", "mobilenetv2.net")), "nets/mobilenetv2.net is the importer's output")
+    for model, name in (("mobilenet_v2", "mobilenetv2"), ("mobilenet_v3_large", "mobilenetv3")):
+        out = os.path.join(tmp, name + ".net")
+        convert(model, out, "--name", name)
+        check(body(out) == body(os.path.join(ROOT, "nets", name + ".net")), "nets/%s.net is the importer's output" % name)
 
-    refusals = [("Cat3", "takes two"), ("CatRows", "dimension 2"), ("Mul", "mul"), ("nonsquare", "not square"), ("reflect", "padding_mode"),
+    refusals = [("Cat3", "takes two"), ("CatRows", "dimension 2"), ("Mul", "only of two tensors"), ("nonsquare", "not square"), ("reflect", "padding_mode"),
                 ("ceil_pool", "ceil_mode"), ("bilinear", "bilinear"), ("linear_on_map", "Linear on a 4-d"),
                 ("gelu_tanh", "approximate")]
     for case, says in refusals:

@@ -93,12 +93,14 @@ KINDS = {
     "silu": ((), {}),
     "gelu": ((), {}),
     "hardswish": ((), {}),
+    "hardsigmoid": ((), {}),
+    "mul": ((), {}),
     "dropout": ((), {"p": 0.5}),
     "upsample": ((), {"scale": 2}),
     "concat": ((), {}),
 }
 FLOAT_KEYS = ("eps", "momentum", "slope")  # and dropout's p (a pool's p is its padding)
-ACTIVATION_KINDS = ("sigmoid", "relu6", "leakyrelu", "silu", "gelu", "hardswish")
+ACTIVATION_KINDS = ("sigmoid", "relu6", "leakyrelu", "silu", "gelu", "hardswish", "hardsigmoid")
 
 
 # Dropout's masks, as engine/act.h draws them: element i (flat over the whole N, C, H, W map) is
@@ -128,7 +130,8 @@ def activation(kind, x, a):
     """PyTorch's own elementwise activation for an activation layer (gelu: the exact, erf form)."""
     if kind == "leakyrelu":
         return F.leaky_relu(x, a["slope"])
-    return {"sigmoid": torch.sigmoid, "relu6": F.relu6, "silu": F.silu, "gelu": F.gelu, "hardswish": F.hardswish}[kind](x)
+    return {"sigmoid": torch.sigmoid, "relu6": F.relu6, "silu": F.silu, "gelu": F.gelu, "hardswish": F.hardswish,
+            "hardsigmoid": F.hardsigmoid}[kind](x)
 NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
@@ -189,7 +192,7 @@ def parse_net(path, image=None):
             if prev is None:
                 raise NetError("%s: no previous layer to read" % where)
             inputs = [prev]
-        want = 2 if kind in ("add", "concat") else 1
+        want = 2 if kind in ("add", "concat", "mul") else 1
         if kind != "input" and len(inputs) != want:
             raise NetError("%s: %s takes %d input(s), got in=%s" % (where, kind, want, ",".join(inputs)))
         layer = Layer(kind, name, args, inputs, lineno)
@@ -254,6 +257,11 @@ def infer_shapes(path, order, by_name):
             l.shape = (x[0], a["o"], a["o"])
         elif l.kind == "upsample":
             l.shape = (x[0], x[1] * a["scale"], x[2] * a["scale"])
+        elif l.kind == "mul":
+            scale = [s[1:] == (1, 1) for s in ins]
+            if ins[0][0] != ins[1][0] or (ins[0] != ins[1] and not any(scale)):
+                raise NetError("%s: mul of shapes %s and %s" % (where, ins[0], ins[1]))
+            l.shape = ins[1] if scale[0] else ins[0]
         elif l.kind == "concat":
             if ins[0][1:] != ins[1][1:]:
                 raise NetError("%s: concat of shapes %s and %s" % (where, ins[0], ins[1]))
@@ -355,6 +363,8 @@ class RefNet(torch.nn.Module):
             y = F.interpolate(src[0], scale_factor=a["scale"], mode="nearest")
         elif l.kind == "concat":
             y = torch.cat(src, 1)
+        elif l.kind == "mul":
+            y = src[0] * src[1]  # a (N, C, 1, 1) side broadcasts
         elif l.kind == "loss":
             if a["pixel"]:  # (N, C, H, W) logits, (N, H, W) labels: the mean over every pixel
                 y = F.cross_entropy(src[0], labels.reshape(src[0].shape[0], *src[0].shape[2:]))
@@ -795,6 +805,19 @@ relu relu1
 conv conv2 c=3 k=3 s=2 p=1     # 3 classes at 3x3 places
 loss loss pixel=1
 """,
+    "se": """input data c=3 h=7 w=6
+conv conv1 c=8 k=3 p=1
+hardswish act1
+gap squeeze                    # squeeze-and-excitation (MobileNetV3's)
+conv fc1 c=4 k=1
+relu r1
+conv fc2 c=8 k=1
+hardsigmoid gate
+mul excite in=gate,act1        # the scale first, as torchvision writes it
+mul sq in=excite,excite        # a product of a tensor with itself
+conv conv2 c=3 k=3 s=2
+loss loss pixel=1
+""",
     "apool-7": """input data c=3 h=7 w=7
 conv conv1 c=4 k=3 p=1
 relu relu1
@@ -833,7 +856,9 @@ def cases():
          # gradient is ~1e-2 from its float64 one (frozen: 5e-7) — so two correct fp32 engines
          # differ by more than any tolerance; train mode is checked on resnet-small above, and
          # MobileNetV2's row plans against `layer` in test_exact
-         ("mobilenetv2/adam/bn-frozen", os.path.join(NETS, "mobilenetv2.net"), 128, 4, "adam", "layer", "frozen")]
+         ("mobilenetv2/adam/bn-frozen", os.path.join(NETS, "mobilenetv2.net"), 128, 4, "adam", "layer", "frozen"),
+         # MobileNetV3-Large: squeeze-and-excitation (gap, 1x1 convs, hardsigmoid, mul), hardswish
+         ("mobilenetv3/sgd/bn-frozen", os.path.join(NETS, "mobilenetv3.net"), 128, 3, "sgd", "layer", "frozen")]
     for i, g in enumerate(GENERATED):
         opt = "adam" if i % 2 else "sgd"
         if g == "bn":

@@ -29,6 +29,8 @@ KEYS = {  # kind: {key: default or None if required}
     "silu": {},
     "gelu": {},
     "hardswish": {},
+    "hardsigmoid": {},
+    "mul": {},
     "dropout": {"p": 0.5},
     "upsample": {"scale": 2},
     "concat": {},
@@ -88,7 +90,7 @@ def parse(path):
             if prev is None:
                 raise NetError(f"{where}: no previous layer")
             ins = [prev]
-        need = 2 if kind in ("add", "concat") else (0 if kind == "input" else 1)
+        need = 2 if kind in ("add", "concat", "mul") else (0 if kind == "input" else 1)
         if len(ins) != need:
             raise NetError(f"{where}: {kind} takes {need} input(s)")
         names[name] = len(layers)
@@ -163,6 +165,8 @@ def infer(layers, path):
             o = (x[0], 1, 1)
         elif k == "apool":
             o = (x[0], a["o"], a["o"])
+        elif k == "mul":
+            o = ins[1] if ins[0][1:] == (1, 1) else ins[0]
         elif k == "concat":
             if ins[0][1:] != ins[1][1:]:
                 raise NetError(f"{where}: concat of {ins[0]} and {ins[1]}")

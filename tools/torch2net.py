@@ -155,6 +155,7 @@ MODULES = [  # order matters: ReLU6 is a Hardtanh
     (nn.AdaptiveAvgPool2d, lambda m, where: adaptive(m.output_size, where)), (nn.Linear, linear),
     (nn.ReLU, simple("relu")), (nn.ReLU6, simple("relu6")), (nn.Hardtanh, hardtanh), (nn.LeakyReLU, leaky),
     (nn.Sigmoid, simple("sigmoid")), (nn.SiLU, simple("silu")), (nn.GELU, gelu), (nn.Hardswish, simple("hardswish")),
+    (nn.Hardsigmoid, simple("hardsigmoid")),
     (nn.Dropout, dropout), (nn.Identity, lambda m, where: None), (nn.Flatten, lambda m, where: "flatten"),
     (nn.Upsample, lambda m, where: upsample(m.scale_factor, m.size, m.mode, where)),
 ]
@@ -162,6 +163,7 @@ MODULES = [  # order matters: ReLU6 is a Hardtanh
 FUNCTIONS = {  # function or method name -> kind (None: an alias of its first input)
     F.relu: "relu", torch.relu: "relu", "relu": "relu", "relu_": "relu",
     F.relu6: "relu6", torch.sigmoid: "sigmoid", "sigmoid": "sigmoid", F.silu: "silu", F.hardswish: "hardswish",
+    F.hardsigmoid: "hardsigmoid", operator.mul: "mul", torch.mul: "mul", "mul": "mul",
     operator.add: "add", operator.iadd: "add", torch.add: "add", "add": "add", "add_": "add",
     torch.flatten: "flatten", "flatten": "flatten", "view": "flatten", "reshape": "flatten",
     F.adaptive_avg_pool2d: "adaptive", F.interpolate: "interpolate", torch.cat: "cat", torch.concat: "cat",
@@ -316,10 +318,10 @@ class Converter:
             kind, keystr = upsample(kw.get("scale_factor"), kw.get("size"), kw.get("mode", "nearest"), where)
             self.emit(node, kind, keystr, [self.source(args[0], node)])
             return
-        if kind == "add":
+        if kind in ("add", "mul"):
             if len(args) != 2 or len(node.args) != 2 or node.kwargs:
-                raise Refused("%s: adds %s (only the sum of two tensors of the net)" % (where, node.args))
-            self.emit(node, "add", "", [self.source(a, node) for a in args])
+                raise Refused("%s: %s of %s (only of two tensors of the net)" % (where, kind, node.args))
+            self.emit(node, kind, "", [self.source(a, node) for a in args])
             return
         if len(node.args) != 1 or (node.kwargs and set(node.kwargs) != {"inplace"}):
             raise Refused("%s: called with arguments the format does not take" % where)

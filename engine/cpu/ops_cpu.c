@@ -214,6 +214,57 @@ static void concat_backward(const ops_call *c)
     }
 }
 
+/* --- product (mul) --------------------------------------------------------------------------- */
+
+/* Value i of an (n, c, plane) map, or of a per-channel (n, c, 1) one (a broadcast channel scale). */
+static float mul_at(const ten *t, int n, int ch, int64_t i) { return t->h * t->w == 1 ? cpu_row(t, n, ch, 0)[0] : cpu_row(t, n, ch, 0)[i]; }
+
+/* y = a * b, whole maps; a (C, 1, 1) input scales each channel of the other. */
+static void mul_forward(const ops_call *c)
+{
+    const ten *a = &c->x[0], *b = &c->x[1], *y = &c->y;
+    check_full(a, c->in_h[0]), check_full(b, c->in_h[1]), check_full(y, c->l->h);
+    int64_t plane = (int64_t)y->h * y->w;
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)y->n * y->c * plane))
+    for (int n = 0; n < y->n; n++)
+        for (int ch = 0; ch < y->c; ch++) {
+            float *yr = cpu_row(y, n, ch, 0);
+            for (int64_t i = 0; i < plane; i++) yr[i] = mul_at(a, n, ch, i) * mul_at(b, n, ch, i);
+        }
+}
+
+/* da += dy * b and db += dy * a, summed over the plane for a per-channel input; a product of a
+ * tensor with itself (no dx[1]) takes both into dx[0]. */
+static void mul_backward(const ops_call *c)
+{
+    const ten *dy = &c->dy;
+    bool twice = c->l->in[0] == c->l->in[1] && !c->dx[1].p;
+    check_full(dy, c->l->h);
+    int64_t plane = (int64_t)dy->h * dy->w;
+    for (int j = 0; j < 2; j++) {
+        const ten *dx = &c->dx[j], *x = &c->x[j], *o = &c->x[1 - j];
+        if (!dx->p) continue;
+        cpu_dx_begin(c, j);
+        check_full(dx, c->in_h[j]), check_full(o, c->in_h[1 - j]);
+        bool scale = dx->h * dx->w == 1 && plane > 1;
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dy->n * dy->c * plane))
+        for (int n = 0; n < dy->n; n++)
+            for (int ch = 0; ch < dy->c; ch++) {
+                const float *g = cpu_row(dy, n, ch, 0);
+                float *d = cpu_row(dx, n, ch, 0);
+                if (scale) {
+                    double s = 0.0;
+                    for (int64_t i = 0; i < plane; i++) s += (double)g[i] * mul_at(o, n, ch, i);
+                    d[0] += (float)s;
+                    continue;
+                }
+                for (int64_t i = 0; i < plane; i++) d[i] += g[i] * mul_at(o, n, ch, i);
+                if (j == 0 && twice)
+                    for (int64_t i = 0; i < plane; i++) d[i] += g[i] * mul_at(x, n, ch, i);
+            }
+    }
+}
+
 /* --- pooling ---------------------------------------------------------------------------------- */
 
 /* Max over the window's in-map elements (padding never wins); argmax, when wanted, is
@@ -539,7 +590,7 @@ static void loss_backward(const ops_call *c)
 /* --- elementwise activations (engine/act.h) ------------------------------------------------------ */
 
 /* One loop per kind, so that each inlines its own formula (and vectorizes where it can). */
-#define ACT_KINDS(X) X(NET_SIGMOID) X(NET_RELU6) X(NET_LEAKY) X(NET_SILU) X(NET_GELU) X(NET_HSWISH)
+#define ACT_KINDS(X) X(NET_SIGMOID) X(NET_RELU6) X(NET_LEAKY) X(NET_SILU) X(NET_GELU) X(NET_HSWISH) X(NET_HSIGMOID)
 
 static void act_row_fwd(int kind, float slope, const float *x, float *y, int64_t len)
 {
@@ -671,7 +722,8 @@ static const struct {
     [NET_LEAKY] = {act_forward, act_backward},           [NET_SILU] = {act_forward, act_backward},
     [NET_GELU] = {act_forward, act_backward},            [NET_HSWISH] = {act_forward, act_backward},
     [NET_DROPOUT] = {dropout_forward, dropout_backward}, [NET_UPSAMPLE] = {upsample_forward, upsample_backward},
-    [NET_CONCAT] = {concat_forward, concat_backward},
+    [NET_CONCAT] = {concat_forward, concat_backward}, [NET_HSIGMOID] = {act_forward, act_backward},
+    [NET_MUL] = {mul_forward, mul_backward},
 };
 
 static void cpu_forward(const ops_call *c)

@@ -110,6 +110,49 @@ extern "C" void k_acc_rows(cudaStream_t st, kview dx, kview dy, int off, int a, 
     if (n) acc_rows<<<blocks(n), T, 0, st>>>(dx, dy, off, a, b, scale);
 }
 
+/* value (n, c, i) of a whole map, or of a per-channel (C, 1, 1) one */
+__device__ static float mul_at(kview t, int n, int c, int64_t i) { return at(t, n, c, 0)[t.h * t.w == 1 ? 0 : i]; }
+
+__global__ static void mul_fwd(kview a, kview b, kview y)
+{
+    int64_t plane = (int64_t)y.h * y.w, i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)y.n * y.c * plane) return;
+    int64_t k = i % plane, nc = i / plane;
+    int n = (int)(nc / y.c), c = (int)(nc % y.c);
+    y.p[i] = mul_at(a, n, c, k) * mul_at(b, n, c, k);
+}
+
+extern "C" void k_mul_fwd(cudaStream_t st, kview a, kview b, kview y)
+{
+    int64_t n = (int64_t)y.n * y.c * y.h * y.w;
+    if (n) mul_fwd<<<blocks(n), T, 0, st>>>(a, b, y);
+}
+
+/* dx += dy * o (and + dy * x2 when x2.p: a product of a tensor with itself), or, for a per-channel
+ * dx under a whole-map dy, the plane's sum of dy * o, in double, one thread a channel */
+__global__ static void mul_bwd(kview dx, kview dy, kview o, kview x2)
+{
+    int64_t plane = (int64_t)dy.h * dy.w, dplane = (int64_t)dx.h * dx.w, i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)dx.n * dx.c * dplane) return;
+    int64_t k = i % dplane, nc = i / dplane;
+    int n = (int)(nc / dx.c), c = (int)(nc % dx.c);
+    const float *g = at(dy, n, c, 0);
+    if (dplane == 1 && plane > 1) {
+        double s = 0.0;
+        for (int64_t j = 0; j < plane; j++) s += (double)g[j] * mul_at(o, n, c, j);
+        dx.p[i] += (float)s;
+        return;
+    }
+    dx.p[i] += g[k] * mul_at(o, n, c, k);
+    if (x2.p) dx.p[i] += g[k] * mul_at(x2, n, c, k);
+}
+
+extern "C" void k_mul_bwd(cudaStream_t st, kview dx, kview dy, kview o, kview x2)
+{
+    int64_t n = (int64_t)dx.n * dx.c * dx.h * dx.w;
+    if (n) mul_bwd<<<blocks(n), T, 0, st>>>(dx, dy, o, x2);
+}
+
 __global__ static void concat_fwd(kview x, kview y, int off, int a, int b)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;

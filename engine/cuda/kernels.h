@@ -29,6 +29,10 @@ void k_adam(cudaStream_t st, float *p, const float *g, float *m, float *v, int64
 /* y rows [a, b) (+)= bias per channel */
 void k_bias(cudaStream_t st, kview y, int a, int b, const float *bias);
 void k_add_fwd(cudaStream_t st, kview x0, kview x1, kview y, int a, int b);
+/* mul, whole maps: y = a * b, a (C, 1, 1) input scaling the other's channels; dx += dy * o (+ dy * x2
+ * when x2.p), summed over the plane into a per-channel dx */
+void k_mul_fwd(cudaStream_t st, kview a, kview b, kview y);
+void k_mul_bwd(cudaStream_t st, kview dx, kview dy, kview o, kview x2);
 /* concat: y's channels [off, off + x.c) = x, rows [a, b) */
 void k_concat_fwd(cudaStream_t st, kview x, kview y, int off, int a, int b);
 /* dx rows [a, b) += scale * dy's channels [off, off + dx.c) (add: off 0; concat: its input's place) */

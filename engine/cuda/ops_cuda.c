@@ -584,6 +584,7 @@ static void cuda_forward(const ops_call *c)
     case NET_MAXPOOL: k_maxpool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), c->argmax, kw(l->win), c->in_h[0], c->a, c->b); break;
     case NET_AVGPOOL: k_avgpool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), kw(l->win), c->in_h[0], c->a, c->b); break;
     case NET_GAP: k_apool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), 1); break;
+    case NET_MUL: k_mul_fwd(g.compute, kv(&c->x[0]), kv(&c->x[1]), kv(&c->y)); break;
     case NET_CONCAT:
         for (int j = 0, off = 0; j < l->n_in; off += c->in_c[j], j++) k_concat_fwd(g.compute, kv(&c->x[j]), kv(&c->y), off, c->a, c->b);
         break;
@@ -594,7 +595,8 @@ static void cuda_forward(const ops_call *c)
     case NET_LEAKY:
     case NET_SILU:
     case NET_GELU:
-    case NET_HSWISH: k_act_fwd(g.compute, (int)l->kind, ACT_SLOPE(l), kv(&c->x[0]), kv(&c->y), c->a, c->b); break;
+    case NET_HSWISH:
+    case NET_HSIGMOID: k_act_fwd(g.compute, (int)l->kind, ACT_SLOPE(l), kv(&c->x[0]), kv(&c->y), c->a, c->b); break;
     case NET_DROPOUT: k_dropout_fwd(g.compute, c->key, l->u.dropout.p, kv(&c->x[0]), kv(&c->y), c->mask, c->a, c->b, l->h); break;
     case NET_LOSS:
         ensure_loss_scratch(k_loss_scratch((int64_t)c->x[0].n * l->h * l->w));
@@ -629,6 +631,13 @@ static void cuda_backward(const ops_call *c)
     case NET_GAP:
         if (c->dx[0].p) dx_begin(c, 0), k_apool_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), 1);
         break;
+    case NET_MUL: { /* of itself (no dx[1]): dx[0] takes both products */
+        bool twice = l->in[0] == l->in[1] && !c->dx[1].p;
+        for (int j = 0; j < 2; j++)
+            if (c->dx[j].p)
+                dx_begin(c, j), k_mul_bwd(g.compute, kv(&c->dx[j]), kv(&c->dy), kv(&c->x[1 - j]), j == 0 && twice ? kv(&c->x[0]) : (kview){0});
+        break;
+    }
     case NET_CONCAT: { /* of itself (no dx[1]): dx[0] takes both halves */
         bool twice = l->in[0] == l->in[1] && !c->dx[1].p;
         for (int j = 0, off = 0; j < l->n_in; off += c->in_c[j], j++) {
@@ -649,7 +658,8 @@ static void cuda_backward(const ops_call *c)
     case NET_LEAKY:
     case NET_SILU:
     case NET_GELU:
-    case NET_HSWISH: {
+    case NET_HSWISH:
+    case NET_HSIGMOID: {
         const ten *dx = &c->dx[0], *m = kind_of(l)->keeps_y ? &c->y : &c->x[0];
         if (!dx->p) break;
         bool inplace = dx->p == c->dy.p; /* dx over dy, rows [a, b) only (ops.h) */
