@@ -5,6 +5,7 @@
 #include "io/profile.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -74,8 +75,14 @@ int cli_common(int argc, char **argv, int *i, const char *cmd, cli_config *c)
                 return cli_fail(cmd, "--host-budget %s: expected bytes like 0, 8GiB, 500M", v), -1;
             return 1;
         }
+    if ((got = cli_opt(argc, argv, i, "--image", &v))) {
+        if (got < 0) return cli_fail(cmd, "--image needs a value (see lrcnn %s --help)", cmd), -1;
+        if (cli_parse_image(v, &c->image, &c->image_w))
+            return cli_fail(cmd, "--image %s: expected a size S or HxW, each 1..65536 pixels", v), -1;
+        return 1;
+    }
     const struct { const char *name; int *dst, lo, hi; } ints[] = {
-        {"--batch", &c->batch, 1, 1 << 20}, {"--image", &c->image, 1, 1 << 16}, {"--iters", &c->iters, 1, 1 << 24},
+        {"--batch", &c->batch, 1, 1 << 20}, {"--iters", &c->iters, 1, 1 << 24},
     };
     for (size_t k = 0; k < sizeof ints / sizeof *ints; k++)
         if ((got = cli_opt(argc, argv, i, ints[k].name, &v))) {
@@ -138,7 +145,7 @@ int cli_inputs_load(cli_inputs *in, const cli_config *c, const char *device, sch
         timing_free(&in->tm);
         return -1;
     }
-    if (cli_load_net(&in->n, c->net, c->image, e)) {
+    if (cli_load_net(&in->n, c->net, c->image, c->image_w, e)) {
         enc_calib_free(&in->cal);
         timing_free(&in->tm);
         return -1;
@@ -307,10 +314,20 @@ void cli_progress(const char *what, int k, int n)
     fflush(stderr);
 }
 
-int cli_load_net(net *n, const char *name, int image, err *e)
+int cli_parse_image(const char *s, int *h, int *w)
+{
+    const char *x = strchr(s, 'x');
+    char hs[16];
+    if (!x) return *w = 0, cli_parse_int(s, 1, 1 << 16, h);
+    if (x - s >= (ptrdiff_t)sizeof hs) return -1;
+    memcpy(hs, s, (size_t)(x - s)), hs[x - s] = 0;
+    return cli_parse_int(hs, 1, 1 << 16, h) || cli_parse_int(x + 1, 1, 1 << 16, w) ? -1 : 0;
+}
+
+int cli_load_net(net *n, const char *name, int h, int w, err *e)
 {
     if (net_load_named(n, name, e)) return -1;
-    if (image > 0 && net_set_input(n, image, image, e)) {
+    if (h > 0 && net_set_input(n, h, w > 0 ? w : h, e)) {
         net_free(n);
         return -1;
     }
@@ -329,11 +346,11 @@ int cli_simulate(const net *n, const char *plan_text, const sched_cfg *cfg, cons
 /* --- largest batch or input under a budget (lrcnn plan, sweep search=) ------------------------ */
 
 /* 1: fits, 0: does not fit, -1: the configuration is invalid (e.g. too few rows for the bands). */
-static int fits(cli_probe *pr, int image, int batch)
+static int fits(cli_probe *pr, int image, int image_w, int batch)
 {
     err e;
     net n;
-    if (cli_load_net(&n, pr->net_name, image, &e)) return -1;
+    if (cli_load_net(&n, pr->net_name, image, image_w, &e)) return -1;
     sched_cfg cfg = pr->cfg;
     cfg.batch = batch;
     sim_result r;
@@ -352,7 +369,7 @@ static int search(cli_probe *pr, bool by_image, int cap)
     int x = 1, last_ok = 0, first_bad = cap + 1;
     bool seen_valid = false;
     while (x <= cap) {
-        int f = by_image ? fits(pr, x, pr->batch) : fits(pr, pr->image, x);
+        int f = by_image ? fits(pr, x, 0, pr->batch) : fits(pr, pr->image, pr->image_w, x);
         if (f == 1) last_ok = x, seen_valid = true;
         else if (f == 0 || seen_valid) { first_bad = x; break; }
         if (x == cap) break;
@@ -365,20 +382,20 @@ static int search(cli_probe *pr, bool by_image, int cap)
         int lo = first_bad / 2, hi = first_bad; /* lo invalid (or 0), hi valid */
         while (hi - lo > 1) {
             int mid = lo + (hi - lo) / 2;
-            if (fits(pr, mid, pr->batch) < 0) lo = mid;
+            if (fits(pr, mid, 0, pr->batch) < 0) lo = mid;
             else hi = mid;
         }
-        if (hi == first_bad || fits(pr, hi, pr->batch) != 1) return 0;
+        if (hi == first_bad || fits(pr, hi, 0, pr->batch) != 1) return 0;
         last_ok = hi;
     }
     int lo = last_ok, hi = first_bad; /* lo fits, hi does not */
     while (hi - lo > 1) {
         int mid = lo + (hi - lo) / 2;
-        if ((by_image ? fits(pr, mid, pr->batch) : fits(pr, pr->image, mid)) == 1) lo = mid;
+        if ((by_image ? fits(pr, mid, 0, pr->batch) : fits(pr, pr->image, pr->image_w, mid)) == 1) lo = mid;
         else hi = mid;
     }
-    if (by_image) fits(pr, lo, pr->batch);
-    else fits(pr, pr->image, lo);
+    if (by_image) fits(pr, lo, 0, pr->batch);
+    else fits(pr, pr->image, pr->image_w, lo);
     return lo;
 }
 

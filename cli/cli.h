@@ -26,7 +26,8 @@ typedef struct {
     const char *net, *plan, *bn, *out, *host;
     const char *calibrate;   /* a result file whose measured encodings calibrate the predictions */
     const char *profile;     /* a device profile (lrcnn calibrate) for the time model */
-    int batch, image, iters;
+    int batch, iters;
+    int image, image_w;      /* --image S (image_w 0: square) or --image HxW (H, W) */
     long long seed;
     bool force;
     sched_optimizer optimizer;
@@ -100,8 +101,10 @@ void cli_print_calib(const sim_result *r, const sched_cfg *cfg);
  * map size), so the error of that assumption is in plain view; nothing when it has none. */
 void cli_print_encoded(const run_summary *m);
 
-/* A net at an input size. image 0 keeps the net file's size. */
-int cli_load_net(net *n, const char *name, int image, err *e);
+/* A net at an input size, h x w (w 0: h x h). h 0 keeps the net file's size. */
+int cli_load_net(net *n, const char *name, int h, int w, err *e);
+/* An input size: "S" (w = 0: square) or "HxW", each 1..65536; -1 if s is neither. */
+int cli_parse_image(const char *s, int *h, int *w);
 
 /* Parses plan_text for n and simulates it. */
 int cli_simulate(const net *n, const char *plan_text, const sched_cfg *cfg, const sim_device *d, sim_result *r, err *e);
@@ -111,7 +114,7 @@ int cli_simulate(const net *n, const char *plan_text, const sched_cfg *cfg, cons
  * by bisection finds it; pr->peak is the peak there. image 0 = the net file's size. */
 typedef struct {
     const char *net_name, *plan_text;
-    int image, batch;
+    int image, image_w, batch; /* image_w: the width at a fixed HxW input (0: square); image searches are square */
     sched_cfg cfg;
     int64_t budget;
     int64_t peak;

@@ -13,7 +13,7 @@
 #include "io/profile.h"
 
 static const char *usage =
-    "usage: lrcnn calibrate -o PROFILE.h5 [--backend cpu|cuda] [--net NETS] [--image S] [--batch N]\n"
+    "usage: lrcnn calibrate -o PROFILE.h5 [--backend cpu|cuda] [--net NETS] [--image S|HxW] [--batch N]\n"
     "                       [--optimizer sgd|adam] [--plan PLANS] [--check PLANS] [--iters K] [--seed X] [--force]\n"
     "\n"
     "Measures this machine for the time model that sim, sweep and plan take with --profile: every step\n"
@@ -170,7 +170,7 @@ int cli_calibrate(int argc, char **argv)
     int rc = CLI_OK, loaded = 0;
     /* everything checked before anything runs: each net loads, each plan applies to some net */
     while (loaded < n_nets && rc == CLI_OK)
-        if (cli_load_net(&nets[loaded], net_names[loaded], o.image, &e)) rc = CLI_USAGE;
+        if (cli_load_net(&nets[loaded], net_names[loaded], o.image, o.image_w, &e)) rc = CLI_USAGE;
         else loaded++;
     for (int k = 0; k < n_fit + n_chk && rc == CLI_OK; k++) {
         const char *text = k < n_fit ? fit[k] : chk[k - n_fit];

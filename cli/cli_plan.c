@@ -17,12 +17,12 @@
 
 
 static const char *usage =
-    "usage: lrcnn plan --budget BYTES --net NET [--image S] [--batch N] [--optimizer sgd|adam] [--bn MODE]\n"
+    "usage: lrcnn plan --budget BYTES --net NET [--image S|HxW] [--batch N] [--optimizer sgd|adam] [--bn MODE]\n"
     "                  [--profile PROFILE.h5 | --device NAME|PROFILE.h5] [--space KINDS] [--pareto OUT.h5] [--force]\n"
     "                  [--measure K]\n"
-    "       lrcnn plan --budget BYTES --net NET (--max-batch | --max-image) [--plan PLANS] [--image S] [--batch N]\n"
+    "       lrcnn plan --budget BYTES --net NET (--max-batch | --max-image) [--plan PLANS] [--image S|HxW] [--batch N]\n"
     "                  [--optimizer sgd|adam] [--bn MODE] [--calibrate RUNS.h5]\n"
-    "       lrcnn plan --budget BYTES --net NET --offload-select [--window W] [--time-limit S] [--image S] [--batch N]\n"
+    "       lrcnn plan --budget BYTES --net NET --offload-select [--window W] [--time-limit S] [--image S|HxW] [--batch N]\n"
     "                  [--optimizer sgd|adam] [--bn MODE] [--profile PROFILE.h5 | --device NAME|PROFILE.h5]\n"
     "\n"
     "The planner (first form): the plan with the least predicted iteration time whose predicted peak\n"
@@ -336,7 +336,7 @@ int cli_plan(int argc, char **argv)
         if (got <= 0) return cli_unknown("plan", argc, argv, i, got);
     }
     const char *plans = o.plan ? o.plan : "layer,ckpt-sqrt,vdnn-all,vdnn-conv,2ps:4,overl:4,2ps-h,overl-h", *bn = o.bn;
-    cli_probe pr = {.net_name = o.net, .image = o.image, .batch = o.batch, .cfg = {.batch = o.batch, .optimizer = o.optimizer}};
+    cli_probe pr = {.net_name = o.net, .image = o.image, .image_w = o.image_w, .batch = o.batch, .cfg = {.batch = o.batch, .optimizer = o.optimizer}};
     if (mode < 0) return cli_fail("plan", "--max-batch and --max-image: one of them");
     if (!budget) return cli_fail("plan", "--budget is required (e.g. --budget 16GiB)");
     if (units_parse_bytes(budget, &pr.budget)) return cli_fail("plan", "--budget %s: expected bytes like 16GiB, 12G, 80e9", budget);
@@ -370,11 +370,11 @@ int cli_plan(int argc, char **argv)
     net n;
     enc_calib cal; /* data-sized encodings at measured densities and ratios (sim --help) */
     if (cli_load_calib(o.calibrate, &cal, &pr.cfg, &e)) return cli_fail("plan", "%s", e.msg);
-    if (cli_load_net(&n, pr.net_name, pr.image, &e)) {
+    if (cli_load_net(&n, pr.net_name, pr.image, pr.image_w, &e)) {
         enc_calib_free(&cal);
         return cli_fail("plan", "%s", e.msg);
     }
-    if (!pr.image) pr.image = n.layers[0].h;
+    if (!pr.image) pr.image = n.layers[0].h, pr.image_w = n.layers[0].w;
     char **items;
     int count;
     if (plan_list_expand(plans, &items, &count, &e)) {
@@ -393,7 +393,7 @@ int cli_plan(int argc, char **argv)
         if (bad && mode == 2) {
             net big;
             err e2;
-            if (!cli_load_net(&big, pr.net_name, 4096, &e2)) {
+            if (!cli_load_net(&big, pr.net_name, 4096, 0, &e2)) {
                 if (!(bad = plan_parse(&p, &big, texts[k], &e2))) plan_free(&p);
                 net_free(&big);
             }
@@ -419,8 +419,8 @@ int cli_plan(int argc, char **argv)
         if (best) printf("  %-18s %12d %14s\n", items[k], best, units_fmt_bytes(pr.peak, b, sizeof b));
         else printf("  %-18s %12s %14s\n", items[k], "none", "-");
     }
-    printf("\n  peak = replay prediction (engine-allocated bytes) at %s %d\n", mode == 1 ? "image" : "batch",
-           mode == 1 ? pr.image : pr.batch);
+    if (mode == 1) printf("\n  peak = replay prediction (engine-allocated bytes) at image %dx%d\n", n.layers[0].h, n.layers[0].w);
+    else printf("\n  peak = replay prediction (engine-allocated bytes) at batch %d\n", pr.batch);
     plan_list_free(items, count);
     net_free(&n);
     enc_calib_free(&cal);

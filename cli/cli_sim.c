@@ -8,7 +8,7 @@
 #include "io/h5.h"
 
 static const char *usage =
-    "usage: lrcnn sim --net NET [--plan PLANS] [--batch N] [--image S] [--optimizer sgd|adam]\n"
+    "usage: lrcnn sim --net NET [--plan PLANS] [--batch N] [--image S|HxW] [--optimizer sgd|adam]\n"
     "                 [--bn auto|train|frozen|per-band] [--device NAME|PROFILE.h5] [--profile PROFILE.h5]\n"
     "                 [--calibrate RUNS.h5]\n"
     "                 [-o FILE.h5 [--force]]\n"

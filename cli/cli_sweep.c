@@ -113,8 +113,13 @@ static void print_capacity(const spec *s, net *nets, const cell *cells, long cou
     bool by_image = !strcmp(s->search, "image");
     for (long i = 0; i < count; i += (long)s->n_plans * s->n_budgets) {
         const cell *c = &cells[i];
-        printf("\n%s: largest %s that fits, %s, %s %d\n  %-18s", s->nets[c->net], by_image ? "square input" : "batch",
-               s->optimizers[c->opt], by_image ? "batch" : "image", by_image ? s->batches[c->batch] : s->images[c->image], "plan");
+        char at[32];
+        int h = s->images[c->image], w = s->images_w[c->image];
+        if (by_image) snprintf(at, sizeof at, "batch %d", s->batches[c->batch]);
+        else if (!h) snprintf(at, sizeof at, "the net's own input");
+        else snprintf(at, sizeof at, "image %dx%d", h, w ? w : h);
+        printf("\n%s: largest %s that fits, %s, %s\n  %-18s", s->nets[c->net], by_image ? "square input" : "batch",
+               s->optimizers[c->opt], at, "plan");
         for (int g = 0; g < s->n_budgets; g++) printf(" %10s", units_fmt_bytes(s->budgets[g], a, sizeof a));
         printf("\n");
         for (int p = 0; p < s->n_plans; p++) {
@@ -256,6 +261,7 @@ static int sweep_search(sweep_ctx *c, err *e)
                         *cl = (cell){.net = i, .image = by_image ? 0 : k, .batch = by_image ? k : 0, .opt = o, .plan = p};
                         cli_plan_text(s->plans[p], s->bn, text, sizeof text);
                         cli_probe pr = {.net_name = s->nets[i], .plan_text = text, .image = by_image ? 0 : s->images[k],
+                                        .image_w = by_image ? 0 : s->images_w[k],
                                         .batch = by_image ? s->batches[k] : 0, .budget = s->budgets[g]};
                         cli_parse_optimizer(s->optimizers[o], &pr.cfg.optimizer);
                         pr.cfg.calib = c->calib;
@@ -265,7 +271,7 @@ static int sweep_search(sweep_ctx *c, err *e)
                         int image = by_image ? (best ? best : 0) : s->images[k], batch = by_image ? s->batches[k] : (best ? best : 1);
                         search_info si = {s->search, s->budgets[g], best};
                         cl->max_value = best;
-                        if (cli_load_net(&at, s->nets[i], image, e)) return -1;
+                        if (cli_load_net(&at, s->nets[i], image, by_image ? 0 : s->images_w[k], e)) return -1;
                         int rc = sweep_one(s, &at, c->d, c->calib, batch, o, p, &si, c->f, cl, e);
                         if (rc == SWEEP_INFEASIBLE) note_infeasible(c, job, 1, &at, batch, o, s->plans[p], e);
                         cl->infeasible = rc == SWEEP_INFEASIBLE, c->written += !rc;
@@ -327,7 +333,8 @@ static int sweep_check(const spec *s, net *nets, const enc_calib *cal, err *e)
     char text[PLAN_TEXT_LEN + 64];
     for (int i = 0; i < s->n_nets; i++)
         for (int k = 0; k < s->n_images; k++)
-            if (cli_load_net(&nets[i * s->n_images + k], s->nets[i], s->images[k], e)) return err_wrap(e, "%s", s->path);
+            if (cli_load_net(&nets[i * s->n_images + k], s->nets[i], s->images[k], s->images_w[k], e))
+                return err_wrap(e, "%s", s->path);
     for (int i = 0; i < s->n_nets * s->n_images; i++)
         for (int p = 0; p < s->n_plans; p++) {
             plan pl;

@@ -15,7 +15,7 @@
 #include "io/weights.h"
 
 static const char *usage =
-    "usage: lrcnn train --net NET [--image S] [--batch N] [--plan P] [--iters K] [--optimizer sgd|adam]\n"
+    "usage: lrcnn train --net NET [--image S|HxW] [--batch N] [--plan P] [--iters K] [--optimizer sgd|adam]\n"
     "                   [--lr F] [--seed X] [--bn MODE] [--data DIR] [--init-weights W.h5] [--dump D.h5]\n"
     "                   [--host-budget BYTES] [--backend cpu|cuda] [--calibrate RUNS.h5] [--profile PROFILE.h5]\n"
     "                   [-o RUN.h5] [--force]\n"

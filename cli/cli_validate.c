@@ -16,7 +16,7 @@
 #include "io/spec.h"
 
 static const char *usage =
-    "usage: lrcnn validate --net NET [--plan PLANS] [--image S] [--batch N] [--iters K] [--optimizer sgd|adam]\n"
+    "usage: lrcnn validate --net NET [--plan PLANS] [--image S|HxW] [--batch N] [--iters K] [--optimizer sgd|adam]\n"
     "                      [--bn MODE] [--seed X] [--host-budget BYTES] [--calibrate RUNS.h5] [--profile PROFILE.h5]\n"
     "                      [-o FILE.h5] [--force]\n"
     "\n"

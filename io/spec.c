@@ -94,6 +94,34 @@ static int int_list(const char *where, const char *key, char *v, int *out, int *
     return 0;
 }
 
+/* image = S, A..B, A..B*K (square sizes) or HxW items, comma-separated. */
+static int image_list(const char *where, char *v, spec *s, err *e)
+{
+    s->n_images = 0;
+    if (empty_item(v)) return err_set(e, "%s: image: an empty item in the list '%s'", where, v);
+    char *save = NULL;
+    for (char *t = strtok_r(v, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        t = trim(t);
+        char *x = strchr(t, 'x'), *end;
+        if (x && !strstr(t, "..")) {
+            long h = strtol(t, &end, 10), w = end == x ? strtol(x + 1, &end, 10) : 0;
+            if (end == t || *end || h < 1 || w < 1 || h > (1 << 16) || w > (1 << 16))
+                return err_set(e, "%s: image: '%s' is not HxW with sides 1..%d", where, t, 1 << 16);
+            if (s->n_images == SPEC_MAX) return err_set(e, "%s: image: more than %d values", where, SPEC_MAX);
+            s->images[s->n_images] = (int)h, s->images_w[s->n_images++] = (int)w;
+            continue;
+        }
+        int sq[SPEC_MAX], n;
+        if (int_list(where, "image", t, sq, &n, 1, e)) return -1;
+        for (int k = 0; k < n; k++) {
+            if (s->n_images == SPEC_MAX) return err_set(e, "%s: image: more than %d values", where, SPEC_MAX);
+            s->images[s->n_images] = sq[k], s->images_w[s->n_images++] = 0;
+        }
+    }
+    if (!s->n_images) return err_set(e, "%s: image: empty list", where);
+    return 0;
+}
+
 static int on_off(const char *where, const char *key, const char *val, bool *out, err *e)
 {
     if (strcmp(val, "on") && strcmp(val, "off")) return err_set(e, "%s: %s = %s: expected on or off", where, key, val);
@@ -156,8 +184,8 @@ static int parse_key(spec *s, parse_state *ps, int k, char *val, const char *whe
     case K_NETS: return names_list(s->nets, &s->n_nets, where, val, e);
     case K_BATCH: return int_list(where, "batch", val, s->batches, &s->n_batches, 1, e);
     case K_IMAGE:
-        if (!strcmp(val, "native")) return s->n_images = 1, s->images[0] = 0, 0;
-        return int_list(where, "image", val, s->images, &s->n_images, 1, e);
+        if (!strcmp(val, "native")) return s->n_images = 1, s->images[0] = s->images_w[0] = 0, 0;
+        return image_list(where, val, s, e);
     case K_RUN:
         for (int r = 0; r < 3; r++)
             if (!strcmp(val, run_names[r])) return s->run = (spec_run)r, 0;

@@ -36,7 +36,8 @@ typedef struct {
     int n_nets, n_batches, n_images, n_optimizers;
     char nets[SPEC_MAX][64];
     int batches[SPEC_MAX];
-    int images[SPEC_MAX];        /* 0 = the net file's own size */
+    int images[SPEC_MAX];        /* 0 = the net file's own size; else the height */
+    int images_w[SPEC_MAX];      /* the width of an HxW item; 0: square (images[k] x images[k]) */
     char optimizers[2][8];
     char **plans;                /* expanded plan texts, as written */
     int n_plans;

@@ -27,6 +27,19 @@ no_file() { if [ -e "$1" ] || compgen -G "$1.*.tmp" >/dev/null; then bad "$2: $1
 
 # --- help and outputs ---------------------------------------------------------------------------
 expect_ok "lrcnn --help" -- --help
+
+# --- non-square inputs: --image HxW and image = HxW in a spec, recorded as image_h, image_w ---------
+printf 'nets = unet-small\nimage = 32, 48x24\nplans = layer, 2ps:2\n' >"$tmp/hw.spec"
+if "$lrcnn" sweep "$tmp/hw.spec" -o "$tmp/hw.h5" --quiet >/dev/null 2>"$tmp/err" &&
+   "$python" - "$tmp/hw.h5" <<'PY' 2>"$tmp/err"
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    sizes = sorted({(int(g.attrs["image_h"]), int(g.attrs["image_w"])) for g in f["runs"].values()})
+assert sizes == [(32, 32), (48, 24)], sizes
+PY
+then ok "spec image = 32, 48x24 -> runs at 32x32 and 48x24"; else bad "spec image HxW"; fi
+"$lrcnn" sim --net unet-small --image 48x24 --plan 2ps:2 >"$tmp/out" 2>"$tmp/err"
+if grep -q "unet-small @ 48x24" "$tmp/out"; then ok "sim --image 48x24"; else bad "sim --image 48x24"; fi
 for c in sim train validate sweep merge plan calibrate export demo reproduce; do expect_ok "lrcnn $c --help" -- "$c" --help; done
 expect_ok "sim vgg16 2ps:6" -- sim --net vgg16 --batch 8 --image 224 --plan 2ps:6
 for want in "replay@peak" "closed@peak" "boundaries" "peak (device)" "FLOPs"; do

@@ -64,11 +64,12 @@ static void compare(const net *n, const char *text, int batch, const outcome *re
     harness_drop(&o);
 }
 
-static void check_net(const char *name, int image, int batch, const char *bn, char *const *plans, int np)
+/* At an h x w input (h 0: the net file's own). */
+static void check_net_hw(const char *name, int h, int w, int batch, const char *bn, char *const *plans, int np)
 {
     net n;
     err e;
-    if (net_load_named(&n, name, &e) || (image && net_set_input(&n, image, image, &e))) {
+    if (net_load_named(&n, name, &e) || (h && net_set_input(&n, h, w, &e))) {
         fprintf(stderr, "FAIL %s\n", e.msg);
         failures++;
         return;
@@ -83,6 +84,11 @@ static void check_net(const char *name, int image, int batch, const char *bn, ch
     }
     harness_drop(&ref);
     net_free(&n);
+}
+
+static void check_net(const char *name, int image, int batch, const char *bn, char *const *plans, int np)
+{
+    check_net_hw(name, image, image, batch, bn, plans, np);
 }
 
 /* Every preset, and 2PS/OverL with every band count from 1 to the row prefix's output height. */
@@ -146,6 +152,10 @@ int main(int argc, char **argv)
         check_small("updown", NULL); /* nearest upsampling by 3 and 2, skip connections across three heights */
         require_lower = true;
         check_small("unet-small", NULL); /* concatenated skips, upsampling, batch norm in train mode */
+        /* a non-square input (--image HxW): the rows are the height, the width rides along */
+        char *wide[] = {"2ps:3", "overl:5", "overl-h", "rows(overl,fp=2,bp=4)@e1a..dec1r", "vdnn-all", "ckpt-sqrt"};
+        check_net_hw("unet-small", 48, 80, 4, NULL, wide, 6);
+        check_net_hw("resnet-small", 40, 24, 4, "train", wide, 3);
         require_lower = true;
         check_small_at("vgg-small", 37, NULL); /* odd heights: every band count again */
         check_small_at("resnet-small", 35, "frozen");

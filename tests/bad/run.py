@@ -172,7 +172,7 @@ def spec_cases():
     out = []
     keyvals = {
         "nets": ["", ",", "nosuch", "vgg-small,", ",vgg-small", "vgg-small,,resnet-small", "../../etc/passwd"],
-        "image": ["0", "-1", "abc", "1..", "..5", "5..1", "1..9999999", "32..64*1", "32..64*0", "32..64*-2",
+        "image": ["0", "-1", "abc", "32x", "x32", "32x0", "32x-4", "16..32x8", "32x32x2", "1..", "..5", "5..1", "1..9999999", "32..64*1", "32..64*0", "32..64*-2",
                   "99999999999", "1", "native,32"],
         "batch": ["0", "-1", "abc", "1..100000", "2..1*2", "1.5", "", "1,,2"],
         "optimizer": ["nosuch", "sgd,sgd,adam", "", "adam,", "SGD"],
@@ -228,7 +228,7 @@ def option_cases():
         base = {"sim": ["--net", "vgg-small"], "plan": ["--net", "vgg-small", "--budget", "1GiB"],
                 "train": ["--net", "vgg-small", "--iters", "1"], "validate": ["--net", "vgg-small", "--plan", "layer"]}[cmd]
         for opt in ("--batch", "--image"):
-            for v in ["0", "-1", "abc", "99999999999", "1.5", "1e9"]:
+            for v in ["0", "-1", "abc", "99999999999", "1.5", "1e9"] + (["64x", "x64", "0x64", "64x0", "64x32x2", "64X32", "64x99999999"] if opt == "--image" else []):
                 out.append((cmd, "%s %s %s" % (cmd, opt, v), [cmd] + base + [opt, v, "-o", "{o}"] if cmd != "plan" else [cmd] + base + [opt, v]))
         out.append((cmd, "%s unknown option" % cmd, [cmd] + base + ["--nosuch"]))
         out.append((cmd, "%s option without value" % cmd, [cmd] + base + ["--batch"]))
