@@ -68,6 +68,10 @@ typedef struct {
     int64_t ws_bytes;          /* its size (what the backend's workspace model asked for) */
 } ops_call;
 
+/* A two-input layer reading one tensor twice (add, concat or mul of x with itself): the scheduler
+ * gives it no dx[1], so dx[0] takes both inputs' gradients. */
+static inline bool ops_reads_twice(const ops_call *c) { return c->l->n_in == 2 && c->l->in[0] == c->l->in[1] && !c->dx[1].p; }
+
 /* A kept map's encoding as a codec sees it (sim/enc.h): its kind, the modifier that chose it, its
  * shape per image; for an argmax, the pool's window and input width, and the first of the rows
  * held (the argmax of output row o, column ow is stored as its place in that window). */

@@ -52,13 +52,14 @@ class UNet(nn.Module):
         self.d2, self.d1 = nn.Conv2d(16, 4, 3, padding=1), nn.Conv2d(8, 2, 1)
         self.fc = nn.Linear(2 * 16 * 16, 3)
 
-    def forward(self, x):
+    def logits(self, x):
         e1 = F.relu(self.e1(x))
         e2 = F.relu(self.e2(self.pool(e1)))
-        m = self.pool(e2)
-        d2 = F.relu(self.d2(torch.cat([self.up(m), e2], dim=1)))
-        d1 = self.d1(torch.cat((self.up(d2), e1), 1))
-        return self.fc(torch.flatten(d1, 1))
+        d2 = F.relu(self.d2(torch.cat([self.up(self.pool(e2)), e2], dim=1)))
+        return self.d1(torch.cat((self.up(d2), e1), 1))
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.logits(x), 1))
 
 
 class Seg(UNet):
@@ -69,10 +70,7 @@ class Seg(UNet):
         del self.fc
 
     def forward(self, x):
-        e1 = F.relu(self.e1(x))
-        e2 = F.relu(self.e2(self.pool(e1)))
-        d2 = F.relu(self.d2(torch.cat([self.up(self.pool(e2)), e2], dim=1)))
-        return self.d1(torch.cat((self.up(d2), e1), 1))
+        return self.logits(x)
 
 
 class Cat3(nn.Module):

@@ -205,7 +205,6 @@ class Converter:
     def __init__(self, model, image, channels, drop_dropout, pixel=False):
         self.model, self.image, self.channels, self.drop_dropout, self.pixel = model, image, channels, drop_dropout, pixel
         self.lines, self.names, self.alias = [], set(), {}
-        self.uses = {}  # module path -> calls so far
 
     def unique(self, base):
         name, k = base, 1
@@ -222,12 +221,10 @@ class Converter:
         return self.alias[arg]
 
     def emit(self, node, kind, keystr, inputs):
+        """One line for node; a module called again (unique) gets _1, _2, ..."""
         scope = node.meta.get("scope", "")
         if node.op == "call_module":
             base = node.target
-            self.uses[base] = self.uses.get(base, 0) + 1
-            if self.uses[base] > 1:
-                base = "%s_%d" % (base, self.uses[base] - 1)
         else:
             base = (scope + "." if scope else "") + function_name(node).strip("_")
         name = self.unique(base)

@@ -145,7 +145,7 @@ static void add_forward(const ops_call *c)
 static void add_backward(const ops_call *c)
 {
     const ten *dy = &c->dy;
-    bool twice = c->l->in[0] == c->l->in[1] && !c->dx[1].p;
+    bool twice = ops_reads_twice(c);
     cpu_check_rows(dy, c->a, c->b, c->l->h);
     for (int j = 0; j < 2; j++) {
         const ten *dx = &c->dx[j];
@@ -189,7 +189,7 @@ static void concat_forward(const ops_call *c)
 static void concat_backward(const ops_call *c)
 {
     const ten *dy = &c->dy;
-    bool twice = c->l->in[0] == c->l->in[1] && !c->dx[1].p;
+    bool twice = ops_reads_twice(c);
     cpu_check_rows(dy, c->a, c->b, c->l->h);
     int64_t len = plane_len(dy, c->a, c->b);
     for (int j = 0, off = 0; j < c->l->n_in; off += c->in_c[j], j++) {
@@ -238,7 +238,7 @@ static void mul_forward(const ops_call *c)
 static void mul_backward(const ops_call *c)
 {
     const ten *dy = &c->dy;
-    bool twice = c->l->in[0] == c->l->in[1] && !c->dx[1].p;
+    bool twice = ops_reads_twice(c);
     check_full(dy, c->l->h);
     int64_t plane = (int64_t)dy->h * dy->w;
     for (int j = 0; j < 2; j++) {

@@ -617,7 +617,7 @@ static void cuda_backward(const ops_call *c)
     case NET_BN: bn_backward(c); break;
     case NET_FC: fc_backward(c); break;
     case NET_ADD: {
-        bool twice = l->in[0] == l->in[1] && !c->dx[1].p;
+        bool twice = ops_reads_twice(c);
         for (int j = 0; j < 2; j++)
             if (c->dx[j].p) dx_begin(c, j), k_acc_rows(g.compute, kv(&c->dx[j]), kv(&c->dy), 0, c->a, c->b, j == 0 && twice ? 2.0f : 1.0f);
         break;
@@ -632,14 +632,14 @@ static void cuda_backward(const ops_call *c)
         if (c->dx[0].p) dx_begin(c, 0), k_apool_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), 1);
         break;
     case NET_MUL: { /* of itself (no dx[1]): dx[0] takes both products */
-        bool twice = l->in[0] == l->in[1] && !c->dx[1].p;
+        bool twice = ops_reads_twice(c);
         for (int j = 0; j < 2; j++)
             if (c->dx[j].p)
                 dx_begin(c, j), k_mul_bwd(g.compute, kv(&c->dx[j]), kv(&c->dy), kv(&c->x[1 - j]), j == 0 && twice ? kv(&c->x[0]) : (kview){0});
         break;
     }
     case NET_CONCAT: { /* of itself (no dx[1]): dx[0] takes both halves */
-        bool twice = l->in[0] == l->in[1] && !c->dx[1].p;
+        bool twice = ops_reads_twice(c);
         for (int j = 0, off = 0; j < l->n_in; off += c->in_c[j], j++) {
             if (!c->dx[j].p) continue;
             dx_begin(c, j), k_acc_rows(g.compute, kv(&c->dx[j]), kv(&c->dy), off, c->a, c->b, 1.0f);
