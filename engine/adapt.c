@@ -44,7 +44,7 @@ static int64_t fan_in(const net_layer *l)
 
 void adapt_backward(adapt *a, const ops_table *ops, const net *n, const sched *s, const sched_step *t, const float *dy)
 {
-    if (!a->target || t->x[0] < 0 || a->src[t->x[0]] < 0 || !fan_in(&n->layers[t->layer])) return;
+    if (!a->target || !t->n_x || t->x[0] < 0 || a->src[t->x[0]] < 0 || !fan_in(&n->layers[t->layer])) return;
     const net_layer *l = &n->layers[t->layer];
     const sched_buf *db = &s->bufs[t->dy];
     int64_t held = db->rows.b - db->rows.a, rows = t->rows.b - t->rows.a;

@@ -127,7 +127,7 @@ static ops_call call_of(const exec *x, const sched_step *t)
         break;
     default: break;
     }
-    if (k->labels) c.labels = (const int64_t *)fptr(x, t->x[1]), c.x[1] = (ten){0};
+    if (k->labels) c.labels = (const int64_t *)fptr(x, t->x[l->n_in]);
     return c;
 }
 

@@ -68,8 +68,8 @@ typedef struct {
     int64_t ws_bytes;          /* its size (what the backend's workspace model asked for) */
 } ops_call;
 
-/* A two-input layer reading one tensor twice (add, concat or mul of x with itself): the scheduler
- * gives it no dx[1], so dx[0] takes both inputs' gradients. */
+/* A product of a tensor with itself (mul of x and x): the scheduler gives it no dx[1], so dx[0]
+ * takes both inputs' gradients. (add and concat, of any number of inputs: net_input_first.) */
 static inline bool ops_reads_twice(const ops_call *c) { return c->l->n_in == 2 && c->l->in[0] == c->l->in[1] && !c->dx[1].p; }
 
 /* A kept map's encoding as a codec sees it (sim/enc.h): its kind, the modifier that chose it, its

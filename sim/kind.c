@@ -205,6 +205,8 @@ static double flops_pool(const net *n, int i, int rows, int batch)
 }
 
 static double flops_one(const net *n, int i, int rows, int batch) { return out_values(n, i, rows, batch); }
+/* n inputs: n - 1 adds a value */
+static double flops_add(const net *n, int i, int rows, int batch) { return (n->layers[i].n_in - 1) * out_values(n, i, rows, batch); }
 static double flops_bn(const net *n, int i, int rows, int batch) { return 4.0 * out_values(n, i, rows, batch); }
 static double flops_loss(const net *n, int i, int rows, int batch) { return 5.0 * out_values(n, i, rows, batch); }
 
@@ -275,7 +277,7 @@ const kind_traits kind_table[NET_NKIND] = {
     [NET_FC] = {.name = "fc", .min_in = 1, .max_in = 1, .keeps_x = true, .fwd_value = true, .product = true,
                 .infer = infer_fc, .flops = flops_fc, .tensors = tensors_product,
                 .keys = {{"c", KIND_KEY_COUNT, OFF(u.fc.c_out), true}, {"bias", KIND_KEY_BOOL, OFF(u.fc.bias), false, 1, NULL}}},
-    [NET_ADD] = {.name = "add", .min_in = 2, .max_in = 2, .rowwise = true, .infer = infer_add, .flops = flops_one},
+    [NET_ADD] = {.name = "add", .min_in = 2, .max_in = NET_MAX_IN, .rowwise = true, .infer = infer_add, .flops = flops_add},
     [NET_GAP] = {.name = "gap", .min_in = 1, .max_in = 1, .infer = infer_gap, .flops = flops_gpool},
     [NET_APOOL] = {.name = "apool", .min_in = 1, .max_in = 1, .infer = infer_apool, .flops = flops_gpool,
                    .keys = {{"o", KIND_KEY_COUNT, OFF(u.apool.o), true}}},
@@ -306,7 +308,7 @@ const kind_traits kind_table[NET_NKIND] = {
     /* its backward sums each input value's scale x scale copies' gradients: it keeps nothing */
     /* copies its inputs' channels into one map; its backward hands each input its channels of the
      * gradient, reading nothing kept */
-    [NET_CONCAT] = {.name = "concat", .min_in = 2, .max_in = 2, .rowwise = true, .infer = infer_concat, .flops = flops_one},
+    [NET_CONCAT] = {.name = "concat", .min_in = 2, .max_in = NET_MAX_IN, .rowwise = true, .infer = infer_concat, .flops = flops_one},
     [NET_HSIGMOID] = {.name = "hardsigmoid", .min_in = 1, .max_in = 1, .rowwise = true, .keeps_x = true, .infer = infer_pointwise,
                       .flops = flops_one},
     /* keeps both inputs (each one's gradient is the other times dy); whole maps: a channel scale

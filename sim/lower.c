@@ -23,7 +23,10 @@ sched_step *lower_step(lower *c, sched_op op, int L, int band)
     memset(t, 0, sizeof *t);
     t->op = op, t->layer = L, t->band = band, t->seg = c->seg, t->bwd_phase = c->bwd_phase;
     t->y = t->aux = t->w = t->dw = t->ws = t->dy = t->src = t->dst = t->buf = t->sums = -1;
-    for (int j = 0; j < NET_MAX_IN; j++) t->x[j] = t->dx[j] = -1;
+    if (op == SCHED_FWD || op == SCHED_BWD || op == SCHED_STATS || op == SCHED_STATS_END) { /* a layer's kernels */
+        const net_layer *l = &c->n->layers[L];
+        sched_step_slots(s, t, l->n_in + kind_of(l)->labels);
+    }
     return t;
 }
 
@@ -80,7 +83,7 @@ int lower_fwd(lower *c, int L, int band, band_rows r, band_rows hold, int y, boo
         band_rows ar = k->aux == KIND_AUX_STATS ? (band_rows){0, 0} : r;
         t->aux = lower_buf(c, aux_kind[k->aux], MEM_ACT, L, band, ar, kind_aux_bytes(n, L, band_rows_len(r), c->cfg->batch));
     }
-    if (k->labels) t->x[1] = c->label;
+    if (k->labels) t->x[l->n_in] = c->label;
     if (ws) t->ws = lower_buf(c, BUF_WS, MEM_WORKSPACE, L, band, r, ws);
     if (k->running && !t->map_stats) t->dw = c->run[L]; /* running statistics are updated (train) or read */
     t->flops = fwd_flops(c, L, r);
@@ -108,11 +111,12 @@ sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold
     const net_layer *l = &n->layers[L];
     int dy = l->kind == NET_LOSS ? -1 : c->grad[L];
     CHECK(l->kind == NET_LOSS || dy >= 0);
-    int dx[NET_MAX_IN] = {-1, -1};
-    bool acc[NET_MAX_IN] = {false, false};
+    int dx[NET_MAX_IN];
+    bool acc[NET_MAX_IN];
     for (int j = 0; j < l->n_in; j++) {
         int P = l->in[j];
-        if (n->layers[P].kind == NET_INPUT || (j == 1 && P == l->in[0]) || (want && !want[P])) continue;
+        dx[j] = -1, acc[j] = false;
+        if (n->layers[P].kind == NET_INPUT || net_input_repeats(l, j) || (want && !want[P])) continue;
         if (c->grad[P] >= 0) {
             dx[j] = c->grad[P], acc[j] = true;
         } else if (l->inplace && !c->p->torch && same_rows(c->s->bufs[dy].rows, hold_of(hctx, P))) {
@@ -138,7 +142,7 @@ sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold
     if (k->keeps_y) t->y = c->act[L];
     if (k->aux) t->aux = c->aux[L];
     if (map_stats(c, L)) t->map_stats = true, t->aux = c->stats[L], t->sums = c->sums[L];
-    if (k->labels) t->x[1] = c->label;
+    if (k->labels) t->x[l->n_in] = c->label;
     t->w = c->param[L], t->dw = weights ? c->pgrad[L] : -1;
     t->ws = wsb;
     /* a product's backward is one product per gradient it computes: input and weights */
@@ -158,8 +162,8 @@ void lower_copy(lower *c, int L, int band, band_rows r, int src, int dst, bool a
 sched_step lower_buffer_step(const sched *s, sched_op op, int b, int band, int seg)
 {
     bool move = op == SCHED_OFFLOAD || op == SCHED_PREFETCH;
-    return (sched_step){.op = op, .layer = s->bufs[b].layer, .band = band, .seg = seg, .buf = b, .x = {-1, -1}, .y = -1,
-                        .aux = -1, .w = -1, .dw = -1, .ws = -1, .dy = -1, .dx = {-1, -1}, .src = -1, .dst = -1, .sums = -1,
+    return (sched_step){.op = op, .layer = s->bufs[b].layer, .band = band, .seg = seg, .buf = b, .y = -1,
+                        .aux = -1, .w = -1, .dw = -1, .ws = -1, .dy = -1, .src = -1, .dst = -1, .sums = -1,
                         .bytes_moved = move ? (double)s->bufs[b].bytes : 0};
 }
 

@@ -133,20 +133,20 @@ static int parse_line(char *s, int lineno, const char *path, net *n, raw_layer *
         char *eq = strchr(tok[i], '=');
         if (!eq || eq == tok[i]) return err_set(e, "%s: expected key=value, got '%s'", where, tok[i]);
         *eq = 0;
-        const char *key = tok[i], *val = eq + 1;
+        const char *key = tok[i];
+        char *val = eq + 1;
         if (!strcmp(key, "in")) {
             if (r->in_given) return err_set(e, "%s: key 'in' given twice", where);
             r->in_given = true;
-            char buf[256];
-            snprintf(buf, sizeof buf, "%s", val);
-            char *save = NULL;
-            for (char *in = strtok_r(buf, ",", &save); in; in = strtok_r(NULL, ",", &save)) {
+            if (!*val) return err_set(e, "%s: empty in=", where);
+            for (char *in = val, *next; in; in = next) {
+                next = strchr(in, ',');
+                if (next) *next++ = 0;
                 if (r->l.n_in == NET_MAX_IN)
                     return err_set(e, "%s: %s takes at most %d inputs", where, tok[0], NET_MAX_IN);
                 if (!name_ok(in) || strlen(in) >= NET_NAME_LEN) return err_set(e, "%s: bad input name '%s'", where, in);
                 snprintf(r->in_names[r->l.n_in++], NET_NAME_LEN, "%s", in);
             }
-            if (r->l.n_in == 0) return err_set(e, "%s: empty in=", where);
             continue;
         }
         int k = key_index(t, key);
@@ -165,8 +165,10 @@ static int parse_line(char *s, int lineno, const char *path, net *n, raw_layer *
     }
     if (!t->max_in && r->in_given) return err_set(e, "%s: the input layer takes no in=", where);
     if (t->min_in > 1 && r->l.n_in < t->min_in) /* a single input may be implicit (the line before) */
-        return err_set(e, "%s: %s '%s' needs %s inputs (in=a,b)", where, tok[0], r->l.name, t->min_in == 2 ? "two" : "more");
-    if (r->l.n_in > t->max_in) return err_set(e, "%s: %s takes one input", where, tok[0]);
+        return err_set(e, "%s: %s '%s' needs %s", where, tok[0], r->l.name,
+                       t->max_in == 2 ? "two inputs (in=a,b)" : "two or more inputs (in=a,b,...)");
+    if (r->l.n_in > t->max_in)
+        return err_set(e, "%s: %s takes %s", where, tok[0], t->max_in == 1 ? "one input" : t->max_in == 2 ? "two inputs" : "fewer inputs");
     return 1;
 }
 
@@ -320,8 +322,8 @@ int net_parse(net *n, const char *text, const char *path, err *e)
         const char *nl = strchr(p, '\n');
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
         lineno++;
-        if (len > 1000) { err_set(e, "%s:%d: line too long", path, lineno); goto out; }
-        char line[1024];
+        if (len >= NET_LINE_MAX) { err_set(e, "%s:%d: line too long (%zu characters; at most %d)", path, lineno, len, NET_LINE_MAX - 1); goto out; }
+        char line[NET_LINE_MAX];
         memcpy(line, p, len);
         line[len] = 0;
         if (nraw == cap) raw = err_realloc(raw, (size_t)(cap *= 2) * sizeof(raw_layer));
@@ -453,7 +455,7 @@ int net_set_input(net *n, int h, int w, err *e)
         crossing += 1; /* layer i-1 is read later (every layer but the loss has a consumer) */
         const net_layer *l = &n->layers[i - 1];
         for (int j = 0; j < l->n_in; j++)
-            if (last[l->in[j]] == i - 1 && !(j == 1 && l->in[1] == l->in[0])) crossing--;
+            if (last[l->in[j]] == i - 1 && !net_input_repeats(l, j)) crossing--;
         /* never between a layer and the relu that overwrites its output in place: the next segment
          * would overwrite the tensor the previous one hands over */
         n->layers[i].cut_before = crossing == 1 && !n->layers[i].inplace;

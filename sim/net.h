@@ -15,7 +15,10 @@
 #include "sim/err.h"
 
 #define NET_NAME_LEN 48
-#define NET_MAX_IN 2
+/* The most inputs a layer takes (add and concat; DenseNet-201's widest concat has 49). */
+#define NET_MAX_IN 64
+/* The longest line of a net file, its newline not counted, plus one. */
+#define NET_LINE_MAX 8192
 
 typedef enum {
     NET_INPUT,
@@ -116,6 +119,16 @@ int net_set_input(net *n, int h, int w, err *e);
 
 /* Index of the layer called name, or -1. */
 int net_find(const net *n, const char *name);
+
+/* Where input j of l is read first: the least i with in[i] == in[j]. A layer reading one tensor
+ * several times (add or concat of x with itself) gets one gradient for it, at that first place. */
+static inline int net_input_first(const net_layer *l, int j)
+{
+    for (int i = 0; i < j; i++)
+        if (l->in[i] == l->in[j]) return i;
+    return j;
+}
+static inline bool net_input_repeats(const net_layer *l, int j) { return net_input_first(l, j) != j; }
 
 /* Input window of a layer along H (identity for pointwise layers); valid only when rowwise. */
 net_window net_layer_window(const net_layer *l);

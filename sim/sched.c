@@ -120,13 +120,51 @@ static int64_t torch_adam_scratch(const net *n, plan_torch version)
     return 4 * (version == PLAN_TORCH_2 ? net_params(n) : 2 * largest);
 }
 
+/* A chunk of the steps' input slots. */
+struct sched_pool {
+    struct sched_pool *next;
+    size_t used, cap;
+    _Alignas(8) unsigned char v[];
+};
+
+static void *pool_take(sched *s, size_t bytes)
+{
+    bytes = (bytes + 7) & ~(size_t)7;
+    struct sched_pool *p = s->pool;
+    if (!p || p->used + bytes > p->cap) {
+        size_t cap = bytes > (1u << 16) ? bytes : (1u << 16);
+        p = err_calloc(1, sizeof *p + cap);
+        p->cap = cap, p->next = s->pool, s->pool = p;
+    }
+    void *v = p->v + p->used;
+    p->used += bytes;
+    return v;
+}
+
+void sched_step_slots(sched *s, sched_step *t, int n)
+{
+    CHECK(n >= 0 && n <= NET_MAX_IN + 1);
+    t->n_x = n;
+    t->x = pool_take(s, (size_t)n * 2 * sizeof(int) + (size_t)n * sizeof(bool));
+    t->dx = t->x + n;
+    t->dx_acc = (bool *)(t->dx + n);
+    for (int j = 0; j < n; j++) t->x[j] = t->dx[j] = -1, t->dx_acc[j] = false;
+}
+
 int sched_step_uses(const sched_step *t, int *out)
 {
-    int all[] = {t->x[0], t->x[1], t->y, t->aux, t->w, t->dw, t->ws, t->dy, t->dx[0], t->dx[1], t->src, t->dst, t->sums};
-    _Static_assert(sizeof all / sizeof *all <= SCHED_MAX_USES, "SCHED_MAX_USES");
+    int mid[] = {t->y, t->aux, t->w, t->dw, t->ws, t->dy}, end[] = {t->src, t->dst, t->sums};
+    _Static_assert(sizeof mid / sizeof *mid + sizeof end / sizeof *end + 2 * (NET_MAX_IN + 1) <= SCHED_MAX_USES,
+                   "SCHED_MAX_USES");
     int n = 0;
-    for (size_t u = 0; u < sizeof all / sizeof *all; u++)
-        if (all[u] >= 0) out[n++] = all[u];
+    for (int j = 0; j < t->n_x; j++)
+        if (t->x[j] >= 0) out[n++] = t->x[j];
+    for (size_t u = 0; u < sizeof mid / sizeof *mid; u++)
+        if (mid[u] >= 0) out[n++] = mid[u];
+    for (int j = 0; j < t->n_x; j++)
+        if (t->dx[j] >= 0) out[n++] = t->dx[j];
+    for (size_t u = 0; u < sizeof end / sizeof *end; u++)
+        if (end[u] >= 0) out[n++] = end[u];
     return n;
 }
 
@@ -135,7 +173,10 @@ int sched_step_writes(const sched_step *t, int *out)
     int n = 0;
     switch (t->op) {
     case SCHED_FWD: out[n++] = t->y; out[n++] = t->map_stats ? -1 : t->aux; out[n++] = t->dw; break;
-    case SCHED_BWD: out[n++] = t->dx[0]; out[n++] = t->dx[1]; out[n++] = t->dw; break;
+    case SCHED_BWD:
+        for (int j = 0; j < t->n_x; j++) out[n++] = t->dx[j];
+        out[n++] = t->dw;
+        break;
     case SCHED_COPY: case SCHED_ENCODE: case SCHED_DECODE: out[n++] = t->dst; break;
     case SCHED_STATS: out[n++] = t->sums; break;
     case SCHED_STATS_END: case SCHED_UPDATE: case SCHED_LOAD: out[n++] = t->w; out[n++] = t->y; out[n++] = t->aux; out[n++] = t->dw; break;
@@ -295,6 +336,11 @@ void sched_free(sched *s)
 {
     free(s->bufs);
     free(s->steps);
+    while (s->pool) {
+        struct sched_pool *next = s->pool->next;
+        free(s->pool);
+        s->pool = next;
+    }
     memset(s, 0, sizeof *s);
 }
 

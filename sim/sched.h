@@ -84,7 +84,13 @@ typedef struct {
     band_rows rows;      /* FWD: output rows computed; BWD: output-gradient rows used; COPY: rows copied */
     bool recompute;      /* FWD whose output is not the forward pass's own: recomputation in backward
                             (ckpt, rows) or a statistics pass */
-    int x[NET_MAX_IN];   /* FWD and BWD: input activations (BWD: only those autograd keeps; else -1) */
+    /* FWD and BWD: n_x slots (the layer's inputs, then a loss's labels) in the schedule's pool;
+     * x: input activations (BWD: only those autograd keeps; else -1); dx: input gradients (-1:
+     * none needed, e.g. for the image); dx_acc: += rather than =. STATS and STATS_END have them
+     * too (x[0]: the input); other steps: n_x = 0. */
+    int n_x;
+    int *x, *dx;
+    bool *dx_acc;
     int y;               /* FWD: output (== x[0] for an in-place relu); BWD: kept output (relu) */
     int aux;             /* pool argmax, bn statistics, loss probabilities; UPDATE of one layer: its
                             optimizer state */
@@ -92,8 +98,6 @@ typedef struct {
                             parameters, else only this layer's (w, dw, aux: +migrate) */
     int ws;              /* workspace */
     int dy;              /* BWD: output gradient */
-    int dx[NET_MAX_IN];  /* BWD: input gradients (-1: none needed, e.g. for the image) */
-    bool dx_acc[NET_MAX_IN];
     bool bwd_phase;      /* lowered in the backward pass (its recomputations and statistics passes too) */
     int src, dst;        /* COPY: rows from src to dst; ENCODE, DECODE: from src to dst */
     bool acc;            /* COPY: add instead of overwrite */
@@ -138,7 +142,11 @@ typedef struct {
     sched_step *steps;
     int batch;
     double flops;               /* all FWD and BWD steps, recomputation included */
+    struct sched_pool *pool;    /* the steps' input slots (x, dx, dx_acc), in chunks that never move */
 } sched;
+
+/* n slots for step t's inputs from s's pool, x and dx -1, dx_acc false. */
+void sched_step_slots(sched *s, sched_step *t, int n);
 
 int sched_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err *e);
 void sched_free(sched *s);
@@ -158,7 +166,7 @@ double sched_update_flops(const sched_cfg *cfg, int64_t params);
 double sched_update_bytes(const sched_cfg *cfg, int64_t params);
 
 /* The buffers step t uses, into out (at most SCHED_MAX_USES); returns how many. */
-#define SCHED_MAX_USES 16
+#define SCHED_MAX_USES (2 * (NET_MAX_IN + 1) + 11)
 int sched_step_uses(const sched_step *t, int *out);
 
 /* The buffers step t writes (PREFETCH: brings back to the device), into out (at most

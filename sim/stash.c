@@ -26,9 +26,8 @@ void stash_mark_offloads(lower *c)
         const sched_step *t = &s->steps[i];
         if (t->op != SCHED_BWD) continue;
         const plan_seg *ps = &c->p->segs[t->seg];
-        int uses[] = {t->x[0], t->x[1], t->y, t->aux};
-        for (size_t u = 0; u < sizeof uses / sizeof *uses; u++) {
-            int b = uses[u];
+        for (int u = 0; u < t->n_x + 2; u++) {
+            int b = u < t->n_x ? t->x[u] : u == t->n_x ? t->y : t->aux;
             if (b < 0 || seen[b]) continue;
             seen[b] = true; /* the first backward step to read it decides */
             bool conv_in = c->n->layers[t->layer].kind == NET_CONV && b == t->x[0];
@@ -53,17 +52,30 @@ typedef struct {
 
 static int read_rank(kind_reads r) { return r == KIND_READS_SHAPE ? 0 : r == KIND_READS_SIGN ? 1 : 2; }
 
-/* The slots of step t that can hold a map (activation, boundary, argmax): those it reads and
- * those it writes (-1: unused). Gradients, parameters and scratch never hold one. */
-static void map_slots(const sched_step *t, int rd[5], int wr[3])
+/* The slots of step t that can hold a map (activation, boundary, argmax): those it reads, into
+ * rd (returns how many), and those it writes, into wr (-1: unused). Gradients, parameters and
+ * scratch never hold one. */
+enum { MAP_READS = NET_MAX_IN + 1 + 3 };
+static int map_slots(const sched_step *t, int rd[MAP_READS], int wr[3])
 {
     bool bwd = t->op == SCHED_BWD, stats = t->op == SCHED_STATS || t->op == SCHED_STATS_END;
-    rd[0] = t->x[0], rd[1] = t->x[1], rd[2] = t->src;
-    rd[3] = bwd ? t->y : -1; /* a backward reads the output it keeps, and its auxiliary */
-    rd[4] = bwd || stats ? t->aux : -1;
+    int n = 0;
+    for (int j = 0; j < t->n_x; j++) rd[n++] = t->x[j];
+    rd[n++] = t->src;
+    rd[n++] = bwd ? t->y : -1; /* a backward reads the output it keeps, and its auxiliary */
+    rd[n++] = bwd || stats ? t->aux : -1;
     wr[0] = t->dst;
     wr[1] = bwd ? -1 : t->y;
     wr[2] = bwd || stats ? -1 : t->aux;
+    return n;
+}
+
+/* b is one of step t's inputs. */
+static bool reads_input(const sched_step *t, int b)
+{
+    for (int j = 0; j < t->n_x; j++)
+        if (t->x[j] == b) return true;
+    return false;
 }
 
 static void use_scan(const lower *c, use_info *u)
@@ -72,11 +84,10 @@ static void use_scan(const lower *c, use_info *u)
     for (int b = 0; b < s->n_buf; b++) u[b] = (use_info){.last_fwd = -1, .first_bwd = -1};
     for (int i = 0; i < s->n_step; i++) {
         const sched_step *t = &s->steps[i];
-        int rd[5], wr[3];
-        map_slots(t, rd, wr);
-        for (int k = 0; k < 8; k++) {
-            int b = k < 5 ? rd[k] : wr[k - 5];
-            bool read = k < 5;
+        int rd[MAP_READS], wr[3], nrd = map_slots(t, rd, wr);
+        for (int k = 0; k < nrd + 3; k++) {
+            int b = k < nrd ? rd[k] : wr[k - nrd];
+            bool read = k < nrd;
             if (b < 0) continue;
             use_info *ub = &u[b];
             if (!t->bwd_phase) {
@@ -90,7 +101,7 @@ static void use_scan(const lower *c, use_info *u)
                 continue;
             }
             /* a backward reads of what it keeps what its kind says; anything else reads values */
-            bool kept = t->op == SCHED_BWD && (b == t->x[0] || b == t->x[1] || b == t->y);
+            bool kept = t->op == SCHED_BWD && (reads_input(t, b) || b == t->y);
             kind_reads how = kept ? kind_of(&c->n->layers[t->layer])->reads : KIND_READS_VALUES;
             if (read_rank(how) > ub->reads) ub->reads = read_rank(how);
             ub->sign |= how == KIND_READS_SIGN;
@@ -115,8 +126,7 @@ static enc_kind choose(const lower *c, const sched_buf *sb, const use_info *u, i
 static sched_step data_step(sched_op op, const sched_buf *sb, int seg, bool bwd)
 {
     return (sched_step){.op = op, .layer = sb->layer, .band = sb->band, .seg = seg, .rows = sb->rows, .bwd_phase = bwd,
-                        .buf = -1, .x = {-1, -1}, .y = -1, .aux = -1, .w = -1, .dw = -1, .ws = -1, .dy = -1,
-                        .dx = {-1, -1}, .sums = -1};
+                        .buf = -1, .y = -1, .aux = -1, .w = -1, .dw = -1, .ws = -1, .dy = -1, .sums = -1};
 }
 
 int stash_encode(lower *c, err *e)
@@ -166,8 +176,10 @@ int stash_encode(lower *c, err *e)
     for (int i = 0; i < s->n_step; i++) {
         sched_step *t = &s->steps[i];
         if (!t->bwd_phase) continue;
-        int *reads[] = {&t->x[0], &t->x[1], &t->y, &t->aux, &t->src};
-        for (size_t r = 0; r < sizeof reads / sizeof *reads; r++)
+        int *reads[NET_MAX_IN + 1 + 3], nr = 0;
+        for (int j = 0; j < t->n_x; j++) reads[nr++] = &t->x[j];
+        reads[nr++] = &t->y, reads[nr++] = &t->aux, reads[nr++] = &t->src;
+        for (int r = 0; r < nr; r++)
             if (*reads[r] >= 0 && *reads[r] < nb && copy_of[*reads[r]] >= 0) *reads[r] = copy_of[*reads[r]];
     }
     lower_insert(c, ins, n_ins);

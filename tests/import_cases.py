@@ -74,12 +74,28 @@ class Seg(UNet):
 
 
 class Cat3(nn.Module):
+    """A concat of three (the image one of them), one read twice, and a sum of three."""
+
     def __init__(self):
         super().__init__()
         self.a, self.b = nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(3, 4, 1)
+        self.c = nn.Conv2d(15, 4, 1)
 
     def forward(self, x):
-        return torch.flatten(torch.cat([self.a(x), self.b(x), x], 1), 1)
+        a, b = self.a(x), self.b(x)
+        y = self.c(torch.cat([a, b, x, a], 1))
+        return torch.flatten(y + a + b, 1)
+
+
+class Cat65(nn.Module):
+    """A concat of 65 tensors: one more than the format's concat takes."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 1, 1)
+
+    def forward(self, x):
+        return torch.flatten(torch.cat([self.a(x)] * 65, 1), 1)
 
 
 class CatRows(nn.Module):

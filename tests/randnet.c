@@ -1,5 +1,5 @@
 /* randnet: random network texts for property tests (see randnet.h). Every layer is appended with
- * put(); channel counts are tracked so that an add's two inputs always agree in shape (heights
+ * put(); channel counts are tracked so that an add's inputs always agree in shape (heights
  * agree by construction: an identity block keeps them, a strided block's k x k stride-2 branch
  * with padding k/2 and its 1x1 stride-2 shortcut both give (H - 1) / 2 + 1). Every fourth layer
  * drawn as a pooling is a nearest upsampling by 2 or 3 instead (drawn as the pool was, so the
@@ -101,14 +101,16 @@ static int block(randnet_rng *g, out *o, int i, const char *in, int ch)
         put(o, "mul l%d_m in=l%d_h,l%d_b\n", i, i, i);
         snprintf(b, sizeof b, "l%d_m", i);
     }
-    const char *join = i % 5 == 4 ? "concat" : "add"; /* every fifth block joins by channels (DenseNet, U-Net) */
-    if (relu) {
-        put(o, "%s l%d_sum in=%s,%s\n", join, i, b, sc);
-        put(o, "relu l%d in=l%d_sum\n", i, i);
-    } else {
-        put(o, "%s l%d in=%s,%s\n", join, i, b, sc);
-    }
-    return i % 5 == 4 ? oc + (down ? oc : ch) : oc;
+    /* every fifth block joins by channels, with the branch's middle too (DenseNet, U-Net); every
+     * seventh adds its branch twice */
+    bool cat = i % 5 == 4;
+    const char *join = cat ? "concat" : "add";
+    char third[40] = "";
+    if (cat) snprintf(third, sizeof third, ",l%d_r", i);
+    else if (i % 7 == 6) snprintf(third, sizeof third, ",%s", b);
+    put(o, "%s l%d%s in=%s,%s%s\n", join, i, relu ? "_sum" : "", b, sc, third);
+    if (relu) put(o, "relu l%d in=l%d_sum\n", i, i);
+    return cat ? oc + (down ? oc : ch) + mid : oc;
 }
 
 /* Wider nets for the closed form: the shapes a user's net has (odd sizes, stride-2 convolutions

@@ -192,6 +192,16 @@ int main(int argc, char **argv)
         char *more[] = {"rows(overl,fp=3,bp=6)@features.0.0..features.3.add; ckpt@features.4.block.0.0..features.9.add",
                         "offload(features.4.block.2.mul, features.5.add:1:1)@features.0.0..loss"};
         check_net("mobilenetv3", 64, 8, NULL, more, 2);
+    } else if (argc == 2 && !strcmp(argv[1], "densenet121")) {
+        /* torchvision's DenseNet-121 at 64x64: concats of up to 25 inputs, each layer's output read
+         * by every later layer of its block; every preset, then row segments through dense block 1
+         * and its transition (8 rows at features.transition1.pool), batch norm frozen and in train mode */
+        check_small_at("densenet121", 64, "frozen");
+        char *rows[] = {"rows(2ps,4)@features.conv0..features.transition1.pool", "rows(overl,8)@features.conv0..features.transition1.pool",
+                        "rows(overl,fp=2,bp=5)@features.conv0..features.transition1.pool; ckpt@features.denseblock2.denselayer1.norm1..features.transition2.pool",
+                        "rows(2ps,3)@features.conv0..features.transition1.pool+migrate"};
+        check_net("densenet121", 64, 4, "frozen", rows, sizeof rows / sizeof *rows);
+        check_net("densenet121", 64, 4, "train", rows, 2);
     } else if (argc == 2 && !strcmp(argv[1], "unet")) {
         /* the full U-Net (nets/unet.net, per-pixel loss) at 32x32, batch 2: presets, every policy
          * over the whole encoder-decoder, custom fp/bp band counts, BN in train mode */
@@ -216,7 +226,7 @@ int main(int argc, char **argv)
     } else if (argc >= 4) {
         check_net(argv[1], 0, 2, strcmp(argv[2], "-") ? argv[2] : NULL, argv + 3, argc - 3);
     } else {
-        fprintf(stderr, "usage: test_exact small | mobilenetv2 | mobilenetv3 | unet | NET IMAGE [BN] | NET BN PLAN...\n");
+        fprintf(stderr, "usage: test_exact small | mobilenetv2 | mobilenetv3 | densenet121 | unet | NET IMAGE [BN] | NET BN PLAN...\n");
         return 2;
     }
     printf("%s\n", failures ? "FAILED" : "all plans exact");

@@ -3,7 +3,7 @@
 
     python3 tests/test_import.py LRCNN_BINARY
 
-1. Every module it converts — torchvision's mobilenet_v2, mobilenet_v3_large, resnet50 and vgg16 and the test modules
+1. Every module it converts — torchvision's mobilenet_v2, mobilenet_v3_large, resnet50, vgg16 and densenet121 and the test modules
    of tests/import_cases.py — has, read back by lrcnn's own parser (`lrcnn sim`), the parameters
    of the PyTorch module and its multiply-accumulates per image (counted on the module by forward
    hooks: a convolution's output values x its input channels per group x kernel area, a Linear's
@@ -11,7 +11,7 @@
 2. torchvision's vgg16 (without its dropouts) and resnet50 come out as nets/vgg16.net and
    nets/resnet50.net layer for layer: the same kinds, keys (defaults filled in) and connections,
    names aside (the importer names after torchvision's modules, the shipped files after the paper).
-3. nets/mobilenetv2.net and nets/mobilenetv3.net are what the importer makes now.
+3. nets/mobilenetv2.net, nets/mobilenetv3.net and nets/densenet121.net are what the importer makes now.
 4. What it cannot represent is refused: exit 2, one line naming the node, no file written, and an
    existing file is never replaced without --force.
 """
@@ -83,9 +83,10 @@ def main(lrcnn):
     tmp = tempfile.mkdtemp(prefix="lrcnn-import-")
     models = [("mobilenet_v2", torchvision.models.mobilenet_v2, 224),
               ("mobilenet_v3_large", torchvision.models.mobilenet_v3_large, 224), ("resnet50", torchvision.models.resnet50, 224),
-              ("vgg16", torchvision.models.vgg16, 224),
+              ("vgg16", torchvision.models.vgg16, 224), ("densenet121", torchvision.models.densenet121, 224),
               (CASES + ":Functional", import_cases.Functional, 20), (CASES + ":Activations", import_cases.Activations, 24),
-              (CASES + ":Decoder", import_cases.Decoder, 12), (CASES + ":UNet", import_cases.UNet, 16)]
+              (CASES + ":Decoder", import_cases.Decoder, 12), (CASES + ":UNet", import_cases.UNet, 16),
+              (CASES + ":Cat3", import_cases.Cat3, 10)]
     models.append((CASES + ":Seg", import_cases.Seg, 16))
     for spec, make, image in models:
         out = os.path.join(tmp, spec.rsplit(":", 1)[-1] + ".net")
@@ -106,12 +107,12 @@ def main(lrcnn):
                                                                           r.stderr.strip()))
 
     body = lambda p: [l for l in open(p) if not l.startswith("#")]  # noqa: E731
-    for model, name in (("mobilenet_v2", "mobilenetv2"), ("mobilenet_v3_large", "mobilenetv3")):
+    for model, name in (("mobilenet_v2", "mobilenetv2"), ("mobilenet_v3_large", "mobilenetv3"), ("densenet121", "densenet121")):
         out = os.path.join(tmp, name + ".net")
         convert(model, out, "--name", name)
         check(body(out) == body(os.path.join(ROOT, "nets", name + ".net")), "nets/%s.net is the importer's output" % name)
 
-    refusals = [("Cat3", "takes two"), ("CatRows", "dimension 2"), ("Mul", "only of two tensors"), ("nonsquare", "not square"), ("reflect", "padding_mode"),
+    refusals = [("Cat65", "at most 64"), ("CatRows", "dimension 2"), ("Mul", "only of two tensors"), ("nonsquare", "not square"), ("reflect", "padding_mode"),
                 ("ceil_pool", "ceil_mode"), ("bilinear", "bilinear"), ("linear_on_map", "Linear on a 4-d"),
                 ("gelu_tanh", "approximate")]
     for case, says in refusals:

@@ -160,7 +160,8 @@ static void fill_input(ten *t, net_kind k)
     }
 }
 
-/* The net is `text`; the layer under test is called "t". x[1] may be x[0] itself (add t in=a,a). */
+/* The net is `text`; the layer under test is called "t". An input may repeat an earlier one (add t
+ * in=a,b,a): it is that tensor, and its gradient arrives in the first place's dx (net_input_first). */
 static void case_init(lcase *k, const char *text, int N, ops_bn bn)
 {
     err e;
@@ -175,8 +176,8 @@ static void case_init(lcase *k, const char *text, int N, ops_bn bn)
     k->bn = bn;
     for (int j = 0; j < k->n_in; j++) {
         const net_layer *p = &k->net.layers[k->l->in[j]];
-        if (j == 1 && k->l->in[1] == k->l->in[0]) {
-            k->x[1] = k->x[0]; /* the same tensor; its gradient arrives in dx[0] */
+        if (net_input_repeats(k->l, j)) {
+            k->x[j] = k->x[net_input_first(k->l, j)];
             continue;
         }
         k->x[j] = ten_new(N, p->c, p->h, p->w, 0);
@@ -212,7 +213,7 @@ static void case_init(lcase *k, const char *text, int N, ops_bn bn)
 static void case_free(lcase *k)
 {
     for (int j = 0; j < k->n_in; j++)
-        if (!(j == 1 && k->l->in[1] == k->l->in[0])) free(k->x[j].p), free(k->dx[j].p);
+        if (!net_input_repeats(k->l, j)) free(k->x[j].p), free(k->dx[j].p);
     free(k->y.p), free(k->r), free(k->w), free(k->dw), free(k->argmax), free(k->stats), free(k->running);
     free(k->mask), free(k->probs), free(k->labels), free(k->ws);
     net_free(&k->net);
@@ -673,6 +674,8 @@ static const struct {
     {"concat (2 + 3 channels)", IN "conv a c=2 k=1 in=x\nconv b c=3 k=1 in=x\nconcat t in=a,b\n" END, 0, true},
     {"concat of itself", IN "conv a c=2 k=1\nconcat t in=a,a\n" END, 0, true},
     {"concat with the image", IN "conv a c=2 k=1\nconcat t in=x,a\n" END, 0, true},
+    {"add of four, one twice", IN "conv a c=2 k=1 in=x\nconv b c=2 k=1 in=x\nconv d c=2 k=1 in=x\nadd t in=a,b,a,d\n" END, 0, true},
+    {"concat of four (2 + 3 + 2 + 1), one twice", IN "conv a c=2 k=1 in=x\nconv b c=3 k=1 in=x\nconv d c=1 k=1 in=x\nconcat t in=a,b,a,d\n" END, 0, true},
     {"gap", IN "gap t\n" END, 0, false},
     {"apool o=3 (7x8, overlapping)", "input x c=3 h=7 w=8\napool t o=3\n" END, 0, false},
     {"apool o=2 (9x8)", IN "apool t o=2\n" END, 0, false},

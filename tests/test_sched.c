@@ -75,8 +75,9 @@ static void check_well_formed(const net *n, const char *text, const sched *s)
             continue;
         }
         /* every buffer field, listed here rather than through sched_step_uses, which placement uses */
-        int uses[13] = {t->x[0], t->x[1], t->y, t->aux, t->w, t->dw, t->ws, t->dy, t->dx[0], t->dx[1], t->src, t->dst, t->sums};
-        for (int u = 0; u < 13; u++)
+        int uses[2 * (NET_MAX_IN + 1) + 11] = {t->y, t->aux, t->w, t->dw, t->ws, t->dy, t->src, t->dst, t->sums}, nu = 9;
+        for (int j = 0; j < t->n_x; j++) uses[nu++] = t->x[j], uses[nu++] = t->dx[j];
+        for (int u = 0; u < nu; u++)
             if (uses[u] >= 0 && state[uses[u]] != 1) {
                 char name[128];
                 sched_buf_name(s, n, uses[u], name, sizeof name);

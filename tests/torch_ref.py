@@ -192,9 +192,9 @@ def parse_net(path, image=None):
             if prev is None:
                 raise NetError("%s: no previous layer to read" % where)
             inputs = [prev]
-        want = 2 if kind in ("add", "concat", "mul") else 1
-        if kind != "input" and len(inputs) != want:
-            raise NetError("%s: %s takes %d input(s), got in=%s" % (where, kind, want, ",".join(inputs)))
+        want = (2, 64) if kind in ("add", "concat") else (2, 2) if kind == "mul" else (1, 1)
+        if kind != "input" and not want[0] <= len(inputs) <= want[1]:
+            raise NetError("%s: %s takes %d to %d input(s), got in=%s" % (where, kind, *want, ",".join(inputs)))
         layer = Layer(kind, name, args, inputs, lineno)
         layers.append(layer)
         by_name[name] = layer
@@ -246,8 +246,8 @@ def infer_shapes(path, order, by_name):
         elif l.kind in ("relu", "bn", "dropout") or l.kind in ACTIVATION_KINDS:
             l.shape = x
         elif l.kind == "add":
-            if ins[0] != ins[1]:
-                raise NetError("%s: add of shapes %s and %s" % (where, ins[0], ins[1]))
+            if any(i != ins[0] for i in ins):
+                raise NetError("%s: add of shapes %s" % (where, ins))
             l.shape = x
         elif l.kind == "fc":
             l.shape = (a["c"], 1, 1)
@@ -263,9 +263,9 @@ def infer_shapes(path, order, by_name):
                 raise NetError("%s: mul of shapes %s and %s" % (where, ins[0], ins[1]))
             l.shape = ins[1] if scale[0] else ins[0]
         elif l.kind == "concat":
-            if ins[0][1:] != ins[1][1:]:
-                raise NetError("%s: concat of shapes %s and %s" % (where, ins[0], ins[1]))
-            l.shape = (ins[0][0] + ins[1][0],) + x[1:]
+            if any(i[1:] != ins[0][1:] for i in ins):
+                raise NetError("%s: concat of shapes %s" % (where, ins))
+            l.shape = (sum(i[0] for i in ins),) + x[1:]
         elif l.kind == "loss":
             l.shape = None
 
@@ -354,7 +354,9 @@ class RefNet(torch.nn.Module):
         elif l.kind == "fc":
             y = self.module_of[l.name](torch.flatten(src[0], 1)).reshape(x.shape[0], -1, 1, 1)
         elif l.kind == "add":
-            y = src[0] + src[1]
+            y = src[0]
+            for t in src[1:]:  # left to right, as a chain of adds
+                y = y + t
         elif l.kind == "gap":
             y = src[0].mean(dim=(2, 3), keepdim=True)
         elif l.kind == "apool":
@@ -771,6 +773,18 @@ fc fc c=5
 loss loss
 conv conv2 c=6 k=3 p=1 in=relu1
 """,
+    "many": """input data c=3 h=9 w=8
+conv a c=2 k=3 p=1
+conv b c=2 k=1 in=data
+conv c c=2 k=3 s=1 p=2 d=2 in=data
+add sum in=a,b,c,a              # four inputs, one twice: a's gradient twice over
+relu r in=sum
+concat dense in=data,a,r,b,c,r  # six inputs: the image, one twice (DenseNet's concat)
+conv d c=3 k=3 s=2 in=dense
+gap g
+fc fc c=4
+loss loss
+""",
     "gap": """input data c=3 h=13 w=11
 conv conv1 c=6 k=3 s=2 p=1      # 13x11 -> 7x6
 relu relu1
@@ -858,7 +872,9 @@ def cases():
          # MobileNetV2's row plans against `layer` in test_exact
          ("mobilenetv2/adam/bn-frozen", os.path.join(NETS, "mobilenetv2.net"), 128, 4, "adam", "layer", "frozen"),
          # MobileNetV3-Large: squeeze-and-excitation (gap, 1x1 convs, hardsigmoid, mul), hardswish
-         ("mobilenetv3/sgd/bn-frozen", os.path.join(NETS, "mobilenetv3.net"), 128, 3, "sgd", "layer", "frozen")]
+         ("mobilenetv3/sgd/bn-frozen", os.path.join(NETS, "mobilenetv3.net"), 128, 3, "sgd", "layer", "frozen"),
+         # DenseNet-121: concats of up to 25 inputs
+         ("densenet121/adam/bn-frozen", os.path.join(NETS, "densenet121.net"), 64, 3, "adam", "layer", "frozen")]
     for i, g in enumerate(GENERATED):
         opt = "adam" if i % 2 else "sgd"
         if g == "bn":
@@ -882,13 +898,15 @@ def check_loaded(rep, init, dump):
                 rep.fail("init: /params/%s in the dump differs from the --init-weights file" % p)
 
 
-def cmd_run(binary, keep=None):
+def cmd_run(binary, keep=None, only=None):
     passed, failed, rows = 0, 0, []
     with tempfile.TemporaryDirectory(prefix="torch_ref.") as tmp:
         if keep:
             os.makedirs(keep, exist_ok=True)
             tmp = os.path.abspath(keep)
         for i, (name, net, image, batch, opt, plan, bn) in enumerate(cases()):
+            if only and only not in name:
+                continue
             if net.startswith("gen:"):
                 path = os.path.join(tmp, net[4:] + ".net")
                 with open(path, "w") as fh:
@@ -1054,6 +1072,7 @@ def main():
     p = sub.add_parser("run", help="every case against LRCNN_BINARY (the ctest entry)")
     p.add_argument("binary")
     p.add_argument("--keep", metavar="DIR", help="write the nets, init files and dumps here and keep them")
+    p.add_argument("--only", metavar="TEXT", help="only the cases whose name contains TEXT")
     sub.add_parser("selftest", help="check the checker on fake dumps written by torch")
     a = ap.parse_args()
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
@@ -1066,7 +1085,7 @@ def main():
             print("%s: %s" % (a.dump, "%d check(s) failed" % len(rep.failures) if rep.failures else "all match"))
             return 1 if rep.failures else 0
         if a.cmd == "run":
-            return cmd_run(a.binary, a.keep)
+            return cmd_run(a.binary, a.keep, a.only)
         if a.cmd == "selftest":
             return cmd_selftest()
     except (NetError, OSError) as e:

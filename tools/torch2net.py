@@ -160,6 +160,8 @@ MODULES = [  # order matters: ReLU6 is a Hardtanh
     (nn.Upsample, lambda m, where: upsample(m.scale_factor, m.size, m.mode, where)),
 ]
 
+NET_MAX_IN = 64  # the most inputs of an add or concat (sim/net.h)
+
 FUNCTIONS = {  # function or method name -> kind (None: an alias of its first input)
     F.relu: "relu", torch.relu: "relu", "relu": "relu", "relu_": "relu",
     F.relu6: "relu6", torch.sigmoid: "sigmoid", "sigmoid": "sigmoid", F.silu: "silu", F.hardswish: "hardswish",
@@ -332,8 +334,11 @@ class Converter:
         rank = len(parts[0].meta["tensor_meta"].shape)
         if rank != 4 or dim not in (1, -3):
             raise Refused("%s: concatenation along dimension %s (only channels of (N, C, H, W) maps)" % (where, dim))
-        if len(parts) != 2:
-            raise Refused("%s: a concat of %d tensors (the format's concat takes two)" % (where, len(parts)))
+        if len(parts) > NET_MAX_IN:
+            raise Refused("%s: a concat of %d tensors (the format's concat takes at most %d)" % (where, len(parts), NET_MAX_IN))
+        if len(parts) == 1:
+            self.alias[node] = self.source(parts[0], node)
+            return
         self.emit(node, "concat", "", [self.source(p, node) for p in parts])
 
     def check_rank(self, node, arg, kind, where):

@@ -122,53 +122,60 @@ static void relu_backward(const ops_call *c)
         }
 }
 
-/* --- add -------------------------------------------------------------------------------------- */
+/* --- add and concat --------------------------------------------------------------------------- */
 
+/* y = x0 + x1 + ..., left to right as PyTorch's chain of adds. */
 static void add_forward(const ops_call *c)
 {
-    const ten *x0 = &c->x[0], *x1 = &c->x[1], *y = &c->y; /* (N, C, H, W) all three */
-    cpu_check_rows(x0, c->a, c->b, c->in_h[0]);
-    cpu_check_rows(x1, c->a, c->b, c->in_h[1]);
+    const ten *y = &c->y; /* (N, C, H, W), as every input */
     cpu_check_rows(y, c->a, c->b, c->l->h);
+    for (int j = 0; j < c->l->n_in; j++) cpu_check_rows(&c->x[j], c->a, c->b, c->in_h[j]);
     int64_t len = plane_len(y, c->a, c->b);
-#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)y->n * y->c * len))
+    int m = c->l->n_in;
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)y->n * y->c * len * m))
     for (int n = 0; n < y->n; n++)
         for (int ch = 0; ch < y->c; ch++) {
-            const float *ar = cpu_row(x0, n, ch, c->a), *br = cpu_row(x1, n, ch, c->a);
+            const float *ar = cpu_row(&c->x[0], n, ch, c->a), *br = cpu_row(&c->x[1], n, ch, c->a);
             float *yr = cpu_row(y, n, ch, c->a);
             for (int64_t i = 0; i < len; i++) yr[i] = ar[i] + br[i];
+            for (int j = 2; j < m; j++) {
+                const float *xr = cpu_row(&c->x[j], n, ch, c->a);
+                for (int64_t i = 0; i < len; i++) yr[i] += xr[i];
+            }
         }
 }
 
-/* dx0 = dx1 = dy. An add of a tensor with itself (in[0] == in[1]) gets no dx[1] from the
- * scheduler: both contributions then go to dx[0]. */
-static void add_backward(const ops_call *c)
+/* Input j's gradient, channels [off, off + C_j) of dy, into the gradient of the tensor it reads:
+ * dx[j], or, where the layer read that tensor at an earlier place i (net_input_first), dx[i],
+ * which the scheduler gave the gradient and which has its first contribution already. */
+static void dx_from_channels(const ops_call *c, int j, int off)
 {
-    const ten *dy = &c->dy;
-    bool twice = ops_reads_twice(c);
-    cpu_check_rows(dy, c->a, c->b, c->l->h);
-    for (int j = 0; j < 2; j++) {
-        const ten *dx = &c->dx[j];
-        if (!dx->p) continue;
-        bool store = cpu_dx_store(c, j), two = j == 0 && twice;
-        cpu_check_rows(dx, c->a, c->b, c->in_h[j]);
-        int64_t len = plane_len(dy, c->a, c->b);
-#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dy->n * dy->c * len))
-        for (int n = 0; n < dy->n; n++)
-            for (int ch = 0; ch < dy->c; ch++) {
-                const float *dyr = cpu_row(dy, n, ch, c->a);
-                float *dxr = cpu_row(dx, n, ch, c->a);
-                if (store)
-                    for (int64_t i = 0; i < len; i++) dxr[i] = dyr[i];
-                else
-                    for (int64_t i = 0; i < len; i++) dxr[i] += dyr[i];
-                if (two)
-                    for (int64_t i = 0; i < len; i++) dxr[i] += dyr[i];
-            }
-    }
+    int i = net_input_first(c->l, j);
+    const ten *dx = &c->dx[i], *dy = &c->dy;
+    if (!dx->p) return;
+    bool store = i == j && cpu_dx_store(c, j);
+    cpu_check_rows(dx, c->a, c->b, c->in_h[j]);
+    int64_t len = plane_len(dy, c->a, c->b);
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dx->n * dx->c * len))
+    for (int n = 0; n < dx->n; n++)
+        for (int ch = 0; ch < dx->c; ch++) {
+            const float *dyr = cpu_row(dy, n, off + ch, c->a);
+            float *dxr = cpu_row(dx, n, ch, c->a);
+            if (store)
+                for (int64_t k = 0; k < len; k++) dxr[k] = dyr[k];
+            else
+                for (int64_t k = 0; k < len; k++) dxr[k] += dyr[k];
+        }
 }
 
-/* y = (x0, x1) along channels, rows [a, b). */
+/* dx_j = dy for every input. */
+static void add_backward(const ops_call *c)
+{
+    cpu_check_rows(&c->dy, c->a, c->b, c->l->h);
+    for (int j = 0; j < c->l->n_in; j++) dx_from_channels(c, j, 0);
+}
+
+/* y = (x0, x1, ...) along channels, rows [a, b). */
 static void concat_forward(const ops_call *c)
 {
     const ten *y = &c->y;
@@ -184,34 +191,11 @@ static void concat_forward(const ops_call *c)
     }
 }
 
-/* dx_j = dy's channels of input j. A concat of a tensor with itself (in[0] == in[1]) gets no dx[1]
- * from the scheduler: dx[0] takes both halves. */
+/* dx_j = dy's channels of input j. */
 static void concat_backward(const ops_call *c)
 {
-    const ten *dy = &c->dy;
-    bool twice = ops_reads_twice(c);
-    cpu_check_rows(dy, c->a, c->b, c->l->h);
-    int64_t len = plane_len(dy, c->a, c->b);
-    for (int j = 0, off = 0; j < c->l->n_in; off += c->in_c[j], j++) {
-        const ten *dx = &c->dx[j];
-        if (!dx->p) continue;
-        bool store = cpu_dx_store(c, j), two = j == 0 && twice;
-        cpu_check_rows(dx, c->a, c->b, c->in_h[j]);
-#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dx->n * dx->c * len))
-        for (int n = 0; n < dx->n; n++)
-            for (int ch = 0; ch < dx->c; ch++) {
-                const float *dyr = cpu_row(dy, n, off + ch, c->a);
-                float *dxr = cpu_row(dx, n, ch, c->a);
-                if (store)
-                    for (int64_t i = 0; i < len; i++) dxr[i] = dyr[i];
-                else
-                    for (int64_t i = 0; i < len; i++) dxr[i] += dyr[i];
-                if (two) {
-                    const float *dy2 = cpu_row(dy, n, c->in_c[0] + ch, c->a);
-                    for (int64_t i = 0; i < len; i++) dxr[i] += dy2[i];
-                }
-            }
-    }
+    cpu_check_rows(&c->dy, c->a, c->b, c->l->h);
+    for (int j = 0, off = 0; j < c->l->n_in; off += c->in_c[j], j++) dx_from_channels(c, j, off);
 }
 
 /* --- product (mul) --------------------------------------------------------------------------- */

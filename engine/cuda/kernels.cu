@@ -95,19 +95,18 @@ extern "C" void k_add_fwd(cudaStream_t st, kview x0, kview x1, kview y, int a, i
     if (n) add_fwd<<<blocks(n), T, 0, st>>>(x0, x1, y, a, b);
 }
 
-__global__ static void acc_rows(kview dx, kview dy, int off, int a, int b, float scale)
+__global__ static void acc_rows(kview dx, kview dy, int off, int a, int b)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (int64_t)dx.n * dx.c * (b - a) * dx.w) return;
     pos q = decompose(i, dx.c, a, b, dx.w);
-    float g = at(dy, q.n, off + q.c, q.r)[q.col];
-    at(dx, q.n, q.c, q.r)[q.col] += scale == 1.0f ? g : g + g; // scale 2: an add of a tensor with itself
+    at(dx, q.n, q.c, q.r)[q.col] += at(dy, q.n, off + q.c, q.r)[q.col];
 }
 
-extern "C" void k_acc_rows(cudaStream_t st, kview dx, kview dy, int off, int a, int b, float scale)
+extern "C" void k_acc_rows(cudaStream_t st, kview dx, kview dy, int off, int a, int b)
 {
     int64_t n = (int64_t)dx.n * dx.c * (b - a) * dx.w;
-    if (n) acc_rows<<<blocks(n), T, 0, st>>>(dx, dy, off, a, b, scale);
+    if (n) acc_rows<<<blocks(n), T, 0, st>>>(dx, dy, off, a, b);
 }
 
 /* value (n, c, i) of a whole map, or of a per-channel (C, 1, 1) one */

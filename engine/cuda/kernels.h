@@ -36,7 +36,7 @@ void k_mul_bwd(cudaStream_t st, kview dx, kview dy, kview o, kview x2);
 /* concat: y's channels [off, off + x.c) = x, rows [a, b) */
 void k_concat_fwd(cudaStream_t st, kview x, kview y, int off, int a, int b);
 /* dx rows [a, b) += scale * dy's channels [off, off + dx.c) (add: off 0; concat: its input's place) */
-void k_acc_rows(cudaStream_t st, kview dx, kview dy, int off, int a, int b, float scale);
+void k_acc_rows(cudaStream_t st, kview dx, kview dy, int off, int a, int b);
 /* elementwise activations (engine/act.h) on rows [a, b): y = f(x); dx = (or with store false +=)
  * dy * f'(m), m what the kind keeps */
 void k_act_fwd(cudaStream_t st, int kind, float slope, kview x, kview y, int a, int b);

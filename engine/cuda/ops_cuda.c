@@ -580,7 +580,10 @@ static void cuda_forward(const ops_call *c)
     case NET_RELU: relu_forward(c); break;
     case NET_BN: bn_forward(c); break;
     case NET_FC: fc_forward(c); break;
-    case NET_ADD: k_add_fwd(g.compute, kv(&c->x[0]), kv(&c->x[1]), kv(&c->y), c->a, c->b); break;
+    case NET_ADD: /* left to right, as PyTorch's chain of adds */
+        k_add_fwd(g.compute, kv(&c->x[0]), kv(&c->x[1]), kv(&c->y), c->a, c->b);
+        for (int j = 2; j < l->n_in; j++) k_acc_rows(g.compute, kv(&c->y), kv(&c->x[j]), 0, c->a, c->b);
+        break;
     case NET_MAXPOOL: k_maxpool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), c->argmax, kw(l->win), c->in_h[0], c->a, c->b); break;
     case NET_AVGPOOL: k_avgpool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), kw(l->win), c->in_h[0], c->a, c->b); break;
     case NET_GAP: k_apool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), 1); break;
@@ -616,12 +619,15 @@ static void cuda_backward(const ops_call *c)
     case NET_RELU: relu_backward(c); break;
     case NET_BN: bn_backward(c); break;
     case NET_FC: fc_backward(c); break;
-    case NET_ADD: {
-        bool twice = ops_reads_twice(c);
-        for (int j = 0; j < 2; j++)
-            if (c->dx[j].p) dx_begin(c, j), k_acc_rows(g.compute, kv(&c->dx[j]), kv(&c->dy), 0, c->a, c->b, j == 0 && twice ? 2.0f : 1.0f);
+    case NET_ADD:
+    case NET_CONCAT: /* input j's channels of dy; a tensor read at several places gets one gradient (net_input_first) */
+        for (int j = 0, off = 0; j < l->n_in; off += l->kind == NET_CONCAT ? c->in_c[j] : 0, j++) {
+            int i = net_input_first(l, j);
+            if (!c->dx[i].p) continue;
+            if (i == j) dx_begin(c, j);
+            k_acc_rows(g.compute, kv(&c->dx[i]), kv(&c->dy), off, c->a, c->b);
+        }
         break;
-    }
     case NET_MAXPOOL:
         if (c->dx[0].p) dx_begin(c, 0), k_maxpool_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), c->argmax, kw(l->win), c->in_h[0], c->a, c->b);
         break;
@@ -636,15 +642,6 @@ static void cuda_backward(const ops_call *c)
         for (int j = 0; j < 2; j++)
             if (c->dx[j].p)
                 dx_begin(c, j), k_mul_bwd(g.compute, kv(&c->dx[j]), kv(&c->dy), kv(&c->x[1 - j]), j == 0 && twice ? kv(&c->x[0]) : (kview){0});
-        break;
-    }
-    case NET_CONCAT: { /* of itself (no dx[1]): dx[0] takes both halves */
-        bool twice = ops_reads_twice(c);
-        for (int j = 0, off = 0; j < l->n_in; off += c->in_c[j], j++) {
-            if (!c->dx[j].p) continue;
-            dx_begin(c, j), k_acc_rows(g.compute, kv(&c->dx[j]), kv(&c->dy), off, c->a, c->b, 1.0f);
-            if (j == 0 && twice) k_acc_rows(g.compute, kv(&c->dx[0]), kv(&c->dy), c->in_c[0], c->a, c->b, 1.0f);
-        }
         break;
     }
     case NET_UPSAMPLE:
