@@ -54,6 +54,44 @@ static int infer_window(net *n, int i, const char *where, err *e)
     return 0;
 }
 
+/* Transposed convolution: its line's window (k, s, p, d: PyTorch's ConvTranspose2d's) is that of
+ * the conv it is the adjoint of; l->win becomes, once, that window's mirror over the input with
+ * s - 1 zero rows between its rows (and op more at the bottom): a stride-1 window of k taps, padding
+ * d(k-1) - p, which is what the band geometry reads (net.h). Output: (in - 1)s - 2p + d(k-1) + op + 1. */
+static int infer_convt(net *n, int i, const char *where, err *e)
+{
+    net_layer *l = &n->layers[i];
+    const net_layer *x = input_of(n, i, 0);
+    if (!l->win.z) {
+        net_window w = l->win;
+        if (w.p > w.d * (w.k - 1))
+            return err_set(e, "%s: padding %d is more than d*(k-1) = %d (it would crop more than the kernel adds)", where, w.p,
+                           w.d * (w.k - 1));
+        if (w.op >= w.s && w.op >= w.d)
+            return err_set(e, "%s: output padding op=%d must be smaller than the stride %d or the dilation %d", where, w.op, w.s, w.d);
+        l->win = (net_window){w.k, 1, w.d * (w.k - 1) - w.p, w.d, w.s, true, w.op};
+    }
+    net_window own = net_convt_window(l);
+    int G = l->u.conv.groups;
+    l->c = l->u.conv.c_out;
+    if (x->c % G || l->c % G)
+        return err_set(e, "%s: groups=%d must divide the input's %d channels and the output's %d", where, G, x->c, l->c);
+    double up = ((double)x->h - 1) * own.s + own.d * (own.k - 1) + l->win.op + 1;
+    if (up > INT_MAX / 4 || ((double)x->w - 1) * own.s + own.d * (own.k - 1) + l->win.op + 1 > INT_MAX / 4)
+        return err_set(e, "%s: a %dx%d input upsampled %d times is more than %d rows or columns", where, x->h, x->w, own.s, INT_MAX / 4);
+    l->h = net_window_out(l->win, x->h);
+    l->w = net_window_out(l->win, x->w);
+    if (l->h < 1 || l->w < 1) return err_set(e, "%s: output would be empty for a %dx%d input", where, x->h, x->w);
+    double weights = (double)x->c * (l->c / G) * own.k * own.k, macs = weights * x->h * x->w;
+    if (weights > (double)NET_MAX_PARAMS || macs > (double)NET_MAX_MACS)
+        return err_set(e, "%s: %s (%.3g) are more than 2^%d", where, weights > (double)NET_MAX_PARAMS ? "its weights" :
+                       "its multiply-accumulates per image", weights > (double)NET_MAX_PARAMS ? weights : macs,
+                       weights > (double)NET_MAX_PARAMS ? 36 : 52);
+    l->params = (int64_t)x->c * (l->c / G) * own.k * own.k + (l->u.conv.bias ? l->c : 0);
+    l->macs = (int64_t)x->c * (l->c / G) * own.k * own.k * x->h * x->w; /* every input value times each tap it feeds */
+    return 0;
+}
+
 static int infer_pointwise(net *n, int i, const char *where, err *e)
 {
     (void)where, (void)e;
@@ -192,6 +230,13 @@ static double flops_conv(const net *n, int i, int rows, int batch)
     return 2.0 * out_values(n, i, rows, batch) * (input_of(n, i, 0)->c / n->layers[i].u.conv.groups) * w.k * w.k;
 }
 
+/* A transposed convolution: 2 FLOPs per multiply-accumulate, its MACs spread evenly over its output rows. */
+static double flops_convt(const net *n, int i, int rows, int batch)
+{
+    const net_layer *l = &n->layers[i];
+    return 2.0 * (double)l->macs * batch * rows / l->h;
+}
+
 static double flops_fc(const net *n, int i, int rows, int batch)
 {
     (void)rows;
@@ -230,6 +275,18 @@ static int tensors_product(const net *n, int L, kind_tensor *out)
                   : (kind_tensor){"weight", 2, {l->c, fan}, 0, false, KIND_INIT_FAN_IN, fan};
     if (!bias) return 1;
     out[1] = (kind_tensor){"bias", 1, {l->c}, l->c * fan, false, KIND_INIT_FAN_IN, fan};
+    return 2;
+}
+
+/* convt: weight (C_in, C_out / groups, k, k) then bias (C_out), PyTorch's ConvTranspose2d (whose
+ * fan-in, for both, is the weight's second dimension times k*k). */
+static int tensors_convt(const net *n, int L, kind_tensor *out)
+{
+    const net_layer *l = &n->layers[L];
+    int64_t cin = input_of(n, L, 0)->c, cq = l->c / l->u.conv.groups, kk = l->win.k, fan = cq * kk * kk;
+    out[0] = (kind_tensor){"weight", 4, {cin, cq, kk, kk}, 0, false, KIND_INIT_FAN_IN, fan};
+    if (!l->u.conv.bias) return 1;
+    out[1] = (kind_tensor){"bias", 1, {l->c}, cin * fan, false, KIND_INIT_FAN_IN, fan};
     return 2;
 }
 
@@ -314,6 +371,14 @@ const kind_traits kind_table[NET_NKIND] = {
     /* keeps both inputs (each one's gradient is the other times dy); whole maps: a channel scale
      * is a pooled summary of the whole map (SE), so a row segment ends before it */
     [NET_MUL] = {.name = "mul", .min_in = 2, .max_in = 2, .keeps_x = true, .infer = infer_mul, .flops = flops_one},
+    /* keeps its input for the weight gradient, as a conv */
+    [NET_CONVT] = {.name = "convt", .min_in = 1, .max_in = 1, .rowwise = true, .keeps_x = true, .fwd_value = true, .product = true,
+                   .infer = infer_convt, .flops = flops_convt, .tensors = tensors_convt,
+                   .keys = {{"c", KIND_KEY_COUNT, OFF(u.conv.c_out), true}, {"k", KIND_KEY_COUNT, OFF(win.k), true},
+                            {"s", KIND_KEY_COUNT, OFF(win.s), false, 1, NULL}, {"p", KIND_KEY_SIZE, OFF(win.p), false, 0, NULL},
+                            {"op", KIND_KEY_SIZE, OFF(win.op), false, 0, NULL}, {"d", KIND_KEY_COUNT, OFF(win.d), false, 1, NULL},
+                            {"bias", KIND_KEY_BOOL, OFF(u.conv.bias), false, 1, NULL},
+                            {"groups", KIND_KEY_COUNT, OFF(u.conv.groups), false, 1, NULL}}},
     [NET_UPSAMPLE] = {.name = "upsample", .min_in = 1, .max_in = 1, .rowwise = true, .infer = infer_upsample, .flops = flops_one,
                       .keys = {{"scale", KIND_KEY_COUNT, OFF(u.up.scale), false, 2, NULL}}},
 };

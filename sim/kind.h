@@ -38,7 +38,7 @@ typedef struct {
     const char *def_key;  /* or: defaults to this other key's value (a pool's stride is its kernel) */
 } kind_key;
 
-#define KIND_MAX_KEYS 7
+#define KIND_MAX_KEYS 8
 
 /* How a parameter tensor starts (PyTorch's defaults). */
 typedef enum { KIND_INIT_FAN_IN, KIND_INIT_ONE, KIND_INIT_ZERO } kind_init;

@@ -390,6 +390,12 @@ int net_find(const net *n, const char *name)
 
 net_window net_layer_window(const net_layer *l) { return l->win; }
 
+net_window net_convt_window(const net_layer *l)
+{
+    net_window w = l->win;
+    return (net_window){w.k, w.u, w.d * (w.k - 1) - w.p, w.d};
+}
+
 int64_t net_labels_per_image(const net *n)
 {
     const net_layer *l = &n->layers[n->n - 1];
@@ -401,13 +407,14 @@ static int floor_div(int a, int u) { return a >= 0 ? a / u : -((-a + u - 1) / u)
 void net_window_rows(net_window w, int a, int b, int *lo, int *hi)
 {
     int u = w.u > 1 ? w.u : 1;
-    *lo = floor_div(a * w.s - w.p, u);
+    *lo = w.z ? -floor_div(-(a * w.s - w.p), u) : floor_div(a * w.s - w.p, u);
     *hi = floor_div((b - 1) * w.s - w.p + w.d * (w.k - 1), u) + 1;
 }
 
 int net_window_out(net_window w, int in)
 {
-    int64_t up = (int64_t)in * (w.u > 1 ? w.u : 1);
+    int u = w.u > 1 ? w.u : 1;
+    int64_t up = w.z ? (int64_t)(in - 1) * u + 1 + w.op : (int64_t)in * u;
     int64_t span = up + 2 * (int64_t)w.p - (int64_t)w.d * (w.k - 1) - 1; /* keys go to INT_MAX / 4 */
     return span < 0 ? 0 : (int)(span / w.s + 1);
 }

@@ -45,14 +45,20 @@ typedef enum {
     NET_CONCAT,   /* its inputs' channels one after the other (same H and W) */
     NET_HSIGMOID, /* hardsigmoid: relu6(x + 3) / 6 */
     NET_MUL,      /* elementwise product; an input of one value a channel scales the other's (SE) */
+    NET_CONVT,    /* transposed convolution (ConvTranspose2d): the adjoint of a conv, upsampling by its stride */
     NET_NKIND
 } net_kind;
 
 /* A sliding window along one axis: output row o reads input rows o*s - p + d*i, i in [0, k), of
- * the input upsampled u times (nearest: upsampled row v is input row floor(v / u)); u = 0 or 1:
- * not upsampled (every kind but upsample). */
+ * the input upsampled u times; u = 0 or 1: not upsampled (every kind but upsample and convt).
+ * Upsampled by repeating (nearest; z false), row v of the upsampled map is input row floor(v / u),
+ * and the map has in * u rows. By inserting zeros (z: a transposed convolution), row v is input
+ * row v / u where u divides v and zero elsewhere, and the map has (in - 1) * u + 1 + op rows (op:
+ * the output padding, zero rows added at the bottom). */
 typedef struct {
     int k, s, p, d, u;
+    bool z;
+    int op;
 } net_window;
 
 typedef struct {
@@ -64,7 +70,7 @@ typedef struct {
     net_window win;         /* conv and pools (avg: zeros padded, / k*k); the identity {1, 1, 0, 1} else */
     union {
         struct { int c, h, w; } input;
-        struct { int c_out; bool bias; int groups; } conv; /* groups: channel groups (depthwise: c_in) */
+        struct { int c_out; bool bias; int groups; } conv; /* groups: channel groups (depthwise: c_in); convt too */
         struct { float eps, momentum; } bn;
         struct { int c_out; bool bias; } fc;
         struct { int o; } apool;
@@ -132,6 +138,10 @@ static inline bool net_input_repeats(const net_layer *l, int j) { return net_inp
 
 /* Input window of a layer along H (identity for pointwise layers); valid only when rowwise. */
 net_window net_layer_window(const net_layer *l);
+/* A transposed convolution's own window, the k, s, p, d of its net-file line (and of PyTorch's
+ * ConvTranspose2d): that of the conv whose adjoint it is, which maps its output to its input.
+ * (l->win is that window's mirror over the zero-inserted input, which the band geometry reads.) */
+net_window net_convt_window(const net_layer *l);
 /* Output size of a window over `in` rows (or columns); 0 when the window does not fit. */
 int net_window_out(net_window w, int in);
 
@@ -144,7 +154,8 @@ int64_t net_layer_values(const net_layer *l);
 int64_t net_labels_per_image(const net *n);
 
 /* The layer's `input` rows that output rows [a, b) read, before clipping to [0, h_in):
- * [a*s - p, (b-1)*s - p + d*(k-1) + 1), each end divided by u (rounded down) when upsampled. */
+ * [a*s - p, (b-1)*s - p + d*(k-1) + 1) of the upsampled map, each end divided by u: rounded down
+ * when repeated; when zero-inserted, the first end rounded up (rows between are zeros). */
 void net_window_rows(net_window w, int a, int b, int *lo, int *hi);
 
 #endif

@@ -32,6 +32,13 @@ int sched_cpu_conv_group(int64_t cols, int batch)
 int64_t sched_workspace_bytes(const net *n, int L, int rows, int batch)
 {
     const net_layer *l = &n->layers[L];
+    if (l->kind == NET_CONVT && rows > 0) { /* conv_cpu.c: the adjoint conv's col over the input rows read, an image at a time */
+        net_window w = net_convt_window(l);
+        const net_layer *x = &n->layers[l->in[0]];
+        int64_t in_rows = (rows - 1 + (int64_t)w.d * (w.k - 1)) / w.s + 1;
+        if (in_rows > x->h) in_rows = x->h;
+        return (int64_t)l->c * w.k * w.k * in_rows * x->w * 4;
+    }
     if (l->kind != NET_CONV || rows <= 0) return 0;
     net_window w = l->win;
     int64_t cols = (int64_t)rows * l->w, K = (int64_t)n->layers[l->in[0]].c * w.k * w.k;

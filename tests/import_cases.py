@@ -73,6 +73,25 @@ class Seg(UNet):
         return self.logits(x)
 
 
+class UpConv(nn.Module):
+    """A U-Net's decoder by transposed convolutions (2x2 stride 2, and 3x3 stride 2 with output padding,
+    grouped), per-pixel logits."""
+
+    def __init__(self):
+        super().__init__()
+        self.e1, self.e2 = nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(4, 8, 3, stride=2, padding=1)
+        self.e3 = nn.Conv2d(8, 8, 3, stride=2, padding=1)
+        self.up3 = nn.ConvTranspose2d(8, 8, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.up2 = nn.ConvTranspose2d(16, 4, 2, stride=2, bias=False)
+        self.head = nn.Conv2d(8, 2, 1)
+
+    def forward(self, x):
+        e1 = F.relu(self.e1(x))
+        e2 = F.relu(self.e2(e1))
+        d2 = torch.cat([F.relu(self.up3(F.relu(self.e3(e2)))), e2], 1)
+        return self.head(torch.cat([self.up2(d2), e1], 1))
+
+
 class Cat3(nn.Module):
     """A concat of three (the image one of them), one read twice, and a sum of three."""
 

@@ -152,6 +152,9 @@ int main(int argc, char **argv)
         check_small("updown", NULL); /* nearest upsampling by 3 and 2, skip connections across three heights */
         require_lower = true;
         check_small("unet-small", NULL); /* concatenated skips, upsampling, batch norm in train mode */
+        require_lower = false; /* upconv's skips too: ckpt:2 has no cut inside the encoder-decoder */
+        check_small("upconv", NULL); /* transposed convolutions (2x2 stride 2; 3x3 stride 2, output padding, grouped) */
+        require_lower = true;
         /* a non-square input (--image HxW): the rows are the height, the width rides along */
         char *wide[] = {"2ps:3", "overl:5", "overl-h", "rows(overl,fp=2,bp=4)@e1a..dec1r", "vdnn-all", "ckpt-sqrt"};
         check_net_hw("unet-small", 48, 80, 4, NULL, wide, 6);

@@ -61,9 +61,11 @@ def torch_counts(model, image):
     def hook(m, inp, out):
         if isinstance(m, nn.Conv2d):
             macs.append(out[0].numel() * (m.in_channels // m.groups) * m.kernel_size[0] * m.kernel_size[1])
+        elif isinstance(m, nn.ConvTranspose2d):  # every input value times each tap it feeds
+            macs.append(inp[0][0].numel() * (m.out_channels // m.groups) * m.kernel_size[0] * m.kernel_size[1])
         elif isinstance(m, nn.Linear):
             macs.append(m.in_features * m.out_features)
-    hs = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
+    hs = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d, nn.Linear))]
     model.eval()
     with torch.no_grad():
         model(torch.zeros(1, 3, image, image))
@@ -86,11 +88,11 @@ def main(lrcnn):
               ("vgg16", torchvision.models.vgg16, 224), ("densenet121", torchvision.models.densenet121, 224),
               (CASES + ":Functional", import_cases.Functional, 20), (CASES + ":Activations", import_cases.Activations, 24),
               (CASES + ":Decoder", import_cases.Decoder, 12), (CASES + ":UNet", import_cases.UNet, 16),
-              (CASES + ":Cat3", import_cases.Cat3, 10)]
+              (CASES + ":Cat3", import_cases.Cat3, 10), (CASES + ":UpConv", import_cases.UpConv, 16)]
     models.append((CASES + ":Seg", import_cases.Seg, 16))
     for spec, make, image in models:
         out = os.path.join(tmp, spec.rsplit(":", 1)[-1] + ".net")
-        r = convert(spec, out, "--image", str(image), *(["--pixel-loss"] if spec.endswith(":Seg") else []))
+        r = convert(spec, out, "--image", str(image), *(["--pixel-loss"] if spec.endswith((":Seg", ":UpConv")) else []))
         if r.returncode:
             check(False, "%s: converted (%s)" % (spec, r.stderr.strip()))
             continue

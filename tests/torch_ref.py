@@ -98,6 +98,7 @@ KINDS = {
     "dropout": ((), {"p": 0.5}),
     "upsample": ((), {"scale": 2}),
     "concat": ((), {}),
+    "convt": (("c", "k"), {"s": 1, "p": 0, "op": 0, "d": 1, "bias": 1, "groups": 1}),
 }
 FLOAT_KEYS = ("eps", "momentum", "slope")  # and dropout's p (a pool's p is its padding)
 ACTIVATION_KINDS = ("sigmoid", "relu6", "leakyrelu", "silu", "gelu", "hardswish", "hardsigmoid")
@@ -249,6 +250,11 @@ def infer_shapes(path, order, by_name):
             if any(i != ins[0] for i in ins):
                 raise NetError("%s: add of shapes %s" % (where, ins))
             l.shape = x
+        elif l.kind == "convt":  # PyTorch's ConvTranspose2d formula
+            size = [(v - 1) * a["s"] - 2 * a["p"] + a["d"] * (a["k"] - 1) + a["op"] + 1 for v in x[1:]]
+            if min(size) < 1:
+                raise NetError("%s: convt output %s is empty" % (where, size))
+            l.shape = (a["c"], size[0], size[1])
         elif l.kind == "fc":
             l.shape = (a["c"], 1, 1)
         elif l.kind == "gap":
@@ -287,6 +293,9 @@ class RefNet(torch.nn.Module):
             if l.kind == "conv":
                 m = torch.nn.Conv2d(x[0], a["c"], a["k"], stride=a["s"], padding=a["p"], dilation=a["d"],
                                     bias=bool(a["bias"]), groups=a["groups"])
+            elif l.kind == "convt":
+                m = torch.nn.ConvTranspose2d(x[0], a["c"], a["k"], stride=a["s"], padding=a["p"], output_padding=a["op"],
+                                             dilation=a["d"], bias=bool(a["bias"]), groups=a["groups"])
             elif l.kind == "fc":
                 m = torch.nn.Linear(x[0] * x[1] * x[2], a["c"], bias=bool(a["bias"]))
             elif l.kind == "bn":
@@ -336,7 +345,7 @@ class RefNet(torch.nn.Module):
         a = l.args
         if l.kind == "input":
             y = x
-        elif l.kind == "conv" or l.kind == "bn":
+        elif l.kind in ("conv", "convt", "bn"):
             y = self.module_of[l.name](src[0])
         elif l.kind == "relu":
             y = F.relu(src[0])
@@ -785,6 +794,15 @@ gap g
 fc fc c=4
 loss loss
 """,
+    "convt": """input data c=3 h=7 w=6
+conv conv1 c=4 k=3 s=2 p=1          # 7x6 -> 4x3
+relu relu1
+convt up1 c=4 k=2 s=2               # -> 8x6: a U-Net's up-convolution
+convt up2 c=6 k=3 s=2 p=1 op=1 groups=2 # -> 16x12
+relu relu2
+convt up3 c=2 k=3 p=2 d=2 bias=0    # stride 1, dilated: 16x12
+loss loss pixel=1
+""",
     "gap": """input data c=3 h=13 w=11
 conv conv1 c=6 k=3 s=2 p=1      # 13x11 -> 7x6
 relu relu1
@@ -864,6 +882,7 @@ def cases():
          ("kernels/adam", k, None, 3, "adam", "layer", None),
          ("updown/sgd", os.path.join(NETS, "updown.net"), None, 4, "sgd", "layer", None),
          ("unet-small/adam", os.path.join(NETS, "unet-small.net"), None, 4, "adam", "layer", None),  # per-pixel loss
+         ("upconv/sgd", os.path.join(NETS, "upconv.net"), None, 4, "sgd", "layer", None),  # transposed convolutions
          # a whole torchvision net made by tools/torch2net.py (depthwise convolutions, relu6,
          # inverted residuals, dropout) with its batch norms frozen: in train mode, untrained and
          # on few values a channel, its fp32 gradients are ill-conditioned — PyTorch's own float32

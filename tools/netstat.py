@@ -34,6 +34,7 @@ KEYS = {  # kind: {key: default or None if required}
     "dropout": {"p": 0.5},
     "upsample": {"scale": 2},
     "concat": {},
+    "convt": {"c": None, "k": None, "s": 1, "p": 0, "op": 0, "d": 1, "bias": 1, "groups": 1},
 }
 NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
@@ -66,8 +67,8 @@ def parse(path):
                 raise NetError(f"{where}: bad token '{t}'")
             if k == "in":
                 ins = v.split(",")
-                if len(ins) > 2:
-                    raise NetError(f"{where}: more than two inputs")
+                if len(ins) > 64 or not all(ins):
+                    raise NetError(f"{where}: more than 64 inputs, or an empty name")
             elif k not in KEYS[kind]:
                 raise NetError(f"{where}: unknown key '{k}' for {kind}")
             else:
@@ -90,9 +91,9 @@ def parse(path):
             if prev is None:
                 raise NetError(f"{where}: no previous layer")
             ins = [prev]
-        need = 2 if kind in ("add", "concat", "mul") else (0 if kind == "input" else 1)
-        if len(ins) != need:
-            raise NetError(f"{where}: {kind} takes {need} input(s)")
+        need = (2, 64) if kind in ("add", "concat") else (2, 2) if kind == "mul" else (0, 0) if kind == "input" else (1, 1)
+        if not need[0] <= len(ins) <= need[1]:
+            raise NetError(f"{where}: {kind} takes {need[0]} to {need[1]} input(s)")
         names[name] = len(layers)
         layers.append(dict(kind=kind, name=name, line=ln, a=a, ins=ins))
         prev = name
@@ -147,6 +148,13 @@ def infer(layers, path):
                 raise NetError(f"{where}: groups={a['groups']} must divide {c} and {a['c']} channels")
             params = c // a["groups"] * a["c"] * a["k"] ** 2 + (a["c"] if a["bias"] else 0)
             macs = c // a["groups"] * a["k"] ** 2 * o[0] * o[1] * o[2]
+        elif k == "convt":  # PyTorch's ConvTranspose2d
+            c, h, w = x
+            o = tuple([a["c"]] + [(v - 1) * a["s"] - 2 * a["p"] + a["d"] * (a["k"] - 1) + a["op"] + 1 for v in (h, w)])
+            if c % a["groups"] or a["c"] % a["groups"]:
+                raise NetError(f"{where}: groups={a['groups']} must divide {c} and {a['c']} channels")
+            params = c * (a["c"] // a["groups"]) * a["k"] ** 2 + (a["c"] if a["bias"] else 0)
+            macs = c * (a["c"] // a["groups"]) * a["k"] ** 2 * h * w
         elif k in ("maxpool", "avgpool"):
             c, h, w = x
             o = (c, out_size(h, a["k"], a["s"], a["p"]), out_size(w, a["k"], a["s"], a["p"]))
@@ -158,8 +166,8 @@ def infer(layers, path):
         elif k == "bn":
             o, params = x, 2 * x[0]
         elif k == "add":
-            if ins[0] != ins[1]:
-                raise NetError(f"{where}: add inputs differ: {ins[0]} vs {ins[1]}")
+            if any(i != ins[0] for i in ins):
+                raise NetError(f"{where}: add inputs differ: {ins}")
             o = x
         elif k == "gap":
             o = (x[0], 1, 1)
@@ -168,9 +176,9 @@ def infer(layers, path):
         elif k == "mul":
             o = ins[1] if ins[0][1:] == (1, 1) else ins[0]
         elif k == "concat":
-            if ins[0][1:] != ins[1][1:]:
-                raise NetError(f"{where}: concat of {ins[0]} and {ins[1]}")
-            o = (ins[0][0] + ins[1][0],) + x[1:]
+            if any(i[1:] != ins[0][1:] for i in ins):
+                raise NetError(f"{where}: concat of {ins}")
+            o = (sum(i[0] for i in ins),) + x[1:]
         elif k == "upsample":
             o = (x[0], x[1] * a["scale"], x[2] * a["scale"])
         else:  # relu and the other activations, loss
@@ -180,7 +188,7 @@ def infer(layers, path):
         shp[l["name"]] = o
         tot["params"] += params
         tot["macs"] += macs
-        if k in ("input", "conv", "maxpool", "avgpool", "fc"):
+        if k in ("input", "conv", "convt", "maxpool", "avgpool", "fc"):
             tot["values"] += o[0] * o[1] * o[2]
         rows.append((l["name"], k, o, params, macs))
     return rows, tot

@@ -78,6 +78,18 @@ def conv(m, where):
                         bias=None if m.bias is not None else 0, groups=m.groups if m.groups != 1 else None)
 
 
+def convt(m, where):
+    if m.padding_mode != "zeros":
+        raise Refused("%s: padding_mode='%s' (only zero padding)" % (where, m.padding_mode))
+    k, s = pair(m.kernel_size, "kernel", where), pair(m.stride, "stride", where)
+    p, d = pair(m.padding, "padding", where), pair(m.dilation, "dilation", where)
+    op = pair(m.output_padding, "output padding", where)
+    if p > d * (k - 1):
+        raise Refused("%s: padding %d is more than dilation * (kernel - 1) = %d" % (where, p, d * (k - 1)))
+    return "convt", keys(c=m.out_channels, k=k, s=s if s != 1 else None, p=p or None, op=op or None, d=d if d != 1 else None,
+                         bias=None if m.bias is not None else 0, groups=m.groups if m.groups != 1 else None)
+
+
 def bn(m, where):
     if not m.affine or not m.track_running_stats or m.momentum is None:
         raise Refused("%s: BatchNorm2d without affine parameters, running statistics or a momentum" % where)
@@ -151,7 +163,7 @@ def simple(kind):
 
 
 MODULES = [  # order matters: ReLU6 is a Hardtanh
-    (nn.Conv2d, conv), (nn.BatchNorm2d, bn), (nn.MaxPool2d, pool("maxpool")), (nn.AvgPool2d, pool("avgpool")),
+    (nn.Conv2d, conv), (nn.ConvTranspose2d, convt), (nn.BatchNorm2d, bn), (nn.MaxPool2d, pool("maxpool")), (nn.AvgPool2d, pool("avgpool")),
     (nn.AdaptiveAvgPool2d, lambda m, where: adaptive(m.output_size, where)), (nn.Linear, linear),
     (nn.ReLU, simple("relu")), (nn.ReLU6, simple("relu6")), (nn.Hardtanh, hardtanh), (nn.LeakyReLU, leaky),
     (nn.Sigmoid, simple("sigmoid")), (nn.SiLU, simple("silu")), (nn.GELU, gelu), (nn.Hardswish, simple("hardswish")),
@@ -348,7 +360,7 @@ class Converter:
         rank = len(arg.meta["tensor_meta"].shape)
         if kind == "fc" and rank != 2:
             raise Refused("%s: Linear on a %d-d tensor (the format's fc reads the map flattened: flatten first)" % (where, rank))
-        if kind in ("conv", "bn", "maxpool", "avgpool", "gap", "apool", "adaptive", "upsample", "interpolate") and rank != 4:
+        if kind in ("conv", "convt", "bn", "maxpool", "avgpool", "gap", "apool", "adaptive", "upsample", "interpolate") and rank != 4:
             raise Refused("%s: %s on a %d-d tensor (it takes (N, C, H, W) maps)" % (where, kind, rank))
 
     def check_flatten(self, node, where):

@@ -50,9 +50,10 @@ static void valid_cols(net_window win, int kj, int w_in, int w_out, int *lo, int
 }
 
 /* col (C_in*k*k, R*W_out), rows ld floats apart <- the input values each output position
- * [a, b) x [0, W_out) of image n reads; zero where the window hangs over the padding. Channels
- * are independent: one per thread. */
-static void im2col(float *col, int64_t ld, const ten *x, int n, net_window win, int in_h, int a, int b, int w_out)
+ * [a, b) x [0, W_out) of image n reads; zero where the window hangs over the padding, or over
+ * input rows outside [v0, v1) (a conv: the map, [0, in_h); a transposed conv's backward: the rows
+ * of the gradient its band holds). Channels are independent: one per thread. */
+static void im2col(float *col, int64_t ld, const ten *x, int n, net_window win, int v0, int v1, int a, int b, int w_out)
 {
     int k = win.k, w_in = x->w;
 #pragma omp parallel for schedule(static) if (cpu_parallel((int64_t)x->c * k * k * (b - a) * w_out))
@@ -65,7 +66,7 @@ static void im2col(float *col, int64_t ld, const ten *x, int n, net_window win, 
                 for (int o = a; o < b; o++) {
                     float *drow = dst + (int64_t)(o - a) * w_out;
                     int ih = o * win.s - win.p + win.d * ki;
-                    if (ih < 0 || ih >= in_h) {
+                    if (ih < v0 || ih >= v1) {
                         memset(drow, 0, (size_t)w_out * sizeof(float));
                         continue;
                     }
@@ -80,9 +81,10 @@ static void im2col(float *col, int64_t ld, const ten *x, int n, net_window win, 
             }
 }
 
-/* dx of image n += col2im(col): the transpose of im2col (same ld); padding positions are dropped.
- * Each thread owns whole input channels, so no two threads add into the same element. */
-static void col2im(const float *col, int64_t ld, const ten *dx, int n, net_window win, int in_h, int a, int b, int w_out)
+/* dx of image n += col2im(col): the transpose of im2col (same ld); padding positions, and rows
+ * outside [v0, v1), are dropped. Each thread owns whole input channels, so no two threads add into
+ * the same element. */
+static void col2im(const float *col, int64_t ld, const ten *dx, int n, net_window win, int v0, int v1, int a, int b, int w_out)
 {
     int k = win.k, w_in = dx->w;
 #pragma omp parallel for schedule(static) if (cpu_parallel((int64_t)dx->c * k * k * (b - a) * w_out))
@@ -94,7 +96,7 @@ static void col2im(const float *col, int64_t ld, const ten *dx, int n, net_windo
                 valid_cols(win, kj, w_in, w_out, &lo, &hi);
                 for (int o = a; o < b; o++) {
                     int ih = o * win.s - win.p + win.d * ki;
-                    if (ih < 0 || ih >= in_h) continue;
+                    if (ih < v0 || ih >= v1) continue;
                     const float *srow = src + (int64_t)(o - a) * w_out;
                     float *dxrow = cpu_row(dx, n, ci, ih);
                     for (int ow = lo; ow < hi; ow++) dxrow[ow * win.s + off] += srow[ow];
@@ -144,7 +146,7 @@ void conv_cpu_forward(const ops_call *c)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c_out, cols, K, 1.0f, wt, K, xn,
                         (int)x_plane, 0.0f, yn, (int)y_plane);
         } else {
-            for (int i = 0; i < g; i++) im2col(col + (int64_t)i * cols, ld, x, n0 + i, win, in_h, a, b, w_out);
+            for (int i = 0; i < g; i++) im2col(col + (int64_t)i * cols, ld, x, n0 + i, win, 0, in_h, a, b, w_out);
             if (g == 1)
                 grouped_sgemm(Q, CblasNoTrans, CblasNoTrans, cq, cols, Kq, wt, Kq, (int64_t)cq * Kq, col, ld, (int64_t)Kq * ld, 0.0f,
                               yn, (int)y_plane, cq * y_plane);
@@ -214,7 +216,7 @@ void conv_cpu_backward(const ops_call *c)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c_out, K, cols, 1.0f, dyn, dy_ld, xn,
                             (int)((int64_t)x->h * x->w), 1.0f, dwt, K);
             } else {
-                for (int i = 0; i < g; i++) im2col(col + (int64_t)i * cols, ld, x, n0 + i, win, in_h, a, b, w_out);
+                for (int i = 0; i < g; i++) im2col(col + (int64_t)i * cols, ld, x, n0 + i, win, 0, in_h, a, b, w_out);
                 grouped_sgemm(Q, CblasNoTrans, CblasTrans, cq, Kq, ld, dyn, dy_ld, (int64_t)cq * dy_ld, col, ld, (int64_t)Kq * ld,
                               1.0f, dwt, Kq, (int64_t)cq * Kq);
             }
@@ -228,9 +230,88 @@ void conv_cpu_backward(const ops_call *c)
             } else {
                 grouped_sgemm(Q, CblasTrans, CblasNoTrans, Kq, ld, cq, wt, Kq, (int64_t)cq * Kq, dyn, dy_ld, (int64_t)cq * dy_ld,
                               0.0f, col, ld, (int64_t)Kq * ld);
-                for (int i = 0; i < g; i++) col2im(col + (int64_t)i * cols, ld, dx, n0 + i, win, in_h, a, b, w_out);
+                for (int i = 0; i < g; i++) col2im(col + (int64_t)i * cols, ld, dx, n0 + i, win, 0, in_h, a, b, w_out);
             }
         }
+    }
+}
+
+/* Transposed convolution (ConvTranspose2d) on output rows [a, b): the adjoint of the conv C of its
+ * own window (net_convt_window: k, s, p, d), which maps this layer's output space to its input
+ * space, and whose weight layout (C_out_C = C_in, C_in_C / Q = C_out / Q, k, k) is this layer's.
+ * [lo, hi) are the input rows that rows [a, b) read (net_window_rows of the mirrored window l->win,
+ * clipped), cols = (hi - lo) * W_in, an image at a time, K = C_out * k * k:
+ *   forward          col (K, cols) = w^T x x[lo, hi); y[a, b) = col2im(col) kept to rows [a, b)
+ *   backward filter  col = im2col(dy) over C's output rows [lo, hi), dy's rows outside [a, b) read
+ *                    as zero (they are other bands', which add their own share); dw += x x col^T
+ *   backward data    dx[lo, hi) += w x col
+ * so bands, which overlap in the input rows they read, add up to the whole map's gradients. */
+static void convt_rows(const ops_call *c, int *lo, int *hi)
+{
+    net_window_rows(c->l->win, c->a, c->b, lo, hi);
+    if (*lo < 0) *lo = 0;
+    if (*hi > c->in_h[0]) *hi = c->in_h[0];
+}
+
+void convt_cpu_forward(const ops_call *c)
+{
+    const net_layer *l = c->l;
+    net_window own = net_convt_window(l);
+    const ten *x = &c->x[0], *y = &c->y;
+    int a = c->a, b = c->b, lo, hi;
+    convt_rows(c, &lo, &hi);
+    cpu_check_rows(x, lo, hi, c->in_h[0]);
+    cpu_check_rows(y, a, b, l->h);
+    int Q = l->u.conv.groups, cq = x->c / Q, Kq = l->c * own.k * own.k / Q;
+    int cols = (hi - lo) * x->w;
+    int64_t x_plane = (int64_t)x->h * x->w, len = (int64_t)(b - a) * y->w;
+    const float *bias = l->u.conv.bias ? c->w + (int64_t)x->c * Kq : NULL;
+    if (cols) CHECK(c->ws != NULL);
+    for (int n = 0; n < x->n; n++) {
+        for (int co = 0; co < y->c; co++) {
+            float *yr = cpu_row(y, n, co, a), v = bias ? bias[co] : 0.0f;
+            for (int64_t i = 0; i < len; i++) yr[i] = v;
+        }
+        if (!cols) continue;
+        grouped_sgemm(Q, CblasTrans, CblasNoTrans, Kq, cols, cq, c->w, Kq, (int64_t)cq * Kq, cpu_row(x, n, 0, lo), (int)x_plane,
+                      cq * x_plane, 0.0f, c->ws, cols, (int64_t)Kq * cols);
+        col2im(c->ws, cols, y, n, own, a, b, lo, hi, x->w);
+    }
+}
+
+void convt_cpu_backward(const ops_call *c)
+{
+    const net_layer *l = c->l;
+    net_window own = net_convt_window(l);
+    const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy;
+    int a = c->a, b = c->b, lo, hi;
+    convt_rows(c, &lo, &hi);
+    cpu_check_rows(dy, a, b, l->h);
+    int c_in = dx->p ? dx->c : x->c, Q = l->u.conv.groups, cq = c_in / Q, Kq = l->c * own.k * own.k / Q;
+    int cols = (hi - lo) * (dx->p ? dx->w : x->w);
+    float *dwt = c->dw;
+    if (dwt) cpu_check_rows(x, lo, hi, c->in_h[0]);
+    if (dx->p) cpu_dx_begin(c, 0), cpu_check_rows(dx, lo, hi, c->in_h[0]);
+    if (cols) CHECK(c->ws != NULL);
+    int64_t len = (int64_t)(b - a) * dy->w;
+    for (int n = 0; n < dy->n; n++) {
+        if (dwt && l->u.conv.bias) {
+            float *db = dwt + (int64_t)c_in * Kq;
+            for (int co = 0; co < dy->c; co++) {
+                const float *dyr = cpu_row(dy, n, co, a);
+                float s = 0.0f;
+                for (int64_t i = 0; i < len; i++) s += dyr[i];
+                db[co] += s;
+            }
+        }
+        if (!cols) continue;
+        im2col(c->ws, cols, dy, n, own, a, b, lo, hi, cols / (hi - lo));
+        if (dwt)
+            grouped_sgemm(Q, CblasNoTrans, CblasTrans, cq, Kq, cols, cpu_row(x, n, 0, lo), (int)((int64_t)x->h * x->w),
+                          cq * (int64_t)x->h * x->w, c->ws, cols, (int64_t)Kq * cols, 1.0f, dwt, Kq, (int64_t)cq * Kq);
+        if (dx->p)
+            grouped_sgemm(Q, CblasNoTrans, CblasNoTrans, cq, cols, Kq, c->w, Kq, (int64_t)cq * Kq, c->ws, cols, (int64_t)Kq * cols,
+                          1.0f, cpu_row(dx, n, 0, lo), (int)((int64_t)dx->h * dx->w), cq * (int64_t)dx->h * dx->w);
     }
 }
 

@@ -697,7 +697,7 @@ static const struct {
     kernel forward, backward;
     void (*stats)(const ops_call *c, ops_stats what);
 } kernels[NET_NKIND] = {
-    [NET_CONV] = {conv_cpu_forward, conv_cpu_backward},  [NET_RELU] = {relu_forward, relu_backward},
+    [NET_CONV] = {conv_cpu_forward, conv_cpu_backward},  [NET_CONVT] = {convt_cpu_forward, convt_cpu_backward},  [NET_RELU] = {relu_forward, relu_backward},
     [NET_MAXPOOL] = {maxpool_forward, maxpool_backward}, [NET_AVGPOOL] = {avgpool_forward, avgpool_backward},
     [NET_BN] = {bn_cpu_forward, bn_cpu_backward, bn_cpu_stats},  [NET_FC] = {fc_cpu_forward, fc_cpu_backward},
     [NET_ADD] = {add_forward, add_backward},             [NET_GAP] = {gap_forward, gap_backward},

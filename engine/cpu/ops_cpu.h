@@ -34,6 +34,8 @@ bool cpu_dx_store(const ops_call *c, int j);
 
 void conv_cpu_forward(const ops_call *c);
 void conv_cpu_backward(const ops_call *c);
+void convt_cpu_forward(const ops_call *c);
+void convt_cpu_backward(const ops_call *c);
 void fc_cpu_forward(const ops_call *c);
 void fc_cpu_backward(const ops_call *c);
 void bn_cpu_forward(const ops_call *c);

@@ -661,3 +661,101 @@ extern "C" void k_fc_bias_grad(cudaStream_t st, const float *dy, int n, int out,
 {
     fc_bias_grad<<<blocks(out), T, 0, st>>>(dy, n, out, db);
 }
+
+// Transposed convolution (ConvTranspose2d) of window w = (k, s, p, d), its own (net_convt_window),
+// with q channel groups; weight (C_in, C_out / q, k, k). Gathers, one thread per element written:
+// output row o, column ow reads input (i, iw) through tap (ki, kj) where o = i*s - p + d*ki.
+
+__global__ static void convt_fwd(kview x, kview y, const float *wt, const float *bs, kwin w, int q, int in_h, int a, int b)
+{
+    int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (int64_t)y.n * y.c * (b - a) * y.w) return;
+    pos e = decompose(idx, y.c, a, b, y.w);
+    int cqi = x.c / q, cqo = y.c / q, g = e.c / cqo, co = e.c % cqo;
+    float s = bs ? bs[e.c] : 0.0f;
+    for (int ci = g * cqi; ci < (g + 1) * cqi; ci++)
+        for (int ki = 0; ki < w.k; ki++) {
+            int t = e.r + w.p - w.d * ki;
+            if (t < 0 || t % w.s || t / w.s >= in_h) continue;
+            const float *xr = at(x, e.n, ci, t / w.s);
+            for (int kj = 0; kj < w.k; kj++) {
+                int u = e.col + w.p - w.d * kj;
+                if (u < 0 || u % w.s || u / w.s >= x.w) continue;
+                s += xr[u / w.s] * wt[(((int64_t)ci * cqo + co) * w.k + ki) * w.k + kj];
+            }
+        }
+    at(y, e.n, e.c, e.r)[e.col] = s;
+}
+
+extern "C" void k_convt_fwd(cudaStream_t st, kview x, kview y, const float *wt, const float *bs, kwin w, int q, int in_h, int a, int b)
+{
+    int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
+    if (n > 0) convt_fwd<<<blocks(n), T, 0, st>>>(x, y, wt, bs, w, q, in_h, a, b);
+}
+
+// dx rows [lo, hi) += the share of dy's rows [a, b)
+__global__ static void convt_bwd_data(kview dx, kview dy, const float *wt, kwin w, int q, int lo, int hi, int a, int b)
+{
+    int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (int64_t)dx.n * dx.c * (hi - lo) * dx.w) return;
+    pos e = decompose(idx, dx.c, lo, hi, dx.w);
+    int cqi = dx.c / q, cqo = dy.c / q, g = e.c / cqi;
+    float s = 0.0f;
+    for (int co = 0; co < cqo; co++)
+        for (int ki = 0; ki < w.k; ki++) {
+            int o = e.r * w.s - w.p + w.d * ki;
+            if (o < a || o >= b) continue;
+            const float *dyr = at(dy, e.n, g * cqo + co, o);
+            for (int kj = 0; kj < w.k; kj++) {
+                int ow = e.col * w.s - w.p + w.d * kj;
+                if (ow < 0 || ow >= dy.w) continue;
+                s += dyr[ow] * wt[(((int64_t)e.c * cqo + co) * w.k + ki) * w.k + kj];
+            }
+        }
+    at(dx, e.n, e.c, e.r)[e.col] += s;
+}
+
+extern "C" void k_convt_bwd_data(cudaStream_t st, kview dx, kview dy, const float *wt, kwin w, int q, int lo, int hi, int a, int b)
+{
+    int64_t n = (int64_t)dx.n * dx.c * (hi - lo) * dx.w;
+    if (n > 0) convt_bwd_data<<<blocks(n), T, 0, st>>>(dx, dy, wt, w, q, lo, hi, a, b);
+}
+
+// dw (C_in, C_out / q, k, k) += x rows [lo, hi) against dy rows [a, b); one thread a weight, then
+// one an output channel for the bias (db: NULL when there is none)
+__global__ static void convt_bwd_filter(kview x, kview dy, float *dw, float *db, kwin w, int q, int lo, int hi, int a, int b)
+{
+    int cqi = x.c / q, cqo = dy.c / q;
+    int64_t nw = (int64_t)x.c * cqo * w.k * w.k, idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= nw + (db ? dy.c : 0)) return;
+    float s = 0.0f;
+    if (idx >= nw) {
+        int co = (int)(idx - nw);
+        for (int n = 0; n < dy.n; n++)
+            for (int o = a; o < b; o++) {
+                const float *r = at(dy, n, co, o);
+                for (int ow = 0; ow < dy.w; ow++) s += r[ow];
+            }
+        db[co] += s;
+        return;
+    }
+    int kj = (int)(idx % w.k), ki = (int)(idx / w.k % w.k), co = (int)(idx / ((int64_t)w.k * w.k) % cqo);
+    int ci = (int)(idx / ((int64_t)w.k * w.k * cqo)), g = ci / cqi;
+    for (int n = 0; n < x.n; n++)
+        for (int i = lo; i < hi; i++) {
+            int o = i * w.s - w.p + w.d * ki;
+            if (o < a || o >= b) continue;
+            const float *xr = at(x, n, ci, i), *dyr = at(dy, n, g * cqo + co, o);
+            for (int iw = 0; iw < x.w; iw++) {
+                int ow = iw * w.s - w.p + w.d * kj;
+                if (ow >= 0 && ow < dy.w) s += xr[iw] * dyr[ow];
+            }
+        }
+    dw[idx] += s;
+}
+
+extern "C" void k_convt_bwd_filter(cudaStream_t st, kview x, kview dy, float *dw, float *db, kwin w, int q, int lo, int hi, int a, int b)
+{
+    int64_t n = (int64_t)x.c * (dy.c / q) * w.k * w.k + (db ? dy.c : 0);
+    if (n > 0) convt_bwd_filter<<<blocks(n), T, 0, st>>>(x, dy, dw, db, w, q, lo, hi, a, b);
+}

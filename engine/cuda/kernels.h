@@ -53,6 +53,12 @@ void k_avgpool_bwd(cudaStream_t st, kview dx, kview dy, kwin w, int in_h, int a,
 /* nearest upsampling by u, output rows [a, b); backward dx += (a gather of each value's copies) */
 void k_upsample_fwd(cudaStream_t st, kview x, kview y, int u, int a, int b);
 void k_upsample_bwd(cudaStream_t st, kview dx, kview dy, int u, int a, int b);
+/* transposed convolution of window w (its own: k, s, p, d), q channel groups, weight (C_in, C_out / q,
+ * k, k): forward output rows [a, b) of an input in_h rows high (y =, bias bs or NULL); backward dx
+ * rows [lo, hi) += and dw, db (NULL: no bias) += the share of dy's rows [a, b). Gathers: slow, exact. */
+void k_convt_fwd(cudaStream_t st, kview x, kview y, const float *wt, const float *bs, kwin w, int q, int in_h, int a, int b);
+void k_convt_bwd_data(cudaStream_t st, kview dx, kview dy, const float *wt, kwin w, int q, int lo, int hi, int a, int b);
+void k_convt_bwd_filter(cudaStream_t st, kview x, kview dy, float *dw, float *db, kwin w, int q, int lo, int hi, int a, int b);
 void k_apool_fwd(cudaStream_t st, kview x, kview y, int o);
 void k_apool_bwd(cudaStream_t st, kview dx, kview dy, int o);
 /* frozen batch norm backward: dx += gamma * invstd * dy; dgamma/dbeta += sums (dw may be NULL) */

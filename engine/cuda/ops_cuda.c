@@ -577,6 +577,12 @@ static void cuda_forward(const ops_call *c)
     CHECK(c->a >= 0 && c->a < c->b && c->b <= l->h);
     switch (l->kind) {
     case NET_CONV: conv_forward(c); break;
+    case NET_CONVT: {
+        int64_t nw = (int64_t)c->x[0].c * (l->c / l->u.conv.groups) * l->win.k * l->win.k;
+        k_convt_fwd(g.compute, kv(&c->x[0]), kv(&c->y), c->w, l->u.conv.bias ? c->w + nw : NULL, kw(net_convt_window(l)),
+                    l->u.conv.groups, c->in_h[0], c->a, c->b);
+        break;
+    }
     case NET_RELU: relu_forward(c); break;
     case NET_BN: bn_forward(c); break;
     case NET_FC: fc_forward(c); break;
@@ -616,6 +622,19 @@ static void cuda_backward(const ops_call *c)
     CHECK(c->a >= 0 && c->a < c->b && c->b <= l->h);
     switch (l->kind) {
     case NET_CONV: conv_backward(c); break;
+    case NET_CONVT: { /* the input rows the band's output rows read (net_window_rows of the mirrored window) */
+        int lo, hi, c_in = c->dx[0].p ? c->dx[0].c : c->x[0].c;
+        net_window_rows(l->win, c->a, c->b, &lo, &hi);
+        lo = lo < 0 ? 0 : lo, hi = hi > c->in_h[0] ? c->in_h[0] : hi;
+        kwin w = kw(net_convt_window(l));
+        int64_t nw = (int64_t)c_in * (l->c / l->u.conv.groups) * w.k * w.k;
+        if (c->dx[0].p)
+            dx_begin(c, 0), k_convt_bwd_data(g.compute, kv(&c->dx[0]), kv(&c->dy), c->w, w, l->u.conv.groups, lo, hi, c->a, c->b);
+        if (c->dw)
+            k_convt_bwd_filter(g.compute, kv(&c->x[0]), kv(&c->dy), c->dw, l->u.conv.bias ? c->dw + nw : NULL, w, l->u.conv.groups,
+                               lo, hi, c->a, c->b);
+        break;
+    }
     case NET_RELU: relu_backward(c); break;
     case NET_BN: bn_backward(c); break;
     case NET_FC: fc_backward(c); break;
