@@ -358,10 +358,12 @@ const kind_traits kind_table[NET_NKIND] = {
                     .flops = flops_one},
     /* keeps only its mask, as PyTorch's native_dropout (a bool a value); the mask is a function of
      * the run's seed, the iteration, the layer and the element's place in the whole map (engine/act.h),
-     * so every band and every recomputation draws the same one */
+     * so every band and every recomputation draws the same one. sample=1: one draw an image, which
+     * keeps or drops the whole sample (torchvision's StochasticDepth, mode "row"; its mask a byte an image) */
     [NET_DROPOUT] = {.name = "dropout", .min_in = 1, .max_in = 1, .rowwise = true, .aux = KIND_AUX_MASK, .aux_optional = true,
                      .aux_rebuilt = true, .infer = infer_dropout, .flops = flops_one,
-                     .keys = {{"p", KIND_KEY_FLOAT, OFF(u.dropout.p), false, 0.5, NULL}}},
+                     .keys = {{"p", KIND_KEY_FLOAT, OFF(u.dropout.p), false, 0.5, NULL},
+                              {"sample", KIND_KEY_BOOL, OFF(u.dropout.sample), false, 0, NULL}}},
     /* its backward sums each input value's scale x scale copies' gradients: it keeps nothing */
     /* copies its inputs' channels into one map; its backward hands each input its channels of the
      * gradient, reading nothing kept */
@@ -417,7 +419,7 @@ int64_t kind_aux_bytes(const net *n, int L, int rows, int batch)
     case KIND_AUX_ARGMAX: return (int64_t)batch * l->c * rows * l->w * 8;
     case KIND_AUX_STATS: return 2 * (int64_t)l->c * 4;
     case KIND_AUX_PROBS: return (int64_t)batch * l->c * l->h * l->w * 4; /* per pixel: h x w places */
-    case KIND_AUX_MASK: return (int64_t)batch * l->c * rows * l->w;
+    case KIND_AUX_MASK: return l->u.dropout.sample ? batch : (int64_t)batch * l->c * rows * l->w;
     default: return 0;
     }
 }

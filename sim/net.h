@@ -75,7 +75,7 @@ typedef struct {
         struct { int c_out; bool bias; } fc;
         struct { int o; } apool;
         struct { float slope; } leaky;
-        struct { float p; } dropout;
+        struct { float p; bool sample; } dropout; /* sample: one draw an image (StochasticDepth) */
         struct { int scale; } up;
         struct { bool pixel; } loss;
     } u;

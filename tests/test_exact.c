@@ -205,6 +205,15 @@ int main(int argc, char **argv)
                         "rows(2ps,3)@features.conv0..features.transition1.pool+migrate"};
         check_net("densenet121", 64, 4, "frozen", rows, sizeof rows / sizeof *rows);
         check_net("densenet121", 64, 4, "train", rows, 2);
+    } else if (argc == 2 && !strcmp(argv[1], "efficientnetb0")) {
+        /* torchvision's EfficientNet-B0 at 64x64: SiLU, squeeze-and-excitation with sigmoid, stochastic
+         * depth (dropout a draw an image) on its residual branches; every preset and band count of its
+         * stem, batch norm frozen, then in train mode a checkpoint and an offload list over the blocks
+         * the stochastic depth drops */
+        check_small_at("efficientnetb0", 64, "frozen");
+        char *more[] = {"ckpt-sqrt", "ckpt@features.2.0.block.0.0..features.4.2.add", "vdnn-conv",
+                        "offload(features.2.1.stochastic_depth.stochastic_depth, features.3.1.add:1:2)@features.0.0..loss"};
+        check_net("efficientnetb0", 64, 4, NULL, more, sizeof more / sizeof *more);
     } else if (argc == 2 && !strcmp(argv[1], "unet")) {
         /* the full U-Net (nets/unet.net, per-pixel loss) at 32x32, batch 2: presets, every policy
          * over the whole encoder-decoder, custom fp/bp band counts, BN in train mode */
@@ -229,7 +238,7 @@ int main(int argc, char **argv)
     } else if (argc >= 4) {
         check_net(argv[1], 0, 2, strcmp(argv[2], "-") ? argv[2] : NULL, argv + 3, argc - 3);
     } else {
-        fprintf(stderr, "usage: test_exact small | mobilenetv2 | mobilenetv3 | densenet121 | unet | NET IMAGE [BN] | NET BN PLAN...\n");
+        fprintf(stderr, "usage: test_exact small | mobilenetv2 | mobilenetv3 | densenet121 | efficientnetb0 | unet | NET IMAGE [BN] | NET BN PLAN...\n");
         return 2;
     }
     printf("%s\n", failures ? "FAILED" : "all plans exact");

@@ -3,7 +3,7 @@
 
     python3 tests/test_import.py LRCNN_BINARY
 
-1. Every module it converts — torchvision's mobilenet_v2, mobilenet_v3_large, resnet50, vgg16 and densenet121 and the test modules
+1. Every module it converts — torchvision's mobilenet_v2, mobilenet_v3_large, resnet50, vgg16, densenet121 and efficientnet_b0 and the test modules
    of tests/import_cases.py — has, read back by lrcnn's own parser (`lrcnn sim`), the parameters
    of the PyTorch module and its multiply-accumulates per image (counted on the module by forward
    hooks: a convolution's output values x its input channels per group x kernel area, a Linear's
@@ -11,7 +11,8 @@
 2. torchvision's vgg16 (without its dropouts) and resnet50 come out as nets/vgg16.net and
    nets/resnet50.net layer for layer: the same kinds, keys (defaults filled in) and connections,
    names aside (the importer names after torchvision's modules, the shipped files after the paper).
-3. nets/mobilenetv2.net, nets/mobilenetv3.net and nets/densenet121.net are what the importer makes now.
+3. nets/mobilenetv2.net, nets/mobilenetv3.net, nets/densenet121.net and nets/efficientnetb0.net are what the
+   importer makes now.
 4. What it cannot represent is refused: exit 2, one line naming the node, no file written, and an
    existing file is never replaced without --force.
 """
@@ -86,6 +87,7 @@ def main(lrcnn):
     models = [("mobilenet_v2", torchvision.models.mobilenet_v2, 224),
               ("mobilenet_v3_large", torchvision.models.mobilenet_v3_large, 224), ("resnet50", torchvision.models.resnet50, 224),
               ("vgg16", torchvision.models.vgg16, 224), ("densenet121", torchvision.models.densenet121, 224),
+              ("efficientnet_b0", torchvision.models.efficientnet_b0, 224),
               (CASES + ":Functional", import_cases.Functional, 20), (CASES + ":Activations", import_cases.Activations, 24),
               (CASES + ":Decoder", import_cases.Decoder, 12), (CASES + ":UNet", import_cases.UNet, 16),
               (CASES + ":Cat3", import_cases.Cat3, 10), (CASES + ":UpConv", import_cases.UpConv, 16)]
@@ -109,7 +111,8 @@ def main(lrcnn):
                                                                           r.stderr.strip()))
 
     body = lambda p: [l for l in open(p) if not l.startswith("#")]  # noqa: E731
-    for model, name in (("mobilenet_v2", "mobilenetv2"), ("mobilenet_v3_large", "mobilenetv3"), ("densenet121", "densenet121")):
+    for model, name in (("mobilenet_v2", "mobilenetv2"), ("mobilenet_v3_large", "mobilenetv3"), ("densenet121", "densenet121"),
+                        ("efficientnet_b0", "efficientnetb0")):
         out = os.path.join(tmp, name + ".net")
         convert(model, out, "--name", name)
         check(body(out) == body(os.path.join(ROOT, "nets", name + ".net")), "nets/%s.net is the importer's output" % name)

@@ -663,6 +663,7 @@ static const struct {
     {"mul of itself", IN "conv a c=3 k=1\nmul t in=a,a\n" END, 0, false},
     {"dropout p=0.3", IN "dropout t p=0.3\n" END, 0, true},
     {"dropout p=0", IN "dropout t p=0\n" END, 0, true},
+    {"dropout p=0.5 sample=1 (stochastic depth)", IN "dropout t p=0.5 sample=1\n" END, 0, true},
     {"maxpool k3 s2 p1", IN "maxpool t k=3 s=2 p=1\n" END, 0, true},
     {"maxpool k2", IN "maxpool t k=2\n" END, 0, true},
     {"avgpool k3 s1 p1", IN "avgpool t k=3 s=1 p=1\n" END, 0, true},

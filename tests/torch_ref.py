@@ -95,7 +95,7 @@ KINDS = {
     "hardswish": ((), {}),
     "hardsigmoid": ((), {}),
     "mul": ((), {}),
-    "dropout": ((), {"p": 0.5}),
+    "dropout": ((), {"p": 0.5, "sample": 0}),
     "upsample": ((), {"scale": 2}),
     "concat": ((), {}),
     "convt": (("c", "k"), {"s": 1, "p": 0, "op": 0, "d": 1, "bias": 1, "groups": 1}),
@@ -354,7 +354,8 @@ class RefNet(torch.nn.Module):
         elif l.kind == "dropout":
             # lrcnn's mask (a hash of seed, iteration and place, not PyTorch's generator), applied
             # as native_dropout applies its own: input * mask * (1 / (1 - p))
-            mask = dropout_mask(DROPOUT_SEED, 1, self.layers.index(l), tuple(src[0].shape), a["p"])
+            shape = tuple(src[0].shape[:1]) + (1, 1, 1) if a["sample"] else tuple(src[0].shape)  # sample: a draw an image
+            mask = dropout_mask(DROPOUT_SEED, 1, self.layers.index(l), shape, a["p"])
             y = src[0] * torch.from_numpy(mask).to(src[0].dtype) * float(np.float32(1.0 / (1.0 - a["p"])))
         elif l.kind == "maxpool":
             y = F.max_pool2d(src[0], a["k"], a["s"], a["p"], ceil_mode=False)
@@ -673,13 +674,17 @@ gap gap
 fc fc c=5
 loss loss
 """,
-    # dropout after a relu, after a strided conv and on the fc's logits, at three rates
+    # dropout after a relu, after a strided conv and on the fc's logits, at three rates; stochastic
+    # depth (a draw an image) on a residual branch
     "dropout": """input data c=3 h=12 w=10
 conv conv1 c=6 k=3 p=1
 relu relu1
 dropout drop1 p=0.3
 conv conv2 c=6 k=3 s=2 p=1      # 12x10 -> 6x5
 dropout drop2
+conv conv3 c=6 k=3 p=1
+dropout depth p=0.5 sample=1    # with the batch of 3, p=0.5 drops some images and keeps others
+add res in=depth,drop2
 gap gap
 fc fc c=5
 dropout drop3 p=0.2
@@ -893,7 +898,9 @@ def cases():
          # MobileNetV3-Large: squeeze-and-excitation (gap, 1x1 convs, hardsigmoid, mul), hardswish
          ("mobilenetv3/sgd/bn-frozen", os.path.join(NETS, "mobilenetv3.net"), 128, 3, "sgd", "layer", "frozen"),
          # DenseNet-121: concats of up to 25 inputs
-         ("densenet121/adam/bn-frozen", os.path.join(NETS, "densenet121.net"), 64, 3, "adam", "layer", "frozen")]
+         ("densenet121/adam/bn-frozen", os.path.join(NETS, "densenet121.net"), 64, 3, "adam", "layer", "frozen"),
+         # EfficientNet-B0: SiLU, squeeze-and-excitation with sigmoid, stochastic depth (a draw an image)
+         ("efficientnetb0/sgd/bn-frozen", os.path.join(NETS, "efficientnetb0.net"), 64, 4, "sgd", "layer", "frozen")]
     for i, g in enumerate(GENERATED):
         opt = "adam" if i % 2 else "sgd"
         if g == "bn":

@@ -31,7 +31,7 @@ KEYS = {  # kind: {key: default or None if required}
     "hardswish": {},
     "hardsigmoid": {},
     "mul": {},
-    "dropout": {"p": 0.5},
+    "dropout": {"p": 0.5, "sample": 0},
     "upsample": {"scale": 2},
     "concat": {},
     "convt": {"c": None, "k": None, "s": 1, "p": 0, "op": 0, "d": 1, "bias": 1, "groups": 1},

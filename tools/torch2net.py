@@ -20,7 +20,8 @@ and no file is written. Without -o the net goes to stdout; with -o an existing f
 --force, and the file is written whole or not at all.
 
 --no-dropout leaves out dropout layers (they hold no parameters; the shipped vgg16.net omits the
-classifier's two, as the paper's memory figures do). --image sets the input layer's size
+classifier's two, as the paper's memory figures do), and torchvision's stochastic depth, which is
+otherwise a dropout with one draw an image (`dropout sample=1`, mode "row"; mode "batch" is refused). --image sets the input layer's size
 (default 224); --channels the input's channels (default: the first convolution's).
 
 Checked in the suite (tests/test_import.py): parameters and multiply-accumulates of every net it
@@ -299,6 +300,9 @@ class Converter:
         # functions and methods
         if node.op == "call_method" and node.target == "size":  # x.size(0) for a view: shape, not data
             return
+        if node.op == "call_function" and function_name(node) == "stochastic_depth":
+            self.stochastic_depth(node, where)
+            return
         kind = FUNCTIONS.get(node.target, "?")
         if kind == "?":
             raise Refused("%s: not a kind of the net format (nets/FORMAT.md)" % where)
@@ -337,6 +341,21 @@ class Converter:
         if len(node.args) != 1 or (node.kwargs and set(node.kwargs) != {"inplace"}):
             raise Refused("%s: called with arguments the format does not take" % where)
         self.emit(node, kind, "", [self.source(args[0], node)])
+
+    def stochastic_depth(self, node, where):
+        """torchvision's StochasticDepth: in mode "row" it drops each sample whole, a dropout with one
+        draw an image (sample=1); p = 0, or not training, is the identity."""
+        kw = dict(zip(("input", "p", "mode", "training"), node.args), **node.kwargs)
+        src = self.source(kw["input"], node)
+        p, mode, training = kw.get("p"), kw.get("mode"), kw.get("training", True)
+        if not isinstance(p, (int, float)) or mode not in ("row", "batch"):
+            raise Refused("%s: stochastic depth with p=%r, mode=%r" % (where, p, mode))
+        if not training or p == 0 or self.drop_dropout:
+            self.alias[node] = src
+            return
+        if mode != "row":
+            raise Refused("%s: stochastic depth in mode 'batch' (one draw for the whole batch; only 'row', a draw an image)" % where)
+        self.emit(node, "dropout", keys(p=fmt_float(p), sample=1), [src])
 
     def concat(self, node, where):
         parts = node.args[0] if node.args else node.kwargs.get("tensors")

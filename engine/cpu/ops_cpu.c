@@ -638,7 +638,8 @@ static void act_backward(const ops_call *c)
 
 /* --- dropout (engine/act.h: the mask) ------------------------------------------------------------ */
 
-/* y = x * mask * scale on rows [a, b), the mask drawn from c->key and kept in c->mask when given. */
+/* y = x * mask * scale on rows [a, b), the mask drawn from c->key and kept in c->mask when given:
+ * a byte a value of the rows, or (sample) a byte an image, drawn at the image's index. */
 static void dropout_forward(const ops_call *c)
 {
     const ten *x = &c->x[0], *y = &c->y;
@@ -646,16 +647,20 @@ static void dropout_forward(const ops_call *c)
     cpu_check_rows(y, c->a, c->b, c->l->h);
     int a = c->a, b = c->b, H = c->l->h, W = x->w;
     float p = c->l->u.dropout.p, scale = drop_scale(p);
+    bool sample = c->l->u.dropout.sample;
+    if (sample && c->mask)
+        for (int n = 0; n < x->n; n++) c->mask[n] = (uint8_t)drop_keep(c->key, n, p);
 #pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)x->n * x->c * plane_len(x, a, b)))
     for (int n = 0; n < x->n; n++)
         for (int ch = 0; ch < x->c; ch++) {
             const float *xr = cpu_row(x, n, ch, a);
             float *yr = cpu_row(y, n, ch, a);
-            uint8_t *mr = c->mask ? c->mask + ((int64_t)n * x->c + ch) * (b - a) * W : NULL;
+            uint8_t *mr = c->mask && !sample ? c->mask + ((int64_t)n * x->c + ch) * (b - a) * W : NULL;
+            int whole = sample ? drop_keep(c->key, n, p) : 0;
             for (int r = a; r < b; r++)
                 for (int col = 0; col < W; col++) {
                     int64_t i = (((int64_t)n * x->c + ch) * H + r) * W + col, k = (int64_t)(r - a) * W + col;
-                    int keep = drop_keep(c->key, i, p);
+                    int keep = sample ? whole : drop_keep(c->key, i, p);
                     yr[k] = xr[k] * (float)keep * scale;
                     if (mr) mr[k] = (uint8_t)keep;
                 }
@@ -679,9 +684,10 @@ static void dropout_backward(const ops_call *c)
         for (int ch = 0; ch < dy->c; ch++) {
             const float *dyr = cpu_row(dy, n, ch, a);
             float *dxr = cpu_row(dx, n, ch, a);
-            const uint8_t *mr = c->mask + ((int64_t)n * dy->c + ch) * (b - a) * W;
+            bool sample = c->l->u.dropout.sample;
+            const uint8_t *mr = sample ? c->mask + n : c->mask + ((int64_t)n * dy->c + ch) * (b - a) * W;
             for (int64_t k = 0; k < len; k++) {
-                float g = dyr[k] * (float)mr[k] * scale;
+                float g = dyr[k] * (float)mr[sample ? 0 : k] * scale;
                 dxr[k] = store ? g : dxr[k] + g;
             }
         }

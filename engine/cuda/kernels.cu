@@ -196,36 +196,39 @@ extern "C" void k_act_bwd(cudaStream_t st, int kind, float slope, kview m, kview
     if (n) act_bwd_k<<<blocks(n), T, 0, st>>>(kind, slope, m, dy, dx, a, b, store);
 }
 
-__global__ static void dropout_fwd_k(uint64_t key, float p, kview x, kview y, uint8_t *mask, int a, int b, int full_h)
+// sample: one draw an image (its mask a byte an image, written by the first value of each)
+__global__ static void dropout_fwd_k(uint64_t key, float p, bool sample, kview x, kview y, uint8_t *mask, int a, int b, int full_h)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (int64_t)y.n * y.c * (b - a) * y.w) return; // i: place in rows [a, b), as the mask
     pos q = decompose(i, y.c, a, b, y.w);
-    int keep = drop_keep(key, (((int64_t)q.n * y.c + q.c) * full_h + q.r) * y.w + q.col, p);
+    int keep = drop_keep(key, sample ? q.n : (((int64_t)q.n * y.c + q.c) * full_h + q.r) * y.w + q.col, p);
     at(y, q.n, q.c, q.r)[q.col] = at(x, q.n, q.c, q.r)[q.col] * (float)keep * drop_scale(p);
-    if (mask) mask[i] = (uint8_t)keep;
+    if (mask && !sample) mask[i] = (uint8_t)keep;
+    if (mask && sample && i % ((int64_t)y.c * (b - a) * y.w) == 0) mask[q.n] = (uint8_t)keep;
 }
 
-extern "C" void k_dropout_fwd(cudaStream_t st, uint64_t key, float p, kview x, kview y, uint8_t *mask, int a, int b, int full_h)
+extern "C" void k_dropout_fwd(cudaStream_t st, uint64_t key, float p, bool sample, kview x, kview y, uint8_t *mask, int a, int b,
+                              int full_h)
 {
     int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
-    if (n) dropout_fwd_k<<<blocks(n), T, 0, st>>>(key, p, x, y, mask, a, b, full_h);
+    if (n) dropout_fwd_k<<<blocks(n), T, 0, st>>>(key, p, sample, x, y, mask, a, b, full_h);
 }
 
-__global__ static void dropout_bwd_k(float p, const uint8_t *mask, kview dy, kview dx, int a, int b, bool store)
+__global__ static void dropout_bwd_k(float p, bool sample, const uint8_t *mask, kview dy, kview dx, int a, int b, bool store)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (int64_t)dy.n * dy.c * (b - a) * dy.w) return;
     pos q = decompose(i, dy.c, a, b, dy.w);
-    float g = at(dy, q.n, q.c, q.r)[q.col] * (float)mask[i] * drop_scale(p);
+    float g = at(dy, q.n, q.c, q.r)[q.col] * (float)mask[sample ? q.n : i] * drop_scale(p);
     float *d = &at(dx, q.n, q.c, q.r)[q.col];
     *d = store ? g : *d + g;
 }
 
-extern "C" void k_dropout_bwd(cudaStream_t st, float p, const uint8_t *mask, kview dy, kview dx, int a, int b, bool store)
+extern "C" void k_dropout_bwd(cudaStream_t st, float p, bool sample, const uint8_t *mask, kview dy, kview dx, int a, int b, bool store)
 {
     int64_t n = (int64_t)dy.n * dy.c * (b - a) * dy.w;
-    if (n) dropout_bwd_k<<<blocks(n), T, 0, st>>>(p, mask, dy, dx, a, b, store);
+    if (n) dropout_bwd_k<<<blocks(n), T, 0, st>>>(p, sample, mask, dy, dx, a, b, store);
 }
 
 __global__ static void maxpool_fwd(kview x, kview y, int64_t *am, kwin w, int in_h, int a, int b)

@@ -41,11 +41,12 @@ void k_acc_rows(cudaStream_t st, kview dx, kview dy, int off, int a, int b);
  * dy * f'(m), m what the kind keeps */
 void k_act_fwd(cudaStream_t st, int kind, float slope, kview x, kview y, int a, int b);
 void k_act_bwd(cudaStream_t st, int kind, float slope, kview m, kview dy, kview dx, int a, int b, bool store);
-/* dropout (engine/act.h) on rows [a, b) of maps full_h high: y = x * mask * scale, the mask drawn
+/* dropout (engine/act.h) on rows [a, b) of maps full_h high (sample: one draw an image, the mask a
+ * byte an image): y = x * mask * scale, the mask drawn
  * from key and written to mask (one byte an element of the rows, NULL: not kept); dx = (or +=) dy *
  * mask * scale */
-void k_dropout_fwd(cudaStream_t st, uint64_t key, float p, kview x, kview y, uint8_t *mask, int a, int b, int full_h);
-void k_dropout_bwd(cudaStream_t st, float p, const uint8_t *mask, kview dy, kview dx, int a, int b, bool store);
+void k_dropout_fwd(cudaStream_t st, uint64_t key, float p, bool sample, kview x, kview y, uint8_t *mask, int a, int b, int full_h);
+void k_dropout_bwd(cudaStream_t st, float p, bool sample, const uint8_t *mask, kview dy, kview dx, int a, int b, bool store);
 void k_maxpool_fwd(cudaStream_t st, kview x, kview y, int64_t *argmax, kwin w, int in_h, int a, int b);
 void k_maxpool_bwd(cudaStream_t st, kview dx, kview dy, const int64_t *argmax, kwin w, int in_h, int a, int b);
 void k_avgpool_fwd(cudaStream_t st, kview x, kview y, kwin w, int in_h, int a, int b);

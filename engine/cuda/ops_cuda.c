@@ -606,7 +606,7 @@ static void cuda_forward(const ops_call *c)
     case NET_GELU:
     case NET_HSWISH:
     case NET_HSIGMOID: k_act_fwd(g.compute, (int)l->kind, ACT_SLOPE(l), kv(&c->x[0]), kv(&c->y), c->a, c->b); break;
-    case NET_DROPOUT: k_dropout_fwd(g.compute, c->key, l->u.dropout.p, kv(&c->x[0]), kv(&c->y), c->mask, c->a, c->b, l->h); break;
+    case NET_DROPOUT: k_dropout_fwd(g.compute, c->key, l->u.dropout.p, l->u.dropout.sample, kv(&c->x[0]), kv(&c->y), c->mask, c->a, c->b, l->h); break;
     case NET_LOSS:
         ensure_loss_scratch(k_loss_scratch((int64_t)c->x[0].n * l->h * l->w));
         k_loss_fwd(g.compute, kv(&c->x[0]), l->c, (int64_t)l->h * l->w, c->labels, c->probs, g.loss_dev, g.loss_scratch);
@@ -685,7 +685,7 @@ static void cuda_backward(const ops_call *c)
     }
     case NET_DROPOUT:
         CHECK(c->mask != NULL);
-        if (c->dx[0].p) dx_begin(c, 0), k_dropout_bwd(g.compute, l->u.dropout.p, c->mask, kv(&c->dy), kv(&c->dx[0]), c->a, c->b, false);
+        if (c->dx[0].p) dx_begin(c, 0), k_dropout_bwd(g.compute, l->u.dropout.p, l->u.dropout.sample, c->mask, kv(&c->dy), kv(&c->dx[0]), c->a, c->b, false);
         break;
     case NET_LOSS:
         if (c->dx[0].p) dx_begin(c, 0), k_loss_bwd(g.compute, kv(&c->dx[0]), l->c, (int64_t)l->h * l->w, c->probs, c->labels, c->dy.p);

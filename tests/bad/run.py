@@ -109,6 +109,8 @@ def net_cases():
         ("concat of 65 inputs", NET.replace("add a3 in=r2,c3", "concat a3 in=" + ",".join(["r2"] * 65)), None),
         ("concat with an empty input name", NET.replace("add a3 in=r2,c3", "concat a3 in=r2,,c3"), None),
         ("mul of three", NET.replace("add a3 in=r2,c3", "mul a3 in=r2,c3,c2"), None),
+        ("dropout sample=2", NET.replace("relu r1", "dropout r1 p=0.2 sample=2"), "sample"),
+        ("dropout sample=-1", NET.replace("relu r1", "dropout r1 sample=-1"), "sample"),
         ("convt without c", NET.replace("relu r1", "convt r1 k=2 s=2"), "c"),
         ("convt without k", NET.replace("relu r1", "convt r1 c=8 s=2"), "k"),
         ("convt op as large as its stride", NET.replace("relu r1", "convt r1 c=8 k=3 s=2 p=1 op=2"), "op"),
