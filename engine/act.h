@@ -96,4 +96,27 @@ ACT_FN float drop_scale(float p) { return (float)(1.0 / (1.0 - (double)p)); }
 /* The slope of layer l's activation (leakyrelu's; 0 for the others). */
 #define ACT_SLOPE(l) ((l)->kind == NET_LEAKY ? (l)->u.leaky.slope : 0.0f)
 
+/* --- bilinear upsampling's taps ------------------------------------------------------------------
+ * Output row (or column) o of a map upsampled `scale` times from `in` to `out` rows reads input
+ * rows i0 and i1 with weights 1 - l1 and l1, as PyTorch 1.13's upsample_bilinear2d computes them
+ * (UpSample.h: area_pixel_compute_scale and _source_index, in float): src = o * (in - 1) / (out - 1)
+ * with align corners, else (o + 1/2) / scale - 1/2 clamped at 0; i0 = floor(src), l1 = src - i0,
+ * i1 = i0 + 1 but at the last row. Where l1 is 0 the backends skip i1 (a band need not hold it). */
+ACT_FN void lerp_taps(int o, int in, int out, int scale, bool align, int *i0, int *i1, float *l1)
+{
+    float src;
+    if (align) {
+        float s = out > 1 ? (float)(in - 1) / (float)(out - 1) : 0.0f;
+        src = s * (float)o;
+    } else {
+        float s = (float)(1.0 / scale);
+        src = (float)((double)s * (o + 0.5) - 0.5);
+        if (src < 0.0f) src = 0.0f;
+    }
+    *i0 = (int)src;
+    float l = src - (float)*i0;
+    *l1 = l < 0.0f ? 0.0f : l > 1.0f ? 1.0f : l;
+    *i1 = *i0 + (*i0 < in - 1 ? 1 : 0);
+}
+
 #endif

@@ -119,7 +119,8 @@ static ops_call call_of(const exec *x, const sched_step *t)
     const kind_traits *k = kind_of(l);
     switch (k->aux) {
     case KIND_AUX_ARGMAX: c.argmax = (int64_t *)(t->aux >= 0 ? x->ptr[t->aux] : NULL); break;
-    case KIND_AUX_STATS: c.stats = fptr(x, t->aux); break;
+    case KIND_AUX_STATS:
+    case KIND_AUX_PLACE: c.stats = fptr(x, t->aux); break;
     case KIND_AUX_PROBS: c.probs = fptr(x, t->aux); break;
     case KIND_AUX_MASK:
         c.mask = (uint8_t *)(t->aux >= 0 ? x->ptr[t->aux] : NULL);

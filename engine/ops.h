@@ -54,7 +54,8 @@ typedef struct {
     uint8_t *mask;             /* dropout: per output element of rows [a, b), 1 kept, 0 dropped (NULL:
                                   not kept; the forward draws it from `key` either way) */
     uint64_t key;              /* dropout: the mask's key (engine/act.h: drop_key) */
-    float *stats;              /* bn: mean (c) then inverse std (c) of the rows used */
+    float *stats;              /* bn: mean (c) then inverse std (c) of the rows used; gnorm: (n * groups) each;
+                                  lnorm: (n, b - a, w) each, per place */
     float *running;            /* bn: running mean (c) then running variance (c) */
     ops_bn bn;                 /* bn: which statistics (above) */
     double *sums;              /* bn MAP backward and stats calls: per-channel sums (2 * c) */

@@ -119,6 +119,35 @@ static int infer_upsample(net *n, int i, const char *where, err *e)
     return 0;
 }
 
+/* Bilinear upsampling: output row o reads input rows i0 and i1 = i0 + 1 (engine/act.h: lerp_taps),
+ * i0 within one row of floor(o / s): (o + 1/2) / s - 1/2 lies in (o/s - 1/2, o/s], o (in - 1) / (out
+ * - 1) in (o/s - 1, o/s], and their float values may land a row lower at a whole number. The window
+ * holds rows floor(o / s) - 1 to floor(o / s) + 2 (clipped to the map): 4 taps s apart from p = s
+ * over the input repeated s times. A row or two of margin a band, for reads that are exact in
+ * float as PyTorch computes them. The output is in * s rows, whatever the window says. */
+static int infer_bilinear(net *n, int i, const char *where, err *e)
+{
+    net_layer *l = &n->layers[i];
+    const net_layer *x = input_of(n, i, 0);
+    int s = l->u.up.scale;
+    if ((int64_t)x->h * s > INT_MAX / 4 || (int64_t)x->w * s > INT_MAX / 4)
+        return err_set(e, "%s: a %dx%d input upsampled %d times is more than %d rows or columns", where, x->h, x->w, s, INT_MAX / 4);
+    l->win = (net_window){4, 1, s, s, s};
+    l->c = x->c, l->h = x->h * s, l->w = x->w * s;
+    return 0;
+}
+
+/* gnorm: groups must divide the channels; lnorm: any. Both: gamma and beta a channel. */
+static int infer_norm(net *n, int i, const char *where, err *e)
+{
+    net_layer *l = &n->layers[i];
+    infer_pointwise(n, i, where, e);
+    if (l->kind == NET_GNORM && l->c % l->u.norm.groups)
+        return err_set(e, "%s: groups=%d must divide the %d channels", where, l->u.norm.groups, l->c);
+    l->params = 2 * (int64_t)l->c;
+    return 0;
+}
+
 static int infer_bn(net *n, int i, const char *where, err *e)
 {
     infer_pointwise(n, i, where, e);
@@ -252,6 +281,8 @@ static double flops_pool(const net *n, int i, int rows, int batch)
 static double flops_one(const net *n, int i, int rows, int batch) { return out_values(n, i, rows, batch); }
 /* n inputs: n - 1 adds a value */
 static double flops_add(const net *n, int i, int rows, int batch) { return (n->layers[i].n_in - 1) * out_values(n, i, rows, batch); }
+/* bilinear: four products and three sums a value */
+static double flops_lerp(const net *n, int i, int rows, int batch) { return 7.0 * out_values(n, i, rows, batch); }
 static double flops_bn(const net *n, int i, int rows, int batch) { return 4.0 * out_values(n, i, rows, batch); }
 static double flops_loss(const net *n, int i, int rows, int batch) { return 5.0 * out_values(n, i, rows, batch); }
 
@@ -287,6 +318,15 @@ static int tensors_convt(const net *n, int L, kind_tensor *out)
     out[0] = (kind_tensor){"weight", 4, {cin, cq, kk, kk}, 0, false, KIND_INIT_FAN_IN, fan};
     if (!l->u.conv.bias) return 1;
     out[1] = (kind_tensor){"bias", 1, {l->c}, cin * fan, false, KIND_INIT_FAN_IN, fan};
+    return 2;
+}
+
+/* gnorm, lnorm: gamma then beta (PyTorch's GroupNorm and LayerNorm: weight ones, bias zeros). */
+static int tensors_norm(const net *n, int L, kind_tensor *out)
+{
+    int64_t c = n->layers[L].c;
+    out[0] = (kind_tensor){"weight", 1, {c}, 0, false, KIND_INIT_ONE, 0};
+    out[1] = (kind_tensor){"bias", 1, {c}, c, false, KIND_INIT_ZERO, 0};
     return 2;
 }
 
@@ -381,6 +421,21 @@ const kind_traits kind_table[NET_NKIND] = {
                             {"op", KIND_KEY_SIZE, OFF(win.op), false, 0, NULL}, {"d", KIND_KEY_COUNT, OFF(win.d), false, 1, NULL},
                             {"bias", KIND_KEY_BOOL, OFF(u.conv.bias), false, 1, NULL},
                             {"groups", KIND_KEY_COUNT, OFF(u.conv.groups), false, 1, NULL}}},
+    /* Normalizations that keep, as PyTorch's native_group_norm and native_layer_norm, the input and
+     * the mean and inverse std they used. gnorm's statistics are each image's over whole maps: a row
+     * segment ends before it (not gathered over bands as bn's are). lnorm's are each place's over
+     * its channels: rowwise, and exact under any band. */
+    [NET_GNORM] = {.name = "gnorm", .min_in = 1, .max_in = 1, .keeps_x = true, .aux = KIND_AUX_STATS, .aux_rebuilt = true,
+                   .infer = infer_norm, .flops = flops_bn, .tensors = tensors_norm,
+                   .keys = {{"groups", KIND_KEY_COUNT, OFF(u.norm.groups), true},
+                            {"eps", KIND_KEY_FLOAT, OFF(u.norm.eps), false, 1e-5, NULL}}},
+    [NET_LNORM] = {.name = "lnorm", .min_in = 1, .max_in = 1, .rowwise = true, .keeps_x = true, .aux = KIND_AUX_PLACE,
+                   .aux_rebuilt = true, .infer = infer_norm, .flops = flops_bn, .tensors = tensors_norm,
+                   .keys = {{"eps", KIND_KEY_FLOAT, OFF(u.norm.eps), false, 1e-5, NULL}}},
+    /* keeps nothing: its weights follow from the sizes */
+    [NET_BILINEAR] = {.name = "bilinear", .min_in = 1, .max_in = 1, .rowwise = true, .infer = infer_bilinear, .flops = flops_lerp,
+                      .keys = {{"scale", KIND_KEY_COUNT, OFF(u.up.scale), false, 2, NULL},
+                               {"align", KIND_KEY_BOOL, OFF(u.up.align), false, 0, NULL}}},
     [NET_UPSAMPLE] = {.name = "upsample", .min_in = 1, .max_in = 1, .rowwise = true, .infer = infer_upsample, .flops = flops_one,
                       .keys = {{"scale", KIND_KEY_COUNT, OFF(u.up.scale), false, 2, NULL}}},
 };
@@ -417,7 +472,8 @@ int64_t kind_aux_bytes(const net *n, int L, int rows, int batch)
     const net_layer *l = &n->layers[L];
     switch (kind_of(l)->aux) {
     case KIND_AUX_ARGMAX: return (int64_t)batch * l->c * rows * l->w * 8;
-    case KIND_AUX_STATS: return 2 * (int64_t)l->c * 4;
+    case KIND_AUX_STATS: return 2 * (l->kind == NET_GNORM ? (int64_t)batch * l->u.norm.groups : l->c) * 4;
+    case KIND_AUX_PLACE: return 2 * (int64_t)batch * rows * l->w * 4;
     case KIND_AUX_PROBS: return (int64_t)batch * l->c * l->h * l->w * 4; /* per pixel: h x w places */
     case KIND_AUX_MASK: return l->u.dropout.sample ? batch : (int64_t)batch * l->c * rows * l->w;
     default: return 0;

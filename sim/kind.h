@@ -16,9 +16,11 @@
 typedef enum {
     KIND_AUX_NONE,
     KIND_AUX_ARGMAX, /* int64 per output element computed: the input element that won (max-pool) */
-    KIND_AUX_STATS,  /* fp32 mean and inverse std per channel (bn): 2 * C values, whatever the rows */
+    KIND_AUX_STATS,  /* fp32 mean and inverse std per channel (bn: 2 * C values), or per image and channel
+                        group (gnorm: 2 * N * groups), whatever the rows */
     KIND_AUX_PROBS,  /* fp32 softmax probabilities per image (loss): N * C values */
     KIND_AUX_MASK,   /* one byte per output element computed: kept or dropped (dropout, PyTorch's bool mask) */
+    KIND_AUX_PLACE,  /* fp32 mean and inverse std per place computed (lnorm): 2 * N * rows * W values */
 } kind_aux;
 
 /* What a backward reads of the maps it keeps (keeps_x, keeps_y): their values (the default), only

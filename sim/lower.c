@@ -79,7 +79,7 @@ int lower_fwd(lower *c, int L, int band, band_rows r, band_rows hold, int y, boo
         t->map_stats = true, t->aux = c->stats[L]; /* normalizes with the segment's statistics */
     } else if (k->aux && (keep_aux || !k->aux_optional)) {
         static const buf_kind aux_kind[] = {[KIND_AUX_ARGMAX] = BUF_IDX, [KIND_AUX_STATS] = BUF_STAT, [KIND_AUX_PROBS] = BUF_PROB,
-                                            [KIND_AUX_MASK] = BUF_MASK};
+                                            [KIND_AUX_MASK] = BUF_MASK, [KIND_AUX_PLACE] = BUF_STAT};
         band_rows ar = k->aux == KIND_AUX_STATS ? (band_rows){0, 0} : r;
         t->aux = lower_buf(c, aux_kind[k->aux], MEM_ACT, L, band, ar, kind_aux_bytes(n, L, band_rows_len(r), c->cfg->batch));
     }

@@ -46,6 +46,9 @@ typedef enum {
     NET_HSIGMOID, /* hardsigmoid: relu6(x + 3) / 6 */
     NET_MUL,      /* elementwise product; an input of one value a channel scales the other's (SE) */
     NET_CONVT,    /* transposed convolution (ConvTranspose2d): the adjoint of a conv, upsampling by its stride */
+    NET_BILINEAR, /* bilinear upsampling by an integer scale along H and W (align_corners or not) */
+    NET_GNORM,    /* group normalization (GroupNorm): each image's channel groups over the whole map */
+    NET_LNORM,    /* layer normalization over the channels at each place (ConvNeXt's LayerNorm2d) */
     NET_NKIND
 } net_kind;
 
@@ -72,11 +75,12 @@ typedef struct {
         struct { int c, h, w; } input;
         struct { int c_out; bool bias; int groups; } conv; /* groups: channel groups (depthwise: c_in); convt too */
         struct { float eps, momentum; } bn;
+        struct { float eps; int groups; } norm; /* gnorm (groups) and lnorm */
         struct { int c_out; bool bias; } fc;
         struct { int o; } apool;
         struct { float slope; } leaky;
         struct { float p; bool sample; } dropout; /* sample: one draw an image (StochasticDepth) */
-        struct { int scale; } up;
+        struct { int scale; bool align; } up; /* upsample, bilinear (align: align_corners) */
         struct { bool pixel; } loss;
     } u;
     /* inferred by net_infer */

@@ -39,6 +39,7 @@ int64_t sched_workspace_bytes(const net *n, int L, int rows, int batch)
         if (in_rows > x->h) in_rows = x->h;
         return (int64_t)l->c * w.k * w.k * in_rows * x->w * 4;
     }
+    if (l->kind == NET_BILINEAR && rows > 0) return (int64_t)l->w * 16; /* ops_cpu.c: every output column's taps */
     if (l->kind != NET_CONV || rows <= 0) return 0;
     net_window w = l->win;
     int64_t cols = (int64_t)rows * l->w, K = (int64_t)n->layers[l->in[0]].c * w.k * w.k;

@@ -92,6 +92,25 @@ class UpConv(nn.Module):
         return self.head(torch.cat([self.up2(d2), e1], 1))
 
 
+class Norms(nn.Module):
+    """GroupNorm, and torchvision's LayerNorm2d (ConvNeXt's, over the channels at each place)."""
+
+    def __init__(self):
+        super().__init__()
+        from torchvision.models.convnext import LayerNorm2d
+        self.c1, self.gn = nn.Conv2d(3, 8, 3, padding=1), nn.GroupNorm(4, 8)
+        self.c2, self.ln = nn.Conv2d(8, 6, 3, stride=2), LayerNorm2d(6, eps=1e-6)
+        self.fc = nn.Linear(6, 3)
+
+    def forward(self, x):
+        x = self.ln(self.c2(F.relu(self.gn(self.c1(x)))))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def layernorm_last():
+    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.LayerNorm(222), nn.Flatten())  # over W, at 224
+
+
 class Cat3(nn.Module):
     """A concat of three (the image one of them), one read twice, and a sum of three."""
 
@@ -160,8 +179,23 @@ def ceil_pool():
     return nn.Sequential(nn.Conv2d(3, 4, 3), nn.MaxPool2d(2, ceil_mode=True), nn.Flatten())
 
 
-def bilinear():
-    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.Upsample(scale_factor=2, mode="bilinear"), nn.Flatten())
+def bicubic():
+    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.Upsample(scale_factor=2, mode="bicubic"), nn.Flatten())
+
+
+class Bilinear(nn.Module):
+    """Bilinear upsampling as a module (corners aligned) and as F.interpolate (not), a U-Net's decoder."""
+
+    def __init__(self):
+        super().__init__()
+        self.e1, self.e2 = nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(4, 4, 3, stride=2, padding=1)
+        self.up = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)
+        self.head = nn.Conv2d(8, 2, 1)
+
+    def forward(self, x):
+        e1 = F.relu(self.e1(x))
+        d = torch.cat([self.up(F.relu(self.e2(e1))), e1], 1)
+        return F.interpolate(self.head(d), scale_factor=3, mode="bilinear")
 
 
 class Decoder(nn.Module):

@@ -2,8 +2,8 @@
  * put(); channel counts are tracked so that an add's inputs always agree in shape (heights
  * agree by construction: an identity block keeps them, a strided block's k x k stride-2 branch
  * with padding k/2 and its 1x1 stride-2 shortcut both give (H - 1) / 2 + 1). Of the layers drawn
- * as a pooling, every fourth is a nearest upsampling by 2 or 3 instead and another fourth a
- * transposed convolution of the pool's window (drawn as the pool was, so the draws that follow are
+ * as a pooling, every fourth is an upsampling instead (nearest by 2 or 3, or bilinear by 2 to 4,
+ * its corners aligned one time in two) and another fourth a transposed convolution of the pool's window (drawn as the pool was, so the draws that follow are
  * unchanged). */
 #include "tests/randnet.h"
 
@@ -55,7 +55,8 @@ static void small_net(randnet_rng *g, out *o, int h)
         } else if (kind == 4) {
             int k = 2 + randnet_below(g, 2), s = 1 + randnet_below(g, 2), p = randnet_below(g, k / 2 + 1);
             const char *pool = randnet_below(g, 2) ? "maxpool" : "avgpool";
-            if (i % 4 == 3) put(o, "upsample l%d in=%s scale=%d\n", i, in, 2 + i % 2); /* same draws, no pool */
+            if (i % 8 == 3) put(o, "upsample l%d in=%s scale=%d\n", i, in, 2 + i % 2); /* same draws, no pool */
+            else if (i % 8 == 7) put(o, "bilinear l%d in=%s scale=%d align=%d\n", i, in, 2 + i % 3, i % 16 == 15);
             else if (i % 4 == 1) put(o, "convt l%d in=%s c=2 k=%d s=%d p=%d op=%d\n", i, in, k, s, p, s > 1 && i % 8 == 1);
             else put(o, "%s l%d in=%s k=%d s=%d p=%d\n", pool, i, in, k, s, p);
         } else if (kind == 5) {
@@ -140,7 +141,8 @@ static void wide_net(randnet_rng *g, out *o, int h)
         } else if (kind <= 5) {
             int k = 2 + randnet_below(g, 4), s = 1 + randnet_below(g, 2), p = randnet_below(g, k / 2 + 1);
             const char *pool = randnet_below(g, 2) ? "maxpool" : "avgpool";
-            if (i % 4 == 3) put(o, "upsample l%d in=%s scale=%d\n", i, in, 2 + i % 2); /* same draws, no pool */
+            if (i % 8 == 3) put(o, "upsample l%d in=%s scale=%d\n", i, in, 2 + i % 2); /* same draws, no pool */
+            else if (i % 8 == 7) put(o, "bilinear l%d in=%s scale=%d align=%d\n", i, in, 2 + i % 3, i % 16 == 15);
             else if (i % 4 == 1) /* a transposed convolution, depthwise one time in two */
                 put(o, "convt l%d in=%s c=%d k=%d s=%d p=%d op=%d groups=%d\n", i, in, ch, k, s, p, s > 1 && i % 8 == 1, i % 8 == 5 ? ch : 1);
             else put(o, "%s l%d in=%s k=%d s=%d p=%d\n", pool, i, in, k, s, p);

@@ -148,6 +148,7 @@ int main(int argc, char **argv)
         check_small("kernels", NULL);
         require_lower = true;
         check_small("kinds", NULL); /* activations in place and not, dropout, channel groups */
+        check_small("norms", NULL); /* lnorm in the row prefix, gnorm after it */
         require_lower = false; /* updown's skips leave ckpt:2 no cut inside the encoder-decoder: it may only tie */
         check_small("updown", NULL); /* nearest upsampling by 3 and 2, skip connections across three heights */
         require_lower = true;
@@ -159,6 +160,8 @@ int main(int argc, char **argv)
         char *wide[] = {"2ps:3", "overl:5", "overl-h", "rows(overl,fp=2,bp=4)@e1a..dec1r", "vdnn-all", "ckpt-sqrt"};
         check_net_hw("unet-small", 48, 80, 4, NULL, wide, 6);
         check_net_hw("resnet-small", 40, 24, 4, "train", wide, 3);
+        require_lower = false; /* a skip across the whole encoder-decoder, as upconv's */
+        check_small("bilinear", NULL); /* bilinear upsampling, corners aligned and not, by 2 and 3 */
         require_lower = true;
         check_small_at("vgg-small", 37, NULL); /* odd heights: every band count again */
         check_small_at("resnet-small", 35, "frozen");

@@ -90,11 +90,12 @@ def main(lrcnn):
               ("efficientnet_b0", torchvision.models.efficientnet_b0, 224),
               (CASES + ":Functional", import_cases.Functional, 20), (CASES + ":Activations", import_cases.Activations, 24),
               (CASES + ":Decoder", import_cases.Decoder, 12), (CASES + ":UNet", import_cases.UNet, 16),
-              (CASES + ":Cat3", import_cases.Cat3, 10), (CASES + ":UpConv", import_cases.UpConv, 16)]
+              (CASES + ":Cat3", import_cases.Cat3, 10), (CASES + ":UpConv", import_cases.UpConv, 16),
+              (CASES + ":Bilinear", import_cases.Bilinear, 12), (CASES + ":Norms", import_cases.Norms, 12)]
     models.append((CASES + ":Seg", import_cases.Seg, 16))
     for spec, make, image in models:
         out = os.path.join(tmp, spec.rsplit(":", 1)[-1] + ".net")
-        r = convert(spec, out, "--image", str(image), *(["--pixel-loss"] if spec.endswith((":Seg", ":UpConv")) else []))
+        r = convert(spec, out, "--image", str(image), *(["--pixel-loss"] if spec.endswith((":Seg", ":UpConv", ":Bilinear")) else []))
         if r.returncode:
             check(False, "%s: converted (%s)" % (spec, r.stderr.strip()))
             continue
@@ -118,8 +119,8 @@ def main(lrcnn):
         check(body(out) == body(os.path.join(ROOT, "nets", name + ".net")), "nets/%s.net is the importer's output" % name)
 
     refusals = [("Cat65", "at most 64"), ("CatRows", "dimension 2"), ("Mul", "only of two tensors"), ("nonsquare", "not square"), ("reflect", "padding_mode"),
-                ("ceil_pool", "ceil_mode"), ("bilinear", "bilinear"), ("linear_on_map", "Linear on a 4-d"),
-                ("gelu_tanh", "approximate")]
+                ("ceil_pool", "ceil_mode"), ("bicubic", "bicubic"), ("linear_on_map", "Linear on a 4-d"),
+                ("gelu_tanh", "approximate"), ("layernorm_last", "LayerNorm over the last")]
     for case, says in refusals:
         out = os.path.join(tmp, case + ".net")
         r = convert(CASES + ":" + case, out)

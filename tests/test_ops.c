@@ -22,6 +22,7 @@
 
 #include "engine/act.h"
 #include "engine/ops.h"
+#include "sim/kind.h"
 #include "sim/sched.h"
 
 /* --- tolerances (all of them) ----------------------------------------------------------------
@@ -148,6 +149,9 @@ static void fill_input(ten *t, net_kind k)
         if (k == NET_RELU6 && fabsf(v - 6.0f) < 0.4f) v += v < 6.0f ? -0.4f : 0.4f;
         if (k == NET_HSWISH) v *= 5.0f; /* across -3 and 3, where its slope jumps */
         if (k == NET_HSWISH && fabsf(fabsf(v) - 3.0f) < 0.25f) v += fabsf(v) < 3.0f ? -copysignf(0.25f, v) : copysignf(0.25f, v);
+        /* lnorm over as few as 3 channels: spread them 1.5 apart, so that no place's variance is small
+         * enough for a step of FD_EPS to leave the linear range */
+        if (k == NET_LNORM) v += 1.5f * (float)((i / ((int64_t)t->h * t->w)) % t->c);
         t->p[i] = v;
     }
     if (k == NET_MAXPOOL) {
@@ -198,7 +202,7 @@ static void case_init(lcase *k, const char *text, int N, ops_bn bn)
         for (int ch = 0; ch < C; ch++) k->w[ch] = frand(0.5f, 1.5f), k->w[C + ch] = frand(-0.5f, 0.5f);
     k->argmax = calloc((size_t)ten_len(&k->y), sizeof(int64_t));
     k->mask = calloc((size_t)ten_len(&k->y), 1);
-    k->stats = calloc(2 * (size_t)C, sizeof(float));
+    k->stats = calloc(2 * (size_t)C + (size_t)kind_aux_bytes(&k->net, k->L, k->l->h, N) / 4, sizeof(float)); /* bn's, or gnorm's, lnorm's */
     k->running = calloc(2 * (size_t)C, sizeof(float));
     for (int ch = 0; ch < C; ch++) k->running[ch] = frand(-0.3f, 0.3f), k->running[C + ch] = frand(0.5f, 1.5f);
     k->probs = calloc((size_t)ten_len(&k->x[0]), sizeof(float));
@@ -397,7 +401,7 @@ static void band_partition(lcase *k, const char *name, const int *cuts, int n_ba
         ten yv = band_view(&k->y, NULL, ya, yb_, 12345.0f);
         int64_t *am = calloc((size_t)k->y.n * k->y.c * (b - a) * k->y.w, sizeof(int64_t));
         uint8_t *mask = calloc((size_t)k->y.n * k->y.c * (b - a) * k->y.w, 1); /* this band's rows */
-        float stats[2 * 64];
+        float *stats = calloc(2 * 64 + (size_t)kind_aux_bytes(&k->net, k->L, b - a, k->y.n) / 4, sizeof(float)); /* lnorm's: per place */
         int64_t wsb = sched_workspace_bytes(&k->net, k->L, b - a, k->y.n);
         float *ws = wsb ? malloc((size_t)wsb) : NULL; /* exactly what the scheduler budgets */
         c.y = yv, c.argmax = am, c.mask = mask, c.key = KEY, c.stats = stats, c.ws = ws;
@@ -437,7 +441,7 @@ static void band_partition(lcase *k, const char *name, const int *cuts, int n_ba
             free(dxv[j].p);
         }
         for (int j = 0; j < k->n_in; j++) free(xv[j].p);
-        free(yv.p), free(c.dy.p), free(am), free(mask), free(ws);
+        free(yv.p), free(c.dy.p), free(am), free(mask), free(ws), free(stats);
     }
 
     snprintf(what, sizeof what, "band %s %d bands: y", name, n_bands);
@@ -648,6 +652,15 @@ static const struct {
     {"convt k4 s2 p1 groups=3", IN "convt t c=6 k=4 s=2 p=1 groups=3\n" END, 0, true},
     {"convt k3 s1 p1 d2 op1, no bias", IN "convt t c=2 k=3 p=1 d=2 op=1 bias=0\n" END, 0, true},
     {"convt k3 s3 p2, a strided conv first", IN "conv a c=3 k=3 s=2\nconvt t c=2 k=3 s=3 p=2\n" END, 0, true},
+    {"bilinear (default scale 2)", IN "bilinear t\n" END, 0, true},
+    {"bilinear scale=3 after a strided conv", IN "conv a c=2 k=3 s=2\nbilinear t scale=3\n" END, 0, true},
+    {"bilinear scale=2 align=1", IN "bilinear t align=1\n" END, 0, true},
+    {"bilinear scale=5 align=1", IN "bilinear t scale=5 align=1\n" END, 0, true},
+    {"gnorm groups=3 (a channel a group)", IN "gnorm t groups=3\n" END, 0, false},
+    {"gnorm groups=2 of 6 channels after a strided conv", IN "conv a c=6 k=3 s=2 p=1\ngnorm t groups=2 eps=1e-3\n" END, 0, false},
+    {"gnorm groups=1", IN "gnorm t groups=1\n" END, 0, false},
+    {"lnorm", IN "lnorm t\n" END, 0, true},
+    {"lnorm of 6 channels eps=1e-6", IN "conv a c=6 k=3 p=1\nlnorm t eps=1e-6\n" END, 0, true},
     {"relu", IN "relu t\n" END, 0, true},
     {"sigmoid", IN "sigmoid t\n" END, 0, true},
     {"relu6", IN "relu6 t\n" END, 0, true},

@@ -98,6 +98,9 @@ KINDS = {
     "dropout": ((), {"p": 0.5, "sample": 0}),
     "upsample": ((), {"scale": 2}),
     "concat": ((), {}),
+    "bilinear": ((), {"scale": 2, "align": 0}),
+    "gnorm": (("groups",), {"eps": 1e-5}),
+    "lnorm": ((), {"eps": 1e-5}),
     "convt": (("c", "k"), {"s": 1, "p": 0, "op": 0, "d": 1, "bias": 1, "groups": 1}),
 }
 FLOAT_KEYS = ("eps", "momentum", "slope")  # and dropout's p (a pool's p is its padding)
@@ -244,7 +247,7 @@ def infer_shapes(path, order, by_name):
         elif l.kind in ("maxpool", "avgpool"):
             l.shape = (x[0], out_size(x[1], a["k"], a["s"], a["p"], 1, where),
                        out_size(x[2], a["k"], a["s"], a["p"], 1, where))
-        elif l.kind in ("relu", "bn", "dropout") or l.kind in ACTIVATION_KINDS:
+        elif l.kind in ("relu", "bn", "dropout", "gnorm", "lnorm") or l.kind in ACTIVATION_KINDS:
             l.shape = x
         elif l.kind == "add":
             if any(i != ins[0] for i in ins):
@@ -261,7 +264,7 @@ def infer_shapes(path, order, by_name):
             l.shape = (x[0], 1, 1)
         elif l.kind == "apool":
             l.shape = (x[0], a["o"], a["o"])
-        elif l.kind == "upsample":
+        elif l.kind in ("upsample", "bilinear"):
             l.shape = (x[0], x[1] * a["scale"], x[2] * a["scale"])
         elif l.kind == "mul":
             scale = [s[1:] == (1, 1) for s in ins]
@@ -300,6 +303,10 @@ class RefNet(torch.nn.Module):
                 m = torch.nn.Linear(x[0] * x[1] * x[2], a["c"], bias=bool(a["bias"]))
             elif l.kind == "bn":
                 m = torch.nn.BatchNorm2d(x[0], eps=a["eps"], momentum=a["momentum"])
+            elif l.kind == "gnorm":
+                m = torch.nn.GroupNorm(a["groups"], x[0], eps=a["eps"])
+            elif l.kind == "lnorm":  # over the channels at each place: applied to (N, H, W, C)
+                m = torch.nn.LayerNorm(x[0], eps=a["eps"])
             else:
                 continue
             m.to(dtype)
@@ -345,8 +352,10 @@ class RefNet(torch.nn.Module):
         a = l.args
         if l.kind == "input":
             y = x
-        elif l.kind in ("conv", "convt", "bn"):
+        elif l.kind in ("conv", "convt", "bn", "gnorm"):
             y = self.module_of[l.name](src[0])
+        elif l.kind == "lnorm":
+            y = self.module_of[l.name](src[0].permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
         elif l.kind == "relu":
             y = F.relu(src[0])
         elif l.kind in ACTIVATION_KINDS:
@@ -373,6 +382,8 @@ class RefNet(torch.nn.Module):
             y = F.adaptive_avg_pool2d(src[0], a["o"])
         elif l.kind == "upsample":
             y = F.interpolate(src[0], scale_factor=a["scale"], mode="nearest")
+        elif l.kind == "bilinear":
+            y = F.interpolate(src[0], scale_factor=a["scale"], mode="bilinear", align_corners=bool(a["align"]))
         elif l.kind == "concat":
             y = torch.cat(src, 1)
         elif l.kind == "mul":
@@ -799,6 +810,30 @@ gap g
 fc fc c=4
 loss loss
 """,
+    "norms": """input data c=3 h=9 w=7
+conv conv1 c=8 k=3 p=1
+gnorm gn1 groups=4                  # two channels a group, over the whole 9x7 map
+relu relu1
+conv conv2 c=6 k=3 s=2 p=1          # -> 5x4
+lnorm ln2 eps=1e-6                  # each place over its 6 channels (ConvNeXt's LayerNorm2d)
+gelu act2
+conv conv3 c=4 k=1
+gnorm gn3 groups=1                  # one group: LayerNorm over (C, H, W)
+gap gap
+fc fc c=5
+loss loss
+""",
+    "bilinear": """input data c=3 h=7 w=5
+conv conv1 c=4 k=3 p=1
+bilinear up1 scale=3                # 7x5 -> 21x15
+conv conv2 c=4 k=3 s=2              # -> 10x7
+relu relu2
+bilinear up2 align=1                # -> 20x14, corners aligned
+conv conv3 c=3 k=3 s=2 p=1          # -> 10x7
+bilinear up3 scale=4 align=1        # -> 40x28
+conv conv4 c=2 k=1
+loss loss pixel=1
+""",
     "convt": """input data c=3 h=7 w=6
 conv conv1 c=4 k=3 s=2 p=1          # 7x6 -> 4x3
 relu relu1
@@ -888,6 +923,8 @@ def cases():
          ("updown/sgd", os.path.join(NETS, "updown.net"), None, 4, "sgd", "layer", None),
          ("unet-small/adam", os.path.join(NETS, "unet-small.net"), None, 4, "adam", "layer", None),  # per-pixel loss
          ("upconv/sgd", os.path.join(NETS, "upconv.net"), None, 4, "sgd", "layer", None),  # transposed convolutions
+         ("bilinear/adam", os.path.join(NETS, "bilinear.net"), None, 4, "adam", "layer", None),
+         ("norms/sgd", os.path.join(NETS, "norms.net"), None, 3, "sgd", "layer", None),  # gnorm, lnorm
          # a whole torchvision net made by tools/torch2net.py (depthwise convolutions, relu6,
          # inverted residuals, dropout) with its batch norms frozen: in train mode, untrained and
          # on few values a channel, its fp32 gradients are ill-conditioned — PyTorch's own float32

@@ -33,6 +33,9 @@ KEYS = {  # kind: {key: default or None if required}
     "mul": {},
     "dropout": {"p": 0.5, "sample": 0},
     "upsample": {"scale": 2},
+    "bilinear": {"scale": 2, "align": 0},
+    "gnorm": {"groups": None, "eps": 1e-5},
+    "lnorm": {"eps": 1e-5},
     "concat": {},
     "convt": {"c": None, "k": None, "s": 1, "p": 0, "op": 0, "d": 1, "bias": 1, "groups": 1},
 }
@@ -163,7 +166,11 @@ def infer(layers, path):
             o = (a["c"], 1, 1)
             params = n_in * a["c"] + (a["c"] if a["bias"] else 0)
             macs = n_in * a["c"]
-        elif k == "bn":
+        elif k in ("bn", "lnorm"):
+            o, params = x, 2 * x[0]
+        elif k == "gnorm":
+            if x[0] % a["groups"]:
+                raise NetError(f"{where}: groups={a['groups']} must divide {x[0]} channels")
             o, params = x, 2 * x[0]
         elif k == "add":
             if any(i != ins[0] for i in ins):
@@ -179,7 +186,7 @@ def infer(layers, path):
             if any(i[1:] != ins[0][1:] for i in ins):
                 raise NetError(f"{where}: concat of {ins}")
             o = (sum(i[0] for i in ins),) + x[1:]
-        elif k == "upsample":
+        elif k in ("upsample", "bilinear"):
             o = (x[0], x[1] * a["scale"], x[2] * a["scale"])
         else:  # relu and the other activations, loss
             o = x

@@ -13,8 +13,8 @@ three times a block) or, for a function (`x + y`), after the module whose forwar
 (`layer1.0.add`). The model's output becomes the logits of a `loss` layer: a classification over
 its values, or with --pixel-loss a segmentation's, (N, classes, H, W) with a label a pixel.
 
-What it cannot represent it refuses, naming the node: a kind the format lacks (torch.cat, x * y,
-bilinear upsampling, ...), or a module configured beyond it (a non-square kernel, reflect padding,
+What it cannot represent it refuses, naming the node: a kind the format lacks (bicubic upsampling,
+a permute, LayerNorm, ...), or a module configured beyond it (a non-square kernel, reflect padding,
 ceil_mode pooling, BatchNorm without running statistics, GELU's tanh form). Exit status 2 then,
 and no file is written. Without -o the net goes to stdout; with -o an existing file is kept unless
 --force, and the file is written whole or not at all.
@@ -98,6 +98,29 @@ def bn(m, where):
                       momentum=None if m.momentum == 0.1 else fmt_float(m.momentum))
 
 
+def gnorm(m, where):
+    if not m.affine:
+        raise Refused("%s: GroupNorm without affine parameters" % where)
+    return "gnorm", keys(groups=m.num_groups, eps=None if m.eps == 1e-5 else fmt_float(m.eps))
+
+
+def lnorm(m, where):
+    """torchvision's LayerNorm2d (ConvNeXt's): a LayerNorm over the channels at each place."""
+    if not m.elementwise_affine or len(m.normalized_shape) != 1:
+        raise Refused("%s: LayerNorm2d without affine parameters, or over more than the channels" % where)
+    return "lnorm", keys(eps=None if m.eps == 1e-5 else fmt_float(m.eps))
+
+
+def is_layernorm2d(m):
+    return isinstance(m, nn.LayerNorm) and type(m).__name__ == "LayerNorm2d"
+
+
+def layernorm(m, where):
+    if is_layernorm2d(m):
+        return lnorm(m, where)
+    raise Refused("%s: LayerNorm over the last dimensions of a map (only over its channels: torchvision's LayerNorm2d)" % where)
+
+
 def pool(kind):
     def convert(m, where):
         if m.ceil_mode:
@@ -144,9 +167,9 @@ def dropout(m, where):
     return ("dropout", keys(p=fmt_float(m.p))) if m.p > 0 else None
 
 
-def upsample(scale, size, mode, where):
-    if mode != "nearest":
-        raise Refused("%s: %s upsampling (only mode='nearest')" % (where, mode))
+def upsample(scale, size, mode, where, align=None):
+    if mode not in ("nearest", "bilinear"):
+        raise Refused("%s: %s upsampling (only mode='nearest' or 'bilinear')" % (where, mode))
     if size is not None or scale is None:
         raise Refused("%s: upsampling to a size (give scale_factor)" % where)
     s = scale
@@ -156,6 +179,8 @@ def upsample(scale, size, mode, where):
         s = s[0]
     if float(s) != int(s) or int(s) < 1:
         raise Refused("%s: scale_factor %s is not a whole number" % (where, s))
+    if mode == "bilinear":
+        return "bilinear", keys(scale=int(s) if int(s) != 2 else None, align=1 if align else None)
     return "upsample", "" if int(s) == 2 else keys(scale=int(s))
 
 
@@ -164,13 +189,13 @@ def simple(kind):
 
 
 MODULES = [  # order matters: ReLU6 is a Hardtanh
-    (nn.Conv2d, conv), (nn.ConvTranspose2d, convt), (nn.BatchNorm2d, bn), (nn.MaxPool2d, pool("maxpool")), (nn.AvgPool2d, pool("avgpool")),
+    (nn.Conv2d, conv), (nn.ConvTranspose2d, convt), (nn.GroupNorm, gnorm), (nn.LayerNorm, layernorm), (nn.BatchNorm2d, bn), (nn.MaxPool2d, pool("maxpool")), (nn.AvgPool2d, pool("avgpool")),
     (nn.AdaptiveAvgPool2d, lambda m, where: adaptive(m.output_size, where)), (nn.Linear, linear),
     (nn.ReLU, simple("relu")), (nn.ReLU6, simple("relu6")), (nn.Hardtanh, hardtanh), (nn.LeakyReLU, leaky),
     (nn.Sigmoid, simple("sigmoid")), (nn.SiLU, simple("silu")), (nn.GELU, gelu), (nn.Hardswish, simple("hardswish")),
     (nn.Hardsigmoid, simple("hardsigmoid")),
     (nn.Dropout, dropout), (nn.Identity, lambda m, where: None), (nn.Flatten, lambda m, where: "flatten"),
-    (nn.Upsample, lambda m, where: upsample(m.scale_factor, m.size, m.mode, where)),
+    (nn.Upsample, lambda m, where: upsample(m.scale_factor, m.size, m.mode, where, m.align_corners)),
 ]
 
 NET_MAX_IN = 64  # the most inputs of an add or concat (sim/net.h)
@@ -192,6 +217,10 @@ class ScopeTracer(fx.Tracer):
     def __init__(self):
         super().__init__()
         self.scope = [""]
+
+    def is_leaf_module(self, m, qualname):
+        """torchvision's LayerNorm2d too, whose forward permutes to (N, H, W, C) and back."""
+        return is_layernorm2d(m) or super().is_leaf_module(m, qualname)
 
     def call_module(self, m, forward, args, kwargs):
         self.scope.append(self.path_of_module(m))
@@ -327,10 +356,10 @@ class Converter:
             return
         if kind == "interpolate":
             kw = dict(zip(("size", "scale_factor", "mode", "align_corners"), node.args[1:]), **node.kwargs)
-            odd = [k for k, v in kw.items() if k not in ("size", "scale_factor", "mode") and v not in (None, False)]
+            odd = [k for k, v in kw.items() if k not in ("size", "scale_factor", "mode", "align_corners") and v not in (None, False)]
             if odd:
                 raise Refused("%s: interpolate with %s" % (where, ", ".join("%s=%s" % (k, kw[k]) for k in odd)))
-            kind, keystr = upsample(kw.get("scale_factor"), kw.get("size"), kw.get("mode", "nearest"), where)
+            kind, keystr = upsample(kw.get("scale_factor"), kw.get("size"), kw.get("mode", "nearest"), where, kw.get("align_corners"))
             self.emit(node, kind, keystr, [self.source(args[0], node)])
             return
         if kind in ("add", "mul"):
@@ -379,7 +408,7 @@ class Converter:
         rank = len(arg.meta["tensor_meta"].shape)
         if kind == "fc" and rank != 2:
             raise Refused("%s: Linear on a %d-d tensor (the format's fc reads the map flattened: flatten first)" % (where, rank))
-        if kind in ("conv", "convt", "bn", "maxpool", "avgpool", "gap", "apool", "adaptive", "upsample", "interpolate") and rank != 4:
+        if kind in ("conv", "convt", "bn", "gnorm", "lnorm", "maxpool", "avgpool", "gap", "apool", "adaptive", "upsample", "bilinear", "interpolate") and rank != 4:
             raise Refused("%s: %s on a %d-d tensor (it takes (N, C, H, W) maps)" % (where, kind, rank))
 
     def check_flatten(self, node, where):

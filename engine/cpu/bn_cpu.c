@@ -1,4 +1,5 @@
-/* bn_cpu: batch normalization on the CPU (ops.h's three modes: the statistics of the rows given,
+/* bn_cpu: batch normalization on the CPU, and group and layer normalization (the end). Batch norm's
+ * (ops.h's three modes: the statistics of the rows given,
  * the running ones, or the whole map's gathered over the bands) and the per-channel sums of the
  * statistics passes. Per channel, reductions over a whole batch accumulate in fp64 in four
  * independent lanes, so that their error does not grow with the map and additions overlap; each
@@ -200,4 +201,159 @@ void bn_cpu_stats(const ops_call *c, ops_stats what)
         s1[ch] += (l1[0] + l1[1]) + (l1[2] + l1[3]);
         s2[ch] += (l2[0] + l2[1]) + (l2[2] + l2[3]);
     }
+}
+
+/* --- group and layer normalization --------------------------------------------------------------
+ * gnorm (whole maps): image n's channel group q, cg = C / G channels of H*W values, normalized by
+ * its own mean and biased variance: stats (mean (N*G) then inverse std (N*G)) receives them. lnorm
+ * (rows [a, b)): the C values at each place, stats (mean (N, rows, W) then inverse std) per place.
+ * Both: y = xhat * gamma + beta; backward, with g = dy * gamma and means over the normalized set,
+ * dx = invstd * (g - mean(g) - xhat * mean(g * xhat)), dgamma += sum(dy * xhat), dbeta += sum(dy),
+ * PyTorch's formulas (GroupNorm, LayerNorm), reductions in fp64 in a fixed order. */
+
+void gnorm_cpu_forward(const ops_call *c)
+{
+    const ten *x = &c->x[0], *y = &c->y;
+    int C = x->c, G = c->l->u.norm.groups, cg = C / G, N = x->n;
+    int64_t plane = (int64_t)x->h * x->w, M = cg * plane;
+    const float *gamma = c->w, *beta = c->w + C;
+    CHECK(c->stats != NULL && x->row0 == 0 && x->h == c->in_h[0] && y->row0 == 0 && y->h == c->l->h);
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)N * C * plane))
+    for (int n = 0; n < N; n++)
+        for (int q = 0; q < G; q++) {
+            double s1 = 0.0, s2 = 0.0;
+            for (int ch = q * cg; ch < (q + 1) * cg; ch++) {
+                const float *xr = cpu_row(x, n, ch, 0);
+                for (int64_t i = 0; i < plane; i++) s1 += xr[i];
+            }
+            double mu = s1 / (double)M;
+            for (int ch = q * cg; ch < (q + 1) * cg; ch++) {
+                const float *xr = cpu_row(x, n, ch, 0);
+                for (int64_t i = 0; i < plane; i++) s2 += (xr[i] - mu) * (xr[i] - mu);
+            }
+            float mean = (float)mu, invstd = (float)(1.0 / sqrt(s2 / (double)M + (double)c->l->u.norm.eps));
+            c->stats[n * G + q] = mean, c->stats[(int64_t)N * G + n * G + q] = invstd;
+            for (int ch = q * cg; ch < (q + 1) * cg; ch++) {
+                const float *xr = cpu_row(x, n, ch, 0);
+                float *yr = cpu_row(y, n, ch, 0);
+                for (int64_t i = 0; i < plane; i++) yr[i] = (xr[i] - mean) * invstd * gamma[ch] + beta[ch];
+            }
+        }
+}
+
+void gnorm_cpu_backward(const ops_call *c)
+{
+    const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy;
+    int C = dy->c, G = c->l->u.norm.groups, cg = C / G, N = dy->n;
+    int64_t plane = (int64_t)dy->h * dy->w, M = cg * plane;
+    const float *gamma = c->w, *mean = c->stats, *invstd = c->stats + (int64_t)N * G;
+    CHECK(c->stats != NULL && x->row0 == 0 && x->h == c->in_h[0] && dy->row0 == 0 && dy->h == c->l->h);
+    if (c->dw) /* per channel over the images, in order */
+        for (int ch = 0; ch < C; ch++) {
+            double sg = 0.0, sb = 0.0;
+            for (int n = 0; n < N; n++) {
+                const float *xr = cpu_row(x, n, ch, 0), *g = cpu_row(dy, n, ch, 0);
+                float mu = mean[n * G + ch / cg], is = invstd[n * G + ch / cg];
+                for (int64_t i = 0; i < plane; i++) sg += (double)g[i] * ((xr[i] - mu) * is), sb += g[i];
+            }
+            c->dw[ch] += (float)sg, c->dw[C + ch] += (float)sb;
+        }
+    if (!dx->p) return;
+    cpu_dx_begin(c, 0);
+    CHECK(dx->row0 == 0 && dx->h == c->in_h[0]);
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)N * C * plane))
+    for (int n = 0; n < N; n++)
+        for (int q = 0; q < G; q++) {
+            float mu = mean[n * G + q], is = invstd[n * G + q];
+            double s1 = 0.0, s2 = 0.0; /* sums of g and g * xhat over the group */
+            for (int ch = q * cg; ch < (q + 1) * cg; ch++) {
+                const float *xr = cpu_row(x, n, ch, 0), *g = cpu_row(dy, n, ch, 0);
+                for (int64_t i = 0; i < plane; i++) {
+                    double gi = (double)g[i] * gamma[ch];
+                    s1 += gi, s2 += gi * ((xr[i] - mu) * is);
+                }
+            }
+            float m1 = (float)(s1 / (double)M), m2 = (float)(s2 / (double)M);
+            for (int ch = q * cg; ch < (q + 1) * cg; ch++) {
+                const float *xr = cpu_row(x, n, ch, 0), *g = cpu_row(dy, n, ch, 0);
+                float *d = cpu_row(dx, n, ch, 0);
+                for (int64_t i = 0; i < plane; i++) d[i] += is * (g[i] * gamma[ch] - m1 - (xr[i] - mu) * is * m2);
+            }
+        }
+}
+
+/* The place index of row r, column col of image n among rows [a, b) (lnorm's statistics). */
+static int64_t place(const ops_call *c, int n, int r, int col, int w) { return ((int64_t)n * (c->b - c->a) + (r - c->a)) * w + col; }
+
+void lnorm_cpu_forward(const ops_call *c)
+{
+    const ten *x = &c->x[0], *y = &c->y;
+    int C = x->c, a = c->a, b = c->b, W = x->w;
+    int64_t places = (int64_t)x->n * (b - a) * W;
+    const float *gamma = c->w, *beta = c->w + C;
+    CHECK(c->stats != NULL);
+    cpu_check_rows(x, a, b, c->in_h[0]);
+    cpu_check_rows(y, a, b, c->l->h);
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)x->n * C * (b - a) * W))
+    for (int n = 0; n < x->n; n++)
+        for (int r = a; r < b; r++)
+            for (int col = 0; col < W; col++) {
+                double s1 = 0.0, s2 = 0.0;
+                for (int ch = 0; ch < C; ch++) s1 += cpu_row(x, n, ch, r)[col];
+                double mu = s1 / C;
+                for (int ch = 0; ch < C; ch++) {
+                    double d = cpu_row(x, n, ch, r)[col] - mu;
+                    s2 += d * d;
+                }
+                float mean = (float)mu, invstd = (float)(1.0 / sqrt(s2 / C + (double)c->l->u.norm.eps));
+                int64_t k = place(c, n, r, col, W);
+                c->stats[k] = mean, c->stats[places + k] = invstd;
+                for (int ch = 0; ch < C; ch++)
+                    cpu_row(y, n, ch, r)[col] = (cpu_row(x, n, ch, r)[col] - mean) * invstd * gamma[ch] + beta[ch];
+            }
+}
+
+void lnorm_cpu_backward(const ops_call *c)
+{
+    const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy;
+    int C = dy->c, a = c->a, b = c->b, W = dy->w;
+    int64_t places = (int64_t)dy->n * (b - a) * W;
+    const float *gamma = c->w, *mean = c->stats, *invstd = c->stats + places;
+    CHECK(c->stats != NULL);
+    cpu_check_rows(x, a, b, c->in_h[0]);
+    cpu_check_rows(dy, a, b, c->l->h);
+    if (c->dw) /* per channel over the places, in order */
+        for (int ch = 0; ch < C; ch++) {
+            double sg = 0.0, sb = 0.0;
+            for (int n = 0; n < dy->n; n++)
+                for (int r = a; r < b; r++) {
+                    const float *xr = cpu_row(x, n, ch, r), *g = cpu_row(dy, n, ch, r);
+                    for (int col = 0; col < W; col++) {
+                        int64_t k = place(c, n, r, col, W);
+                        sg += (double)g[col] * ((xr[col] - mean[k]) * invstd[k]), sb += g[col];
+                    }
+                }
+            c->dw[ch] += (float)sg, c->dw[C + ch] += (float)sb;
+        }
+    if (!dx->p) return;
+    bool store = cpu_dx_store(c, 0);
+    cpu_check_rows(dx, a, b, c->in_h[0]);
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dy->n * C * (b - a) * W))
+    for (int n = 0; n < dy->n; n++)
+        for (int r = a; r < b; r++)
+            for (int col = 0; col < W; col++) {
+                int64_t k = place(c, n, r, col, W);
+                float mu = mean[k], is = invstd[k];
+                double s1 = 0.0, s2 = 0.0;
+                for (int ch = 0; ch < C; ch++) {
+                    double gi = (double)cpu_row(dy, n, ch, r)[col] * gamma[ch];
+                    s1 += gi, s2 += gi * ((cpu_row(x, n, ch, r)[col] - mu) * is);
+                }
+                float m1 = (float)(s1 / C), m2 = (float)(s2 / C);
+                for (int ch = 0; ch < C; ch++) {
+                    float v = is * (cpu_row(dy, n, ch, r)[col] * gamma[ch] - m1 - (cpu_row(x, n, ch, r)[col] - mu) * is * m2);
+                    float *d = &cpu_row(dx, n, ch, r)[col];
+                    *d = store ? v : *d + v;
+                }
+            }
 }

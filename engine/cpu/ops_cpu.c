@@ -365,6 +365,86 @@ static void upsample_backward(const ops_call *c)
             }
 }
 
+/* --- bilinear upsampling (engine/act.h: lerp_taps) ------------------------------------------------ */
+
+/* Every output column's taps, computed once a call. */
+typedef struct {
+    int *w0, *w1;
+    float *l0, *l1;
+} lerp_cols;
+
+static lerp_cols lerp_cols_of(const ops_call *c, int in_w, float *scratch)
+{
+    int out_w = c->l->w;
+    lerp_cols t = {(int *)scratch, (int *)scratch + out_w, scratch + 2 * out_w, scratch + 3 * out_w};
+    for (int ow = 0; ow < out_w; ow++) {
+        lerp_taps(ow, in_w, out_w, c->l->u.up.scale, c->l->u.up.align, &t.w0[ow], &t.w1[ow], &t.l1[ow]);
+        t.l0[ow] = 1.0f - t.l1[ow];
+    }
+    return t;
+}
+
+/* y[o][ow] = (x[h0][w0] l0 + x[h0][w1] l1) lh0 + (x[h1][w0] l0 + x[h1][w1] l1) lh1, PyTorch's order;
+ * row h1 is read only with a weight. */
+static void bilinear_forward(const ops_call *c)
+{
+    const ten *x = &c->x[0], *y = &c->y;
+    int a = c->a, b = c->b, in_h = c->in_h[0], lo, hi;
+    net_window_rows(c->l->win, a, b, &lo, &hi);
+    cpu_check_rows(x, lo < 0 ? 0 : lo, hi > in_h ? in_h : hi, in_h);
+    cpu_check_rows(y, a, b, c->l->h);
+    CHECK(c->ws != NULL);
+    lerp_cols t = lerp_cols_of(c, x->w, c->ws);
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)y->n * y->c * (b - a) * y->w))
+    for (int n = 0; n < y->n; n++)
+        for (int ch = 0; ch < y->c; ch++)
+            for (int o = a; o < b; o++) {
+                int h0, h1;
+                float lh1;
+                lerp_taps(o, in_h, c->l->h, c->l->u.up.scale, c->l->u.up.align, &h0, &h1, &lh1);
+                const float *r0 = cpu_row(x, n, ch, h0), *r1 = lh1 != 0.0f ? cpu_row(x, n, ch, h1) : r0;
+                float lh0 = 1.0f - lh1, *yr = cpu_row(y, n, ch, o);
+                for (int ow = 0; ow < y->w; ow++) {
+                    float t0 = r0[t.w0[ow]] * t.l0[ow] + r0[t.w1[ow]] * t.l1[ow];
+                    float t1 = r1[t.w0[ow]] * t.l0[ow] + r1[t.w1[ow]] * t.l1[ow];
+                    yr[ow] = t0 * lh0 + t1 * lh1;
+                }
+            }
+}
+
+/* dx[h][w] += dy[o][ow] times the weight of (h, w) in y[o][ow], output rows in order, as PyTorch's
+ * backward adds them; each (image, channel) plane by one thread. */
+static void bilinear_backward(const ops_call *c)
+{
+    const ten *dx = &c->dx[0], *dy = &c->dy;
+    if (!dx->p) return;
+    int a = c->a, b = c->b, in_h = c->in_h[0], lo, hi;
+    net_window_rows(c->l->win, a, b, &lo, &hi);
+    cpu_dx_begin(c, 0);
+    cpu_check_rows(dx, lo < 0 ? 0 : lo, hi > in_h ? in_h : hi, in_h);
+    cpu_check_rows(dy, a, b, c->l->h);
+    CHECK(c->ws != NULL);
+    lerp_cols t = lerp_cols_of(c, dx->w, c->ws);
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dy->n * dy->c * (b - a) * dy->w))
+    for (int n = 0; n < dy->n; n++)
+        for (int ch = 0; ch < dy->c; ch++)
+            for (int o = a; o < b; o++) {
+                int h0, h1;
+                float lh1;
+                lerp_taps(o, in_h, c->l->h, c->l->u.up.scale, c->l->u.up.align, &h0, &h1, &lh1);
+                float lh0 = 1.0f - lh1, *d0 = cpu_row(dx, n, ch, h0), *d1 = lh1 != 0.0f ? cpu_row(dx, n, ch, h1) : NULL;
+                const float *g = cpu_row(dy, n, ch, o);
+                for (int ow = 0; ow < dy->w; ow++) {
+                    d0[t.w0[ow]] += lh0 * t.l0[ow] * g[ow];
+                    d0[t.w1[ow]] += lh0 * t.l1[ow] * g[ow];
+                    if (d1) {
+                        d1[t.w0[ow]] += lh1 * t.l0[ow] * g[ow];
+                        d1[t.w1[ow]] += lh1 * t.l1[ow] * g[ow];
+                    }
+                }
+            }
+}
+
 /* Mean over the k*k window, padding counted as zeros (PyTorch's count_include_pad). */
 static void avgpool_forward(const ops_call *c)
 {
@@ -712,6 +792,8 @@ static const struct {
     [NET_LEAKY] = {act_forward, act_backward},           [NET_SILU] = {act_forward, act_backward},
     [NET_GELU] = {act_forward, act_backward},            [NET_HSWISH] = {act_forward, act_backward},
     [NET_DROPOUT] = {dropout_forward, dropout_backward}, [NET_UPSAMPLE] = {upsample_forward, upsample_backward},
+    [NET_BILINEAR] = {bilinear_forward, bilinear_backward}, [NET_GNORM] = {gnorm_cpu_forward, gnorm_cpu_backward},
+    [NET_LNORM] = {lnorm_cpu_forward, lnorm_cpu_backward},
     [NET_CONCAT] = {concat_forward, concat_backward}, [NET_HSIGMOID] = {act_forward, act_backward},
     [NET_MUL] = {mul_forward, mul_backward},
 };

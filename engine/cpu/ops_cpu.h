@@ -41,6 +41,10 @@ void fc_cpu_backward(const ops_call *c);
 void bn_cpu_forward(const ops_call *c);
 void bn_cpu_backward(const ops_call *c);
 void bn_cpu_stats(const ops_call *c, ops_stats what);
+void gnorm_cpu_forward(const ops_call *c);
+void gnorm_cpu_backward(const ops_call *c);
+void lnorm_cpu_forward(const ops_call *c);
+void lnorm_cpu_backward(const ops_call *c);
 
 /* The encodings of kept maps (codec_cpu.c; ops.h: encode, decode). */
 int64_t cpu_codec_encode(const ops_codec *m, const void *x, void *out, void *scratch);

@@ -762,3 +762,206 @@ extern "C" void k_convt_bwd_filter(cudaStream_t st, kview x, kview dy, float *dw
     int64_t n = (int64_t)x.c * (dy.c / q) * w.k * w.k + (db ? dy.c : 0);
     if (n > 0) convt_bwd_filter<<<blocks(n), T, 0, st>>>(x, dy, dw, db, w, q, lo, hi, a, b);
 }
+
+// Bilinear upsampling by s (engine/act.h: lerp_taps). Forward: one thread an output value; backward:
+// one an input value, gathering from the outputs whose taps reach it (rows and columns within two
+// input rows of it: o / s - 1 <= i0 <= o / s), so the sums do not depend on thread timing.
+__global__ static void bilinear_fwd(kview x, kview y, int s, bool align, int in_h, int out_h, int a, int b)
+{
+    int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (int64_t)y.n * y.c * (b - a) * y.w) return;
+    pos e = decompose(idx, y.c, a, b, y.w);
+    int h0, h1, w0, w1;
+    float lh1, lw1;
+    lerp_taps(e.r, in_h, out_h, s, align, &h0, &h1, &lh1);
+    lerp_taps(e.col, x.w, y.w, s, align, &w0, &w1, &lw1);
+    const float *r0 = at(x, e.n, e.c, h0), *r1 = lh1 != 0.0f ? at(x, e.n, e.c, h1) : r0;
+    float t0 = r0[w0] * (1.0f - lw1) + r0[w1] * lw1, t1 = r1[w0] * (1.0f - lw1) + r1[w1] * lw1;
+    at(y, e.n, e.c, e.r)[e.col] = t0 * (1.0f - lh1) + t1 * lh1;
+}
+
+extern "C" void k_bilinear_fwd(cudaStream_t st, kview x, kview y, int s, bool align, int in_h, int out_h, int a, int b)
+{
+    int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
+    if (n > 0) bilinear_fwd<<<blocks(n), T, 0, st>>>(x, y, s, align, in_h, out_h, a, b);
+}
+
+// The weight of input index i in output index o's taps (both taps when they coincide).
+__device__ static float lerp_weight(int o, int i, int in, int out, int s, bool align)
+{
+    int i0, i1;
+    float l1;
+    lerp_taps(o, in, out, s, align, &i0, &i1, &l1);
+    return (i0 == i ? 1.0f - l1 : 0.0f) + (i1 == i && l1 != 0.0f ? l1 : 0.0f);
+}
+
+__global__ static void bilinear_bwd(kview dx, kview dy, int s, bool align, int in_h, int out_h, int lo, int hi, int a, int b)
+{
+    int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (int64_t)dx.n * dx.c * (hi - lo) * dx.w) return;
+    pos e = decompose(idx, dx.c, lo, hi, dx.w);
+    int o0 = max(a, s * (e.r - 2)), o1 = min(b, s * (e.r + 3)), c0 = max(0, s * (e.col - 2)), c1 = min(dy.w, s * (e.col + 3));
+    float sum = 0.0f;
+    for (int o = o0; o < o1; o++) {
+        float wr = lerp_weight(o, e.r, in_h, out_h, s, align);
+        if (wr == 0.0f) continue;
+        const float *g = at(dy, e.n, e.c, o);
+        for (int ow = c0; ow < c1; ow++) {
+            float wc = lerp_weight(ow, e.col, dx.w, dy.w, s, align);
+            if (wc != 0.0f) sum += wr * wc * g[ow];
+        }
+    }
+    at(dx, e.n, e.c, e.r)[e.col] += sum;
+}
+
+extern "C" void k_bilinear_bwd(cudaStream_t st, kview dx, kview dy, int s, bool align, int in_h, int out_h, int lo, int hi, int a,
+                               int b)
+{
+    int64_t n = (int64_t)dx.n * dx.c * (hi - lo) * dx.w;
+    if (n > 0) bilinear_bwd<<<blocks(n), T, 0, st>>>(dx, dy, s, align, in_h, out_h, lo, hi, a, b);
+}
+
+// Group normalization (whole maps) and layer normalization over the channels (rows [a, b)), the
+// CPU's formulas (engine/cpu/bn_cpu.c): a thread per normalized set computes its statistics (and,
+// backward, its two gradient sums), a thread per value the result; dgamma and dbeta a thread per
+// channel. Simple, not fast.
+__global__ static void gnorm_stats(kview x, float *stats, int G, float eps)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= x.n * G) return;
+    int n = i / G, q = i % G, cg = x.c / G;
+    int64_t plane = (int64_t)x.h * x.w, M = cg * plane;
+    double s1 = 0.0, s2 = 0.0;
+    for (int ch = q * cg; ch < (q + 1) * cg; ch++)
+        for (int64_t k = 0; k < plane; k++) s1 += at(x, n, ch, 0)[k];
+    double mu = s1 / (double)M;
+    for (int ch = q * cg; ch < (q + 1) * cg; ch++)
+        for (int64_t k = 0; k < plane; k++) {
+            double d = at(x, n, ch, 0)[k] - mu;
+            s2 += d * d;
+        }
+    stats[i] = (float)mu, stats[x.n * G + i] = (float)(1.0 / sqrt(s2 / (double)M + (double)eps));
+}
+
+__global__ static void gnorm_apply(kview x, kview y, const float *stats, const float *w, int G)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, plane = (int64_t)x.h * x.w;
+    if (i >= (int64_t)x.n * x.c * plane) return;
+    int ch = (int)(i / plane % x.c), n = (int)(i / plane / x.c), s = n * G + ch / (x.c / G);
+    y.p[i] = (x.p[i] - stats[s]) * stats[x.n * G + s] * w[ch] + w[x.c + ch];
+}
+
+extern "C" void k_gnorm_fwd(cudaStream_t st, kview x, kview y, float *stats, const float *w, int G, float eps)
+{
+    int64_t n = (int64_t)x.n * x.c * x.h * x.w;
+    if (!n) return;
+    gnorm_stats<<<blocks(x.n * G), T, 0, st>>>(x, stats, G, eps);
+    gnorm_apply<<<blocks(n), T, 0, st>>>(x, y, stats, w, G);
+}
+
+// sums[2 i], sums[2 i + 1]: the group's sums of g = dy * gamma and of g * xhat
+__global__ static void gnorm_sums(kview x, kview dy, const float *stats, const float *w, int G, double *sums)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= x.n * G) return;
+    int n = i / G, q = i % G, cg = x.c / G;
+    int64_t plane = (int64_t)x.h * x.w;
+    float mu = stats[i], is = stats[x.n * G + i];
+    double s1 = 0.0, s2 = 0.0;
+    for (int ch = q * cg; ch < (q + 1) * cg; ch++)
+        for (int64_t k = 0; k < plane; k++) {
+            double g = (double)at(dy, n, ch, 0)[k] * w[ch];
+            s1 += g, s2 += g * ((at(x, n, ch, 0)[k] - mu) * is);
+        }
+    sums[2 * i] = s1, sums[2 * i + 1] = s2;
+}
+
+__global__ static void gnorm_dx(kview x, kview dy, kview dx, const float *stats, const float *w, int G, const double *sums)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, plane = (int64_t)x.h * x.w;
+    if (i >= (int64_t)x.n * x.c * plane) return;
+    int ch = (int)(i / plane % x.c), n = (int)(i / plane / x.c), s = n * G + ch / (x.c / G);
+    double M = (double)(x.c / G) * plane;
+    float mu = stats[s], is = stats[x.n * G + s], m1 = (float)(sums[2 * s] / M), m2 = (float)(sums[2 * s + 1] / M);
+    dx.p[i] += is * (dy.p[i] * w[ch] - m1 - (x.p[i] - mu) * is * m2);
+}
+
+// dgamma, dbeta of channel ch over images and the places of rows [a, b); per place statistics
+// (lnorm, place_stats) or per image group (gnorm)
+__global__ static void norm_dw(kview x, kview dy, const float *stats, float *dw, int G, bool place_stats, int a, int b)
+{
+    int ch = blockIdx.x * blockDim.x + threadIdx.x;
+    if (ch >= dy.c) return;
+    int64_t places = (int64_t)dy.n * (b - a) * dy.w;
+    double sg = 0.0, sb = 0.0;
+    for (int n = 0; n < dy.n; n++)
+        for (int r = a; r < b; r++)
+            for (int col = 0; col < dy.w; col++) {
+                int64_t k = place_stats ? ((int64_t)n * (b - a) + (r - a)) * dy.w + col : n * G + ch / (dy.c / G);
+                float mu = stats[k], is = stats[(place_stats ? places : (int64_t)dy.n * G) + k], g = at(dy, n, ch, r)[col];
+                sg += (double)g * ((at(x, n, ch, r)[col] - mu) * is), sb += g;
+            }
+    dw[ch] += (float)sg, dw[dy.c + ch] += (float)sb;
+}
+
+extern "C" void k_gnorm_bwd(cudaStream_t st, kview x, kview dy, kview dx, const float *stats, const float *w, float *dw, int G,
+                            double *scratch)
+{
+    int64_t n = (int64_t)x.n * x.c * x.h * x.w;
+    if (!n) return;
+    if (dw) norm_dw<<<blocks(dy.c), T, 0, st>>>(x, dy, stats, dw, G, false, 0, dy.h);
+    if (!dx.p) return;
+    gnorm_sums<<<blocks(x.n * G), T, 0, st>>>(x, dy, stats, w, G, scratch);
+    gnorm_dx<<<blocks(n), T, 0, st>>>(x, dy, dx, stats, w, G, scratch);
+}
+
+__global__ static void lnorm_fwd(kview x, kview y, float *stats, const float *w, float eps, int a, int b)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, places = (int64_t)x.n * (b - a) * x.w;
+    if (i >= places) return;
+    int col = (int)(i % x.w), r = a + (int)(i / x.w % (b - a)), n = (int)(i / x.w / (b - a));
+    double s1 = 0.0, s2 = 0.0;
+    for (int ch = 0; ch < x.c; ch++) s1 += at(x, n, ch, r)[col];
+    double mu = s1 / x.c;
+    for (int ch = 0; ch < x.c; ch++) {
+        double d = at(x, n, ch, r)[col] - mu;
+        s2 += d * d;
+    }
+    float mean = (float)mu, is = (float)(1.0 / sqrt(s2 / x.c + (double)eps));
+    stats[i] = mean, stats[places + i] = is;
+    for (int ch = 0; ch < x.c; ch++) at(y, n, ch, r)[col] = (at(x, n, ch, r)[col] - mean) * is * w[ch] + w[x.c + ch];
+}
+
+extern "C" void k_lnorm_fwd(cudaStream_t st, kview x, kview y, float *stats, const float *w, float eps, int a, int b)
+{
+    int64_t n = (int64_t)x.n * (b - a) * x.w;
+    if (n > 0) lnorm_fwd<<<blocks(n), T, 0, st>>>(x, y, stats, w, eps, a, b);
+}
+
+__global__ static void lnorm_dx(kview x, kview dy, kview dx, const float *stats, const float *w, int a, int b, bool store)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, places = (int64_t)x.n * (b - a) * x.w;
+    if (i >= places) return;
+    int col = (int)(i % x.w), r = a + (int)(i / x.w % (b - a)), n = (int)(i / x.w / (b - a));
+    float mu = stats[i], is = stats[places + i];
+    double s1 = 0.0, s2 = 0.0;
+    for (int ch = 0; ch < x.c; ch++) {
+        double g = (double)at(dy, n, ch, r)[col] * w[ch];
+        s1 += g, s2 += g * ((at(x, n, ch, r)[col] - mu) * is);
+    }
+    float m1 = (float)(s1 / x.c), m2 = (float)(s2 / x.c);
+    for (int ch = 0; ch < x.c; ch++) {
+        float v = is * (at(dy, n, ch, r)[col] * w[ch] - m1 - (at(x, n, ch, r)[col] - mu) * is * m2);
+        float *d = &at(dx, n, ch, r)[col];
+        *d = store ? v : *d + v;
+    }
+}
+
+extern "C" void k_lnorm_bwd(cudaStream_t st, kview x, kview dy, kview dx, const float *stats, const float *w, float *dw, int a, int b,
+                            bool store)
+{
+    int64_t n = (int64_t)x.n * (b - a) * x.w;
+    if (n <= 0) return;
+    if (dw) norm_dw<<<blocks(dy.c), T, 0, st>>>(x, dy, stats, dw, 1, true, a, b);
+    if (dx.p) lnorm_dx<<<blocks(n), T, 0, st>>>(x, dy, dx, stats, w, a, b, store);
+}

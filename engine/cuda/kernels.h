@@ -60,6 +60,17 @@ void k_upsample_bwd(cudaStream_t st, kview dx, kview dy, int u, int a, int b);
 void k_convt_fwd(cudaStream_t st, kview x, kview y, const float *wt, const float *bs, kwin w, int q, int in_h, int a, int b);
 void k_convt_bwd_data(cudaStream_t st, kview dx, kview dy, const float *wt, kwin w, int q, int lo, int hi, int a, int b);
 void k_convt_bwd_filter(cudaStream_t st, kview x, kview dy, float *dw, float *db, kwin w, int q, int lo, int hi, int a, int b);
+/* bilinear upsampling by s (engine/act.h: lerp_taps) of an in_h-row map to out_h rows: output rows
+ * [a, b); backward dx rows [lo, hi) += the share of dy's rows [a, b) */
+void k_bilinear_fwd(cudaStream_t st, kview x, kview y, int s, bool align, int in_h, int out_h, int a, int b);
+void k_bilinear_bwd(cudaStream_t st, kview dx, kview dy, int s, bool align, int in_h, int out_h, int lo, int hi, int a, int b);
+/* group normalization (G groups, whole maps; scratch: 2 * N * G doubles) and layer normalization
+ * over the channels (rows [a, b)): engine/cpu/bn_cpu.c's formulas; w: gamma then beta, dw likewise
+ * (+=, NULL: not wanted); backward dx += (lnorm: = when store) */
+void k_gnorm_fwd(cudaStream_t st, kview x, kview y, float *stats, const float *w, int G, float eps);
+void k_gnorm_bwd(cudaStream_t st, kview x, kview dy, kview dx, const float *stats, const float *w, float *dw, int G, double *scratch);
+void k_lnorm_fwd(cudaStream_t st, kview x, kview y, float *stats, const float *w, float eps, int a, int b);
+void k_lnorm_bwd(cudaStream_t st, kview x, kview dy, kview dx, const float *stats, const float *w, float *dw, int a, int b, bool store);
 void k_apool_fwd(cudaStream_t st, kview x, kview y, int o);
 void k_apool_bwd(cudaStream_t st, kview dx, kview dy, int o);
 /* frozen batch norm backward: dx += gamma * invstd * dy; dgamma/dbeta += sums (dw may be NULL) */

@@ -598,6 +598,11 @@ static void cuda_forward(const ops_call *c)
         for (int j = 0, off = 0; j < l->n_in; off += c->in_c[j], j++) k_concat_fwd(g.compute, kv(&c->x[j]), kv(&c->y), off, c->a, c->b);
         break;
     case NET_UPSAMPLE: k_upsample_fwd(g.compute, kv(&c->x[0]), kv(&c->y), l->u.up.scale, c->a, c->b); break;
+    case NET_GNORM: k_gnorm_fwd(g.compute, kv(&c->x[0]), kv(&c->y), c->stats, c->w, l->u.norm.groups, l->u.norm.eps); break;
+    case NET_LNORM: k_lnorm_fwd(g.compute, kv(&c->x[0]), kv(&c->y), c->stats, c->w, l->u.norm.eps, c->a, c->b); break;
+    case NET_BILINEAR:
+        k_bilinear_fwd(g.compute, kv(&c->x[0]), kv(&c->y), l->u.up.scale, l->u.up.align, c->in_h[0], l->h, c->a, c->b);
+        break;
     case NET_APOOL: k_apool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), l->u.apool.o); break;
     case NET_SIGMOID:
     case NET_RELU6:
@@ -666,6 +671,24 @@ static void cuda_backward(const ops_call *c)
     case NET_UPSAMPLE:
         if (c->dx[0].p) dx_begin(c, 0), k_upsample_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), l->u.up.scale, c->a, c->b);
         break;
+    case NET_GNORM: /* its gradient sums in the loss's scratch (2 doubles an image and group) */
+        if (c->dx[0].p) dx_begin(c, 0);
+        ensure_loss_scratch(2 * (int64_t)c->dy.n * l->u.norm.groups);
+        k_gnorm_bwd(g.compute, kv(&c->x[0]), kv(&c->dy), kv(&c->dx[0]), c->stats, c->w, c->dw, l->u.norm.groups, g.loss_scratch);
+        break;
+    case NET_LNORM:
+        if (c->dx[0].p) dx_begin(c, 0);
+        k_lnorm_bwd(g.compute, kv(&c->x[0]), kv(&c->dy), kv(&c->dx[0]), c->stats, c->w, c->dw, c->a, c->b, false);
+        break;
+    case NET_BILINEAR: {
+        int lo, hi;
+        net_window_rows(l->win, c->a, c->b, &lo, &hi);
+        lo = lo < 0 ? 0 : lo, hi = hi > c->in_h[0] ? c->in_h[0] : hi;
+        if (c->dx[0].p)
+            dx_begin(c, 0), k_bilinear_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), l->u.up.scale, l->u.up.align, c->in_h[0], l->h, lo,
+                                           hi, c->a, c->b);
+        break;
+    }
     case NET_APOOL:
         if (c->dx[0].p) dx_begin(c, 0), k_apool_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), l->u.apool.o);
         break;
