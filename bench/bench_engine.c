@@ -61,7 +61,7 @@ static void conv_table(const net *n, int batch)
         const net_layer *l = &n->layers[L];
         if (l->kind != NET_CONV) continue;
         const net_layer *in = &n->layers[l->in[0]];
-        int k = l->win.k, M = l->c, N = l->h * l->w, K = in->c * k * k;
+        int M = l->c, N = l->h * l->w, K = in->c * l->win.k * l->win_w.k;
         float *x = rnd((int64_t)batch * in->c * in->h * in->w), *y = rnd((int64_t)batch * l->c * l->h * l->w);
         float *dx = rnd((int64_t)batch * in->c * in->h * in->w), *dy = rnd((int64_t)batch * l->c * l->h * l->w);
         float *w = rnd(l->params), *dw = rnd(l->params), *ws = rnd(sched_workspace_bytes(n, L, l->h, batch) / 4 + 1);

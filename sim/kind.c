@@ -33,23 +33,29 @@ static int infer_window(net *n, int i, const char *where, err *e)
     bool conv = l->kind == NET_CONV;
     if (!conv && win.p * 2 > win.k)
         return err_set(e, "%s: padding %d is more than half the kernel %d", where, win.p, win.k);
+    if (!conv) l->win_w = win; /* pools are square */
+    net_window ww = l->win_w;
     l->c = conv ? l->u.conv.c_out : x->c;
     l->h = net_window_out(win, x->h);
-    l->w = net_window_out(win, x->w);
-    if (l->h < 1 || l->w < 1)
-        return err_set(e, "%s: output would be empty for a %dx%d input (kernel %d, stride %d, padding %d, dilation %d); use a "
-                          "larger --image", where, x->h, x->w, win.k, win.s, win.p, win.d);
+    l->w = net_window_out(ww, x->w);
+    if (l->h < 1 || l->w < 1) {
+        if (win.k == ww.k && win.s == ww.s && win.p == ww.p && win.d == ww.d)
+            return err_set(e, "%s: output would be empty for a %dx%d input (kernel %d, stride %d, padding %d, dilation %d); use a "
+                              "larger --image", where, x->h, x->w, win.k, win.s, win.p, win.d);
+        return err_set(e, "%s: output would be empty for a %dx%d input (kernel %dx%d, stride %dx%d, padding %dx%d, dilation %dx%d); "
+                          "use a larger --image", where, x->h, x->w, win.k, ww.k, win.s, ww.s, win.p, ww.p, win.d, ww.d);
+    }
     int G = conv ? l->u.conv.groups : 1;
     if (conv && (x->c % G || l->c % G))
         return err_set(e, "%s: groups=%d must divide the input's %d channels and the output's %d", where, G, x->c, l->c);
     if (conv) { /* sizes checked in floating point before they are counted exactly */
-        double weights = (double)x->c / G * l->c * win.k * win.k, macs = weights * l->h * l->w;
+        double weights = (double)x->c / G * l->c * win.k * ww.k, macs = weights * l->h * l->w;
         if (weights > (double)NET_MAX_PARAMS || macs > (double)NET_MAX_MACS)
             return err_set(e, "%s: %s (%.3g) are more than 2^%d", where, weights > (double)NET_MAX_PARAMS ? "its weights" :
                            "its multiply-accumulates per image", weights > (double)NET_MAX_PARAMS ? weights : macs,
                            weights > (double)NET_MAX_PARAMS ? 36 : 52);
-        l->params = (int64_t)(x->c / G) * l->c * win.k * win.k + (l->u.conv.bias ? l->c : 0);
-        l->macs = (int64_t)(x->c / G) * win.k * win.k * l->c * l->h * l->w;
+        l->params = (int64_t)(x->c / G) * l->c * win.k * ww.k + (l->u.conv.bias ? l->c : 0);
+        l->macs = (int64_t)(x->c / G) * win.k * ww.k * l->c * l->h * l->w;
     }
     return 0;
 }
@@ -256,7 +262,7 @@ static double out_values(const net *n, int i, int rows, int batch)
 static double flops_conv(const net *n, int i, int rows, int batch)
 {
     net_window w = n->layers[i].win;
-    return 2.0 * out_values(n, i, rows, batch) * (input_of(n, i, 0)->c / n->layers[i].u.conv.groups) * w.k * w.k;
+    return 2.0 * out_values(n, i, rows, batch) * (input_of(n, i, 0)->c / n->layers[i].u.conv.groups) * w.k * n->layers[i].win_w.k;
 }
 
 /* A transposed convolution: 2 FLOPs per multiply-accumulate, its MACs spread evenly over its output rows. */
@@ -300,9 +306,9 @@ static int tensors_product(const net *n, int L, kind_tensor *out)
 {
     const net_layer *l = &n->layers[L];
     bool conv = l->kind == NET_CONV, bias = conv ? l->u.conv.bias : l->u.fc.bias;
-    int64_t cin = input_of(n, L, 0)->c / (conv ? l->u.conv.groups : 1), kk = l->win.k;
-    int64_t fan = conv ? cin * kk * kk : net_layer_values(input_of(n, L, 0));
-    out[0] = conv ? (kind_tensor){"weight", 4, {l->c, cin, kk, kk}, 0, false, KIND_INIT_FAN_IN, fan}
+    int64_t cin = input_of(n, L, 0)->c / (conv ? l->u.conv.groups : 1), kh = l->win.k, kw = l->win_w.k;
+    int64_t fan = conv ? cin * kh * kw : net_layer_values(input_of(n, L, 0));
+    out[0] = conv ? (kind_tensor){"weight", 4, {l->c, cin, kh, kw}, 0, false, KIND_INIT_FAN_IN, fan}
                   : (kind_tensor){"weight", 2, {l->c, fan}, 0, false, KIND_INIT_FAN_IN, fan};
     if (!bias) return 1;
     out[1] = (kind_tensor){"bias", 1, {l->c}, l->c * fan, false, KIND_INIT_FAN_IN, fan};
@@ -351,9 +357,10 @@ const kind_traits kind_table[NET_NKIND] = {
     [NET_CONV] = {.name = "conv", .min_in = 1, .max_in = 1, .rowwise = true, .keeps_x = true,
                   .fwd_value = true, .product = true, .infer = infer_window, .flops = flops_conv,
                   .tensors = tensors_product,
-                  .keys = {{"c", KIND_KEY_COUNT, OFF(u.conv.c_out), true}, {"k", KIND_KEY_COUNT, OFF(win.k), true},
-                           {"s", KIND_KEY_COUNT, OFF(win.s), false, 1, NULL}, {"p", KIND_KEY_SIZE, OFF(win.p), false, 0, NULL},
-                           {"d", KIND_KEY_COUNT, OFF(win.d), false, 1, NULL},
+                  .keys = {{"c", KIND_KEY_COUNT, OFF(u.conv.c_out), true}, {"k", KIND_KEY_COUNT, OFF(win.k), true, 0, NULL, OFF(win_w.k)},
+                           {"s", KIND_KEY_COUNT, OFF(win.s), false, 1, NULL, OFF(win_w.s)},
+                           {"p", KIND_KEY_SIZE, OFF(win.p), false, 0, NULL, OFF(win_w.p)},
+                           {"d", KIND_KEY_COUNT, OFF(win.d), false, 1, NULL, OFF(win_w.d)},
                            {"bias", KIND_KEY_BOOL, OFF(u.conv.bias), false, 1, NULL},
                            {"groups", KIND_KEY_COUNT, OFF(u.conv.groups), false, 1, NULL}}},
     [NET_RELU] = {.name = "relu", .min_in = 1, .max_in = 1, .rowwise = true, .inplace = true, .keeps_y = true, .reads = KIND_READS_SIGN,

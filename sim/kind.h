@@ -38,6 +38,7 @@ typedef struct {
     bool required;
     double def;           /* the default when not given (and not required) */
     const char *def_key;  /* or: defaults to this other key's value (a pool's stride is its kernel) */
+    size_t off_w;         /* nonzero: a pair along H and W, `A` (both) or `AxB` (H, then W into off_w) */
 } kind_key;
 
 #define KIND_MAX_KEYS 8

@@ -64,6 +64,7 @@ static void key_store(net_layer *l, const kind_key *k, double v)
     if (k->type == KIND_KEY_FLOAT) *(float *)field = (float)v;
     else if (k->type == KIND_KEY_BOOL) *(bool *)field = v != 0;
     else *(int *)field = (int)v;
+    if (k->off_w) *(int *)((char *)l + k->off_w) = (int)v; /* a pair: both axes */
 }
 
 static double key_load(const net_layer *l, const kind_key *k)
@@ -85,6 +86,19 @@ static int key_parse(net_layer *l, const kind_key *k, const char *v, const char 
         return 0;
     }
     int lo = k->type == KIND_KEY_COUNT ? 1 : 0, x = 0;
+    const char *cross = k->off_w ? strchr(v, 'x') : NULL;
+    if (cross) { /* AxB: along H, then W */
+        char hv[32];
+        size_t len = (size_t)(cross - v);
+        int y = 0;
+        bool fits = len < sizeof hv;
+        if (fits) memcpy(hv, v, len), hv[len] = 0;
+        if (!fits || parse_int(hv, lo, &x) || parse_int(cross + 1, lo, &y))
+            return err_set(e, "%s: bad value '%s' for %s (%s, or HxW)", where, v, k->name, lo ? "an integer >= 1" : "an integer >= 0");
+        key_store(l, k, x);
+        *(int *)((char *)l + k->off_w) = y;
+        return 0;
+    }
     if (parse_int(v, lo, &x) || (k->type == KIND_KEY_BOOL && x > 1))
         return err_set(e, "%s: bad value '%s' for %s (%s)", where, v, k->name,
                        k->type == KIND_KEY_BOOL ? "0 or 1" : lo ? "an integer >= 1" : "an integer >= 0");
@@ -125,7 +139,7 @@ static int parse_line(char *s, int lineno, const char *path, net *n, raw_layer *
     r->l.kind = (net_kind)kind;
     r->l.line = lineno;
     snprintf(r->l.name, sizeof r->l.name, "%s", tok[1]);
-    r->l.win = (net_window){1, 1, 0, 1};
+    r->l.win = r->l.win_w = (net_window){1, 1, 0, 1};
     for (int k = 0; k < KIND_MAX_KEYS && t->keys[k].name; k++) key_store(&r->l, &t->keys[k], t->keys[k].def);
     unsigned seen = 0;
     char keys[64];

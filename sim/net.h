@@ -70,7 +70,8 @@ typedef struct {
     int line;               /* line in the net file, for messages */
     int n_in;
     int in[NET_MAX_IN];     /* producer layer indices (topological, < own index) */
-    net_window win;         /* conv and pools (avg: zeros padded, / k*k); the identity {1, 1, 0, 1} else */
+    net_window win;         /* conv and pools (avg: zeros padded, / k*k), along H; the identity {1, 1, 0, 1} else */
+    net_window win_w;       /* the same along W: a conv's may differ (k=1x7), every other kind's is win */
     union {
         struct { int c, h, w; } input;
         struct { int c_out; bool bias; int groups; } conv; /* groups: channel groups (depthwise: c_in); convt too */

@@ -167,8 +167,22 @@ def one_conv(**kw):
     return OneConv()
 
 
+class Factorized(nn.Module):
+    """Inception's factorized 7x7: a 1x7 then a 7x1 convolution, a 3x1 of stride (2, 1), a dilated 1x3."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 6, (1, 7), padding=(0, 3))
+        self.b = nn.Conv2d(6, 6, (7, 1), padding=(3, 0))
+        self.c = nn.Conv2d(6, 4, (3, 1), stride=(2, 1), padding=(1, 0), bias=False)
+        self.d = nn.Conv2d(4, 4, (1, 3), padding=(0, 2), dilation=(1, 2), groups=2)
+
+    def forward(self, x):
+        return torch.flatten(self.d(F.relu(self.c(F.relu(self.b(self.a(x)))))), 1)
+
+
 def nonsquare():
-    return one_conv(kernel_size=(3, 1), padding=(1, 0))
+    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.MaxPool2d((3, 1)), nn.Flatten())
 
 
 def reflect():

@@ -136,7 +136,11 @@ static void wide_net(randnet_rng *g, out *o, int h)
             ch = 1 + randnet_below(g, 4);
             /* every third convolution in channel groups: as many as both channel counts allow */
             int groups = i % 3 ? 1 : in_ch % ch == 0 ? ch : ch % in_ch == 0 ? in_ch : 1;
-            put(o, "conv l%d%s in=%s c=%d k=%d s=%d p=%d d=%d groups=%d\n", i, kind == 11 ? "_c" : "", in, ch, k, s, p, d, groups);
+            if (i % 7 == 5) /* factorized, as Inception's: the same window along H, 1 x k along W after it */
+                put(o, "conv l%d%s in=%s c=%d k=%dx%d s=%dx1 p=%dx%d d=%dx1 groups=%d\n", i, kind == 11 ? "_c" : "", in, ch, k,
+                    1 + 2 * (k / 2), s, p, k / 2, d, groups);
+            else
+                put(o, "conv l%d%s in=%s c=%d k=%d s=%d p=%d d=%d groups=%d\n", i, kind == 11 ? "_c" : "", in, ch, k, s, p, d, groups);
             if (kind == 11) put(o, "%s l%d in=l%d_c\n", act(i, true), i, i); /* after a conv: in place */
         } else if (kind <= 5) {
             int k = 2 + randnet_below(g, 4), s = 1 + randnet_below(g, 2), p = randnet_below(g, k / 2 + 1);

@@ -149,6 +149,9 @@ int main(int argc, char **argv)
         require_lower = true;
         check_small("kinds", NULL); /* activations in place and not, dropout, channel groups */
         check_small("norms", NULL); /* lnorm in the row prefix, gnorm after it */
+        require_lower = false; /* four convolutions and the loss: its peak is the last backward's, which no checkpoint moves */
+        check_small("factorized", NULL); /* convolutions whose windows differ along H and W (1x7, 7x1, 3x1 s2x1, 1x3 d1x2) */
+        require_lower = true;
         require_lower = false; /* updown's skips leave ckpt:2 no cut inside the encoder-decoder: it may only tie */
         check_small("updown", NULL); /* nearest upsampling by 3 and 2, skip connections across three heights */
         require_lower = true;
@@ -223,6 +226,9 @@ int main(int argc, char **argv)
         char *plans[] = {"ckpt-sqrt", "vdnn-all", "vdnn-conv", "2ps:2", "2ps:5", "overl:3", "overl:8", "2ps-h", "overl-h",
                          "rows(overl,fp=2,bp=4)@inc.0..ups.3.convs.5", "rows(2ps,4)@inc.0..ups.3.convs.5+migrate"};
         check_net("unet", 32, 2, NULL, plans, sizeof plans / sizeof *plans);
+        /* the paper's U-Net, its decoder 2x2 transposed up-convolutions of stride 2 */
+        char *paper[] = {"ckpt-sqrt", "vdnn-conv", "2ps:4", "overl:6", "rows(overl,fp=2,bp=4)@inc.0..ups.3.convs.5"};
+        check_net("unet-paper", 32, 2, NULL, paper, sizeof paper / sizeof *paper);
     } else if (sized && argc <= 4) {
         /* full-size nets, batch 1: checkpoint (preset and a custom cut after the first stage),
          * offload, and rows with 2, 3 and 7 bands, the hybrids and an uneven custom split; BN

@@ -11,8 +11,8 @@
 2. torchvision's vgg16 (without its dropouts) and resnet50 come out as nets/vgg16.net and
    nets/resnet50.net layer for layer: the same kinds, keys (defaults filled in) and connections,
    names aside (the importer names after torchvision's modules, the shipped files after the paper).
-3. nets/mobilenetv2.net, nets/mobilenetv3.net, nets/densenet121.net and nets/efficientnetb0.net are what the
-   importer makes now.
+3. nets/mobilenetv2.net, nets/mobilenetv3.net, nets/densenet121.net, nets/efficientnetb0.net, nets/unet.net and
+   nets/unet-paper.net (tools/unet.py) are what the importer makes now.
 4. What it cannot represent is refused: exit 2, one line naming the node, no file written, and an
    existing file is never replaced without --force.
 """
@@ -91,11 +91,16 @@ def main(lrcnn):
               (CASES + ":Functional", import_cases.Functional, 20), (CASES + ":Activations", import_cases.Activations, 24),
               (CASES + ":Decoder", import_cases.Decoder, 12), (CASES + ":UNet", import_cases.UNet, 16),
               (CASES + ":Cat3", import_cases.Cat3, 10), (CASES + ":UpConv", import_cases.UpConv, 16),
-              (CASES + ":Bilinear", import_cases.Bilinear, 12), (CASES + ":Norms", import_cases.Norms, 12)]
+              (CASES + ":Bilinear", import_cases.Bilinear, 12), (CASES + ":Norms", import_cases.Norms, 12),
+              (CASES + ":Factorized", import_cases.Factorized, 14)]
     models.append((CASES + ":Seg", import_cases.Seg, 16))
+    unet_py = os.path.join(ROOT, "tools", "unet.py")
+    sys.path.insert(0, os.path.dirname(unet_py))
+    import unet  # noqa: E402
+    models += [(unet_py + ":unet", unet.unet, 64), (unet_py + ":unet_paper", unet.unet_paper, 64)]
     for spec, make, image in models:
         out = os.path.join(tmp, spec.rsplit(":", 1)[-1] + ".net")
-        r = convert(spec, out, "--image", str(image), *(["--pixel-loss"] if spec.endswith((":Seg", ":UpConv", ":Bilinear")) else []))
+        r = convert(spec, out, "--image", str(image), *(["--pixel-loss"] if spec.endswith((":Seg", ":UpConv", ":Bilinear", ":unet", ":unet_paper")) else []))
         if r.returncode:
             check(False, "%s: converted (%s)" % (spec, r.stderr.strip()))
             continue
@@ -116,6 +121,10 @@ def main(lrcnn):
                         ("efficientnet_b0", "efficientnetb0")):
         out = os.path.join(tmp, name + ".net")
         convert(model, out, "--name", name)
+        check(body(out) == body(os.path.join(ROOT, "nets", name + ".net")), "nets/%s.net is the importer's output" % name)
+    for factory, name in (("unet", "unet"), ("unet_paper", "unet-paper")):
+        out = os.path.join(tmp, name + "-512.net")
+        convert(unet_py + ":" + factory, out, "--pixel-loss", "--image", "512", "--name", name)
         check(body(out) == body(os.path.join(ROOT, "nets", name + ".net")), "nets/%s.net is the importer's output" % name)
 
     refusals = [("Cat65", "at most 64"), ("CatRows", "dimension 2"), ("Mul", "only of two tensors"), ("nonsquare", "not square"), ("reflect", "padding_mode"),

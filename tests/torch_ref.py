@@ -180,7 +180,10 @@ def parse_net(path, image=None):
             if k not in req and k not in opt:
                 raise NetError("%s: %s has no key '%s'" % (where, kind, k))
             try:
-                args[k] = float(v) if k in FLOAT_KEYS or (tok[0] == "dropout" and k == "p") else int(v)
+                if tok[0] == "conv" and k in ("k", "s", "p", "d") and "x" in v:  # HxW
+                    args[k] = tuple(int(t) for t in v.split("x", 1))
+                else:
+                    args[k] = float(v) if k in FLOAT_KEYS or (tok[0] == "dropout" and k == "p") else int(v)
             except ValueError:
                 raise NetError("%s: bad value %s=%s" % (where, k, v))
         for k in req:
@@ -241,9 +244,9 @@ def infer_shapes(path, order, by_name):
         x = ins[0] if ins else None
         if l.kind == "input":
             l.shape = (a["c"], a["h"], a["w"])
-        elif l.kind == "conv":
-            l.shape = (a["c"], out_size(x[1], a["k"], a["s"], a["p"], a["d"], where),
-                       out_size(x[2], a["k"], a["s"], a["p"], a["d"], where))
+        elif l.kind == "conv":  # k, s, p, d: a number, or (along H, along W)
+            hw = [[v[i] if isinstance(v, tuple) else v for v in (a["k"], a["s"], a["p"], a["d"])] for i in (0, 1)]
+            l.shape = (a["c"], out_size(x[1], *hw[0], where), out_size(x[2], *hw[1], where))
         elif l.kind in ("maxpool", "avgpool"):
             l.shape = (x[0], out_size(x[1], a["k"], a["s"], a["p"], 1, where),
                        out_size(x[2], a["k"], a["s"], a["p"], 1, where))
@@ -810,6 +813,17 @@ gap g
 fc fc c=4
 loss loss
 """,
+    "conv-hw": """input data c=3 h=11 w=13
+conv conv1 c=6 k=1x7 p=0x3          # Inception's factorized 7x7: 1x7, then 7x1
+conv conv2 c=6 k=7x1 p=3x0
+relu relu2
+conv conv3 c=4 k=3x5 s=2x1 p=1x2 d=1x2 groups=2 # 11x13 -> 6x13
+relu relu3
+conv conv4 c=4 k=1 s=1x2            # -> 6x7
+gap gap
+fc fc c=5
+loss loss
+""",
     "norms": """input data c=3 h=9 w=7
 conv conv1 c=8 k=3 p=1
 gnorm gn1 groups=4                  # two channels a group, over the whole 9x7 map
@@ -934,6 +948,12 @@ def cases():
          ("mobilenetv2/adam/bn-frozen", os.path.join(NETS, "mobilenetv2.net"), 128, 4, "adam", "layer", "frozen"),
          # MobileNetV3-Large: squeeze-and-excitation (gap, 1x1 convs, hardsigmoid, mul), hardswish
          ("mobilenetv3/sgd/bn-frozen", os.path.join(NETS, "mobilenetv3.net"), 128, 3, "sgd", "layer", "frozen"),
+         # the shipped U-Net (tools/unet.py, 34.5 M parameters): skips concatenated to upsampled
+         # maps, a per-pixel loss, at 128x128, batch norm frozen as for the MobileNets: in train mode,
+         # untrained, PyTorch's own fp32 gradients are 4.8e-3 from its fp64 ones (measured once, batch
+         # 2; ours are 1.4e-3 from its fp32 ones); train mode is checked on unet-small above, and the
+         # U-Net's row plans against `layer` in test_exact)
+         ("unet/sgd/bn-frozen", os.path.join(NETS, "unet.net"), 128, 2, "sgd", "layer", "frozen"),
          # DenseNet-121: concats of up to 25 inputs
          ("densenet121/adam/bn-frozen", os.path.join(NETS, "densenet121.net"), 64, 3, "adam", "layer", "frozen"),
          # EfficientNet-B0: SiLU, squeeze-and-excitation with sigmoid, stochastic depth (a draw an image)

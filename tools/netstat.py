@@ -76,7 +76,10 @@ def parse(path):
                 raise NetError(f"{where}: unknown key '{k}' for {kind}")
             else:
                 try:
-                    a[k] = float(v) if k in ("eps", "momentum", "slope") or (kind, k) == ("dropout", "p") else int(v)
+                    if kind == "conv" and k in ("k", "s", "p", "d") and "x" in v:  # HxW
+                        a[k] = tuple(int(t) for t in v.split("x", 1))
+                    else:
+                        a[k] = float(v) if k in ("eps", "momentum", "slope") or (kind, k) == ("dropout", "p") else int(v)
                 except ValueError:
                     raise NetError(f"{where}: bad value '{v}'")
         for k, dflt in KEYS[kind].items():
@@ -143,14 +146,14 @@ def infer(layers, path):
         params = macs = 0
         if k == "input":
             o = (a["c"], a["h"], a["w"])
-        elif k == "conv":
+        elif k == "conv":  # k, s, p, d: a number, or (along H, along W)
             c, h, w = x
-            o = (a["c"], out_size(h, a["k"], a["s"], a["p"], a["d"]),
-                 out_size(w, a["k"], a["s"], a["p"], a["d"]))
+            hw = [[v[i] if isinstance(v, tuple) else v for v in (a["k"], a["s"], a["p"], a["d"])] for i in (0, 1)]
+            o = (a["c"], out_size(h, *hw[0]), out_size(w, *hw[1]))
             if c % a["groups"] or a["c"] % a["groups"]:
                 raise NetError(f"{where}: groups={a['groups']} must divide {c} and {a['c']} channels")
-            params = c // a["groups"] * a["c"] * a["k"] ** 2 + (a["c"] if a["bias"] else 0)
-            macs = c // a["groups"] * a["k"] ** 2 * o[0] * o[1] * o[2]
+            params = c // a["groups"] * a["c"] * hw[0][0] * hw[1][0] + (a["c"] if a["bias"] else 0)
+            macs = c // a["groups"] * hw[0][0] * hw[1][0] * o[0] * o[1] * o[2]
         elif k == "convt":  # PyTorch's ConvTranspose2d
             c, h, w = x
             o = tuple([a["c"]] + [(v - 1) * a["s"] - 2 * a["p"] + a["d"] * (a["k"] - 1) + a["op"] + 1 for v in (h, w)])

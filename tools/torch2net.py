@@ -14,7 +14,7 @@ three times a block) or, for a function (`x + y`), after the module whose forwar
 its values, or with --pixel-loss a segmentation's, (N, classes, H, W) with a label a pixel.
 
 What it cannot represent it refuses, naming the node: a kind the format lacks (bicubic upsampling,
-a permute, LayerNorm, ...), or a module configured beyond it (a non-square kernel, reflect padding,
+a permute, LayerNorm, ...), or a module configured beyond it (a non-square pool, reflect padding,
 ceil_mode pooling, BatchNorm without running statistics, GELU's tanh form). Exit status 2 then,
 and no file is written. Without -o the net goes to stdout; with -o an existing file is kept unless
 --force, and the file is written whole or not at all.
@@ -50,7 +50,7 @@ def pair(v, what, where):
     """An int, or a pair of equal ints (the format's windows are square)."""
     if isinstance(v, (tuple, list)):
         if len(v) != 2 or v[0] != v[1]:
-            raise Refused("%s: %s %s is not square (the net format's windows are)" % (where, what, tuple(v)))
+            raise Refused("%s: %s %s is not square (only a conv's may differ along H and W)" % (where, what, tuple(v)))
         v = v[0]
     if not isinstance(v, int):
         raise Refused("%s: %s %r is not an integer" % (where, what, v))
@@ -68,14 +68,22 @@ def fmt_float(x):
 
 # --- modules: each returns (kind, keys) or None (an alias: the node is its input) ------------------
 
+def hw(v, what, where):
+    """A conv's size along H and W: 'A' when they agree, else 'AxB' (the net format's pair)."""
+    h, w = (v[0], v[1]) if isinstance(v, (tuple, list)) and len(v) == 2 else (v, v)
+    if not isinstance(h, int) or not isinstance(w, int):
+        raise Refused("%s: %s %r is not a pair of integers" % (where, what, v))
+    return str(h) if h == w else "%dx%d" % (h, w)
+
+
 def conv(m, where):
     if m.padding_mode != "zeros":
         raise Refused("%s: padding_mode='%s' (only zero padding)" % (where, m.padding_mode))
     if isinstance(m.padding, str):
         raise Refused("%s: padding='%s' (give the padding in pixels)" % (where, m.padding))
-    k, s = pair(m.kernel_size, "kernel", where), pair(m.stride, "stride", where)
-    p, d = pair(m.padding, "padding", where), pair(m.dilation, "dilation", where)
-    return "conv", keys(c=m.out_channels, k=k, s=s if s != 1 else None, p=p or None, d=d if d != 1 else None,
+    k, s = hw(m.kernel_size, "kernel", where), hw(m.stride, "stride", where)
+    p, d = hw(m.padding, "padding", where), hw(m.dilation, "dilation", where)
+    return "conv", keys(c=m.out_channels, k=k, s=s if s != "1" else None, p=p if p != "0" else None, d=d if d != "1" else None,
                         bias=None if m.bias is not None else 0, groups=m.groups if m.groups != 1 else None)
 
 

@@ -1,6 +1,7 @@
 /* conv_cpu: convolution and fully connected layers on the CPU, as sgemm calls (OpenBLAS).
  *
- * Convolution on output rows [a, b) (R = b - a rows, cols = R*W_out, K = C_in*k*k), images in
+ * Convolution on output rows [a, b) (R = b - a rows, cols = R*W_out, K = C_in*kh*kw: its window
+ * along H, l->win, and along W, l->win_w, may differ), images in
  * groups of G side by side (G = sched_cpu_conv_group(): 1 for large maps, more when one image's
  * product would be too narrow for sgemm to run at speed, as on ResNet-50's 7x7 maps):
  *   forward          col (K, G*cols) = im2col(x rows of the group), in ws
@@ -25,9 +26,12 @@
 
 #include "engine/cpu/ops_cpu.h"
 
-/* Does this convolution, G images at a time, run as a direct product (no im2col, no workspace)?
- * Must agree with sched_workspace_bytes(). */
-static bool conv_direct(net_window w, int G, int groups) { return G == 1 && groups == 1 && w.k == 1 && w.s == 1 && w.p == 0; }
+/* Does this convolution (window w along H, ww along W), G images at a time, run as a direct product
+ * (no im2col, no workspace)? Must agree with sched_workspace_bytes(). */
+static bool conv_direct(net_window w, net_window ww, int G, int groups)
+{
+    return G == 1 && groups == 1 && w.k == 1 && w.s == 1 && w.p == 0 && ww.k == 1 && ww.s == 1 && ww.p == 0;
+}
 
 /* C (m, n) = beta C + A (m, k) op B, once per channel group: group q's A starts q*a_step floats
  * in, B q*b_step, C q*c_step (row-major sgemm with the given transposes and leading dimensions). */
@@ -49,20 +53,22 @@ static void valid_cols(net_window win, int kj, int w_in, int w_out, int *lo, int
     *hi = h < *lo ? *lo : h > w_out ? w_out : h;
 }
 
-/* col (C_in*k*k, R*W_out), rows ld floats apart <- the input values each output position
- * [a, b) x [0, W_out) of image n reads; zero where the window hangs over the padding, or over
- * input rows outside [v0, v1) (a conv: the map, [0, in_h); a transposed conv's backward: the rows
- * of the gradient its band holds). Channels are independent: one per thread. */
-static void im2col(float *col, int64_t ld, const ten *x, int n, net_window win, int v0, int v1, int a, int b, int w_out)
+/* col (C_in*kh*kw, R*W_out), rows ld floats apart <- the input values each output position
+ * [a, b) x [0, W_out) of image n reads through window win along H and ww along W; zero where the
+ * window hangs over the padding, or over input rows outside [v0, v1) (a conv: the map, [0, in_h);
+ * a transposed conv's backward: the rows of the gradient its band holds). Channels are
+ * independent: one per thread. */
+static void im2col(float *col, int64_t ld, const ten *x, int n, net_window win, net_window ww, int v0, int v1, int a, int b,
+                   int w_out)
 {
-    int k = win.k, w_in = x->w;
-#pragma omp parallel for schedule(static) if (cpu_parallel((int64_t)x->c * k * k * (b - a) * w_out))
+    int kh = win.k, kw = ww.k, w_in = x->w;
+#pragma omp parallel for schedule(static) if (cpu_parallel((int64_t)x->c * kh * kw * (b - a) * w_out))
     for (int ci = 0; ci < x->c; ci++)
-        for (int ki = 0; ki < k; ki++)
-            for (int kj = 0; kj < k; kj++) {
-                float *dst = col + ((int64_t)(ci * k + ki) * k + kj) * ld;
-                int lo, hi, off = win.d * kj - win.p;
-                valid_cols(win, kj, w_in, w_out, &lo, &hi);
+        for (int ki = 0; ki < kh; ki++)
+            for (int kj = 0; kj < kw; kj++) {
+                float *dst = col + ((int64_t)(ci * kh + ki) * kw + kj) * ld;
+                int lo, hi, off = ww.d * kj - ww.p;
+                valid_cols(ww, kj, w_in, w_out, &lo, &hi);
                 for (int o = a; o < b; o++) {
                     float *drow = dst + (int64_t)(o - a) * w_out;
                     int ih = o * win.s - win.p + win.d * ki;
@@ -72,10 +78,10 @@ static void im2col(float *col, int64_t ld, const ten *x, int n, net_window win, 
                     }
                     const float *xrow = cpu_row(x, n, ci, ih);
                     for (int ow = 0; ow < lo; ow++) drow[ow] = 0.0f;
-                    if (win.s == 1)
+                    if (ww.s == 1)
                         memcpy(drow + lo, xrow + lo + off, (size_t)(hi - lo) * sizeof(float));
                     else
-                        for (int ow = lo; ow < hi; ow++) drow[ow] = xrow[ow * win.s + off];
+                        for (int ow = lo; ow < hi; ow++) drow[ow] = xrow[ow * ww.s + off];
                     for (int ow = hi; ow < w_out; ow++) drow[ow] = 0.0f;
                 }
             }
@@ -84,22 +90,23 @@ static void im2col(float *col, int64_t ld, const ten *x, int n, net_window win, 
 /* dx of image n += col2im(col): the transpose of im2col (same ld); padding positions, and rows
  * outside [v0, v1), are dropped. Each thread owns whole input channels, so no two threads add into
  * the same element. */
-static void col2im(const float *col, int64_t ld, const ten *dx, int n, net_window win, int v0, int v1, int a, int b, int w_out)
+static void col2im(const float *col, int64_t ld, const ten *dx, int n, net_window win, net_window ww, int v0, int v1, int a, int b,
+                   int w_out)
 {
-    int k = win.k, w_in = dx->w;
-#pragma omp parallel for schedule(static) if (cpu_parallel((int64_t)dx->c * k * k * (b - a) * w_out))
+    int kh = win.k, kw = ww.k, w_in = dx->w;
+#pragma omp parallel for schedule(static) if (cpu_parallel((int64_t)dx->c * kh * kw * (b - a) * w_out))
     for (int ci = 0; ci < dx->c; ci++)
-        for (int ki = 0; ki < k; ki++)
-            for (int kj = 0; kj < k; kj++) {
-                const float *src = col + ((int64_t)(ci * k + ki) * k + kj) * ld;
-                int lo, hi, off = win.d * kj - win.p;
-                valid_cols(win, kj, w_in, w_out, &lo, &hi);
+        for (int ki = 0; ki < kh; ki++)
+            for (int kj = 0; kj < kw; kj++) {
+                const float *src = col + ((int64_t)(ci * kh + ki) * kw + kj) * ld;
+                int lo, hi, off = ww.d * kj - ww.p;
+                valid_cols(ww, kj, w_in, w_out, &lo, &hi);
                 for (int o = a; o < b; o++) {
                     int ih = o * win.s - win.p + win.d * ki;
                     if (ih < v0 || ih >= v1) continue;
                     const float *srow = src + (int64_t)(o - a) * w_out;
                     float *dxrow = cpu_row(dx, n, ci, ih);
-                    for (int ow = lo; ow < hi; ow++) dxrow[ow * win.s + off] += srow[ow];
+                    for (int ow = lo; ow < hi; ow++) dxrow[ow * ww.s + off] += srow[ow];
                 }
             }
 }
@@ -119,13 +126,13 @@ static void group_copy(float *m, const ten *t, int n0, int g, int a, int cols, b
 void conv_cpu_forward(const ops_call *c)
 {
     const net_layer *l = c->l;
-    net_window win = l->win;
+    net_window win = l->win, ww = l->win_w;
     const ten *x = &c->x[0], *y = &c->y; /* (N, C_in, H_in, W_in) -> (N, C_out, H_out, W_out) */
     int a = c->a, b = c->b, R = b - a, in_h = c->in_h[0];
-    int c_out = l->u.conv.c_out, w_out = l->w, K = x->c * win.k * win.k, cols = R * w_out;
+    int c_out = l->u.conv.c_out, w_out = l->w, K = x->c * win.k * ww.k, cols = R * w_out;
     int Q = l->u.conv.groups, Kq = K / Q, cq = c_out / Q; /* channel groups: K and C_out per group */
     int G = sched_cpu_conv_group(cols, x->n);
-    bool direct = conv_direct(win, G, Q);
+    bool direct = conv_direct(win, ww, G, Q);
     int64_t y_plane = (int64_t)y->h * y->w, x_plane = (int64_t)x->h * x->w;
     int lo, hi;
     CHECK(y->c == c_out && y->w == w_out && y->n == x->n);
@@ -146,7 +153,7 @@ void conv_cpu_forward(const ops_call *c)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c_out, cols, K, 1.0f, wt, K, xn,
                         (int)x_plane, 0.0f, yn, (int)y_plane);
         } else {
-            for (int i = 0; i < g; i++) im2col(col + (int64_t)i * cols, ld, x, n0 + i, win, 0, in_h, a, b, w_out);
+            for (int i = 0; i < g; i++) im2col(col + (int64_t)i * cols, ld, x, n0 + i, win, ww, 0, in_h, a, b, w_out);
             if (g == 1)
                 grouped_sgemm(Q, CblasNoTrans, CblasNoTrans, cq, cols, Kq, wt, Kq, (int64_t)cq * Kq, col, ld, (int64_t)Kq * ld, 0.0f,
                               yn, (int)y_plane, cq * y_plane);
@@ -168,13 +175,13 @@ void conv_cpu_forward(const ops_call *c)
 void conv_cpu_backward(const ops_call *c)
 {
     const net_layer *l = c->l;
-    net_window win = l->win;
+    net_window win = l->win, ww = l->win_w;
     const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy; /* dx like x; dy (N, C_out, H_out, W_out) */
     int a = c->a, b = c->b, R = b - a, in_h = c->in_h[0];
-    int c_out = l->u.conv.c_out, w_out = l->w, c_in = dx->p ? dx->c : x->c, K = c_in * win.k * win.k;
+    int c_out = l->u.conv.c_out, w_out = l->w, c_in = dx->p ? dx->c : x->c, K = c_in * win.k * ww.k;
     int cols = R * w_out, G = sched_cpu_conv_group(cols, dy->n);
     int Q = l->u.conv.groups, Kq = K / Q, cq = c_out / Q; /* channel groups */
-    bool direct = conv_direct(win, G, Q);
+    bool direct = conv_direct(win, ww, G, Q);
     int64_t dy_plane = (int64_t)dy->h * dy->w;
     int lo, hi;
     net_window_rows(win, a, b, &lo, &hi);
@@ -216,7 +223,7 @@ void conv_cpu_backward(const ops_call *c)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c_out, K, cols, 1.0f, dyn, dy_ld, xn,
                             (int)((int64_t)x->h * x->w), 1.0f, dwt, K);
             } else {
-                for (int i = 0; i < g; i++) im2col(col + (int64_t)i * cols, ld, x, n0 + i, win, 0, in_h, a, b, w_out);
+                for (int i = 0; i < g; i++) im2col(col + (int64_t)i * cols, ld, x, n0 + i, win, ww, 0, in_h, a, b, w_out);
                 grouped_sgemm(Q, CblasNoTrans, CblasTrans, cq, Kq, ld, dyn, dy_ld, (int64_t)cq * dy_ld, col, ld, (int64_t)Kq * ld,
                               1.0f, dwt, Kq, (int64_t)cq * Kq);
             }
@@ -230,7 +237,7 @@ void conv_cpu_backward(const ops_call *c)
             } else {
                 grouped_sgemm(Q, CblasTrans, CblasNoTrans, Kq, ld, cq, wt, Kq, (int64_t)cq * Kq, dyn, dy_ld, (int64_t)cq * dy_ld,
                               0.0f, col, ld, (int64_t)Kq * ld);
-                for (int i = 0; i < g; i++) col2im(col + (int64_t)i * cols, ld, dx, n0 + i, win, 0, in_h, a, b, w_out);
+                for (int i = 0; i < g; i++) col2im(col + (int64_t)i * cols, ld, dx, n0 + i, win, ww, 0, in_h, a, b, w_out);
             }
         }
     }
@@ -275,7 +282,7 @@ void convt_cpu_forward(const ops_call *c)
         if (!cols) continue;
         grouped_sgemm(Q, CblasTrans, CblasNoTrans, Kq, cols, cq, c->w, Kq, (int64_t)cq * Kq, cpu_row(x, n, 0, lo), (int)x_plane,
                       cq * x_plane, 0.0f, c->ws, cols, (int64_t)Kq * cols);
-        col2im(c->ws, cols, y, n, own, a, b, lo, hi, x->w);
+        col2im(c->ws, cols, y, n, own, own, a, b, lo, hi, x->w);
     }
 }
 
@@ -305,7 +312,7 @@ void convt_cpu_backward(const ops_call *c)
             }
         }
         if (!cols) continue;
-        im2col(c->ws, cols, dy, n, own, a, b, lo, hi, cols / (hi - lo));
+        im2col(c->ws, cols, dy, n, own, own, a, b, lo, hi, cols / (hi - lo));
         if (dwt)
             grouped_sgemm(Q, CblasNoTrans, CblasTrans, cq, Kq, cols, cpu_row(x, n, 0, lo), (int)((int64_t)x->h * x->w),
                           cq * (int64_t)x->h * x->w, c->ws, cols, (int64_t)Kq * cols, 1.0f, dwt, Kq, (int64_t)cq * Kq);

@@ -274,12 +274,12 @@ typedef struct {
 
 static void conv_descs_make(conv_descs *d, const net_layer *l, int c_in, int pad, cudnnTensorDescriptor_t x, cudnnTensorDescriptor_t y)
 {
-    net_window w = l->win;
+    net_window w = l->win, ww = l->win_w; /* along H and W */
     d->x = x, d->y = y;
     DNN(cudnnCreateFilterDescriptor(&d->w));
-    DNN(cudnnSetFilter4dDescriptor(d->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, l->u.conv.c_out, c_in / l->u.conv.groups, w.k, w.k));
+    DNN(cudnnSetFilter4dDescriptor(d->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, l->u.conv.c_out, c_in / l->u.conv.groups, w.k, ww.k));
     DNN(cudnnCreateConvolutionDescriptor(&d->conv));
-    DNN(cudnnSetConvolution2dDescriptor(d->conv, pad, w.p, w.s, w.s, w.d, w.d, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    DNN(cudnnSetConvolution2dDescriptor(d->conv, pad, ww.p, w.s, ww.s, w.d, ww.d, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     DNN(cudnnSetConvolutionGroupCount(d->conv, l->u.conv.groups));
     DNN(cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH));
 }
@@ -368,7 +368,7 @@ static void conv_forward(const ops_call *c)
         conv_descs_free(&d);
     }
     if (l->u.conv.bias)
-        k_bias(g.compute, kv(y), c->a, c->b, c->w + (int64_t)l->u.conv.c_out * (x->c / l->u.conv.groups) * l->win.k * l->win.k);
+        k_bias(g.compute, kv(y), c->a, c->b, c->w + (int64_t)l->u.conv.c_out * (x->c / l->u.conv.groups) * l->win.k * l->win_w.k);
 }
 
 static void conv_backward(const ops_call *c)
@@ -376,7 +376,7 @@ static void conv_backward(const ops_call *c)
     const net_layer *l = c->l;
     const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy;
     int c_in = dx->p ? dx->c : x->c;
-    int64_t wcount = (int64_t)l->u.conv.c_out * (c_in / l->u.conv.groups) * l->win.k * l->win.k;
+    int64_t wcount = (int64_t)l->u.conv.c_out * (c_in / l->u.conv.groups) * l->win.k * l->win_w.k;
     conv_piece pc[3];
     int np = conv_split(l->win, c->in_h[0], c->a, c->b, pc);
     int64_t stage = stage_bytes(l, dy->n, c->b - c->a), avail = c->ws_bytes - stage;
