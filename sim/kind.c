@@ -111,8 +111,14 @@ static int infer_dropout(net *n, int i, const char *where, err *e)
     return infer_pointwise(n, i, where, e);
 }
 
-/* Nearest upsampling: row v of the output is row floor(v / scale) of the input (a window of one row
- * over the input upsampled `scale` times), and likewise along W. */
+/* Upsampling by a whole number s, to in * s rows and columns whatever the window says.
+ * Nearest: row v of the output is row floor(v / s) of the input (a window of one row over the input
+ * repeated s times). Bilinear: output row o reads input rows i0 and i1 = i0 + 1 (engine/act.h:
+ * lerp_taps), i0 within one row of floor(o / s): (o + 1/2) / s - 1/2 lies in (o/s - 1/2, o/s],
+ * o (in - 1) / (out - 1) in (o/s - 1, o/s], and their float values may land a row lower at a whole
+ * number; so its window holds rows floor(o / s) - 1 to floor(o / s) + 2 (clipped to the map): 4 taps
+ * s apart from p = s over the input repeated s times, a row or two of margin a band, for reads that
+ * are exact in float as PyTorch computes them. */
 static int infer_upsample(net *n, int i, const char *where, err *e)
 {
     net_layer *l = &n->layers[i];
@@ -120,25 +126,7 @@ static int infer_upsample(net *n, int i, const char *where, err *e)
     int s = l->u.up.scale;
     if ((int64_t)x->h * s > INT_MAX / 4 || (int64_t)x->w * s > INT_MAX / 4)
         return err_set(e, "%s: a %dx%d input upsampled %d times is more than %d rows or columns", where, x->h, x->w, s, INT_MAX / 4);
-    l->win = (net_window){1, 1, 0, 1, s};
-    l->c = x->c, l->h = x->h * s, l->w = x->w * s;
-    return 0;
-}
-
-/* Bilinear upsampling: output row o reads input rows i0 and i1 = i0 + 1 (engine/act.h: lerp_taps),
- * i0 within one row of floor(o / s): (o + 1/2) / s - 1/2 lies in (o/s - 1/2, o/s], o (in - 1) / (out
- * - 1) in (o/s - 1, o/s], and their float values may land a row lower at a whole number. The window
- * holds rows floor(o / s) - 1 to floor(o / s) + 2 (clipped to the map): 4 taps s apart from p = s
- * over the input repeated s times. A row or two of margin a band, for reads that are exact in
- * float as PyTorch computes them. The output is in * s rows, whatever the window says. */
-static int infer_bilinear(net *n, int i, const char *where, err *e)
-{
-    net_layer *l = &n->layers[i];
-    const net_layer *x = input_of(n, i, 0);
-    int s = l->u.up.scale;
-    if ((int64_t)x->h * s > INT_MAX / 4 || (int64_t)x->w * s > INT_MAX / 4)
-        return err_set(e, "%s: a %dx%d input upsampled %d times is more than %d rows or columns", where, x->h, x->w, s, INT_MAX / 4);
-    l->win = (net_window){4, 1, s, s, s};
+    l->win = l->kind == NET_BILINEAR ? (net_window){4, 1, s, s, s} : (net_window){1, 1, 0, 1, s};
     l->c = x->c, l->h = x->h * s, l->w = x->w * s;
     return 0;
 }
@@ -440,7 +428,7 @@ const kind_traits kind_table[NET_NKIND] = {
                    .aux_rebuilt = true, .infer = infer_norm, .flops = flops_bn, .tensors = tensors_norm,
                    .keys = {{"eps", KIND_KEY_FLOAT, OFF(u.norm.eps), false, 1e-5, NULL}}},
     /* keeps nothing: its weights follow from the sizes */
-    [NET_BILINEAR] = {.name = "bilinear", .min_in = 1, .max_in = 1, .rowwise = true, .infer = infer_bilinear, .flops = flops_lerp,
+    [NET_BILINEAR] = {.name = "bilinear", .min_in = 1, .max_in = 1, .rowwise = true, .infer = infer_upsample, .flops = flops_lerp,
                       .keys = {{"scale", KIND_KEY_COUNT, OFF(u.up.scale), false, 2, NULL},
                                {"align", KIND_KEY_BOOL, OFF(u.up.align), false, 0, NULL}}},
     [NET_UPSAMPLE] = {.name = "upsample", .min_in = 1, .max_in = 1, .rowwise = true, .infer = infer_upsample, .flops = flops_one,
