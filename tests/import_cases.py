@@ -111,6 +111,44 @@ def layernorm_last():
     return nn.Sequential(nn.Conv2d(3, 4, 3), nn.LayerNorm(222), nn.Flatten())  # over W, at 224
 
 
+class LongNames(nn.Module):
+    """Module paths past the format's 47 characters (as RegNet's), two alike but for their ends."""
+
+    def __init__(self):
+        super().__init__()
+        self.a_rather_long_stage_name = nn.Sequential(nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU()))
+        self.a_rather_long_stage_name.add_module("an_even_longer_block_name_than_that_one", nn.Conv2d(4, 4, 1))
+        self.a_rather_long_stage_name.add_module("an_even_longer_block_name_than_that_two", nn.Conv2d(4, 4, 1))
+
+    def forward(self, x):
+        return torch.flatten(self.a_rather_long_stage_name(x), 1)
+
+
+class FunctionalPools(nn.Module):
+    """F.max_pool2d and F.avg_pool2d (Inception's), and a mean over H and W (MnasNet's global pool)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.fc = nn.Conv2d(3, 6, 3, padding=1), nn.Linear(6, 4)
+
+    def forward(self, x):
+        x = F.avg_pool2d(F.max_pool2d(F.relu(self.a(x)), 3, stride=2, padding=1), kernel_size=2)
+        return self.fc(x.mean([2, 3]))
+
+
+def mean_channels():
+    return nn.Sequential(nn.Conv2d(3, 4, 3), MeanOver(1), nn.Flatten())
+
+
+class MeanOver(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return x.mean(self.dim, keepdim=True)
+
+
 class Cat3(nn.Module):
     """A concat of three (the image one of them), one read twice, and a sum of three."""
 

@@ -92,7 +92,8 @@ def main(lrcnn):
               (CASES + ":Decoder", import_cases.Decoder, 12), (CASES + ":UNet", import_cases.UNet, 16),
               (CASES + ":Cat3", import_cases.Cat3, 10), (CASES + ":UpConv", import_cases.UpConv, 16),
               (CASES + ":Bilinear", import_cases.Bilinear, 12), (CASES + ":Norms", import_cases.Norms, 12),
-              (CASES + ":Factorized", import_cases.Factorized, 14)]
+              (CASES + ":Factorized", import_cases.Factorized, 14), (CASES + ":LongNames", import_cases.LongNames, 10),
+              (CASES + ":FunctionalPools", import_cases.FunctionalPools, 15), ("mnasnet1_0", torchvision.models.mnasnet1_0, 224)]
     models.append((CASES + ":Seg", import_cases.Seg, 16))
     unet_py = os.path.join(ROOT, "tools", "unet.py")
     sys.path.insert(0, os.path.dirname(unet_py))
@@ -129,7 +130,8 @@ def main(lrcnn):
 
     refusals = [("Cat65", "at most 64"), ("CatRows", "dimension 2"), ("Mul", "only of two tensors"), ("nonsquare", "not square"), ("reflect", "padding_mode"),
                 ("ceil_pool", "ceil_mode"), ("bicubic", "bicubic"), ("linear_on_map", "Linear on a 4-d"),
-                ("gelu_tanh", "approximate"), ("layernorm_last", "LayerNorm over the last")]
+                ("gelu_tanh", "approximate"), ("layernorm_last", "LayerNorm over the last"),
+                ("mean_channels", "only over H and W")]
     for case, says in refusals:
         out = os.path.join(tmp, case + ".net")
         r = convert(CASES + ":" + case, out)

@@ -32,8 +32,10 @@ import argparse
 import importlib.util
 import operator
 import os
+import re
 import sys
 import tempfile
+import types
 
 import torch
 import torch.fx as fx
@@ -207,6 +209,7 @@ MODULES = [  # order matters: ReLU6 is a Hardtanh
 ]
 
 NET_MAX_IN = 64  # the most inputs of an add or concat (sim/net.h)
+NET_NAME_MAX = 47  # the longest layer name (sim/net.h: NET_NAME_LEN - 1)
 
 FUNCTIONS = {  # function or method name -> kind (None: an alias of its first input)
     F.relu: "relu", torch.relu: "relu", "relu": "relu", "relu_": "relu",
@@ -215,6 +218,7 @@ FUNCTIONS = {  # function or method name -> kind (None: an alias of its first in
     operator.add: "add", operator.iadd: "add", torch.add: "add", "add": "add", "add_": "add",
     torch.flatten: "flatten", "flatten": "flatten", "view": "flatten", "reshape": "flatten",
     F.adaptive_avg_pool2d: "adaptive", F.interpolate: "interpolate", torch.cat: "cat", torch.concat: "cat",
+    F.max_pool2d: "maxpool", F.avg_pool2d: "avgpool", torch.mean: "mean", "mean": "mean",
     "contiguous": None,
 }
 
@@ -259,8 +263,15 @@ class Converter:
         self.lines, self.names, self.alias = [], set(), {}
 
     def unique(self, base):
+        """base, or base_1, base_2, ... when taken; a name longer than the format's 47 characters keeps
+        its first 16 and its last, '..' between (RegNet's module paths run past it)."""
+        base = re.sub(r"[^A-Za-z0-9_.\-]", "_", base)
         name, k = base, 1
-        while name in self.names:
+        while True:
+            if len(name) > NET_NAME_MAX:
+                name = name[:16] + ".." + name[-(NET_NAME_MAX - 18):]
+            if name not in self.names:
+                break
             name, k = "%s_%d" % (base, k), k + 1
         self.names.add(name)
         return name
@@ -362,6 +373,24 @@ class Converter:
             kind, keystr = adaptive(size, where)
             self.emit(node, kind, keystr, [self.source(args[0], node)])
             return
+        if kind in ("maxpool", "avgpool"):  # F.max_pool2d, F.avg_pool2d: as the modules, from their arguments
+            names = {"maxpool": ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices"),
+                     "avgpool": ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")}[kind]
+            kw = dict(zip(names, node.args[1:]), **node.kwargs)
+            m = types.SimpleNamespace(kernel_size=kw.get("kernel_size"), stride=kw.get("stride"), padding=kw.get("padding", 0),
+                                      dilation=kw.get("dilation", 1), ceil_mode=kw.get("ceil_mode", False),
+                                      return_indices=kw.get("return_indices", False), count_include_pad=kw.get("count_include_pad", True),
+                                      divisor_override=kw.get("divisor_override"))
+            kind, keystr = pool(kind)(m, where)
+            self.emit(node, kind, keystr, [self.source(args[0], node)])
+            return
+        if kind == "mean":  # x.mean((2, 3)) or torch.mean(x, [2, 3]): a global average pool
+            dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+            dims = sorted(d % 4 for d in (dims if isinstance(dims, (list, tuple)) else [dims])) if dims is not None else None
+            if dims != [2, 3]:
+                raise Refused("%s: a mean over dimensions %s (only over H and W: a global average pool)" % (where, dims))
+            self.emit(node, "gap", "", [self.source(args[0], node)])
+            return
         if kind == "interpolate":
             kw = dict(zip(("size", "scale_factor", "mode", "align_corners"), node.args[1:]), **node.kwargs)
             odd = [k for k, v in kw.items() if k not in ("size", "scale_factor", "mode", "align_corners") and v not in (None, False)]
@@ -444,7 +473,11 @@ class Converter:
             self.model.eval()
             ShapeProp(gm).propagate(torch.zeros(2, self.channels, *self.image))
         except Exception as e:
-            raise Refused("running it on a %dx%dx%d input failed: %s" % (self.channels, *self.image, str(e.__cause__ or e).strip().splitlines()[-1]))
+            root = e  # ShapeProp wraps the module's own error: say that one
+            while root.__cause__ is not None:
+                root = root.__cause__
+            lines = [ln for ln in str(root).strip().splitlines() if ln.strip()] or [type(root).__name__]
+            raise Refused("running it on a %dx%dx%d input failed: %s" % (self.channels, *self.image, lines[0]))
         finally:
             self.model.train(was)
         modules = dict(self.model.named_modules())
