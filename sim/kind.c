@@ -315,6 +315,21 @@ static int tensors_convt(const net *n, int L, kind_tensor *out)
     return 2;
 }
 
+/* scale: a factor a channel, (C, 1, 1) as ConvNeXt's layer_scale (starting at 1 here; ConvNeXt
+ * sets 1e-6). */
+static int tensors_scale(const net *n, int L, kind_tensor *out)
+{
+    out[0] = (kind_tensor){"weight", 3, {n->layers[L].c, 1, 1}, 0, false, KIND_INIT_ONE, 0};
+    return 1;
+}
+
+static int infer_scale(net *n, int i, const char *where, err *e)
+{
+    infer_pointwise(n, i, where, e);
+    n->layers[i].params = n->layers[i].c;
+    return 0;
+}
+
 /* gnorm, lnorm: gamma then beta (PyTorch's GroupNorm and LayerNorm: weight ones, bias zeros). */
 static int tensors_norm(const net *n, int L, kind_tensor *out)
 {
@@ -427,6 +442,10 @@ const kind_traits kind_table[NET_NKIND] = {
     [NET_LNORM] = {.name = "lnorm", .min_in = 1, .max_in = 1, .rowwise = true, .keeps_x = true, .aux = KIND_AUX_PLACE,
                    .aux_rebuilt = true, .infer = infer_norm, .flops = flops_bn, .tensors = tensors_norm,
                    .keys = {{"eps", KIND_KEY_FLOAT, OFF(u.norm.eps), false, 1e-5, NULL}}},
+    /* y = x * w[c]: keeps its input for dw; a product by a parameter, counted as no MAC (as PyTorch's
+     * hooks count a mul) */
+    [NET_SCALE] = {.name = "scale", .min_in = 1, .max_in = 1, .rowwise = true, .keeps_x = true, .infer = infer_scale,
+                   .flops = flops_one, .tensors = tensors_scale},
     /* keeps nothing: its weights follow from the sizes */
     [NET_BILINEAR] = {.name = "bilinear", .min_in = 1, .max_in = 1, .rowwise = true, .infer = infer_upsample, .flops = flops_lerp,
                       .keys = {{"scale", KIND_KEY_COUNT, OFF(u.up.scale), false, 2, NULL},

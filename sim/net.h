@@ -49,6 +49,7 @@ typedef enum {
     NET_BILINEAR, /* bilinear upsampling by an integer scale along H and W (align_corners or not) */
     NET_GNORM,    /* group normalization (GroupNorm): each image's channel groups over the whole map */
     NET_LNORM,    /* layer normalization over the channels at each place (ConvNeXt's LayerNorm2d) */
+    NET_SCALE,    /* a learned factor a channel (ConvNeXt's layer scale) */
     NET_NKIND
 } net_kind;
 

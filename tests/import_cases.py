@@ -149,6 +149,19 @@ class MeanOver(nn.Module):
         return x.mean(self.dim, keepdim=True)
 
 
+def permute_hw():
+    return nn.Sequential(nn.Conv2d(3, 4, 3), Permute((0, 1, 3, 2)), nn.Flatten())
+
+
+class Permute(nn.Module):
+    def __init__(self, dims):
+        super().__init__()
+        self.dims = dims
+
+    def forward(self, x):
+        return x.permute(*self.dims)
+
+
 class Cat3(nn.Module):
     """A concat of three (the image one of them), one read twice, and a sum of three."""
 

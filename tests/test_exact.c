@@ -220,6 +220,14 @@ int main(int argc, char **argv)
         char *more[] = {"ckpt-sqrt", "ckpt@features.2.0.block.0.0..features.4.2.add", "vdnn-conv",
                         "offload(features.2.1.stochastic_depth.stochastic_depth, features.3.1.add:1:2)@features.0.0..loss"};
         check_net("efficientnetb0", 64, 4, NULL, more, sizeof more / sizeof *more);
+    } else if (argc == 2 && !strcmp(argv[1], "convnext-tiny")) {
+        /* torchvision's ConvNeXt-T at 64x64: 7x7 depthwise convolutions, layer norm over the channels
+         * (row-exact), 1x1 convolutions for its Linears, GELU, layer scale, stochastic depth: every
+         * preset and band count of its stem, and a row segment over its first stage */
+        check_small_at("convnext-tiny", 64, NULL);
+        char *cn[] = {"rows(2ps,4)@features.0.0..features.1.2.add", "rows(overl,fp=2,bp=5)@features.0.0..features.1.2.add",
+                      "rows(overl,3)@features.0.0..features.1.2.add; ckpt@features.2.0..features.3.2.add"};
+        check_net("convnext-tiny", 64, 4, NULL, cn, sizeof cn / sizeof *cn);
     } else if (argc == 2 && !strcmp(argv[1], "unet")) {
         /* the full U-Net (nets/unet.net, per-pixel loss) at 32x32, batch 2: presets, every policy
          * over the whole encoder-decoder, custom fp/bp band counts, BN in train mode */
@@ -247,7 +255,7 @@ int main(int argc, char **argv)
     } else if (argc >= 4) {
         check_net(argv[1], 0, 2, strcmp(argv[2], "-") ? argv[2] : NULL, argv + 3, argc - 3);
     } else {
-        fprintf(stderr, "usage: test_exact small | mobilenetv2 | mobilenetv3 | densenet121 | efficientnetb0 | unet | NET IMAGE [BN] | NET BN PLAN...\n");
+        fprintf(stderr, "usage: test_exact small | mobilenetv2 | mobilenetv3 | densenet121 | efficientnetb0 | convnext-tiny | unet | NET IMAGE [BN] | NET BN PLAN...\n");
         return 2;
     }
     printf("%s\n", failures ? "FAILED" : "all plans exact");

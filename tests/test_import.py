@@ -3,7 +3,7 @@
 
     python3 tests/test_import.py LRCNN_BINARY
 
-1. Every module it converts — torchvision's mobilenet_v2, mobilenet_v3_large, resnet50, vgg16, densenet121 and efficientnet_b0 and the test modules
+1. Every module it converts — torchvision's mobilenet_v2, mobilenet_v3_large, resnet50, vgg16, densenet121, efficientnet_b0, convnext_tiny and mnasnet1_0 and the test modules
    of tests/import_cases.py — has, read back by lrcnn's own parser (`lrcnn sim`), the parameters
    of the PyTorch module and its multiply-accumulates per image (counted on the module by forward
    hooks: a convolution's output values x its input channels per group x kernel area, a Linear's
@@ -11,7 +11,8 @@
 2. torchvision's vgg16 (without its dropouts) and resnet50 come out as nets/vgg16.net and
    nets/resnet50.net layer for layer: the same kinds, keys (defaults filled in) and connections,
    names aside (the importer names after torchvision's modules, the shipped files after the paper).
-3. nets/mobilenetv2.net, nets/mobilenetv3.net, nets/densenet121.net, nets/efficientnetb0.net, nets/unet.net and
+3. nets/mobilenetv2.net, nets/mobilenetv3.net, nets/densenet121.net, nets/efficientnetb0.net, nets/convnext-tiny.net,
+   nets/unet.net and
    nets/unet-paper.net (tools/unet.py) are what the importer makes now.
 4. What it cannot represent is refused: exit 2, one line naming the node, no file written, and an
    existing file is never replaced without --force.
@@ -64,8 +65,8 @@ def torch_counts(model, image):
             macs.append(out[0].numel() * (m.in_channels // m.groups) * m.kernel_size[0] * m.kernel_size[1])
         elif isinstance(m, nn.ConvTranspose2d):  # every input value times each tap it feeds
             macs.append(inp[0][0].numel() * (m.out_channels // m.groups) * m.kernel_size[0] * m.kernel_size[1])
-        elif isinstance(m, nn.Linear):
-            macs.append(m.in_features * m.out_features)
+        elif isinstance(m, nn.Linear):  # at each place of a channels-last map (ConvNeXt's), else once
+            macs.append(out[0].numel() // m.out_features * m.in_features * m.out_features)
     hs = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d, nn.Linear))]
     model.eval()
     with torch.no_grad():
@@ -87,7 +88,7 @@ def main(lrcnn):
     models = [("mobilenet_v2", torchvision.models.mobilenet_v2, 224),
               ("mobilenet_v3_large", torchvision.models.mobilenet_v3_large, 224), ("resnet50", torchvision.models.resnet50, 224),
               ("vgg16", torchvision.models.vgg16, 224), ("densenet121", torchvision.models.densenet121, 224),
-              ("efficientnet_b0", torchvision.models.efficientnet_b0, 224),
+              ("efficientnet_b0", torchvision.models.efficientnet_b0, 224), ("convnext_tiny", torchvision.models.convnext_tiny, 224),
               (CASES + ":Functional", import_cases.Functional, 20), (CASES + ":Activations", import_cases.Activations, 24),
               (CASES + ":Decoder", import_cases.Decoder, 12), (CASES + ":UNet", import_cases.UNet, 16),
               (CASES + ":Cat3", import_cases.Cat3, 10), (CASES + ":UpConv", import_cases.UpConv, 16),
@@ -119,7 +120,7 @@ def main(lrcnn):
 
     body = lambda p: [l for l in open(p) if not l.startswith("#")]  # noqa: E731
     for model, name in (("mobilenet_v2", "mobilenetv2"), ("mobilenet_v3_large", "mobilenetv3"), ("densenet121", "densenet121"),
-                        ("efficientnet_b0", "efficientnetb0")):
+                        ("efficientnet_b0", "efficientnetb0"), ("convnext_tiny", "convnext-tiny")):
         out = os.path.join(tmp, name + ".net")
         convert(model, out, "--name", name)
         check(body(out) == body(os.path.join(ROOT, "nets", name + ".net")), "nets/%s.net is the importer's output" % name)
@@ -131,7 +132,7 @@ def main(lrcnn):
     refusals = [("Cat65", "at most 64"), ("CatRows", "dimension 2"), ("Mul", "only of two tensors"), ("nonsquare", "not square"), ("reflect", "padding_mode"),
                 ("ceil_pool", "ceil_mode"), ("bicubic", "bicubic"), ("linear_on_map", "Linear on a 4-d"),
                 ("gelu_tanh", "approximate"), ("layernorm_last", "LayerNorm over the last"),
-                ("mean_channels", "only over H and W")]
+                ("mean_channels", "only over H and W"), ("permute_hw", "only to channels-last")]
     for case, says in refusals:
         out = os.path.join(tmp, case + ".net")
         r = convert(CASES + ":" + case, out)

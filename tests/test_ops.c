@@ -664,6 +664,7 @@ static const struct {
     {"gnorm groups=2 of 6 channels after a strided conv", IN "conv a c=6 k=3 s=2 p=1\ngnorm t groups=2 eps=1e-3\n" END, 0, false},
     {"gnorm groups=1", IN "gnorm t groups=1\n" END, 0, false},
     {"lnorm", IN "lnorm t\n" END, 0, true},
+    {"scale (ConvNeXt's layer scale)", IN "scale t\n" END, 0, true},
     {"lnorm of 6 channels eps=1e-6", IN "conv a c=6 k=3 p=1\nlnorm t eps=1e-6\n" END, 0, true},
     {"relu", IN "relu t\n" END, 0, true},
     {"sigmoid", IN "sigmoid t\n" END, 0, true},

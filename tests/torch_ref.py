@@ -101,6 +101,7 @@ KINDS = {
     "bilinear": ((), {"scale": 2, "align": 0}),
     "gnorm": (("groups",), {"eps": 1e-5}),
     "lnorm": ((), {"eps": 1e-5}),
+    "scale": ((), {}),
     "convt": (("c", "k"), {"s": 1, "p": 0, "op": 0, "d": 1, "bias": 1, "groups": 1}),
 }
 FLOAT_KEYS = ("eps", "momentum", "slope")  # and dropout's p (a pool's p is its padding)
@@ -128,6 +129,17 @@ def dropout_mask(seed, iteration, layer, shape, p):
         z = splitmix(key + (i + np.uint64(1)) * GOLDEN)
     u = (z >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / 16777216.0)
     return (u >= np.float32(p)).astype(np.float32).reshape(shape)
+
+
+class Scale(torch.nn.Module):
+    """A factor a channel, (C, 1, 1): ConvNeXt's layer scale (`layer_scale * x`)."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(c, 1, 1))
+
+    def forward(self, x):
+        return self.weight * x
 
 
 def activation(kind, x, a):
@@ -250,7 +262,7 @@ def infer_shapes(path, order, by_name):
         elif l.kind in ("maxpool", "avgpool"):
             l.shape = (x[0], out_size(x[1], a["k"], a["s"], a["p"], 1, where),
                        out_size(x[2], a["k"], a["s"], a["p"], 1, where))
-        elif l.kind in ("relu", "bn", "dropout", "gnorm", "lnorm") or l.kind in ACTIVATION_KINDS:
+        elif l.kind in ("relu", "bn", "dropout", "gnorm", "lnorm", "scale") or l.kind in ACTIVATION_KINDS:
             l.shape = x
         elif l.kind == "add":
             if any(i != ins[0] for i in ins):
@@ -310,6 +322,8 @@ class RefNet(torch.nn.Module):
                 m = torch.nn.GroupNorm(a["groups"], x[0], eps=a["eps"])
             elif l.kind == "lnorm":  # over the channels at each place: applied to (N, H, W, C)
                 m = torch.nn.LayerNorm(x[0], eps=a["eps"])
+            elif l.kind == "scale":
+                m = Scale(x[0])
             else:
                 continue
             m.to(dtype)
@@ -331,7 +345,7 @@ class RefNet(torch.nn.Module):
             if m is None:
                 continue
             out.append((l.name, "weight", m.weight))
-            if m.bias is not None:
+            if getattr(m, "bias", None) is not None:
                 out.append((l.name, "bias", m.bias))
             if isinstance(m, torch.nn.BatchNorm2d):
                 out.append((l.name, "running_mean", m.running_mean))
@@ -355,7 +369,7 @@ class RefNet(torch.nn.Module):
         a = l.args
         if l.kind == "input":
             y = x
-        elif l.kind in ("conv", "convt", "bn", "gnorm"):
+        elif l.kind in ("conv", "convt", "bn", "gnorm", "scale"):
             y = self.module_of[l.name](src[0])
         elif l.kind == "lnorm":
             y = self.module_of[l.name](src[0].permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
@@ -462,6 +476,12 @@ def cmd_init(netfile, out, seed, image=None):
                 m.running_var.copy_(0.5 + torch.rand(c, generator=g))
                 m.weight.copy_(0.5 + torch.rand(c, generator=g))
                 m.bias.copy_(0.1 * torch.randn(c, generator=g))
+            elif isinstance(m, (torch.nn.GroupNorm, torch.nn.LayerNorm)):  # likewise gamma and beta
+                c = m.weight.numel()
+                m.weight.copy_(0.5 + torch.rand(c, generator=g))
+                m.bias.copy_(0.1 * torch.randn(c, generator=g))
+            elif isinstance(m, Scale):  # ConvNeXt's layer scale starts at 1e-6: a spread of values instead
+                m.weight.copy_(0.5 + torch.rand(m.weight.shape, generator=g))
 
     def fill(f):
         write_group(f, "params", model)
@@ -832,6 +852,7 @@ conv conv2 c=6 k=3 s=2 p=1          # -> 5x4
 lnorm ln2 eps=1e-6                  # each place over its 6 channels (ConvNeXt's LayerNorm2d)
 gelu act2
 conv conv3 c=4 k=1
+scale ls3                           # ConvNeXt's layer scale
 gnorm gn3 groups=1                  # one group: LayerNorm over (C, H, W)
 gap gap
 fc fc c=5
@@ -956,6 +977,9 @@ def cases():
          ("unet/sgd/bn-frozen", os.path.join(NETS, "unet.net"), 128, 2, "sgd", "layer", "frozen"),
          # DenseNet-121: concats of up to 25 inputs
          ("densenet121/adam/bn-frozen", os.path.join(NETS, "densenet121.net"), 64, 3, "adam", "layer", "frozen"),
+         # ConvNeXt-T: 7x7 depthwise convolutions, layer norm over the channels, Linears over them (1x1
+         # convs), GELU, layer scale, stochastic depth; no batch norm to freeze
+         ("convnext-tiny/adam", os.path.join(NETS, "convnext-tiny.net"), 64, 2, "adam", "layer", None),
          # EfficientNet-B0: SiLU, squeeze-and-excitation with sigmoid, stochastic depth (a draw an image)
          ("efficientnetb0/sgd/bn-frozen", os.path.join(NETS, "efficientnetb0.net"), 64, 4, "sgd", "layer", "frozen")]
     for i, g in enumerate(GENERATED):

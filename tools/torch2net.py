@@ -210,6 +210,8 @@ MODULES = [  # order matters: ReLU6 is a Hardtanh
 
 NET_MAX_IN = 64  # the most inputs of an add or concat (sim/net.h)
 NET_NAME_MAX = 47  # the longest layer name (sim/net.h: NET_NAME_LEN - 1)
+# Kinds that act on each value alone: they run on a channels-last tensor as on a map.
+ELEMENTWISE = ("relu", "relu6", "leakyrelu", "sigmoid", "silu", "gelu", "hardswish", "hardsigmoid", "dropout")
 
 FUNCTIONS = {  # function or method name -> kind (None: an alias of its first input)
     F.relu: "relu", torch.relu: "relu", "relu": "relu", "relu_": "relu",
@@ -219,6 +221,7 @@ FUNCTIONS = {  # function or method name -> kind (None: an alias of its first in
     torch.flatten: "flatten", "flatten": "flatten", "view": "flatten", "reshape": "flatten",
     F.adaptive_avg_pool2d: "adaptive", F.interpolate: "interpolate", torch.cat: "cat", torch.concat: "cat",
     F.max_pool2d: "maxpool", F.avg_pool2d: "avgpool", torch.mean: "mean", "mean": "mean",
+    torch.permute: "permute", "permute": "permute", F.gelu: "gelu",
     "contiguous": None,
 }
 
@@ -261,6 +264,8 @@ class Converter:
     def __init__(self, model, image, channels, drop_dropout, pixel=False):
         self.model, self.image, self.channels, self.drop_dropout, self.pixel = model, image, channels, drop_dropout, pixel
         self.lines, self.names, self.alias = [], set(), {}
+        self.cl = set()     # nodes holding a map permuted to channels-last, (N, H, W, C)
+        self.attrs = {}     # get_attr nodes of a (C, 1, 1) parameter: their targets
 
     def unique(self, base):
         """base, or base_1, base_2, ... when taken; a name longer than the format's 47 characters keeps
@@ -283,10 +288,13 @@ class Converter:
             raise Refused("%s: reads '%s', which the net cannot represent" % (describe(node), arg.name))
         return self.alias[arg]
 
-    def emit(self, node, kind, keystr, inputs):
-        """One line for node; a module called again (unique) gets _1, _2, ..."""
+    def emit(self, node, kind, keystr, inputs, base=None):
+        """One line for node, named base or after its module or function; a module called again
+        (unique) gets _1, _2, ..."""
         scope = node.meta.get("scope", "")
-        if node.op == "call_module":
+        if base is not None:
+            pass
+        elif node.op == "call_module":
             base = node.target
         else:
             base = (scope + "." if scope else "") + function_name(node).strip("_")
@@ -321,8 +329,16 @@ class Converter:
                               % len(out.meta["tensor_meta"].shape))
             self.lines.append(("loss", self.unique("loss"), (" pixel=1" if self.pixel else "") + inp))
             return
-        if node.op == "get_attr":
-            raise Refused("%s: reads a parameter or buffer directly (only modules' own parameters)" % where)
+        if node.op == "get_attr":  # a (C, 1, 1) parameter may scale a map (ConvNeXt's layer scale): see mul
+            shape = tuple(node.meta["tensor_meta"].shape) if "tensor_meta" in node.meta else ()
+            is_param = any(n == node.target for n, _ in self.model.named_parameters())
+            if not is_param or len(shape) != 3 or shape[1:] != (1, 1):
+                raise Refused("%s: reads a parameter or buffer directly (only modules' own, or a (C, 1, 1) scale)" % where)
+            self.attrs[node] = node.target
+            return
+        if node.op == "call_module" and self.tensor_inputs(node) and self.tensor_inputs(node)[0] in self.cl:
+            self.channels_last_module(node, modules[node.target], where)
+            return
         if node.op == "call_module":
             m = modules[node.target]
             for cls, fn in MODULES:
@@ -357,7 +373,15 @@ class Converter:
         if kind == "cat":
             self.concat(node, where)
             return
+        if kind == "permute":
+            self.permute(node, where)
+            return
         args = self.tensor_inputs(node)
+        if any(a in self.cl for a in args):  # on a channels-last tensor: elementwise kinds only, all of it channels-last
+            if kind not in ELEMENTWISE + ("add",) or not all(a in self.cl for a in args):
+                raise Refused("%s: %s on a channels-last tensor (only elementwise kinds, a LayerNorm over its channels "
+                              "and a Linear)" % (where, kind))
+            self.cl.add(node)
         if not args:
             raise Refused("%s: reads no tensor of the net" % where)
         if kind is None:
@@ -399,6 +423,13 @@ class Converter:
             kind, keystr = upsample(kw.get("scale_factor"), kw.get("size"), kw.get("mode", "nearest"), where, kw.get("align_corners"))
             self.emit(node, kind, keystr, [self.source(args[0], node)])
             return
+        if kind == "mul" and len(node.args) == 2 and sum(a in self.attrs for a in node.args) == 1:
+            scale = next(a for a in node.args if a in self.attrs)
+            other = next(a for a in node.args if a is not scale)
+            if scale.meta["tensor_meta"].shape[0] != other.meta["tensor_meta"].shape[1]:
+                raise Refused("%s: a (C, 1, 1) parameter times a map of another channel count" % where)
+            self.emit(node, "scale", "", [self.source(other, node)], base=self.attrs[scale])
+            return
         if kind in ("add", "mul"):
             if len(args) != 2 or len(node.args) != 2 or node.kwargs:
                 raise Refused("%s: %s of %s (only of two tensors of the net)" % (where, kind, node.args))
@@ -407,6 +438,43 @@ class Converter:
         if len(node.args) != 1 or (node.kwargs and set(node.kwargs) != {"inplace"}):
             raise Refused("%s: called with arguments the format does not take" % where)
         self.emit(node, kind, "", [self.source(args[0], node)])
+
+    def permute(self, node, where):
+        """(N, C, H, W) to channels-last (N, H, W, C) and back, as ConvNeXt's blocks do around their
+        LayerNorm and Linears: no line, the tensor is the same map."""
+        src = node.args[0]
+        dims = list(node.args[1]) if len(node.args) == 2 and isinstance(node.args[1], (list, tuple)) else list(node.args[1:])
+        dims = [d % 4 for d in dims] if all(isinstance(d, int) for d in dims) else dims
+        if dims == [0, 2, 3, 1] and src not in self.cl and len(src.meta["tensor_meta"].shape) == 4:
+            self.cl.add(node)
+        elif not (dims == [0, 3, 1, 2] and src in self.cl):
+            raise Refused("%s: permute%s (only to channels-last (0, 2, 3, 1) and back (0, 3, 1, 2))" % (where, tuple(dims)))
+        self.alias[node] = self.source(src, node)
+
+    def channels_last_module(self, node, m, where):
+        """A module on a channels-last tensor: a LayerNorm over its channels (lnorm), a Linear over
+        them (a 1x1 conv), or an elementwise one; the result is channels-last too."""
+        src = self.source(self.tensor_inputs(node)[0], node)
+        c = node.args[0].meta["tensor_meta"].shape[-1]
+        if isinstance(m, nn.LayerNorm):
+            if tuple(m.normalized_shape) != (c,) or not m.elementwise_affine:
+                raise Refused("%s: LayerNorm%s on a channels-last map of %d channels (only over them, affine)"
+                              % (where, tuple(m.normalized_shape), c))
+            kind, keystr = "lnorm", keys(eps=None if m.eps == 1e-5 else fmt_float(m.eps))
+        elif isinstance(m, nn.Linear):
+            kind, keystr = "conv", keys(c=m.out_features, k=1, bias=None if m.bias is not None else 0)
+        else:
+            kind = None
+            for cls, fn in MODULES:
+                if isinstance(m, cls):
+                    r = fn(m, where)
+                    kind, keystr = r if isinstance(r, tuple) else (None, None)
+                    break
+            if kind not in ELEMENTWISE:
+                raise Refused("%s: %s on a channels-last tensor (only elementwise kinds, a LayerNorm over its channels "
+                              "and a Linear)" % (where, type(m).__name__))
+        self.cl.add(node)
+        self.emit(node, kind, keystr, [src])
 
     def stochastic_depth(self, node, where):
         """torchvision's StochasticDepth: in mode "row" it drops each sample whole, a dropout with one
@@ -484,6 +552,7 @@ class Converter:
         for node in graph.nodes:
             self.convert_node(node, modules)
         used = {id(p) for n in graph.nodes if n.op == "call_module" for p in modules[n.target].parameters()}
+        used |= {id(self.model.get_parameter(t)) for t in self.attrs.values()}
         unused = [name for name, p in self.model.named_parameters() if id(p) not in used]
         if unused:
             print("torch2net: warning: %d parameter tensors of the module are not in its forward (%s%s); the net leaves them out"

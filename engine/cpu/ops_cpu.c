@@ -365,6 +365,52 @@ static void upsample_backward(const ops_call *c)
             }
 }
 
+/* --- scale: y = x * w[c] ---------------------------------------------------------------------------- */
+
+static void scale_forward(const ops_call *c)
+{
+    const ten *x = &c->x[0], *y = &c->y;
+    cpu_check_rows(x, c->a, c->b, c->in_h[0]);
+    cpu_check_rows(y, c->a, c->b, c->l->h);
+    int64_t len = plane_len(y, c->a, c->b);
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)y->n * y->c * len))
+    for (int n = 0; n < y->n; n++)
+        for (int ch = 0; ch < y->c; ch++) {
+            const float *xr = cpu_row(x, n, ch, c->a);
+            float *yr = cpu_row(y, n, ch, c->a), s = c->w[ch];
+            for (int64_t i = 0; i < len; i++) yr[i] = xr[i] * s;
+        }
+}
+
+/* dx = dy * w[c]; dw[c] += the sum of dy * x over the images and rows [a, b), in order. */
+static void scale_backward(const ops_call *c)
+{
+    const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy;
+    int64_t len = plane_len(dy, c->a, c->b);
+    cpu_check_rows(dy, c->a, c->b, c->l->h);
+    if (c->dw) {
+        cpu_check_rows(x, c->a, c->b, c->in_h[0]);
+        for (int ch = 0; ch < dy->c; ch++) {
+            double s = 0.0;
+            for (int n = 0; n < dy->n; n++) {
+                const float *g = cpu_row(dy, n, ch, c->a), *xr = cpu_row(x, n, ch, c->a);
+                for (int64_t i = 0; i < len; i++) s += (double)g[i] * xr[i];
+            }
+            c->dw[ch] += (float)s;
+        }
+    }
+    if (!dx->p) return;
+    bool store = cpu_dx_store(c, 0);
+    cpu_check_rows(dx, c->a, c->b, c->in_h[0]);
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dy->n * dy->c * len))
+    for (int n = 0; n < dy->n; n++)
+        for (int ch = 0; ch < dy->c; ch++) {
+            const float *g = cpu_row(dy, n, ch, c->a);
+            float *d = cpu_row(dx, n, ch, c->a), s = c->w[ch];
+            for (int64_t i = 0; i < len; i++) d[i] = store ? g[i] * s : d[i] + g[i] * s;
+        }
+}
+
 /* --- bilinear upsampling (engine/act.h: lerp_taps) ------------------------------------------------ */
 
 /* Every output column's taps, computed once a call. */
@@ -793,7 +839,7 @@ static const struct {
     [NET_GELU] = {act_forward, act_backward},            [NET_HSWISH] = {act_forward, act_backward},
     [NET_DROPOUT] = {dropout_forward, dropout_backward}, [NET_UPSAMPLE] = {upsample_forward, upsample_backward},
     [NET_BILINEAR] = {bilinear_forward, bilinear_backward}, [NET_GNORM] = {gnorm_cpu_forward, gnorm_cpu_backward},
-    [NET_LNORM] = {lnorm_cpu_forward, lnorm_cpu_backward},
+    [NET_LNORM] = {lnorm_cpu_forward, lnorm_cpu_backward}, [NET_SCALE] = {scale_forward, scale_backward},
     [NET_CONCAT] = {concat_forward, concat_backward}, [NET_HSIGMOID] = {act_forward, act_backward},
     [NET_MUL] = {mul_forward, mul_backward},
 };

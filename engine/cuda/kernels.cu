@@ -965,3 +965,46 @@ extern "C" void k_lnorm_bwd(cudaStream_t st, kview x, kview dy, kview dx, const 
     if (dw) norm_dw<<<blocks(dy.c), T, 0, st>>>(x, dy, stats, dw, 1, true, a, b);
     if (dx.p) lnorm_dx<<<blocks(n), T, 0, st>>>(x, dy, dx, stats, w, a, b, store);
 }
+
+// scale: y = x * w[c] on rows [a, b); backward dx (+)= dy * w[c], and dw[c] += the sum of dy * x
+// (a thread a channel)
+__global__ static void scale_fwd(kview x, kview y, const float *w, int a, int b)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)y.n * y.c * (b - a) * y.w) return;
+    pos q = decompose(i, y.c, a, b, y.w);
+    at(y, q.n, q.c, q.r)[q.col] = at(x, q.n, q.c, q.r)[q.col] * w[q.c];
+}
+
+extern "C" void k_scale_fwd(cudaStream_t st, kview x, kview y, const float *w, int a, int b)
+{
+    int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
+    if (n) scale_fwd<<<blocks(n), T, 0, st>>>(x, y, w, a, b);
+}
+
+__global__ static void scale_dx(kview dy, kview dx, const float *w, int a, int b)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)dy.n * dy.c * (b - a) * dy.w) return;
+    pos q = decompose(i, dy.c, a, b, dy.w);
+    at(dx, q.n, q.c, q.r)[q.col] += at(dy, q.n, q.c, q.r)[q.col] * w[q.c];
+}
+
+__global__ static void scale_dw(kview x, kview dy, float *dw, int a, int b)
+{
+    int ch = blockIdx.x * blockDim.x + threadIdx.x;
+    if (ch >= dy.c) return;
+    double s = 0.0;
+    for (int n = 0; n < dy.n; n++)
+        for (int r = a; r < b; r++)
+            for (int col = 0; col < dy.w; col++) s += (double)at(dy, n, ch, r)[col] * at(x, n, ch, r)[col];
+    dw[ch] += (float)s;
+}
+
+extern "C" void k_scale_bwd(cudaStream_t st, kview x, kview dy, kview dx, const float *w, float *dw, int a, int b)
+{
+    int64_t n = (int64_t)dy.n * dy.c * (b - a) * dy.w;
+    if (!n) return;
+    if (dw) scale_dw<<<blocks(dy.c), T, 0, st>>>(x, dy, dw, a, b);
+    if (dx.p) scale_dx<<<blocks(n), T, 0, st>>>(dy, dx, w, a, b);
+}

@@ -71,6 +71,9 @@ void k_gnorm_fwd(cudaStream_t st, kview x, kview y, float *stats, const float *w
 void k_gnorm_bwd(cudaStream_t st, kview x, kview dy, kview dx, const float *stats, const float *w, float *dw, int G, double *scratch);
 void k_lnorm_fwd(cudaStream_t st, kview x, kview y, float *stats, const float *w, float eps, int a, int b);
 void k_lnorm_bwd(cudaStream_t st, kview x, kview dy, kview dx, const float *stats, const float *w, float *dw, int a, int b, bool store);
+/* scale: y = x * w[c] on rows [a, b); backward dx += dy * w[c] (dx.p NULL: not wanted), dw += (NULL: not wanted) */
+void k_scale_fwd(cudaStream_t st, kview x, kview y, const float *w, int a, int b);
+void k_scale_bwd(cudaStream_t st, kview x, kview dy, kview dx, const float *w, float *dw, int a, int b);
 void k_apool_fwd(cudaStream_t st, kview x, kview y, int o);
 void k_apool_bwd(cudaStream_t st, kview dx, kview dy, int o);
 /* frozen batch norm backward: dx += gamma * invstd * dy; dgamma/dbeta += sums (dw may be NULL) */

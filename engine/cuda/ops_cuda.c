@@ -600,6 +600,7 @@ static void cuda_forward(const ops_call *c)
     case NET_UPSAMPLE: k_upsample_fwd(g.compute, kv(&c->x[0]), kv(&c->y), l->u.up.scale, c->a, c->b); break;
     case NET_GNORM: k_gnorm_fwd(g.compute, kv(&c->x[0]), kv(&c->y), c->stats, c->w, l->u.norm.groups, l->u.norm.eps); break;
     case NET_LNORM: k_lnorm_fwd(g.compute, kv(&c->x[0]), kv(&c->y), c->stats, c->w, l->u.norm.eps, c->a, c->b); break;
+    case NET_SCALE: k_scale_fwd(g.compute, kv(&c->x[0]), kv(&c->y), c->w, c->a, c->b); break;
     case NET_BILINEAR:
         k_bilinear_fwd(g.compute, kv(&c->x[0]), kv(&c->y), l->u.up.scale, l->u.up.align, c->in_h[0], l->h, c->a, c->b);
         break;
@@ -675,6 +676,10 @@ static void cuda_backward(const ops_call *c)
         if (c->dx[0].p) dx_begin(c, 0);
         ensure_loss_scratch(2 * (int64_t)c->dy.n * l->u.norm.groups);
         k_gnorm_bwd(g.compute, kv(&c->x[0]), kv(&c->dy), kv(&c->dx[0]), c->stats, c->w, c->dw, l->u.norm.groups, g.loss_scratch);
+        break;
+    case NET_SCALE:
+        if (c->dx[0].p) dx_begin(c, 0);
+        k_scale_bwd(g.compute, kv(&c->x[0]), kv(&c->dy), kv(&c->dx[0]), c->w, c->dw, c->a, c->b);
         break;
     case NET_LNORM:
         if (c->dx[0].p) dx_begin(c, 0);

@@ -117,6 +117,8 @@ def net_cases():
         ("gnorm without groups", NET.replace("relu r1", "gnorm r1"), "groups"),
         ("gnorm groups not dividing", NET.replace("relu r1", "gnorm r1 groups=3"), "groups"),
         ("gnorm with a momentum", NET.replace("relu r1", "gnorm r1 groups=2 momentum=0.1"), "momentum"),
+        ("scale with a key", NET.replace("relu r1", "scale r1 c=8"), "c"),
+        ("scale with two inputs", NET.replace("relu r1", "scale r1 in=c1,c1"), None),
         ("lnorm eps=-1", NET.replace("relu r1", "lnorm r1 eps=-1"), "eps"),
         ("lnorm with two inputs", NET.replace("relu r1", "lnorm r1 in=c1,c1"), None),
         ("conv k=3x", NET.replace("conv c1 c=8 k=3", "conv c1 c=8 k=3x"), "k"),
