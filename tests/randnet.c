@@ -31,10 +31,17 @@ static void put(out *o, const char *fmt, ...)
     if (o->at >= o->len) o->at = o->len - 1; /* truncated (8 KiB holds any net drawn here) */
 }
 
-/* The elementwise activations and dropout, taken in turn by layer index (no extra draw, so the
- * nets' shapes stay the original generator's); the first three can run in place. */
-static const char *const acts[] = {"relu", "relu6", "leakyrelu", "sigmoid", "silu", "gelu", "hardswish", "dropout", "hardsigmoid"};
-static const char *act(int i, bool inplace) { return acts[i % (inplace ? 3 : 9)]; }
+/* The elementwise activations, dropout (a draw a value, or an image), layer norm over the channels
+ * and layer scale, taken in turn by layer index (no extra draw, so the nets' shapes stay the
+ * original generator's); the first three can run in place. */
+static const char *const acts[] = {"relu",      "relu6",   "leakyrelu",   "sigmoid", "silu",  "gelu",
+                                   "hardswish", "dropout", "hardsigmoid", "lnorm",   "scale", "dropout"};
+static const char *act(int i, bool inplace) { return acts[i % (inplace ? 3 : 12)]; }
+/* Layer i's line as one of them, reading `in`. */
+static void act_line(out *o, int i, const char *in)
+{
+    put(o, "%s l%d in=%s%s\n", act(i, false), i, in, i % 12 == 11 ? " sample=1" : "");
+}
 
 /* test_band's nets: 2 channels, width 3; the order of draws is the original generator's. */
 static void small_net(randnet_rng *g, out *o, int h)
@@ -60,7 +67,7 @@ static void small_net(randnet_rng *g, out *o, int h)
             else if (i % 4 == 1) put(o, "convt l%d in=%s c=2 k=%d s=%d p=%d op=%d\n", i, in, k, s, p, s > 1 && i % 8 == 1);
             else put(o, "%s l%d in=%s k=%d s=%d p=%d\n", pool, i, in, k, s, p);
         } else if (kind == 5) {
-            put(o, "%s l%d in=%s\n", act(i, false), i, in);
+            act_line(o, i, in);
         } else if (kind == 6) {
             put(o, "bn l%d in=%s\n", i, in);
         } else {
@@ -151,9 +158,10 @@ static void wide_net(randnet_rng *g, out *o, int h)
                 put(o, "convt l%d in=%s c=%d k=%d s=%d p=%d op=%d groups=%d\n", i, in, ch, k, s, p, s > 1 && i % 8 == 1, i % 8 == 5 ? ch : 1);
             else put(o, "%s l%d in=%s k=%d s=%d p=%d\n", pool, i, in, k, s, p);
         } else if (kind == 6) {
-            put(o, "%s l%d in=%s\n", act(i, false), i, in);
+            act_line(o, i, in);
         } else if (kind == 7) {
-            put(o, "bn l%d in=%s\n", i, in);
+            if (i % 4 == 2) put(o, "gnorm l%d in=%s groups=1\n", i, in); /* whole maps: a row segment ends before it */
+            else put(o, "bn l%d in=%s\n", i, in);
         } else {
             ch = block(g, o, i, in, ch);
         }
