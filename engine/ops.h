@@ -69,6 +69,15 @@ typedef struct {
     int64_t ws_bytes;          /* its size (what the backend's workspace model asked for) */
 } ops_call;
 
+/* The rows [lo, hi) of input 0 that output rows [a, b) read (net_window_rows of the layer's window),
+ * clipped to the map: what a band must hold of it. */
+static inline void ops_in_rows(const ops_call *c, int *lo, int *hi)
+{
+    net_window_rows(c->l->win, c->a, c->b, lo, hi);
+    if (*lo < 0) *lo = 0;
+    if (*hi > c->in_h[0]) *hi = c->in_h[0];
+}
+
 /* A product of a tensor with itself (mul of x and x): the scheduler gives it no dx[1], so dx[0]
  * takes both inputs' gradients. (add and concat, of any number of inputs: net_input_first.) */
 static inline bool ops_reads_twice(const ops_call *c) { return c->l->n_in == 2 && c->l->in[0] == c->l->in[1] && !c->dx[1].p; }

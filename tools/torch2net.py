@@ -292,11 +292,9 @@ class Converter:
         """One line for node, named base or after its module or function; a module called again
         (unique) gets _1, _2, ..."""
         scope = node.meta.get("scope", "")
-        if base is not None:
-            pass
-        elif node.op == "call_module":
+        if base is None and node.op == "call_module":
             base = node.target
-        else:
+        elif base is None:
             base = (scope + "." if scope else "") + function_name(node).strip("_")
         name = self.unique(base)
         prev = self.lines[-1][1] if self.lines else None
@@ -336,7 +334,7 @@ class Converter:
                 raise Refused("%s: reads a parameter or buffer directly (only modules' own, or a (C, 1, 1) scale)" % where)
             self.attrs[node] = node.target
             return
-        if node.op == "call_module" and self.tensor_inputs(node) and self.tensor_inputs(node)[0] in self.cl:
+        if node.op == "call_module" and any(a in self.cl for a in self.tensor_inputs(node)[:1]):
             self.channels_last_module(node, modules[node.target], where)
             return
         if node.op == "call_module":

@@ -247,26 +247,19 @@ void conv_cpu_backward(const ops_call *c)
  * own window (net_convt_window: k, s, p, d), which maps this layer's output space to its input
  * space, and whose weight layout (C_out_C = C_in, C_in_C / Q = C_out / Q, k, k) is this layer's.
  * [lo, hi) are the input rows that rows [a, b) read (net_window_rows of the mirrored window l->win,
- * clipped), cols = (hi - lo) * W_in, an image at a time, K = C_out * k * k:
+ * clipped: ops_in_rows), cols = (hi - lo) * W_in, an image at a time, K = C_out * k * k:
  *   forward          col (K, cols) = w^T x x[lo, hi); y[a, b) = col2im(col) kept to rows [a, b)
  *   backward filter  col = im2col(dy) over C's output rows [lo, hi), dy's rows outside [a, b) read
  *                    as zero (they are other bands', which add their own share); dw += x x col^T
  *   backward data    dx[lo, hi) += w x col
  * so bands, which overlap in the input rows they read, add up to the whole map's gradients. */
-static void convt_rows(const ops_call *c, int *lo, int *hi)
-{
-    net_window_rows(c->l->win, c->a, c->b, lo, hi);
-    if (*lo < 0) *lo = 0;
-    if (*hi > c->in_h[0]) *hi = c->in_h[0];
-}
-
 void convt_cpu_forward(const ops_call *c)
 {
     const net_layer *l = c->l;
     net_window own = net_convt_window(l);
     const ten *x = &c->x[0], *y = &c->y;
     int a = c->a, b = c->b, lo, hi;
-    convt_rows(c, &lo, &hi);
+    ops_in_rows(c, &lo, &hi);
     cpu_check_rows(x, lo, hi, c->in_h[0]);
     cpu_check_rows(y, a, b, l->h);
     int Q = l->u.conv.groups, cq = x->c / Q, Kq = l->c * own.k * own.k / Q;
@@ -292,7 +285,7 @@ void convt_cpu_backward(const ops_call *c)
     net_window own = net_convt_window(l);
     const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy;
     int a = c->a, b = c->b, lo, hi;
-    convt_rows(c, &lo, &hi);
+    ops_in_rows(c, &lo, &hi);
     cpu_check_rows(dy, a, b, l->h);
     int c_in = dx->p ? dx->c : x->c, Q = l->u.conv.groups, cq = c_in / Q, Kq = l->c * own.k * own.k / Q;
     int cols = (hi - lo) * (dx->p ? dx->w : x->w);

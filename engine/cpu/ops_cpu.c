@@ -436,8 +436,8 @@ static void bilinear_forward(const ops_call *c)
 {
     const ten *x = &c->x[0], *y = &c->y;
     int a = c->a, b = c->b, in_h = c->in_h[0], lo, hi;
-    net_window_rows(c->l->win, a, b, &lo, &hi);
-    cpu_check_rows(x, lo < 0 ? 0 : lo, hi > in_h ? in_h : hi, in_h);
+    ops_in_rows(c, &lo, &hi);
+    cpu_check_rows(x, lo, hi, in_h);
     cpu_check_rows(y, a, b, c->l->h);
     CHECK(c->ws != NULL);
     lerp_cols t = lerp_cols_of(c, x->w, c->ws);
@@ -465,9 +465,9 @@ static void bilinear_backward(const ops_call *c)
     const ten *dx = &c->dx[0], *dy = &c->dy;
     if (!dx->p) return;
     int a = c->a, b = c->b, in_h = c->in_h[0], lo, hi;
-    net_window_rows(c->l->win, a, b, &lo, &hi);
+    ops_in_rows(c, &lo, &hi);
     cpu_dx_begin(c, 0);
-    cpu_check_rows(dx, lo < 0 ? 0 : lo, hi > in_h ? in_h : hi, in_h);
+    cpu_check_rows(dx, lo, hi, in_h);
     cpu_check_rows(dy, a, b, c->l->h);
     CHECK(c->ws != NULL);
     lerp_cols t = lerp_cols_of(c, dx->w, c->ws);

@@ -31,8 +31,8 @@ static struct {
     cudnnHandle_t dnn;
     cublasHandle_t blas;
     float *loss_dev;            /* the loss, on the device */
-    double *loss_scratch;       /* the loss of each block of places (k_loss_scratch) */
-    int64_t loss_cap;
+    double *scratch;            /* the loss of each block of places (k_loss_scratch); gnorm's gradient sums */
+    int64_t scratch_cap;
     void **host_free;           /* pinned blocks to free at the next sync (a copy may still read them) */
     int n_host_free, cap_host_free;
     cu_pending *pending;        /* moves under way */
@@ -563,12 +563,12 @@ static void fc_backward(const ops_call *c)
 
 static kwin kw(net_window w) { return (kwin){w.k, w.s, w.p, w.d}; }
 
-static void ensure_loss_scratch(int64_t n)
+static void ensure_scratch(int64_t n)
 {
-    if (n <= g.loss_cap) return;
-    if (g.loss_scratch) CU(cudaFree(g.loss_scratch));
-    CU(cudaMalloc((void **)&g.loss_scratch, (size_t)n * sizeof(double)));
-    g.loss_cap = n;
+    if (n <= g.scratch_cap) return;
+    if (g.scratch) CU(cudaFree(g.scratch));
+    CU(cudaMalloc((void **)&g.scratch, (size_t)n * sizeof(double)));
+    g.scratch_cap = n;
 }
 
 static void cuda_forward(const ops_call *c)
@@ -614,8 +614,8 @@ static void cuda_forward(const ops_call *c)
     case NET_HSIGMOID: k_act_fwd(g.compute, (int)l->kind, ACT_SLOPE(l), kv(&c->x[0]), kv(&c->y), c->a, c->b); break;
     case NET_DROPOUT: k_dropout_fwd(g.compute, c->key, l->u.dropout.p, l->u.dropout.sample, kv(&c->x[0]), kv(&c->y), c->mask, c->a, c->b, l->h); break;
     case NET_LOSS:
-        ensure_loss_scratch(k_loss_scratch((int64_t)c->x[0].n * l->h * l->w));
-        k_loss_fwd(g.compute, kv(&c->x[0]), l->c, (int64_t)l->h * l->w, c->labels, c->probs, g.loss_dev, g.loss_scratch);
+        ensure_scratch(k_loss_scratch((int64_t)c->x[0].n * l->h * l->w));
+        k_loss_fwd(g.compute, kv(&c->x[0]), l->c, (int64_t)l->h * l->w, c->labels, c->probs, g.loss_dev, g.scratch);
         if (c->loss) cu_download(c->loss, g.loss_dev, sizeof(float));
         break;
     default: CHECK(!"layer kind without a CUDA kernel");
@@ -630,8 +630,7 @@ static void cuda_backward(const ops_call *c)
     case NET_CONV: conv_backward(c); break;
     case NET_CONVT: { /* the input rows the band's output rows read (net_window_rows of the mirrored window) */
         int lo, hi, c_in = c->dx[0].p ? c->dx[0].c : c->x[0].c;
-        net_window_rows(l->win, c->a, c->b, &lo, &hi);
-        lo = lo < 0 ? 0 : lo, hi = hi > c->in_h[0] ? c->in_h[0] : hi;
+        ops_in_rows(c, &lo, &hi);
         kwin w = kw(net_convt_window(l));
         int64_t nw = (int64_t)c_in * (l->c / l->u.conv.groups) * w.k * w.k;
         if (c->dx[0].p)
@@ -672,10 +671,10 @@ static void cuda_backward(const ops_call *c)
     case NET_UPSAMPLE:
         if (c->dx[0].p) dx_begin(c, 0), k_upsample_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), l->u.up.scale, c->a, c->b);
         break;
-    case NET_GNORM: /* its gradient sums in the loss's scratch (2 doubles an image and group) */
+    case NET_GNORM: /* its gradient sums in the scratch (2 doubles an image and group) */
         if (c->dx[0].p) dx_begin(c, 0);
-        ensure_loss_scratch(2 * (int64_t)c->dy.n * l->u.norm.groups);
-        k_gnorm_bwd(g.compute, kv(&c->x[0]), kv(&c->dy), kv(&c->dx[0]), c->stats, c->w, c->dw, l->u.norm.groups, g.loss_scratch);
+        ensure_scratch(2 * (int64_t)c->dy.n * l->u.norm.groups);
+        k_gnorm_bwd(g.compute, kv(&c->x[0]), kv(&c->dy), kv(&c->dx[0]), c->stats, c->w, c->dw, l->u.norm.groups, g.scratch);
         break;
     case NET_SCALE:
         if (c->dx[0].p) dx_begin(c, 0);
@@ -687,8 +686,7 @@ static void cuda_backward(const ops_call *c)
         break;
     case NET_BILINEAR: {
         int lo, hi;
-        net_window_rows(l->win, c->a, c->b, &lo, &hi);
-        lo = lo < 0 ? 0 : lo, hi = hi > c->in_h[0] ? c->in_h[0] : hi;
+        ops_in_rows(c, &lo, &hi);
         if (c->dx[0].p)
             dx_begin(c, 0), k_bilinear_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), l->u.up.scale, l->u.up.align, c->in_h[0], l->h, lo,
                                            hi, c->a, c->b);
