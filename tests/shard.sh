@@ -10,6 +10,9 @@ fails=0
 ok()  { printf 'ok   %s\n' "$1"; }
 bad() { fails=$((fails + 1)); printf 'FAIL %s\n' "$1"; sed 's/^/     /' "$tmp/err" 2>/dev/null | head -5; }
 cd "$tmp"
+# the engine picks its thread count from the machine's load when it starts (engine/threads.h), and the
+# shards below run side by side: fix it, so that the root attribute threads is the same everywhere
+export OMP_NUM_THREADS=1
 
 # a grid (two nets, two batches, both optimizers, five plans: 40 runs) and a capacity search
 cat >grid.spec <<'S'
