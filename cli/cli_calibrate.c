@@ -13,7 +13,7 @@
 #include "io/profile.h"
 
 static const char *usage =
-    "usage: lrcnn calibrate -o PROFILE.h5 [--backend cpu|cuda] [--net NETS] [--image S|HxW] [--batch N]\n"
+    "usage: lrcnn calibrate -o PROFILE.h5 [--backend cpu|cuda] [--net NETS] [--image S|HxW] [--batch N[,N...]]\n"
     "                       [--optimizer sgd|adam] [--plan PLANS] [--check PLANS] [--iters K] [--seed X] [--force]\n"
     "\n"
     "Measures this machine for the time model that sim, sweep and plan take with --profile: every step\n"
@@ -22,12 +22,16 @@ static const char *usage =
     "layer, bytes for copies, moves, encodings and the optimizer). Then each check plan (--check, held out\n"
     "of the fit) runs too, and its predicted iteration time is printed against the measured median; the\n"
     "profile keeps the samples and the checks (results/SCHEMA.md). A plan that does not apply to a net\n"
-    "(an authors- preset on another net) is skipped for it, and said so.\n"
+    "(an authors- preset on another net) is skipped for it, and said so. Several batches (--batch 8,32)\n"
+    "run every fitting and check plan at each: a key's samples then span the sizes large batches run at,\n"
+    "where one batch's fit extrapolates (memory-bound steps slow down once their maps leave the cache).\n"
     "Defaults: --backend cpu --net vgg16 --image (each net's own) --batch 8 --optimizer sgd --iters 3\n"
     "--plan layer,ckpt:3,vdnn-all+dpr:fp16,2ps:3+gist,overl:3\n"
     "--check ckpt-sqrt,vdnn-conv,2ps:4,overl:4,2ps-h,overl-h (--check none: no checks).\n"
     "\n"
-    "example: lrcnn calibrate --net vgg-small --batch 4 --iters 3 -o /tmp/cpu.h5\n";
+    "example: lrcnn calibrate --net vgg-small --batch 4,16 --iters 3 -o /tmp/cpu.h5\n";
+
+#define CALIB_MAX_BATCHES 8
 
 typedef struct {
     const char *backend;
@@ -116,7 +120,7 @@ static int measure(const calib_job *j, const net *n, const char *text, sample_se
 
 static void print_check(const profile_check *c)
 {
-    printf("  %-12s %-24s %10.1f ms %10.1f ms %+7.1f%% %7.0f%%\n", c->net, c->plan, c->predicted_us / 1e3, c->measured_us / 1e3,
+    printf("  %-12s %5d  %-24s %10.1f ms %10.1f ms %+7.1f%% %7.0f%%\n", c->net, c->batch, c->plan, c->predicted_us / 1e3, c->measured_us / 1e3,
            100 * (c->predicted_us - c->measured_us) / c->measured_us, 100 * c->fitted);
     fflush(stdout);
 }
@@ -132,14 +136,37 @@ static int split_list(const char *list, char **copy, char ***items)
     return n;
 }
 
+/* --batch's list ("8" or "8,32"): distinct counts 1..2^20, at most CALIB_MAX_BATCHES. */
+static int parse_batches(const char *list, int *batches, int *n)
+{
+    char *copy, **items;
+    int k = split_list(list, &copy, &items), rc = 0;
+    if (k < 1 || k > CALIB_MAX_BATCHES) rc = cli_fail("calibrate", "--batch %s: expected 1 to %d batch sizes, comma-separated", list, CALIB_MAX_BATCHES);
+    for (int i = 0; i < k && !rc; i++) {
+        if (cli_parse_int(items[i], 1, 1 << 20, &batches[i]))
+            rc = cli_fail("calibrate", "--batch %s: '%s' is not an integer 1..%d", list, items[i], 1 << 20);
+        for (int m = 0; m < i && !rc; m++)
+            if (batches[m] == batches[i]) rc = cli_fail("calibrate", "--batch %s: %d given twice", list, batches[i]);
+    }
+    if (!rc) *n = k;
+    free(copy), free(items);
+    return rc;
+}
+
 int cli_calibrate(int argc, char **argv)
 {
     cli_config o = {.net = "vgg16", .batch = 8, .iters = 3, .seed = 1, .optimizer = SCHED_SGD,
                     .plan = "layer,ckpt:3,vdnn-all+dpr:fp16,2ps:3+gist,overl:3", .host_budget = -1};
     const char *check = "ckpt-sqrt,vdnn-conv,2ps:4,overl:4,2ps-h,overl-h", *backend = "cpu", *v;
+    int batches[CALIB_MAX_BATCHES] = {8}, n_batches = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
-        int got = cli_common(argc, argv, &i, "calibrate", &o);
+        int got = cli_opt(argc, argv, &i, "--batch", &v);
+        if (got > 0) {
+            if (parse_batches(v, batches, &n_batches)) return CLI_USAGE;
+            continue;
+        }
+        got = cli_common(argc, argv, &i, "calibrate", &o);
         if (got < 0) return CLI_USAGE;
         if (got) continue;
         if ((got = cli_opt(argc, argv, &i, "--check", &v)) > 0) check = v;
@@ -153,7 +180,7 @@ int cli_calibrate(int argc, char **argv)
     if (!strcmp(check, "none")) check = "";
 
     err e;
-    calib_job j = {.backend = backend, .batch = o.batch, .iters = o.iters, .optimizer = o.optimizer, .seed = (uint64_t)o.seed};
+    calib_job j = {.backend = backend, .batch = batches[0], .iters = o.iters, .optimizer = o.optimizer, .seed = (uint64_t)o.seed};
     if (!(j.ops = ops_find(backend, &e))) return cli_fail("calibrate", "--backend %s: %s", backend, e.msg);
     char *net_copy, **net_names, **fit, **chk;
     int n_nets = split_list(o.net, &net_copy, &net_names), n_fit = 0, n_chk = 0;
@@ -188,22 +215,26 @@ int cli_calibrate(int argc, char **argv)
     }
 
     sample_set ss = {0};
-    profile_check *checks = err_calloc((size_t)(n_chk + n_fit) * n_nets + 1, sizeof *checks);
+    profile_check *checks = err_calloc((size_t)(n_chk + n_fit) * n_nets * n_batches + 1, sizeof *checks);
     int n_checks = 0;
     timing_model model = {0};
     if (rc == CLI_OK) {
-        printf("calibrating the %s backend: %d fitting plan%s%s, batch %d, %s, %d iterations each (median after the first), %s\n",
-               backend, n_fit, n_fit == 1 ? "" : "s", n_nets > 1 ? " per net" : "", j.batch, cli_optimizer_name(j.optimizer),
+        char bs[CALIB_MAX_BATCHES * 10] = "";
+        for (int b = 0, at = 0; b < n_batches; b++) at += snprintf(bs + at, sizeof bs - (size_t)at, "%s%d", b ? ", " : "", batches[b]);
+        printf("calibrating the %s backend: %d fitting plan%s%s, batch %s, %s, %d iterations each (median after the first), %s\n",
+               backend, n_fit, n_fit == 1 ? "" : "s", n_nets > 1 ? " per net" : "", bs, cli_optimizer_name(j.optimizer),
                j.iters, cli_threads_text());
+        for (int b = 0; b < n_batches && rc == CLI_OK; b++)
         for (int m = 0; m < n_nets && rc == CLI_OK; m++)
             for (int k = 0; k < n_fit && rc == CLI_OK; k++) {
                 double us;
+                j.batch = batches[b];
                 if (!applies[k * n_nets + m]) {
-                    printf("  %-12s %-24s skipped: not a plan for this net\n", nets[m].name, fit[k]);
+                    if (!b) printf("  %-12s %5s  %-24s skipped: not a plan for this net\n", nets[m].name, "", fit[k]);
                     continue;
                 }
                 if (measure(&j, &nets[m], fit[k], &ss, &us, NULL, NULL, NULL, &e)) rc = CLI_FAILED;
-                else printf("  %-12s %-24s %10.1f ms\n", nets[m].name, fit[k], us / 1e3);
+                else printf("  %-12s %5d  %-24s %10.1f ms\n", nets[m].name, j.batch, fit[k], us / 1e3);
                 fflush(stdout);
                 checks[n_checks++] = (profile_check){.net = nets[m].name, .plan = fit[k], .batch = j.batch,
                                                      .image = nets[m].layers[0].h, .measured_us = us};
@@ -226,23 +257,25 @@ int cli_calibrate(int argc, char **argv)
             if (!strcmp(nets[m].name, c->net)) n = &nets[m];
         plan p;
         sched s;
-        sched_cfg cfg = {.batch = j.batch, .optimizer = j.optimizer, .ws = j.ops->ws};
+        sched_cfg cfg = {.batch = c->batch, .optimizer = j.optimizer, .ws = j.ops->ws};
         if (plan_parse(&p, n, c->plan, &e)) rc = CLI_FAILED;
         else if (sched_lower(&s, n, &p, &cfg, &e)) rc = CLI_FAILED, plan_free(&p);
         else c->predicted_us = sim_time_us(n, &s, &dev, &c->fitted), sched_free(&s), plan_free(&p);
     }
     if (rc == CLI_OK) {
         printf("\npredicted iteration time (the fitted model) vs measured median; fitting plans first (in-sample)\n\n");
-        printf("  %-12s %-24s %12s %12s %8s %8s\n", "net", "plan", "predicted", "measured", "error", "fitted");
+        printf("  %-12s %5s  %-24s %12s %12s %8s %8s\n", "net", "batch", "plan", "predicted", "measured", "error", "fitted");
         for (int k = 0; k < n_checks; k++) print_check(&checks[k]);
     }
     if (rc == CLI_OK && n_chk) {
         printf("  held out of the fit:\n");
+        for (int b = 0; b < n_batches && rc == CLI_OK; b++)
         for (int m = 0; m < n_nets && rc == CLI_OK; m++)
             for (int k = 0; k < n_chk && rc == CLI_OK; k++) {
                 profile_check *c = &checks[n_checks];
+                j.batch = batches[b];
                 if (!applies[(n_fit + k) * n_nets + m]) {
-                    printf("  %-12s %-24s skipped: not a plan for this net\n", nets[m].name, chk[k]);
+                    if (!b) printf("  %-12s %5s  %-24s skipped: not a plan for this net\n", nets[m].name, "", chk[k]);
                     continue;
                 }
                 *c = (profile_check){.net = nets[m].name, .plan = chk[k], .batch = j.batch, .image = nets[m].layers[0].h,

@@ -298,8 +298,18 @@ fi
 
 # --- calibrate and the planner ---------------------------------------------------------------------
 prof="$tmp/prof.h5"
-expect_ok "calibrate vgg-small" -- calibrate --net vgg-small --batch 4 --iters 2 --check ckpt-sqrt -o "$prof"
-grep -qE '^  vgg-small +ckpt-sqrt +[0-9.]+ ms +[0-9.]+ ms' "$tmp/out" && ok "calibrate prints the held-out check" || bad "calibrate check line"
+expect_ok "calibrate vgg-small at two batches" -- calibrate --net vgg-small --batch 4,8 --iters 2 --check ckpt-sqrt -o "$prof"
+grep -qE '^  vgg-small +4  ckpt-sqrt +[0-9.]+ ms +[0-9.]+ ms' "$tmp/out" && grep -qE '^  vgg-small +8  ckpt-sqrt +[0-9.]+ ms' "$tmp/out" \
+  && ok "calibrate prints the held-out check at each batch" || bad "calibrate check lines"
+"$python" -c "
+import sys, h5py
+f = h5py.File(sys.argv[1], 'r')
+s, c = f['profile/samples'][()], f['profile/checks'][()]
+assert set(s['batch']) == {4, 8}, set(s['batch'])
+assert sorted(int(b) for b in c[c['held_out'] == 1]['batch']) == [4, 8], c
+assert len(c[c['held_out'] == 0]) == 10, len(c)" "$prof" 2>"$tmp/err" && ok "the profile holds samples and checks at both batches" || bad "two batches: $(tail -1 "$tmp/err")"
+expect_fail "calibrate: a batch given twice" "4 given twice" -- calibrate --net vgg-small --batch 4,4 -o "$o"; no_file "$o" "batch twice"
+expect_fail "calibrate: a batch not a number" "'x' is not an integer" -- calibrate --net vgg-small --batch 4,x -o "$o"; no_file "$o" "batch x"
 if "$python" "$src/tests/check_schema.py" "$prof" >"$tmp/schema" 2>&1; then ok "profile validates against results/SCHEMA.md"; else bad "profile schema: $(tail -1 "$tmp/schema")"; fi
 expect_ok "sim with a profile" -- sim --net vgg-small --batch 4 --plan layer,2ps:2 --profile "$prof"
 grep -qF "calibrated on the cpu backend" "$tmp/out" && ok "sim names its time model" || bad "sim time source"
