@@ -19,7 +19,7 @@
 static const char *usage =
     "usage: lrcnn plan --budget BYTES --net NET [--image S|HxW] [--batch N] [--optimizer sgd|adam] [--bn MODE]\n"
     "                  [--profile PROFILE.h5 | --device NAME|PROFILE.h5] [--space KINDS] [--pareto OUT.h5] [--force]\n"
-    "                  [--measure K]\n"
+    "                  [--margin PCT] [--measure K]\n"
     "       lrcnn plan --budget BYTES --net NET (--max-batch | --max-image) [--plan PLANS] [--image S|HxW] [--batch N]\n"
     "                  [--optimizer sgd|adam] [--bn MODE] [--calibrate RUNS.h5]\n"
     "       lrcnn plan --budget BYTES --net NET --offload-select [--window W] [--time-limit S] [--image S|HxW] [--batch N]\n"
@@ -38,6 +38,10 @@ static const char *usage =
     "(cpu, the default; h100-pcie4, h100-pcie5 and gh200 differ in the host link offload uses).\n"
     "--pareto writes every candidate and the memory/time frontier to OUT.h5 (searched at budgets from\n"
     "the smallest peak to layer's).\n"
+    "A plan of the search is answered over the fastest preset that fits only when predicted faster by\n"
+    "more than the time model can tell apart: 2.69x the median error of the profile's held-out checks\n"
+    "(90% confidence that two predictions differ; sim/timing.h), or --margin PCT percent (--margin 0:\n"
+    "the predicted fastest, however close).\n"
     "A budget below every plan's peak exits 2 and names the smallest peak found. --measure K runs the\n"
     "planner's plan and that preset on the CPU engine (K iterations each, in child processes) and prints\n"
     "their measured peaks and median times.\n"
@@ -167,7 +171,8 @@ static int measure_plan(const search_req *rq, const char *text, int iters, run_s
     return 0;
 }
 
-static int plan_search(const cli_config *o, int64_t budget, const char *space_list, const char *pareto, const char *device)
+static int plan_search(const cli_config *o, int64_t budget, const char *space_list, const char *pareto, const char *device,
+                       const double *margin)
 {
     heap_tune(HEAP_SWEEP); /* hundreds of schedules: page faults were a third of the search */
     unsigned space;
@@ -177,7 +182,8 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
         return cli_fail("plan", "%s exists; use --force to overwrite", pareto);
     err e;
     cli_inputs inputs;
-    search_req rq = {.cfg = {.batch = o->batch, .optimizer = o->optimizer}, .budget = budget, .space = space, .bn = o->bn};
+    search_req rq = {.cfg = {.batch = o->batch, .optimizer = o->optimizer}, .budget = budget, .space = space, .bn = o->bn,
+                     .margin = margin};
     if (cli_inputs_load(&inputs, o, device, &rq.cfg, &e)) return cli_fail("plan", "%s", e.msg);
     const net *n = &inputs.n;
     const sim_device *dev = &inputs.dev;
@@ -203,9 +209,9 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
         printf("  plan       %s\n  peak       %s (replay)\n  time       %.1f ms per iteration (%s)\n", p->text,
                units_fmt_bytes(p->peak, a, sizeof a), p->time_us / 1e3, p->source);
         if (r.fastest != r.best)
-            printf("  kept       over %s, predicted %.1f%% faster: within the time model's error (%.1f%%, the median of its "
-                   "held-out checks)\n", r.pts[r.fastest].text, 100 * (p->time_us / r.pts[r.fastest].time_us - 1),
-                   dev->model ? 100 * dev->model->error : 0.0);
+            printf("  kept       over %s, predicted %.1f%% faster: within the margin of %.1f%% (%s)\n", r.pts[r.fastest].text,
+                   100 * (p->time_us / r.pts[r.fastest].time_us - 1), 100 * r.margin,
+                   margin ? "--margin" : "2.69x the median error of the time model's held-out checks");
         if (pre >= 0 && pre != r.best)
             printf("  vs preset  %s: %s, %.1f ms (%.2fx the planner's time)\n", r.pts[pre].text,
                    units_fmt_bytes(r.pts[pre].peak, b, sizeof b), r.pts[pre].time_us / 1e3, r.pts[pre].time_us / p->time_us);
@@ -311,7 +317,8 @@ int cli_plan(int argc, char **argv)
     int mode = 0, window = 0;
     double limit = 0;
     bool select = false;
-    const char *window_s = NULL, *limit_s = NULL;
+    const char *window_s = NULL, *limit_s = NULL, *margin_s = NULL;
+    double margin = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
         if (!strcmp(argv[i], "--offload-select")) {
@@ -331,6 +338,7 @@ int cli_plan(int argc, char **argv)
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--device", &v)) > 0) device = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--window", &v)) > 0) window_s = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--time-limit", &v)) > 0) limit_s = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--margin", &v)) > 0) margin_s = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--measure", &v)) > 0 && cli_parse_int(v, 2, 1000, &o.iters))
             return cli_fail("plan", "--measure %s: expected iterations 2..1000", v);
         if (got <= 0) return cli_unknown("plan", argc, argv, i, got);
@@ -352,6 +360,13 @@ int cli_plan(int argc, char **argv)
         if (end == limit_s || *end || !(limit > 0 && limit <= 86400))
             return cli_fail("plan", "--time-limit %s: expected seconds in (0, 86400]", limit_s);
     }
+    if (margin_s) {
+        char *end;
+        margin = strtod(margin_s, &end) / 100;
+        if (end == margin_s || *end || !(margin >= 0 && margin <= 1))
+            return cli_fail("plan", "--margin %s: expected a percentage 0..100", margin_s);
+        if (select || mode) return cli_fail("plan", "--margin applies to the planner (without --offload-select, --max-batch or --max-image)");
+    }
     if (select) {
         const char *bad = mode ? "--max-batch/--max-image" : o.plan ? "--plan" : o.calibrate ? "--calibrate" : space ? "--space"
                           : pareto ? "--pareto" : o.iters ? "--measure" : o.force ? "--force" : NULL;
@@ -360,7 +375,7 @@ int cli_plan(int argc, char **argv)
     }
     if (mode == 0) {
         if (o.plan || o.calibrate) return cli_fail("plan", "%s applies with --max-batch or --max-image", o.plan ? "--plan" : "--calibrate");
-        return plan_search(&o, pr.budget, space ? space : "all", pareto, device);
+        return plan_search(&o, pr.budget, space ? space : "all", pareto, device, margin_s ? &margin : NULL);
     }
     if (space || pareto || o.profile || o.force || o.iters || device)
         return cli_fail("plan", "%s applies to the planner (without --max-batch or --max-image)",

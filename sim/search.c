@@ -567,8 +567,8 @@ int search_run(const search_req *r, search_result *out, err *e)
         if (!strcmp(out->pts[i].source, "preset") && out->pts[i].peak <= r->budget &&
             (out->preset < 0 || out->pts[i].time_us < out->pts[out->preset].time_us))
             out->preset = i;
-    double margin = r->dev->model ? r->dev->model->error : 0;
-    if (out->preset >= 0 && out->best >= 0 && out->pts[out->preset].time_us <= out->pts[out->best].time_us * (1 + margin))
+    out->margin = r->margin ? *r->margin : r->dev->model ? timing_margin(r->dev->model) : 0;
+    if (out->preset >= 0 && out->best >= 0 && out->pts[out->preset].time_us <= out->pts[out->best].time_us * (1 + out->margin))
         out->best = out->preset;
     out->seconds = now_s() - t0;
     return 0;

@@ -41,6 +41,9 @@ typedef struct {
     int64_t budget;
     unsigned space;       /* SEARCH_* flags */
     const char *bn;       /* appended as " bn=..." to every candidate (NULL: the default) */
+    const double *margin; /* how much faster (relative) a plan must be predicted than the fastest preset
+                             that fits to be answered instead (NULL: the time model's, timing_margin;
+                             0 without a model) */
 } search_req;
 
 typedef struct {
@@ -54,14 +57,15 @@ typedef struct {
 
 typedef struct {
     int best;             /* index into pts of the answer, -1 if none fits: the fastest plan that
-                             fits, unless the fastest preset that fits is predicted within the time
-                             model's error of it (dev->model->error): then that preset */
+                             fits, unless the fastest preset that fits is predicted within `margin`
+                             of it: then that preset */
     int fastest;          /* the fastest that fits, preset or not (-1 if none) */
     int preset;           /* the fastest preset that fits (-1 if none) */
     int least;            /* index of the smallest peak evaluated */
     search_point *pts;    /* every distinct candidate evaluated */
     int n_pts;
     double seconds;       /* the search's own wall time */
+    double margin;        /* the margin the answer was chosen with (search_req) */
 } search_result;
 
 int search_run(const search_req *r, search_result *out, err *e);

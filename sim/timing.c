@@ -1,6 +1,7 @@
 /* timing: see timing.h. */
 #include "sim/timing.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +241,8 @@ double timing_sched_step_us(const timing_model *m, const net *n, const sched *s,
     if (*how == TIMING_CLASS) return e->b * work;
     return roofline_us;
 }
+
+double timing_margin(const timing_model *m) { return 1.2816 * sqrt(2.0) / 0.6745 * m->error; }
 
 void timing_free(timing_model *m)
 {

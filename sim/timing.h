@@ -57,6 +57,13 @@ typedef struct timing_model {
     timing_memo *memo;    /* lookups made so far (timing_sched_step_us) */
 } timing_model;
 
+/* How much faster, relatively, one plan must be predicted than another for the model to tell them
+ * apart: a one-sided 90% bound on the difference of two predictions whose errors are independent and
+ * normal with the spread m->error implies (the median of |N(0, s)| is 0.6745 s), 1.2816 x sqrt(2) x
+ * m->error / 0.6745 = 2.687 x m->error. Conservative where two plans share most of their steps (their
+ * errors are then alike and their difference smaller). 0 without held-out checks. */
+double timing_margin(const timing_model *m);
+
 /* Fits m from n samples (m->source and m->backend are left to the caller). */
 void timing_fit(timing_model *m, const timing_sample *v, int n);
 void timing_free(timing_model *m);

@@ -20,6 +20,7 @@
 #include "sim/search.h"
 
 static int failures;
+static int margin_kept; /* budgets where a 10% margin kept a preset over the plan found */
 
 #define EXPECT(cond, ...)                                \
     do {                                                 \
@@ -58,6 +59,10 @@ static void test_fit(void)
     timing_probe t = {.key = "fwd pool D", .cls = "fwd pool", .x = 1, .work = 1};
     us = timing_step_us(&m, &t, 42, &how);
     EXPECT(how == TIMING_ROOFLINE && us == 42, "unknown class: the roofline (%g)", us);
+    /* the margin at a median held-out error of 3.4%: two normal errors of that median differ by more
+     * than 9.14% one time in ten */
+    m.error = 0.034;
+    EXPECT(fabs(timing_margin(&m) - 0.0914) < 5e-4, "margin at 3.4%%: %g (want 0.0914)", timing_margin(&m));
     timing_free(&m);
     printf("%s fit\n", failures ? "FAIL" : "ok  ");
 }
@@ -167,6 +172,18 @@ static void test_planner(const char *name, int image, int batch, sched_optimizer
                            s.pts[i].text, s.pts[s.best].text);
         }
         search_free(&s);
+        /* the margin: a preset within 10% of the fastest plan is the answer, else that plan */
+        const double margin = 0.10;
+        r.margin = &margin;
+        search_result m;
+        if (!search_run(&r, &m, &e) && m.fastest >= 0) {
+            int want = m.preset >= 0 && m.pts[m.preset].time_us <= m.pts[m.fastest].time_us * (1 + margin) ? m.preset : m.fastest;
+            EXPECT(m.best == want, "%s budget %lld, margin 10%%: answered %s, want %s", name, (long long)r.budget,
+                   m.pts[m.best].text, m.pts[want].text);
+            margin_kept += m.best != m.fastest;
+            search_free(&m);
+        }
+        r.margin = NULL;
         if (!with_brute) continue;
         r.space = SEARCH_CKPT | SEARCH_PRESETS;
         if (search_run(&r, &s, &e)) continue;
@@ -203,6 +220,9 @@ int main(void)
     test_planner("resnet-small", 0, 8, SCHED_ADAM, true);
     test_planner("vgg16", 224, 8, SCHED_ADAM, false);
     test_planner("resnet50", 224, 8, SCHED_SGD, false);
+    printf("%s margin: at %d budgets a preset within 10%% of the plan found was the answer\n", margin_kept ? "ok  " : "FAIL",
+           margin_kept);
+    failures += !margin_kept;
     printf("%s\n", failures ? "FAILED" : "all passed");
     return failures != 0;
 }
