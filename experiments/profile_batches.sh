@@ -23,23 +23,41 @@ checks=ckpt-sqrt,vdnn-conv,vdnn-all,2ps:4,overl-h,authors-overl
     -o results/profile_cpu_b8_32.h5 --force
 } 2>&1 | tee results/profile_cpu_b8_32.txt
 
+# the predictions below are the current code's (lrcnn sim), so a change to the model shows here
+predict() { # NET BATCH PLAN PROFILE -> predicted ms
+  "$lrcnn" sim --net "$1" --image 224 --batch "$2" --plan "$3" --profile "$4" |
+    sed -n 's/^  time \([0-9.]*\) ms per iteration.*/\1/p'
+}
+row() { # NET BATCH PLAN MEASURED_MS
+  local old new
+  old=$(predict "$1" "$2" "$3" results/profile_cpu.h5); new=$(predict "$1" "$2" "$3" results/profile_cpu_b8_32.h5)
+  awk -v n="$1" -v b="$2" -v p="$3" -v m="$4" -v o="$old" -v w="$new" 'BEGIN {
+    printf "  %-9s %5d  %-14s %9.1f ms  %10.1f ms %+6.1f%%  %8.1f ms %+6.1f%%\n", n, b, p, m, o, 100 * (o - m) / m, w, 100 * (w - m) / m }'
+}
+header() {
+  printf '\n  %-9s %5s  %-14s %12s  %13s %7s  %11s %7s\n' net batch plan measured "batch 8 alone" error "8 and 32" error
+}
 {
-  echo "# commit $(git rev-parse --short HEAD): the held-out checks of results/profile_cpu_b8_32.h5 (measured once, in"
-  echo "# calibrate's process), predicted by the profile calibrated at batch 8 alone (results/profile_cpu.h5:"
-  echo "# lrcnn sim --net NET --image 224 --batch B --plan P --profile results/profile_cpu.h5) and by the one"
-  echo "# calibrated at batch 8 and 32 (the prediction calibrate stored beside the measurement)"
-  /usr/bin/python3 - "$lrcnn" <<'P'
-import subprocess, sys, h5py
-lrcnn = sys.argv[1]
-c = h5py.File("results/profile_cpu_b8_32.h5", "r")["profile/checks"][()]
-print(f"\n  {'net':9s} {'batch':>5s}  {'plan':14s} {'measured':>11s}  {'batch 8 alone':>13s} {'error':>7s}  {'8 and 32':>11s} {'error':>7s}")
-for r in c[c["held_out"] == 1]:
-    net, plan, batch, m = r["net"].decode(), r["plan"].decode(), int(r["batch"]), r["measured_us"] / 1e3
-    out = subprocess.run([lrcnn, "sim", "--net", net, "--image", "224", "--batch", str(batch), "--plan", plan,
-                          "--profile", "results/profile_cpu.h5"], check=True, capture_output=True, text=True).stdout
-    row = next(l.split() for l in out.splitlines() if l.split()[:1] == [plan])
-    old = float(next(w for w in row if w.endswith("ms"))[:-2])
-    new = r["predicted_us"] / 1e3
-    print(f"  {net:9s} {batch:5d}  {plan:14s} {m:8.1f} ms  {old:10.1f} ms {100*(old-m)/m:+6.1f}%  {new:8.1f} ms {100*(new-m)/m:+6.1f}%")
-P
+  echo "# commit $(git rev-parse --short HEAD): predicted iteration times from the profile calibrated at batch 8 alone"
+  echo "# (results/profile_cpu.h5) and from the one calibrated at batch 8 and 32 (results/profile_cpu_b8_32.h5),"
+  echo "# both by lrcnn sim --net NET --image 224 --batch B --plan P --profile FILE, against the engine."
+  echo
+  echo "# 1. the held-out checks of the two-batch calibration (measured there: median of 2 iterations after the first)"
+  header
+  /usr/bin/python3 -c "
+import h5py
+c = h5py.File('results/profile_cpu_b8_32.h5', 'r')['profile/checks'][()]
+for r in c[c['held_out'] == 1]: print(r['net'].decode(), r['batch'], r['plan'].decode(), r['measured_us'] / 1e3)" |
+  while read -r net batch plan ms; do row "$net" "$batch" "$plan" "$ms"; done
+  echo
+  echo "# 2. batch 64, beyond both calibrations: each plan in a process of its own,"
+  echo "#    lrcnn train --net NET --image 224 --batch 64 --plan P --iters 3 (median of the 2 after the first)"
+  header
+  for net in resnet50 vgg16; do
+    for p in layer vdnn-conv ckpt-sqrt; do
+      ms=$("$lrcnn" train --net $net --image 224 --batch 64 --plan $p --iters 3 |
+           sed -n 's/^  time per iteration: .*measured \([0-9.]*\) ms.*/\1/p')
+      row $net 64 $p "$ms"
+    done
+  done
 } 2>&1 | tee results/profile_batches.txt
