@@ -337,6 +337,16 @@ best=$(sed -n 's/^  plan  *//p' "$tmp/out")
 expect_ok "the planner's plan runs as given" -- sim --net vgg-small --batch 16 --plan "$best" --profile "$prof"
 peak=$(sed -n 's/^  peak (device) *\([0-9.]*\) MiB.*/\1/p' "$tmp/out")
 "$python" -c "import sys; sys.exit(0 if float('$peak') * 2**20 <= 2.7e6 else 1)" && ok "its peak fits the budget ($peak MiB)" || bad "planner's plan peaks at $peak MiB"
+# the margin: on the roofline (no profile, so no margin of its own) an offload list is 2.1% faster than vdnn-conv
+expect_ok "plan --margin 5" -- plan --net vgg-small --batch 16 --budget 2.7MB --device cpu --margin 5
+grep -qE '^  plan +vdnn-conv$' "$tmp/out" && grep -qE '^  kept +over .*within the margin of 5\.0% \(--margin\)' "$tmp/out" \
+  && ok "--margin 5: the preset kept over a plan 2.1% faster, and said so" || bad "--margin 5: $(sed -n 4p "$tmp/out")"
+expect_ok "plan --margin 0" -- plan --net vgg-small --batch 16 --budget 2.7MB --device cpu --margin 0
+if grep -qE '^  time .*\(preset\)$' "$tmp/out" || grep -q '^  kept' "$tmp/out"; then bad "--margin 0 kept a preset: $(sed -n 4p "$tmp/out")"
+else ok "--margin 0: the predicted fastest"; fi
+expect_fail "--margin not a number" "--margin x: expected a percentage 0..100" -- plan --net vgg-small --budget 3MB --margin x
+expect_fail "--margin over 100" "--margin 101: expected a percentage 0..100" -- plan --net vgg-small --budget 3MB --margin 101
+expect_fail "--margin with --max-batch" "--margin applies to the planner" -- plan --net vgg-small --budget 3MB --max-batch --margin 5
 expect_fail "budget under every plan" "the smallest peak found is" -- plan --net vgg-small --batch 16 --budget 1MB --pareto "$o"; no_file "$o" "budget too small"
 expect_fail "plan --space bogus" "--space bogus" -- plan --net vgg-small --budget 3MiB --space bogus
 expect_fail "plan --measure with --max-batch" "--measure applies to the planner" -- plan --net vgg-small --budget 3MiB --max-batch --measure 2
