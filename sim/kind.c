@@ -25,6 +25,14 @@ static int infer_input(net *n, int i, const char *where, err *e)
 }
 
 /* Conv and pools: a sliding window along H and W. */
+/* "3" when both axes agree, else "1x7" (H, then W), into buf (24 bytes). */
+static const char *pair(int h, int w, char *buf)
+{
+    if (h == w) snprintf(buf, 24, "%d", h);
+    else snprintf(buf, 24, "%dx%d", h, w);
+    return buf;
+}
+
 static int infer_window(net *n, int i, const char *where, err *e)
 {
     net_layer *l = &n->layers[i];
@@ -39,11 +47,10 @@ static int infer_window(net *n, int i, const char *where, err *e)
     l->h = net_window_out(win, x->h);
     l->w = net_window_out(ww, x->w);
     if (l->h < 1 || l->w < 1) {
-        if (win.k == ww.k && win.s == ww.s && win.p == ww.p && win.d == ww.d)
-            return err_set(e, "%s: output would be empty for a %dx%d input (kernel %d, stride %d, padding %d, dilation %d); use a "
-                              "larger --image", where, x->h, x->w, win.k, win.s, win.p, win.d);
-        return err_set(e, "%s: output would be empty for a %dx%d input (kernel %dx%d, stride %dx%d, padding %dx%d, dilation %dx%d); "
-                          "use a larger --image", where, x->h, x->w, win.k, ww.k, win.s, ww.s, win.p, ww.p, win.d, ww.d);
+        char k[24], s[24], p[24], d[24];
+        return err_set(e, "%s: output would be empty for a %dx%d input (kernel %s, stride %s, padding %s, dilation %s); use a "
+                          "larger --image", where, x->h, x->w, pair(win.k, ww.k, k), pair(win.s, ww.s, s), pair(win.p, ww.p, p),
+                       pair(win.d, ww.d, d));
     }
     int G = conv ? l->u.conv.groups : 1;
     if (conv && (x->c % G || l->c % G))
