@@ -137,7 +137,7 @@ int cli_demo(int argc, char **argv);
 /* What `lrcnn validate` does for one configuration, shared with specs' run = validate: every plan
  * checked (parsed, predicted, host budget) before anything runs; `layer` first (added if the list
  * lacks it) as the reference; each plan measured for `iters` iterations in one forked child and
- * its iteration-0 gradients compared with layer's in another; the table on stdout unless quiet;
+ * its iteration-0 gradients compared with layer's in another (in this process on CUDA); the table on stdout unless quiet;
  * the runs written to f (if given) only once all have succeeded. Returns CLI_OK, or CLI_USAGE /
  * CLI_FAILED with e set (the caller prints it). */
 typedef struct {
@@ -150,6 +150,7 @@ typedef struct {
     uint64_t seed;
     int64_t host_budget;          /* -1: none */
     const sim_device *dev;        /* the time predictions' device (NULL: the cpu roofline) */
+    const ops_table *ops;         /* the backend (NULL: the CPU's); CUDA runs each plan in this process */
     bool quiet;
 } cli_validate_job;
 int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e);

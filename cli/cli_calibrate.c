@@ -181,7 +181,8 @@ int cli_calibrate(int argc, char **argv)
 
     err e;
     calib_job j = {.backend = backend, .batch = batches[0], .iters = o.iters, .optimizer = o.optimizer, .seed = (uint64_t)o.seed};
-    if (!(j.ops = ops_find(backend, &e))) return cli_fail("calibrate", "--backend %s: %s", backend, e.msg);
+    if (!(j.ops = ops_find(backend, false, &e))) /* CUPTI off: steps are timed one by one */
+        return cli_fail("calibrate", "--backend %s: %s", backend, e.msg);
     char *net_copy, **net_names, **fit, **chk;
     int n_nets = split_list(o.net, &net_copy, &net_names), n_fit = 0, n_chk = 0;
     if (plan_list_expand(o.plan, &fit, &n_fit, &e)) {

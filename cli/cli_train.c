@@ -17,8 +17,8 @@
 static const char *usage =
     "usage: lrcnn train --net NET [--image S|HxW] [--batch N] [--plan P] [--iters K] [--optimizer sgd|adam]\n"
     "                   [--lr F] [--seed X] [--bn MODE] [--data DIR] [--init-weights W.h5] [--dump D.h5]\n"
-    "                   [--host-budget BYTES] [--backend cpu|cuda] [--calibrate RUNS.h5] [--profile PROFILE.h5]\n"
-    "                   [-o RUN.h5] [--force]\n"
+    "                   [--host-budget BYTES] [--backend cpu|cuda] [--no-cupti] [--calibrate RUNS.h5]\n"
+    "                   [--profile PROFILE.h5] [-o RUN.h5] [--force]\n"
     "\n"
     "Trains NET with plan P on the engine (--backend: cpu, the default, or cuda on an NVIDIA GPU): real forward, backward and optimizer steps through an\n"
     "accounting allocator. Prints the loss, time and measured peak per iteration, then the measured peak\n"
@@ -27,9 +27,12 @@ static const char *usage =
     "--init-weights loads parameters (weights.h layout); --dump writes the last iteration's input, labels,\n"
     "parameters before and after the step and all gradients; -o writes the run (results/SCHEMA.md).\n"
     "--host-budget: refuse a plan that would offload more than BYTES to host memory.\n"
+    "--backend cuda also reports the device's own view of the last iteration: the pool's reserved and\n"
+    "used peaks, the bytes in use at every step's end, the context's bytes, and through CUPTI the\n"
+    "reserved and sub-allocated peaks and kernel time per layer (--no-cupti: without CUPTI or sampling).\n"
     "--calibrate: predict sparse and zfp:acc encodings from the densities and ratios measured in RUNS.h5.\n"
     "--profile: predict the iteration time with the model lrcnn calibrate measured (printed beside the\n"
-    "measured median; without it, the cpu roofline).\n"
+    "measured median; without it, the roofline of the cpu, or of an h100 for --backend cuda).\n"
     "Defaults: --batch 8 --plan layer --iters 10 --optimizer sgd (lr 0.01, momentum 0.9; adam: lr 1e-3) --seed 1.\n"
     "A spec with `run = train` trains each of its configurations and plans the same way.\n"
     "\n"
@@ -97,6 +100,23 @@ static void print_table(const run_summary *m, const sim_result *pred)
            cli_fmt_closed_err(pred, m->peak, "%+.2f%%", d, sizeof d), units_fmt_bytes(m->rss_peak, a, sizeof a));
 }
 
+/* What the device itself saw (backends that watch it: cuda), beside the accounting's peak. */
+static void print_device(const run_summary *m)
+{
+    const ops_device *d = &m->device;
+    char a[32], b[32], c[32], x[32];
+    printf("  device %s (compute capability %s; driver %s, runtime %s, cuDNN %s, cuBLAS %s)\n", d->name, d->capability, d->driver,
+           d->runtime, d->dnn, d->blas);
+    printf("  pool: used peak %s (allocated %s), reserved peak %s; context and libraries %s\n",
+           units_fmt_bytes(d->pool_used_peak, a, sizeof a), units_fmt_bytes(m->peak, b, sizeof b),
+           units_fmt_bytes(d->pool_reserved_peak, c, sizeof c), units_fmt_bytes(d->context_bytes, x, sizeof x));
+    if (!d->profiled) return;
+    printf("  in use at step ends: peak %s; CUPTI: reserved peak %s, sub-allocated peak %s, kernels %.1f ms%s\n",
+           units_fmt_bytes(d->device_peak, a, sizeof a), units_fmt_bytes(d->cupti_reserved_peak, b, sizeof b),
+           units_fmt_bytes(d->cupti_suballoc_peak, c, sizeof c), d->kernel_us / 1e3,
+           d->dropped ? " (records were dropped: these figures are not valid)" : "");
+}
+
 /* The last iteration's batch, parameters and gradients into j->dump (io/weights.h). */
 static int write_dump(const cli_train_job *j, run *r, const plan *p, const data *d, const train_ctx *t, err *e)
 {
@@ -160,6 +180,7 @@ int cli_train_run(const cli_train_job *j, h5_file *f, err *e)
     }
     if (!j->quiet) {
         print_table(&r.sum, &pred), cli_print_encoded(&r.sum);
+        if (r.sum.has_device) print_device(&r.sum);
         char ts[600];
         double med = r.sum.median_us;
         printf("  time per iteration: predicted %.1f ms, measured %.1f ms (median after the first, %s, %+.1f%%); %s\n",
@@ -189,8 +210,13 @@ int cli_train(int argc, char **argv)
     cli_config o = {.plan = "layer", .batch = 8, .iters = SPEC_TRAIN_ITERS, .seed = 1, .optimizer = SCHED_SGD, .host_budget = -1};
     const char *dir = NULL, *init = NULL, *dump = NULL, *backend = "cpu", *v;
     double lr = -1;
+    bool cupti = true;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
+        if (!strcmp(argv[i], "--no-cupti")) {
+            cupti = false;
+            continue;
+        }
         int got = cli_common(argc, argv, &i, "train", &o);
         if (got < 0) return CLI_USAGE;
         if (got) continue;
@@ -212,13 +238,15 @@ int cli_train(int argc, char **argv)
         if (outs[k] && outfile_check(outs[k], o.force, &e)) return cli_fail("train", "%s", e.msg);
     if (o.out && dump && !strcmp(o.out, dump)) return cli_fail("train", "-o and --dump name the same file");
 
-    const ops_table *ops = ops_find(backend, &e);
+    const ops_table *ops = ops_find(backend, cupti, &e);
     if (!ops) return cli_fail("train", "--backend %s: %s", backend, e.msg);
     cli_train_job j = {.plan = o.plan, .bn = o.bn, .cfg = {.batch = o.batch, .optimizer = o.optimizer}, .ops = ops, .lr = lr,
                        .iters = o.iters, .seed = (uint64_t)o.seed, .host_budget = o.host_budget, .data_dir = dir,
                        .init = init, .dump = dump, .force = o.force};
     cli_inputs in;
-    if (cli_inputs_load(&in, &o, NULL, &j.cfg, &e)) return cli_fail("train", "%s", e.msg);
+    /* a GPU run's time estimate is a GPU's: the H100 roofline, or --profile's model (which falls
+     * back to that roofline for steps it never measured) */
+    if (cli_inputs_load(&in, &o, strcmp(backend, "cpu") ? "h100" : NULL, &j.cfg, &e)) return cli_fail("train", "%s", e.msg);
     j.n = &in.n, j.dev = &in.dev;
     h5_file *f = NULL;
     int rc = o.out && h5_create(&f, o.out, o.force, &e) ? CLI_USAGE : cli_train_run(&j, f, &e);

@@ -18,7 +18,7 @@
 static const char *usage =
     "usage: lrcnn validate --net NET [--plan PLANS] [--image S|HxW] [--batch N] [--iters K] [--optimizer sgd|adam]\n"
     "                      [--bn MODE] [--seed X] [--host-budget BYTES] [--calibrate RUNS.h5] [--profile PROFILE.h5]\n"
-    "                      [-o FILE.h5] [--force]\n"
+    "                      [--backend cpu|cuda] [--no-cupti] [-o FILE.h5] [--force]\n"
     "\n"
     "For each plan: the simulator's predictions (replay and closed form) beside the engine's measured\n"
     "peak, the error of each, the reduction and time against `layer`, the largest gradient deviation\n"
@@ -28,6 +28,8 @@ static const char *usage =
     "(and the density or ratio behind each); --calibrate takes those per layer from an earlier result.\n"
     "--profile: also the predicted iteration time of each plan (lrcnn calibrate's model) against the\n"
     "measured median.\n"
+    "--backend cuda: the same on the GPU, each plan in this process (RSS is then the process's), with the\n"
+    "device's own view of each run in the file (lrcnn train --help; --no-cupti as there).\n"
     "Defaults: --plan layer,ckpt-sqrt,vdnn-conv,2ps:2..8,overl:2..8,2ps-h,overl-h --batch 2 --iters 2\n"
     "--optimizer sgd --seed 1. A spec with `run = validate` does the same per configuration.\n"
     "\n"
@@ -68,7 +70,7 @@ static int write_runs(const cli_validate_job *j, h5_file *f, const char **items,
         h5_run run = {.kind = "validate", .n = j->n, .p = &ps[k], .plan = items[k], .batch = j->cfg.batch,
                       .optimizer = cli_optimizer_name(j->cfg.optimizer), .device = j->dev ? j->dev->name : "cpu",
                       .sim = &pred[k], .measured = &m,
-                      .backend = "cpu", .data = "synthetic", .seed = j->seed,
+                      .backend = j->ops ? j->ops->backend : "cpu", .data = "synthetic", .seed = j->seed,
                       .calibration = j->cfg.calib ? j->cfg.calib->source : NULL};
         if (h5_write_run(f, &run, e)) return -1;
     }
@@ -79,7 +81,10 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
 {
     const net *n = j->n;
     sched_cfg cfg = j->cfg;
-    cfg.ws = ops_cpu.ws; /* predictions of what the CPU engine runs */
+    const ops_table *ops = j->ops ? j->ops : &ops_cpu;
+    cfg.ws = ops->ws; /* predictions of what this backend runs */
+    /* a CUDA context does not survive fork: there each plan runs here */
+    void (*run_one)(const run_cfg *, const float *, float, run_summary *) = ops == &ops_cpu ? run_forked : run_inline;
     /* `layer` first, once */
     int count = 1, parsed = 0, rc = CLI_OK;
     const char **items = err_calloc((size_t)j->n_plans + 1, sizeof(char *));
@@ -97,7 +102,7 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
         }
         cli_warn_plan(&ps[parsed], n);
         if (sim_run(n, &ps[parsed], &cfg, j->dev ? j->dev : &sim_device_cpu, &pred[parsed], NULL, e) ||
-            cli_check_memory(&pred[parsed], j->host_budget, true, text, e)) {
+            cli_check_memory(&pred[parsed], j->host_budget, ops == &ops_cpu, text, e)) {
             parsed++;
             rc = CLI_USAGE;
             goto done;
@@ -117,12 +122,12 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
     for (int k = 0; k < count; k++) {
         /* one child measures K iterations; another runs iteration 0 again for the gradients, so the
          * comparison's memory never shows in a measurement */
-        run_cfg rcfg = {.n = n, .p = &ps[k], .sched = cfg, .ops = &ops_cpu, .hp = exec_default_hparams(cfg.optimizer),
+        run_cfg rcfg = {.n = n, .p = &ps[k], .sched = cfg, .ops = ops, .hp = exec_default_hparams(cfg.optimizer),
                         .seed = j->seed, .iters = j->iters, .batches = data_batches(&d)};
-        run_forked(&rcfg, NULL, 0, &meas[k]);
+        run_one(&rcfg, NULL, 0, &meas[k]);
         rcfg.iters = 1;
         if (k == 0) rcfg.grads = true, rcfg.grads_to = shared;
-        run_forked(&rcfg, k ? shared : NULL, meas[0].loss0, &cmpr[k]);
+        run_one(&rcfg, k ? shared : NULL, meas[0].loss0, &cmpr[k]);
         if (!meas[k].ok || !cmpr[k].ok) {
             const char *why = meas[k].ok ? cmpr[k].err : meas[k].err;
             if (!j->quiet) printf("  %-14s engine failed: %s\n", items[k], why);
@@ -157,21 +162,31 @@ int cli_validate(int argc, char **argv)
 {
     cli_config o = {.plan = "layer,ckpt-sqrt,vdnn-conv,2ps:2..8,overl:2..8,2ps-h,overl-h", .batch = 2, .iters = SPEC_VALIDATE_ITERS, .seed = 1,
                     .optimizer = SCHED_SGD, .host_budget = -1};
+    const char *backend = "cpu";
+    bool cupti = true;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
+        if (!strcmp(argv[i], "--no-cupti")) {
+            cupti = false;
+            continue;
+        }
         int got = cli_common(argc, argv, &i, "validate", &o);
         if (got < 0) return CLI_USAGE;
-        if (!got) return cli_unknown("validate", argc, argv, i, got);
+        if (got == 0) got = cli_opt(argc, argv, &i, "--backend", &backend);
+        if (got <= 0) return cli_unknown("validate", argc, argv, i, got);
     }
     if (!o.net) return cli_fail("validate", "--net is required (e.g. --net vgg-small)");
     if (o.out && !o.force && access(o.out, F_OK) == 0) return cli_fail("validate", "%s exists; use --force to overwrite", o.out);
     err e;
     char **items;
     int count, rc;
+    const ops_table *ops = ops_find(backend, cupti, &e);
+    if (!ops) return cli_fail("validate", "--backend %s: %s", backend, e.msg);
     cli_validate_job j = {.bn = o.bn, .cfg = {.batch = o.batch, .optimizer = o.optimizer}, .iters = o.iters, .seed = (uint64_t)o.seed,
-                          .host_budget = o.host_budget};
+                          .host_budget = o.host_budget, .ops = ops};
     cli_inputs in;
-    if (cli_inputs_load(&in, &o, NULL, &j.cfg, &e)) return cli_fail("validate", "%s", e.msg);
+    /* a GPU's time estimate for a GPU run, as train's */
+    if (cli_inputs_load(&in, &o, ops != &ops_cpu ? "h100" : NULL, &j.cfg, &e)) return cli_fail("validate", "%s", e.msg);
     if (plan_list_expand(o.plan, &items, &count, &e)) {
         cli_inputs_free(&in);
         return cli_fail("validate", "--plan: %s", e.msg);

@@ -285,11 +285,10 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
         case SCHED_FWD:
         case SCHED_BWD: {
             ops_call c = call_of(x, t);
-            float loss = 0;
             if (t->op == SCHED_FWD) {
                 const kind_traits *k = kind_of(&n->layers[t->layer]);
                 if (k->running) c.running = fptr(x, t->dw), c.update_running = !t->recompute;
-                if (k->labels) c.loss = &loss;
+                if (k->labels && !t->recompute) c.loss = &x->loss; /* there by the iteration's last sync */
                 c.dw = NULL;
             } else {
                 c.dw = fptr(x, t->dw);
@@ -300,7 +299,6 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
             if (t->op == SCHED_BWD) adapt_backward(&x->adapt, x->ops, n, s, t, fptr(x, t->dy));
             if (x->ops->tag) x->ops->tag(-1);
             x->layer_us[t->layer * 2 + (t->op == SCHED_BWD)] += now_us() - t0; /* launch time on an asynchronous backend */
-            if (c.loss && !t->recompute) x->loss = loss;
             break;
         }
         case SCHED_STATS:

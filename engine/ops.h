@@ -64,7 +64,8 @@ typedef struct {
     bool update_running;       /* bn train forward: update running statistics (not when recomputing) */
     const int64_t *labels;     /* loss: (n) class indices */
     float *probs;              /* loss: (n, classes) softmax output */
-    float *loss;               /* loss forward: mean cross-entropy written here (host memory) */
+    float *loss;               /* loss forward: mean cross-entropy written here (host memory) by the
+                                  backend's next sync at the latest */
     float *ws;                 /* workspace */
     int64_t ws_bytes;          /* its size (what the backend's workspace model asked for) */
 } ops_call;
@@ -93,6 +94,34 @@ typedef struct {
     net_window win;
     double bound;              /* ZFP fixed-accuracy: the absolute error bound; 0: acc x the map's range */
 } ops_codec;
+
+/* What a backend saw of the device itself during the measured (last) iteration, beyond the
+ * accounting allocator: for CUDA, the device's memory as the driver, the stream-ordered pool and
+ * CUPTI report it, and what the libraries chose. Plain data (it crosses run_forked's pipe). */
+typedef struct {
+    char name[96];                /* "NVIDIA H100 80GB HBM3" */
+    char capability[8];           /* compute capability, "9.0" */
+    char driver[16], runtime[16], dnn[16], blas[16]; /* versions: CUDA driver and runtime, cuDNN, cuBLAS */
+    int64_t context_bytes;        /* device bytes in use once the context, cuDNN and cuBLAS were up,
+                                     before the first allocation (other processes' bytes included) */
+    int64_t device_peak;          /* cudaMemGetInfo's bytes in use, the most at any step's end */
+    int64_t pool_reserved_peak;   /* the pool's reserved high-water mark (cudaMemPoolAttrReservedMemHigh) */
+    int64_t pool_used_peak;       /* the pool's in-use high-water mark (cudaMemPoolAttrUsedMemHigh): the
+                                     bytes the engine allocated, so equal to the accounting's peak */
+    bool profiled;                /* CUPTI ran (the fields below); off with --no-profile */
+    int64_t cupti_reserved_peak;  /* CUPTI: the pool's reservation plus direct allocations (engine/cuda/cuprof.h) */
+    int64_t cupti_suballoc_peak;  /* CUPTI: bytes allocated from pools, as pool_used_peak */
+    int64_t dropped;              /* CUPTI records dropped since the process started: not 0, the run is invalid */
+    double kernel_us;             /* CUPTI: summed kernel time (overlapping kernels count twice) */
+} ops_device;
+
+/* Per layer, the same iteration. */
+typedef struct {
+    double kernel_us[2];          /* CUPTI kernel time of its forward and backward steps (recomputation and
+                                     statistics included); -1 when not profiled */
+    int algo[3];                  /* cuDNN algorithms (enum values): forward, backward data, backward filter; -1 none */
+    int64_t ws[3];                /* their workspace bytes */
+} ops_device_layer;
 
 /* A backend: its layer kernels, where its tensors live (mem), and the few things the executor
  * does to tensors itself. Pointers the executor passes are the backend's own (device memory for
@@ -127,12 +156,19 @@ typedef struct {
      * gradient norms; NULL: the backend refuses adapt=). */
     double (*sumsq)(const float *p, int64_t stride, int64_t planes, int64_t len);
     void (*decode)(const ops_codec *m, const void *in, void *x);
+    /* A backend that sees the device itself (NULL: none, as the CPU): device_mark, before the
+     * iteration measured, restarts its peaks; device_report, after it, fills d and layers[0 ..
+     * n_layers) with what it saw since. tag(-1), which ends every layer step, is where such a
+     * backend samples the device's memory. */
+    void (*device_mark)(void);
+    void (*device_report)(ops_device *d, ops_device_layer *layers, int n_layers);
 } ops_table;
 
 extern const ops_table ops_cpu;
 
-/* The backend called `name` ("cpu", "cuda"), or NULL with a reason in e (not built, no device). */
-const ops_table *ops_find(const char *name, err *e);
+/* The backend called `name` ("cpu", "cuda"), or NULL with a reason in e (not built, no device).
+ * profile: let the backend watch the device (CUDA: CUPTI, device_report); the CPU has nothing to watch. */
+const ops_table *ops_find(const char *name, bool profile, err *e);
 
 /* Optimizers, PyTorch semantics (no weight decay). t is the 1-based step count (Adam's bias
  * correction). state: SGD momentum buffer (n); Adam first then second moment (2n).

@@ -81,8 +81,8 @@ static void collect_encoded(run *r)
 
 void run_summary_free(run_summary *s)
 {
-    free(s->encoded), free(s->loss), free(s->iter_us);
-    s->encoded = NULL, s->n_encoded = 0, s->loss = NULL, s->iter_us = NULL;
+    free(s->encoded), free(s->loss), free(s->iter_us), free(s->device_layers);
+    s->encoded = NULL, s->n_encoded = 0, s->loss = NULL, s->iter_us = NULL, s->device_layers = NULL, s->n_device_layers = 0;
 }
 
 int run_plan(run *r, const run_cfg *c, err *e)
@@ -128,6 +128,7 @@ int run_plan(run *r, const run_cfg *c, err *e)
     for (int it = 0; it < K; it++) {
         h.iter = it;
         c->batches.fill(c->batches.ctx, it, N, images, labels);
+        if (it == K - 1 && c->ops->device_mark) c->ops->device_mark(); /* peaks of the last iteration */
         double t0 = now_us();
         exec_iteration(&r->x, images, labels);
         r->iter_us[it] = now_us() - t0;
@@ -145,6 +146,11 @@ int run_plan(run *r, const run_cfg *c, err *e)
     s->loss0 = r->loss[0];
     s->median_us = run_median(r->iter_us + (K > 1), K - (K > 1));
     collect_encoded(r);
+    if (c->ops->device_report) {
+        s->has_device = true, s->n_device_layers = c->n->n;
+        s->device_layers = err_calloc((size_t)s->n_device_layers, sizeof *s->device_layers);
+        c->ops->device_report(&s->device, s->device_layers, s->n_device_layers);
+    }
     r->x.before_update = NULL; /* h lives on this stack frame */
     return 0;
 }
@@ -208,6 +214,27 @@ static bool pipe_io(int fd, void *p, size_t n, bool write_it)
     return true;
 }
 
+void run_inline(const run_cfg *c, const float *cmp_ref, float cmp_loss, run_summary *out)
+{
+    run r;
+    run_cfg cc = *c;
+    err e;
+    memset(out, 0, sizeof *out);
+    cc.grads = c->grads || cmp_ref;
+    if (run_plan(&r, &cc, &e)) {
+        snprintf(out->err, sizeof out->err, "%.250s", e.msg);
+        return;
+    }
+    if (cmp_ref) run_compare(&r.sum, c->n, r.grads, cmp_ref, r.sum.loss0, cmp_loss);
+    *out = r.sum; /* its arrays move to out, with every iteration's loss and time as run_forked's */
+    r.sum.encoded = NULL, r.sum.device_layers = NULL;
+    out->loss = err_calloc((size_t)r.sum.iters, sizeof *out->loss);
+    out->iter_us = err_calloc((size_t)r.sum.iters, sizeof *out->iter_us);
+    memcpy(out->loss, r.loss, (size_t)r.sum.iters * sizeof *out->loss);
+    memcpy(out->iter_us, r.iter_us, (size_t)r.sum.iters * sizeof *out->iter_us);
+    run_free(&r);
+}
+
 void run_forked(const run_cfg *c, const float *cmp_ref, float cmp_loss, run_summary *out)
 {
     int fd[2];
@@ -239,18 +266,24 @@ void run_forked(const run_cfg *c, const float *cmp_ref, float cmp_loss, run_summ
         int n = s.ok ? s.iters : 0; /* then every iteration's loss and time */
         bool ok = pipe_io(fd[1], &s, sizeof s, true) &&
                   pipe_io(fd[1], s.encoded, (size_t)s.n_encoded * sizeof *s.encoded, true) &&
+                  pipe_io(fd[1], s.device_layers, (size_t)s.n_device_layers * sizeof *s.device_layers, true) &&
                   pipe_io(fd[1], r.loss, (size_t)n * sizeof *r.loss, true) &&
                   pipe_io(fd[1], r.iter_us, (size_t)n * sizeof *r.iter_us, true);
         _exit(ok ? 0 : 1);
     }
     close(fd[1]);
     /* the child's pointers mean nothing here */
-    bool got = pid > 0 && pipe_io(fd[0], out, sizeof *out, false) && out->n_encoded >= 0 && out->iters >= 0;
-    out->encoded = NULL, out->loss = NULL, out->iter_us = NULL;
+    bool got = pid > 0 && pipe_io(fd[0], out, sizeof *out, false) && out->n_encoded >= 0 && out->iters >= 0 &&
+               out->n_device_layers >= 0;
+    out->encoded = NULL, out->loss = NULL, out->iter_us = NULL, out->device_layers = NULL;
     int n = got && out->ok ? out->iters : 0;
     if (got && out->n_encoded) {
         out->encoded = err_calloc((size_t)out->n_encoded, sizeof *out->encoded);
         got = pipe_io(fd[0], out->encoded, (size_t)out->n_encoded * sizeof *out->encoded, false);
+    }
+    if (got && out->n_device_layers) {
+        out->device_layers = err_calloc((size_t)out->n_device_layers, sizeof *out->device_layers);
+        got = pipe_io(fd[0], out->device_layers, (size_t)out->n_device_layers * sizeof *out->device_layers, false);
     }
     if (got && n) {
         out->loss = err_calloc((size_t)n, sizeof *out->loss);

@@ -80,6 +80,10 @@ typedef struct {
     int n_encoded;
     run_encoded *encoded;         /* [n_encoded], malloc'd: run_free, or run_summary_free for a
                                      summary from run_forked */
+    bool has_device;              /* the backend watched the device (ops_table.device_report): */
+    ops_device device;            /* what it saw in the last iteration, */
+    ops_device_layer *device_layers; /* per layer [n_device_layers] (malloc'd, freed as encoded) */
+    int n_device_layers;
     float *loss;                  /* a summary from run_forked: every iteration's loss and time, */
     double *iter_us;              /* [iters] (run_summary_free); NULL in a run's own (run.loss) */
 } run_summary;
@@ -104,6 +108,9 @@ void run_free(run *r);
  * a crash included). With cmp_ref, iteration 0's gradients are compared with cmp_ref (all
  * parameter tensors back to back, as run.grads) and its loss with cmp_loss. */
 void run_forked(const run_cfg *c, const float *cmp_ref, float cmp_loss, run_summary *out);
+/* The same in this process, for a backend whose state cannot cross a fork (CUDA: a child cannot
+ * use the parent's context). The summary's RSS figure is then the process's, not the run's. */
+void run_inline(const run_cfg *c, const float *cmp_ref, float cmp_loss, run_summary *out);
 void run_summary_free(run_summary *s);
 
 /* The median of v[0..n), n >= 1. */

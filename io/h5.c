@@ -491,6 +491,46 @@ static int write_encoded(hid_t loc, const h5_run *r, err *e)
     return rc;
 }
 
+/* measured/device: what the device itself saw in the last iteration (backends that watch it). */
+static int write_device(hid_t loc, const run_summary *s, err *e)
+{
+    int rc = -1, L = s->n_device_layers;
+    hid_t g = H5I_INVALID_HID;
+    const ops_device *d = &s->device;
+    double *us = err_calloc((size_t)L * 2 + 1, sizeof *us);
+    int32_t *algo = err_calloc((size_t)L * 3 + 1, sizeof *algo);
+    int64_t *ws = err_calloc((size_t)L * 3 + 1, sizeof *ws);
+    for (int i = 0; i < L; i++)
+        for (int k = 0; k < 3; k++) {
+            if (k < 2) us[2 * i + k] = s->device_layers[i].kernel_us[k];
+            algo[3 * i + k] = s->device_layers[i].algo[k], ws[3 * i + k] = s->device_layers[i].ws[k];
+        }
+    H5_CHECK(g = H5Gcreate2(loc, "device", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    const struct { const char *name, *v; } strs[] = {{"name", d->name}, {"capability", d->capability}, {"driver", d->driver},
+                                                      {"runtime", d->runtime}, {"cudnn", d->dnn}, {"cublas", d->blas}};
+    for (size_t k = 0; k < sizeof strs / sizeof *strs; k++) H5_TRY(h5_attr_str(g, strs[k].name, strs[k].v, e));
+    const struct { const char *name; int64_t v; } ints[] = {
+        {"context_bytes", d->context_bytes},     {"device_peak", d->device_peak},
+        {"pool_reserved_peak", d->pool_reserved_peak}, {"pool_used_peak", d->pool_used_peak},
+        {"cupti_reserved_peak", d->cupti_reserved_peak}, {"cupti_suballoc_peak", d->cupti_suballoc_peak},
+        {"dropped_records", d->dropped}};
+    for (size_t k = 0; k < sizeof ints / sizeof *ints; k++) H5_TRY(h5_attr_i64(g, ints[k].name, ints[k].v, e));
+    H5_TRY(h5_attr_int(g, "profiled", d->profiled, e));
+    H5_TRY(h5_attr_int(g, "valid", d->dropped <= 0, e)); /* -1: not profiled */
+    H5_TRY(h5_attr_f64(g, "kernel_us", d->kernel_us, e));
+    hsize_t two[2] = {(hsize_t)L, 2}, three[2] = {(hsize_t)L, 3};
+    H5_TRY(h5_dset(g, "layer_kernel_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, us, 2, two, e));
+    H5_TRY(set_units(g, "layer_kernel_us", "us", e));
+    H5_TRY(h5_dset(g, "conv_algo", H5T_STD_I32LE, H5T_NATIVE_INT32, algo, 2, three, e));
+    H5_TRY(h5_dset(g, "conv_workspace", H5T_STD_I64LE, H5T_NATIVE_INT64, ws, 2, three, e));
+    H5_TRY(set_units(g, "conv_workspace", "bytes", e));
+    rc = 0;
+cleanup:
+    if (g >= 0) H5Gclose(g);
+    free(us), free(algo), free(ws);
+    return rc;
+}
+
 /* measured/: what the engine measured (engine runs); see results/SCHEMA.md. A run from
  * run_forked has only its summary: loss and iter_us then hold iteration 0's loss and the best time. */
 static int write_measured(hid_t loc, const h5_run *r, err *e)
@@ -540,6 +580,7 @@ static int write_measured(hid_t loc, const h5_run *r, err *e)
         H5_TRY(set_units(g, "layer_us", "us", e));
     }
     if (s->n_encoded) H5_TRY(write_encoded(g, r, e));
+    if (s->has_device) H5_TRY(write_device(g, s, e));
     rc = 0;
 cleanup:
     if (g >= 0) H5Gclose(g);

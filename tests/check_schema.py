@@ -42,6 +42,12 @@ PRED_ATTRS = {"peak": I64, "peak_step": I32}
 PRED_DSETS = ("at_peak", "max")
 MEAS_ATTRS = {"peak": I64, "host_peak": I64, "rss_peak": I64, "seed": I64, "data": STR, "backend": STR}
 MEAS_DSETS = {"at_peak": I64, "max": I64, "loss": np.dtype("<f4"), "iter_us": F64, "timeline": I64, "layer_us": F64}
+# measured/device: what the GPU itself saw (backend cuda)
+DEVICE_ATTRS = {"name": STR, "capability": STR, "driver": STR, "runtime": STR, "cudnn": STR, "cublas": STR,
+                "context_bytes": I64, "device_peak": I64, "pool_reserved_peak": I64, "pool_used_peak": I64,
+                "cupti_reserved_peak": I64, "cupti_suballoc_peak": I64, "dropped_records": I64,
+                "profiled": I32, "valid": I32, "kernel_us": F64}
+DEVICE_DSETS = {"layer_kernel_us": (F64, 2), "conv_algo": (I32, 3), "conv_workspace": (I64, 3)}
 LAYER_FIELDS = [("name", STR), ("kind", STR), ("c", I32), ("h", I32), ("w", I32),
                 ("params", I64), ("macs", I64)]
 STEP_FIELDS = [("op", STR), ("layer", STR), ("band", I32)]
@@ -231,6 +237,8 @@ def check_measured(run, where, ncat):
                               % (mwhere, enc, r["measured_bytes"], r["predicted_bytes"]))
             if sized and not (r["factor"] > 0 and r["factor_measured"] >= 0):
                 raise Problem("%s/encoded: a %s map without its factors" % (mwhere, enc))
+    if "device" in m:
+        check_device(m, mwhere, run["layers"].shape[0] if "layers" in run else None)
     hparams = {"lr": F64, "momentum": F64, "beta1": F64, "beta2": F64, "eps": F64}  # files since 2026-11-24
     if "lr" in m.attrs:
         opt = run.attrs["optimizer"]
@@ -240,7 +248,27 @@ def check_measured(run, where, ncat):
     if "grad_deviation" in m.attrs:
         for name, want in compared.items():
             check_attr(m, mwhere, name, want)
-    check_only(m, mwhere, dict(MEAS_ATTRS, **compared, **hparams), tuple(MEAS_DSETS) + ("encoded",))
+    check_only(m, mwhere, dict(MEAS_ATTRS, **compared, **hparams), tuple(MEAS_DSETS) + ("encoded", "device"))
+
+
+def check_device(m, mwhere, n_layers):
+    if m.attrs["backend"] != "cuda":
+        raise Problem("%s/device: on the %s backend (only cuda watches a device)" % (mwhere, m.attrs["backend"]))
+    d = check_group(m, mwhere, "device")
+    where = mwhere + "/device"
+    for name, want in DEVICE_ATTRS.items():
+        check_attr(d, where, name, want)
+    for name, (want, cols) in DEVICE_DSETS.items():
+        rows = n_layers if n_layers is not None else (d[name].shape[0] if name in d and d[name].ndim == 2 else -1)
+        check_dset(d, where, name, want, (rows, cols))
+    profiled, dropped = int(d.attrs["profiled"]), int(d.attrs["dropped_records"])
+    if int(d.attrs["valid"]) != (dropped <= 0):
+        raise Problem("%s: valid is %d with %d dropped records" % (where, d.attrs["valid"], dropped))
+    cupti = ("cupti_reserved_peak", "cupti_suballoc_peak", "device_peak", "dropped_records")
+    for name in cupti:  # -1 exactly when CUPTI did not run
+        if (int(d.attrs[name]) < 0) == bool(profiled):
+            raise Problem("%s: %s is %d with profiled %d" % (where, name, d.attrs[name], profiled))
+    check_only(d, where, DEVICE_ATTRS, tuple(DEVICE_DSETS))
 
 
 PROFILE_SAMPLES = {"net": STR, "plan": STR, "key": STR, "class": STR, "batch": I32, "step": I32,

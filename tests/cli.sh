@@ -290,10 +290,22 @@ expect_fail "train offload, zero host budget" "--host-budget is 0 B" -- train --
 expect_ok "offload within a host budget" -- train --net vgg-small --plan vdnn-conv --iters 1 --host-budget 1GiB
 expect_fail "validate: band count beyond the rows" "at most" -- validate --net vgg-small --plan 2ps:2..9 -o "$o"; no_file "$o" "validate bands"
 expect_fail "unknown backend" "unknown backend 'tpu'" -- train --net vgg-small --backend tpu --iters 1
+expect_fail "validate: unknown backend" "unknown backend 'tpu'" -- validate --net vgg-small --backend tpu
 # cuda without a GPU (CI): one line saying why, nothing written; on a GPU machine it trains.
+# On a GPU: the device's own view is written with CUPTI and without, as results/SCHEMA.md says.
 if ! "$lrcnn" train --net vgg-small --backend cuda --iters 1 --batch 2 >/dev/null 2>"$tmp/err"; then
   expect_fail "cuda without a device" "--backend cuda:" -- train --net vgg-small --backend cuda --iters 1 -o "$tmp/cuda.h5"
   if [ -e "$tmp/cuda.h5" ]; then bad "cuda without a device wrote $tmp/cuda.h5"; fi
+  expect_fail "--no-cupti is an option (the device is what is missing)" "--backend cuda:" -- train --net vgg-small --backend cuda --no-cupti --iters 1
+  expect_fail "validate on cuda without a device" "--backend cuda:" -- validate --net vgg-small --backend cuda --plan layer,2ps:2 -o "$tmp/cuda.h5"
+  if [ -e "$tmp/cuda.h5" ]; then bad "validate on cuda without a device wrote $tmp/cuda.h5"; fi
+else
+  expect_ok "validate on cuda" -- validate --net vgg-small --backend cuda --plan layer,2ps:2,vdnn-all -o "$tmp/cudav.h5"
+  "$python" "$src/tests/check_schema.py" "$tmp/cudav.h5" >"$tmp/out" 2>&1 && ok "validate on cuda: schema" || bad "validate on cuda: $(tail -1 "$tmp/out")"
+  for flags in "" --no-cupti; do
+    expect_ok "cuda run ${flags:-with CUPTI}" -- train --net vgg-small --backend cuda $flags --iters 2 --batch 2 -o "$tmp/cuda$flags.h5"
+    "$python" "$src/tests/check_schema.py" "$tmp/cuda$flags.h5" >"$tmp/out" 2>&1 && ok "cuda run ${flags:-with CUPTI}: schema" || bad "cuda run ${flags:-with CUPTI}: $(tail -1 "$tmp/out")"
+  done
 fi
 
 # --- calibrate and the planner ---------------------------------------------------------------------

@@ -52,6 +52,14 @@ static void compare(const net *n, const char *text, const ops_table *cpu, const 
            n->name, text, m->loss_dev, m->worst[0] ? m->worst : "-", nmse, (long long)m->non_finite, (long long)m->peak,
            mem ? "yes" : "NO");
     failures += !ok;
+    if (m->has_device) { /* what the device saw: printed, to be compared on a GPU (not asserted yet) */
+        const ops_device *d = &m->device;
+        printf("     device: pool used %lld, CUPTI sub-allocated %lld (allocated %lld); reserved: pool %lld, CUPTI %lld; "
+               "in use %lld (context %lld); dropped records %lld\n", (long long)d->pool_used_peak, (long long)d->cupti_suballoc_peak,
+               (long long)m->peak, (long long)d->pool_reserved_peak, (long long)d->cupti_reserved_peak, (long long)d->device_peak,
+               (long long)d->context_bytes, (long long)d->dropped);
+        if (d->dropped != 0) printf("FAIL %s %s: CUPTI dropped records\n", n->name, text), failures++;
+    }
     harness_drop(&a), harness_drop(&b);
 }
 
@@ -140,7 +148,7 @@ int main(int argc, char **argv)
         codecs(&ops_cpu);
         return failures != 0;
     }
-    const ops_table *cu = ops_find("cuda", &e), *cpu = &ops_cpu;
+    const ops_table *cu = ops_find("cuda", true, &e), *cpu = &ops_cpu;
     if (!cu) {
         printf("skipped: %s\n", e.msg);
         return SKIP;

@@ -10,7 +10,8 @@
  * result, and neither run removes the other's temporary; export refuses to replace a table without
  * overwrite and removes a directory it made for a failed export; runs.tsv and timeline_00000.tsv give back every number exactly; export
  * refuses a missing file, a non-HDF5 file, an HDF5 file without schema_version and a file with a
- * wrongly typed attribute, naming the problem. With KEEP.h5 the file is also written there, for
+ * wrongly typed attribute, naming the problem. With KEEP.h5 the file is also written there, with
+ * two GPU-shaped engine runs added (backend cuda, measured/device, with CUPTI and without), for
  * tests/check_schema.py. Exit status: 0 when every check passes, 1 otherwise. */
 #include "io/h5.h"
 
@@ -79,13 +80,44 @@ static void fake_runs(void)
                        .optimizer = "adam", .device = "h100", .sim = &res[1]};
 }
 
-static int write_file(const char *path, bool overwrite, err *e)
+/* Two GPU-shaped engine runs (backend cuda, measured/device), one with CUPTI and one without, for
+ * tests/check_schema.py: written to KEEP.h5 only. */
+static run_summary gpu_sum[2];
+static ops_device_layer gpu_layers[2][8];
+static h5_run gpu_runs[2];
+
+static void fake_gpu_runs(void)
+{
+    static float loss = 2.5f;
+    static double us = 1234.5;
+    for (int r = 0; r < 2; r++) {
+        run_summary *m = &gpu_sum[r];
+        bool cupti = r == 0;
+        *m = (run_summary){.ok = true, .iters = 1, .peak = 1 << 20, .host_peak = 0, .rss_peak = 1 << 28, .best_us = us,
+                           .median_us = us, .loss0 = loss, .has_device = true, .n_device_layers = tiny[0].n,
+                           .device_layers = gpu_layers[r]};
+        m->device = (ops_device){.name = "NVIDIA H100 80GB HBM3", .capability = "9.0", .driver = "13.0", .runtime = "13.0",
+                                 .dnn = "9.19.0", .blas = "13.1.0", .context_bytes = 536870912, .device_peak = cupti ? 540000000 : -1,
+                                 .pool_reserved_peak = 2 << 20, .pool_used_peak = 1 << 20, .profiled = cupti,
+                                 .cupti_reserved_peak = cupti ? (2 << 20) + 4096 : -1, .cupti_suballoc_peak = cupti ? 1 << 20 : -1,
+                                 .dropped = cupti ? 0 : -1, .kernel_us = cupti ? 987.5 : -1};
+        for (int L = 0; L < tiny[0].n; L++)
+            gpu_layers[r][L] = (ops_device_layer){{cupti ? 10.0 * L : -1, cupti ? 20.0 * L : -1}, {L == 1 ? 1 : -1, L == 1 ? 0 : -1, L == 1 ? 3 : -1},
+                                                  {L == 1 ? 4096 : 0, 0, L == 1 ? 8192 : 0}};
+        gpu_runs[r] = (h5_run){.kind = "train", .n = &tiny[0], .p = &plans[0], .plan = "layer", .batch = 8, .optimizer = "sgd",
+                               .device = "h100", .sim = &res[0], .measured = m, .backend = "cuda", .data = "synthetic", .seed = 1};
+    }
+}
+
+static int write_file(const char *path, bool overwrite, bool with_gpu, err *e)
 {
     h5_file *f;
     if (h5_create(&f, path, overwrite, e) < 0) return -1;
     if (h5_set_root_attr(f, "spec", "experiments/none.toml", e) < 0) goto fail;
     for (int r = 0; r < 2; r++)
         if (h5_write_run(f, &runs[r], e) < 0) goto fail;
+    for (int r = 0; r < 2 && with_gpu; r++)
+        if (h5_write_run(f, &gpu_runs[r], e) < 0) goto fail;
     return h5_close(f, e);
 fail:
     h5_abort(f);
@@ -317,7 +349,7 @@ int main(int argc, char **argv)
     EXPECT(temps(path) == 1 && !exists(path), "while open: want only one temporary of %s", path);
     if (f) h5_abort(f);
     EXPECT(!temps(path) && !exists(path), "h5_abort left a temporary of %s", path);
-    EXPECT(write_file(path, false, &e) == 0, "write: %s", e.msg);
+    EXPECT(write_file(path, false, false, &e) == 0, "write: %s", e.msg);
     EXPECT(exists(path) && !temps(path), "after close: want %s and no temporary", path);
     EXPECT(holds(victim, "precious"), "the file behind the symlink %s was written", tmp);
     unlink(tmp);
@@ -392,7 +424,8 @@ int main(int argc, char **argv)
     expect_export_fails(buf, fresh, "not a string scalar");
     EXPECT(!exists(fresh), "a failed export left the directory %s it made", fresh);
 
-    if (argc > 1) EXPECT(write_file(argv[1], true, &e) == 0, "write %s: %s", argv[1], e.msg);
+    fake_gpu_runs();
+    if (argc > 1) EXPECT(write_file(argv[1], true, true, &e) == 0, "write %s: %s", argv[1], e.msg);
 
     if (!n_fail) {
         snprintf(buf, sizeof buf, "rm -rf '%s'", dir);

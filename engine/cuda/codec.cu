@@ -205,32 +205,61 @@ __global__ static void __launch_bounds__(TILE) sparse_dec(const uint8_t *in, int
 extern "C" void k_codec_sparse_sizes(cudaStream_t st, const kcodec *m, const float *x, int64_t *sizes)
 {
     sparse_enc<<<m->images, TILE, 0, st>>>(x, m->n, NULL, NULL, sizes);
+    LAUNCHED();
 }
 
 extern "C" void k_codec_encode(cudaStream_t st, const kcodec *m, const void *x, uint8_t *out, const int64_t *at_dev, int64_t masks_at)
 {
     int64_t n = m->n, total = n * m->images;
     switch (m->kind) {
-    case KC_SIGN: sign_enc<<<blocks((n + 7) / 8 * m->images), THREADS, 0, st>>>((const float *)x, n, m->images, out, (n + 7) / 8); break;
+    case KC_SIGN:
+        sign_enc<<<blocks((n + 7) / 8 * m->images), THREADS, 0, st>>>((const float *)x, n, m->images, out, (n + 7) / 8);
+        LAUNCHED();
+        break;
     case KC_ARGMAX: {
         int64_t per = (n * m->bits + 7) / 8;
         argmax_enc<<<blocks(per * m->images), THREADS, 0, st>>>(*m, (const int64_t *)x, out, per);
+        LAUNCHED();
         break;
     }
-    case KC_SPARSE: sparse_enc<<<m->images, TILE, 0, st>>>((const float *)x, n, at_dev, out, NULL); break;
-    default: floats_enc<<<blocks(total), THREADS, 0, st>>>(m->kind, (const float *)x, out, total); break;
+    case KC_SPARSE:
+        sparse_enc<<<m->images, TILE, 0, st>>>((const float *)x, n, at_dev, out, NULL);
+        LAUNCHED();
+        break;
+    default:
+        floats_enc<<<blocks(total), THREADS, 0, st>>>(m->kind, (const float *)x, out, total);
+        LAUNCHED();
+        break;
     }
-    if (m->mask) sign_enc<<<blocks((n + 7) / 8 * m->images), THREADS, 0, st>>>((const float *)x, n, m->images, out + masks_at, (n + 7) / 8);
+    if (m->mask) {
+        sign_enc<<<blocks((n + 7) / 8 * m->images), THREADS, 0, st>>>((const float *)x, n, m->images, out + masks_at, (n + 7) / 8);
+        LAUNCHED();
+    }
 }
 
 extern "C" void k_codec_decode(cudaStream_t st, const kcodec *m, const uint8_t *in, void *x, const int64_t *at_dev, int64_t masks_at)
 {
     int64_t n = m->n, total = n * m->images;
     switch (m->kind) {
-    case KC_SIGN: sign_dec<<<blocks(total), THREADS, 0, st>>>(in, (n + 7) / 8, n, m->images, (float *)x, false); break;
-    case KC_ARGMAX: argmax_dec<<<blocks(total), THREADS, 0, st>>>(*m, in, (n * m->bits + 7) / 8, (int64_t *)x); break;
-    case KC_SPARSE: sparse_dec<<<m->images, TILE, 0, st>>>(in, n, at_dev, (float *)x); break;
-    default: floats_dec<<<blocks(total), THREADS, 0, st>>>(m->kind, in, (float *)x, total); break;
+    case KC_SIGN:
+        sign_dec<<<blocks(total), THREADS, 0, st>>>(in, (n + 7) / 8, n, m->images, (float *)x, false);
+        LAUNCHED();
+        break;
+    case KC_ARGMAX:
+        argmax_dec<<<blocks(total), THREADS, 0, st>>>(*m, in, (n * m->bits + 7) / 8, (int64_t *)x);
+        LAUNCHED();
+        break;
+    case KC_SPARSE:
+        sparse_dec<<<m->images, TILE, 0, st>>>(in, n, at_dev, (float *)x);
+        LAUNCHED();
+        break;
+    default:
+        floats_dec<<<blocks(total), THREADS, 0, st>>>(m->kind, in, (float *)x, total);
+        LAUNCHED();
+        break;
     }
-    if (m->mask) sign_dec<<<blocks(total), THREADS, 0, st>>>(in + masks_at, (n + 7) / 8, n, m->images, (float *)x, true);
+    if (m->mask) {
+        sign_dec<<<blocks(total), THREADS, 0, st>>>(in + masks_at, (n + 7) / 8, n, m->images, (float *)x, true);
+        LAUNCHED();
+    }
 }

@@ -48,7 +48,8 @@ typedef struct {
     int n_tags;
 } cuprof_report;
 
-/* Starts profiling; call before the first CUDA call. Tags are ids 0 .. n_tags-1. */
+/* Starts profiling; call before the CUDA context exists (cudaGetDeviceCount may come first: it
+ * creates none). Tags are ids 0 .. n_tags-1. */
 int cuprof_start(int n_tags, err *e);
 /* Kernels launched by this thread between tag and untag are attributed to id (CUPTI external
  * correlation, kind CUSTOM0). A failure here is returned by the next cuprof_report_get. */

@@ -1,6 +1,8 @@
 // kernels: see kernels.h. One thread per output element (per image for the loss); the
 // arithmetic follows the CPU kernels in engine/cpu/ops_cpu.c line for line.
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "engine/cuda/kernels.h"
 #include "engine/act.h"
@@ -8,6 +10,14 @@
 static const int T = 256;
 
 static unsigned blocks(int64_t n) { return (unsigned)((n + T - 1) / T); }
+
+extern "C" void k_launched(const char *file, int line)
+{
+    cudaError_t r = cudaGetLastError();
+    if (r == cudaSuccess) return;
+    fprintf(stderr, "lrcnn: kernel launch failed at %s:%d: %s\n", file, line, cudaGetErrorString(r));
+    exit(1);
+}
 
 __device__ static float *at(kview v, int n, int c, int r) { return v.p + (((int64_t)n * v.c + c) * v.h + (r - v.row0)) * v.w; }
 
@@ -35,7 +45,10 @@ __global__ static void copy2d(float *d, int64_t ds, const float *s, int64_t ss, 
 
 extern "C" void k_copy2d(cudaStream_t st, float *d, int64_t ds, const float *s, int64_t ss, int64_t planes, int64_t len, bool acc)
 {
-    if (planes * len) copy2d<<<blocks(planes * len), T, 0, st>>>(d, ds, s, ss, planes, len, acc);
+    if (planes * len) {
+        copy2d<<<blocks(planes * len), T, 0, st>>>(d, ds, s, ss, planes, len, acc);
+        LAUNCHED();
+    }
 }
 
 __global__ static void sgd(float *p, const float *g, float *m, int64_t n, float lr, float mom)
@@ -48,7 +61,10 @@ __global__ static void sgd(float *p, const float *g, float *m, int64_t n, float 
 
 extern "C" void k_sgd(cudaStream_t st, float *p, const float *g, float *m, int64_t n, float lr, float mom)
 {
-    if (n) sgd<<<blocks(n), T, 0, st>>>(p, g, m, n, lr, mom);
+    if (n) {
+        sgd<<<blocks(n), T, 0, st>>>(p, g, m, n, lr, mom);
+        LAUNCHED();
+    }
 }
 
 __global__ static void adam(float *p, const float *g, float *m, float *v, int64_t n, float step, float bc2_sqrt, float eps,
@@ -64,7 +80,10 @@ __global__ static void adam(float *p, const float *g, float *m, float *v, int64_
 extern "C" void k_adam(cudaStream_t st, float *p, const float *g, float *m, float *v, int64_t n, float step, float bc2_sqrt,
                        float eps, float omb1, float b2, float omb2)
 {
-    if (n) adam<<<blocks(n), T, 0, st>>>(p, g, m, v, n, step, bc2_sqrt, eps, omb1, b2, omb2);
+    if (n) {
+        adam<<<blocks(n), T, 0, st>>>(p, g, m, v, n, step, bc2_sqrt, eps, omb1, b2, omb2);
+        LAUNCHED();
+    }
 }
 
 __global__ static void bias(kview y, int a, int b, const float *bs)
@@ -78,7 +97,10 @@ __global__ static void bias(kview y, int a, int b, const float *bs)
 extern "C" void k_bias(cudaStream_t st, kview y, int a, int b, const float *bs)
 {
     int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
-    if (n) bias<<<blocks(n), T, 0, st>>>(y, a, b, bs);
+    if (n) {
+        bias<<<blocks(n), T, 0, st>>>(y, a, b, bs);
+        LAUNCHED();
+    }
 }
 
 __global__ static void add_fwd(kview x0, kview x1, kview y, int a, int b)
@@ -92,7 +114,10 @@ __global__ static void add_fwd(kview x0, kview x1, kview y, int a, int b)
 extern "C" void k_add_fwd(cudaStream_t st, kview x0, kview x1, kview y, int a, int b)
 {
     int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
-    if (n) add_fwd<<<blocks(n), T, 0, st>>>(x0, x1, y, a, b);
+    if (n) {
+        add_fwd<<<blocks(n), T, 0, st>>>(x0, x1, y, a, b);
+        LAUNCHED();
+    }
 }
 
 __global__ static void acc_rows(kview dx, kview dy, int off, int a, int b)
@@ -106,7 +131,10 @@ __global__ static void acc_rows(kview dx, kview dy, int off, int a, int b)
 extern "C" void k_acc_rows(cudaStream_t st, kview dx, kview dy, int off, int a, int b)
 {
     int64_t n = (int64_t)dx.n * dx.c * (b - a) * dx.w;
-    if (n) acc_rows<<<blocks(n), T, 0, st>>>(dx, dy, off, a, b);
+    if (n) {
+        acc_rows<<<blocks(n), T, 0, st>>>(dx, dy, off, a, b);
+        LAUNCHED();
+    }
 }
 
 /* value (n, c, i) of a whole map, or of a per-channel (C, 1, 1) one */
@@ -124,7 +152,10 @@ __global__ static void mul_fwd(kview a, kview b, kview y)
 extern "C" void k_mul_fwd(cudaStream_t st, kview a, kview b, kview y)
 {
     int64_t n = (int64_t)y.n * y.c * y.h * y.w;
-    if (n) mul_fwd<<<blocks(n), T, 0, st>>>(a, b, y);
+    if (n) {
+        mul_fwd<<<blocks(n), T, 0, st>>>(a, b, y);
+        LAUNCHED();
+    }
 }
 
 /* dx += dy * o (and + dy * x2 when x2.p: a product of a tensor with itself), or, for a per-channel
@@ -149,7 +180,10 @@ __global__ static void mul_bwd(kview dx, kview dy, kview o, kview x2)
 extern "C" void k_mul_bwd(cudaStream_t st, kview dx, kview dy, kview o, kview x2)
 {
     int64_t n = (int64_t)dx.n * dx.c * dx.h * dx.w;
-    if (n) mul_bwd<<<blocks(n), T, 0, st>>>(dx, dy, o, x2);
+    if (n) {
+        mul_bwd<<<blocks(n), T, 0, st>>>(dx, dy, o, x2);
+        LAUNCHED();
+    }
 }
 
 __global__ static void concat_fwd(kview x, kview y, int off, int a, int b)
@@ -163,7 +197,10 @@ __global__ static void concat_fwd(kview x, kview y, int off, int a, int b)
 extern "C" void k_concat_fwd(cudaStream_t st, kview x, kview y, int off, int a, int b)
 {
     int64_t n = (int64_t)x.n * x.c * (b - a) * x.w;
-    if (n) concat_fwd<<<blocks(n), T, 0, st>>>(x, y, off, a, b);
+    if (n) {
+        concat_fwd<<<blocks(n), T, 0, st>>>(x, y, off, a, b);
+        LAUNCHED();
+    }
 }
 
 __global__ static void act_fwd_k(int kind, float slope, kview x, kview y, int a, int b)
@@ -177,7 +214,10 @@ __global__ static void act_fwd_k(int kind, float slope, kview x, kview y, int a,
 extern "C" void k_act_fwd(cudaStream_t st, int kind, float slope, kview x, kview y, int a, int b)
 {
     int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
-    if (n) act_fwd_k<<<blocks(n), T, 0, st>>>(kind, slope, x, y, a, b);
+    if (n) {
+        act_fwd_k<<<blocks(n), T, 0, st>>>(kind, slope, x, y, a, b);
+        LAUNCHED();
+    }
 }
 
 __global__ static void act_bwd_k(int kind, float slope, kview m, kview dy, kview dx, int a, int b, bool store)
@@ -193,7 +233,10 @@ __global__ static void act_bwd_k(int kind, float slope, kview m, kview dy, kview
 extern "C" void k_act_bwd(cudaStream_t st, int kind, float slope, kview m, kview dy, kview dx, int a, int b, bool store)
 {
     int64_t n = (int64_t)dy.n * dy.c * (b - a) * dy.w;
-    if (n) act_bwd_k<<<blocks(n), T, 0, st>>>(kind, slope, m, dy, dx, a, b, store);
+    if (n) {
+        act_bwd_k<<<blocks(n), T, 0, st>>>(kind, slope, m, dy, dx, a, b, store);
+        LAUNCHED();
+    }
 }
 
 // sample: one draw an image (its mask a byte an image, written by the first value of each)
@@ -212,7 +255,10 @@ extern "C" void k_dropout_fwd(cudaStream_t st, uint64_t key, float p, bool sampl
                               int full_h)
 {
     int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
-    if (n) dropout_fwd_k<<<blocks(n), T, 0, st>>>(key, p, sample, x, y, mask, a, b, full_h);
+    if (n) {
+        dropout_fwd_k<<<blocks(n), T, 0, st>>>(key, p, sample, x, y, mask, a, b, full_h);
+        LAUNCHED();
+    }
 }
 
 __global__ static void dropout_bwd_k(float p, bool sample, const uint8_t *mask, kview dy, kview dx, int a, int b, bool store)
@@ -228,7 +274,10 @@ __global__ static void dropout_bwd_k(float p, bool sample, const uint8_t *mask, 
 extern "C" void k_dropout_bwd(cudaStream_t st, float p, bool sample, const uint8_t *mask, kview dy, kview dx, int a, int b, bool store)
 {
     int64_t n = (int64_t)dy.n * dy.c * (b - a) * dy.w;
-    if (n) dropout_bwd_k<<<blocks(n), T, 0, st>>>(p, sample, mask, dy, dx, a, b, store);
+    if (n) {
+        dropout_bwd_k<<<blocks(n), T, 0, st>>>(p, sample, mask, dy, dx, a, b, store);
+        LAUNCHED();
+    }
 }
 
 __global__ static void maxpool_fwd(kview x, kview y, int64_t *am, kwin w, int in_h, int a, int b)
@@ -256,7 +305,10 @@ __global__ static void maxpool_fwd(kview x, kview y, int64_t *am, kwin w, int in
 extern "C" void k_maxpool_fwd(cudaStream_t st, kview x, kview y, int64_t *argmax, kwin w, int in_h, int a, int b)
 {
     int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
-    if (n) maxpool_fwd<<<blocks(n), T, 0, st>>>(x, y, argmax, w, in_h, a, b);
+    if (n) {
+        maxpool_fwd<<<blocks(n), T, 0, st>>>(x, y, argmax, w, in_h, a, b);
+        LAUNCHED();
+    }
 }
 
 // Output rows/columns whose window tap lands on input index i: o = (i + p - d * t) / s.
@@ -301,7 +353,10 @@ extern "C" void k_maxpool_bwd(cudaStream_t st, kview dx, kview dy, const int64_t
     int lo, hi;
     rows_in(w, in_h, a, b, &lo, &hi);
     int64_t n = (int64_t)dx.n * dx.c * (hi - lo) * dx.w;
-    if (n > 0) maxpool_bwd<<<blocks(n), T, 0, st>>>(dx, dy, argmax, w, in_h, a, b, lo, hi);
+    if (n > 0) {
+        maxpool_bwd<<<blocks(n), T, 0, st>>>(dx, dy, argmax, w, in_h, a, b, lo, hi);
+        LAUNCHED();
+    }
 }
 
 __global__ static void avgpool_fwd(kview x, kview y, kwin w, int in_h, int a, int b)
@@ -325,7 +380,10 @@ __global__ static void avgpool_fwd(kview x, kview y, kwin w, int in_h, int a, in
 extern "C" void k_avgpool_fwd(cudaStream_t st, kview x, kview y, kwin w, int in_h, int a, int b)
 {
     int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
-    if (n) avgpool_fwd<<<blocks(n), T, 0, st>>>(x, y, w, in_h, a, b);
+    if (n) {
+        avgpool_fwd<<<blocks(n), T, 0, st>>>(x, y, w, in_h, a, b);
+        LAUNCHED();
+    }
 }
 
 __global__ static void avgpool_bwd(kview dx, kview dy, kwin w, int in_h, int a, int b, int lo, int hi)
@@ -350,7 +408,10 @@ extern "C" void k_avgpool_bwd(cudaStream_t st, kview dx, kview dy, kwin w, int i
     int lo, hi;
     rows_in(w, in_h, a, b, &lo, &hi);
     int64_t n = (int64_t)dx.n * dx.c * (hi - lo) * dx.w;
-    if (n > 0) avgpool_bwd<<<blocks(n), T, 0, st>>>(dx, dy, w, in_h, a, b, lo, hi);
+    if (n > 0) {
+        avgpool_bwd<<<blocks(n), T, 0, st>>>(dx, dy, w, in_h, a, b, lo, hi);
+        LAUNCHED();
+    }
 }
 
 __global__ static void upsample_fwd(kview x, kview y, int u, int a, int b)
@@ -364,7 +425,10 @@ __global__ static void upsample_fwd(kview x, kview y, int u, int a, int b)
 extern "C" void k_upsample_fwd(cudaStream_t st, kview x, kview y, int u, int a, int b)
 {
     int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
-    if (n) upsample_fwd<<<blocks(n), T, 0, st>>>(x, y, u, a, b);
+    if (n) {
+        upsample_fwd<<<blocks(n), T, 0, st>>>(x, y, u, a, b);
+        LAUNCHED();
+    }
 }
 
 /* a gather per input element: its copies in rows [a, b), in row-major order (as the CPU's) */
@@ -386,7 +450,10 @@ extern "C" void k_upsample_bwd(cudaStream_t st, kview dx, kview dy, int u, int a
 {
     int lo = a / u, hi = (b - 1) / u + 1;
     int64_t n = (int64_t)dx.n * dx.c * (hi - lo) * dx.w;
-    if (n > 0) upsample_bwd<<<blocks(n), T, 0, st>>>(dx, dy, u, a, b, lo, hi);
+    if (n > 0) {
+        upsample_bwd<<<blocks(n), T, 0, st>>>(dx, dy, u, a, b, lo, hi);
+        LAUNCHED();
+    }
 }
 
 __device__ static void apool_window(int i, int in, int o, int *s, int *e)
@@ -412,7 +479,10 @@ __global__ static void apool_fwd(kview x, kview y, int o)
 extern "C" void k_apool_fwd(cudaStream_t st, kview x, kview y, int o)
 {
     int64_t n = (int64_t)y.n * y.c * o * o;
-    if (n) apool_fwd<<<blocks(n), T, 0, st>>>(x, y, o);
+    if (n) {
+        apool_fwd<<<blocks(n), T, 0, st>>>(x, y, o);
+        LAUNCHED();
+    }
 }
 
 __global__ static void apool_bwd(kview dx, kview dy, int o)
@@ -437,7 +507,10 @@ __global__ static void apool_bwd(kview dx, kview dy, int o)
 extern "C" void k_apool_bwd(cudaStream_t st, kview dx, kview dy, int o)
 {
     int64_t n = (int64_t)dx.n * dx.c * dx.h * dx.w;
-    if (n) apool_bwd<<<blocks(n), T, 0, st>>>(dx, dy, o);
+    if (n) {
+        apool_bwd<<<blocks(n), T, 0, st>>>(dx, dy, o);
+        LAUNCHED();
+    }
 }
 
 // One block per channel: sums in double over the block, then dx and the parameter gradients.
@@ -468,6 +541,7 @@ extern "C" void k_bn_frozen_bwd(cudaStream_t st, kview x, kview dx, kview dy, in
                                 float *dw)
 {
     bn_frozen_bwd<<<dy.c, T, 0, st>>>(x, dx, dy, a, b, gamma, stats, dw);
+    LAUNCHED();
 }
 
 // Whole-map statistics gathered over bands (ops.h: OPS_BN_MAP, ops_stats). One block per channel,
@@ -498,7 +572,10 @@ __global__ static void bn_map_fwd(kview x, kview y, int a, int b, const float *w
 extern "C" void k_bn_map_fwd(cudaStream_t st, kview x, kview y, int a, int b, const float *w, const float *stats)
 {
     int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
-    if (n) bn_map_fwd<<<blocks(n), T, 0, st>>>(x, y, a, b, w, stats);
+    if (n) {
+        bn_map_fwd<<<blocks(n), T, 0, st>>>(x, y, a, b, w, stats);
+        LAUNCHED();
+    }
 }
 
 // dx (+)= gamma * invstd * (dy - [row owned] (S1 + xhat * S2) / count) with the whole map's sums;
@@ -527,6 +604,7 @@ extern "C" void k_bn_map_bwd(cudaStream_t st, kview x, kview dx, kview dy, int a
                              const float *stats, const double *sums, int64_t count, float *dw)
 {
     bn_map_bwd<<<dy.c, T, 0, st>>>(x, dx, dy, a, b, own_a, own_b, gamma, stats, sums, (double)count, dw);
+    LAUNCHED();
 }
 
 // sums += (sum x, sum x^2) over rows [a, b), or with dy (sum dy, sum dy * xhat).
@@ -553,6 +631,7 @@ __global__ static void bn_sums(kview x, kview dy, int a, int b, const float *sta
 extern "C" void k_bn_sums(cudaStream_t st, kview x, kview dy, int a, int b, const float *stats, double *sums)
 {
     bn_sums<<<x.c, T, 0, st>>>(x, dy, a, b, stats, sums);
+    LAUNCHED();
 }
 
 // stats = (mean, 1 / sqrt(var + eps)) from the sums; running statistics toward them (unbiased var).
@@ -577,6 +656,7 @@ extern "C" void k_bn_sums_end(cudaStream_t st, const double *sums, float *stats,
                               float momentum, bool update)
 {
     bn_sums_end<<<blocks(c), T, 0, st>>>(sums, stats, running, c, (double)count, eps, momentum, update);
+    LAUNCHED();
 }
 
 // One thread per image (K is at most a few thousand classes); then thread 0 of a second kernel
@@ -620,7 +700,9 @@ extern "C" void k_loss_fwd(cudaStream_t st, kview x, int64_t K, int64_t P, const
 {
     unsigned nb = blocks(x.n * P);
     loss_fwd<<<nb, T, 0, st>>>(x, K, P, labels, probs, scratch);
+    LAUNCHED();
     loss_mean<<<1, 1, 0, st>>>(scratch, (int)nb, x.n * P, loss_dev);
+    LAUNCHED();
 }
 
 __global__ static void loss_bwd(kview dx, int64_t K, int64_t P, const float *probs, const int64_t *labels, const float *dy)
@@ -635,7 +717,10 @@ __global__ static void loss_bwd(kview dx, int64_t K, int64_t P, const float *pro
 extern "C" void k_loss_bwd(cudaStream_t st, kview dx, int64_t K, int64_t P, const float *probs, const int64_t *labels, const float *dy)
 {
     int64_t n = (int64_t)dx.n * dx.c * dx.h * dx.w;
-    if (n) loss_bwd<<<blocks(n), T, 0, st>>>(dx, K, P, probs, labels, dy);
+    if (n) {
+        loss_bwd<<<blocks(n), T, 0, st>>>(dx, K, P, probs, labels, dy);
+        LAUNCHED();
+    }
 }
 
 __global__ static void bn_frozen_stats(const float *running, float *stats, int c, float eps)
@@ -649,6 +734,7 @@ __global__ static void bn_frozen_stats(const float *running, float *stats, int c
 extern "C" void k_bn_frozen_stats(cudaStream_t st, const float *running, float *stats, int c, float eps)
 {
     bn_frozen_stats<<<blocks(c), T, 0, st>>>(running, stats, c, eps);
+    LAUNCHED();
 }
 
 __global__ static void fc_bias_grad(const float *dy, int n, int out, float *db)
@@ -663,6 +749,7 @@ __global__ static void fc_bias_grad(const float *dy, int n, int out, float *db)
 extern "C" void k_fc_bias_grad(cudaStream_t st, const float *dy, int n, int out, float *db)
 {
     fc_bias_grad<<<blocks(out), T, 0, st>>>(dy, n, out, db);
+    LAUNCHED();
 }
 
 // Transposed convolution (ConvTranspose2d) of window w = (k, s, p, d), its own (net_convt_window),
@@ -693,7 +780,10 @@ __global__ static void convt_fwd(kview x, kview y, const float *wt, const float 
 extern "C" void k_convt_fwd(cudaStream_t st, kview x, kview y, const float *wt, const float *bs, kwin w, int q, int in_h, int a, int b)
 {
     int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
-    if (n > 0) convt_fwd<<<blocks(n), T, 0, st>>>(x, y, wt, bs, w, q, in_h, a, b);
+    if (n > 0) {
+        convt_fwd<<<blocks(n), T, 0, st>>>(x, y, wt, bs, w, q, in_h, a, b);
+        LAUNCHED();
+    }
 }
 
 // dx rows [lo, hi) += the share of dy's rows [a, b)
@@ -721,7 +811,10 @@ __global__ static void convt_bwd_data(kview dx, kview dy, const float *wt, kwin 
 extern "C" void k_convt_bwd_data(cudaStream_t st, kview dx, kview dy, const float *wt, kwin w, int q, int lo, int hi, int a, int b)
 {
     int64_t n = (int64_t)dx.n * dx.c * (hi - lo) * dx.w;
-    if (n > 0) convt_bwd_data<<<blocks(n), T, 0, st>>>(dx, dy, wt, w, q, lo, hi, a, b);
+    if (n > 0) {
+        convt_bwd_data<<<blocks(n), T, 0, st>>>(dx, dy, wt, w, q, lo, hi, a, b);
+        LAUNCHED();
+    }
 }
 
 // dw (C_in, C_out / q, k, k) += x rows [lo, hi) against dy rows [a, b); one thread a weight, then
@@ -760,7 +853,10 @@ __global__ static void convt_bwd_filter(kview x, kview dy, float *dw, float *db,
 extern "C" void k_convt_bwd_filter(cudaStream_t st, kview x, kview dy, float *dw, float *db, kwin w, int q, int lo, int hi, int a, int b)
 {
     int64_t n = (int64_t)x.c * (dy.c / q) * w.k * w.k + (db ? dy.c : 0);
-    if (n > 0) convt_bwd_filter<<<blocks(n), T, 0, st>>>(x, dy, dw, db, w, q, lo, hi, a, b);
+    if (n > 0) {
+        convt_bwd_filter<<<blocks(n), T, 0, st>>>(x, dy, dw, db, w, q, lo, hi, a, b);
+        LAUNCHED();
+    }
 }
 
 // Bilinear upsampling by s (engine/act.h: lerp_taps). Forward: one thread an output value; backward:
@@ -783,7 +879,10 @@ __global__ static void bilinear_fwd(kview x, kview y, int s, bool align, int in_
 extern "C" void k_bilinear_fwd(cudaStream_t st, kview x, kview y, int s, bool align, int in_h, int out_h, int a, int b)
 {
     int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
-    if (n > 0) bilinear_fwd<<<blocks(n), T, 0, st>>>(x, y, s, align, in_h, out_h, a, b);
+    if (n > 0) {
+        bilinear_fwd<<<blocks(n), T, 0, st>>>(x, y, s, align, in_h, out_h, a, b);
+        LAUNCHED();
+    }
 }
 
 // The weight of input index i in output index o's taps (both taps when they coincide).
@@ -818,7 +917,10 @@ extern "C" void k_bilinear_bwd(cudaStream_t st, kview dx, kview dy, int s, bool 
                                int b)
 {
     int64_t n = (int64_t)dx.n * dx.c * (hi - lo) * dx.w;
-    if (n > 0) bilinear_bwd<<<blocks(n), T, 0, st>>>(dx, dy, s, align, in_h, out_h, lo, hi, a, b);
+    if (n > 0) {
+        bilinear_bwd<<<blocks(n), T, 0, st>>>(dx, dy, s, align, in_h, out_h, lo, hi, a, b);
+        LAUNCHED();
+    }
 }
 
 // Group normalization (whole maps) and layer normalization over the channels (rows [a, b)), the
@@ -856,7 +958,9 @@ extern "C" void k_gnorm_fwd(cudaStream_t st, kview x, kview y, float *stats, con
     int64_t n = (int64_t)x.n * x.c * x.h * x.w;
     if (!n) return;
     gnorm_stats<<<blocks(x.n * G), T, 0, st>>>(x, stats, G, eps);
+    LAUNCHED();
     gnorm_apply<<<blocks(n), T, 0, st>>>(x, y, stats, w, G);
+    LAUNCHED();
 }
 
 // sums[2 i], sums[2 i + 1]: the group's sums of g = dy * gamma and of g * xhat
@@ -909,10 +1013,15 @@ extern "C" void k_gnorm_bwd(cudaStream_t st, kview x, kview dy, kview dx, const 
 {
     int64_t n = (int64_t)x.n * x.c * x.h * x.w;
     if (!n) return;
-    if (dw) norm_dw<<<blocks(dy.c), T, 0, st>>>(x, dy, stats, dw, G, false, 0, dy.h);
+    if (dw) {
+        norm_dw<<<blocks(dy.c), T, 0, st>>>(x, dy, stats, dw, G, false, 0, dy.h);
+        LAUNCHED();
+    }
     if (!dx.p) return;
     gnorm_sums<<<blocks(x.n * G), T, 0, st>>>(x, dy, stats, w, G, scratch);
+    LAUNCHED();
     gnorm_dx<<<blocks(n), T, 0, st>>>(x, dy, dx, stats, w, G, scratch);
+    LAUNCHED();
 }
 
 __global__ static void lnorm_fwd(kview x, kview y, float *stats, const float *w, float eps, int a, int b)
@@ -935,7 +1044,10 @@ __global__ static void lnorm_fwd(kview x, kview y, float *stats, const float *w,
 extern "C" void k_lnorm_fwd(cudaStream_t st, kview x, kview y, float *stats, const float *w, float eps, int a, int b)
 {
     int64_t n = (int64_t)x.n * (b - a) * x.w;
-    if (n > 0) lnorm_fwd<<<blocks(n), T, 0, st>>>(x, y, stats, w, eps, a, b);
+    if (n > 0) {
+        lnorm_fwd<<<blocks(n), T, 0, st>>>(x, y, stats, w, eps, a, b);
+        LAUNCHED();
+    }
 }
 
 __global__ static void lnorm_dx(kview x, kview dy, kview dx, const float *stats, const float *w, int a, int b, bool store)
@@ -962,8 +1074,14 @@ extern "C" void k_lnorm_bwd(cudaStream_t st, kview x, kview dy, kview dx, const 
 {
     int64_t n = (int64_t)x.n * (b - a) * x.w;
     if (n <= 0) return;
-    if (dw) norm_dw<<<blocks(dy.c), T, 0, st>>>(x, dy, stats, dw, 1, true, a, b);
-    if (dx.p) lnorm_dx<<<blocks(n), T, 0, st>>>(x, dy, dx, stats, w, a, b, store);
+    if (dw) {
+        norm_dw<<<blocks(dy.c), T, 0, st>>>(x, dy, stats, dw, 1, true, a, b);
+        LAUNCHED();
+    }
+    if (dx.p) {
+        lnorm_dx<<<blocks(n), T, 0, st>>>(x, dy, dx, stats, w, a, b, store);
+        LAUNCHED();
+    }
 }
 
 // scale: y = x * w[c] on rows [a, b); backward dx (+)= dy * w[c], and dw[c] += the sum of dy * x
@@ -979,7 +1097,10 @@ __global__ static void scale_fwd(kview x, kview y, const float *w, int a, int b)
 extern "C" void k_scale_fwd(cudaStream_t st, kview x, kview y, const float *w, int a, int b)
 {
     int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
-    if (n) scale_fwd<<<blocks(n), T, 0, st>>>(x, y, w, a, b);
+    if (n) {
+        scale_fwd<<<blocks(n), T, 0, st>>>(x, y, w, a, b);
+        LAUNCHED();
+    }
 }
 
 __global__ static void scale_dx(kview dy, kview dx, const float *w, int a, int b)
@@ -1005,6 +1126,12 @@ extern "C" void k_scale_bwd(cudaStream_t st, kview x, kview dy, kview dx, const 
 {
     int64_t n = (int64_t)dy.n * dy.c * (b - a) * dy.w;
     if (!n) return;
-    if (dw) scale_dw<<<blocks(dy.c), T, 0, st>>>(x, dy, dw, a, b);
-    if (dx.p) scale_dx<<<blocks(n), T, 0, st>>>(dy, dx, w, a, b);
+    if (dw) {
+        scale_dw<<<blocks(dy.c), T, 0, st>>>(x, dy, dw, a, b);
+        LAUNCHED();
+    }
+    if (dx.p) {
+        scale_dx<<<blocks(n), T, 0, st>>>(dy, dx, w, a, b);
+        LAUNCHED();
+    }
 }

@@ -14,6 +14,16 @@
 extern "C" {
 #endif
 
+/* Written after every kernel launch in kernels.cu and codec.cu: in debug builds a launch that failed
+ * (a bad configuration, no kernel image for this GPU) stops the program there, naming the launch;
+ * release builds check once per step instead (ops_cuda.c), naming the step. */
+#ifdef NDEBUG
+#define LAUNCHED() ((void)0)
+#else
+#define LAUNCHED() k_launched(__FILE__, __LINE__)
+#endif
+void k_launched(const char *file, int line);
+
 /* A band view (ops.h's ten): rows [row0, row0 + h) of maps with n images and c channels. */
 typedef struct {
     float *p;

@@ -31,6 +31,7 @@ static struct {
     cudnnHandle_t dnn;
     cublasHandle_t blas;
     float *loss_dev;            /* the loss, on the device */
+    float *loss_to;             /* where the next sync writes it (ops_call.loss) */
     double *scratch;            /* the loss of each block of places (k_loss_scratch); gnorm's gradient sums */
     int64_t scratch_cap;
     void **host_free;           /* pinned blocks to free at the next sync (a copy may still read them) */
@@ -39,8 +40,10 @@ static struct {
     int n_pending, cap_pending;
     bool deterministic;
     int64_t ws_limit;
-    ops_cuda_algo *algo;
+    ops_device_layer *algo;     /* per layer: the convolution algorithms last chosen (kernel_us unused) */
     int n_algo;
+    int64_t context_bytes;      /* device bytes in use before the first allocation (ops_device) */
+    int64_t device_peak;        /* ... the most at a step's end since device_mark (profiling) */
     int64_t *codec_dev;         /* sparse encodings: each image's bytes, then offsets (device) */
     int codec_cap;
 } g;
@@ -54,6 +57,18 @@ static void fatal(const char *what, const char *msg, const char *file, int line)
 #define CU(x) do { cudaError_t r_ = (x); if (r_ != cudaSuccess) fatal(#x, cudaGetErrorString(r_), __FILE__, __LINE__); } while (0)
 #define DNN(x) do { cudnnStatus_t r_ = (x); if (r_ != CUDNN_STATUS_SUCCESS) fatal(#x, cudnnGetErrorString(r_), __FILE__, __LINE__); } while (0)
 #define BLAS(x) do { cublasStatus_t r_ = (x); if (r_ != CUBLAS_STATUS_SUCCESS) fatal(#x, cublasGetStatusString(r_), __FILE__, __LINE__); } while (0)
+
+/* Every layer step ends here: a kernel launch of the step that failed (kernels.h: LAUNCHED checks
+ * each launch in debug builds) stops the program, naming the step. cudaGetLastError does not wait
+ * for the device. */
+static void step_checked(const ops_call *c, const char *what)
+{
+    cudaError_t r = cudaGetLastError();
+    if (r == cudaSuccess) return;
+    fprintf(stderr, "lrcnn: %s of layer '%s' (rows %d..%d): a kernel launch failed: %s\n", what, c->l->name, c->a, c->b,
+            cudaGetErrorString(r));
+    exit(1);
+}
 
 static const float one = 1.0f, zero = 0.0f;
 
@@ -207,6 +222,8 @@ static void cu_adam(float *p, const float *gr, float *state, int64_t n, double l
 static void cu_sync(void)
 {
     CU(cudaDeviceSynchronize());
+    if (g.loss_to) CU(cudaMemcpy(g.loss_to, g.loss_dev, sizeof(float), cudaMemcpyDeviceToHost));
+    g.loss_to = NULL;
     for (int i = 0; i < g.n_host_free; i++) CU(cudaFreeHost(g.host_free[i]));
     g.n_host_free = 0;
     for (int i = 0; i < g.n_pending; i++) /* prefetches have arrived; staged offloads wait for their move */
@@ -216,11 +233,24 @@ static void cu_sync(void)
         }
 }
 
+static int64_t device_used(void)
+{
+    size_t free_b = 0, total = 0;
+    return cudaMemGetInfo(&free_b, &total) == cudaSuccess ? (int64_t)(total - free_b) : -1;
+}
+
+/* tag(-1) ends a step: the device's memory is sampled there (as the host has enqueued the work:
+ * the pool grows when an allocation is enqueued, not when it runs). */
 static void cu_tag(int tag)
 {
     if (!g.profile) return;
-    if (tag >= 0) cuprof_tag((uint64_t)tag);
-    else cuprof_untag();
+    if (tag >= 0) {
+        cuprof_tag((uint64_t)tag);
+        return;
+    }
+    cuprof_untag();
+    int64_t used = device_used();
+    if (used > g.device_peak) g.device_peak = used;
 }
 
 /* --- descriptors -------------------------------------------------------------------------------- */
@@ -329,17 +359,16 @@ static int64_t stage_bytes(const net_layer *l, int n, int rows)
     return (int64_t)n * l->u.conv.c_out * conv_split_stage_rows(l->win, rows) * l->w * (int64_t)sizeof(float);
 }
 
+static const ops_device_layer no_layer = {{-1, -1}, {-1, -1, -1}, {0, 0, 0}};
+
 static void record(int L, conv_dir dir, int algo, int64_t ws)
 {
     if (L >= g.n_algo) {
         g.algo = err_realloc(g.algo, (size_t)(L + 1) * sizeof *g.algo);
-        for (int i = g.n_algo; i <= L; i++) g.algo[i] = (ops_cuda_algo){-1, -1, -1, 0, 0, 0};
+        for (int i = g.n_algo; i <= L; i++) g.algo[i] = no_layer;
         g.n_algo = L + 1;
     }
-    ops_cuda_algo *a = &g.algo[L];
-    if (dir == CONV_FWD) a->fwd = algo, a->fwd_ws = ws;
-    else if (dir == CONV_BWD_DATA) a->bwd_data = algo, a->bwd_data_ws = ws;
-    else a->bwd_filter = algo, a->bwd_filter_ws = ws;
+    g.algo[L].algo[dir] = algo, g.algo[L].ws[dir] = ws;
 }
 
 static void conv_forward(const ops_call *c)
@@ -420,7 +449,8 @@ static void conv_backward(const ops_call *c)
 }
 
 /* The workspace model: the algorithm the policy picks for a band of `rows` rows (the unpadded
- * middle piece's shape, padding p) within LRCNN_CUDNN_WS_MB, plus the staging buffer. */
+ * middle piece's shape, padding p) within LRCNN_CUDNN_WS_MB, rounded up to 256 bytes, plus the
+ * staging buffer (a step puts it at the end of its workspace). */
 static int64_t ws_bytes(const sched_ws_model *m, const net *n, int L, int rows, int batch, bool backward)
 {
     (void)m;
@@ -444,7 +474,8 @@ static int64_t ws_bytes(const sched_ws_model *m, const net *n, int L, int rows, 
         conv_algo(&d, CONV_FWD, g.ws_limit, &a);
     }
     conv_descs_free(&d);
-    return (a > b ? a : b) + stage_bytes(l, batch, rows);
+    int64_t dnn = ((a > b ? a : b) + 255) / 256 * 256; /* so that the staging buffer after it starts 256-byte aligned */
+    return dnn + stage_bytes(l, batch, rows);
 }
 
 static const sched_ws_model cuda_ws = {.bytes = ws_bytes};
@@ -616,10 +647,11 @@ static void cuda_forward(const ops_call *c)
     case NET_LOSS:
         ensure_scratch(k_loss_scratch((int64_t)c->x[0].n * l->h * l->w));
         k_loss_fwd(g.compute, kv(&c->x[0]), l->c, (int64_t)l->h * l->w, c->labels, c->probs, g.loss_dev, g.scratch);
-        if (c->loss) cu_download(c->loss, g.loss_dev, sizeof(float));
+        g.loss_to = c->loss; /* read back at the next sync, not here: no wait mid-iteration */
         break;
     default: CHECK(!"layer kind without a CUDA kernel");
     }
+    step_checked(c, "forward");
 }
 
 static void cuda_backward(const ops_call *c)
@@ -718,6 +750,7 @@ static void cuda_backward(const ops_call *c)
         break;
     default: CHECK(!"layer kind without a CUDA kernel");
     }
+    step_checked(c, "backward");
 }
 
 /* Whole-map statistics gathered band by band (ops.h: ops_stats); bn only. */
@@ -725,12 +758,12 @@ static void cuda_stats(const ops_call *c, ops_stats what)
 {
     const net_layer *l = c->l;
     CHECK(kind_of(l)->map_stats && c->sums && c->stats);
-    if (what == OPS_STATS_END) {
-        k_bn_sums_end(g.compute, c->sums, c->stats, c->running, l->c, c->count, l->u.bn.eps, l->u.bn.momentum, c->update_running);
-        return;
-    }
     ten none = {0};
-    k_bn_sums(g.compute, kv(&c->x[0]), kv(what == OPS_STATS_DY ? &c->dy : &none), c->a, c->b, c->stats, c->sums);
+    if (what == OPS_STATS_END)
+        k_bn_sums_end(g.compute, c->sums, c->stats, c->running, l->c, c->count, l->u.bn.eps, l->u.bn.momentum, c->update_running);
+    else
+        k_bn_sums(g.compute, kv(&c->x[0]), kv(what == OPS_STATS_DY ? &c->dy : &none), c->a, c->b, c->stats, c->sums);
+    step_checked(c, "statistics");
 }
 
 /* --- encodings of kept maps (codec.cu) ------------------------------------------------------------ */
@@ -803,22 +836,97 @@ static void cuda_decode(const ops_codec *m, const void *in, void *x)
     free(at);
 }
 
+/* --- the device itself (ops_table.device_mark, device_report) ----------------------------------- */
+
+static cudaMemPool_t default_pool(void)
+{
+    cudaMemPool_t pool;
+    CU(cudaDeviceGetDefaultMemPool(&pool, 0));
+    return pool;
+}
+
+static int64_t pool_attr(enum cudaMemPoolAttr what)
+{
+    uint64_t v = 0;
+    CU(cudaMemPoolGetAttribute(default_pool(), what, &v));
+    return (int64_t)v;
+}
+
+/* CUDNN_VERSION and CUBLAS_VERSION are both major * 10000 + minor * 100 + patch. */
+static void version(char out[16], int v) { snprintf(out, 16, "%d.%d.%d", v / 10000, v % 10000 / 100, v % 100); }
+
+/* The device and the libraries' versions. */
+static void describe(ops_device *d)
+{
+    struct cudaDeviceProp p;
+    int drv = 0, rt = 0, blas = 0;
+    if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) snprintf(p.name, sizeof p.name, "unknown"), p.major = p.minor = 0;
+    snprintf(d->name, sizeof d->name, "%.95s", p.name);
+    snprintf(d->capability, sizeof d->capability, "%d.%d", p.major % 100, p.minor % 100);
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    snprintf(d->driver, sizeof d->driver, "%d.%d", drv / 1000, drv % 1000 / 10);
+    snprintf(d->runtime, sizeof d->runtime, "%d.%d", rt / 1000, rt % 1000 / 10);
+    version(d->dnn, (int)cudnnGetVersion());
+    if (g.blas && cublasGetVersion(g.blas, &blas) == CUBLAS_STATUS_SUCCESS) version(d->blas, blas);
+}
+
+static void cu_device_mark(void)
+{
+    CU(cudaDeviceSynchronize());
+    uint64_t zero = 0; /* a high-water mark can only be reset to zero: it restarts from what is held now */
+    CU(cudaMemPoolSetAttribute(default_pool(), cudaMemPoolAttrReservedMemHigh, &zero));
+    CU(cudaMemPoolSetAttribute(default_pool(), cudaMemPoolAttrUsedMemHigh, &zero));
+    g.device_peak = device_used();
+    for (int L = 0; L < g.n_algo; L++) g.algo[L] = no_layer; /* a net run before: every convolution records again */
+    err e;
+    if (g.profile && cuprof_mark(&e)) fprintf(stderr, "lrcnn: CUPTI: %s\n", e.msg); /* the report says it too */
+}
+
+static void cu_device_report(ops_device *d, ops_device_layer *layers, int n_layers)
+{
+    CU(cudaDeviceSynchronize());
+    memset(d, 0, sizeof *d);
+    describe(d);
+    d->context_bytes = g.context_bytes;
+    d->device_peak = g.profile ? g.device_peak : -1;
+    d->pool_reserved_peak = pool_attr(cudaMemPoolAttrReservedMemHigh);
+    d->pool_used_peak = pool_attr(cudaMemPoolAttrUsedMemHigh);
+    d->cupti_reserved_peak = d->cupti_suballoc_peak = d->dropped = -1, d->kernel_us = -1;
+    for (int L = 0; L < n_layers; L++) layers[L] = L < g.n_algo ? g.algo[L] : no_layer;
+    cuprof_report r;
+    err e;
+    if (!g.profile) return;
+    if (cuprof_report_get(&r, &e)) {
+        fprintf(stderr, "lrcnn: CUPTI: %s (the run's CUPTI figures are left out)\n", e.msg);
+        return;
+    }
+    d->profiled = true;
+    d->cupti_reserved_peak = r.reserved_peak, d->cupti_suballoc_peak = r.suballoc_peak;
+    d->dropped = (int64_t)r.dropped, d->kernel_us = r.kernel_us;
+    for (int L = 0; L < n_layers; L++) {
+        layers[L].kernel_us[0] = 2 * L < r.n_tags ? r.tag_us[2 * L] : 0;
+        layers[L].kernel_us[1] = 2 * L + 1 < r.n_tags ? r.tag_us[2 * L + 1] : 0;
+    }
+}
+
 static const ops_table cuda_table = {.backend = "cuda", .forward = cuda_forward, .backward = cuda_backward, .stats = cuda_stats,
                                      .mem = &cuda_mem, .ws = &cuda_ws,
                                      .upload = cu_upload, .download = cu_download, .zero = cu_zero, .copy2d = cu_copy2d,
                                      .sgd = cu_sgd, .adam = cu_adam, .sync = cu_sync, .tag = cu_tag,
-                                     .encode = cuda_encode, .decode = cuda_decode, .encodes = cuda_encodes};
+                                     .encode = cuda_encode, .decode = cuda_decode, .encodes = cuda_encodes,
+                                     .device_mark = cu_device_mark, .device_report = cu_device_report};
 
 const ops_table *ops_cuda_open(bool profile, err *e)
 {
     if (g.open) return &cuda_table;
-    if (profile && cuprof_start(8192, e)) return NULL; /* before the first CUDA call */
     int n = 0;
-    cudaError_t r = cudaGetDeviceCount(&n);
+    cudaError_t r = cudaGetDeviceCount(&n); /* initializes the driver, creates no context */
     if (r != cudaSuccess || n == 0) {
         err_set(e, "no CUDA device: %s", r != cudaSuccess ? cudaGetErrorString(r) : "none found");
         return NULL;
     }
+    if (profile && cuprof_start(8192, e)) return NULL; /* before the context: its allocations are recorded */
     CU(cudaSetDevice(0));
     CU(cudaStreamCreateWithFlags(&g.compute, cudaStreamNonBlocking));
     CU(cudaStreamCreateWithFlags(&g.copy, cudaStreamNonBlocking));
@@ -831,6 +939,7 @@ const ops_table *ops_cuda_open(bool profile, err *e)
     BLAS(cublasCreate(&g.blas));
     BLAS(cublasSetStream(g.blas, g.compute));
     BLAS(cublasSetMathMode(g.blas, CUBLAS_DEFAULT_MATH));
+    g.context_bytes = device_used(); /* the context, cuDNN's and cuBLAS's handles: before our first byte */
     CU(cudaMalloc((void **)&g.loss_dev, sizeof(float)));
     const char *det = getenv("LRCNN_CUDNN_DETERMINISTIC"), *mb = getenv("LRCNN_CUDNN_WS_MB");
     g.deterministic = det && *det == '1';
@@ -840,27 +949,10 @@ const ops_table *ops_cuda_open(bool profile, err *e)
     return &cuda_table;
 }
 
-const ops_cuda_algo *ops_cuda_algos(int *n_layers)
-{
-    *n_layers = g.n_algo;
-    return g.algo;
-}
-
 void ops_cuda_describe(char *out, size_t len)
 {
-    struct cudaDeviceProp p;
-    int drv = 0, rt = 0;
-    if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) snprintf(p.name, sizeof p.name, "unknown");
-    cudaDriverGetVersion(&drv);
-    cudaRuntimeGetVersion(&rt);
-    size_t dnn = cudnnGetVersion();
-    snprintf(out, len, "%s, driver %d.%d, CUDA runtime %d.%d, cuDNN %zu.%zu.%zu", p.name, drv / 1000, drv % 1000 / 10, rt / 1000,
-             rt % 1000 / 10, dnn / 10000, dnn % 10000 / 100, dnn % 100);
-}
-
-int64_t ops_cuda_device_used(void)
-{
-    size_t free_b = 0, total = 0;
-    if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) return -1;
-    return (int64_t)(total - free_b);
+    ops_device d = {0};
+    describe(&d);
+    snprintf(out, len, "%s (compute capability %s), driver %s, CUDA runtime %s, cuDNN %s, cuBLAS %s", d.name, d.capability,
+             d.driver, d.runtime, d.dnn, d.blas);
 }

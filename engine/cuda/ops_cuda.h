@@ -9,7 +9,12 @@
  * Convolution algorithms: cuDNN's heuristic ranking (cudnnGet*Algorithm_v7), the first algorithm
  * whose workspace fits the limit — LRCNN_CUDNN_WS_MB (default 256 MiB) when the schedule is
  * lowered, then what the schedule gave when the step runs; LRCNN_CUDNN_DETERMINISTIC=1 keeps only
- * deterministic ones. The choice and its workspace are recorded per layer (ops_cuda_algos).
+ * deterministic ones. The choice and its workspace are recorded per layer (ops_device_layer).
+ * The device itself (ops_table.device_report): its name and the libraries' versions; the bytes the
+ * context and the libraries' handles take before the first allocation; the pool's reserved and
+ * used high-water marks (cudaMemPoolAttrReservedMemHigh, UsedMemHigh); and with profiling, the
+ * device's bytes in use at every step's end (cudaMemGetInfo), CUPTI's reserved and sub-allocated
+ * peaks, dropped records and kernel time per layer.
  * Not here: CUPTI (cuprof.h), scheduling, anything without a GPU (ops_cuda_open fails cleanly). */
 #ifndef LRCNN_OPS_CUDA_H
 #define LRCNN_OPS_CUDA_H
@@ -24,18 +29,7 @@ const ops_table *ops_cuda_open(bool profile, err *e);
 /* The workspace model to lower schedules with (sched_cfg.ws) for net n. */
 const sched_ws_model *ops_cuda_ws_model(void);
 
-typedef struct {
-    int fwd, bwd_data, bwd_filter;        /* cuDNN algorithm enums, -1 not run */
-    int64_t fwd_ws, bwd_data_ws, bwd_filter_ws;
-} ops_cuda_algo;
-
-/* Per layer of the last net run (index = layer), n_layers entries; NULL before any convolution. */
-const ops_cuda_algo *ops_cuda_algos(int *n_layers);
-
-/* Device name, driver, runtime and cuDNN versions, one line. */
+/* Device name, compute capability, driver, runtime, cuDNN and cuBLAS versions, one line. */
 void ops_cuda_describe(char *out, size_t len);
-
-/* Device bytes in use (cudaMemGetInfo: total - free), for the "device" peak. */
-int64_t ops_cuda_device_used(void);
 
 #endif
