@@ -16,22 +16,33 @@
 enum { MODE_LAYER, MODE_CKPT, MODE_OFFLOAD, MODE_OFFLOAD_CONV, N_MODES };
 #define DP_BUCKETS 2000
 
-/* The net as a chain of positions (clean cuts) from `first`, with what the DP's segment model reads. */
+/* What the DP's segment model reads of each layer, wherever a chain starts: built once a search
+ * (it lowers and times the `layer` schedule), shared by the chains of every row stage's rest. */
 typedef struct {
-    const search_req *r;
-    const net *n;
-    int m;              /* positions: segment k starts at layer pos[k]; pos[m] = n->n */
-    int *pos;
     int64_t base;       /* persistent bytes (parameters, gradients, optimizer state, running
                            statistics) and the batch (image, labels) */
     int *tensor;        /* [n]: the layer whose buffer holds layer L's output (in-place relus share) */
     int64_t *bytes;     /* [n]: bytes of layer L's output for the batch */
     int64_t *aux;       /* [n]: bytes of its auxiliary (argmax, statistics, probabilities) */
     double *fwd_us;     /* [n]: its forward time on the device */
+} chain_net;
+
+/* The net as a chain of positions (clean cuts) from `first`, with what the DP's segment model reads. */
+typedef struct {
+    const search_req *r;
+    const net *n;
+    int m;              /* positions: segment k starts at layer pos[k]; pos[m] = n->n */
+    int *pos;
+    int64_t base;       /* the chain_net's, borrowed: */
+    const int *tensor;
+    const int64_t *bytes, *aux;
+    const double *fwd_us;
     bool *out_kept;     /* [m + 1]: a `layer` segment ending before position k keeps its output (the
                            tensor crossing that cut) for its own backward (a relu's mask) */
     int *stamp, *conv_stamp; /* [n]: scratch for segment() */
     int stamp_now;
+    double *best;       /* the DP's tables (chain_dp), kept between its calls */
+    int *from;
 } chain;
 
 /* What the segment model knows of layers [a, b) run as one segment: `stash`, the bytes a `layer`
@@ -96,53 +107,73 @@ static double link_us(const chain *c, int64_t bytes)
     return us;
 }
 
-static int chain_init(chain *c, const search_req *r, int first, err *e)
+static void chain_net_free(chain_net *cn)
+{
+    free(cn->tensor), free(cn->bytes), free(cn->aux), free(cn->fwd_us);
+    memset(cn, 0, sizeof *cn);
+}
+
+static int chain_net_init(chain_net *cn, const search_req *r, err *e)
+{
+    const net *n = r->n;
+    memset(cn, 0, sizeof *cn);
+    cn->tensor = err_calloc((size_t)n->n, sizeof(int));
+    cn->bytes = err_calloc((size_t)n->n, sizeof(int64_t));
+    cn->aux = err_calloc((size_t)n->n, sizeof(int64_t));
+    cn->fwd_us = err_calloc((size_t)n->n, sizeof(double));
+    int64_t N = r->cfg.batch;
+    for (int L = 0; L < n->n; L++) {
+        const net_layer *l = &n->layers[L];
+        cn->tensor[L] = l->inplace ? cn->tensor[l->in[0]] : L;
+        cn->bytes[L] = N * net_layer_values(l) * 4;
+        cn->aux[L] = kind_aux_bytes(n, L, l->h, (int)N);
+    }
+    /* forward times and the persistent bytes, from the `layer` schedule */
+    plan p;
+    sched s;
+    int rc = plan_parse(&p, n, "layer", e);
+    if (!rc) rc = sched_lower(&s, n, &p, &r->cfg, e), plan_free(&p);
+    if (rc) {
+        chain_net_free(cn);
+        return -1;
+    }
+    for (int i = 0; i < s.n_step; i++) {
+        timing_how how;
+        if (s.steps[i].op == SCHED_FWD) cn->fwd_us[s.steps[i].layer] += sim_step_us(n, &s, i, r->dev, &how);
+    }
+    for (int b = 0; b < s.n_buf; b++)
+        if (s.bufs[b].persistent || s.bufs[b].kind == BUF_INPUT || s.bufs[b].kind == BUF_LABEL) cn->base += s.bufs[b].bytes;
+    sched_free(&s);
+    return 0;
+}
+
+static size_t dp_row(void) { return (size_t)(DP_BUCKETS + 1) * N_MODES; }
+
+static void chain_init(chain *c, const search_req *r, const chain_net *cn, int first)
 {
     const net *n = r->n;
     memset(c, 0, sizeof *c);
     c->r = r, c->n = n;
+    c->base = cn->base, c->tensor = cn->tensor, c->bytes = cn->bytes, c->aux = cn->aux, c->fwd_us = cn->fwd_us;
     c->pos = err_calloc((size_t)n->n + 1, sizeof(int));
     c->pos[c->m++] = first;
     for (int L = first + 1; L < n->n; L++)
         if (n->layers[L].cut_before) c->pos[c->m++] = L;
     c->pos[c->m] = n->n;
     c->out_kept = err_calloc((size_t)c->m + 1, sizeof(bool));
-    c->tensor = err_calloc((size_t)n->n, sizeof(int));
-    c->bytes = err_calloc((size_t)n->n, sizeof(int64_t));
-    c->aux = err_calloc((size_t)n->n, sizeof(int64_t));
-    c->fwd_us = err_calloc((size_t)n->n, sizeof(double));
     c->stamp = err_calloc((size_t)n->n, sizeof(int));
     c->conv_stamp = err_calloc((size_t)n->n, sizeof(int));
-    int64_t N = r->cfg.batch;
-    for (int L = 0; L < n->n; L++) {
-        const net_layer *l = &n->layers[L];
-        c->tensor[L] = l->inplace ? c->tensor[l->in[0]] : L;
-        c->bytes[L] = N * net_layer_values(l) * 4;
-        c->aux[L] = kind_aux_bytes(n, L, l->h, (int)N);
-    }
     for (int k = 1; k <= c->m; k++) /* the layers sharing the crossing tensor precede the cut */
         for (int L = c->pos[k] - 1; L >= 1 && c->tensor[L] == c->tensor[c->pos[k] - 1]; L--)
             if (kind_of(&n->layers[L])->keeps_y) c->out_kept[k] = true;
-    /* forward times and the persistent bytes, from the `layer` schedule */
-    plan p;
-    sched s;
-    if (plan_parse(&p, n, "layer", e)) return -1;
-    int rc = sched_lower(&s, n, &p, &r->cfg, e);
-    plan_free(&p);
-    if (rc) return -1;
-    for (int i = 0; i < s.n_step; i++) {
-        timing_how how;
-        if (s.steps[i].op == SCHED_FWD) c->fwd_us[s.steps[i].layer] += sim_step_us(n, &s, i, r->dev, &how);
-    }
-    for (int b = 0; b < s.n_buf; b++)
-        if (s.bufs[b].persistent || s.bufs[b].kind == BUF_INPUT || s.bufs[b].kind == BUF_LABEL) c->base += s.bufs[b].bytes;
-    sched_free(&s);
-    return 0;
+    size_t cells = (size_t)(c->m + 1) * dp_row();
+    c->best = err_calloc(cells, sizeof *c->best);
+    c->from = err_calloc(cells, sizeof *c->from);
 }
 
 static void chain_free(chain *c)
 {
-    free(c->pos), free(c->out_kept), free(c->tensor), free(c->bytes), free(c->aux), free(c->fwd_us), free(c->stamp), free(c->conv_stamp);
+    free(c->pos), free(c->out_kept), free(c->stamp), free(c->conv_stamp), free(c->best), free(c->from);
 }
 
 /* The DP over (position, kept bytes in buckets of q, the mode of the segment ending there):
@@ -158,10 +189,10 @@ static int chain_dp(chain *c, int64_t extra, char *buf, size_t len)
     buf[0] = 0;
     if (avail <= 0) return -1;
     int64_t q = (avail + NB - 1) / NB;
-    size_t row = (size_t)(NB + 1) * N_MODES, cells = (size_t)(m + 1) * row;
+    size_t row = dp_row(), cells = (size_t)(m + 1) * row;
 #define CELL(k, j, md) ((size_t)(k) * row + (size_t)(j) * N_MODES + (size_t)(md))
-    double *best = err_calloc(cells, sizeof(double));
-    int *from = err_calloc(cells, sizeof(int));
+    double *best = c->best;
+    int *from = c->from;
     for (size_t i = 0; i < cells; i++) best[i] = INFINITY;
     best[CELL(0, 0, MODE_CKPT)] = 0; /* the image: nothing to charge */
     bool off = (r->space & SEARCH_OFFLOAD) != 0;
@@ -221,7 +252,6 @@ static int chain_dp(chain *c, int64_t extra, char *buf, size_t len)
         if (at >= len) found = -1; /* too long to say */
     }
 #undef CELL
-    free(best), free(from);
     return found;
 }
 
@@ -245,11 +275,13 @@ static void chain_min(const chain *c, char *buf, size_t len)
 
 int search_chain(const search_req *r, int first, int64_t extra, char *buf, size_t len)
 {
+    chain_net cn;
     chain c;
     err e;
-    if (chain_init(&c, r, first, &e)) return -1;
+    if (chain_net_init(&cn, r, &e)) return -1;
+    chain_init(&c, r, &cn, first);
     int rc = chain_dp(&c, extra, buf, len);
-    chain_free(&c);
+    chain_free(&c), chain_net_free(&cn);
     return rc;
 }
 
@@ -260,6 +292,7 @@ typedef struct {
     search_result *out;
     int cap;
     bool least;           /* nothing fits: looking for the smallest peak (every encoding tried) */
+    const chain_net *cn;  /* NULL: the space has neither checkpoints nor offload (no DP) */
     err *e;
 } search_ctx;
 
@@ -421,8 +454,8 @@ static void eval_least(search_ctx *c)
     const net *n = r->n;
     char text[PLAN_TEXT_LEN], rest[PLAN_TEXT_LEN / 2];
     chain ch;
-    err e;
-    if ((r->space & (SEARCH_CKPT | SEARCH_OFFLOAD)) && !chain_init(&ch, r, 1, &e)) {
+    if (c->cn) {
+        chain_init(&ch, r, c->cn, 1);
         chain_min(&ch, text, sizeof text);
         if (*text) eval_both(c, text, "dp");
         chain_free(&ch);
@@ -430,9 +463,8 @@ static void eval_least(search_ctx *c)
     for (int end = 1; (r->space & SEARCH_ROWS) && end < n->n; end++) {
         int most = row_stage_bands(n, end);
         if (!most) continue;
-        bool dp = (r->space & (SEARCH_CKPT | SEARCH_OFFLOAD)) && !chain_init(&ch, r, end + 1, &e);
         rest[0] = 0;
-        if (dp) chain_min(&ch, rest, sizeof rest), chain_free(&ch);
+        if (c->cn) chain_init(&ch, r, c->cn, end + 1), chain_min(&ch, rest, sizeof rest), chain_free(&ch);
         for (int pol = 0; pol < 2; pol++) {
             snprintf(text, sizeof text, "rows(%s,%d)@%s..%s%s%.*s", row_policies[pol], most, n->layers[1].name, n->layers[end].name,
                      *rest ? "; " : "", PLAN_TEXT_LEN / 2 - 1, rest);
@@ -513,9 +545,12 @@ int search_run(const search_req *r, search_result *out, err *e)
         for (size_t i = 0; (r->space & SEARCH_ROWS) && i < sizeof presets_rows / sizeof *presets_rows; i++)
             eval_both(&c, presets_rows[i], "preset");
     }
+    chain_net cn;
     if (r->space & (SEARCH_CKPT | SEARCH_OFFLOAD)) {
+        if (chain_net_init(&cn, r, e)) return -1;
+        c.cn = &cn;
         chain ch;
-        if (chain_init(&ch, r, 1, e)) return -1;
+        chain_init(&ch, r, c.cn, 1);
         eval_with_chain(&c, &ch, "", "dp", 8);
         chain_min(&ch, text, sizeof text);
         if (*text) eval_both(&c, text, "dp");
@@ -533,8 +568,8 @@ int search_run(const search_req *r, search_result *out, err *e)
         int most = row_stage_bands(n, end);
         if (!most) continue;
         chain ch;
-        bool dp = (r->space & (SEARCH_CKPT | SEARCH_OFFLOAD)) != 0;
-        if (dp && chain_init(&ch, r, end + 1, e)) return -1;
+        bool dp = c.cn != NULL;
+        if (dp) chain_init(&ch, r, c.cn, end + 1);
         /* more bands cost more time for less memory: per policy, the fewest bands that fit; none
          * when the most bands with the least-keeping rest do not */
         for (int pol = 0; pol < 2; pol++) {
@@ -561,6 +596,7 @@ int search_run(const search_req *r, search_result *out, err *e)
         c.least = true;
         eval_least(&c);
     }
+    if (c.cn) chain_net_free(&cn);
     /* a preset is kept unless the plan found is faster by more than the model can tell apart */
     out->fastest = out->best, out->preset = -1;
     for (int i = 0; i < out->n_pts; i++)
