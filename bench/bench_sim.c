@@ -1,6 +1,7 @@
 /* Simulator speed: time per plan evaluation (lower + replay + closed form) for VGG-16 and
- * ResNet-50 at 224x224; the planner's time per answer (lrcnn plan --budget) beside its peer, the
- * evaluation of the ten presets a user would otherwise compare by hand; the offload selection's
+ * ResNet-50 at 224x224; the planner's time per answer (lrcnn plan --budget), with roofline times
+ * and with this CPU's calibrated profile, beside its peer, the evaluation of the ten presets a
+ * user would otherwise compare by hand; the offload selection's
  * solve times (sim/offsel.h) beside vDNN's policies evaluated; and a 10,000-configuration
  * sweep (batch x plans x image sizes, nets re-inferred per image), on this machine. Figures, not
  * assertions: targets are < 100 us per VGG-16 evaluation, < 1 s per planner answer and < 2 s per
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "io/profile.h"
 #include "sim/heap.h"
 #include "sim/offsel.h"
 #include "sim/search.h"
@@ -33,6 +35,42 @@ static double per_eval_us(const net *n, const char *text, int reps)
     double us = (now() - t0) / reps * 1e6;
     plan_free(&p);
     return us;
+}
+
+/* The planner at budgets a quarter, half and three quarters of the way from the smallest peak it
+ * reaches to layer's, on device d; its peer: the presets evaluated once each. */
+static int planner_table(net *n, const char **plans, int np, const sim_device *d, const char *times)
+{
+    err e;
+    printf("planner: lrcnn plan --budget B (%s), 224x224, adam; peer: the %d presets above, evaluated once\n\n", times, np);
+    printf("  %-10s %5s %9s %10s %10s %12s %8s\n", "net", "batch", "budget", "plans", "planner", "presets", "ratio");
+    for (int k = 0; k < 2; k++)
+        for (int batch = 8; batch <= 32; batch *= 4) {
+            search_req rq = {.n = &n[k], .cfg = {.batch = batch, .optimizer = SCHED_ADAM}, .dev = d, .space = SEARCH_ALL, .budget = 0};
+            search_result r;
+            if (search_run(&rq, &r, &e)) return fprintf(stderr, "%s\n", e.msg), -1;
+            int64_t lo = r.pts[r.least].peak, hi = r.pts[0].peak; /* pts[0]: layer */
+            search_free(&r);
+            double peer = 0;
+            for (int p = 0; p < np; p++) {
+                plan pl;
+                sim_result sr;
+                if (plan_parse(&pl, &n[k], plans[p], &e)) return fprintf(stderr, "%s\n", e.msg), -1;
+                double t0 = now();
+                sim_run(&n[k], &pl, &rq.cfg, d, &sr, NULL, &e);
+                peer += now() - t0;
+                plan_free(&pl);
+            }
+            for (int q = 1; q <= 3; q++) {
+                rq.budget = lo + (hi - lo) * q / 4;
+                if (search_run(&rq, &r, &e)) return fprintf(stderr, "%s\n", e.msg), -1;
+                printf("  %-10s %5d %8.2fG %10d %9.3fs %11.3fs %7.1fx\n", n[k].name, batch, rq.budget / 1073741824.0, r.n_pts,
+                       r.seconds, peer, r.seconds / peer);
+                search_free(&r);
+            }
+        }
+    printf("  (target < 1 s per answer)\n\n");
+    return 0;
 }
 
 int main(void)
@@ -61,37 +99,15 @@ int main(void)
     }
     printf("  VGG-16 mean over presets: %.1f us per evaluation (target < 100 us)\n\n", vgg_total / np);
 
-    /* the planner, at budgets a quarter, half and three quarters of the way from the smallest peak
-     * it reaches to layer's; its peer: the ten presets evaluated once each */
-    printf("planner: lrcnn plan --budget B (roofline times), 224x224, adam; peer: the %d presets above, evaluated once\n\n", np);
-    printf("  %-10s %5s %9s %10s %10s %12s %8s\n", "net", "batch", "budget", "plans", "planner", "presets", "ratio");
-    for (int k = 0; k < 2; k++)
-        for (int batch = 8; batch <= 32; batch *= 4) {
-            search_req rq = {.n = &n[k], .cfg = {.batch = batch, .optimizer = SCHED_ADAM}, .dev = &sim_device_cpu,
-                             .space = SEARCH_ALL, .budget = 0};
-            search_result r;
-            if (search_run(&rq, &r, &e)) return fprintf(stderr, "%s\n", e.msg), 1;
-            int64_t lo = r.pts[r.least].peak, hi = r.pts[0].peak; /* pts[0]: layer */
-            search_free(&r);
-            double peer = 0;
-            for (int p = 0; p < np; p++) {
-                plan pl;
-                sim_result sr;
-                if (plan_parse(&pl, &n[k], plans[p], &e)) return fprintf(stderr, "%s\n", e.msg), 1;
-                double t0 = now();
-                sim_run(&n[k], &pl, &rq.cfg, &sim_device_cpu, &sr, NULL, &e);
-                peer += now() - t0;
-                plan_free(&pl);
-            }
-            for (int q = 1; q <= 3; q++) {
-                rq.budget = lo + (hi - lo) * q / 4;
-                if (search_run(&rq, &r, &e)) return fprintf(stderr, "%s\n", e.msg), 1;
-                printf("  %-10s %5d %8.2fG %10d %9.3fs %11.3fs %7.1fx\n", n[k].name, batch, rq.budget / 1073741824.0, r.n_pts,
-                       r.seconds, peer, r.seconds / peer);
-                search_free(&r);
-            }
-        }
-    printf("  (target < 1 s per answer)\n\n");
+    if (planner_table(n, plans, np, &sim_device_cpu, "roofline times")) return 1;
+    /* as users plan: with this machine's calibrated time model (more plans' times to look up) */
+    sim_device cal;
+    timing_model tm = {0};
+    if (profile_device(LRCNN_SOURCE_DIR "/results/profile_cpu_b8_32.h5", &sim_device_cpu, &cal, &tm, &e))
+        return fprintf(stderr, "%s\n", e.msg), 1;
+    int rc = planner_table(n, plans, np, &cal, "times from results/profile_cpu_b8_32.h5");
+    timing_free(&tm);
+    if (rc) return 1;
 
     /* offload selection on a GPU device (moves overlap compute, so every timing option is in the
      * model): each method's solve beside its peer, vDNN's two policies evaluated */

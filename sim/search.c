@@ -194,7 +194,11 @@ static int chain_dp(chain *c, int64_t extra, char *buf, size_t len)
     double *best = c->best;
     int *from = c->from;
     for (size_t i = 0; i < cells; i++) best[i] = INFINITY;
+    /* the buckets reached at each (position, mode), lo[] to hi[]: the loops over buckets skip the rest */
+    int *lo = err_calloc((size_t)(m + 1) * N_MODES, sizeof *lo), *hi = err_calloc((size_t)(m + 1) * N_MODES, sizeof *hi);
+    for (int i = 0; i < (m + 1) * N_MODES; i++) lo[i] = NB + 1, hi[i] = -1;
     best[CELL(0, 0, MODE_CKPT)] = 0; /* the image: nothing to charge */
+    lo[MODE_CKPT] = hi[MODE_CKPT] = 0;
     bool off = (r->space & SEARCH_OFFLOAD) != 0;
     bool allowed[N_MODES] = {true, (r->space & SEARCH_CKPT) != 0, off, off};
     for (int a = 0; a < m; a++)
@@ -218,11 +222,20 @@ static int chain_dp(chain *c, int64_t extra, char *buf, size_t len)
                     int64_t in_now = needs_in && !had ? in : 0;
                     int64_t local = sm.local + in_now;
                     int64_t kq = (keep + (in_moved ? 0 : in_now) + q - 1) / q;
-                    for (int j = 0; j + kq <= NB; j++) {
+                    if (local > avail || kq > NB) continue;
+                    /* j buckets kept before: j * q + local must fit, j + kq must be a bucket */
+                    int64_t top = (avail - local) / q < NB - kq ? (avail - local) / q : NB - kq;
+                    int j0 = lo[a * N_MODES + pm], j1 = hi[a * N_MODES + pm] < top ? hi[a * N_MODES + pm] : (int)top;
+                    for (int j = j0; j <= j1; j++) {
                         double t = best[CELL(a, j, pm)];
-                        if (t == INFINITY || (int64_t)j * q + local > avail) continue;
+                        if (t == INFINITY) continue;
                         size_t to = CELL(b, j + kq, mode);
-                        if (t + cost < best[to]) best[to] = t + cost, from[to] = (int)CELL(a, j, pm);
+                        if (t + cost < best[to]) {
+                            best[to] = t + cost, from[to] = (int)CELL(a, j, pm);
+                            int *l = &lo[b * N_MODES + mode], *h = &hi[b * N_MODES + mode];
+                            if (j + kq < *l) *l = (int)(j + kq);
+                            if (j + kq > *h) *h = (int)(j + kq);
+                        }
                     }
                 }
             }
@@ -252,6 +265,7 @@ static int chain_dp(chain *c, int64_t extra, char *buf, size_t len)
         if (at >= len) found = -1; /* too long to say */
     }
 #undef CELL
+    free(lo), free(hi);
     return found;
 }
 
