@@ -1,6 +1,8 @@
-/* lrcnn reproduce: every experiment and every figure from scratch, on this machine's CPU.
+/* lrcnn reproduce: every experiment and every figure from scratch, on this machine's CPU, or with
+ * --backend cuda the GPU campaign on this machine's GPU.
  * The experiments are the specs experiments/<name>.spec (experiments/README.md), in file-name order,
- * except those that say `reproduce = off` (the demo, whose file is not a committed result); each
+ * except those that say `reproduce = off` (the demo, whose file is not a committed result), and of
+ * those only the specs of the backend asked for (`backend = cuda` specs need a GPU); each
  * runs into its `output` (relative to the source tree; default results/<name>.h5). The figures are
  * the ones the specs name (`figures = ...`): each is drawn once, by plots/<name>.py, from the
  * outputs of every spec naming it, in spec order, into paper/figures. Then the report's PDF, and a
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "engine/ops.h"
 #include "io/spec.h"
 
 #define SRC LRCNN_SOURCE_DIR
@@ -70,6 +73,22 @@ static bool run_spec(const char *spec_path, const char *out)
     return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+/* Whether `backend` opens here, asked in a child process: a CUDA context opened in this one would
+ * not survive the fork of each spec's process. The child says why not, in one line. */
+static bool backend_opens(const char *backend)
+{
+    fflush(stdout), fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        err e;
+        if (ops_find(backend, false, &e)) _exit(0);
+        fprintf(stderr, "lrcnn reproduce: --backend %s: %s\n", backend, e.msg);
+        _exit(1);
+    }
+    int status = 0;
+    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 /* Adds spec i's output to the inputs of each figure it names. */
 static int add_figures(experiments *x, int i, err *e)
 {
@@ -88,8 +107,8 @@ static int add_figures(experiments *x, int i, err *e)
     return 0;
 }
 
-/* Loads and checks every spec under experiments/ before anything runs. */
-static int experiments_load(experiments *x, err *e)
+/* Loads and checks every spec under experiments/ before anything runs; keeps those of `backend`. */
+static int experiments_load(experiments *x, const char *backend, err *e)
 {
     memset(x, 0, sizeof *x);
     glob_t g;
@@ -101,7 +120,7 @@ static int experiments_load(experiments *x, err *e)
     for (size_t k = 0; k < g.gl_pathc && !rc; k++) { /* glob sorts: file-name order */
         spec *s = &x->specs[x->n];
         if ((rc = spec_load(s, g.gl_pathv[k], e))) break;
-        if (!s->reproduce) {
+        if (!s->reproduce || strcmp(s->backend, backend)) {
             spec_free(s);
             continue;
         }
@@ -137,31 +156,40 @@ static void print_list(const experiments *x)
 }
 
 static const char *usage =
-    "usage: lrcnn reproduce [--figures-only | --list]\n\n"
+    "usage: lrcnn reproduce [--backend cpu|cuda] [--figures-only | --list]\n\n"
     "Regenerates every result and figure: runs each spec experiments/*.spec (file-name order; a spec with\n"
     "`reproduce = off`, such as demo.spec, is skipped) into its output under results/, then draws every\n"
     "figure the specs name (`figures = ...`) from the outputs of the specs that name it, into\n"
     "paper/figures/ (PNG and PDF), builds paper/report.pdf where pandoc and WeasyPrint are installed, and\n"
     "lists what it wrote. About 30 minutes on 2 cores. --figures-only redraws the figures (and the report)\n"
     "from the existing result files; --list prints the specs and figures it would run and draws nothing.\n"
+    "--backend cuda runs the GPU campaign instead (the specs with `backend = cuda`: every preset validated\n"
+    "on the GPU, predicted against allocated, reserved and device peaks; results/gpu/) on this machine's GPU.\n"
     "Specs: experiments/README.md.\n";
 
 int cli_reproduce(int argc, char **argv)
 {
     bool quick = false, list = false;
+    const char *backend = "cpu";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
         if (!strcmp(argv[i], "--figures-only")) quick = true;
         else if (!strcmp(argv[i], "--list")) list = true;
+        else if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
         else return cli_fail("reproduce", "unknown argument '%s' (see lrcnn reproduce --help)", argv[i]);
     }
+    if (strcmp(backend, "cpu") && strcmp(backend, "cuda")) return cli_fail("reproduce", "--backend %s: expected cpu or cuda", backend);
     err e;
     experiments x;
-    if (experiments_load(&x, &e)) return cli_fail("reproduce", "%s", e.msg);
+    if (experiments_load(&x, backend, &e)) return cli_fail("reproduce", "%s", e.msg);
     if (list) {
         print_list(&x);
         experiments_free(&x);
         return CLI_OK;
+    }
+    if (!quick && !backend_opens(backend)) {
+        experiments_free(&x);
+        return CLI_USAGE;
     }
     double t0 = now();
     int failed = 0;
@@ -169,6 +197,8 @@ int cli_reproduce(int argc, char **argv)
     for (int i = 0; i < x.n && !quick; i++) {
         const char *out = x.outputs[i];
         snprintf(path, sizeof path, "%s%s%s", out[0] == '/' ? "" : SRC, out[0] == '/' ? "" : "/", out);
+        char *slash = strrchr(path, '/'); /* its folder (results/gpu/) made if missing */
+        *slash = 0, mkdir(path, 0777), *slash = '/';
         fprintf(stderr, "  regenerating %s (%s, run = %s)\n", out, x.specs[i].path + strlen(SRC) + 1, spec_run_name(x.specs[i].run));
         x.written[i] = run_spec(x.specs[i].path, path);
         failed |= !x.written[i];

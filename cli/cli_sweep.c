@@ -181,6 +181,7 @@ typedef struct {
     const spec *s;
     net *nets;
     const sim_device *d;
+    const ops_table *ops;    /* run = validate and train: the spec's backend */
     const enc_calib *calib;  /* the spec's calibrate = FILE, or NULL */
     h5_file *f;
     cell *cells;
@@ -304,7 +305,7 @@ static int sweep_engine(sweep_ctx *c, err *e)
                         if (!mine) continue;
                         cli_validate_job j = {.n = n, .plans = s->plans, .n_plans = s->n_plans, .bn = s->bn, .cfg = cfg,
                                               .iters = s->measure, .seed = (uint64_t)s->seed, .host_budget = -1, .dev = c->d,
-                                              .quiet = c->quiet};
+                                              .ops = c->ops, .quiet = c->quiet};
                         if (cli_validate_run(&j, c->f, e) != CLI_OK) note_infeasible(c, (job - 1) * per_config, per_config, n, cfg.batch, o, NULL, e);
                         else c->written += per_config;
                         if (!c->quiet) printf("\n");
@@ -313,7 +314,7 @@ static int sweep_engine(sweep_ctx *c, err *e)
                     for (int p = 0; p < s->n_plans; p++, job++) {
                         if (own(c, job, job, &mine, e)) return CLI_USAGE;
                         if (!mine) continue;
-                        cli_train_job j = {.n = n, .plan = s->plans[p], .bn = s->bn, .cfg = cfg, .ops = &ops_cpu,
+                        cli_train_job j = {.n = n, .plan = s->plans[p], .bn = s->bn, .cfg = cfg, .ops = c->ops,
                                            .iters = s->measure, .seed = (uint64_t)s->seed, .host_budget = -1, .dev = c->d,
                                            .quiet = c->quiet};
                         if (cli_train_run(&j, c->f, e) != CLI_OK) note_infeasible(c, job, 1, n, cfg.batch, o, s->plans[p], e);
@@ -408,10 +409,15 @@ static int sweep_run(const char *cmd, const char *spec_path, const char *out, bo
     int n_nets = s.n_nets * s.n_images, rc = CLI_USAGE;
     sim_device dev;
     timing_model tm;
-    bool dev_ok = cli_load_device(s.device, s.profile[0] ? s.profile : NULL, &dev, &tm, &e) == 0;
+    bool cuda = !strcmp(s.backend, "cuda"); /* then a GPU's time estimate, as lrcnn train's */
+    bool dev_ok = cli_load_device(cuda ? "h100" : s.device, s.profile[0] ? s.profile : NULL, &dev, &tm, &e) == 0;
     if (!dev_ok) err_wrap(&e, "%s", spec_path);
-    sweep_ctx c = {.s = &s, .d = dev_ok ? &dev : NULL, .nets = err_calloc((size_t)n_nets, sizeof(net)),
+    sweep_ctx c = {.s = &s, .d = dev_ok ? &dev : NULL, .ops = &ops_cpu, .nets = err_calloc((size_t)n_nets, sizeof(net)),
                    .count = spec_runs(&s), .shard = shard, .n_shards = n_shards, .quiet = quiet};
+    if (c.d && cuda && !(c.ops = ops_find("cuda", true, &e))) {
+        c.d = NULL; /* e says why */
+        err_wrap(&e, "%s: backend = cuda", spec_path);
+    }
     c.cells = err_calloc((size_t)c.count, sizeof(cell));
     long jobs = sweep_jobs(&s);
     if (n_shards) /* this shard's jobs: those k < jobs with k mod N = I - 1 */

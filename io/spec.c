@@ -16,11 +16,11 @@
 /* The keys, in the order the unknown-key message lists them. */
 enum {
     K_NAME, K_NETS, K_BATCH, K_IMAGE, K_PLANS, K_OPTIMIZER, K_BN, K_DEVICE, K_OUTPUT, K_RUN, K_MEASURE, K_SEED,
-    K_SEARCH, K_BUDGETS, K_TIMELINE, K_FIGURES, K_REPRODUCE, K_CALIBRATE, K_PROFILE, K_N
+    K_SEARCH, K_BUDGETS, K_TIMELINE, K_FIGURES, K_REPRODUCE, K_CALIBRATE, K_PROFILE, K_BACKEND, K_N
 };
 static const char *key_names[K_N] = {"name", "nets", "batch", "image", "plans", "optimizer", "bn", "device", "output",
                                      "run", "measure", "seed", "search", "budgets", "timeline", "figures", "reproduce",
-                                     "calibrate", "profile"};
+                                     "calibrate", "profile", "backend"};
 static const char *run_names[] = {"sim", "validate", "train"};
 
 /* The parse in progress: where each key was set (its line; 0 = not set) and the plan list text. */
@@ -179,6 +179,10 @@ static int parse_key(spec *s, parse_state *ps, int k, char *val, const char *whe
         snprintf(s->profile, sizeof s->profile, "%s", val);
         return 0;
     case K_DEVICE: snprintf(s->device, sizeof s->device, "%s", val); return 0;
+    case K_BACKEND:
+        if (strcmp(val, "cpu") && strcmp(val, "cuda")) return err_set(e, "%s: backend = %s: expected cpu or cuda", where, val);
+        snprintf(s->backend, sizeof s->backend, "%s", val);
+        return 0;
     case K_BN: snprintf(s->bn, sizeof s->bn, "%s", val); return 0;
     case K_PLANS: snprintf(ps->plans, sizeof ps->plans, "%s", val); return 0;
     case K_NETS: return names_list(s->nets, &s->n_nets, where, val, e);
@@ -253,9 +257,12 @@ static int check_combinations(spec *s, const parse_state *ps, err *e)
         return err_set(e, "%s:%d: timeline = on applies to run = sim (train runs record their measured timeline)", p,
                        at[K_TIMELINE]);
     if (s->run != SPEC_SIM && strcmp(s->device, "cpu"))
-        return err_set(e, "%s:%d: device = %s: run = %s runs on the CPU engine (device applies to run = sim)", p, at[K_DEVICE],
+        return err_set(e, "%s:%d: device = %s: run = %s times its plans on the engine (device applies to run = sim)", p, at[K_DEVICE],
                        s->device, run_names[s->run]);
     if (s->search[0] && s->measure) return err_set(e, "%s:%d: measure applies to grids, not to searches", p, at[K_MEASURE]);
+    if (s->run == SPEC_SIM && !strcmp(s->backend, "cuda"))
+        return err_set(e, "%s:%d: backend = cuda applies to run = validate or train (run = sim measures on the CPU engine)", p,
+                       at[K_BACKEND]);
     if (s->run != SPEC_SIM && at[K_MEASURE] && !s->measure)
         return err_set(e, "%s:%d: run = %s needs an iteration count (measure = K)", p, at[K_MEASURE], run_names[s->run]);
     return 0;
@@ -309,6 +316,7 @@ int spec_read(spec *s, FILE *f, const char *path, err *e)
     memset(s, 0, sizeof *s);
     snprintf(s->path, sizeof s->path, "%s", path);
     snprintf(s->device, sizeof s->device, "cpu");
+    snprintf(s->backend, sizeof s->backend, "cpu");
     snprintf(s->optimizers[0], sizeof s->optimizers[0], "sgd");
     s->n_optimizers = 1, s->n_batches = 1, s->batches[0] = 8, s->n_images = 1, s->seed = 1, s->reproduce = true;
     parse_state *ps = err_calloc(1, sizeof *ps);

@@ -31,6 +31,8 @@ typedef struct {
     char calibrate[256];         /* "" = none; a result file whose measured encodings calibrate predictions */
     char profile[256];           /* "" = none; a device profile (lrcnn calibrate) for the time predictions */
     char device[16];
+    char backend[8];             /* the engine of run = validate and train: "cpu" or "cuda" (lrcnn
+                                    reproduce runs the cuda specs only with --backend cuda) */
     char bn[16];                 /* "" = auto; a plan item's own " bn=" wins */
     spec_run run;
     int n_nets, n_batches, n_images, n_optimizers;

@@ -122,6 +122,9 @@ def _pred(g, cats):
 def _measured(g, cats):
     m = {k: _py(v) for k, v in g.attrs.items()}
     for k, ds in g.items():
+        if isinstance(ds, h5py.Group):  # device/: what a GPU saw (CUDA runs), attributes and datasets
+            m[k] = {**{a: _py(v) for a, v in ds.attrs.items()}, **{d: np.asarray(x[()]) for d, x in ds.items()}}
+            continue
         v = ds[()]
         m[k] = dict(zip(cats, (int(x) for x in v))) if k in ("at_peak", "max") else np.asarray(v)
     return m

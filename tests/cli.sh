@@ -168,8 +168,10 @@ spec_fail "bad reproduce" "k.spec:3: reproduce = maybe: expected on or off" "rep
 spec_fail "key set twice" "k.spec:4: 'run' is already set on line 3" "run = train" "run = sim"
 spec_fail "train without iterations" "k.spec:4: run = train needs an iteration count" "run = train" "measure = off"
 spec_fail "search with train" "k.spec:3: search applies to run = sim" "search = batch" "budgets = 1GiB" "run = train"
+spec_fail "bad backend" "k.spec:3: backend = tpu: expected cpu or cuda" "backend = tpu"
+spec_fail "cuda with run = sim" "k.spec:3: backend = cuda applies to run = validate or train" "backend = cuda"
 spec_fail "timeline with validate" "k.spec:4: timeline = on applies to run = sim" "run = validate" "timeline = on"
-spec_fail "device with train" "k.spec:4: device = h100: run = train runs on the CPU engine" "run = train" "device = h100"
+spec_fail "device with train" "k.spec:4: device = h100: run = train times its plans on the engine" "run = train" "device = h100"
 printf 'nets = vgg-small\nimage = 32\nbatch = 2\nrun = train\nmeasure = 2\nplans = layer, 2ps:99\n' >"$tmp/badtrain.spec"
 expect_fail "train spec, impossible plan" "badtrain.spec:6: vgg-small at 32x32: plan '2ps:99'" -- sweep "$tmp/badtrain.spec" -o "$o"; no_file "$o" "train spec, impossible plan"
 expect_fail "export missing file" "nope.h5" -- export "$tmp/nope.h5"
@@ -235,6 +237,11 @@ then ok "run = validate / train: one run per plan, layer first, kinds, bn per it
 expect_ok "reproduce --list" -- reproduce --list
 grep -qE "validate_vgg16.spec +run = validate" "$tmp/out" && grep -qF "convergence  <- 'results/convergence_resnet.h5' 'results/convergence_vgg.h5'" "$tmp/out" \
   && ! grep -q "demo.spec" "$tmp/out" && ok "reproduce --list: specs in file-name order, figures from the specs naming them, no demo" || bad "reproduce --list: $(cat "$tmp/out")"
+! grep -q "gpu_validate.spec" "$tmp/out" && ok "reproduce --list: no GPU spec without --backend cuda" || bad "reproduce --list lists a GPU spec"
+expect_ok "reproduce --backend cuda --list" -- reproduce --backend cuda --list
+grep -qF "gpu_validation <- 'results/gpu/highres.h5' 'results/gpu/validate.h5'" "$tmp/out" && ! grep -q "bands.spec" "$tmp/out" \
+  && ok "reproduce --backend cuda --list: the GPU specs and their figure only" || bad "reproduce --backend cuda --list: $(cat "$tmp/out")"
+expect_fail "reproduce: unknown backend" "--backend tpu: expected cpu or cuda" -- reproduce --backend tpu
 
 # --- train: measured beside predicted, determinism, bad input ------------------------------------
 expect_ok "train vgg-small" -- train --net vgg-small --batch 4 --iters 3 --plan 2ps:2 -o "$tmp/t1.h5"
@@ -298,6 +305,8 @@ if ! "$lrcnn" train --net vgg-small --backend cuda --iters 1 --batch 2 >/dev/nul
   if [ -e "$tmp/cuda.h5" ]; then bad "cuda without a device wrote $tmp/cuda.h5"; fi
   expect_fail "--no-cupti is an option (the device is what is missing)" "--backend cuda:" -- train --net vgg-small --backend cuda --no-cupti --iters 1
   expect_fail "validate on cuda without a device" "--backend cuda:" -- validate --net vgg-small --backend cuda --plan layer,2ps:2 -o "$tmp/cuda.h5"
+  expect_fail "the GPU campaign without a device" "--backend cuda: no CUDA device" -- reproduce --backend cuda
+  spec_fail "a cuda spec without a device" "backend = cuda: no CUDA device" "run = validate" "backend = cuda"
   if [ -e "$tmp/cuda.h5" ]; then bad "validate on cuda without a device wrote $tmp/cuda.h5"; fi
 else
   expect_ok "validate on cuda" -- validate --net vgg-small --backend cuda --plan layer,2ps:2,vdnn-all -o "$tmp/cudav.h5"

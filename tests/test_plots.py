@@ -102,6 +102,37 @@ def check_image(path, magic, label):
     ok(f"{label}: {os.path.basename(path)} ({size} bytes)")
 
 
+def gpu_shaped(src, dst):
+    """dst: src's engine runs as a CUDA run's file would hold them (results/SCHEMA.md,
+    measured/device), with plausible numbers: the pool's used peak equal to the allocated peak,
+    its reserved peak 6% above, the device's bytes in use the reserved plus a 500 MiB context."""
+    import h5py
+    import numpy as np
+    shutil.copy(src, dst)
+    with h5py.File(dst, "r+") as f:
+        for g in f["runs"].values():
+            m = g["measured"]
+            m.attrs["backend"] = "cuda"
+            d = m.create_group("device")
+            peak, ctx = int(m.attrs["peak"]), 500 << 20
+            strs = {"name": "NVIDIA H100 80GB HBM3", "capability": "9.0", "driver": "13.0", "runtime": "13.0",
+                    "cudnn": "9.19.0", "cublas": "13.1.0"}
+            for k, v in strs.items():
+                d.attrs.create(k, v, dtype=h5py.string_dtype())
+            ints = {"context_bytes": ctx, "device_peak": int(peak * 1.06) + ctx, "pool_reserved_peak": int(peak * 1.06),
+                    "pool_used_peak": peak, "cupti_reserved_peak": int(peak * 1.06) + 4096, "cupti_suballoc_peak": peak,
+                    "dropped_records": 0}
+            for k, v in ints.items():
+                d.attrs.create(k, v, dtype="<i8")
+            d.attrs.create("profiled", 1, dtype="<i4")
+            d.attrs.create("valid", 1, dtype="<i4")
+            d.attrs.create("kernel_us", 1234.5, dtype="<f8")
+            L = g["layers"].shape[0]
+            d.create_dataset("layer_kernel_us", data=np.full((L, 2), 10.0), dtype="<f8")
+            d.create_dataset("conv_algo", data=np.full((L, 3), -1), dtype="<i4")
+            d.create_dataset("conv_workspace", data=np.zeros((L, 3)), dtype="<i8")
+
+
 def main():
     if len(sys.argv) != 2:
         print("usage: test_plots.py LRCNN", file=sys.stderr)
@@ -137,6 +168,13 @@ def body(lrcnn, tmp, t0):
             bad(f"lrcnn {' '.join(cmds[name][1:])}: exit {p.returncode}", out)
     if fails:
         return 1
+    h5["gpu"] = os.path.join(tmp, "gpu.h5")
+    gpu_shaped(h5["validate"], h5["gpu"])
+    rc, out = run([PY, os.path.join(SRC, "tests", "check_schema.py"), h5["gpu"]], tmp)
+    if rc:
+        bad("the GPU-shaped file is not what results/SCHEMA.md says", out)
+    else:
+        ok("a GPU-shaped copy of validate.h5 (measured/device) passes check_schema.py")
     t_data = time.time() - t0
 
     # --- every figure script on the files it reads --------------------------------------------
@@ -147,7 +185,8 @@ def body(lrcnn, tmp, t0):
         "embraced": [h5["encoded"]],
         "capacity": [h5["cap_batch"], h5["cap_image"]],
         "timeline": [h5["timeline"]],
-        "validation": [h5["validate"], h5["train"]],
+        "validation": [h5["validate"], h5["train"], h5["gpu"]],
+        "gpu_validation": [h5["gpu"]],
         "convergence": [h5["train"]],
         "unet": [h5["grid"], h5["cap_image"]],  # any net's band sweep and image search
     }
@@ -164,6 +203,7 @@ def body(lrcnn, tmp, t0):
         "embraced on plans without encodings": ("embraced", [h5["grid"]]),
         "bands on a missing file": ("bands", [os.path.join(tmp, "nope.h5")]),
         "unet without a capacity search": ("unet", [h5["grid"]]),
+        "gpu_validation on CPU runs": ("gpu_validation", [h5["validate"]]),
     }
     errdir = os.path.join(tmp, "errfigs")
     for label, (name, files) in errs.items():

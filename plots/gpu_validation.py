@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""Figure `gpu_validation`: the simulator's peak against what a GPU measured, and GPU times.
+
+    plots/gpu_validation.py [--out DIR] gpu_validate.h5 [more.h5 ...]
+
+Reads every run with `measured/device` (CUDA runs: `lrcnn validate` or `lrcnn train` with
+`--backend cuda`, `lrcnn reproduce --backend cuda`). Top row, one panel per configuration (net,
+batch, input): for each plan, bars of the predicted peak (the replay of the schedule lowered with
+cuDNN's workspace sizes), the engine's allocated peak (its accounting allocator), the memory
+pool's reserved peak, and the device's bytes in use at step ends less the context's (measured
+before the first allocation; absent without CUPTI); above each measurement, the prediction's error
+against it in percent. Bottom row: each plan's iteration time (median after the first) relative to
+`layer`'s in the same configuration, with `layer`'s time in the title.
+"""
+
+import numpy as np
+
+import common as C
+
+BARS = (("predicted", "predicted (replay)", "0.35"), ("allocated", "allocated (engine)", "#4477aa"),
+        ("reserved", "reserved (pool)", "#66ccee"), ("device", "in use − context (driver)", "#ee6677"))
+
+
+def values(r):
+    d = r["measured"]["device"]
+    used = d["device_peak"] - d["context_bytes"] if d["device_peak"] >= 0 else np.nan
+    return {"predicted": r["replay"]["peak"], "allocated": r["measured"]["peak"],
+            "reserved": d["pool_reserved_peak"], "device": used}
+
+
+def median_us(r):
+    us = np.asarray(r["measured"]["iter_us"], float)
+    return float(np.median(us[1:] if us.size > 1 else us))
+
+
+def main():
+    args, runs = C.parse_args("gpu_validation", __doc__)
+    runs = [r for r in runs if r["measured"] and "device" in r["measured"] and r["replay"]]
+    if not runs:
+        C.die("no run has measured/device: give files of CUDA runs (lrcnn validate --backend cuda)")
+    configs = C.group_by(runs, C.config_key)
+    n = len(configs)
+    fig, axs = C.plt.subplots(2, n, figsize=(max(3.6 * n, 4.5), 5.2), squeeze=False, layout="constrained",
+                              gridspec_kw={"height_ratios": [3, 2]})
+    largest = max(v for r in runs for v in values(r).values() if np.isfinite(v))
+    div, unit = C.byte_unit(largest)
+    width = 0.8 / len(BARS)
+    for j, (key, rs) in enumerate(configs.items()):
+        ax_m, ax_t = axs[0][j], axs[1][j]
+        x = np.arange(len(rs))
+        for b, (name, label, color) in enumerate(BARS):
+            v = np.array([values(r)[name] for r in rs], float)
+            ax_m.bar(x + (b - 1.5) * width, v / div, width, color=color, label=label)
+            if name == "predicted":
+                continue
+            for i, r in enumerate(rs):
+                if np.isfinite(v[i]) and v[i] > 0:
+                    err = 100.0 * (values(r)["predicted"] - v[i]) / v[i]
+                    ax_m.annotate(f"{err:+.1f}", (x[i] + (b - 1.5) * width, v[i] / div), ha="center", va="bottom",
+                                  fontsize=5, rotation=90)
+        ax_m.set_xticks(x, [r["plan"] for r in rs], rotation=60, ha="right", fontsize=6.5)
+        ax_m.set_ylabel(f"peak ({unit})")
+        ax_m.set_title(C.config_title(rs[0]) + f" · {rs[0]['measured']['device']['name']}")
+        ax_m.grid(axis="x", visible=False)
+        layer = C.find_layer(rs)
+        ref = median_us(layer) if layer else np.nan
+        t = np.array([median_us(r) / ref for r in rs])
+        ax_t.bar(x, t, 0.6, color=[C.plan_styles(rs)[r["plan"]]["color"] for r in rs])
+        ax_t.axhline(1.0, color="0.5", lw=0.8, linestyle="--")
+        ax_t.set_xticks(x, [r["plan"] for r in rs], rotation=60, ha="right", fontsize=6.5)
+        ax_t.set_ylabel("time / layer's")
+        ax_t.set_title(f"layer: {ref / 1e3:.1f} ms per iteration" if np.isfinite(ref) else "no layer run")
+        ax_t.grid(axis="x", visible=False)
+    hs = [C.legend_handle(label, color=color, marker="s", linestyle="none", markersize=6) for _, label, color in BARS]
+    C.figure_legend(fig, hs, ncol=len(hs))
+    fig.suptitle("Predicted peak against the GPU's allocated, reserved and in-use bytes (error: % of each measurement)")
+    C.save(fig, args, "gpu_validation", runs)
+
+
+if __name__ == "__main__":
+    main()
