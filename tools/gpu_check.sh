@@ -5,9 +5,8 @@
 # the source path compiled into lrcnn to this tree, then runs, each logged under $OUT (default
 # /tmp/gpu_out) as it goes:
 #   1. test_cuprof and test_cuda (every layer kind and the small nets, CUDA against the CPU engine);
-#   2. lrcnn train --backend cuda on VGG-16 and ResNet-50 (224x224, batch 8): layer, 2ps:4, ckpt-sqrt,
-#      vdnn-all, each to an HDF5 file checked against results/SCHEMA.md (the device's own view),
-#      the files in $OUT/2_train_h5.tar;
+#   2. the GPU campaign, lrcnn reproduce --backend cuda (experiments/gpu_*.spec): its files checked
+#      against results/SCHEMA.md, and with the figure in $OUT/2_campaign.tar;
 #   3. compute-sanitizer memcheck on one iteration of the small VGG under layer and 2ps:4;
 #   4. PyTorch on the same GPU (tools/torch_peak.py --device cuda): its allocated and reserved
 #      peaks for VGG-16 and ResNet-50 at batch 8 beside lrcnn's torch plan.
@@ -33,12 +32,9 @@ if step "${1:-}" 1; then
   { "$bin/test_cuprof"; echo "exit $?"; "$bin/test_cuda"; echo "exit $?"; } >"$out/1_test_cuda.log" 2>&1
 fi
 if step "${1:-}" 2; then
-  for net in vgg16 resnet50; do for plan in layer 2ps:4 ckpt-sqrt vdnn-all; do
-    mkdir -p /tmp/gpu_h5; f="/tmp/gpu_h5/${net}_${plan%%:*}.h5"
-    "$bin/lrcnn" train --net "$net" --image 224 --batch 8 --plan "$plan" --iters 4 --backend cuda -o "$f" --force
-    echo "exit $?"; python3 tests/check_schema.py "$f"
-  done; done >"$out/2_train.log" 2>&1
-  tar -C /tmp/gpu_h5 -cf "$out/2_train_h5.tar" . # the device tool brings back 8 files at most
+  { "$bin/lrcnn" reproduce --backend cuda; echo "exit $?"
+    for f in results/gpu/*.h5; do python3 tests/check_schema.py "$f"; done; } >"$out/2_campaign.log" 2>&1
+  tar -cf "$out/2_campaign.tar" results/gpu paper/figures/gpu_validation.* 2>>"$out/2_campaign.log"
 fi
 if step "${1:-}" 3; then
   for plan in layer 2ps:4; do
