@@ -3,7 +3,8 @@
  * compare each plan's gradients with `layer`'s. Each plan runs in forked children so that every
  * RSS figure is that plan's alone: one child measures (K iterations), another runs iteration 0
  * again and compares its gradients with the reference that `layer`'s child left in shared memory.
- * The comparison's extra memory therefore never shows in a measurement.
+ * The comparison's extra memory therefore never shows in a measurement. On CUDA both run in this
+ * process instead (a CUDA context does not survive fork; the device's own view is per run anyway).
  * cli_validate_run is the work for one configuration; specs with run = validate call it too. */
 #include <stdlib.h>
 #include <string.h>

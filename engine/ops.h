@@ -108,10 +108,10 @@ typedef struct {
     int64_t pool_reserved_peak;   /* the pool's reserved high-water mark (cudaMemPoolAttrReservedMemHigh) */
     int64_t pool_used_peak;       /* the pool's in-use high-water mark (cudaMemPoolAttrUsedMemHigh): the
                                      bytes the engine allocated, so equal to the accounting's peak */
-    bool profiled;                /* CUPTI ran (the fields below); off with --no-profile */
+    bool profiled;                /* CUPTI ran (the fields below, and device_peak; else -1): off with --no-cupti */
     int64_t cupti_reserved_peak;  /* CUPTI: the pool's reservation plus direct allocations (engine/cuda/cuprof.h) */
     int64_t cupti_suballoc_peak;  /* CUPTI: bytes allocated from pools, as pool_used_peak */
-    int64_t dropped;              /* CUPTI records dropped since the process started: not 0, the run is invalid */
+    int64_t dropped;              /* CUPTI records dropped since the process started: not 0, its figures are incomplete */
     double kernel_us;             /* CUPTI: summed kernel time (overlapping kernels count twice) */
 } ops_device;
 

@@ -647,7 +647,7 @@ static void cuda_forward(const ops_call *c)
     case NET_LOSS:
         ensure_scratch(k_loss_scratch((int64_t)c->x[0].n * l->h * l->w));
         k_loss_fwd(g.compute, kv(&c->x[0]), l->c, (int64_t)l->h * l->w, c->labels, c->probs, g.loss_dev, g.scratch);
-        g.loss_to = c->loss; /* read back at the next sync, not here: no wait mid-iteration */
+        if (c->loss) g.loss_to = c->loss; /* read back at the next sync, not here: no wait mid-iteration */
         break;
     default: CHECK(!"layer kind without a CUDA kernel");
     }
