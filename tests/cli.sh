@@ -305,8 +305,8 @@ if ! "$lrcnn" train --net vgg-small --backend cuda --iters 1 --batch 2 >/dev/nul
   if [ -e "$tmp/cuda.h5" ]; then bad "cuda without a device wrote $tmp/cuda.h5"; fi
   expect_fail "--no-cupti is an option (the device is what is missing)" "--backend cuda:" -- train --net vgg-small --backend cuda --no-cupti --iters 1
   expect_fail "validate on cuda without a device" "--backend cuda:" -- validate --net vgg-small --backend cuda --plan layer,2ps:2 -o "$tmp/cuda.h5"
-  expect_fail "the GPU campaign without a device" "--backend cuda: no CUDA device" -- reproduce --backend cuda
-  spec_fail "a cuda spec without a device" "backend = cuda: no CUDA device" "run = validate" "backend = cuda"
+  expect_fail "the GPU campaign without a device" "lrcnn reproduce: --backend cuda: " -- reproduce --backend cuda
+  spec_fail "a cuda spec without a device" "k.spec: backend = cuda: " "run = validate" "backend = cuda"
   if [ -e "$tmp/cuda.h5" ]; then bad "validate on cuda without a device wrote $tmp/cuda.h5"; fi
 else
   expect_ok "validate on cuda" -- validate --net vgg-small --backend cuda --plan layer,2ps:2,vdnn-all -o "$tmp/cudav.h5"
