@@ -137,6 +137,8 @@ int cli_load_device(const char *name, const char *profile, sim_device *d, timing
     return 0;
 }
 
+const char *cli_engine_device(const char *backend) { return strcmp(backend, "cuda") ? "cpu" : "h100"; }
+
 int cli_inputs_load(cli_inputs *in, const cli_config *c, const char *device, sched_cfg *cfg, err *e)
 {
     memset(in, 0, sizeof *in);

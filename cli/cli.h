@@ -76,6 +76,9 @@ int cli_load_calib(const char *path, enc_calib *c, sched_cfg *cfg, err *e);
 /* The device the time estimates use: built-in `name` (NULL: cpu), with the calibrated model read
  * from `profile` when given (m receives it: timing_free). */
 int cli_load_device(const char *name, const char *profile, sim_device *d, timing_model *m, err *e);
+/* The built-in device whose roofline times an engine run on `backend` (when no profile says
+ * better): a GPU's, the H100's, for cuda; the CPU's otherwise. */
+const char *cli_engine_device(const char *backend);
 /* What sim, train, validate and plan load from their options: the time model's device (built-in
  * `device`, NULL: cpu, with c->profile's calibrated model), c->calibrate's densities and ratios
  * (into cfg) and the net at c->image. cli_inputs_load frees whatever it loaded when a later part

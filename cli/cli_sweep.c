@@ -409,14 +409,15 @@ static int sweep_run(const char *cmd, const char *spec_path, const char *out, bo
     int n_nets = s.n_nets * s.n_images, rc = CLI_USAGE;
     sim_device dev;
     timing_model tm;
-    bool cuda = !strcmp(s.backend, "cuda"); /* then a GPU's time estimate, as lrcnn train's */
-    bool dev_ok = cli_load_device(cuda ? "h100" : s.device, s.profile[0] ? s.profile : NULL, &dev, &tm, &e) == 0;
+    /* engine runs take no device = (spec.c): their backend's roofline */
+    const char *device = s.run == SPEC_SIM ? s.device : cli_engine_device(s.backend);
+    bool dev_ok = cli_load_device(device, s.profile[0] ? s.profile : NULL, &dev, &tm, &e) == 0;
     if (!dev_ok) err_wrap(&e, "%s", spec_path);
     sweep_ctx c = {.s = &s, .d = dev_ok ? &dev : NULL, .ops = &ops_cpu, .nets = err_calloc((size_t)n_nets, sizeof(net)),
                    .count = spec_runs(&s), .shard = shard, .n_shards = n_shards, .quiet = quiet};
-    if (c.d && cuda && !(c.ops = ops_find("cuda", true, &e))) {
+    if (c.d && s.run != SPEC_SIM && !(c.ops = ops_find(s.backend, true, &e))) {
         c.d = NULL; /* e says why */
-        err_wrap(&e, "%s: backend = cuda", spec_path);
+        err_wrap(&e, "%s: backend = %s", spec_path, s.backend);
     }
     c.cells = err_calloc((size_t)c.count, sizeof(cell));
     long jobs = sweep_jobs(&s);

@@ -244,9 +244,8 @@ int cli_train(int argc, char **argv)
                        .iters = o.iters, .seed = (uint64_t)o.seed, .host_budget = o.host_budget, .data_dir = dir,
                        .init = init, .dump = dump, .force = o.force};
     cli_inputs in;
-    /* a GPU run's time estimate is a GPU's: the H100 roofline, or --profile's model (which falls
-     * back to that roofline for steps it never measured) */
-    if (cli_inputs_load(&in, &o, strcmp(backend, "cpu") ? "h100" : NULL, &j.cfg, &e)) return cli_fail("train", "%s", e.msg);
+    /* --profile's model falls back to this roofline for steps it never measured */
+    if (cli_inputs_load(&in, &o, cli_engine_device(backend), &j.cfg, &e)) return cli_fail("train", "%s", e.msg);
     j.n = &in.n, j.dev = &in.dev;
     h5_file *f = NULL;
     int rc = o.out && h5_create(&f, o.out, o.force, &e) ? CLI_USAGE : cli_train_run(&j, f, &e);

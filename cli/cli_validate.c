@@ -186,8 +186,7 @@ int cli_validate(int argc, char **argv)
     cli_validate_job j = {.bn = o.bn, .cfg = {.batch = o.batch, .optimizer = o.optimizer}, .iters = o.iters, .seed = (uint64_t)o.seed,
                           .host_budget = o.host_budget, .ops = ops};
     cli_inputs in;
-    /* a GPU's time estimate for a GPU run, as train's */
-    if (cli_inputs_load(&in, &o, ops != &ops_cpu ? "h100" : NULL, &j.cfg, &e)) return cli_fail("validate", "%s", e.msg);
+    if (cli_inputs_load(&in, &o, cli_engine_device(backend), &j.cfg, &e)) return cli_fail("validate", "%s", e.msg);
     if (plan_list_expand(o.plan, &items, &count, &e)) {
         cli_inputs_free(&in);
         return cli_fail("validate", "--plan: %s", e.msg);

@@ -33,10 +33,7 @@ typedef struct {
     const net *n;
     int m;              /* positions: segment k starts at layer pos[k]; pos[m] = n->n */
     int *pos;
-    int64_t base;       /* the chain_net's, borrowed: */
-    const int *tensor;
-    const int64_t *bytes, *aux;
-    const double *fwd_us;
+    const chain_net *cn; /* the per-layer sizes and times, shared */
     bool *out_kept;     /* [m + 1]: a `layer` segment ending before position k keeps its output (the
                            tensor crossing that cut) for its own backward (a relu's mask) */
     int *stamp, *conv_stamp; /* [n]: scratch for segment() */
@@ -52,7 +49,7 @@ typedef struct {
  * and `local`, the most it holds at once besides that input: at each layer's backward, what the
  * layers up to it keep (the later ones' are freed by then) plus its output and input gradients
  * and workspace, and at each layer's forward, what the earlier ones keep plus its input, output
- * and workspace. The image is in c->base. */
+ * and workspace. The image is in c->cn->base. */
 typedef struct {
     int64_t stash, local;
     int64_t conv_in;     /* of the stash, what convolutions read (offload(conv) moves it) */
@@ -62,18 +59,19 @@ typedef struct {
 static seg_model segment(chain *c, int a, int b)
 {
     seg_model s = {0};
-    int in = a > 0 ? c->tensor[a - 1] : -1;
+    const chain_net *cn = c->cn;
+    int in = a > 0 ? cn->tensor[a - 1] : -1;
     c->stamp_now++;
     for (int L = a; L < b; L++) {
         const net_layer *l = &c->n->layers[L];
         const kind_traits *k = kind_of(l);
         /* an in-place layer writes its output over its input, and its input gradient over its output's */
-        int64_t x = l->n_in ? c->bytes[c->tensor[l->in[0]]] : 0, y = l->inplace ? 0 : c->bytes[L];
+        int64_t x = l->n_in ? cn->bytes[cn->tensor[l->in[0]]] : 0, y = l->inplace ? 0 : cn->bytes[L];
         int64_t fwd = s.stash + x + y + sched_cfg_workspace(&c->r->cfg, c->n, L, l->h, false);
         int reads[NET_MAX_IN + 1], nr = 0;
         if (k->keeps_x)
-            for (int i = 0; i < l->n_in; i++) reads[nr++] = c->tensor[l->in[i]];
-        if (k->keeps_y) reads[nr++] = c->tensor[L];
+            for (int i = 0; i < l->n_in; i++) reads[nr++] = cn->tensor[l->in[i]];
+        if (k->keeps_y) reads[nr++] = cn->tensor[L];
         for (int i = 0; i < nr; i++) {
             bool conv = l->kind == NET_CONV && k->keeps_x && i < l->n_in;
             if (reads[i] == in) {
@@ -81,11 +79,11 @@ static seg_model segment(chain *c, int a, int b)
                 continue;
             }
             if (reads[i] <= 0) continue;
-            if (c->stamp[reads[i]] != c->stamp_now) c->stamp[reads[i]] = c->stamp_now, s.stash += c->bytes[reads[i]];
-            if (conv && c->conv_stamp[reads[i]] != c->stamp_now) c->conv_stamp[reads[i]] = c->stamp_now, s.conv_in += c->bytes[reads[i]];
+            if (c->stamp[reads[i]] != c->stamp_now) c->stamp[reads[i]] = c->stamp_now, s.stash += cn->bytes[reads[i]];
+            if (conv && c->conv_stamp[reads[i]] != c->stamp_now) c->conv_stamp[reads[i]] = c->stamp_now, s.conv_in += cn->bytes[reads[i]];
         }
-        s.stash += c->aux[L];
-        int64_t bwd = s.stash + c->bytes[L] + (l->inplace ? 0 : x) + sched_cfg_workspace(&c->r->cfg, c->n, L, l->h, true);
+        s.stash += cn->aux[L];
+        int64_t bwd = s.stash + cn->bytes[L] + (l->inplace ? 0 : x) + sched_cfg_workspace(&c->r->cfg, c->n, L, l->h, true);
         if (fwd > s.local) s.local = fwd;
         if (bwd > s.local) s.local = bwd;
     }
@@ -154,7 +152,7 @@ static void chain_init(chain *c, const search_req *r, const chain_net *cn, int f
     const net *n = r->n;
     memset(c, 0, sizeof *c);
     c->r = r, c->n = n;
-    c->base = cn->base, c->tensor = cn->tensor, c->bytes = cn->bytes, c->aux = cn->aux, c->fwd_us = cn->fwd_us;
+    c->cn = cn;
     c->pos = err_calloc((size_t)n->n + 1, sizeof(int));
     c->pos[c->m++] = first;
     for (int L = first + 1; L < n->n; L++)
@@ -164,7 +162,7 @@ static void chain_init(chain *c, const search_req *r, const chain_net *cn, int f
     c->stamp = err_calloc((size_t)n->n, sizeof(int));
     c->conv_stamp = err_calloc((size_t)n->n, sizeof(int));
     for (int k = 1; k <= c->m; k++) /* the layers sharing the crossing tensor precede the cut */
-        for (int L = c->pos[k] - 1; L >= 1 && c->tensor[L] == c->tensor[c->pos[k] - 1]; L--)
+        for (int L = c->pos[k] - 1; L >= 1 && c->cn->tensor[L] == c->cn->tensor[c->pos[k] - 1]; L--)
             if (kind_of(&n->layers[L])->keeps_y) c->out_kept[k] = true;
     size_t cells = (size_t)(c->m + 1) * dp_row();
     c->best = err_calloc(cells, sizeof *c->best);
@@ -185,7 +183,7 @@ static int chain_dp(chain *c, int64_t extra, char *buf, size_t len)
 {
     const search_req *r = c->r;
     int m = c->m, NB = DP_BUCKETS;
-    int64_t avail = r->budget - c->base - extra;
+    int64_t avail = r->budget - c->cn->base - extra;
     buf[0] = 0;
     if (avail <= 0) return -1;
     int64_t q = (avail + NB - 1) / NB;
@@ -205,9 +203,9 @@ static int chain_dp(chain *c, int64_t extra, char *buf, size_t len)
         for (int b = a + 1; b <= m; b++) {
             int la = c->pos[a], lb = c->pos[b];
             seg_model sm = segment(c, la, lb);
-            int64_t stash = sm.stash, in = la > 1 ? c->bytes[c->tensor[la - 1]] : 0;
+            int64_t stash = sm.stash, in = la > 1 ? c->cn->bytes[c->cn->tensor[la - 1]] : 0;
             double recompute = 0;
-            for (int L = la; L < lb; L++) recompute += c->fwd_us[L];
+            for (int L = la; L < lb; L++) recompute += c->cn->fwd_us[L];
             for (int mode = 0; mode < N_MODES; mode++) {
                 if (!allowed[mode] || (b == m && mode != MODE_LAYER)) continue; /* the last backs up at once */
                 bool needs_in = mode == MODE_CKPT || sm.reads_in;
