@@ -2,6 +2,8 @@
  * the CUDA kernels), each as PyTorch 1.13 computes it (aten/src/ATen/native/Activation.cpp and
  * its CPU kernels):
  *
+ *   relu       y = x < 0 ? 0 : x                 dx = dy where y > 0, else 0     (keeps y: in place;
+ *                                                 the CPU runs its own loops, CUDA these formulas)
  *   sigmoid    y = 1 / (1 + e^-x)                dx = dy * (1 - y) * y            (keeps y)
  *   relu6      y = min(max(x, 0), 6)             dx = dy where 0 < y < 6, else 0 (keeps y: in place)
  *   leakyrelu  y = x > 0 ? x : slope * x         dx = y > 0 ? dy : slope * dy     (keeps y: in place;
@@ -33,6 +35,7 @@ ACT_FN int act_is(int kind) { return (kind >= NET_SIGMOID && kind <= NET_HSWISH)
 ACT_FN float act_fwd(int kind, float slope, float x)
 {
     switch (kind) {
+    case NET_RELU: return x < 0.0f ? 0.0f : x; /* NaN and -0.0 pass, as the CPU's relu */
     case NET_SIGMOID: return 1.0f / (1.0f + expf(-x));
     case NET_RELU6: return x != x ? x : fminf(fmaxf(x, 0.0f), 6.0f); /* NaN propagates */
     case NET_LEAKY: return x > 0.0f ? x : x * slope;
@@ -47,6 +50,7 @@ ACT_FN float act_fwd(int kind, float slope, float x)
 ACT_FN float act_grad(int kind, float slope, float m)
 {
     switch (kind) {
+    case NET_RELU: return m > 0.0f ? 1.0f : 0.0f;
     case NET_SIGMOID: return (1.0f - m) * m;
     case NET_RELU6: return m > 0.0f && m < 6.0f ? 1.0f : 0.0f;
     case NET_LEAKY: return m > 0.0f ? 1.0f : slope;

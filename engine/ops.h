@@ -108,6 +108,11 @@ typedef struct {
     int64_t pool_reserved_peak;   /* the pool's reserved high-water mark (cudaMemPoolAttrReservedMemHigh) */
     int64_t pool_used_peak;       /* the pool's in-use high-water mark (cudaMemPoolAttrUsedMemHigh): the
                                      bytes the engine allocated, so equal to the accounting's peak */
+    int64_t outside_pool;         /* device bytes the backend holds beside the pool, for the run: cuBLAS's
+                                     workspace, its scratch (the loss's block sums, normalization sums,
+                                     codec offsets) */
+    int64_t host_arena;           /* pinned host bytes reserved for offloaded maps (one arena) */
+    int64_t host_outside;         /* pinned bytes that did not fit the arena and were allocated apart (0) */
     bool profiled;                /* CUPTI ran (the fields below, and device_peak; else -1): off with --no-cupti */
     int64_t cupti_reserved_peak;  /* CUPTI: the pool's reservation plus direct allocations (engine/cuda/cuprof.h) */
     int64_t cupti_suballoc_peak;  /* CUPTI: bytes allocated from pools, as pool_used_peak */
@@ -156,6 +161,11 @@ typedef struct {
      * gradient norms; NULL: the backend refuses adapt=). */
     double (*sumsq)(const float *p, int64_t stride, int64_t planes, int64_t len);
     void (*decode)(const ops_codec *m, const void *in, void *x);
+    /* Before a run's first iteration, with its schedule (NULL: nothing to do): the backend sets up
+     * what it keeps beside the schedule's buffers, so that no step allocates, and refuses what it
+     * cannot run, -1 with e set (CUDA: its scratch and pinned host arena sized from the schedule; a
+     * map past cuDNN's 2^31-element descriptors refused). */
+    int (*prepare)(const net *n, const sched *s, err *e);
     /* A backend that sees the device itself (NULL: none, as the CPU): device_mark, before the
      * iteration measured, restarts its peaks; device_report, after it, fills d and layers[0 ..
      * n_layers) with what it saw since. tag(-1), which ends every layer step, is where such a

@@ -104,6 +104,10 @@ int run_plan(run *r, const run_cfg *c, err *e)
             sched_free(&r->s);
             return -1;
         }
+    if (c->ops->prepare && c->ops->prepare(c->n, &r->s, e)) {
+        sched_free(&r->s);
+        return -1;
+    }
     exec_init(&r->x, c->n, c->p, &r->s, c->ops, sc.optimizer, c->hp, c->seed);
     r->x.sync_steps = c->sync_steps;
     exec_start(&r->x);

@@ -61,7 +61,9 @@ int lower_fwd(lower *c, int L, int band, band_rows r, band_rows hold, int y, boo
     t->rows = r;
     t->recompute = c->bwd_phase || c->stats_pass;
     for (int j = 0; j < l->n_in; j++) t->x[j] = c->act[l->in[j]];
-    int64_t ws = torch_scratch(c) ? sched_cfg_workspace(c->cfg, n, L, band_rows_len(r), false) : 0;
+    sched_ws_query q = {.layer = L, .out = r, .held = true, .y = hold};
+    if (l->n_in && t->x[0] >= 0) q.x = c->s->bufs[t->x[0]].rows;
+    int64_t ws = torch_scratch(c) ? sched_step_workspace(c->cfg, n, &q) : 0;
     int w_buf = c->param[L];
     /* buffers are created after the step pointer is final (lower_buf may not move steps) */
     if (y < 0) {
@@ -126,7 +128,11 @@ sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold
             acc[j] = zero;
         }
     }
-    int64_t ws = torch_scratch(c) ? sched_cfg_workspace(c->cfg, n, L, band_rows_len(r), true) : 0;
+    int xb = l->n_in ? c->act[l->in[0]] : -1;
+    sched_ws_query q = {.layer = L, .backward = true, .out = r, .held = true, .x = xb >= 0 ? c->s->bufs[xb].rows : (band_rows){0, 0},
+                        .y = dy >= 0 ? c->s->bufs[dy].rows : r, .dx = l->n_in && dx[0] >= 0 ? c->s->bufs[dx[0]].rows : (band_rows){0, 0},
+                        .dw = weights && l->params};
+    int64_t ws = torch_scratch(c) ? sched_step_workspace(c->cfg, n, &q) : 0;
     /* PyTorch 1.13 keeps .grad between iterations (zero_grad fills it with zeros): a backward
      * computes the weight gradient into a temporary and adds it to .grad */
     if (c->p->torch == PLAN_TORCH_1 && weights && l->params) ws += l->params * 4;

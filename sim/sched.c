@@ -49,19 +49,26 @@ int64_t sched_workspace_bytes(const net *n, int L, int rows, int batch)
     return (K + (g > 1 ? l->u.conv.c_out : 0)) * g * cols * 4;
 }
 
-static int64_t cpu_ws_bytes(const sched_ws_model *m, const net *n, int L, int rows, int batch, bool backward)
+static int64_t cpu_ws_bytes(const sched_ws_model *m, const net *n, const sched_ws_query *q)
 {
-    (void)m, (void)backward;
-    return sched_workspace_bytes(n, L, rows, batch);
+    (void)m;
+    return sched_workspace_bytes(n, q->layer, band_rows_len(q->out), q->batch);
 }
 
 const sched_ws_model sched_ws_cpu = {.bytes = cpu_ws_bytes};
 
+int64_t sched_step_workspace(const sched_cfg *cfg, const net *n, const sched_ws_query *q)
+{
+    if (band_rows_len(q->out) <= 0) return 0;
+    sched_ws_query k = *q;
+    k.batch = cfg->batch;
+    return (cfg->ws ? cfg->ws : &sched_ws_cpu)->bytes(cfg->ws ? cfg->ws : &sched_ws_cpu, n, &k);
+}
+
 int64_t sched_cfg_workspace(const sched_cfg *cfg, const net *n, int L, int rows, bool backward)
 {
-    if (rows <= 0) return 0;
-    if (cfg->ws) return cfg->ws->bytes(cfg->ws, n, L, rows, cfg->batch, backward);
-    return sched_workspace_bytes(n, L, rows, cfg->batch);
+    sched_ws_query q = {.layer = L, .backward = backward, .out = {0, rows}};
+    return sched_step_workspace(cfg, n, &q);
 }
 
 double sched_update_flops(const sched_cfg *cfg, int64_t params) { return (double)params * (cfg->optimizer == SCHED_ADAM ? 12 : 4); }

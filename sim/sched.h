@@ -121,11 +121,28 @@ typedef enum { SCHED_SGD, SCHED_ADAM } sched_optimizer;
 #define SCHED_OPT_CHUNK (4 << 20)
 
 /* Workspace sizes are the backend's: bytes of scratch for layer L's forward (backward = false)
- * or backward on `rows` output rows of the whole batch. The CPU backend's is a formula
- * (sched_workspace_bytes); cuDNN's depends on the algorithm it picks at run time, so a backend
- * hands the lowering its own model and the schedule (and every prediction) uses its numbers. */
+ * or backward on output rows `out` of the whole batch. The CPU backend's is a formula of the row
+ * count (sched_workspace_bytes); cuDNN's depends on the algorithm it picks at run time, and on
+ * whether an operand must first be copied into a packed buffer (cuDNN's backward convolutions
+ * refuse a slice of a larger map: engine/cuda/dnn.h), so a backend hands the lowering its own
+ * model and the schedule (and every prediction) uses its numbers.
+ * Where the lowering asks, `held` is true and x, y and dx are the rows the step's buffers hold:
+ * input 0's, the output's (forward) or its gradient's (backward), and input 0's gradient's ({0, 0}:
+ * none wanted); dw says whether it computes the weight gradient. Estimates (the closed form, the
+ * planner's dynamic program) ask with `held` false: the model then takes every operand to hold
+ * exactly the rows the step reads or writes, at any place a band of those rows can take. So on
+ * CUDA the closed form may differ from the replay by a step's staging; on the CPU they agree. */
+typedef struct {
+    int layer, batch;
+    bool backward;
+    band_rows out;
+    bool held;
+    band_rows x, y, dx;
+    bool dw;          /* held, backward: the weight gradient is wanted too */
+} sched_ws_query;
+
 typedef struct sched_ws_model {
-    int64_t (*bytes)(const struct sched_ws_model *m, const net *n, int layer, int rows, int batch, bool backward);
+    int64_t (*bytes)(const struct sched_ws_model *m, const net *n, const sched_ws_query *q);
     void *ctx;
 } sched_ws_model;
 
@@ -199,7 +216,10 @@ extern const sched_ws_model sched_ws_cpu;
  * W_out): the fewest whose columns reach 128, at most the batch. sgemm runs ~20% slower on
  * ResNet-50's 49-column 7x7 maps than on two images' 98 side by side. */
 int sched_cpu_conv_group(int64_t cols, int batch);
-/* The workspace of cfg's backend (cfg->ws, or the CPU's) for layer L's forward or backward. */
+/* The workspace of cfg's backend (cfg->ws, or the CPU's) for layer L's forward or backward on
+ * `rows` output rows, as an estimate (held false, rows [0, rows)). */
 int64_t sched_cfg_workspace(const sched_cfg *cfg, const net *n, int layer, int rows, bool backward);
+/* ... and for a step whose buffers are known (q->batch is taken from cfg). */
+int64_t sched_step_workspace(const sched_cfg *cfg, const net *n, const sched_ws_query *q);
 
 #endif

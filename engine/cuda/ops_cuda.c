@@ -1,6 +1,7 @@
 /* ops_cuda: see ops_cuda.h. Every call is enqueued on one compute stream; copies for offload run
- * on a second stream. A CUDA, cuDNN or cuBLAS error inside a step is fatal (message, exit 1): the
- * executor has no way to resume half an iteration. */
+ * on a second stream. A CUDA, cuDNN or cuBLAS error inside a step is fatal (cucheck.h). Nothing
+ * is allocated inside an iteration but the schedule's own buffers (from the pool) and a prefetch's
+ * device block: the scratch, cuBLAS's workspace and the pinned host arena are set up by prepare. */
 #include "engine/cuda/ops_cuda.h"
 #include "engine/act.h"
 #include "sim/kind.h"
@@ -10,13 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-#include <cudnn.h>
-
-#include "engine/cuda/conv_split.h"
+#include "engine/cuda/conv_cuda.h"
+#include "engine/cuda/cucheck.h"
 #include "engine/cuda/cuprof.h"
+#include "engine/cuda/dnn.h"
+#include "engine/cuda/fit.h"
 #include "engine/cuda/kernels.h"
+
+/* cuBLAS's workspace: its documented recommendation for Hopper (smaller on older GPUs). */
+#define BLAS_WS_BYTES (32 << 20)
 
 /* A move under way (cu_move): the device block, the pinned block of an offload (NULL: a prefetch),
  * and the event that marks the copy's end. */
@@ -32,31 +35,28 @@ static struct {
     cublasHandle_t blas;
     float *loss_dev;            /* the loss, on the device */
     float *loss_to;             /* where the next sync writes it (ops_call.loss) */
-    double *scratch;            /* the loss of each block of places (k_loss_scratch); gnorm's gradient sums */
-    int64_t scratch_cap;
-    void **host_free;           /* pinned blocks to free at the next sync (a copy may still read them) */
-    int n_host_free, cap_host_free;
-    cu_pending *pending;        /* moves under way */
-    int n_pending, cap_pending;
-    bool deterministic;
-    int64_t ws_limit;
-    ops_device_layer *algo;     /* per layer: the convolution algorithms last chosen (kernel_us unused) */
-    int n_algo;
-    int64_t context_bytes;      /* device bytes in use before the first allocation (ops_device) */
-    int64_t device_peak;        /* ... the most at a step's end since device_mark (profiling) */
+    double *scratch;            /* the loss of each block of places (k_loss_scratch); gnorm's gradient
+                                   sums; a band's bn sums (bn=per-band) */
+    int64_t scratch_cap;        /* doubles, set by prepare */
     int64_t *codec_dev;         /* sparse encodings: each image's bytes, then offsets (device) */
     int codec_cap;
+    void *blas_ws;              /* cuBLAS's workspace (BLAS_WS_BYTES) */
+    char *host;                 /* the pinned host arena, placed by host_fit */
+    fit host_fit;
+    struct { void *p; int64_t bytes; } *spilled; /* pinned blocks allocated apart when the arena was full */
+    int n_spilled, cap_spilled;
+    int64_t spilled_bytes, spilled_high;
+    cu_pending *pending;        /* moves under way */
+    int n_pending, cap_pending;
+    int64_t context_bytes;      /* device bytes in use before the first allocation (ops_device) */
+    int64_t device_peak;        /* ... the most at a step's end since device_mark (profiling) */
 } g;
 
-static void fatal(const char *what, const char *msg, const char *file, int line)
+void cu_fatal(const char *what, const char *msg, const char *file, int line)
 {
     fprintf(stderr, "lrcnn: %s failed at %s:%d: %s\n", what, file, line, msg);
     exit(1);
 }
-
-#define CU(x) do { cudaError_t r_ = (x); if (r_ != cudaSuccess) fatal(#x, cudaGetErrorString(r_), __FILE__, __LINE__); } while (0)
-#define DNN(x) do { cudnnStatus_t r_ = (x); if (r_ != CUDNN_STATUS_SUCCESS) fatal(#x, cudnnGetErrorString(r_), __FILE__, __LINE__); } while (0)
-#define BLAS(x) do { cublasStatus_t r_ = (x); if (r_ != CUBLAS_STATUS_SUCCESS) fatal(#x, cublasGetStatusString(r_), __FILE__, __LINE__); } while (0)
 
 /* Every layer step ends here: a kernel launch of the step that failed (kernels.h: LAUNCHED checks
  * each launch in debug builds) stops the program, naming the step. cudaGetLastError does not wait
@@ -74,31 +74,57 @@ static const float one = 1.0f, zero = 0.0f;
 
 /* --- memory ----------------------------------------------------------------------------------- */
 
+/* Pinned host blocks come from one arena reserved by prepare (fit.h places them). Every copy into
+ * or out of a host block runs on the copy stream, in order, so a block is released as soon as the
+ * copy that reads it is enqueued: the next copy to reuse its bytes runs after it. A block that does
+ * not fit the arena (a data-sized encoding larger than predicted) is allocated apart and counted. */
+static void *host_get(int64_t bytes)
+{
+    int64_t at = g.host ? fit_get(&g.host_fit, bytes) : -1;
+    if (at >= 0) return g.host + at;
+    void *p = NULL;
+    if (cudaMallocHost(&p, (size_t)(bytes > 0 ? bytes : 1)) != cudaSuccess) return NULL;
+    if (g.n_spilled == g.cap_spilled) g.spilled = err_realloc(g.spilled, (size_t)(g.cap_spilled = g.cap_spilled * 2 + 8) * sizeof *g.spilled);
+    g.spilled[g.n_spilled].p = p, g.spilled[g.n_spilled++].bytes = bytes;
+    g.spilled_bytes += bytes;
+    if (g.spilled_bytes > g.spilled_high) g.spilled_high = g.spilled_bytes;
+    return p;
+}
+
+static void host_put(void *p)
+{
+    if (g.host && (char *)p >= g.host && (char *)p < g.host + g.host_fit.size) {
+        CHECK(fit_put(&g.host_fit, (char *)p - g.host));
+        return;
+    }
+    for (int i = 0; i < g.n_spilled; i++)
+        if (g.spilled[i].p == p) {
+            CUDA_CHECK(cudaStreamSynchronize(g.copy)); /* a copy may still read it: only ever on a spill */
+            CUDA_CHECK(cudaFreeHost(p));
+            g.spilled_bytes -= g.spilled[i].bytes;
+            g.spilled[i] = g.spilled[--g.n_spilled];
+            return;
+        }
+    CHECK(!"a pinned block from elsewhere");
+}
+
 static void *cu_get(int64_t bytes, bool host, bool z)
 {
     void *p = NULL;
     size_t n = (size_t)(bytes > 0 ? bytes : 1);
     if (host) {
-        if (cudaMallocHost(&p, n) != cudaSuccess) return NULL;
-        if (z) memset(p, 0, n);
+        if ((p = host_get(bytes)) && z) memset(p, 0, n); /* before the first iteration (exec_start): no copy in flight */
         return p;
     }
     if (cudaMallocAsync(&p, n, g.compute) != cudaSuccess) return NULL;
-    if (z) CU(cudaMemsetAsync(p, 0, n, g.compute));
+    if (z) CUDA_CHECK(cudaMemsetAsync(p, 0, n, g.compute));
     return p;
-}
-
-static void defer_host_free(void *p)
-{
-    if (g.n_host_free == g.cap_host_free)
-        g.host_free = err_realloc(g.host_free, (size_t)(g.cap_host_free = g.cap_host_free * 2 + 16) * sizeof(void *));
-    g.host_free[g.n_host_free++] = p;
 }
 
 static void cu_put(void *p, bool host)
 {
-    if (host) defer_host_free(p);
-    else CU(cudaFreeAsync(p, g.compute));
+    if (host) host_put(p);
+    else CUDA_CHECK(cudaFreeAsync(p, g.compute));
 }
 
 /* Moves follow sched_move_issue's protocol (sim/sched.h). An offload's copy is staged: the copy
@@ -107,16 +133,17 @@ static void cu_put(void *p, bool host)
  * device block in compute order, where the schedule releases it, so the pool never holds less than
  * the accounting says. A prefetch takes device memory in compute order (the copy stream waits for
  * the compute work so far), copies, and marks the arrival; the first step that uses the block makes
- * the compute stream wait for it (cu_ready). The host side of a prefetch is freed at the next sync. */
+ * the compute stream wait for it (cu_ready). The host side of a prefetch is released once its copy
+ * is enqueued (host_get). */
 
 static cudaEvent_t compute_mark(cudaStream_t wait_on)
 {
     cudaEvent_t ev;
-    CU(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-    CU(cudaEventRecord(ev, g.compute));
-    CU(cudaStreamWaitEvent(wait_on, ev, 0));
-    CU(cudaEventDestroy(ev)); /* released once the work it marks completes */
-    CU(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventRecord(ev, g.compute));
+    CUDA_CHECK(cudaStreamWaitEvent(wait_on, ev, 0));
+    CUDA_CHECK(cudaEventDestroy(ev)); /* released once the work it marks completes */
+    CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
     return ev;
 }
 
@@ -142,11 +169,11 @@ static bool pending_take(void *dev, cu_pending *out)
 static void cu_stage(void *p, int64_t bytes)
 {
     size_t n = (size_t)(bytes > 0 ? bytes : 1);
-    void *q = NULL;
-    CU(cudaMallocHost(&q, n));
+    void *q = host_get(bytes);
+    if (!q) cu_fatal("cudaMallocHost", "out of pinned host memory for an offload", __FILE__, __LINE__);
     cudaEvent_t done = compute_mark(g.copy);
-    CU(cudaMemcpyAsync(q, p, n, cudaMemcpyDeviceToHost, g.copy));
-    CU(cudaEventRecord(done, g.copy));
+    CUDA_CHECK(cudaMemcpyAsync(q, p, n, cudaMemcpyDeviceToHost, g.copy));
+    CUDA_CHECK(cudaEventRecord(done, g.copy));
     pending_push(p, q, done);
 }
 
@@ -154,8 +181,8 @@ static void cu_ready(void *p)
 {
     cu_pending c;
     if (!pending_take(p, &c)) return;
-    CU(cudaStreamWaitEvent(g.compute, c.done, 0));
-    CU(cudaEventDestroy(c.done));
+    CUDA_CHECK(cudaStreamWaitEvent(g.compute, c.done, 0));
+    CUDA_CHECK(cudaEventDestroy(c.done));
 }
 
 static void *cu_move(void *p, int64_t bytes, bool to_host)
@@ -167,21 +194,21 @@ static void *cu_move(void *p, int64_t bytes, bool to_host)
             cu_stage(p, bytes);
             CHECK(pending_take(p, &c));
         }
-        CU(cudaStreamWaitEvent(g.compute, c.done, 0));
-        CU(cudaEventDestroy(c.done));
-        CU(cudaFreeAsync(p, g.compute));
+        CUDA_CHECK(cudaStreamWaitEvent(g.compute, c.done, 0));
+        CUDA_CHECK(cudaEventDestroy(c.done));
+        CUDA_CHECK(cudaFreeAsync(p, g.compute));
         return c.host;
     }
     void *q = NULL;
     cudaEvent_t done = compute_mark(g.copy);
     if (cudaMallocAsync(&q, n, g.copy) != cudaSuccess) {
-        CU(cudaEventDestroy(done));
+        CUDA_CHECK(cudaEventDestroy(done));
         return NULL;
     }
-    CU(cudaMemcpyAsync(q, p, n, cudaMemcpyHostToDevice, g.copy));
-    CU(cudaEventRecord(done, g.copy));
+    CUDA_CHECK(cudaMemcpyAsync(q, p, n, cudaMemcpyHostToDevice, g.copy));
+    CUDA_CHECK(cudaEventRecord(done, g.copy));
     pending_push(q, NULL, done);
-    defer_host_free(p);
+    host_put(p);
     return q;
 }
 
@@ -189,17 +216,17 @@ static const alloc_mem cuda_mem = {.name = "device", .get = cu_get, .put = cu_pu
 
 static void cu_upload(void *dst, const void *host, int64_t bytes)
 {
-    CU(cudaMemcpyAsync(dst, host, (size_t)bytes, cudaMemcpyHostToDevice, g.compute));
-    CU(cudaStreamSynchronize(g.compute)); /* host may be reused at once */
+    CUDA_CHECK(cudaMemcpyAsync(dst, host, (size_t)bytes, cudaMemcpyHostToDevice, g.compute));
+    CUDA_CHECK(cudaStreamSynchronize(g.compute)); /* host may be reused at once */
 }
 
 static void cu_download(void *host, const void *src, int64_t bytes)
 {
-    CU(cudaMemcpyAsync(host, src, (size_t)bytes, cudaMemcpyDeviceToHost, g.compute));
-    CU(cudaStreamSynchronize(g.compute));
+    CUDA_CHECK(cudaMemcpyAsync(host, src, (size_t)bytes, cudaMemcpyDeviceToHost, g.compute));
+    CUDA_CHECK(cudaStreamSynchronize(g.compute));
 }
 
-static void cu_zero(void *p, int64_t bytes) { CU(cudaMemsetAsync(p, 0, (size_t)bytes, g.compute)); }
+static void cu_zero(void *p, int64_t bytes) { CUDA_CHECK(cudaMemsetAsync(p, 0, (size_t)bytes, g.compute)); }
 
 static void cu_copy2d(float *d, int64_t ds, const float *s, int64_t ss, int64_t planes, int64_t len, bool acc)
 {
@@ -221,14 +248,12 @@ static void cu_adam(float *p, const float *gr, float *state, int64_t n, double l
 
 static void cu_sync(void)
 {
-    CU(cudaDeviceSynchronize());
-    if (g.loss_to) CU(cudaMemcpy(g.loss_to, g.loss_dev, sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    if (g.loss_to) CUDA_CHECK(cudaMemcpy(g.loss_to, g.loss_dev, sizeof(float), cudaMemcpyDeviceToHost));
     g.loss_to = NULL;
-    for (int i = 0; i < g.n_host_free; i++) CU(cudaFreeHost(g.host_free[i]));
-    g.n_host_free = 0;
     for (int i = 0; i < g.n_pending; i++) /* prefetches have arrived; staged offloads wait for their move */
         if (!g.pending[i].host) {
-            CU(cudaEventDestroy(g.pending[i].done));
+            CUDA_CHECK(cudaEventDestroy(g.pending[i].done));
             g.pending[i--] = g.pending[--g.n_pending];
         }
 }
@@ -259,20 +284,11 @@ static kview kv(const ten *t) { return (kview){t->p, t->n, t->c, t->h, t->w, t->
 
 static float *row_ptr(const ten *t, int row) { return t->p + (int64_t)(row - t->row0) * t->w; }
 
-/* Rows [r0, r1) of a view, all images and channels: a strided window, no copy. */
-static cudnnTensorDescriptor_t rows_desc(const ten *t, int r0, int r1)
-{
-    cudnnTensorDescriptor_t d;
-    DNN(cudnnCreateTensorDescriptor(&d));
-    DNN(cudnnSetTensor4dDescriptorEx(d, CUDNN_DATA_FLOAT, t->n, t->c, r1 - r0, t->w, t->c * t->h * t->w, t->h * t->w, t->w, 1));
-    return d;
-}
-
 static cudnnTensorDescriptor_t packed_desc(int n, int c, int h, int w)
 {
     cudnnTensorDescriptor_t d;
-    DNN(cudnnCreateTensorDescriptor(&d));
-    DNN(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+    CUDNN_CHECK(cudnnCreateTensorDescriptor(&d));
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
     return d;
 }
 
@@ -280,7 +296,7 @@ static cudnnTensorDescriptor_t packed_desc(int n, int c, int h, int w)
 static void zero_rows(const ten *t, int r0, int r1)
 {
     if (r1 <= r0) return;
-    CU(cudaMemset2DAsync(row_ptr(t, r0), (size_t)t->h * t->w * sizeof(float), 0, (size_t)(r1 - r0) * t->w * sizeof(float),
+    CUDA_CHECK(cudaMemset2DAsync(row_ptr(t, r0), (size_t)t->h * t->w * sizeof(float), 0, (size_t)(r1 - r0) * t->w * sizeof(float),
                          (size_t)t->n * t->c, g.compute));
 }
 
@@ -292,248 +308,57 @@ static void dx_begin(const ops_call *c, int j)
     if (dx->p && !c->dx_acc[j]) zero_rows(dx, dx->row0, dx->row0 + dx->h);
 }
 
-/* --- convolution -------------------------------------------------------------------------------- */
+/* --- convolution (conv_cuda.h) ------------------------------------------------------------------ */
 
-typedef enum { CONV_FWD, CONV_BWD_DATA, CONV_BWD_FILTER } conv_dir;
-
-typedef struct {
-    cudnnTensorDescriptor_t x, y;
-    cudnnFilterDescriptor_t w;
-    cudnnConvolutionDescriptor_t conv;
-} conv_descs;
-
-static void conv_descs_make(conv_descs *d, const net_layer *l, int c_in, int pad, cudnnTensorDescriptor_t x, cudnnTensorDescriptor_t y)
-{
-    net_window w = l->win, ww = l->win_w; /* along H and W */
-    d->x = x, d->y = y;
-    DNN(cudnnCreateFilterDescriptor(&d->w));
-    DNN(cudnnSetFilter4dDescriptor(d->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, l->u.conv.c_out, c_in / l->u.conv.groups, w.k, ww.k));
-    DNN(cudnnCreateConvolutionDescriptor(&d->conv));
-    DNN(cudnnSetConvolution2dDescriptor(d->conv, pad, ww.p, w.s, ww.s, w.d, ww.d, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    DNN(cudnnSetConvolutionGroupCount(d->conv, l->u.conv.groups));
-    DNN(cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH));
-}
-
-static void conv_descs_free(conv_descs *d)
-{
-    cudnnDestroyTensorDescriptor(d->x);
-    cudnnDestroyTensorDescriptor(d->y);
-    cudnnDestroyFilterDescriptor(d->w);
-    cudnnDestroyConvolutionDescriptor(d->conv);
-}
-
-/* The policy: cuDNN's heuristic ranking, first usable algorithm within `limit` bytes (and
- * deterministic when asked). Returns the algorithm, its workspace in *ws. */
-static int conv_algo(const conv_descs *d, conv_dir dir, int64_t limit, int64_t *ws)
-{
-    enum { MAX = 16 };
-    int n = 0;
-    if (dir == CONV_FWD) {
-        cudnnConvolutionFwdAlgoPerf_t p[MAX];
-        DNN(cudnnGetConvolutionForwardAlgorithm_v7(g.dnn, d->x, d->w, d->conv, d->y, MAX, &n, p));
-        for (int i = 0; i < n; i++)
-            if (p[i].status == CUDNN_STATUS_SUCCESS && (int64_t)p[i].memory <= limit &&
-                (!g.deterministic || p[i].determinism == CUDNN_DETERMINISTIC))
-                return *ws = (int64_t)p[i].memory, (int)p[i].algo;
-    } else if (dir == CONV_BWD_DATA) {
-        cudnnConvolutionBwdDataAlgoPerf_t p[MAX];
-        DNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(g.dnn, d->w, d->y, d->conv, d->x, MAX, &n, p));
-        for (int i = 0; i < n; i++)
-            if (p[i].status == CUDNN_STATUS_SUCCESS && (int64_t)p[i].memory <= limit &&
-                (!g.deterministic || p[i].determinism == CUDNN_DETERMINISTIC))
-                return *ws = (int64_t)p[i].memory, (int)p[i].algo;
-    } else {
-        cudnnConvolutionBwdFilterAlgoPerf_t p[MAX];
-        DNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(g.dnn, d->x, d->y, d->conv, d->w, MAX, &n, p));
-        for (int i = 0; i < n; i++)
-            if (p[i].status == CUDNN_STATUS_SUCCESS && (int64_t)p[i].memory <= limit &&
-                (!g.deterministic || p[i].determinism == CUDNN_DETERMINISTIC))
-                return *ws = (int64_t)p[i].memory, (int)p[i].algo;
-    }
-    fatal("choosing a cuDNN convolution algorithm", "none fits the workspace", __FILE__, __LINE__);
-    return -1;
-}
-
-static int64_t stage_bytes(const net_layer *l, int n, int rows)
-{
-    return (int64_t)n * l->u.conv.c_out * conv_split_stage_rows(l->win, rows) * l->w * (int64_t)sizeof(float);
-}
-
-static const ops_device_layer no_layer = {{-1, -1}, {-1, -1, -1}, {0, 0, 0}};
-
-static void record(int L, conv_dir dir, int algo, int64_t ws)
-{
-    if (L >= g.n_algo) {
-        g.algo = err_realloc(g.algo, (size_t)(L + 1) * sizeof *g.algo);
-        for (int i = g.n_algo; i <= L; i++) g.algo[i] = no_layer;
-        g.n_algo = L + 1;
-    }
-    g.algo[L].algo[dir] = algo, g.algo[L].ws[dir] = ws;
-}
-
-static void conv_forward(const ops_call *c)
-{
-    const net_layer *l = c->l;
-    const ten *x = &c->x[0], *y = &c->y;
-    conv_piece pc[3];
-    int np = conv_split(l->win, c->in_h[0], c->a, c->b, pc);
-    int64_t stage = stage_bytes(l, y->n, c->b - c->a), avail = c->ws_bytes - stage;
-    float *stage_p = (float *)((char *)c->ws + (avail > 0 ? avail : 0));
-    for (int i = 0; i < np; i++) {
-        const conv_piece *q = &pc[i];
-        if (q->v0 >= q->v1) { zero_rows(y, q->a, q->b); continue; }
-        bool direct = conv_piece_direct(q);
-        conv_descs d;
-        conv_descs_make(&d, l, x->c, q->pad, rows_desc(x, q->v0, q->v1),
-                        direct ? rows_desc(y, q->a, q->b) : packed_desc(y->n, y->c, q->out, y->w));
-        int64_t ws = 0;
-        int algo = conv_algo(&d, CONV_FWD, avail, &ws);
-        record(c->layer, CONV_FWD, algo, ws);
-        DNN(cudnnConvolutionForward(g.dnn, &one, d.x, row_ptr(x, q->v0), d.w, c->w, d.conv, (cudnnConvolutionFwdAlgo_t)algo, c->ws,
-                                    (size_t)ws, &zero, d.y, direct ? row_ptr(y, q->a) : stage_p));
-        if (!direct) /* rows [a, b) of the staged output into y */
-            k_copy2d(g.compute, row_ptr(y, q->a), (int64_t)y->h * y->w, stage_p + (int64_t)(q->a - q->o0) * y->w,
-                     (int64_t)q->out * y->w, (int64_t)y->n * y->c, (int64_t)(q->b - q->a) * y->w, false);
-        conv_descs_free(&d);
-    }
-    if (l->u.conv.bias)
-        k_bias(g.compute, kv(y), c->a, c->b, c->w + (int64_t)l->u.conv.c_out * (x->c / l->u.conv.groups) * l->win.k * l->win_w.k);
-}
-
-static void conv_backward(const ops_call *c)
-{
-    const net_layer *l = c->l;
-    const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy;
-    int c_in = dx->p ? dx->c : x->c;
-    int64_t wcount = (int64_t)l->u.conv.c_out * (c_in / l->u.conv.groups) * l->win.k * l->win_w.k;
-    conv_piece pc[3];
-    int np = conv_split(l->win, c->in_h[0], c->a, c->b, pc);
-    int64_t stage = stage_bytes(l, dy->n, c->b - c->a), avail = c->ws_bytes - stage;
-    float *stage_p = (float *)((char *)c->ws + (avail > 0 ? avail : 0));
-    if (c->dw && l->u.conv.bias) {
-        cudnnTensorDescriptor_t dyd = rows_desc(dy, c->a, c->b), bd = packed_desc(1, l->u.conv.c_out, 1, 1);
-        DNN(cudnnConvolutionBackwardBias(g.dnn, &one, dyd, row_ptr(dy, c->a), &one, bd, c->dw + wcount));
-        cudnnDestroyTensorDescriptor(dyd), cudnnDestroyTensorDescriptor(bd);
-    }
-    dx_begin(c, 0);
-    for (int i = 0; i < np; i++) {
-        const conv_piece *q = &pc[i];
-        if (q->v0 >= q->v1) continue; /* reads only padding: no weight or input gradient */
-        bool direct = conv_piece_direct(q);
-        const float *dyp = row_ptr(dy, q->a);
-        if (!direct) { /* dy rows at their place among the `out` rows cuDNN computes, zeros elsewhere */
-            CU(cudaMemsetAsync(stage_p, 0, (size_t)dy->n * dy->c * q->out * dy->w * sizeof(float), g.compute));
-            k_copy2d(g.compute, stage_p + (int64_t)(q->a - q->o0) * dy->w, (int64_t)q->out * dy->w, dyp, (int64_t)dy->h * dy->w,
-                     (int64_t)dy->n * dy->c, (int64_t)(q->b - q->a) * dy->w, false);
-            dyp = stage_p;
-        }
-        const ten *xs = dx->p ? dx : x; /* either gives the input's geometry */
-        conv_descs d;
-        conv_descs_make(&d, l, c_in, q->pad, rows_desc(xs, q->v0, q->v1),
-                        direct ? rows_desc(dy, q->a, q->b) : packed_desc(dy->n, dy->c, q->out, dy->w));
-        int64_t ws = 0;
-        if (c->dw) {
-            int algo = conv_algo(&d, CONV_BWD_FILTER, avail, &ws);
-            record(c->layer, CONV_BWD_FILTER, algo, ws);
-            DNN(cudnnConvolutionBackwardFilter(g.dnn, &one, d.x, row_ptr(x, q->v0), d.y, dyp, d.conv,
-                                               (cudnnConvolutionBwdFilterAlgo_t)algo, c->ws, (size_t)ws, &one, d.w, c->dw));
-        }
-        if (dx->p) {
-            int algo = conv_algo(&d, CONV_BWD_DATA, avail, &ws);
-            record(c->layer, CONV_BWD_DATA, algo, ws);
-            DNN(cudnnConvolutionBackwardData(g.dnn, &one, d.w, c->w, d.y, dyp, d.conv, (cudnnConvolutionBwdDataAlgo_t)algo, c->ws,
-                                             (size_t)ws, &one, d.x, row_ptr(dx, q->v0)));
-        }
-        conv_descs_free(&d);
-    }
-}
-
-/* The workspace model: the algorithm the policy picks for a band of `rows` rows (the unpadded
- * middle piece's shape, padding p) within LRCNN_CUDNN_WS_MB, rounded up to 256 bytes, plus the
- * staging buffer (a step puts it at the end of its workspace). */
-static int64_t ws_bytes(const sched_ws_model *m, const net *n, int L, int rows, int batch, bool backward)
+static int64_t ws_bytes(const sched_ws_model *m, const net *n, const sched_ws_query *q)
 {
     (void)m;
-    const net_layer *l = &n->layers[L];
-    if (l->kind != NET_CONV) return 0;
-    const net_layer *in = &n->layers[l->in[0]];
-    net_window w = l->win;
-    int in_rows = (rows - 1) * w.s + w.d * (w.k - 1) + 1 - 2 * w.p;
-    if (in_rows < 1) in_rows = 1;
-    if (in_rows > in->h) in_rows = in->h;
-    conv_descs d;
-    conv_descs_make(&d, l, in->c, w.p, packed_desc(batch, in->c, in_rows, in->w), NULL);
-    int oh, ow, on, oc;
-    DNN(cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.w, &on, &oc, &oh, &ow));
-    d.y = packed_desc(on, oc, oh, ow);
-    int64_t a = 0, b = 0;
-    if (backward) {
-        conv_algo(&d, CONV_BWD_DATA, g.ws_limit, &a);
-        conv_algo(&d, CONV_BWD_FILTER, g.ws_limit, &b);
-    } else {
-        conv_algo(&d, CONV_FWD, g.ws_limit, &a);
-    }
-    conv_descs_free(&d);
-    int64_t dnn = ((a > b ? a : b) + 255) / 256 * 256; /* so that the staging buffer after it starts 256-byte aligned */
-    return dnn + stage_bytes(l, batch, rows);
+    return conv_cuda_ws_bytes(n, q);
 }
 
 static const sched_ws_model cuda_ws = {.bytes = ws_bytes};
 const sched_ws_model *ops_cuda_ws_model(void) { return &cuda_ws; }
 
-/* --- activation, batch norm, fully connected ----------------------------------------------------- */
+/* --- batch norm, fully connected ---------------------------------------------------------------- */
 
-static cudnnActivationDescriptor_t relu_desc(void)
+/* Whether a view holds exactly rows [a, b): then it is a packed tensor cuDNN takes whole. */
+static bool whole(const ten *t, int a, int b) { return !t->p || (t->row0 == a && t->h == b - a); }
+
+/* The scratch, which prepare sized for every layer of the net: never grown inside an iteration. */
+static double *scratch(int64_t doubles)
 {
-    cudnnActivationDescriptor_t a;
-    DNN(cudnnCreateActivationDescriptor(&a));
-    DNN(cudnnSetActivationDescriptor(a, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
-    return a;
+    if (doubles > g.scratch_cap) cu_fatal("taking scratch", "a step needs more than prepare reserved", __FILE__, __LINE__);
+    return g.scratch;
 }
 
-static void relu_forward(const ops_call *c)
-{
-    cudnnActivationDescriptor_t a = relu_desc();
-    cudnnTensorDescriptor_t xd = rows_desc(&c->x[0], c->a, c->b), yd = rows_desc(&c->y, c->a, c->b);
-    DNN(cudnnActivationForward(g.dnn, a, &one, xd, row_ptr(&c->x[0], c->a), &zero, yd, row_ptr(&c->y, c->a)));
-    cudnnDestroyTensorDescriptor(xd), cudnnDestroyTensorDescriptor(yd), cudnnDestroyActivationDescriptor(a);
-}
-
-/* dx = dy where y > 0; in place (dx is dy) only rows [a, b) are rewritten (ops.h). */
-static void relu_backward(const ops_call *c)
-{
-    const ten *dx = &c->dx[0], *dy = &c->dy, *m = c->y.p ? &c->y : &c->x[0];
-    if (!dx->p) return;
-    bool inplace = dx->p == dy->p;
-    if (!inplace) dx_begin(c, 0);
-    cudnnActivationDescriptor_t a = relu_desc();
-    cudnnTensorDescriptor_t md = rows_desc(m, c->a, c->b), dyd = rows_desc(dy, c->a, c->b), dxd = rows_desc(dx, c->a, c->b);
-    DNN(cudnnActivationBackward(g.dnn, a, &one, md, row_ptr(m, c->a), dyd, row_ptr(dy, c->a), md, row_ptr(m, c->a),
-                                inplace ? &zero : &one, dxd, row_ptr(dx, c->a)));
-    cudnnDestroyTensorDescriptor(md), cudnnDestroyTensorDescriptor(dyd), cudnnDestroyTensorDescriptor(dxd);
-    cudnnDestroyActivationDescriptor(a);
-}
-
+/* Batch norm. Frozen: the running statistics, our kernels. Train on a packed map (outside row
+ * segments): cuDNN. Train on a band's rows (bn=per-band), which cuDNN's batch norm is not trusted to
+ * take as a strided view: the band's statistics through the kernels that gather whole-map ones
+ * (sums over the rows, then the mean and inverse std), into the scratch. MAP: the whole map's,
+ * gathered over the bands beforehand. */
 static void bn_forward(const ops_call *c)
 {
     const net_layer *l = c->l;
     const ten *x = &c->x[0], *y = &c->y;
     int C = x->c;
-    if (c->bn == OPS_BN_MAP) { /* the whole map's statistics, gathered over the bands */
-        k_bn_map_fwd(g.compute, kv(x), kv(y), c->a, c->b, c->w, c->stats);
+    if (c->bn == OPS_BN_FROZEN) k_bn_frozen_stats(g.compute, c->running, c->stats, C, l->u.bn.eps);
+    if (c->bn == OPS_BN_TRAIN && !(whole(x, c->a, c->b) && whole(y, c->a, c->b))) {
+        double *sums = scratch(2 * (int64_t)C);
+        ten none = {0};
+        CUDA_CHECK(cudaMemsetAsync(sums, 0, 2 * (size_t)C * sizeof(double), g.compute));
+        k_bn_sums(g.compute, kv(x), kv(&none), c->a, c->b, NULL, sums);
+        k_bn_sums_end(g.compute, sums, c->stats, c->running, C, (int64_t)x->n * (c->b - c->a) * x->w, l->u.bn.eps, l->u.bn.momentum,
+                      c->update_running);
+    } else if (c->bn == OPS_BN_TRAIN) {
+        cudnnTensorDescriptor_t xd = packed_desc(x->n, C, x->h, x->w), pd = packed_desc(1, C, 1, 1);
+        CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(g.dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, x->p, xd, y->p, pd, c->w,
+                                                           c->w + C, l->u.bn.momentum, c->update_running ? c->running : NULL,
+                                                           c->update_running ? c->running + C : NULL, l->u.bn.eps, c->stats,
+                                                           c->stats + C));
+        cudnnDestroyTensorDescriptor(xd), cudnnDestroyTensorDescriptor(pd);
         return;
     }
-    cudnnTensorDescriptor_t xd = rows_desc(x, c->a, c->b), yd = rows_desc(y, c->a, c->b), pd = packed_desc(1, C, 1, 1);
-    if (c->bn == OPS_BN_TRAIN) {
-        DNN(cudnnBatchNormalizationForwardTraining(g.dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, row_ptr(x, c->a), yd, row_ptr(y, c->a),
-                                                   pd, c->w, c->w + C, l->u.bn.momentum, c->update_running ? c->running : NULL,
-                                                   c->update_running ? c->running + C : NULL, l->u.bn.eps, c->stats, c->stats + C));
-    } else {
-        DNN(cudnnBatchNormalizationForwardInference(g.dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, row_ptr(x, c->a), yd, row_ptr(y, c->a),
-                                                    pd, c->w, c->w + C, c->running, c->running + C, l->u.bn.eps));
-        k_bn_frozen_stats(g.compute, c->running, c->stats, C, l->u.bn.eps);
-    }
-    cudnnDestroyTensorDescriptor(xd), cudnnDestroyTensorDescriptor(yd), cudnnDestroyTensorDescriptor(pd);
+    k_bn_map_fwd(g.compute, kv(x), kv(y), c->a, c->b, c->w, c->stats); /* with the statistics in c->stats */
 }
 
 static void bn_backward(const ops_call *c)
@@ -541,27 +366,30 @@ static void bn_backward(const ops_call *c)
     const net_layer *l = c->l;
     const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy;
     int C = dy->c;
+    ten none = {0};
     dx_begin(c, 0);
+    if (c->bn == OPS_BN_FROZEN) {
+        k_bn_frozen_bwd(g.compute, kv(x), kv(dx->p ? dx : &none), kv(dy), c->a, c->b, c->w, c->stats, c->dw);
+        return;
+    }
     if (c->bn == OPS_BN_MAP) {
-        ten none = {0};
         k_bn_map_bwd(g.compute, kv(x), kv(dx->p ? dx : &none), kv(dy), c->a, c->b, c->own_a, c->own_b, c->w, c->stats, c->sums,
                      c->count, c->dw);
         return;
     }
-    if (c->bn == OPS_BN_FROZEN || !dx->p) {
-        ten none = {0};
-        k_bn_frozen_bwd(g.compute, kv(x), kv(dx->p ? dx : &none), kv(dy), c->a, c->b, c->w, c->stats, c->dw);
-        CHECK(c->bn == OPS_BN_FROZEN); /* train-mode statistics need cuDNN's dx path */
+    CHECK(c->dw != NULL);
+    if (!dx->p || !(whole(x, c->a, c->b) && whole(dy, c->a, c->b) && whole(dx, c->a, c->b))) { /* a band's own statistics */
+        double *sums = scratch(2 * (int64_t)C);
+        CUDA_CHECK(cudaMemsetAsync(sums, 0, 2 * (size_t)C * sizeof(double), g.compute));
+        k_bn_sums(g.compute, kv(x), kv(dy), c->a, c->b, c->stats, sums);
+        k_bn_map_bwd(g.compute, kv(x), kv(dx->p ? dx : &none), kv(dy), c->a, c->b, c->a, c->b, c->w, c->stats, sums,
+                     (int64_t)dy->n * (c->b - c->a) * dy->w, c->dw);
         return;
     }
-    cudnnTensorDescriptor_t xd = rows_desc(x, c->a, c->b), dyd = rows_desc(dy, c->a, c->b), dxd = rows_desc(dx, c->a, c->b),
-                            pd = packed_desc(1, C, 1, 1);
-    float *dw = c->dw;
-    CHECK(dw != NULL);
-    DNN(cudnnBatchNormalizationBackward(g.dnn, CUDNN_BATCHNORM_SPATIAL, &one, &one, &one, &one, xd, row_ptr(x, c->a), dyd, row_ptr(dy, c->a),
-                                        dxd, row_ptr(dx, c->a), pd, c->w, dw, dw + C, l->u.bn.eps, c->stats, c->stats + C));
-    cudnnDestroyTensorDescriptor(xd), cudnnDestroyTensorDescriptor(dyd), cudnnDestroyTensorDescriptor(dxd);
-    cudnnDestroyTensorDescriptor(pd);
+    cudnnTensorDescriptor_t xd = packed_desc(x->n, C, x->h, x->w), pd = packed_desc(1, C, 1, 1);
+    CUDNN_CHECK(cudnnBatchNormalizationBackward(g.dnn, CUDNN_BATCHNORM_SPATIAL, &one, &one, &one, &one, xd, x->p, xd, dy->p, xd, dx->p, pd,
+                                                c->w, c->dw, c->dw + C, l->u.bn.eps, c->stats, c->stats + C));
+    cudnnDestroyTensorDescriptor(xd), cudnnDestroyTensorDescriptor(pd);
 }
 
 /* Row-major (N, in) x (out, in)^T through column-major cuBLAS: y^T = W^T' x^T (see ops_cuda.h). */
@@ -570,7 +398,7 @@ static void fc_forward(const ops_call *c)
     const net_layer *l = c->l;
     const ten *x = &c->x[0], *y = &c->y;
     int N = x->n, in = x->c * x->h * x->w, out = l->u.fc.c_out;
-    BLAS(cublasSgemm(g.blas, CUBLAS_OP_T, CUBLAS_OP_N, out, N, in, &one, c->w, in, x->p, in, &zero, y->p, out));
+    CUBLAS_CHECK(cublasSgemm(g.blas, CUBLAS_OP_T, CUBLAS_OP_N, out, N, in, &one, c->w, in, x->p, in, &zero, y->p, out));
     if (l->u.fc.bias) k_bias(g.compute, (kview){y->p, N, out, 1, 1, 0}, 0, 1, c->w + (int64_t)out * in);
 }
 
@@ -581,12 +409,12 @@ static void fc_backward(const ops_call *c)
     int N = dy->n, out = l->u.fc.c_out;
     if (c->dw) {
         int in = x->c * x->h * x->w;
-        BLAS(cublasSgemm(g.blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, N, &one, x->p, in, dy->p, out, &one, c->dw, in));
+        CUBLAS_CHECK(cublasSgemm(g.blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, N, &one, x->p, in, dy->p, out, &one, c->dw, in));
         if (l->u.fc.bias) k_fc_bias_grad(g.compute, dy->p, N, out, c->dw + (int64_t)out * in);
     }
     if (dx->p) {
         int in = dx->c * dx->h * dx->w;
-        BLAS(cublasSgemm(g.blas, CUBLAS_OP_N, CUBLAS_OP_N, in, N, out, &one, c->w, in, dy->p, out, c->dx_acc[0] ? &one : &zero, dx->p, in));
+        CUBLAS_CHECK(cublasSgemm(g.blas, CUBLAS_OP_N, CUBLAS_OP_N, in, N, out, &one, c->w, in, dy->p, out, c->dx_acc[0] ? &one : &zero, dx->p, in));
     }
 }
 
@@ -594,27 +422,21 @@ static void fc_backward(const ops_call *c)
 
 static kwin kw(net_window w) { return (kwin){w.k, w.s, w.p, w.d}; }
 
-static void ensure_scratch(int64_t n)
-{
-    if (n <= g.scratch_cap) return;
-    if (g.scratch) CU(cudaFree(g.scratch));
-    CU(cudaMalloc((void **)&g.scratch, (size_t)n * sizeof(double)));
-    g.scratch_cap = n;
-}
-
 static void cuda_forward(const ops_call *c)
 {
     const net_layer *l = c->l;
     CHECK(c->a >= 0 && c->a < c->b && c->b <= l->h);
     switch (l->kind) {
-    case NET_CONV: conv_forward(c); break;
+    case NET_CONV:
+        conv_cuda_forward(c);
+        if (l->u.conv.bias) k_bias(g.compute, kv(&c->y), c->a, c->b, c->w + (int64_t)l->u.conv.c_out * (c->x[0].c / l->u.conv.groups) * l->win.k * l->win_w.k);
+        break;
     case NET_CONVT: {
         int64_t nw = (int64_t)c->x[0].c * (l->c / l->u.conv.groups) * l->win.k * l->win.k;
         k_convt_fwd(g.compute, kv(&c->x[0]), kv(&c->y), c->w, l->u.conv.bias ? c->w + nw : NULL, kw(net_convt_window(l)),
                     l->u.conv.groups, c->in_h[0], c->a, c->b);
         break;
     }
-    case NET_RELU: relu_forward(c); break;
     case NET_BN: bn_forward(c); break;
     case NET_FC: fc_forward(c); break;
     case NET_ADD: /* left to right, as PyTorch's chain of adds */
@@ -636,6 +458,7 @@ static void cuda_forward(const ops_call *c)
         k_bilinear_fwd(g.compute, kv(&c->x[0]), kv(&c->y), l->u.up.scale, l->u.up.align, c->in_h[0], l->h, c->a, c->b);
         break;
     case NET_APOOL: k_apool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), l->u.apool.o); break;
+    case NET_RELU: /* our kernel: cuDNN's activation backward refuses a band's rows */
     case NET_SIGMOID:
     case NET_RELU6:
     case NET_LEAKY:
@@ -645,8 +468,8 @@ static void cuda_forward(const ops_call *c)
     case NET_HSIGMOID: k_act_fwd(g.compute, (int)l->kind, ACT_SLOPE(l), kv(&c->x[0]), kv(&c->y), c->a, c->b); break;
     case NET_DROPOUT: k_dropout_fwd(g.compute, c->key, l->u.dropout.p, l->u.dropout.sample, kv(&c->x[0]), kv(&c->y), c->mask, c->a, c->b, l->h); break;
     case NET_LOSS:
-        ensure_scratch(k_loss_scratch((int64_t)c->x[0].n * l->h * l->w));
-        k_loss_fwd(g.compute, kv(&c->x[0]), l->c, (int64_t)l->h * l->w, c->labels, c->probs, g.loss_dev, g.scratch);
+        k_loss_fwd(g.compute, kv(&c->x[0]), l->c, (int64_t)l->h * l->w, c->labels, c->probs, g.loss_dev,
+                   scratch(k_loss_scratch((int64_t)c->x[0].n * l->h * l->w)));
         if (c->loss) g.loss_to = c->loss; /* read back at the next sync, not here: no wait mid-iteration */
         break;
     default: CHECK(!"layer kind without a CUDA kernel");
@@ -659,7 +482,7 @@ static void cuda_backward(const ops_call *c)
     const net_layer *l = c->l;
     CHECK(c->a >= 0 && c->a < c->b && c->b <= l->h);
     switch (l->kind) {
-    case NET_CONV: conv_backward(c); break;
+    case NET_CONV: conv_cuda_backward(c); break;
     case NET_CONVT: { /* the input rows the band's output rows read (net_window_rows of the mirrored window) */
         int lo, hi, c_in = c->dx[0].p ? c->dx[0].c : c->x[0].c;
         ops_in_rows(c, &lo, &hi);
@@ -672,7 +495,6 @@ static void cuda_backward(const ops_call *c)
                                lo, hi, c->a, c->b);
         break;
     }
-    case NET_RELU: relu_backward(c); break;
     case NET_BN: bn_backward(c); break;
     case NET_FC: fc_backward(c); break;
     case NET_ADD:
@@ -705,8 +527,8 @@ static void cuda_backward(const ops_call *c)
         break;
     case NET_GNORM: /* its gradient sums in the scratch (2 doubles an image and group) */
         if (c->dx[0].p) dx_begin(c, 0);
-        ensure_scratch(2 * (int64_t)c->dy.n * l->u.norm.groups);
-        k_gnorm_bwd(g.compute, kv(&c->x[0]), kv(&c->dy), kv(&c->dx[0]), c->stats, c->w, c->dw, l->u.norm.groups, g.scratch);
+        k_gnorm_bwd(g.compute, kv(&c->x[0]), kv(&c->dy), kv(&c->dx[0]), c->stats, c->w, c->dw, l->u.norm.groups,
+                    scratch(2 * (int64_t)c->dy.n * l->u.norm.groups));
         break;
     case NET_SCALE:
         if (c->dx[0].p) dx_begin(c, 0);
@@ -727,6 +549,7 @@ static void cuda_backward(const ops_call *c)
     case NET_APOOL:
         if (c->dx[0].p) dx_begin(c, 0), k_apool_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), l->u.apool.o);
         break;
+    case NET_RELU: /* our kernel: cuDNN's activation backward refuses a band's rows */
     case NET_SIGMOID:
     case NET_RELU6:
     case NET_LEAKY:
@@ -790,12 +613,10 @@ static int64_t *sparse_offsets(int images, const int64_t *sizes)
     return at;
 }
 
+/* Room for a sparse encoding's sizes and offsets: reserved by prepare for the batch. */
 static void codec_room(int images)
 {
-    if (2 * images + 1 <= g.codec_cap) return;
-    if (g.codec_dev) CU(cudaFree(g.codec_dev));
-    g.codec_cap = 2 * images + 1;
-    CU(cudaMalloc((void **)&g.codec_dev, (size_t)g.codec_cap * sizeof(int64_t)));
+    if (2 * images + 1 > g.codec_cap) cu_fatal("encoding a map", "more images than prepare reserved offsets for", __FILE__, __LINE__);
 }
 
 static int64_t cuda_encode(const ops_codec *m, const void *x, void *out, void *scratch)
@@ -841,14 +662,14 @@ static void cuda_decode(const ops_codec *m, const void *in, void *x)
 static cudaMemPool_t default_pool(void)
 {
     cudaMemPool_t pool;
-    CU(cudaDeviceGetDefaultMemPool(&pool, 0));
+    CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
     return pool;
 }
 
 static int64_t pool_attr(enum cudaMemPoolAttr what)
 {
     uint64_t v = 0;
-    CU(cudaMemPoolGetAttribute(default_pool(), what, &v));
+    CUDA_CHECK(cudaMemPoolGetAttribute(default_pool(), what, &v));
     return (int64_t)v;
 }
 
@@ -873,27 +694,33 @@ static void describe(ops_device *d)
 
 static void cu_device_mark(void)
 {
-    CU(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaDeviceSynchronize());
     uint64_t zero = 0; /* a high-water mark can only be reset to zero: it restarts from what is held now */
-    CU(cudaMemPoolSetAttribute(default_pool(), cudaMemPoolAttrReservedMemHigh, &zero));
-    CU(cudaMemPoolSetAttribute(default_pool(), cudaMemPoolAttrUsedMemHigh, &zero));
+    CUDA_CHECK(cudaMemPoolSetAttribute(default_pool(), cudaMemPoolAttrReservedMemHigh, &zero));
+    CUDA_CHECK(cudaMemPoolSetAttribute(default_pool(), cudaMemPoolAttrUsedMemHigh, &zero));
     g.device_peak = device_used();
-    for (int L = 0; L < g.n_algo; L++) g.algo[L] = no_layer; /* a net run before: every convolution records again */
+    conv_cuda_restart(); /* a net run before: every convolution records again */
     err e;
     if (g.profile && cuprof_mark(&e)) fprintf(stderr, "lrcnn: CUPTI: %s\n", e.msg); /* the report says it too */
 }
 
 static void cu_device_report(ops_device *d, ops_device_layer *layers, int n_layers)
 {
-    CU(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaDeviceSynchronize());
     memset(d, 0, sizeof *d);
     describe(d);
     d->context_bytes = g.context_bytes;
     d->device_peak = g.profile ? g.device_peak : -1;
     d->pool_reserved_peak = pool_attr(cudaMemPoolAttrReservedMemHigh);
     d->pool_used_peak = pool_attr(cudaMemPoolAttrUsedMemHigh);
+    d->outside_pool = (int64_t)sizeof(float) + g.scratch_cap * (int64_t)sizeof(double) + g.codec_cap * (int64_t)sizeof(int64_t) +
+                      (g.blas_ws ? BLAS_WS_BYTES : 0);
+    d->host_arena = g.host_fit.size, d->host_outside = g.spilled_high;
     d->cupti_reserved_peak = d->cupti_suballoc_peak = d->dropped = -1, d->kernel_us = -1;
-    for (int L = 0; L < n_layers; L++) layers[L] = L < g.n_algo ? g.algo[L] : no_layer;
+    for (int L = 0; L < n_layers; L++) {
+        layers[L] = (ops_device_layer){{-1, -1}, {-1, -1, -1}, {0, 0, 0}};
+        conv_cuda_layer(L, layers[L].algo, layers[L].ws);
+    }
     cuprof_report r;
     err e;
     if (!g.profile) return;
@@ -910,12 +737,90 @@ static void cu_device_report(ops_device *d, ops_device_layer *layers, int n_laye
     }
 }
 
+/* --- before a run (ops_table.prepare) ------------------------------------------------------------ */
+
+/* Pinned bytes the executor will hold at once, each block rounded as the arena places it: a moved
+ * map from the step its copy begins (sched_move_issue: before the schedule's OFFLOAD, which the
+ * replay's host figure counts from) until its PREFETCH, and the +migrate maps at home on the host
+ * from the start. */
+static int64_t host_need(const sched *s)
+{
+    int *issue = err_calloc((size_t)s->n_step + 1, sizeof(int));
+    int64_t *add = err_calloc((size_t)s->n_step + 1, sizeof(int64_t)), *drop = err_calloc((size_t)s->n_step + 1, sizeof(int64_t));
+    sched_move_issue(s, issue);
+    int64_t cur = 0, most = 0;
+    for (int b = 0; b < s->n_buf; b++)
+        if (s->bufs[b].persistent && s->bufs[b].host_home) cur += (s->bufs[b].bytes + 255) / 256 * 256;
+    for (int i = 0; i < s->n_step; i++) {
+        const sched_step *t = &s->steps[i];
+        int64_t bytes = t->buf >= 0 ? (s->bufs[t->buf].bytes + 255) / 256 * 256 : 0;
+        if (t->op == SCHED_OFFLOAD) add[issue[i] >= 0 && issue[i] < i ? issue[i] : i] += bytes;
+        if (t->op == SCHED_PREFETCH) drop[i] += bytes;
+    }
+    for (int i = 0; i < s->n_step; i++) {
+        cur += add[i];
+        if (cur > most) most = cur;
+        cur -= drop[i];
+    }
+    free(issue), free(add), free(drop);
+    return most > cur ? most : cur;
+}
+
+/* Refuses what cuDNN's descriptors cannot hold (a convolution step dnn.h cannot plan, a fully
+ * connected layer's input past an int), then sizes the scratch, the codec offsets and the pinned
+ * arena for this schedule. Between runs: nothing is in flight. */
+static int cu_prepare(const net *n, const sched *s, err *e)
+{
+    int64_t doubles = 1;
+    for (int L = 0; L < n->n; L++) {
+        const net_layer *l = &n->layers[L];
+        int64_t need = 0;
+        if (l->kind == NET_LOSS) need = k_loss_scratch((int64_t)s->batch * l->h * l->w);
+        if (l->kind == NET_GNORM) need = 2 * (int64_t)s->batch * l->u.norm.groups;
+        if (l->kind == NET_BN) need = 2 * (int64_t)l->c;
+        if (l->kind == NET_FC && (int64_t)n->layers[l->in[0]].c * n->layers[l->in[0]].h * n->layers[l->in[0]].w > INT32_MAX)
+            return err_set(e, "layer '%s': a fully connected input of more than 2^31 values is past cuBLAS's int sizes", l->name);
+        if (need > doubles) doubles = need;
+    }
+    for (int i = 0; i < s->n_step; i++) {
+        const sched_step *t = &s->steps[i];
+        if ((t->op != SCHED_FWD && t->op != SCHED_BWD) || n->layers[t->layer].kind != NET_CONV) continue;
+        dnn_step d = dnn_step_of(n, s, t);
+        dnn_plan p;
+        char why[300];
+        if (dnn_conv_plan(&d, true, &p, why, sizeof why)) return err_set(e, "%s", why);
+        dnn_plan_free(&p);
+    }
+    if (doubles > g.scratch_cap) {
+        if (g.scratch) CUDA_CHECK(cudaFree(g.scratch));
+        CUDA_CHECK(cudaMalloc((void **)&g.scratch, (size_t)doubles * sizeof(double)));
+        g.scratch_cap = doubles;
+    }
+    if (2 * s->batch + 1 > g.codec_cap) {
+        if (g.codec_dev) CUDA_CHECK(cudaFree(g.codec_dev));
+        g.codec_cap = 2 * s->batch + 1;
+        CUDA_CHECK(cudaMalloc((void **)&g.codec_dev, (size_t)g.codec_cap * sizeof(int64_t)));
+    }
+    /* room for the blocks as placed, and a margin for first fit's gaps and data-sized encodings */
+    int64_t need = host_need(s), size = need ? need + need / 4 + (1 << 20) : 0;
+    if (size > g.host_fit.size && g.host_fit.used == 0) {
+        if (g.host) CUDA_CHECK(cudaFreeHost(g.host));
+        fit_free(&g.host_fit);
+        g.host = NULL;
+        if (cudaMallocHost((void **)&g.host, (size_t)size) != cudaSuccess)
+            return err_set(e, "cannot pin %lld bytes of host memory for the plan's offloaded maps", (long long)size);
+        fit_init(&g.host_fit, size, 256);
+    }
+    g.spilled_high = g.spilled_bytes;
+    return 0;
+}
+
 static const ops_table cuda_table = {.backend = "cuda", .forward = cuda_forward, .backward = cuda_backward, .stats = cuda_stats,
                                      .mem = &cuda_mem, .ws = &cuda_ws,
                                      .upload = cu_upload, .download = cu_download, .zero = cu_zero, .copy2d = cu_copy2d,
                                      .sgd = cu_sgd, .adam = cu_adam, .sync = cu_sync, .tag = cu_tag,
                                      .encode = cuda_encode, .decode = cuda_decode, .encodes = cuda_encodes,
-                                     .device_mark = cu_device_mark, .device_report = cu_device_report};
+                                     .prepare = cu_prepare, .device_mark = cu_device_mark, .device_report = cu_device_report};
 
 const ops_table *ops_cuda_open(bool profile, err *e)
 {
@@ -927,23 +832,24 @@ const ops_table *ops_cuda_open(bool profile, err *e)
         return NULL;
     }
     if (profile && cuprof_start(8192, e)) return NULL; /* before the context: its allocations are recorded */
-    CU(cudaSetDevice(0));
-    CU(cudaStreamCreateWithFlags(&g.compute, cudaStreamNonBlocking));
-    CU(cudaStreamCreateWithFlags(&g.copy, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaSetDevice(0));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&g.compute, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&g.copy, cudaStreamNonBlocking));
     cudaMemPool_t pool;
-    CU(cudaDeviceGetDefaultMemPool(&pool, 0));
+    CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
     uint64_t keep = UINT64_MAX; /* freed blocks stay reserved: reuse without cudaMalloc */
-    CU(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
-    DNN(cudnnCreate(&g.dnn));
-    DNN(cudnnSetStream(g.dnn, g.compute));
-    BLAS(cublasCreate(&g.blas));
-    BLAS(cublasSetStream(g.blas, g.compute));
-    BLAS(cublasSetMathMode(g.blas, CUBLAS_DEFAULT_MATH));
+    CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    CUDNN_CHECK(cudnnCreate(&g.dnn));
+    CUDNN_CHECK(cudnnSetStream(g.dnn, g.compute));
+    CUBLAS_CHECK(cublasCreate(&g.blas));
+    CUBLAS_CHECK(cublasSetStream(g.blas, g.compute));
+    CUBLAS_CHECK(cublasSetMathMode(g.blas, CUBLAS_DEFAULT_MATH));
     g.context_bytes = device_used(); /* the context, cuDNN's and cuBLAS's handles: before our first byte */
-    CU(cudaMalloc((void **)&g.loss_dev, sizeof(float)));
+    CUDA_CHECK(cudaMalloc((void **)&g.loss_dev, sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&g.blas_ws, BLAS_WS_BYTES)); /* cuBLAS's own, counted apart (ops_device.outside_pool) */
+    CUBLAS_CHECK(cublasSetWorkspace(g.blas, g.blas_ws, BLAS_WS_BYTES));
     const char *det = getenv("LRCNN_CUDNN_DETERMINISTIC"), *mb = getenv("LRCNN_CUDNN_WS_MB");
-    g.deterministic = det && *det == '1';
-    g.ws_limit = (mb && atol(mb) > 0 ? atol(mb) : 256) << 20;
+    conv_cuda_init(g.dnn, g.compute, (int64_t)(mb && atol(mb) > 0 ? atol(mb) : 256) << 20, det && *det == '1');
     g.profile = profile;
     g.open = true;
     return &cuda_table;

@@ -1,20 +1,21 @@
-/* ops_cuda: the CUDA backend (ops.h) — cuDNN convolutions, activation and batch norm, cuBLAS for
- * fully connected layers, our kernels (kernels.h) for the rest; device memory from the device's
- * stream-ordered pool (cudaMallocAsync, release threshold at its maximum, so freed blocks stay
- * reserved for reuse and per-tensor allocation is cheap); offload to pinned host memory with
- * asynchronous copies on a second stream, ordered by events.
+/* ops_cuda: the CUDA backend (ops.h) — cuDNN convolutions (conv_cuda.h: every call planned on the
+ * host, dnn.h), cuDNN batch norm on whole maps, cuBLAS for fully connected layers, our kernels
+ * (kernels.h) for the rest, activations and a band's batch norm included; device memory from the
+ * device's stream-ordered pool (cudaMallocAsync, release threshold at its maximum, so freed blocks
+ * stay reserved for reuse and per-tensor allocation is cheap); offload to one pinned host arena
+ * with asynchronous copies on a second stream, ordered by events.
  *
  * Precision: fp32 throughout — cuDNN in CUDNN_FMA_MATH and cuBLAS in its default math, so no
  * TF32 tensor cores (results must match the CPU engine to fp32 rounding).
- * Convolution algorithms: cuDNN's heuristic ranking (cudnnGet*Algorithm_v7), the first algorithm
- * whose workspace fits the limit — LRCNN_CUDNN_WS_MB (default 256 MiB) when the schedule is
- * lowered, then what the schedule gave when the step runs; LRCNN_CUDNN_DETERMINISTIC=1 keeps only
- * deterministic ones. The choice and its workspace are recorded per layer (ops_device_layer).
+ * Before a run (ops_table.prepare): what cuDNN's descriptors cannot hold is refused; the scratch
+ * (loss, normalization sums), the codec offsets and the pinned arena are sized for the schedule,
+ * cuBLAS's workspace was set at open; none of these is allocated inside an iteration.
  * The device itself (ops_table.device_report): its name and the libraries' versions; the bytes the
  * context and the libraries' handles take before the first allocation; the pool's reserved and
- * used high-water marks (cudaMemPoolAttrReservedMemHigh, UsedMemHigh); and with profiling, the
- * device's bytes in use at every step's end (cudaMemGetInfo), CUPTI's reserved and sub-allocated
- * peaks, dropped records and kernel time per layer.
+ * used high-water marks (cudaMemPoolAttrReservedMemHigh, UsedMemHigh); the bytes held beside the
+ * pool and the pinned arena; the algorithm and workspace of each convolution; and with profiling,
+ * the device's bytes in use at every step's end (cudaMemGetInfo), CUPTI's reserved and
+ * sub-allocated peaks, dropped records and kernel time per layer.
  * Not here: CUPTI (cuprof.h), scheduling, anything without a GPU (ops_cuda_open fails cleanly). */
 #ifndef LRCNN_OPS_CUDA_H
 #define LRCNN_OPS_CUDA_H
