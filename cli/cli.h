@@ -139,8 +139,9 @@ int cli_demo(int argc, char **argv);
 
 /* What `lrcnn validate` does for one configuration, shared with specs' run = validate: every plan
  * checked (parsed, predicted, host budget) before anything runs; `layer` first (added if the list
- * lacks it) as the reference; each plan measured for `iters` iterations in one forked child and
- * its iteration-0 gradients compared with layer's in another (in this process on CUDA); the table on stdout unless quiet;
+ * lacks it) as the reference; each plan, in a process of its own that opens the backend, measured
+ * for `iters` iterations and then its iteration-0 gradients compared with layer's (on a device the
+ * prediction is made there too); the tables on stdout unless quiet;
  * the runs written to f (if given) only once all have succeeded. Returns CLI_OK, or CLI_USAGE /
  * CLI_FAILED with e set (the caller prints it). */
 typedef struct {
@@ -153,7 +154,8 @@ typedef struct {
     uint64_t seed;
     int64_t host_budget;          /* -1: none */
     const sim_device *dev;        /* the time predictions' device (NULL: the cpu roofline) */
-    const ops_table *ops;         /* the backend (NULL: the CPU's); CUDA runs each plan in this process */
+    const char *backend;          /* NULL: "cpu"; never opened in this process (engine/run.h: run_isolated) */
+    bool profile;                 /* let the backend watch the device (CUPTI) */
     bool quiet;
 } cli_validate_job;
 int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e);

@@ -73,22 +73,6 @@ static bool run_spec(const char *spec_path, const char *out)
     return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-/* Whether `backend` opens here, asked in a child process: a CUDA context opened in this one would
- * not survive the fork of each spec's process. The child says why not, in one line. */
-static bool backend_opens(const char *backend)
-{
-    fflush(stdout), fflush(stderr);
-    pid_t pid = fork();
-    if (pid == 0) {
-        err e;
-        if (ops_find(backend, false, &e)) _exit(0);
-        fprintf(stderr, "lrcnn reproduce: --backend %s: %s\n", backend, e.msg);
-        _exit(1);
-    }
-    int status = 0;
-    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 /* Adds spec i's output to the inputs of each figure it names. */
 static int add_figures(experiments *x, int i, err *e)
 {
@@ -187,9 +171,9 @@ int cli_reproduce(int argc, char **argv)
         experiments_free(&x);
         return CLI_OK;
     }
-    if (!quick && !backend_opens(backend)) {
+    if (!quick && ops_opens(backend, &e)) { /* a device is asked in a child: each spec's process opens its own */
         experiments_free(&x);
-        return CLI_USAGE;
+        return cli_fail("reproduce", "--backend %s: %s", backend, e.msg);
     }
     double t0 = now();
     int failed = 0;

@@ -181,7 +181,7 @@ typedef struct {
     const spec *s;
     net *nets;
     const sim_device *d;
-    const ops_table *ops;    /* run = validate and train: the spec's backend */
+    const ops_table *ops;    /* run = train: the spec's backend, opened here (validate opens it in each plan's process) */
     const enc_calib *calib;  /* the spec's calibrate = FILE, or NULL */
     h5_file *f;
     cell *cells;
@@ -305,7 +305,7 @@ static int sweep_engine(sweep_ctx *c, err *e)
                         if (!mine) continue;
                         cli_validate_job j = {.n = n, .plans = s->plans, .n_plans = s->n_plans, .bn = s->bn, .cfg = cfg,
                                               .iters = s->measure, .seed = (uint64_t)s->seed, .host_budget = -1, .dev = c->d,
-                                              .ops = c->ops, .quiet = c->quiet};
+                                              .backend = s->backend, .profile = true, .quiet = c->quiet};
                         if (cli_validate_run(&j, c->f, e) != CLI_OK) note_infeasible(c, (job - 1) * per_config, per_config, n, cfg.batch, o, NULL, e);
                         else c->written += per_config;
                         if (!c->quiet) printf("\n");
@@ -415,10 +415,11 @@ static int sweep_run(const char *cmd, const char *spec_path, const char *out, bo
     if (!dev_ok) err_wrap(&e, "%s", spec_path);
     sweep_ctx c = {.s = &s, .d = dev_ok ? &dev : NULL, .ops = &ops_cpu, .nets = err_calloc((size_t)n_nets, sizeof(net)),
                    .count = spec_runs(&s), .shard = shard, .n_shards = n_shards, .quiet = quiet};
-    if (c.d && s.run != SPEC_SIM && !(c.ops = ops_find(s.backend, true, &e))) {
-        c.d = NULL; /* e says why */
-        err_wrap(&e, "%s: backend = %s", spec_path, s.backend);
-    }
+    /* a train spec's runs are in this process; a validate spec's each in a process of its own, which
+     * opens the device itself: here it is only asked whether it opens (in a child) */
+    if (c.d && s.run == SPEC_TRAIN && !(c.ops = ops_find(s.backend, true, &e))) c.d = NULL;
+    if (c.d && s.run == SPEC_VALIDATE && ops_opens(s.backend, &e)) c.d = NULL;
+    if (!c.d && s.run != SPEC_SIM && dev_ok) err_wrap(&e, "%s: backend = %s", spec_path, s.backend); /* e says why */
     c.cells = err_calloc((size_t)c.count, sizeof(cell));
     long jobs = sweep_jobs(&s);
     if (n_shards) /* this shard's jobs: those k < jobs with k mod N = I - 1 */

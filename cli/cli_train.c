@@ -110,6 +110,9 @@ static void print_device(const run_summary *m)
     printf("  pool: used peak %s (allocated %s), reserved peak %s; context and libraries %s\n",
            units_fmt_bytes(d->pool_used_peak, a, sizeof a), units_fmt_bytes(m->peak, b, sizeof b),
            units_fmt_bytes(d->pool_reserved_peak, c, sizeof c), units_fmt_bytes(d->context_bytes, x, sizeof x));
+    printf("  beside the pool: %s (cuBLAS's workspace, the engine's scratch); pinned host arena %s%s\n",
+           units_fmt_bytes(d->outside_pool, a, sizeof a), units_fmt_bytes(d->host_arena, b, sizeof b),
+           d->host_outside ? " (and pinned apart, past it: see measured/device/host_outside)" : "");
     if (!d->profiled) return;
     printf("  in use at step ends: peak %s; CUPTI: reserved peak %s, sub-allocated peak %s, kernels %.1f ms%s\n",
            units_fmt_bytes(d->device_peak, a, sizeof a), units_fmt_bytes(d->cupti_reserved_peak, b, sizeof b),

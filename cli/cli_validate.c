@@ -1,10 +1,13 @@
 /* lrcnn validate: predict (closed form and replay) and measure (the engine's tracked peak by
  * category, the process's RSS high-water mark, time) a list of plans for one configuration, and
- * compare each plan's gradients with `layer`'s. Each plan runs in forked children so that every
- * RSS figure is that plan's alone: one child measures (K iterations), another runs iteration 0
- * again and compares its gradients with the reference that `layer`'s child left in shared memory.
- * The comparison's extra memory therefore never shows in a measurement. On CUDA both run in this
- * process instead (a CUDA context does not survive fork; the device's own view is per run anyway).
+ * compare each plan's gradients with `layer`'s. Each plan runs in a process of its own
+ * (engine/run.h: run_isolated), so that every figure is that plan's alone — its RSS on the CPU; on
+ * CUDA the pool's reservation, the device's bytes in use: this process never opens the device, the
+ * child does — measuring K iterations first, then running iteration 0 again to compare its
+ * gradients with the reference `layer`'s process left in shared memory, so the comparison's memory
+ * never shows in a measurement. On a device the prediction is made in the child too, with the
+ * backend's workspace model (cuDNN's algorithms need the device); this process checks every plan
+ * first with the model's host-side part (ops_ws_estimate).
  * cli_validate_run is the work for one configuration; specs with run = validate call it too. */
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +32,9 @@ static const char *usage =
     "(and the density or ratio behind each); --calibrate takes those per layer from an earlier result.\n"
     "--profile: also the predicted iteration time of each plan (lrcnn calibrate's model) against the\n"
     "measured median.\n"
-    "--backend cuda: the same on the GPU, each plan in this process (RSS is then the process's), with the\n"
-    "device's own view of each run in the file (lrcnn train --help; --no-cupti as there).\n"
+    "--backend cuda: the same on the GPU, each plan in a process of its own, and the device's own view of\n"
+    "each: the pool's reservation beside the allocated peak, bytes held beside the pool, the device's bytes\n"
+    "in use (lrcnn train --help; --no-cupti as there), in a second table and the file.\n"
     "Defaults: --plan layer,ckpt-sqrt,vdnn-conv,2ps:2..8,overl:2..8,2ps-h,overl-h --batch 2 --iters 2\n"
     "--optimizer sgd --seed 1. A spec with `run = validate` does the same per configuration.\n"
     "\n"
@@ -60,6 +64,50 @@ static void print_row(const char *item, const sim_result *pred, const run_summar
     fflush(stdout);
 }
 
+/* On a device: what it saw of each plan, in the plan's own process. */
+static void print_device_table(const char **items, const sim_result *pred, const run_summary *meas, int count)
+{
+    const ops_device *d0 = NULL;
+    for (int k = 0; k < count && !d0; k++)
+        if (meas[k].ok && meas[k].has_device) d0 = &meas[k].device;
+    if (!d0) return;
+    char a[32], b[32], c[32], x[32], y[32], z[32];
+    printf("\n  the device's own view, each plan in its own process: %s (compute capability %s; driver %s, CUDA %s, cuDNN %s, "
+           "cuBLAS %s); context and libraries %s before the first allocation\n", d0->name, d0->capability, d0->driver, d0->runtime,
+           d0->dnn, d0->blas, units_fmt_bytes(d0->context_bytes, a, sizeof a));
+    printf("  %-14s %10s %10s %8s %10s %10s %10s %10s %9s\n", "plan", "replay", "allocated", "err", "reserved", "res-alloc",
+           "off-pool", "in use", "err dev");
+    for (int k = 0; k < count; k++) {
+        const run_summary *m = &meas[k];
+        if (!m->ok || !m->has_device) continue;
+        const ops_device *d = &m->device;
+        int64_t in_use = d->device_peak >= 0 ? d->device_peak - d->context_bytes : -1;
+        printf("  %-14s %10s %10s %+7.3f%% %10s %10s %10s %10s %+8.2f%%\n", items[k], units_fmt_bytes(pred[k].replay.peak, a, sizeof a),
+               units_fmt_bytes(m->peak, b, sizeof b), 100.0 * (double)(pred[k].replay.peak - m->peak) / (double)m->peak,
+               units_fmt_bytes(d->pool_reserved_peak, c, sizeof c), units_fmt_bytes(d->pool_reserved_peak - m->peak, x, sizeof x),
+               units_fmt_bytes(d->outside_pool, y, sizeof y), in_use >= 0 ? units_fmt_bytes(in_use, z, sizeof z) : "-",
+               100.0 * (double)(pred[k].replay.peak - d->pool_reserved_peak) / (double)d->pool_reserved_peak);
+    }
+    printf("  reserved: the pool's high-water mark (what the device holds for the plan); res-alloc: the pool's overhead;\n"
+           "  off-pool: cuBLAS's workspace and the engine's scratch; in use: cudaMemGetInfo's peak at step ends less the\n"
+           "  context (-: with --no-cupti); err dev: the replay against the reservation\n");
+}
+
+/* What a plan's process does before it runs on a device: the prediction, with the backend's own
+ * workspace model (engine/run.h: run_job.first). */
+typedef struct {
+    const cli_validate_job *j;
+    const plan *p;
+} predict_ctx;
+
+static int predict_here(const ops_table *ops, void *ctx, void *out, err *e)
+{
+    const predict_ctx *c = ctx;
+    sched_cfg cfg = c->j->cfg;
+    cfg.ws = ops->ws;
+    return sim_run(c->j->n, c->p, &cfg, c->j->dev ? c->j->dev : &sim_device_cpu, out, NULL, e);
+}
+
 /* The measured runs into f: each a forked run's summary with iteration 0's comparison. */
 static int write_runs(const cli_validate_job *j, h5_file *f, const char **items, const plan *ps, const sim_result *pred,
                       const run_summary *meas, const run_summary *cmpr, int count, err *e)
@@ -71,7 +119,7 @@ static int write_runs(const cli_validate_job *j, h5_file *f, const char **items,
         h5_run run = {.kind = "validate", .n = j->n, .p = &ps[k], .plan = items[k], .batch = j->cfg.batch,
                       .optimizer = cli_optimizer_name(j->cfg.optimizer), .device = j->dev ? j->dev->name : "cpu",
                       .sim = &pred[k], .measured = &m,
-                      .backend = j->ops ? j->ops->backend : "cpu", .data = "synthetic", .seed = j->seed,
+                      .backend = j->backend ? j->backend : "cpu", .data = "synthetic", .seed = j->seed,
                       .calibration = j->cfg.calib ? j->cfg.calib->source : NULL};
         if (h5_write_run(f, &run, e)) return -1;
     }
@@ -82,10 +130,9 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
 {
     const net *n = j->n;
     sched_cfg cfg = j->cfg;
-    const ops_table *ops = j->ops ? j->ops : &ops_cpu;
-    cfg.ws = ops->ws; /* predictions of what this backend runs */
-    /* a CUDA context does not survive fork: there each plan runs here */
-    void (*run_one)(const run_cfg *, const float *, float, run_summary *) = ops == &ops_cpu ? run_forked : run_inline;
+    const char *backend = j->backend ? j->backend : "cpu";
+    bool device = ops_on_device(backend); /* then predictions are made where the device is open */
+    cfg.ws = ops_ws_estimate(backend);
     /* `layer` first, once */
     int count = 1, parsed = 0, rc = CLI_OK;
     const char **items = err_calloc((size_t)j->n_plans + 1, sizeof(char *));
@@ -103,7 +150,7 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
         }
         cli_warn_plan(&ps[parsed], n);
         if (sim_run(n, &ps[parsed], &cfg, j->dev ? j->dev : &sim_device_cpu, &pred[parsed], NULL, e) ||
-            cli_check_memory(&pred[parsed], j->host_budget, ops == &ops_cpu, text, e)) {
+            cli_check_memory(&pred[parsed], j->host_budget, !device, text, e)) {
             parsed++;
             rc = CLI_USAGE;
             goto done;
@@ -121,14 +168,19 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
     data_synthetic_for(&d, n, j->seed);
     if (!j->quiet) print_header(j);
     for (int k = 0; k < count; k++) {
-        /* one child measures K iterations; another runs iteration 0 again for the gradients, so the
-         * comparison's memory never shows in a measurement */
-        run_cfg rcfg = {.n = n, .p = &ps[k], .sched = cfg, .ops = ops, .hp = exec_default_hparams(cfg.optimizer),
-                        .seed = j->seed, .iters = j->iters, .batches = data_batches(&d)};
-        run_one(&rcfg, NULL, 0, &meas[k]);
-        rcfg.iters = 1;
-        if (k == 0) rcfg.grads = true, rcfg.grads_to = shared;
-        run_one(&rcfg, k ? shared : NULL, meas[0].loss0, &cmpr[k]);
+        /* its process measures K iterations, then runs iteration 0 again for the gradients */
+        run_job job = {.backend = backend, .profile = j->profile, .find = ops_find, .n = 2, .cmp_ref = {NULL, k ? shared : NULL},
+                       .cmp_loss = {0, meas[0].loss0}};
+        job.cfg[0] = (run_cfg){.n = n, .p = &ps[k], .sched = cfg, .hp = exec_default_hparams(cfg.optimizer), .seed = j->seed,
+                               .iters = j->iters, .batches = data_batches(&d)};
+        job.cfg[1] = job.cfg[0];
+        job.cfg[1].iters = 1;
+        if (k == 0) job.cfg[1].grads = true, job.cfg[1].grads_to = shared;
+        predict_ctx pc = {j, &ps[k]};
+        if (device) job.first = predict_here, job.ctx = &pc, job.out_first = &pred[k], job.first_bytes = sizeof pred[k];
+        run_summary two[2];
+        run_isolated(&job, two);
+        meas[k] = two[0], cmpr[k] = two[1];
         if (!meas[k].ok || !cmpr[k].ok) {
             const char *why = meas[k].ok ? cmpr[k].err : meas[k].err;
             if (!j->quiet) printf("  %-14s engine failed: %s\n", items[k], why);
@@ -141,6 +193,7 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
     if (!j->quiet)
         printf("\n  replay/closed: predictions; measured: the engine's tracked peak; err: prediction vs measured;\n"
                "  vs layer: peak reduction and time ratio; grad dev: max over tensors of |g - g_layer| / |g_layer|\n");
+    if (!j->quiet && device) print_device_table(items, pred, meas, count);
     if (!j->quiet && j->dev && j->dev->model) {
         char t[600];
         printf("\n  time per iteration, %s:\n  %-14s %12s %12s %8s\n", cli_time_source(j->dev, t, sizeof t), "plan",
@@ -181,10 +234,9 @@ int cli_validate(int argc, char **argv)
     err e;
     char **items;
     int count, rc;
-    const ops_table *ops = ops_find(backend, cupti, &e);
-    if (!ops) return cli_fail("validate", "--backend %s: %s", backend, e.msg);
+    if (ops_opens(backend, &e)) return cli_fail("validate", "--backend %s: %s", backend, e.msg);
     cli_validate_job j = {.bn = o.bn, .cfg = {.batch = o.batch, .optimizer = o.optimizer}, .iters = o.iters, .seed = (uint64_t)o.seed,
-                          .host_budget = o.host_budget, .ops = ops};
+                          .host_budget = o.host_budget, .backend = backend, .profile = cupti};
     cli_inputs in;
     if (cli_inputs_load(&in, &o, cli_engine_device(backend), &j.cfg, &e)) return cli_fail("validate", "%s", e.msg);
     if (plan_list_expand(o.plan, &items, &count, &e)) {

@@ -179,6 +179,16 @@ extern const ops_table ops_cpu;
 /* The backend called `name` ("cpu", "cuda"), or NULL with a reason in e (not built, no device).
  * profile: let the backend watch the device (CUDA: CUPTI, device_report); the CPU has nothing to watch. */
 const ops_table *ops_find(const char *name, bool profile, err *e);
+/* Whether opening backend `name` opens a device: then a process that forks runs must not open it
+ * itself (a CUDA context does not survive fork; engine/run.h: run_isolated). */
+bool ops_on_device(const char *name);
+/* 0 if backend `name` opens on this machine, else -1 with why; a device backend is opened in a
+ * child process, which leaves this one free to fork. */
+int ops_opens(const char *name, err *e);
+/* Backend `name`'s workspace model as far as it is known without its device: the CPU's exactly;
+ * CUDA's staging (engine/cuda/dnn.h) without cuDNN's algorithm workspaces. Lowering with it checks
+ * a plan and predicts its host bytes exactly; a device's own predictions come from run_isolated. */
+const sched_ws_model *ops_ws_estimate(const char *name);
 
 /* Optimizers, PyTorch semantics (no weight decay). t is the 1-based step count (Adam's bias
  * correction). state: SGD momentum buffer (n); Adam first then second moment (2n).

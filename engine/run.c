@@ -218,90 +218,102 @@ static bool pipe_io(int fd, void *p, size_t n, bool write_it)
     return true;
 }
 
-void run_inline(const run_cfg *c, const float *cmp_ref, float cmp_loss, run_summary *out)
+/* One run of a job in its child: the summary, with its comparison, and its arrays through fd. */
+static bool child_run(int fd, const run_cfg *c, const ops_table *ops, const float *cmp_ref, float cmp_loss, const char *refused)
 {
     run r;
     run_cfg cc = *c;
     err e;
-    memset(out, 0, sizeof *out);
+    run_summary s = {0};
+    memset(&r, 0, sizeof r);
+    if (ops) cc.ops = ops;
     cc.grads = c->grads || cmp_ref;
-    if (run_plan(&r, &cc, &e)) {
-        snprintf(out->err, sizeof out->err, "%.250s", e.msg);
-        return;
+    bool ran = false;
+    if (refused) {
+        snprintf(s.err, sizeof s.err, "%.250s", refused);
+    } else if (run_plan(&r, &cc, &e)) {
+        snprintf(s.err, sizeof s.err, "%.250s", e.msg);
+    } else {
+        s = r.sum, ran = true;
+        if (cmp_ref) run_compare(&s, c->n, r.grads, cmp_ref, r.sum.loss0, cmp_loss);
     }
-    if (cmp_ref) run_compare(&r.sum, c->n, r.grads, cmp_ref, r.sum.loss0, cmp_loss);
-    *out = r.sum; /* its arrays move to out, with every iteration's loss and time as run_forked's */
-    r.sum.encoded = NULL, r.sum.device_layers = NULL;
-    out->loss = err_calloc((size_t)r.sum.iters, sizeof *out->loss);
-    out->iter_us = err_calloc((size_t)r.sum.iters, sizeof *out->iter_us);
-    memcpy(out->loss, r.loss, (size_t)r.sum.iters * sizeof *out->loss);
-    memcpy(out->iter_us, r.iter_us, (size_t)r.sum.iters * sizeof *out->iter_us);
-    run_free(&r);
+    int n = s.ok ? s.iters : 0; /* then every iteration's loss and time */
+    bool ok = pipe_io(fd, &s, sizeof s, true) && pipe_io(fd, s.encoded, (size_t)s.n_encoded * sizeof *s.encoded, true) &&
+              pipe_io(fd, s.device_layers, (size_t)s.n_device_layers * sizeof *s.device_layers, true) &&
+              pipe_io(fd, r.loss, (size_t)n * sizeof *r.loss, true) && pipe_io(fd, r.iter_us, (size_t)n * sizeof *r.iter_us, true);
+    if (ran) run_free(&r);
+    return ok;
 }
 
-void run_forked(const run_cfg *c, const float *cmp_ref, float cmp_loss, run_summary *out)
+/* Reads one child_run's summary into out; false if the pipe ended early. */
+static bool parent_read(int fd, run_summary *out)
+{
+    bool got = pipe_io(fd, out, sizeof *out, false) && out->n_encoded >= 0 && out->iters >= 0 && out->n_device_layers >= 0;
+    out->encoded = NULL, out->loss = NULL, out->iter_us = NULL, out->device_layers = NULL; /* the child's pointers mean nothing here */
+    if (!got) out->n_encoded = out->n_device_layers = 0;
+    int n = got && out->ok ? out->iters : 0;
+    if (got && out->n_encoded) {
+        out->encoded = err_calloc((size_t)out->n_encoded, sizeof *out->encoded);
+        got = pipe_io(fd, out->encoded, (size_t)out->n_encoded * sizeof *out->encoded, false);
+    }
+    if (got && out->n_device_layers) {
+        out->device_layers = err_calloc((size_t)out->n_device_layers, sizeof *out->device_layers);
+        got = pipe_io(fd, out->device_layers, (size_t)out->n_device_layers * sizeof *out->device_layers, false);
+    }
+    if (got && n) {
+        out->loss = err_calloc((size_t)n, sizeof *out->loss);
+        out->iter_us = err_calloc((size_t)n, sizeof *out->iter_us);
+        got = pipe_io(fd, out->loss, (size_t)n * sizeof *out->loss, false) && pipe_io(fd, out->iter_us, (size_t)n * sizeof *out->iter_us, false);
+    }
+    return got;
+}
+
+void run_isolated(const run_job *j, run_summary *out)
 {
     int fd[2];
-    memset(out, 0, sizeof *out);
+    memset(out, 0, (size_t)j->n * sizeof *out);
     if (engine_ran_here) {
-        fprintf(stderr, "lrcnn: internal error: run_forked after run_plan in the same process (OpenMP cannot fork)\n");
+        fprintf(stderr, "lrcnn: internal error: a forked run after run_plan in the same process (OpenMP cannot fork)\n");
         abort();
     }
     engine_threads(); /* chosen here, once: the children inherit it */
     if (pipe(fd)) {
-        snprintf(out->err, sizeof out->err, "pipe failed");
+        for (int k = 0; k < j->n; k++) snprintf(out[k].err, sizeof out[k].err, "pipe failed");
         return;
     }
     fflush(stdout), fflush(stderr);
     pid_t pid = fork();
     if (pid == 0) {
         close(fd[0]);
-        run r;
-        run_cfg cc = *c;
-        err e;
-        cc.grads = c->grads || cmp_ref;
-        run_summary s = {0};
-        if (run_plan(&r, &cc, &e)) {
-            snprintf(s.err, sizeof s.err, "%.250s", e.msg);
-        } else {
-            s = r.sum;
-            if (cmp_ref) run_compare(&s, c->n, r.grads, cmp_ref, r.sum.loss0, cmp_loss);
-        }
-        int n = s.ok ? s.iters : 0; /* then every iteration's loss and time */
-        bool ok = pipe_io(fd[1], &s, sizeof s, true) &&
-                  pipe_io(fd[1], s.encoded, (size_t)s.n_encoded * sizeof *s.encoded, true) &&
-                  pipe_io(fd[1], s.device_layers, (size_t)s.n_device_layers * sizeof *s.device_layers, true) &&
-                  pipe_io(fd[1], r.loss, (size_t)n * sizeof *r.loss, true) &&
-                  pipe_io(fd[1], r.iter_us, (size_t)n * sizeof *r.iter_us, true);
+        err e = {{0}};
+        const ops_table *ops = j->backend ? j->find(j->backend, j->profile, &e) : NULL;
+        const char *refused = j->backend && !ops ? e.msg : NULL;
+        if (!refused && j->first && j->first(ops ? ops : j->cfg[0].ops, j->ctx, j->out_first, &e)) refused = e.msg;
+        int first_ok = !refused;
+        bool ok = pipe_io(fd[1], &first_ok, sizeof first_ok, true) &&
+                  (!j->first || !first_ok || pipe_io(fd[1], j->out_first, j->first_bytes, true));
+        for (int k = 0; ok && k < j->n; k++) ok = child_run(fd[1], &j->cfg[k], ops, j->cmp_ref[k], j->cmp_loss[k], refused);
         _exit(ok ? 0 : 1);
     }
     close(fd[1]);
-    /* the child's pointers mean nothing here */
-    bool got = pid > 0 && pipe_io(fd[0], out, sizeof *out, false) && out->n_encoded >= 0 && out->iters >= 0 &&
-               out->n_device_layers >= 0;
-    out->encoded = NULL, out->loss = NULL, out->iter_us = NULL, out->device_layers = NULL;
-    int n = got && out->ok ? out->iters : 0;
-    if (got && out->n_encoded) {
-        out->encoded = err_calloc((size_t)out->n_encoded, sizeof *out->encoded);
-        got = pipe_io(fd[0], out->encoded, (size_t)out->n_encoded * sizeof *out->encoded, false);
-    }
-    if (got && out->n_device_layers) {
-        out->device_layers = err_calloc((size_t)out->n_device_layers, sizeof *out->device_layers);
-        got = pipe_io(fd[0], out->device_layers, (size_t)out->n_device_layers * sizeof *out->device_layers, false);
-    }
-    if (got && n) {
-        out->loss = err_calloc((size_t)n, sizeof *out->loss);
-        out->iter_us = err_calloc((size_t)n, sizeof *out->iter_us);
-        got = pipe_io(fd[0], out->loss, (size_t)n * sizeof *out->loss, false) &&
-              pipe_io(fd[0], out->iter_us, (size_t)n * sizeof *out->iter_us, false);
-    }
+    int first_ok = 0;
+    bool got = pid > 0 && pipe_io(fd[0], &first_ok, sizeof first_ok, false) &&
+               (!j->first || !first_ok || pipe_io(fd[0], j->out_first, j->first_bytes, false));
+    int k = 0;
+    while (got && k < j->n && (got = parent_read(fd[0], &out[k]))) k++;
     close(fd[0]);
     int status = 0;
     if (pid > 0) waitpid(pid, &status, 0);
-    if (!got) {
-        run_summary_free(out);
-        memset(out, 0, sizeof *out);
-        snprintf(out->err, sizeof out->err, "engine process failed (%s %d)", WIFSIGNALED(status) ? "signal" : "exit",
+    for (; k < j->n; k++) { /* the child died first: a crash */
+        run_summary_free(&out[k]);
+        memset(&out[k], 0, sizeof out[k]);
+        snprintf(out[k].err, sizeof out[k].err, "engine process failed (%s %d)", WIFSIGNALED(status) ? "signal" : "exit",
                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
     }
+}
+
+void run_forked(const run_cfg *c, const float *cmp_ref, float cmp_loss, run_summary *out)
+{
+    run_job j = {.n = 1, .cfg = {*c}, .cmp_ref = {cmp_ref}, .cmp_loss = {cmp_loss}};
+    run_isolated(&j, out);
 }

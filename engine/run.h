@@ -2,10 +2,10 @@
  * the backend's workspace model, start the executor (persistent buffers, initial weights), run K
  * iterations on the batches it is given, time each, capture iteration 0's parameter gradients
  * when asked and compare them with a reference, and read the process's RSS high-water mark.
- * run_forked does the same in a child process, so that the RSS figure is that run's alone and a
- * crash cannot take the caller down; its summary comes back through a pipe. A process does one or
- * the other, never both: OpenMP's threads do not survive a fork (run_forked aborts if it sees a
- * run_plan before it), so a command that mixes them runs each part in a process of its own.
+ * run_isolated does the same in a child process, so that what it measures is that run's alone and
+ * a crash cannot take the caller down; its summary comes back through a pipe. A process does one
+ * or the other, never both: OpenMP's threads do not survive a fork (run_isolated aborts if it sees
+ * a run_plan before it), so a command that mixes them runs each part in a process of its own.
  * Not done here: predictions (sim.h), data (io/data.h), output (io/h5.h). */
 #ifndef LRCNN_RUN_H
 #define LRCNN_RUN_H
@@ -104,13 +104,33 @@ struct run {
 int run_plan(run *r, const run_cfg *c, err *e);
 void run_free(run *r);
 
-/* The same in a child process: only the summary comes back (with ok false and err set on failure,
- * a crash included). With cmp_ref, iteration 0's gradients are compared with cmp_ref (all
- * parameter tensors back to back, as run.grads) and its loss with cmp_loss. */
+/* Runs in a process of their own, so that what they measure is theirs alone — the RSS figure on the
+ * CPU; on CUDA the pool's reservation, the device's bytes in use, the context — and a crash cannot
+ * take the caller down. The child opens the backend itself when one is named (a CUDA context does
+ * not survive fork, so a parent that forks runs never opens CUDA), then calls `first` if given
+ * (validate: the prediction of the schedule this backend lowers, whose workspace model needs the
+ * device), then runs cfg[0 .. n) in turn, each compared with its cmp_ref (NULL: none; else
+ * iteration 0's gradients against these, all parameter tensors back to back as run.grads, and its
+ * loss with cmp_loss). out[k] gets run k's summary (ok false and err set on failure, a crash
+ * included; a failed open or `first` fails every run with its message); `first`'s answer, plain
+ * data, comes back in *out_first. The parent must not have run the engine itself (OpenMP). */
+typedef struct {
+    const char *backend;          /* NULL: cfg[k].ops as given, opened in this process already */
+    bool profile;                 /* let the backend watch the device (ops_find) */
+    const ops_table *(*find)(const char *name, bool profile, err *e); /* how the child opens it: ops_find */
+    int (*first)(const ops_table *ops, void *ctx, void *out, err *e);
+    void *ctx;
+    void *out_first;
+    size_t first_bytes;
+    int n;                        /* runs, at most 2 */
+    run_cfg cfg[2];               /* their ops: the backend the child opened, where one is named */
+    const float *cmp_ref[2];
+    float cmp_loss[2];
+} run_job;
+void run_isolated(const run_job *j, run_summary *out);
+
+/* One run in a child process of its own, on c->ops (run_isolated of that one run). */
 void run_forked(const run_cfg *c, const float *cmp_ref, float cmp_loss, run_summary *out);
-/* The same in this process, for a backend whose state cannot cross a fork (CUDA: a child cannot
- * use the parent's context). The summary's RSS figure is then the process's, not the run's. */
-void run_inline(const run_cfg *c, const float *cmp_ref, float cmp_loss, run_summary *out);
 void run_summary_free(run_summary *s);
 
 /* The median of v[0..n), n >= 1. */

@@ -513,7 +513,8 @@ static int write_device(hid_t loc, const run_summary *s, err *e)
         {"context_bytes", d->context_bytes},     {"device_peak", d->device_peak},
         {"pool_reserved_peak", d->pool_reserved_peak}, {"pool_used_peak", d->pool_used_peak},
         {"cupti_reserved_peak", d->cupti_reserved_peak}, {"cupti_suballoc_peak", d->cupti_suballoc_peak},
-        {"dropped_records", d->dropped}};
+        {"dropped_records", d->dropped},         {"outside_pool", d->outside_pool},
+        {"host_arena", d->host_arena},           {"host_outside", d->host_outside}};
     for (size_t k = 0; k < sizeof ints / sizeof *ints; k++) H5_TRY(h5_attr_i64(g, ints[k].name, ints[k].v, e));
     H5_TRY(h5_attr_int(g, "profiled", d->profiled, e));
     H5_TRY(h5_attr_int(g, "valid", d->dropped <= 0, e)); /* -1: not profiled */

@@ -46,6 +46,7 @@ MEAS_DSETS = {"at_peak": I64, "max": I64, "loss": np.dtype("<f4"), "iter_us": F6
 DEVICE_ATTRS = {"name": STR, "capability": STR, "driver": STR, "runtime": STR, "cudnn": STR, "cublas": STR,
                 "context_bytes": I64, "device_peak": I64, "pool_reserved_peak": I64, "pool_used_peak": I64,
                 "cupti_reserved_peak": I64, "cupti_suballoc_peak": I64, "dropped_records": I64,
+                "outside_pool": I64, "host_arena": I64, "host_outside": I64,
                 "profiled": I32, "valid": I32, "kernel_us": F64}
 DEVICE_DSETS = {"layer_kernel_us": (F64, 2), "conv_algo": (I32, 3), "conv_workspace": (I64, 3)}
 LAYER_FIELDS = [("name", STR), ("kind", STR), ("c", I32), ("h", I32), ("w", I32),

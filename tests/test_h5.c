@@ -100,7 +100,8 @@ static void fake_gpu_runs(void)
                                  .dnn = "9.19.0", .blas = "13.1.0", .context_bytes = 536870912, .device_peak = cupti ? 540000000 : -1,
                                  .pool_reserved_peak = 2 << 20, .pool_used_peak = 1 << 20, .profiled = cupti,
                                  .cupti_reserved_peak = cupti ? (2 << 20) + 4096 : -1, .cupti_suballoc_peak = cupti ? 1 << 20 : -1,
-                                 .dropped = cupti ? 0 : -1, .kernel_us = cupti ? 987.5 : -1};
+                                 .dropped = cupti ? 0 : -1, .kernel_us = cupti ? 987.5 : -1, .outside_pool = (32 << 20) + 4096,
+                                 .host_arena = cupti ? 0 : 5 << 20, .host_outside = 0};
         for (int L = 0; L < tiny[0].n; L++)
             gpu_layers[r][L] = (ops_device_layer){{cupti ? 10.0 * L : -1, cupti ? 20.0 * L : -1}, {L == 1 ? 1 : -1, L == 1 ? 0 : -1, L == 1 ? 3 : -1},
                                                   {L == 1 ? 4096 : 0, 0, L == 1 ? 8192 : 0}};
