@@ -32,6 +32,19 @@ bool harness_mem_equal(const outcome *o)
     return ok;
 }
 
+void harness_replay_measured(const outcome *o, sim_mem *m)
+{
+    sched *s = (sched *)&o->r.s; /* sizes swapped in, replayed, swapped back */
+    int64_t *predicted = err_calloc((size_t)s->n_buf + 1, sizeof(int64_t));
+    for (int b = 0; b < s->n_buf; b++) {
+        predicted[b] = s->bufs[b].bytes;
+        if (s->bufs[b].kind == BUF_ENC && enc_data_sized(s->bufs[b].enc)) s->bufs[b].bytes = o->r.x.bytes[b];
+    }
+    sim_replay(s, m, NULL);
+    for (int b = 0; b < s->n_buf; b++) s->bufs[b].bytes = predicted[b];
+    free(predicted);
+}
+
 void harness_drop(outcome *o)
 {
     run_free(&o->r);

@@ -21,6 +21,9 @@ int harness_run_iters(const net *n, const char *text, int batch, const ops_table
                       outcome *o, err *e);
 /* The measured peak and every category's (at the peak and maximum) equal the replay's. */
 bool harness_mem_equal(const outcome *o);
+/* The replay of the schedule the run executed, with each data-sized encoding (sparse, zfp:acc) at
+ * the bytes the engine stored rather than those predicted: what the allocated peak must equal. */
+void harness_replay_measured(const outcome *o, sim_mem *m);
 void harness_drop(outcome *o);
 
 #endif
