@@ -237,9 +237,9 @@ then ok "run = validate / train: one run per plan, layer first, kinds, bn per it
 expect_ok "reproduce --list" -- reproduce --list
 grep -qE "validate_vgg16.spec +run = validate" "$tmp/out" && grep -qF "convergence  <- 'results/convergence_resnet.h5' 'results/convergence_vgg.h5'" "$tmp/out" \
   && ! grep -q "demo.spec" "$tmp/out" && ok "reproduce --list: specs in file-name order, figures from the specs naming them, no demo" || bad "reproduce --list: $(cat "$tmp/out")"
-! grep -q "gpu_validate.spec" "$tmp/out" && ok "reproduce --list: no GPU spec without --backend cuda" || bad "reproduce --list lists a GPU spec"
+! grep -q "gpu_vgg16_b8.spec" "$tmp/out" && ok "reproduce --list: no GPU spec without --backend cuda" || bad "reproduce --list lists a GPU spec"
 expect_ok "reproduce --backend cuda --list" -- reproduce --backend cuda --list
-grep -qF "gpu_validation <- 'results/gpu/highres.h5' 'results/gpu/validate.h5'" "$tmp/out" && ! grep -q "bands.spec" "$tmp/out" \
+grep -qF "gpu_validation <- 'results/gpu/highres.h5' 'results/gpu/resnet50_b32.h5' 'results/gpu/resnet50_b8.h5' 'results/gpu/shipped.h5' 'results/gpu/vgg16_b32.h5' 'results/gpu/vgg16_b8.h5'" "$tmp/out" && ! grep -q "bands.spec" "$tmp/out" \
   && ok "reproduce --backend cuda --list: the GPU specs and their figure only" || bad "reproduce --backend cuda --list: $(cat "$tmp/out")"
 expect_fail "reproduce: unknown backend" "--backend tpu: expected cpu or cuda" -- reproduce --backend tpu
 

@@ -121,7 +121,7 @@ def gpu_shaped(src, dst):
                 d.attrs.create(k, v, dtype=h5py.string_dtype())
             ints = {"context_bytes": ctx, "device_peak": int(peak * 1.06) + ctx, "pool_reserved_peak": int(peak * 1.06),
                     "pool_used_peak": peak, "cupti_reserved_peak": int(peak * 1.06) + 4096, "cupti_suballoc_peak": peak,
-                    "dropped_records": 0}
+                    "dropped_records": 0, "outside_pool": (32 << 20) + 4096, "host_arena": 0, "host_outside": 0}
             for k, v in ints.items():
                 d.attrs.create(k, v, dtype="<i8")
             d.attrs.create("profiled", 1, dtype="<i4")

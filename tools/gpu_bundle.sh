@@ -8,10 +8,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DLRCNN_CUDA_ARCHITECTURES="${1:-90}" >/dev/null
-cmake --build build-gpu -j"$(nproc)" --target lrcnn test_cuda test_cuprof
+cmake --build build-gpu -j"$(nproc)" --target lrcnn test_cuda test_cuprof test_dnn
 stage=.gpu/stage
 rm -rf .gpu && mkdir -p "$stage/bin" "$stage/lib"
-cp build-gpu/lrcnn build-gpu/tests/test_cuda build-gpu/tests/test_cuprof "$stage/bin/"
+cp build-gpu/lrcnn build-gpu/tests/test_cuda build-gpu/tests/test_cuprof build-gpu/tests/test_dnn "$stage/bin/"
 # the libraries the binaries load, less the C library's and CUDA's own (those come from the GPU machine)
 ldd "$stage"/bin/* | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
   grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcuda|libcudart|libcudnn[^/]*|libcublas[^/]*|libcupti|libnv[^/]*)\.so' |

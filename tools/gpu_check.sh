@@ -1,49 +1,134 @@
 #!/usr/bin/env bash
-# The CUDA checks on a GPU machine, from the bundle tools/gpu_bundle.sh made (.gpu/bundle.tar.xz),
-# in the root of a copy of this tree: unpacks it, lets the loader find CUDA's libraries (the
-# toolkit's, or those inside PyTorch's pip packages) and the bundled ones the machine lacks, links
-# the source path compiled into lrcnn to this tree, then runs, each logged under $OUT (default
-# /tmp/gpu_out) as it goes:
-#   1. test_cuprof and test_cuda (every layer kind and the small nets, CUDA against the CPU engine);
-#   2. the GPU campaign, lrcnn reproduce --backend cuda (experiments/gpu_*.spec): its files checked
-#      against results/SCHEMA.md, and with the figure in $OUT/2_campaign.tar;
-#   3. compute-sanitizer memcheck on one iteration of the small VGG under layer and 2ps:4;
-#   4. PyTorch on the same GPU (tools/torch_peak.py --device cuda): its allocated and reserved
-#      peaks for VGG-16 and ResNet-50 at batch 8 beside lrcnn's torch plan.
-# Usage: tools/gpu_check.sh [STEPS]   (default "1 2 3 4"); about 5 minutes on an H100.
+# The CUDA checks on a GPU machine, from the bundle tools/gpu_bundle.sh made (.gpu/bundle.tar.xz), in
+# the root of a copy of this tree. Written for a short lease: every step runs under its own time
+# limit, logs under $OUT (default /tmp/gpu_out) as it goes and keeps what finished, and the whole
+# takes at most about 8 minutes. At most 7 files land in $OUT: 0_setup.log, 1_tests.log,
+# 2_campaign.log and 2_campaign.tar (results/gpu/*.h5, added to after each spec), 3_torch.log
+# (with the peer's table), 4_sanitize.log, 5_bn.log.
+#   1. tests (100 s): test_dnn (cuDNN's contract, no GPU needed), test_cuprof, test_cuda (every
+#      layer kind, plan and BatchNorm mode of the small nets, CUDA against the CPU engine);
+#   2. the GPU campaign (300 s in all): experiments/gpu_*.spec one by one, most telling first
+#      (VGG-16 b8, ResNet-50 b8, VGG-16 920x920, MobileNetV2 and U-Net, VGG-16 b32, ResNet-50 b32),
+#      each file checked against results/SCHEMA.md and added to the tar when it lands;
+#   3. PyTorch on the same GPU (60 s): bench/torch_gpu.py (VGG-16 and ResNet-50 at b8 and b32,
+#      plain and checkpointed: allocated, reserved, median time) and tools/torch_peak.py --plan
+#      torch2 (the prediction of PyTorch's own bytes against them);
+#   4. compute-sanitizer (80 s): memcheck, initcheck and synccheck on one iteration of every preset
+#      of vgg-small and resnet-small (test_cuda, one process a net and tool);
+#   5. BatchNorm in row segments against float64 (40 s): ResNet-50 b8 under layer and 2ps:4 on the
+#      GPU, dumped, each against PyTorch in float64 on the same weights and batch, beside PyTorch's
+#      own float32 (tools/fp64_floor.py): is 2ps:4's deviation the fp32 floor or a defect?
+# Usage: tools/gpu_check.sh [--cpu] [STEPS]   (STEPS default "1 2 3 4 5")
+#   --cpu: the same steps on the CPU with this tree's build/ and small nets, to try the script here
+#          (test_cuda --self, a CPU campaign spec, PyTorch on the CPU, no sanitizer).
 set -uo pipefail
+cpu=0
+[ "${1:-}" = --cpu ] && { cpu=1; shift; }
+steps=" ${1:-1 2 3 4 5} "
 out="${OUT:-/tmp/gpu_out}"; mkdir -p "$out"
-root="$PWD"; stage=/tmp/lrcnn-gpu
-rm -rf "$stage" && mkdir -p "$stage" && tar -C "$stage" -xJf .gpu/bundle.tar.xz || exit 1
-src=$(cat "$stage/source_dir")
-[ "$src" = "$root" ] || [ -e "$src" ] || { mkdir -p "$(dirname "$src")" && ln -s "$root" "$src"; }
-# bundled libraries only where the machine has none of that name
-for f in "$stage"/lib/*; do ldconfig -p | grep -q " $(basename "$f") " && rm "$f"; done
-libs="$stage/lib"
-for name in $(LD_LIBRARY_PATH="$libs" ldd "$stage"/bin/* | awk '$3 == "not" {print $1}' | sort -u); do
-  hit=$(find /usr /opt -name "$name" 2>/dev/null | head -1)
-  [ -n "$hit" ] && libs="$libs:$(dirname "$hit")"
-done
-export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-bin="$stage/bin"
-{ nvidia-smi; echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"; ldd "$bin/lrcnn" | grep -E 'not found|cud|cublas|cupti'; } >"$out/0_setup.log" 2>&1
-step() { case " ${1:-1 2 3 4} " in *" $2 "*) return 0;; esac; return 1; }
-if step "${1:-}" 1; then
-  { "$bin/test_cuprof"; echo "exit $?"; "$bin/test_cuda"; echo "exit $?"; } >"$out/1_test_cuda.log" 2>&1
+root="$PWD"; t_start=$(date +%s)
+py=python3; command -v /usr/bin/python3 >/dev/null && [ $cpu = 1 ] && py=/usr/bin/python3
+
+if [ $cpu = 1 ]; then
+  bin="$root/build"; tests="$root/build/tests"; backend=cpu
+  echo "CPU trial of tools/gpu_check.sh: $bin" >"$out/0_setup.log"
+else
+  stage=/tmp/lrcnn-gpu
+  rm -rf "$stage" && mkdir -p "$stage" && tar -C "$stage" -xJf .gpu/bundle.tar.xz || exit 1
+  src=$(cat "$stage/source_dir")
+  [ "$src" = "$root" ] || [ -e "$src" ] || { mkdir -p "$(dirname "$src")" && ln -s "$root" "$src"; }
+  # bundled libraries only where the machine has none of that name
+  for f in "$stage"/lib/*; do ldconfig -p | grep -q " $(basename "$f") " && rm "$f"; done
+  libs="$stage/lib"
+  for name in $(LD_LIBRARY_PATH="$libs" ldd "$stage"/bin/* | awk '$3 == "not" {print $1}' | sort -u); do
+    hit=$(find /usr /opt -name "$name" 2>/dev/null | head -1)
+    [ -n "$hit" ] && libs="$libs:$(dirname "$hit")"
+  done
+  export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  bin="$stage/bin"; tests="$stage/bin"; backend=cuda
+  { nvidia-smi; echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"; ldd "$bin/lrcnn" | grep -E 'not found|cud|cublas|cupti'; } >"$out/0_setup.log" 2>&1
 fi
-if step "${1:-}" 2; then
-  { "$bin/lrcnn" reproduce --backend cuda; echo "exit $?"
-    for f in results/gpu/*.h5; do python3 tests/check_schema.py "$f"; done; } >"$out/2_campaign.log" 2>&1
-  tar -cf "$out/2_campaign.tar" results/gpu paper/figures/gpu_validation.* 2>>"$out/2_campaign.log"
+
+# limit SECONDS LOG CMD...: CMD under its limit (then killed), its output and exit status appended to LOG
+limit() {
+  local s=$1 log=$2; shift 2
+  local t0; t0=$(date +%s)
+  echo "\$ $* (limit ${s}s)" >>"$log"
+  timeout --kill-after=5 "$s" "$@" >>"$log" 2>&1
+  local rc=$?
+  echo "-> exit $rc after $(( $(date +%s) - t0 ))s$([ $rc = 124 ] && echo ': past its limit, stopped')" >>"$log"
+  return $rc
+}
+left() { echo $(( $1 - ($(date +%s) - $2) )); } # seconds left of a step's allowance
+
+if [[ $steps == *" 1 "* ]]; then
+  log="$out/1_tests.log"; : >"$log"
+  limit 30 "$log" "$tests/test_dnn"
+  [ $cpu = 0 ] && limit 10 "$log" "$tests/test_cuprof"
+  if [ $cpu = 1 ]; then limit 60 "$log" "$tests/test_cuda" --self; else limit 60 "$log" "$tests/test_cuda"; fi
 fi
-if step "${1:-}" 3; then
-  for plan in layer 2ps:4; do
-    compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/lrcnn" train --net vgg-small --batch 2 --plan "$plan" \
-      --iters 1 --backend cuda --no-cupti; echo "exit $?"
-  done >"$out/3_memcheck.log" 2>&1
+
+if [[ $steps == *" 2 "* ]]; then
+  log="$out/2_campaign.log"; : >"$log"; t0=$(date +%s)
+  rm -f "$out/2_campaign.tar"
+  specs="gpu_vgg16_b8 gpu_resnet50_b8 gpu_highres gpu_shipped gpu_vgg16_b32 gpu_resnet50_b32"
+  if [ $cpu = 1 ]; then # one small spec of the same shape, on the CPU
+    mkdir -p /tmp/lrcnn-gpu-trial
+    sed -e 's/^nets = .*/nets = vgg-small, resnet-small/' -e '/^image = /d' -e 's/^plans = .*/plans = layer, ckpt-sqrt, vdnn-all, 2ps:4, overl:4, 2ps-h, overl-h/' -e 's/^backend = cuda/backend = cpu/' \
+        -e 's|^output = .*|output = /tmp/lrcnn-gpu-trial/trial.h5|' experiments/gpu_vgg16_b8.spec >/tmp/lrcnn-gpu-trial/gpu_trial.spec
+    specs=/tmp/lrcnn-gpu-trial/gpu_trial
+  fi
+  for s in $specs; do
+    rest=$(left 300 "$t0"); [ "$rest" -gt 10 ] || { echo "no time left for $s" >>"$log"; continue; }
+    spec="$s.spec"; [ -e "$spec" ] || spec="experiments/$s.spec"
+    outfile=$(sed -n 's/^output = //p' "$spec")
+    limit "$rest" "$log" "$bin/lrcnn" sweep "$spec" --force
+    if [ -e "$outfile" ]; then
+      limit 30 "$log" "$py" tests/check_schema.py "$outfile"
+      tar -rf "$out/2_campaign.tar" "$outfile" 2>>"$log"
+    fi
+  done
 fi
-if step "${1:-}" 4; then
-  python3 tools/torch_peak.py nets/vgg16.net nets/resnet50.net --batch 8 --image 224 --device cuda --lrcnn "$bin/lrcnn" \
-    >"$out/4_torch.log" 2>&1
+
+if [[ $steps == *" 3 "* ]]; then
+  log="$out/3_torch.log"; : >"$log"
+  if [ $cpu = 1 ]; then
+    limit 60 "$log" "$py" bench/torch_gpu.py nets/vgg-small.net nets/resnet-small.net --batch 8 --device cpu --iters 3
+  else
+    limit 40 "$log" "$py" bench/torch_gpu.py nets/vgg16.net nets/resnet50.net --batch 8,32 --iters 10 --tsv "$out/3_torch_gpu.tsv"
+    limit 20 "$log" "$py" tools/torch_peak.py nets/vgg16.net nets/resnet50.net --batch 8,32 --image 224 --device cuda --plan torch2 \
+      --lrcnn "$bin/lrcnn"
+  fi
 fi
+
+if [[ $steps == *" 4 "* ]]; then
+  log="$out/4_sanitize.log"; : >"$log"
+  presets="layer ckpt-sqrt vdnn-all vdnn-conv 2ps:4 overl:4 2ps-h overl-h"
+  if [ $cpu = 1 ] || ! command -v compute-sanitizer >/dev/null; then
+    echo "compute-sanitizer: skipped (not on a GPU, or not found)" >>"$log"
+  else
+    t0=$(date +%s)
+    for tool in memcheck initcheck synccheck; do
+      for net in vgg-small resnet-small; do
+        rest=$(left 80 "$t0"); [ "$rest" -gt 5 ] || { echo "no time left for $tool on $net" >>"$log"; continue; }
+        extra=""; [ $tool = memcheck ] && extra="--leak-check full"
+        limit "$rest" "$log" compute-sanitizer --tool $tool $extra --error-exitcode 9 "$tests/test_cuda" $net $presets
+      done
+    done
+  fi
+fi
+
+if [[ $steps == *" 5 "* ]]; then
+  log="$out/5_bn.log"; : >"$log"
+  d=$(mktemp -d); net=resnet50; image="--image 224"; batch=8
+  [ $cpu = 1 ] && { net=resnet-small; image=""; }
+  for p in layer 2ps:4; do
+    limit 15 "$log" "$bin/lrcnn" train --net "$net" $image --batch $batch --bn train --plan "$p" --iters 1 --seed 1 \
+      --backend $backend --no-cupti --dump "$d/$p.h5" -o "$d/run-$p.h5"
+  done
+  limit 25 "$log" "$py" tools/fp64_floor.py "nets/$net.net" "$d/layer.h5" "$d/2ps:4.h5" --bn train
+  rm -rf "$d"
+fi
+
+echo "gpu_check: $(( $(date +%s) - t_start ))s in all" >>"$out/0_setup.log"
 tail -n 3 "$out"/*.log
