@@ -12,10 +12,12 @@ measures a second one:
   stash      bytes of the tensors autograd saved for backward, each storage once, parameters
              excluded (torch.autograd.graph.saved_tensors_hooks) — what the forward keeps
   persistent parameters, their gradients, the optimizer's state and BatchNorm's running buffers
-  allocated  the peak of allocated bytes over the iteration (forward, backward, optimizer step):
-             persistent + batch + the highest running total of every allocation and free the
-             profiler records (CPU: torch.profiler with profile_memory; CUDA:
-             torch.cuda.max_memory_allocated, and max_memory_reserved beside it)
+  allocated  the peak of allocated bytes over one steady-state iteration (zero_grad, forward,
+             backward, optimizer step) after two earlier ones: persistent + batch + the highest
+             running total of every allocation and free the profiler records (CPU: torch.profiler
+             with profile_memory), or on CUDA torch.cuda.max_memory_allocated after
+             reset_peak_memory_stats, max_memory_reserved beside it — the definition of
+             bench/torch_gpu.py, with TF32 and cudnn.benchmark off as there
 
 and prints lrcnn's prediction for the same net, batch and optimizer (`lrcnn sim --plan torch`:
 persistent and kept bytes when the backward begins, and the replay's peak) with the error of
@@ -199,6 +201,9 @@ def main():
                     help="torch: PyTorch 1.13's zero_grad (gradients kept as zeros); torch2: 2.x's (set to None)")
     a = ap.parse_args()
     torch.set_num_threads(max(1, os.cpu_count() or 1))
+    torch.backends.cuda.matmul.allow_tf32 = False  # fp32, as lrcnn's engine
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = False
     print("PyTorch %s on %s, %s, zero_grad(set_to_none=%s); MiB; error = (lrcnn %s plan - PyTorch) / PyTorch" % (
         torch.__version__, a.device, a.optimizer, a.plan == "torch2", a.plan))
     print("%-14s %5s | %10s %10s %7s | %10s %10s %7s | %10s %10s %7s" % (
