@@ -68,19 +68,6 @@ class CheckpointNet(TorchNet):
                     self._readers.setdefault(i, []).append(l.name)
         return self._readers.get(name, [])
 
-    def run(self, v, lo, hi, x, labels):
-        for k in range(lo, hi):
-            l = self.layers[k]
-            src = [v[i] for i in l.inputs]
-            for i in set(l.inputs):
-                if self.last_reader[i] == k:
-                    del v[i]
-            y = self.layer_out(l, src, x, labels)
-            if l.kind == "loss":
-                return y
-            v[l.name] = y
-        return v
-
     def forward(self, x, labels):
         t, into, lo = x, None, 0  # the tensor crossing the last cut, its name (None: the image)
         for k, name in self.cuts:

@@ -228,7 +228,7 @@ static const conv_choice *choice(const net_layer *l, int c_in, const dnn_call *c
 static int64_t up256(int64_t b) { return (b + 255) / 256 * 256; }
 
 /* The workspace step s needs: its calls' largest algorithm workspace, then its staging. */
-static int64_t step_ws(const dnn_step *s, dnn_plan *p)
+static int64_t step_ws(const dnn_step *s, const dnn_plan *p)
 {
     int64_t most = 0;
     for (int i = 0; i < p->n; i++) {
@@ -241,20 +241,7 @@ static int64_t step_ws(const dnn_step *s, dnn_plan *p)
     return up256(most) + p->stage_bytes;
 }
 
-int64_t conv_cuda_ws_bytes(const net *n, const sched_ws_query *q)
-{
-    dnn_step s[3];
-    int64_t most = 0;
-    char why[300];
-    for (int i = 0, k = dnn_query_steps(n, q, s); i < k; i++) {
-        dnn_plan p;
-        if (dnn_conv_plan(&s[i], true, &p, why, sizeof why)) continue; /* refused before the run (ops_table.prepare) */
-        int64_t b = step_ws(&s[i], &p);
-        if (b > most) most = b;
-        dnn_plan_free(&p);
-    }
-    return most;
-}
+int64_t conv_cuda_ws_bytes(const net *n, const sched_ws_query *q) { return dnn_query_most(n, q, step_ws); }
 
 /* --- running a plan ------------------------------------------------------------------------------ */
 

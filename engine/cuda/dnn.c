@@ -90,6 +90,15 @@ static bool widens(const conv_piece *q, net_window w, band_rows hold, bool pack)
     return (hold.b - q->v0 + 2 * q->pad - dk) / w.s + 1 == q->out && (q->out - 1) * w.s - q->pad + dk <= q->v1 - q->v0;
 }
 
+/* The input side (x, or dx: base) of piece q, for images [i0, i0 + k) of a buffer holding rows
+ * `hold`: its view, widened to the rows the buffer holds where that changes nothing; *r its place. */
+static dnn_tensor input_side(const dnn_step *s, const conv_piece *q, band_rows hold, dnn_base base, int i0, int k, bool pack, dnn_ref *r)
+{
+    int r1 = widens(q, s->l->win, hold, pack) ? hold.b : q->v1;
+    *r = view_r(base, s->c_in, s->in_w, hold, i0, q->v0);
+    return view_t(k, s->c_in, s->in_w, hold, q->v0, r1);
+}
+
 /* The calls of images [i0, i0 + k): forward. */
 static void forward_run(const dnn_step *s, int i0, int k, dnn_plan *p)
 {
@@ -152,10 +161,8 @@ static void backward_run(const dnn_step *s, int i0, int k, bool pack, dnn_plan *
         }
         int rows = q->v1 - q->v0;
         if (s->dw) { /* x: widened to the rows its buffer holds, or packed into staging */
-            bool wide = widens(q, l->win, s->x, pack);
-            int r1 = wide ? s->x.b : q->v1;
-            dnn_tensor xt = view_t(k, ci, iw, s->x, q->v0, r1);
-            dnn_ref xr = view_r(DNN_X, ci, iw, s->x, i0, q->v0);
+            dnn_ref xr;
+            dnn_tensor xt = input_side(s, q, s->x, DNN_X, i0, k, pack, &xr);
             if (pack && !packed(&xt)) {
                 dnn_ref r = slot(&st, (int64_t)k * ci * rows * iw);
                 copy(p, r, (int64_t)rows * iw, xr, len_of(s->x) * iw, (int64_t)k * ci, (int64_t)rows * iw, false);
@@ -164,10 +171,8 @@ static void backward_run(const dnn_step *s, int i0, int k, bool pack, dnn_plan *
             conv(p, DNN_CONV_BWD_FILTER, xt, xr, yt, yr, q->pad, true);
         }
         if (dx) { /* dx: straight into its rows where they are packed, else through staging (beta 0) and added */
-            bool wide = widens(q, l->win, s->dx, pack);
-            int r1 = wide ? s->dx.b : q->v1;
-            dnn_tensor xt = view_t(k, ci, iw, s->dx, q->v0, r1);
-            dnn_ref xr = view_r(DNN_DX, ci, iw, s->dx, i0, q->v0);
+            dnn_ref xr;
+            dnn_tensor xt = input_side(s, q, s->dx, DNN_DX, i0, k, pack, &xr);
             if (pack && !packed(&xt)) {
                 dnn_ref r = slot(&st, (int64_t)k * ci * rows * iw);
                 conv(p, DNN_CONV_BWD_DATA, packed_t(k, ci, rows, iw), r, yt, yr, q->pad, false);
@@ -268,19 +273,28 @@ dnn_step dnn_step_of(const net *n, const sched *s, const sched_step *t)
                       .dx_acc = bwd && t->dx[0] >= 0 && t->dx_acc[0]};
 }
 
-int64_t dnn_query_stage_bytes(const net *n, const sched_ws_query *q)
+int64_t dnn_query_most(const net *n, const sched_ws_query *q, int64_t (*bytes)(const dnn_step *s, const dnn_plan *p))
 {
     dnn_step s[3];
     int64_t most = 0;
-    char why[256];
+    char why[300];
     for (int i = 0, k = dnn_query_steps(n, q, s); i < k; i++) {
         dnn_plan p;
-        if (dnn_conv_plan(&s[i], true, &p, why, sizeof why)) continue;
-        if (p.stage_bytes > most) most = p.stage_bytes;
+        if (dnn_conv_plan(&s[i], true, &p, why, sizeof why)) continue; /* refused before a run (ops_table.prepare) */
+        int64_t b = bytes(&s[i], &p);
+        if (b > most) most = b;
         dnn_plan_free(&p);
     }
     return most;
 }
+
+static int64_t staging(const dnn_step *s, const dnn_plan *p)
+{
+    (void)s;
+    return p->stage_bytes;
+}
+
+int64_t dnn_query_stage_bytes(const net *n, const sched_ws_query *q) { return dnn_query_most(n, q, staging); }
 
 /* --- the contract ------------------------------------------------------------------------------ */
 

@@ -108,7 +108,9 @@ int dnn_query_steps(const net *n, const sched_ws_query *q, dnn_step out[3]);
  * rows of the buffers the executor passes (engine/exec.c's views). */
 dnn_step dnn_step_of(const net *n, const sched *s, const sched_step *t);
 
-/* The staging bytes of q: the most any of its steps' plans uses (0 where none can be planned). */
+/* The most `bytes` answers for the plans of q's steps (0 where none can be planned). */
+int64_t dnn_query_most(const net *n, const sched_ws_query *q, int64_t (*bytes)(const dnn_step *s, const dnn_plan *p));
+/* The staging bytes of q: the most any of its steps' plans uses. */
 int64_t dnn_query_stage_bytes(const net *n, const sched_ws_query *q);
 
 /* One tensor as printed in messages: "8x512x13x28 (strides 401408,784,28)". */
