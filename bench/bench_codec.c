@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "engine/cpu/ops_cpu.h"
+#include "sim/net/load.h"
 #include "engine/run.h"
 #include "io/data.h"
 

@@ -15,6 +15,8 @@
 #include <cblas.h>
 
 #include "io/data.h"
+#include "sim/net/load.h"
+#include "sim/net/kind.h"
 #include "engine/run.h"
 
 static double now(void)
@@ -111,7 +113,7 @@ static void iteration(const char *name, int batch, int iters)
         double t = 0;
         for (int L = 0; L < n.n; L++)
             if (n.layers[L].kind == (net_kind)k && us[2 * L] > 0) t += us[2 * L] + us[2 * L + 1];
-        if (t > 0) printf(" %s %.0f ms", net_kind_name((net_kind)k), t / 1e3);
+        if (t > 0) printf(" %s %.0f ms", kind_name((net_kind)k), t / 1e3);
     }
     printf("\n");
     printf("  heaviest layers (forward + backward, last iteration):");

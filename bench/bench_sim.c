@@ -2,7 +2,7 @@
  * ResNet-50 at 224x224; the planner's time per answer (lrcnn plan --budget), with roofline times
  * and with this CPU's calibrated profile, beside its peer, the evaluation of the ten presets a
  * user would otherwise compare by hand; the offload selection's
- * solve times (sim/offsel.h) beside vDNN's policies evaluated; and a 10,000-configuration
+ * solve times (sim/planner/offsel.h) beside vDNN's policies evaluated; and a 10,000-configuration
  * sweep (batch x plans x image sizes, nets re-inferred per image), on this machine. Figures, not
  * assertions: targets are < 100 us per VGG-16 evaluation, < 1 s per planner answer and < 2 s per
  * 10,000 configurations. */
@@ -11,10 +11,11 @@
 #include <time.h>
 
 #include "io/profile.h"
-#include "sim/heap.h"
-#include "sim/offsel.h"
-#include "sim/search.h"
-#include "sim/sim.h"
+#include "sim/net/load.h"
+#include "sim/base/heap.h"
+#include "sim/planner/offsel.h"
+#include "sim/planner/search.h"
+#include "sim/predict/sim.h"
 
 static double now(void)
 {

@@ -1,5 +1,6 @@
 /* cli: see cli.h. */
 #include "cli/cli.h"
+#include "sim/net/load.h"
 
 #include "engine/threads.h"
 #include "io/profile.h"

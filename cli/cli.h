@@ -5,7 +5,7 @@
 
 #include "io/h5.h"
 #include "io/units.h"
-#include "sim/sim.h"
+#include "sim/predict/sim.h"
 
 enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 

@@ -1,6 +1,6 @@
 /* lrcnn calibrate: the device profile of this machine (io/profile.h). Runs a set of fitting plans
  * on the engine and records every step's time (the median over the iterations after the first);
- * fits the time model (sim/timing.h) from those samples; then runs held-out check plans and
+ * fits the time model (sim/predict/timing.h) from those samples; then runs held-out check plans and
  * prints the model's predicted iteration time for each against the measured one. The check plans
  * never feed the fit, so their error is the model's error on plans it has not seen. */
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "sim/lower/pipeline.h"
 #include "engine/run.h"
 #include "io/data.h"
 #include "io/profile.h"
@@ -260,7 +261,7 @@ int cli_calibrate(int argc, char **argv)
         sched s;
         sched_cfg cfg = {.batch = c->batch, .optimizer = j.optimizer, .ws = j.ops->ws};
         if (plan_parse(&p, n, c->plan, &e)) rc = CLI_FAILED;
-        else if (sched_lower(&s, n, &p, &cfg, &e)) rc = CLI_FAILED, plan_free(&p);
+        else if (pipeline_lower(&s, n, &p, &cfg, &e)) rc = CLI_FAILED, plan_free(&p);
         else c->predicted_us = sim_time_us(n, &s, &dev, &c->fitted), sched_free(&s), plan_free(&p);
     }
     if (rc == CLI_OK) {

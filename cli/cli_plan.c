@@ -1,5 +1,5 @@
 /* lrcnn plan: given a memory budget, either the fastest plan that fits it (the planner,
- * sim/search.h), or, for each of a list of plans, the largest batch (--max-batch) or square input
+ * sim/planner/search.h), or, for each of a list of plans, the largest batch (--max-batch) or square input
  * (--max-image) that fits. The budget is compared with the replay peak (the engine's allocated
  * bytes); peaks grow monotonically with batch and input size, so a doubling search followed by
  * bisection finds the boundary. */
@@ -11,9 +11,9 @@
 #include "cli/cli.h"
 #include "engine/run.h"
 #include "io/data.h"
-#include "sim/heap.h"
-#include "sim/offsel.h"
-#include "sim/search.h"
+#include "sim/base/heap.h"
+#include "sim/planner/offsel.h"
+#include "sim/planner/search.h"
 
 
 static const char *usage =
@@ -40,7 +40,7 @@ static const char *usage =
     "the smallest peak to layer's).\n"
     "A plan of the search is answered over the fastest preset that fits only when predicted faster by\n"
     "more than the time model can tell apart: 2.69x the median error of the profile's held-out checks\n"
-    "(90% confidence that two predictions differ; sim/timing.h), or --margin PCT percent (--margin 0:\n"
+    "(90% confidence that two predictions differ; sim/predict/timing.h), or --margin PCT percent (--margin 0:\n"
     "the predicted fastest, however close).\n"
     "A budget below every plan's peak exits 2 and names the smallest peak found. --measure K runs the\n"
     "planner's plan and that preset on the CPU engine (K iterations each, in child processes) and prints\n"
@@ -54,7 +54,7 @@ static const char *usage =
     "GLPK model of the problem solved by two relaxation heuristics (round: the LP relaxation rounded;\n"
     "dive: LP diving) and exactly (branch and bound, within --time-limit S seconds, default 60), each\n"
     "as an offload(...) plan any command takes, with its replayed peak and its time on the device (on\n"
-    "a GPU device moves overlap compute; sim/offsel.h). --window W (1..8, default 8): the release\n"
+    "a GPU device moves overlap compute; sim/planner/offsel.h). --window W (1..8, default 8): the release\n"
     "delays and prefetch leads tried per layer.\n"
     "Defaults: --batch 8 --optimizer sgd --space all; --plan layer,ckpt-sqrt,vdnn-all,vdnn-conv,2ps:4,\n"
     "overl:4,2ps-h,overl-h.\n"

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "sim/lower/pipeline.h"
 #include "io/h5.h"
 
 static const char *usage =
@@ -17,7 +18,7 @@ static const char *usage =
     "(the engine's allocated bytes, exactly), 'closed' evaluates the closed-form equations of\n"
     "paper/model.md. PLANS is a comma-separated list; ranges expand (2ps:2..8).\n"
     "Presets: layer ckpt-sqrt ckpt:K vdnn-all vdnn-conv 2ps:R overl:R 2ps-h[:R] overl-h[:R];\n"
-    "custom plans: sim/PLANS.md. Defaults: --plan layer --batch 8 --optimizer sgd --bn auto --device cpu.\n"
+    "custom plans: sim/plan/PLANS.md. Defaults: --plan layer --batch 8 --optimizer sgd --bn auto --device cpu.\n"
     "Modifiers store kept maps encoded: +gist, +dpr:fp16|bf16|fp8, +zfp:rate=R|acc=E (e.g. 2ps:4+gist+dpr:fp16);\n"
     "+migrate[:grads][:optim][:weights] moves parameters, gradients and optimizer state off the device\n"
     "between their uses (Layrub-style; bare: all three). The closed form does not model modifiers yet\n"
@@ -83,7 +84,7 @@ static int sim_one(const net *n, const char *item, const char *bn, const sched_c
                r.flops / 1e9, r.flops / base->flops, r.time_us / 1e3, r.time_us / base->time_us);
     }
     sched sc; /* the same schedule again, to label the timeline's steps */
-    bool labels = f && !sched_lower(&sc, n, &p, cfg, e);
+    bool labels = f && !pipeline_lower(&sc, n, &p, cfg, e);
     h5_run run = {.kind = "sim", .n = n, .p = &p, .plan = item, .batch = cfg->batch, .optimizer = cli_optimizer_name(cfg->optimizer),
                   .device = d->name, .sim = &r, .timeline = tl, .n_timeline = r.n_steps, .steps = labels ? &sc : NULL,
                   .calibration = cfg->calib ? cfg->calib->source : NULL};

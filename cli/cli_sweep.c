@@ -14,12 +14,13 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "sim/lower/pipeline.h"
 #include "engine/run.h"
 #include "io/calib.h"
 #include "io/data.h"
 #include "io/h5.h"
 #include "io/spec.h"
-#include "sim/heap.h"
+#include "sim/base/heap.h"
 
 static const char *usage =
     "usage: lrcnn sweep SPEC [-o FILE.h5] [--shard I/N] [--force] [--quiet]\n"
@@ -68,7 +69,7 @@ static int sweep_one(const spec *s, const net *n, const sim_device *d, const enc
     plan pl;
     sched sc;
     if (plan_parse(&pl, n, text, e)) return -1;
-    int rc = sched_lower(&sc, n, &pl, &cfg, e);
+    int rc = pipeline_lower(&sc, n, &pl, &cfg, e);
     if (rc) {
         plan_free(&pl);
         return SWEEP_INFEASIBLE;
@@ -347,7 +348,7 @@ static int sweep_check(const spec *s, net *nets, const enc_calib *cal, err *e)
                 sched sc;
                 sched_cfg cfg = {.batch = s->batches[0], .calib = cal};
                 cli_parse_optimizer(s->optimizers[o], &cfg.optimizer);
-                if (!(rc = sched_lower(&sc, &nets[i], &pl, &cfg, e))) sched_free(&sc);
+                if (!(rc = pipeline_lower(&sc, &nets[i], &pl, &cfg, e))) sched_free(&sc);
             }
             if (!rc) cli_warn_plan(&pl, &nets[i]);
             plan_free(&pl);

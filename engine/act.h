@@ -21,7 +21,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "sim/net.h"
+#include "sim/net/net.h"
 
 #ifdef __CUDACC__
 #define ACT_FN __host__ __device__ static inline

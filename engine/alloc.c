@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/heap.h"
+#include "sim/base/heap.h"
 
 static size_t padded(int64_t bytes) { return ((size_t)(bytes > 0 ? bytes : 1) + 63) / 64 * 64; }
 

@@ -13,13 +13,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sim/sched.h"
+#include "sim/lower/sched.h"
 
 /* Where a backend's tensors live. get returns NULL when out of memory; host: a block in host
  * memory the device can copy to and from (offload); move copies a block to new memory on the
  * other side and releases the old one (it may do so asynchronously: the backend orders the copy
  * before any later use of either block).
- * A backend with a copy engine follows sched_move_issue's protocol (sim/sched.h) with two more
+ * A backend with a copy engine follows sched_move_issue's protocol (sim/lower/sched.h) with two more
  * calls; one without (NULL) copies in line at the move, which is what its time model assumes:
  *   stage  begins copying device block p to the host now, beside later work; the move(p, bytes,
  *          true) that follows waits for that copy, then releases p where the schedule says;

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "sim/kind.h"
-#include "sim/lower.h"
+#include "sim/net/kind.h"
+#include "sim/lower/lower.h"
 
 exec_hparams exec_default_hparams(sched_optimizer o)
 {
@@ -143,7 +143,7 @@ static void copy_rows(exec *x, const sched_step *t)
     x->ops->copy2d(d, dh * l->w, s, sh * l->w, (int64_t)x->s->batch * l->c, rows * l->w, t->acc);
 }
 
-/* The codec's view of encoded buffer b (sim/enc.h). */
+/* The codec's view of encoded buffer b (sim/plan/enc.h). */
 static ops_codec codec_of(const exec *x, int b)
 {
     const sched_buf *sb = &x->s->bufs[b];

@@ -1,4 +1,4 @@
-/* exec: runs a lowered schedule (sim/sched.h) on real tensors — one executor for every plan: the
+/* exec: runs a lowered schedule (sim/lower/sched.h) on real tensors — one executor for every plan: the
  * schedule says what to allocate, compute, copy, offload and free, and exec does exactly that
  * through the accounting allocator and a backend's ops table. Persistent buffers (parameters,
  * their gradients, optimizer state, bn running statistics) are allocated by the first
@@ -26,7 +26,7 @@ typedef struct exec {
     alloc_stats mem;
     void **ptr;                  /* [n_buf] memory of each buffer while allocated */
     int64_t *bytes;              /* [n_buf] its size: the schedule's, or for a data-sized encoding
-                                    (sim/enc.h) what the codec measured at ENCODE (kept after FREE) */
+                                    (sim/plan/enc.h) what the codec measured at ENCODE (kept after FREE) */
     bool *on_host;
     bool *arriving;              /* [n_buf] prefetched, and not yet waited for (alloc_mem.ready) */
     int *stage_start, *stage_list; /* OFFLOAD steps whose copy begins after step i (alloc_mem.stage):
@@ -38,7 +38,7 @@ typedef struct exec {
     float loss;                  /* of the last iteration */
     double *layer_us;            /* [n * 2]: forward, backward microseconds, last iteration */
     double codec_us;             /* ENCODE and DECODE steps, last iteration */
-    double *step_us;             /* [n_step]: each step's time, last iteration (sim/timing.h fits them) */
+    double *step_us;             /* [n_step]: each step's time, last iteration (sim/predict/timing.h fits them) */
     bool sync_steps;             /* wait for the backend after every step, so that step_us is its time
                                     and not its launch time on an asynchronous backend (calibration) */
     adapt adapt;                 /* COMET's adaptive ZFP bounds (plans with adapt=; else empty) */

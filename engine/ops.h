@@ -17,8 +17,8 @@
 #include <stdint.h>
 
 #include "engine/alloc.h"
-#include "sim/enc.h"
-#include "sim/net.h"
+#include "sim/plan/enc.h"
+#include "sim/net/net.h"
 
 typedef struct {
     float *p;        /* (n, c, h, w), contiguous */
@@ -83,7 +83,7 @@ static inline void ops_in_rows(const ops_call *c, int *lo, int *hi)
  * takes both inputs' gradients. (add and concat, of any number of inputs: net_input_first.) */
 static inline bool ops_reads_twice(const ops_call *c) { return c->l->n_in == 2 && c->l->in[0] == c->l->in[1] && !c->dx[1].p; }
 
-/* A kept map's encoding as a codec sees it (sim/enc.h): its kind, the modifier that chose it, its
+/* A kept map's encoding as a codec sees it (sim/plan/enc.h): its kind, the modifier that chose it, its
  * shape per image; for an argmax, the pool's window and input width, and the first of the rows
  * held (the argmax of output row o, column ow is stored as its place in that window). */
 typedef struct {

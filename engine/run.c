@@ -1,5 +1,6 @@
 /* run: see run.h. */
 #include "engine/run.h"
+#include "sim/lower/pipeline.h"
 
 #include "engine/threads.h"
 
@@ -96,7 +97,7 @@ int run_plan(run *r, const run_cfg *c, err *e)
     const enc_mod *lossy = plan_lossy(c->p);
     if (lossy && lossy->adapt > 0 && !c->ops->sumsq)
         return err_set(e, "plan '%s': the %s backend cannot adapt ZFP bounds (no gradient norms)", c->p->text, c->ops->backend);
-    if (sched_lower(&r->s, c->n, c->p, &sc, e)) return -1;
+    if (pipeline_lower(&r->s, c->n, c->p, &sc, e)) return -1;
     for (int b = 0; b < r->s.n_buf && c->ops->encodes; b++)
         if (r->s.bufs[b].kind == BUF_ENC && !c->ops->encodes(r->s.bufs[b].enc)) {
             err_set(e, "plan '%s': the %s backend has no %s codec (Debian's libzfp has no CUDA policy; use gist or dpr)", c->p->text,

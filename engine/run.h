@@ -43,7 +43,7 @@ typedef struct {
     void *ctx;
 } run_cfg;
 
-/* One encoded map of the last iteration (a BUF_ENC buffer of the schedule, sim/enc.h): the bytes
+/* One encoded map of the last iteration (a BUF_ENC buffer of the schedule, sim/plan/enc.h): the bytes
  * the simulator predicted and those the engine stored, which differ only for data-sized encodings. */
 typedef struct {
     int layer, band;

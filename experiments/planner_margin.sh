@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The planner's margin (sim/PLANS.md, "The planner"), on the engine: the five budgets of
+# The planner's margin (sim/plan/PLANS.md, "The planner"), on the engine: the five budgets of
 # results/planner_cpu.txt where the planner's own plan ran against the fastest preset that fits
-# (one of them 0.958x, slower), planned again with the margin of sim/timing.h (2.69x the median
+# (one of them 0.958x, slower), planned again with the margin of sim/predict/timing.h (2.69x the median
 # held-out error) and measured, with the batch-8 profile the table used (results/profile_cpu.h5)
 # and with the profile calibrated at batch 8 and 32 (results/profile_cpu_b8_32.h5,
 # experiments/profile_batches.sh). Output: results/planner_margin.txt. About 20 minutes on 2 cores.

@@ -1,4 +1,4 @@
-/* calib: a calibration of the data-sized encodings (sim/enc.h) read from result files. Every engine
+/* calib: a calibration of the data-sized encodings (sim/plan/enc.h) read from result files. Every engine
  * run of a plan with encodings writes its encoded maps to measured/encoded (results/SCHEMA.md),
  * with the density or ratio each measured; `--calibrate FILE` gives those, per layer, to the
  * simulator in place of the modifiers' stated ones. Any run of the same net serves: another batch,

@@ -13,8 +13,8 @@
 #include <stdint.h>
 
 #include "engine/run.h"
-#include "sim/net.h"
-#include "sim/err.h"
+#include "sim/net/net.h"
+#include "sim/base/err.h"
 
 typedef struct {
     int c, h, w, classes;

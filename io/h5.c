@@ -15,6 +15,7 @@
 #include "io/h5.h"
 #include "io/machine.h"
 #include "io/outfile.h"
+#include "sim/net/kind.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -639,7 +640,7 @@ static int write_layers(hid_t loc, const net *n, err *e)
     layer_row *rows = err_calloc((size_t)n->n, sizeof *rows);
     for (int i = 0; i < n->n; i++) {
         const net_layer *l = &n->layers[i];
-        rows[i] = (layer_row){l->name, net_kind_name(l->kind), l->c, l->h, l->w, l->params, l->macs};
+        rows[i] = (layer_row){l->name, kind_name(l->kind), l->c, l->h, l->w, l->params, l->macs};
     }
     int rc = h5_write_table(loc, "layers", rows, sizeof *rows, (hsize_t)n->n, fields, 7, e);
     free(rows);

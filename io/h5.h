@@ -8,7 +8,7 @@
 #include <hdf5.h>
 
 #include "engine/run.h"
-#include "sim/sim.h"
+#include "sim/predict/sim.h"
 
 #define H5_SCHEMA_VERSION 2
 

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "sim/err.h"
+#include "sim/base/err.h"
 
 /* log (or NULL) gets a line when the parts come from a tree with local changes, which merge
  * cannot compare. */

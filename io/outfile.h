@@ -13,7 +13,7 @@
 
 #include <stdbool.h>
 
-#include "sim/err.h"
+#include "sim/base/err.h"
 
 typedef struct {
     char *path;     /* the final name */

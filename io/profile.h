@@ -1,5 +1,5 @@
 /* profile: a device profile file — what `lrcnn calibrate` measured on one machine, read back as a
- * time model (sim/timing.h) by every command that takes --profile. It is an lrcnn result file
+ * time model (sim/predict/timing.h) by every command that takes --profile. It is an lrcnn result file
  * (root attributes as every result: commit, date, host, command, cpu, threads) with root
  * attributes kind = "profile" and backend, and two tables (results/SCHEMA.md):
  *   profile/samples  one row per measured step: net, plan, batch, step, key, class, x, work, us
@@ -13,7 +13,7 @@
 #define LRCNN_PROFILE_H
 
 #include "io/h5.h"
-#include "sim/timing.h"
+#include "sim/predict/timing.h"
 
 typedef struct {
     const char *net, *plan, *key, *cls;

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "io/units.h"
-#include "sim/plan.h"
+#include "sim/plan/plan.h"
 
 /* The keys, in the order the unknown-key message lists them. */
 enum {

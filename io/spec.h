@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "sim/err.h"
+#include "sim/base/err.h"
 
 #define SPEC_MAX 64
 #define SPEC_FIGURES 16

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "io/h5.h"
-#include "sim/kind.h"
+#include "sim/net/kind.h"
 
 static void dims_str(const hsize_t *d, int rank, char *buf, size_t len)
 {

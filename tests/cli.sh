@@ -70,7 +70,7 @@ grep -q "bn=train" "$tmp/out" && [ ! -s "$tmp/err" ] && ok "bn defaults to train
 expect_ok "bn=per-band" -- sim --net resnet-small --plan 2ps:4,overl:4 --bn per-band -o "$tmp/pb.h5"
 [ "$(grep -c "warning: bn=per-band" "$tmp/err")" -eq 1 ] && ok "bn=per-band: one warning line" || bad "bn=per-band warning: $(cat "$tmp/err")"
 "$python" -c "import h5py,sys; r=h5py.File('$tmp/pb.h5')['runs/00000']; sys.exit(0 if r.attrs['bn']=='per-band' and r.attrs['bn_exact']==0 else 1)" && ok "per-band recorded: bn, bn_exact = 0" || bad "per-band not recorded in the file"
-# plan modifiers (sim/enc.h): how kept maps are stored
+# plan modifiers (sim/plan/enc.h): how kept maps are stored
 expect_ok "sim with encodings" -- sim --net vgg16 --batch 8 --plan 'ckpt-sqrt+gist+zfp:rate=8'
 grep -q "+gist +zfp:rate=8" "$tmp/out" && grep -q "n/a" "$tmp/out" && ok "modifiers resolved; closed form n/a" || bad "modifier output"
 for m in 'foo|unknown modifier' 'dpr:fp12|dpr:fp12 is not one of fp16 bf16 fp8' 'zfp:acc=0|acc=0 is not a number in (0, 1]' \

@@ -6,7 +6,7 @@
 #define LRCNN_TESTS_HARNESS_H
 
 #include "engine/run.h"
-#include "sim/sim.h"
+#include "sim/predict/sim.h"
 
 typedef struct {
     plan p;

@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/band.h"
+#include "sim/geometry/band.h"
+#include "sim/net/load.h"
 #include "tests/randnet.h"
 
 static randnet_rng rng = {0x9E3779B97F4A7C15ull};

@@ -26,7 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/sim.h"
+#include "sim/predict/sim.h"
+#include "sim/lower/pipeline.h"
+#include "sim/net/load.h"
 #include "tests/randnet.h"
 
 #define BOUND 0.02    /* the paper's acceptance bound, reported (the test asserts equality) */
@@ -56,7 +58,7 @@ static void explain(const net *n, const plan *p, const sched_cfg *cfg, const sim
     }
     sched s;
     err e;
-    if (sched_lower(&s, n, p, cfg, &e)) return;
+    if (pipeline_lower(&s, n, p, cfg, &e)) return;
     sim_mem m;
     sim_replay(&s, &m, NULL);
     int i = m.peak_step;

@@ -4,7 +4,7 @@
  *                         with stride, padding and dilation, and a band's first row not 0
  *   zfp:acc               |decoded - x| <= acc x (max - min) everywhere, smaller encodings as acc
  *                         loosens; zfp:rate and every fixed-size kind write exactly the bytes the
- *                         simulator predicts (sim/enc.c)
+ *                         simulator predicts (sim/plan/enc.c)
  *   mask                  a lossy relu output decodes zeros as zeros and positives as positive
  *   fp16, bf16, fp8       written to DIR (input.f32, fp16.f32, bf16.f32, fp8.f32) for
  *                         tests/codec_ref.py to compare with PyTorch's conversions (fp16, bf16)

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "engine/cuda/ops_cuda.h"
+#include "sim/net/load.h"
 #include "tests/harness.h"
 
 #define SKIP 77

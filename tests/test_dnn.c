@@ -26,9 +26,11 @@
 #include <string.h>
 
 #include "engine/cuda/dnn.h"
+#include "sim/lower/pipeline.h"
+#include "sim/net/load.h"
 #include "engine/cuda/fit.h"
 #include "engine/ops.h"
-#include "sim/kind.h"
+#include "sim/net/kind.h"
 
 static int failures;
 
@@ -55,7 +57,7 @@ static int contract_plan(const net *n, const char *text, int batch, bool pack, t
     err e;
     sched_cfg cfg = {.batch = batch, .ws = &staging};
     if (plan_parse(&p, n, text, &e)) return 1; /* a preset this net does not take (authors-*): not a case */
-    if (sched_lower(&s, n, &p, &cfg, &e)) {
+    if (pipeline_lower(&s, n, &p, &cfg, &e)) {
         plan_free(&p);
         return 1;
     }
@@ -342,7 +344,7 @@ static void semantics_net(const char *name, int h, int batch, const char *const 
         plan p;
         sched s;
         sched_cfg cfg = {.batch = batch, .ws = &staging};
-        if (plan_parse(&p, &n, plist[i], &e) || sched_lower(&s, &n, &p, &cfg, &e)) {
+        if (plan_parse(&p, &n, plist[i], &e) || pipeline_lower(&s, &n, &p, &cfg, &e)) {
             printf("FAIL %s %s: %s\n", n.name, plist[i], e.msg), failures++;
             continue;
         }

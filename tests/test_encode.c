@@ -1,4 +1,4 @@
-/* Encodings of kept maps (sim/enc.h) run by the engine, against the same plan without them.
+/* Encodings of kept maps (sim/plan/enc.h) run by the engine, against the same plan without them.
  *
  *   lossless  +gist, +gist:binarize and +gist:sparse: the loss and every parameter gradient equal
  *             the plain plan's bit for bit (memcmp), on layer, checkpoint, offload and both row
@@ -25,7 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/kind.h"
+#include "sim/net/kind.h"
+#include "sim/net/load.h"
 #include "tests/harness.h"
 
 static int failures, skipped;

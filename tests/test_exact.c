@@ -12,7 +12,7 @@
  * momentum (1.6 GB) no activation strategy touches; kernels.net peaks in conv3's backward, inside
  * the tail that checkpoint_sequential runs as `layer`, holding the same tensors either way.
  * BatchNorm in train mode inside row segments is exact too: the bands gather whole-map statistics in
- * extra passes (sim/rows.h), on ResNet-small at 32 and 35 rows for every band count, on bn-cover.net
+ * extra passes (sim/lower/rows.h), on ResNet-small at 32 and 35 rows for every band count, on bn-cover.net
  * (rows of each bn's map that nothing downstream reads) and on ResNet-50.
  * Usage: test_exact small             every preset and every band count 1..H on the test nets
  *        test_exact NET IMAGE [BN]    VGG-16 / ResNet-50 size: layer, checkpoint, offload, rows, and
@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "tests/harness.h"
+#include "sim/net/load.h"
 
 #define TOL 1e-5 /* fp32 reassociation on gradient norms; see the header */
 

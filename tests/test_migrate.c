@@ -1,4 +1,4 @@
-/* Migration (+migrate, sim/migrate.c) run by the engine, against the same plan without it.
+/* Migration (+migrate, sim/lower/migrate.c) run by the engine, against the same plan without it.
  *
  * For every plan family and both optimizers, two iterations from the same weights and batches:
  * the losses, iteration 0's gradients and the final parameters equal the plain plan's bit for bit
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "tests/harness.h"
+#include "sim/net/load.h"
 
 static int failures;
 

@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sim/net.h"
+#include "sim/net/net.h"
+#include "sim/net/load.h"
 
 static int failures;
 #define EXPECT_EQ(what, got, want)                                                                    \

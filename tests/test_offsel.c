@@ -1,4 +1,4 @@
-/* Offload selection (sim/offsel.h) and the time model of moves beside compute (sim.h, overlap).
+/* Offload selection (sim/planner/offsel.h) and the time model of moves beside compute (sim.h, overlap).
  *
  * Overlap: on every test net, for plans with and without moves, the two-stream time is at least
  * the compute stream's work and the link's, at most the in-line sum, equal to it without moves;
@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/offsel.h"
+#include "sim/planner/offsel.h"
+#include "sim/lower/pipeline.h"
+#include "sim/net/load.h"
 
 static int failures;
 
@@ -52,7 +54,7 @@ static void test_overlap(const net *n, const sched_cfg *cfg)
         plan p;
         sched s;
         err e;
-        if (plan_parse(&p, n, plans[i], &e) || sched_lower(&s, n, &p, cfg, &e)) {
+        if (plan_parse(&p, n, plans[i], &e) || pipeline_lower(&s, n, &p, cfg, &e)) {
             EXPECT(0, "%s: %s", plans[i], e.msg);
             continue;
         }
@@ -84,7 +86,7 @@ static int candidates(const net *n, const sched_cfg *cfg, int *out)
     plan p;
     sched s;
     err e;
-    if (plan_parse(&p, n, text, &e) || sched_lower(&s, n, &p, cfg, &e)) return 0;
+    if (plan_parse(&p, n, text, &e) || pipeline_lower(&s, n, &p, cfg, &e)) return 0;
     bool *on = calloc((size_t)n->n, sizeof(bool));
     for (int b = 0; b < s.n_buf; b++)
         if (s.bufs[b].offload) on[s.bufs[b].layer] = true;

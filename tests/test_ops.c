@@ -21,9 +21,10 @@
 #include <string.h>
 
 #include "engine/act.h"
+#include "sim/net/load.h"
 #include "engine/ops.h"
-#include "sim/kind.h"
-#include "sim/sched.h"
+#include "sim/net/kind.h"
+#include "sim/lower/sched.h"
 
 /* --- tolerances (all of them) ----------------------------------------------------------------
  * Finite differences run the fp32 kernels and difference J in double, with the step the floats
@@ -106,7 +107,7 @@ static float frand(float lo, float hi) { return lo + (hi - lo) * (float)urand();
 
 /* --- one layer under test -------------------------------------------------------------------------
  * A layer is tested inside a net text (IN, the layer called "t", END), so its shapes and window come
- * from net.c as everywhere else. */
+ * from the loader (sim/net/load.c) as everywhere else. */
 
 #define IN "input x c=3 h=9 w=8\n"
 #define KEY 0x5eedULL /* dropout's masks */

@@ -18,8 +18,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sim/kind.h"
-#include "sim/sim.h"
+#include "sim/net/kind.h"
+#include "sim/lower/pipeline.h"
+#include "sim/net/load.h"
+#include "sim/predict/sim.h"
 #include "tests/randnet.h"
 
 static int failures;
@@ -41,7 +43,7 @@ static int lower(const net *n, const char *text, int batch, sched *s)
     err e;
     sched_cfg cfg = {.batch = batch, .optimizer = SCHED_ADAM};
     if (plan_parse(&p, n, text, &e)) return FAIL("%s: %s", text, e.msg), -1;
-    int rc = sched_lower(s, n, &p, &cfg, &e);
+    int rc = pipeline_lower(s, n, &p, &cfg, &e);
     if (rc) FAIL("%s: %s", text, e.msg);
     plan_free(&p);
     return rc;
@@ -182,7 +184,7 @@ static void check_shipped_nets(void)
             sched s;
             sched_cfg cfg = {.batch = 2, .optimizer = SCHED_SGD};
             if (plan_parse(&pl, &m, plans[p], &e)) { FAIL("%s: %s", text, e.msg); continue; }
-            if (!sched_lower(&s, &m, &pl, &cfg, &e)) check_well_formed(&m, text, &s), check_rows(&m, text, &s), sched_free(&s), checked++;
+            if (!pipeline_lower(&s, &m, &pl, &cfg, &e)) check_well_formed(&m, text, &s), check_rows(&m, text, &s), sched_free(&s), checked++;
             else FAIL("%s: %s", text, e.msg);
             plan_free(&pl);
         }
@@ -280,7 +282,7 @@ static void check_random_nets(int n_nets)
                 skipped++;
                 continue;
             }
-            if (!sched_lower(&s, &m, &pl, &cfg, &e)) {
+            if (!pipeline_lower(&s, &m, &pl, &cfg, &e)) {
                 check_well_formed(&m, pl_text, &s), check_rows(&m, pl_text, &s), sched_free(&s), schedules++;
             } else {
                 FAIL("%s: %s\n%s", pl_text, e.msg, text);

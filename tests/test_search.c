@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/search.h"
+#include "sim/planner/search.h"
+#include "sim/lower/pipeline.h"
+#include "sim/net/load.h"
 
 static int failures;
 static int margin_kept; /* budgets where a 10% margin kept a preset over the plan found */
@@ -75,7 +77,7 @@ static int64_t replay(const search_req *r, const char *text, double *us)
     err e;
     *us = NAN;
     if (plan_parse(&p, r->n, text, &e)) return -1;
-    int rc = sched_lower(&s, r->n, &p, &r->cfg, &e);
+    int rc = pipeline_lower(&s, r->n, &p, &r->cfg, &e);
     plan_free(&p);
     if (rc) return -1;
     sim_mem m;

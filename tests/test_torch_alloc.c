@@ -1,14 +1,15 @@
-/* test_torch_alloc: the caching-allocator replay (sim/torch_alloc.h) on hand-made schedules whose
+/* test_torch_alloc: the caching-allocator replay (sim/predict/torch_alloc.h) on hand-made schedules whose
  * reserved bytes follow from PyTorch's rules by hand, and on the torch plans of the shipped nets,
  * where it can only be at least what is allocated at the peak. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sim/net.h"
-#include "sim/plan.h"
-#include "sim/sim.h"
-#include "sim/torch_alloc.h"
+#include "sim/net/net.h"
+#include "sim/net/load.h"
+#include "sim/plan/plan.h"
+#include "sim/predict/sim.h"
+#include "sim/predict/torch_alloc.h"
 
 #define MiB (1LL << 20)
 

@@ -68,7 +68,7 @@ SHOW = 5                   # mismatching elements printed per failing tensor
 
 
 # ---------------------------------------------------------------------------------------------
-# The net text format (nets/FORMAT.md), parsed independently of sim/net.c.
+# The net text format (nets/FORMAT.md), parsed independently of sim/net/net.c.
 
 class NetError(Exception):
     pass
@@ -568,7 +568,7 @@ def cmd_compare(netfile, dump, bn=None):
             if mode_attr in ("train", "frozen"):
                 bn = mode_attr
             elif mode_attr == "auto" and not re.search(r"rows|2ps|overl", plan):
-                bn = "train"  # auto resolves to train outside row segments (sim/PLANS.md)
+                bn = "train"  # auto resolves to train outside row segments (sim/plan/PLANS.md)
             else:
                 rep.fail("dump bn=%s under plan '%s': no exact reference (give --bn train|frozen)" % (mode_attr, plan))
                 return rep

@@ -3,7 +3,7 @@
 
     python3 tools/netstat.py nets/vgg16.net [more.net ...] [-q]
 
-An independent stdlib-only reading of FORMAT.md, used to cross-check the C parser (sim/net.c)
+An independent stdlib-only reading of FORMAT.md, used to cross-check the C parser (sim/net/net.c)
 and the shipped nets. Totals: params, MACs (conv + fc, per image) and forward values (input plus
 every conv, pool and fc output, per image). -q prints totals only.
 """

@@ -14,7 +14,7 @@ mkdir -p "$out"
 plans="layer,ckpt-sqrt,vdnn-all,vdnn-conv,2ps:2,2ps:4,overl:3,overl:6,2ps-h,overl-h,torch2"
 run() { # FILE ARGS...: the command and what it prints (errors too)
   local f=$1; shift
-  { echo "\$ lrcnn $*"; "$bin" "$@" 2>&1 || echo "exit $?"; } >"$out/$f"
+  { echo "\$ lrcnn $*"; "$bin" "$@" 2>&1 || echo "exit $?"; } | sed -E 's/(searched +[0-9]+ plans) in [0-9.]+ s/\1/' >"$out/$f" # the planner's own time varies
 }
 for net in vgg16 resnet50 mobilenetv2 densenet121 unet convnext-tiny kernels vgg-small resnet-small unet-small; do
   bns="auto"

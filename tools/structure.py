@@ -310,4 +310,7 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # a reader that stopped early (head)
+        sys.exit(0)

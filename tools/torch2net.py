@@ -208,8 +208,8 @@ MODULES = [  # order matters: ReLU6 is a Hardtanh
     (nn.Upsample, lambda m, where: upsample(m.scale_factor, m.size, m.mode, where, m.align_corners)),
 ]
 
-NET_MAX_IN = 64  # the most inputs of an add or concat (sim/net.h)
-NET_NAME_MAX = 47  # the longest layer name (sim/net.h: NET_NAME_LEN - 1)
+NET_MAX_IN = 64  # the most inputs of an add or concat (sim/net/net.h)
+NET_NAME_MAX = 47  # the longest layer name (sim/net/net.h: NET_NAME_LEN - 1)
 # Kinds that act on each value alone: they run on a channels-last tensor as on a map.
 ELEMENTWISE = ("relu", "relu6", "leakyrelu", "sigmoid", "silu", "gelu", "hardswish", "hardsigmoid", "dropout")
 

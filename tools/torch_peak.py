@@ -23,7 +23,7 @@ and prints lrcnn's prediction for the same net, batch and optimizer (`lrcnn sim 
 persistent and kept bytes when the backward begins, and the replay's peak) with the error of
 each. Run it on your own GPU with --device cuda: then PyTorch's reserved bytes
 (max_memory_reserved) are printed too, beside the plan's model of the caching allocator
-(sim/torch_alloc.h).
+(sim/predict/torch_alloc.h).
 Needs PyTorch (Debian's python3-torch 1.13 on the CPU), h5py and the lrcnn binary.
 """
 import argparse
@@ -53,7 +53,7 @@ class TorchNet(torch_ref.RefNet):
         for l in layers:
             for i in l.inputs:
                 readers[i] = readers.get(i, 0) + 1
-        # the kinds lrcnn runs in place (sim/kind.c), as torchvision's ReLU(inplace=True),
+        # the kinds lrcnn runs in place (sim/net/kind.c), as torchvision's ReLU(inplace=True),
         # ReLU6(inplace=True) and LeakyReLU(inplace=True) do
         self.inplace = {l.name for l in layers if l.kind in INPLACE_KINDS and readers.get(l.inputs[0], 0) == 1
                         and self.by_name[l.inputs[0]].kind != "input"}

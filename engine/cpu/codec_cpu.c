@@ -1,6 +1,6 @@
-/* codec_cpu: the encodings of kept maps (sim/enc.h) on the CPU, image by image, images in parallel.
+/* codec_cpu: the encodings of kept maps (sim/plan/enc.h) on the CPU, image by image, images in parallel.
  *
- * Formats (the sizes sim/enc.c predicts, byte for byte for the fixed-size ones):
+ * Formats (the sizes sim/plan/enc.c predicts, byte for byte for the fixed-size ones):
  *   sign      a bitmap of v > 0, least significant bit first; decodes to 1.0 and 0.0, which is all
  *             a relu backward (mask y > 0) and a max-pool backward (argmax only) read
  *   argmax    each winner's place ki * k + kj in its k x k window, `bits` bits each, packed least

@@ -19,7 +19,7 @@
 
 #include "engine/cpu/ops_cpu.h"
 #include "engine/act.h"
-#include "sim/kind.h"
+#include "sim/net/kind.h"
 
 /* --- views ------------------------------------------------------------------------------------ */
 
@@ -644,7 +644,7 @@ static void apool_backward(const ops_call *c)
 
 /* The loss's logits: K classes at each of P places per image, class k of place q of image n at
  * (n * K + k) * P + q — the C*H*W values as K classes at P = 1 place, or per pixel the C channels
- * at each of the H*W places (sim/kind.c: the loss layer is (K, 1, 1) or (C, H, W)). */
+ * at each of the H*W places (sim/net/kind.c: the loss layer is (K, 1, 1) or (C, H, W)). */
 static void loss_shape(const ops_call *c, int64_t *K, int64_t *P)
 {
     *K = c->l->c, *P = (int64_t)c->l->h * c->l->w;
@@ -824,7 +824,7 @@ static void dropout_backward(const ops_call *c)
 typedef void (*kernel)(const ops_call *c);
 
 /* Forward and backward kernel of each layer kind (the input has neither), and the statistics
- * kernel of the kinds that normalize with whole-map statistics (sim/kind.h: map_stats). */
+ * kernel of the kinds that normalize with whole-map statistics (sim/net/kind.h: map_stats). */
 static const struct {
     kernel forward, backward;
     void (*stats)(const ops_call *c, ops_stats what);

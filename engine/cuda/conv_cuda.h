@@ -14,7 +14,7 @@
  * less the staging at its end) and stops, naming the step, if a schedule was lowered with another
  * model. Workspace of a step = the largest algorithm workspace of its calls, rounded up to 256
  * bytes, plus its staging (dnn.h), at every place a band of those rows can take when the lowering
- * does not say which (sim/sched.h: sched_ws_query).
+ * does not say which (sim/lower/sched.h: sched_ws_query).
  * Not here: the call plans (dnn.h), bias forward and everything else (ops_cuda.c). */
 #ifndef LRCNN_CONV_CUDA_H
 #define LRCNN_CONV_CUDA_H

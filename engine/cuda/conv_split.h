@@ -18,7 +18,7 @@
 
 #include <stdbool.h>
 
-#include "sim/net.h"
+#include "sim/net/net.h"
 
 typedef struct {
     int a, b;     /* output rows this piece delivers */

@@ -9,7 +9,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
-/* Prints "lrcnn: WHAT failed at FILE:LINE: MSG" and exits 1 (ops_cuda.c). */
+/* Prints "lrcnn: WHAT failed at FILE:LINE: MSG" and exits 1. */
 void cu_fatal(const char *what, const char *msg, const char *file, int line) __attribute__((noreturn));
 
 #define CUDA_CHECK(x)                                                                                 \

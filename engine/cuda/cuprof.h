@@ -32,7 +32,7 @@
 
 #include <cupti_activity.h>
 
-#include "sim/err.h"
+#include "sim/base/err.h"
 
 typedef struct {
     bool valid;               /* false when CUPTI dropped records: every number is then suspect */

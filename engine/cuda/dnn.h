@@ -29,7 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sim/sched.h"
+#include "sim/lower/sched.h"
 
 /* A 4-d fp32 tensor as a cuDNN descriptor states it: sizes, and strides in elements (W's is 1). */
 typedef struct {
@@ -72,7 +72,7 @@ typedef struct {
 } dnn_plan;
 
 /* One convolution step as the executor sees it: the layer, its input map, the output rows, and the
- * rows each buffer holds (sim/sched.h's sched_ws_query says the same of a schedule's step). */
+ * rows each buffer holds (sim/lower/sched.h's sched_ws_query says the same of a schedule's step). */
 typedef struct {
     const net_layer *l;              /* NET_CONV */
     int c_in, in_h, in_w;            /* its input map */
@@ -99,7 +99,7 @@ void dnn_plan_free(dnn_plan *p);
  * operands of a call overlapping); 0, or -1 with the first broken rule in why (one line). */
 int dnn_check(const dnn_plan *p, const dnn_step *s, char *why, size_t len);
 
-/* The steps a workspace query of net n stands for (sim/sched.h): the step itself where its buffers
+/* The steps a workspace query of net n stands for (sim/lower/sched.h): the step itself where its buffers
  * are known (q->held), else the band at its first, middle and last place, every operand holding
  * just the rows it reads or writes. Returns how many (0: not a convolution). */
 int dnn_query_steps(const net *n, const sched_ws_query *q, dnn_step out[3]);

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "sim/err.h"
+#include "sim/base/err.h"
 
 static void insert(int64_t **at, int64_t **len, int *n, int *cap, int i, int64_t a, int64_t l)
 {

@@ -4,7 +4,7 @@
  * device block: the scratch, cuBLAS's workspace and the pinned host arena are set up by prepare. */
 #include "engine/cuda/ops_cuda.h"
 #include "engine/act.h"
-#include "sim/kind.h"
+#include "sim/net/kind.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -52,11 +52,6 @@ static struct {
     int64_t device_peak;        /* ... the most at a step's end since device_mark (profiling) */
 } g;
 
-void cu_fatal(const char *what, const char *msg, const char *file, int line)
-{
-    fprintf(stderr, "lrcnn: %s failed at %s:%d: %s\n", what, file, line, msg);
-    exit(1);
-}
 
 /* Every layer step ends here: a kernel launch of the step that failed (kernels.h: LAUNCHED checks
  * each launch in debug builds) stops the program, naming the step. cudaGetLastError does not wait
@@ -127,7 +122,7 @@ static void cu_put(void *p, bool host)
     else CUDA_CHECK(cudaFreeAsync(p, g.compute));
 }
 
-/* Moves follow sched_move_issue's protocol (sim/sched.h). An offload's copy is staged: the copy
+/* Moves follow sched_move_issue's protocol (sim/lower/sched.h). An offload's copy is staged: the copy
  * stream waits for the compute work so far (the block's last writer), copies into pinned memory
  * and marks its end; the move later makes the compute stream wait for that mark and frees the
  * device block in compute order, where the schedule releases it, so the pool never holds less than

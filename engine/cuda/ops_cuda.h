@@ -21,7 +21,7 @@
 #define LRCNN_OPS_CUDA_H
 
 #include "engine/ops.h"
-#include "sim/sched.h"
+#include "sim/lower/sched.h"
 
 /* The backend, after initializing the first device; NULL with a reason in e when there is no
  * usable GPU (no driver, no device). profile: start CUPTI first (cuprof.h) and tag kernels. */

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sim/err.h"
+#include "sim/base/err.h"
 
 /* The input as a NUL-terminated string (malloc'd; it ends at the input's first NUL byte). */
 char *fuzz_text(const uint8_t *data, size_t size);

@@ -1,4 +1,4 @@
-/* fuzz_net: the net file parser (sim/net.c: net_parse, nets/FORMAT.md).
+/* fuzz_net: the net file parser (sim/net/load.c: net_parse, nets/FORMAT.md).
  *
  * Input: the text of a net file. A parsed net is then resized (net_set_input, as --image does) and
  * its totals summed, as every command does next. A finding: a crash, an out-of-bounds access, a
@@ -6,7 +6,8 @@
  * — for any input, which must give either a net or one error message. */
 #include <stdlib.h>
 
-#include "sim/net.h"
+#include "sim/net/net.h"
+#include "sim/net/load.h"
 #include "tests/fuzz/fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

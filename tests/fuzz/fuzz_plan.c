@@ -1,17 +1,19 @@
-/* fuzz_plan: the plan parser (sim/plan.c: plan_parse, plan_list_expand; syntax in sim/PLANS.md).
+/* fuzz_plan: the plan parser (sim/plan/plan.c: plan_parse, plan_list_expand; syntax in sim/plan/PLANS.md).
  *
  * Input: a plan text — a preset, a custom plan, modifiers, " bn=..." — or a comma-separated list
  * of them with ranges ("layer,2ps:2..8"). The text is expanded as a list, then parsed as one plan
  * against three fixed nets from nets/: ResNet-small (residual blocks, bn), kernels (odd sizes,
  * strides, dilation, avgpool padding) and VGG-16 at 64x64 (the authors-* presets name its layers).
- * A plan that parses is described, and on the two small nets lowered to a schedule (sched_lower:
+ * A plan that parses is described, and on the two small nets lowered to a schedule (pipeline_lower:
  * where a modifier that encodes nothing is refused). A finding: a crash, an out-of-bounds access,
  * a leak, undefined behaviour, a failed CHECK (an internal invariant the parser let through) or an
  * allocation past the malloc limit; every input must give a plan or one error message. */
 #include <stdlib.h>
 
-#include "sim/plan.h"
-#include "sim/sched.h"
+#include "sim/plan/plan.h"
+#include "sim/lower/pipeline.h"
+#include "sim/net/load.h"
+#include "sim/lower/sched.h"
 #include "tests/fuzz/fuzz.h"
 
 static net nets[3];
@@ -44,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (i < 2) {
             sched s;
             sched_cfg cfg = {.batch = 2, .optimizer = (size & 1) ? SCHED_ADAM : SCHED_SGD};
-            if (sched_lower(&s, &nets[i], &p, &cfg, &e) == 0) sched_free(&s);
+            if (pipeline_lower(&s, &nets[i], &p, &cfg, &e) == 0) sched_free(&s);
         }
         plan_free(&p);
     }

@@ -8,6 +8,8 @@
  * load or give one error message. Crashes inside libhdf5 itself (not instrumented) show as SEGV
  * with HDF5 frames: those are the library's, recorded in RESULTS.md, not the reader's. */
 #include "engine/exec.h"
+#include "sim/lower/pipeline.h"
+#include "sim/net/load.h"
 #include "io/weights.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -22,7 +24,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     err e;
     if (net_load_named(&n, "bn-cover", &e) || plan_parse(&p, &n, "layer", &e)) fuzz_fail("setup", &e);
     sched_cfg cfg = {.batch = 1, .optimizer = SCHED_SGD};
-    if (sched_lower(&s, &n, &p, &cfg, &e)) fuzz_fail("setup", &e);
+    if (pipeline_lower(&s, &n, &p, &cfg, &e)) fuzz_fail("setup", &e);
     exec_init(&x, &n, &p, &s, &ops_cpu, SCHED_SGD, exec_default_hparams(SCHED_SGD), 1);
     exec_start(&x);
     return 0;

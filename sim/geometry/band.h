@@ -1,0 +1,80 @@
+/* band: row geometry of a segment executed band by band.
+ *
+ * A segment is layers [first, last] (topological indices) with one input tensor (the output of
+ * layer `src`, the only tensor crossing the cut before `first`) and one output (layer `last`).
+ * Bands own contiguous output rows of `last`, given as cuts: band r owns [cuts[r], cuts[r+1]).
+ * From the owned rows, interval arithmetic through each layer's window gives:
+ *   OverL: the rows each band computes at every layer (its own rows plus the receptive-field
+ *          halo, union over consumers), and the rows of the segment input it reads;
+ *   2PS:   the rows each band computes (a prefix difference: no row is computed twice) and the
+ *          boundary it keeps for the next band (rows already computed that a later band reads).
+ * Borders: a band's window may run past row 0 or past the last row; those rows are the layer's
+ * true zero padding. Interior band edges are never padded. Rows are [a, b); empty when a >= b.
+ * Cover (band_seg.cover): at a layer with whole-map statistics every row is computed by some band
+ * — 2PS: the last band finishes the map; OverL: a band's rows reach the next band's first row and
+ * the last band's the map's end — and the layers before it compute what that takes.
+ * Not done here: bytes, steps or time (see sched.h). */
+#ifndef LRCNN_BAND_H
+#define LRCNN_BAND_H
+
+#include "sim/net/net.h"
+
+typedef struct {
+    int a, b;
+} band_rows;
+
+typedef enum { BAND_2PS, BAND_OVERL } band_policy;
+static inline const char *band_policy_name(band_policy p) { return p == BAND_2PS ? "2ps" : "overl"; }
+
+typedef struct {
+    int first, last; /* layers, inclusive */
+    int src;         /* producer of the segment input */
+    int stride;      /* rows of src per row of last, along the first-input path */
+    bool cover;      /* every row of a layer that normalizes with whole-map statistics (kind_table:
+                        map_stats, i.e. bn in train mode) is computed by some band, read downstream
+                        or not, so the bands can gather its statistics (set by the plan) */
+} band_seg;
+
+typedef struct {
+    band_policy policy;
+    int n_bands, n_layers; /* n_layers = last - first + 1 */
+    int *cuts;             /* [n_bands + 1] owned output rows of `last` */
+    band_rows *out;        /* [band * n_layers + (layer - first)]: rows the band computes */
+    band_rows *keep;       /* same indexing; 2PS: rows handed to the next band (boundary) */
+    band_rows *src_rows;   /* [band]: rows of the segment input the band reads */
+} band_geom;
+
+/* Validates [first, last] as a row segment: clean cuts on both sides, every layer row-wise. */
+int band_seg_init(band_seg *s, const net *n, int first, int last, err *e);
+
+/* Geometry for explicit cuts (cuts[0] = 0, cuts[R] = height of `last`, strictly increasing). */
+int band_geom_init(band_geom *g, const net *n, const band_seg *s, band_policy p, const int *cuts, int n_bands, err *e);
+void band_geom_free(band_geom *g);
+
+/* Default cuts for R bands: OverL splits the output evenly; 2PS splits the segment input in
+ * cores of ceil(H/R) rows rounded up to the segment stride, each band reading past its core by the
+ * first layer's boundary (the authors' VGG-16 splits), owning what that input lets it finish. */
+int band_cuts_default(const net *n, const band_seg *s, band_policy p, int n_bands, int *cuts, err *e);
+
+/* Rows of input j of `layer` that output rows r read, clipped to the producer's height, and the
+ * zero padding needed above and below (non-zero only at image borders). */
+void band_input_rows(const net *n, int layer, int j, band_rows r, band_rows *in, int *pad_top, int *pad_bot);
+
+/* Rows of layer L's output that band r holds while computing: 2PS: received boundary + computed;
+ * OverL: computed. For L == src: the rows read from the segment input. */
+band_rows band_held(const band_geom *g, const band_seg *s, int band, int layer);
+
+/* The rows of layer L that band r owns for statistics: a partition of L's h rows over the bands
+ * (all of them with cover), each inside what the band computes: [out_r.a, out_{r+1}.a), from row
+ * 0 for the first band and to row h for the last. */
+band_rows band_own(const band_geom *g, const band_seg *s, int band, int layer, int h);
+
+/* Rows of the band buffer holding layer L's output in band r: the hull of the rows band r holds of
+ * L and of every in-place relu chained on L inside the segment, which overwrite L's buffer (a 2PS
+ * relu may receive boundary rows that L itself does not hold). The lowering sizes its band
+ * buffers by it and the closed form its band activations and gradients. */
+band_rows band_buffer_rows(const net *n, const band_geom *g, const band_seg *s, int band, int layer);
+
+int band_rows_len(band_rows r);
+
+#endif

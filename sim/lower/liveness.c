@@ -1,0 +1,44 @@
+/* liveness: see liveness.h. */
+#include "sim/lower/liveness.h"
+
+#include <stdlib.h>
+
+void liveness_place(sched *s)
+{
+    int nb = s->n_buf, ns = s->n_step;
+    int *first = err_calloc((size_t)nb, sizeof(int)), *last = err_calloc((size_t)nb, sizeof(int));
+    for (int b = 0; b < nb; b++) first[b] = -1, last[b] = -1;
+    for (int i = 0; i < ns; i++) {
+        sched_step *t = &s->steps[i];
+        int uses[SCHED_MAX_USES], nu = sched_step_uses(t, uses);
+        for (int u = 0; u < nu; u++) {
+            if (first[uses[u]] < 0) first[uses[u]] = i;
+            last[uses[u]] = i;
+        }
+        if (t->buf >= 0) last[t->buf] = i > last[t->buf] ? i : last[t->buf];
+    }
+    /* ALLOCs bucketed by first use and FREEs by last use; persistent buffers are placed apart */
+    int n_persist = 0;
+    for (int b = 0; b < nb; b++)
+        if (s->bufs[b].persistent) first[b] = last[b] = -1, n_persist++;
+    lower_buckets al = lower_bucket(first, nb, ns), fr = lower_bucket(last, nb, ns);
+    int n_temp = al.start[ns];
+    int total = ns + 2 * n_temp + 2 * n_persist;
+    sched_step *steps = err_calloc((size_t)total, sizeof(sched_step)), *o = steps;
+#define MARK(opv, b) (*o++ = lower_buffer_step(s, (opv), (b), s->bufs[b].band, 0))
+    for (int b = 0; b < nb; b++)
+        if (s->bufs[b].persistent) MARK(SCHED_ALLOC, b);
+    for (int i = 0; i < ns; i++) {
+        for (int k = al.start[i]; k < al.start[i + 1]; k++) MARK(SCHED_ALLOC, al.list[k]);
+        *o++ = s->steps[i];
+        for (int k = fr.start[i]; k < fr.start[i + 1]; k++) MARK(SCHED_FREE, fr.list[k]);
+    }
+    for (int b = 0; b < nb; b++)
+        if (s->bufs[b].persistent) MARK(SCHED_FREE, b);
+#undef MARK
+    CHECK(o - steps == total);
+    free(s->steps);
+    s->steps = steps, s->n_step = total;
+    lower_buckets_free(&al), lower_buckets_free(&fr);
+    free(first), free(last);
+}

@@ -1,0 +1,219 @@
+/* lower: see lower.h. Buffers are created in a fixed order per step (output, auxiliary, workspace;
+ * gradients before the backward's workspace), so buffer numbering, and with it the order of
+ * ALLOC and FREE within a step, depends only on the plan. */
+#include "sim/lower/lower.h"
+
+#include <string.h>
+
+#include "sim/net/kind.h"
+
+int lower_buf(lower *c, buf_kind k, mem_cat cat, int L, int band, band_rows r, int64_t bytes)
+{
+    sched *s = c->s;
+    if (s->n_buf == c->cap_buf) s->bufs = err_realloc(s->bufs, (size_t)(c->cap_buf = c->cap_buf * 2 + 64) * sizeof(sched_buf));
+    s->bufs[s->n_buf] = (sched_buf){.kind = k, .cat = cat, .layer = L, .band = band, .rows = r, .bytes = bytes};
+    return s->n_buf++;
+}
+
+sched_step *lower_step(lower *c, sched_op op, int L, int band)
+{
+    sched *s = c->s;
+    if (s->n_step == c->cap_step) s->steps = err_realloc(s->steps, (size_t)(c->cap_step = c->cap_step * 2 + 256) * sizeof(sched_step));
+    sched_step *t = &s->steps[s->n_step++];
+    memset(t, 0, sizeof *t);
+    t->op = op, t->layer = L, t->band = band, t->seg = c->seg, t->bwd_phase = c->bwd_phase;
+    t->y = t->aux = t->w = t->dw = t->ws = t->dy = t->src = t->dst = t->buf = t->sums = -1;
+    if (op == SCHED_FWD || op == SCHED_BWD || op == SCHED_STATS || op == SCHED_STATS_END) { /* a layer's kernels */
+        const net_layer *l = &c->n->layers[L];
+        sched_step_slots(s, t, l->n_in + kind_of(l)->labels);
+    }
+    return t;
+}
+
+int64_t lower_bytes(const lower *c, int L, band_rows r, int elem)
+{
+    const net_layer *l = &c->n->layers[L];
+    return (int64_t)c->cfg->batch * l->c * band_rows_len(r) * l->w * elem;
+}
+
+band_rows lower_full(const net *n, int L) { return (band_rows){0, n->layers[L].h}; }
+
+static double fwd_flops(const lower *c, int L, band_rows r)
+{
+    return kind_of(&c->n->layers[L])->flops(c->n, L, band_rows_len(r), c->cfg->batch);
+}
+
+/* The segment's whole-map statistics of layer L are in use (bn in train mode in a row segment). */
+static bool map_stats(const lower *c, int L) { return c->stats[L] >= 0; }
+
+/* Whether steps take the backend's scratch (im2col and the like). A torch plan predicting
+ * PyTorch's own memory (no engine's workspace model given) takes none: PyTorch's CPU convolutions
+ * keep theirs outside the allocator it counts (oneDNN), and cuDNN's depend on the algorithm it
+ * picks — not modelled. Run on an engine, the torch plan takes the engine's. */
+static bool torch_scratch(const lower *c) { return !c->p->torch || c->cfg->ws; }
+
+int lower_fwd(lower *c, int L, int band, band_rows r, band_rows hold, int y, bool keep_aux)
+{
+    const net *n = c->n;
+    const net_layer *l = &n->layers[L];
+    sched_step *t = lower_step(c, SCHED_FWD, L, band);
+    int sidx = (int)(t - c->s->steps);
+    t->rows = r;
+    t->recompute = c->bwd_phase || c->stats_pass;
+    for (int j = 0; j < l->n_in; j++) t->x[j] = c->act[l->in[j]];
+    sched_ws_query q = {.layer = L, .out = r, .held = true, .y = hold};
+    if (l->n_in && t->x[0] >= 0) q.x = c->s->bufs[t->x[0]].rows;
+    int64_t ws = torch_scratch(c) ? sched_step_workspace(c->cfg, n, &q) : 0;
+    int w_buf = c->param[L];
+    /* buffers are created after the step pointer is final (lower_buf may not move steps) */
+    if (y < 0) {
+        if (l->inplace && !(c->p->torch && kind_torch_copies_x(l)) && c->s->bufs[t->x[0]].rows.a <= hold.a &&
+            c->s->bufs[t->x[0]].rows.b >= hold.b)
+            y = t->x[0];
+        else
+            y = lower_buf(c, BUF_ACT, MEM_ACT, L, band, hold, lower_bytes(c, L, hold, 4));
+    }
+    t = &c->s->steps[sidx];
+    t->y = y;
+    t->w = w_buf;
+    const kind_traits *k = kind_of(l);
+    if (map_stats(c, L)) {
+        t->map_stats = true, t->aux = c->stats[L]; /* normalizes with the segment's statistics */
+    } else if (k->aux && (keep_aux || !k->aux_optional)) {
+        static const buf_kind aux_kind[] = {[KIND_AUX_ARGMAX] = BUF_IDX, [KIND_AUX_STATS] = BUF_STAT, [KIND_AUX_PROBS] = BUF_PROB,
+                                            [KIND_AUX_MASK] = BUF_MASK, [KIND_AUX_PLACE] = BUF_STAT};
+        band_rows ar = k->aux == KIND_AUX_STATS ? (band_rows){0, 0} : r;
+        t->aux = lower_buf(c, aux_kind[k->aux], MEM_ACT, L, band, ar, kind_aux_bytes(n, L, band_rows_len(r), c->cfg->batch));
+    }
+    if (k->labels) t->x[l->n_in] = c->label;
+    if (ws) t->ws = lower_buf(c, BUF_WS, MEM_WORKSPACE, L, band, r, ws);
+    if (k->running && !t->map_stats) t->dw = c->run[L]; /* running statistics are updated (train) or read */
+    t->flops = fwd_flops(c, L, r);
+    t->bytes_moved = (double)lower_bytes(c, L, r, 4) * 2;
+    c->act[L] = y;
+    c->aux[L] = t->aux;
+    return y;
+}
+
+int lower_grad(lower *c, int P, int band, band_rows hold, bool zero)
+{
+    if (c->grad[P] >= 0) return c->grad[P];
+    bool whole = hold.a == 0 && hold.b == c->n->layers[P].h;
+    int b = lower_buf(c, BUF_GRAD, MEM_AGRAD, P, whole ? -1 : band, hold, lower_bytes(c, P, hold, 4));
+    c->s->bufs[b].zero = zero;
+    return c->grad[P] = b;
+}
+
+static bool same_rows(band_rows x, band_rows y) { return x.a == y.a && x.b == y.b; }
+
+sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold_of, const void *hctx, bool zero,
+                      const bool *want, bool weights)
+{
+    const net *n = c->n;
+    const net_layer *l = &n->layers[L];
+    int dy = l->kind == NET_LOSS ? -1 : c->grad[L];
+    CHECK(l->kind == NET_LOSS || dy >= 0);
+    int dx[NET_MAX_IN];
+    bool acc[NET_MAX_IN];
+    for (int j = 0; j < l->n_in; j++) {
+        int P = l->in[j];
+        dx[j] = -1, acc[j] = false;
+        if (n->layers[P].kind == NET_INPUT || net_input_repeats(l, j) || (want && !want[P])) continue;
+        if (c->grad[P] >= 0) {
+            dx[j] = c->grad[P], acc[j] = true;
+        } else if (l->inplace && !c->p->torch && same_rows(c->s->bufs[dy].rows, hold_of(hctx, P))) {
+            dx[j] = c->grad[P] = dy; /* relu backward in place: its input has no other consumer */
+        } else {
+            dx[j] = lower_grad(c, P, band, hold_of(hctx, P), zero);
+            acc[j] = zero;
+        }
+    }
+    int xb = l->n_in ? c->act[l->in[0]] : -1;
+    sched_ws_query q = {.layer = L, .backward = true, .out = r, .held = true, .x = xb >= 0 ? c->s->bufs[xb].rows : (band_rows){0, 0},
+                        .y = dy >= 0 ? c->s->bufs[dy].rows : r, .dx = l->n_in && dx[0] >= 0 ? c->s->bufs[dx[0]].rows : (band_rows){0, 0},
+                        .dw = weights && l->params};
+    int64_t ws = torch_scratch(c) ? sched_step_workspace(c->cfg, n, &q) : 0;
+    /* PyTorch 1.13 keeps .grad between iterations (zero_grad fills it with zeros): a backward
+     * computes the weight gradient into a temporary and adds it to .grad */
+    if (c->p->torch == PLAN_TORCH_1 && weights && l->params) ws += l->params * 4;
+    int wsb = ws ? lower_buf(c, BUF_WS, MEM_WORKSPACE, L, band, r, ws) : -1;
+    sched_step *t = lower_step(c, SCHED_BWD, L, band);
+    t->rows = r;
+    t->dy = dy;
+    const kind_traits *k = kind_of(l);
+    for (int j = 0; j < l->n_in; j++) {
+        t->dx[j] = dx[j], t->dx_acc[j] = acc[j];
+        if (k->keeps_x || (c->p->torch && kind_torch_keeps_x(l))) t->x[j] = c->act[l->in[j]];
+    }
+    if (k->keeps_y) t->y = c->act[L];
+    if (k->aux) t->aux = c->aux[L];
+    if (map_stats(c, L)) t->map_stats = true, t->aux = c->stats[L], t->sums = c->sums[L];
+    if (k->labels) t->x[l->n_in] = c->label;
+    t->w = c->param[L], t->dw = weights ? c->pgrad[L] : -1;
+    t->ws = wsb;
+    /* a product's backward is one product per gradient it computes: input and weights */
+    int products = (dx[0] >= 0) + (t->dw >= 0);
+    t->flops = fwd_flops(c, L, r) * (k->product && products ? products : 1);
+    t->bytes_moved = (double)lower_bytes(c, L, r, 4) * 3;
+    return t;
+}
+
+void lower_copy(lower *c, int L, int band, band_rows r, int src, int dst, bool acc)
+{
+    sched_step *t = lower_step(c, SCHED_COPY, L, band);
+    t->rows = r, t->src = src, t->dst = dst, t->acc = acc;
+    t->bytes_moved = (double)lower_bytes(c, L, r, 4) * 2;
+}
+
+sched_step lower_buffer_step(const sched *s, sched_op op, int b, int band, int seg)
+{
+    bool move = op == SCHED_OFFLOAD || op == SCHED_PREFETCH;
+    return (sched_step){.op = op, .layer = s->bufs[b].layer, .band = band, .seg = seg, .buf = b, .y = -1,
+                        .aux = -1, .w = -1, .dw = -1, .ws = -1, .dy = -1, .src = -1, .dst = -1, .sums = -1,
+                        .bytes_moved = move ? (double)s->bufs[b].bytes : 0};
+}
+
+lower_buckets lower_bucket(const int *key, int n_items, int ns)
+{
+    lower_buckets k = {err_calloc((size_t)ns + 1, sizeof(int)), NULL};
+    for (int b = 0; b < n_items; b++)
+        if (key[b] >= 0) k.start[key[b] + 1]++;
+    for (int i = 0; i < ns; i++) k.start[i + 1] += k.start[i];
+    int *next = err_calloc((size_t)ns + 1, sizeof(int));
+    memcpy(next, k.start, ((size_t)ns + 1) * sizeof(int));
+    k.list = err_calloc((size_t)k.start[ns] + 1, sizeof(int));
+    for (int b = 0; b < n_items; b++)
+        if (key[b] >= 0) k.list[next[key[b]]++] = b;
+    free(next);
+    return k;
+}
+
+void lower_buckets_free(lower_buckets *k)
+{
+    free(k->start), free(k->list);
+}
+
+void lower_insert(lower *c, const lower_ins *ins, int n)
+{
+    if (!n) return;
+    sched *s = c->s;
+    int ns = s->n_step, cap = ns + n, out = 0;
+    int *before = err_calloc((size_t)n, sizeof(int)), *after = err_calloc((size_t)n, sizeof(int));
+    for (int i = 0; i < n; i++) {
+        CHECK(ins[i].at >= 0 && ins[i].at < ns);
+        before[i] = ins[i].after ? -1 : ins[i].at;
+        after[i] = ins[i].after ? ins[i].at : -1;
+    }
+    lower_buckets pre = lower_bucket(before, n, ns), post = lower_bucket(after, n, ns);
+    sched_step *steps = err_calloc((size_t)cap, sizeof(sched_step));
+    for (int i = 0; i < ns; i++) {
+        for (int k = pre.start[i]; k < pre.start[i + 1]; k++) steps[out++] = ins[pre.list[k]].step;
+        steps[out++] = s->steps[i];
+        for (int k = post.start[i]; k < post.start[i + 1]; k++) steps[out++] = ins[post.list[k]].step;
+    }
+    CHECK(out == cap);
+    free(s->steps);
+    s->steps = steps, s->n_step = out, c->cap_step = cap;
+    lower_buckets_free(&pre), lower_buckets_free(&post);
+    free(before), free(after);
+}

@@ -1,0 +1,27 @@
+/* rows: lowering of a row segment (sched.h conventions; internal to sim/, driven by pipeline.c).
+ *
+ * Forward: the bands in order, each computing its rows of every layer from the segment input
+ * (kept whole) into the segment output (whole); 2PS bands copy the previous band's boundary rows
+ * in and theirs out, and the boundaries are kept for the backward's recompute. Backward: the bands
+ * in reverse, each recomputing what its backward keeps, then back-propagating the output-gradient
+ * rows it owns; weight gradients add up over the bands, input-gradient rows add into the segment
+ * input's gradient, and 2PS boundary gradients go to the previous band.
+ *
+ * Whole-map statistics (a bn in train mode, plan_seg_map_stats): before the forward, one pass over
+ * the bands per "level" (the bns whose input depends on no bn not yet done) computes up to those
+ * bns' inputs and adds each band's own rows (band_own: a partition of the map) to per-channel
+ * sums; a STATS_END step turns the sums into the statistics the real forward normalizes with.
+ * Before the backward, one pass per level from the deepest recomputes the bands and
+ * back-propagates down to those bns, adding the gradient sums their backward needs over the whole
+ * map; weight gradients are left to the final pass. Only per-channel sums are kept between passes.
+ * Not done here: full-map segments (segment.h), lifetimes (liveness.h). */
+#ifndef LRCNN_ROWS_H
+#define LRCNN_ROWS_H
+
+#include "sim/lower/lower.h"
+
+/* c->seg is the segment's index in c->p; bound[layer * fp + band] receives 2PS boundaries. */
+void rows_forward(lower *c, const plan_seg *ps, int *bound);
+void rows_backward(lower *c, const plan_seg *ps, int *bound);
+
+#endif

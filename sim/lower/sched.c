@@ -1,0 +1,213 @@
+/* sched: the schedule's core — buffers, steps and their input slots, what a step uses and writes,
+ * when a move's copy can begin, the walk of what is held when, and the workspace and optimizer
+ * sizes every pass reads (sched.h). It knows nothing of rows, checkpoints, offload or encodings:
+ * the passes above it (lower.h and the files beside it) build schedules, pipeline.c orders them. */
+#include "sim/lower/sched.h"
+
+#include <string.h>
+
+static const char *cat_names[MEM_NCAT] = {"weights", "weight_grads", "optimizer", "activations",
+                                          "act_grads", "boundaries", "workspace", "host"};
+const char *mem_cat_name(mem_cat c) { return cat_names[c]; }
+
+static const char *op_names[] = {"alloc", "free", "fwd", "bwd", "copy", "offload", "prefetch", "update", "load", "stats", "stats_end", "encode", "decode"};
+const char *sched_op_name(sched_op op) { return op_names[op]; }
+
+static const char *kind_tags[BUF_NKIND] = {"x", "label", "y", "dy", "argmax", "stats", "prob", "boundary",
+                                           "dboundary", "ws", "w", "dw", "opt", "running", "sums", "enc", "mask"};
+
+int sched_cpu_conv_group(int64_t cols, int batch)
+{
+    int64_t g = (128 + cols - 1) / cols;
+    return g > batch ? batch : g < 1 ? 1 : (int)g;
+}
+
+int64_t sched_workspace_bytes(const net *n, int L, int rows, int batch)
+{
+    const net_layer *l = &n->layers[L];
+    if (l->kind == NET_CONVT && rows > 0) { /* conv_cpu.c: the adjoint conv's col over the input rows read, an image at a time */
+        net_window w = net_convt_window(l);
+        const net_layer *x = &n->layers[l->in[0]];
+        int64_t in_rows = (rows - 1 + (int64_t)w.d * (w.k - 1)) / w.s + 1;
+        if (in_rows > x->h) in_rows = x->h;
+        return (int64_t)l->c * w.k * w.k * in_rows * x->w * 4;
+    }
+    if (l->kind == NET_BILINEAR && rows > 0) return (int64_t)l->w * 16; /* ops_cpu.c: every output column's taps */
+    if (l->kind != NET_CONV || rows <= 0) return 0;
+    net_window w = l->win, ww = l->win_w;
+    int64_t cols = (int64_t)rows * l->w, K = (int64_t)n->layers[l->in[0]].c * w.k * ww.k;
+    int g = sched_cpu_conv_group(cols, batch);
+    if (g == 1 && l->u.conv.groups == 1 && w.k == 1 && w.s == 1 && w.p == 0 && ww.k == 1 && ww.s == 1 && ww.p == 0)
+        return 0; /* conv_cpu.c: a direct product */
+    return (K + (g > 1 ? l->u.conv.c_out : 0)) * g * cols * 4;
+}
+
+static int64_t cpu_ws_bytes(const sched_ws_model *m, const net *n, const sched_ws_query *q)
+{
+    (void)m;
+    return sched_workspace_bytes(n, q->layer, band_rows_len(q->out), q->batch);
+}
+
+const sched_ws_model sched_ws_cpu = {.bytes = cpu_ws_bytes};
+
+int64_t sched_step_workspace(const sched_cfg *cfg, const net *n, const sched_ws_query *q)
+{
+    if (band_rows_len(q->out) <= 0) return 0;
+    sched_ws_query k = *q;
+    k.batch = cfg->batch;
+    return (cfg->ws ? cfg->ws : &sched_ws_cpu)->bytes(cfg->ws ? cfg->ws : &sched_ws_cpu, n, &k);
+}
+
+int64_t sched_cfg_workspace(const sched_cfg *cfg, const net *n, int L, int rows, bool backward)
+{
+    sched_ws_query q = {.layer = L, .backward = backward, .out = {0, rows}};
+    return sched_step_workspace(cfg, n, &q);
+}
+
+double sched_update_flops(const sched_cfg *cfg, int64_t params) { return (double)params * (cfg->optimizer == SCHED_ADAM ? 12 : 4); }
+
+double sched_update_bytes(const sched_cfg *cfg, int64_t params)
+{
+    return (double)params * 4 * (cfg->optimizer == SCHED_ADAM ? 4 : 3);
+}
+
+/* A chunk of the steps' input slots. */
+struct sched_pool {
+    struct sched_pool *next;
+    size_t used, cap;
+    _Alignas(8) unsigned char v[];
+};
+
+static void *pool_take(sched *s, size_t bytes)
+{
+    bytes = (bytes + 7) & ~(size_t)7;
+    struct sched_pool *p = s->pool;
+    if (!p || p->used + bytes > p->cap) {
+        size_t cap = bytes > (1u << 16) ? bytes : (1u << 16);
+        p = err_calloc(1, sizeof *p + cap);
+        p->cap = cap, p->next = s->pool, s->pool = p;
+    }
+    void *v = p->v + p->used;
+    p->used += bytes;
+    return v;
+}
+
+void sched_step_slots(sched *s, sched_step *t, int n)
+{
+    CHECK(n >= 0 && n <= NET_MAX_IN + 1);
+    t->n_x = n;
+    t->x = pool_take(s, (size_t)n * 2 * sizeof(int) + (size_t)n * sizeof(bool));
+    t->dx = t->x + n;
+    t->dx_acc = (bool *)(t->dx + n);
+    for (int j = 0; j < n; j++) t->x[j] = t->dx[j] = -1, t->dx_acc[j] = false;
+}
+
+int sched_step_uses(const sched_step *t, int *out)
+{
+    int mid[] = {t->y, t->aux, t->w, t->dw, t->ws, t->dy}, end[] = {t->src, t->dst, t->sums};
+    _Static_assert(sizeof mid / sizeof *mid + sizeof end / sizeof *end + 2 * (NET_MAX_IN + 1) <= SCHED_MAX_USES,
+                   "SCHED_MAX_USES");
+    int n = 0;
+    for (int j = 0; j < t->n_x; j++)
+        if (t->x[j] >= 0) out[n++] = t->x[j];
+    for (size_t u = 0; u < sizeof mid / sizeof *mid; u++)
+        if (mid[u] >= 0) out[n++] = mid[u];
+    for (int j = 0; j < t->n_x; j++)
+        if (t->dx[j] >= 0) out[n++] = t->dx[j];
+    for (size_t u = 0; u < sizeof end / sizeof *end; u++)
+        if (end[u] >= 0) out[n++] = end[u];
+    return n;
+}
+
+int sched_step_writes(const sched_step *t, int *out)
+{
+    int n = 0;
+    switch (t->op) {
+    case SCHED_FWD: out[n++] = t->y; out[n++] = t->map_stats ? -1 : t->aux; out[n++] = t->dw; break;
+    case SCHED_BWD:
+        for (int j = 0; j < t->n_x; j++) out[n++] = t->dx[j];
+        out[n++] = t->dw;
+        break;
+    case SCHED_COPY: case SCHED_ENCODE: case SCHED_DECODE: out[n++] = t->dst; break;
+    case SCHED_STATS: out[n++] = t->sums; break;
+    case SCHED_STATS_END: case SCHED_UPDATE: case SCHED_LOAD: out[n++] = t->w; out[n++] = t->y; out[n++] = t->aux; out[n++] = t->dw; break;
+    case SCHED_PREFETCH: out[n++] = t->buf; break;
+    default: break;
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (out[i] >= 0) out[k++] = out[i];
+    return k;
+}
+
+void sched_move_issue(const sched *s, int *issue)
+{
+    int *last = err_calloc((size_t)s->n_buf + 1, sizeof(int));
+    for (int b = 0; b < s->n_buf; b++) last[b] = -1;
+    for (int i = 0; i < s->n_step; i++) {
+        const sched_step *t = &s->steps[i];
+        issue[i] = t->op == SCHED_OFFLOAD ? last[t->buf] : -1;
+        int w[SCHED_MAX_USES], nw = sched_step_writes(t, w);
+        for (int k = 0; k < nw; k++) last[w[k]] = i;
+    }
+    free(last);
+}
+
+void sched_free(sched *s)
+{
+    free(s->bufs);
+    free(s->steps);
+    while (s->pool) {
+        struct sched_pool *next = s->pool->next;
+        free(s->pool);
+        s->pool = next;
+    }
+    memset(s, 0, sizeof *s);
+}
+
+void sched_buf_name(const sched *s, const net *n, int b, char *out, size_t len)
+{
+    const sched_buf *x = &s->bufs[b];
+    const char *layer = x->layer >= 0 ? n->layers[x->layer].name : "-";
+    if (x->band >= 0)
+        snprintf(out, len, "%s.%s[b%d %d:%d]", layer, kind_tags[x->kind], x->band, x->rows.a, x->rows.b);
+    else
+        snprintf(out, len, "%s.%s", layer, kind_tags[x->kind]);
+}
+
+void sched_walk(const sched *s, sched_visit visit, void *ctx)
+{
+    int64_t cur[MEM_NCAT] = {0};
+    bool *host = err_calloc((size_t)s->n_buf, sizeof(bool));
+    for (int i = 0; i < s->n_step; i++) {
+        const sched_step *t = &s->steps[i];
+        if (t->op != SCHED_ALLOC && t->op != SCHED_FREE && t->op != SCHED_OFFLOAD && t->op != SCHED_PREFETCH) continue;
+        const sched_buf *b = &s->bufs[t->buf];
+        if (t->op == SCHED_ALLOC && b->host_home) cur[MEM_HOST] += b->bytes, host[t->buf] = true;
+        else if (t->op == SCHED_ALLOC) cur[b->cat] += b->bytes;
+        else if (t->op == SCHED_FREE) cur[host[t->buf] ? MEM_HOST : b->cat] -= b->bytes;
+        else if (t->op == SCHED_OFFLOAD) cur[b->cat] -= b->bytes, cur[MEM_HOST] += b->bytes, host[t->buf] = true;
+        else cur[MEM_HOST] -= b->bytes, cur[b->cat] += b->bytes, host[t->buf] = false;
+        visit(ctx, i, cur);
+    }
+    free(host);
+}
+
+typedef struct {
+    int64_t *out, last[MEM_NCAT];
+    int next;
+} by_category;
+
+static void fill_rows(void *ctx, int step, const int64_t cur[MEM_NCAT])
+{
+    by_category *c = ctx;
+    for (; c->next < step; c->next++) memcpy(c->out + (int64_t)c->next * MEM_NCAT, c->last, sizeof c->last);
+    memcpy(c->last, cur, sizeof c->last);
+}
+
+void sched_bytes_by_category(const sched *s, int64_t *out)
+{
+    by_category c = {.out = out};
+    sched_walk(s, fill_rows, &c);
+    fill_rows(&c, s->n_step, c.last); /* steps after the last event keep its values */
+}

@@ -1,0 +1,224 @@
+/* sched: a plan lowered to the ordered steps of one training iteration (forward, backward,
+ * optimizer update), over named buffers. The simulator replays it; the engine executes it.
+ *
+ * Buffers hold rows [a, b) of one tensor (a layer's output, its gradient, or an auxiliary: pool
+ * argmax, bn statistics, loss probabilities, a 2PS boundary) for the whole batch, NCHW, or a
+ * persistent parameter-sized tensor, or a step's workspace. Lowering emits only compute, copy and
+ * offload steps; the last pass (liveness.h) places ALLOC before each buffer's first use and FREE after its
+ * last (a liveness allocator), so what lives when is a consequence of the steps, never of call
+ * order. Accumulation rule: weight gradients are += across bands; an activation gradient is
+ * written (=) by its first writer and += by later ones, and band buffers are zero-filled at
+ * ALLOC (`zero`) because overlapping bands add into them.
+ * Not done here: counting bytes over time (sim.h) or touching tensors (engine/). */
+#ifndef LRCNN_SCHED_H
+#define LRCNN_SCHED_H
+
+#include "sim/plan/plan.h"
+
+typedef enum {
+    MEM_WEIGHTS,   /* parameters and bn running statistics */
+    MEM_WGRAD,     /* parameter gradients */
+    MEM_OPTIM,     /* optimizer state (momentum; Adam's two moments) */
+    MEM_ACT,       /* activations: stashed for backward, or live in forward */
+    MEM_AGRAD,     /* activation gradients */
+    MEM_BOUNDARY,  /* 2PS boundary rows (and their gradients) kept between bands */
+    MEM_WORKSPACE, /* per-step scratch (im2col / col2im) */
+    MEM_HOST,      /* offloaded to host memory (not device) */
+    MEM_NCAT
+} mem_cat;
+
+const char *mem_cat_name(mem_cat c);
+
+typedef enum {
+    BUF_INPUT, BUF_LABEL, BUF_ACT, BUF_GRAD, BUF_IDX, BUF_STAT, BUF_PROB, BUF_BOUND, BUF_BGRAD, BUF_WS,
+    BUF_PARAM, BUF_PGRAD, BUF_OPT, BUF_RUNSTAT,
+    BUF_SUMS, /* per-channel sums (fp64) gathered over a row segment's bands for whole-map statistics */
+    BUF_ENC,  /* a kept map in its encoding (sim/plan/enc.h) between its last forward and first backward use */
+    BUF_MASK, /* dropout's mask, a byte a value */
+    BUF_NKIND
+} buf_kind;
+
+typedef struct {
+    buf_kind kind;
+    mem_cat cat;
+    int layer;        /* whose tensor (-1: none) */
+    int band;         /* -1: not a band buffer */
+    band_rows rows;   /* rows of the layer's output held (activation-shaped kinds) */
+    int64_t bytes;
+    bool persistent;  /* lives the whole iteration (parameters, gradients, optimizer state) */
+    bool zero;        /* zero-filled when allocated */
+    bool offload;     /* moved to host between forward and backward */
+    bool host_home;   /* persistent, but on the host between its uses (+migrate: sim/lower/migrate.c) */
+    int64_t param0;   /* BUF_OPT: the first of its layer's parameters whose state it holds (under
+                         +migrate:optim a large layer's state is in chunks of SCHED_OPT_CHUNK) */
+    /* BUF_ENC: how it encodes which map (bytes: exact, or predicted where enc_data_sized), the plan
+     * modifier that chose it (an index into plan.mods) and the map's shape per image; for a
+     * data-sized encoding the density or ratio its bytes were predicted with (sim/plan/enc.h), and
+     * whether that came from the configuration's calibration rather than the modifier */
+    enc_kind enc;
+    int mod;
+    enc_shape shape;
+    double factor;
+    bool calibrated;
+} sched_buf;
+
+/* LOAD: the batch arrives (image into y, labels into aux).
+ * ENCODE: src (a kept map, after its last forward use) into dst (a BUF_ENC) with scratch ws;
+ * DECODE: dst (a fresh copy of the map, read by the backward in its place) from src (sim/lower/stash.c).
+ * STATS: adds a band's rows to the sums of a layer with whole-map statistics (bn in train mode in a
+ * row segment): forward (dy < 0) the sum and sum of squares of its input x[0] over rows; backward
+ * the sum of its output gradient dy and of dy times the normalized input, from x[0] and the
+ * statistics in aux. STATS_END turns the forward sums into the statistics (aux: mean and inverse
+ * std) and updates the running ones (dw). */
+typedef enum {
+    SCHED_ALLOC, SCHED_FREE, SCHED_FWD, SCHED_BWD, SCHED_COPY, SCHED_OFFLOAD, SCHED_PREFETCH, SCHED_UPDATE, SCHED_LOAD,
+    SCHED_STATS, SCHED_STATS_END, SCHED_ENCODE, SCHED_DECODE
+} sched_op;
+
+const char *sched_op_name(sched_op op);
+
+typedef struct {
+    sched_op op;
+    int layer, band;     /* -1 where not applicable */
+    int seg;             /* plan segment */
+    band_rows rows;      /* FWD: output rows computed; BWD: output-gradient rows used; COPY: rows copied */
+    bool recompute;      /* FWD whose output is not the forward pass's own: recomputation in backward
+                            (ckpt, rows) or a statistics pass */
+    /* FWD and BWD: n_x slots (the layer's inputs, then a loss's labels) in the schedule's pool;
+     * x: input activations (BWD: only those autograd keeps; else -1); dx: input gradients (-1:
+     * none needed, e.g. for the image); dx_acc: += rather than =. STATS and STATS_END have them
+     * too (x[0]: the input); other steps: n_x = 0. */
+    int n_x;
+    int *x, *dx;
+    bool *dx_acc;
+    int y;               /* FWD: output (== x[0] for an in-place relu); BWD: kept output (relu) */
+    int aux;             /* pool argmax, bn statistics, loss probabilities; UPDATE of one layer: its
+                            optimizer state */
+    int w, dw;           /* parameters and their gradient (+=); UPDATE: layer -1 steps every layer's
+                            parameters, else only this layer's (w, dw, aux: +migrate) */
+    int ws;              /* workspace */
+    int dy;              /* BWD: output gradient */
+    bool bwd_phase;      /* lowered in the backward pass (its recomputations and statistics passes too) */
+    int src, dst;        /* COPY: rows from src to dst; ENCODE, DECODE: from src to dst */
+    bool acc;            /* COPY: add instead of overwrite */
+    /* Whole-map statistics in a row segment (bn, train mode): FWD normalizes with the statistics in
+     * aux rather than its rows' own; BWD takes the whole map's gradient sums from `sums` and
+     * subtracts their mean terms on rows `own` only (the rows this band owns of a partition of the
+     * map: where bands overlap each adds its share once); STATS adds to `sums`. */
+    bool map_stats;
+    int sums;
+    band_rows own;
+    int buf;             /* ALLOC, FREE, OFFLOAD, PREFETCH */
+    double flops;
+    double bytes_moved;  /* memory traffic estimate (time model) */
+} sched_step;
+
+typedef enum { SCHED_SGD, SCHED_ADAM } sched_optimizer;
+
+/* Parameters per chunk of optimizer state when it migrates: a layer's update then holds its
+ * parameters, their gradient and two chunks of state on the device (the next one arriving), not
+ * all its state (VGG-16's fc6: 784 MiB of Adam moments, 25 chunks of 32 MiB). */
+#define SCHED_OPT_CHUNK (4 << 20)
+
+/* Workspace sizes are the backend's: bytes of scratch for layer L's forward (backward = false)
+ * or backward on output rows `out` of the whole batch. The CPU backend's is a formula of the row
+ * count (sched_workspace_bytes); cuDNN's depends on the algorithm it picks at run time, and on
+ * whether an operand must first be copied into a packed buffer (cuDNN's backward convolutions
+ * refuse a slice of a larger map: engine/cuda/dnn.h), so a backend hands the lowering its own
+ * model and the schedule (and every prediction) uses its numbers.
+ * Where the lowering asks, `held` is true and x, y and dx are the rows the step's buffers hold:
+ * input 0's, the output's (forward) or its gradient's (backward), and input 0's gradient's ({0, 0}:
+ * none wanted); dw says whether it computes the weight gradient. Estimates (the closed form, the
+ * planner's dynamic program) ask with `held` false: the model then takes every operand to hold
+ * exactly the rows the step reads or writes, at any place a band of those rows can take. So on
+ * CUDA the closed form may differ from the replay by a step's staging; on the CPU they agree. */
+typedef struct {
+    int layer, batch;
+    bool backward;
+    band_rows out;
+    bool held;
+    band_rows x, y, dx;
+    bool dw;          /* held, backward: the weight gradient is wanted too */
+} sched_ws_query;
+
+typedef struct sched_ws_model {
+    int64_t (*bytes)(const struct sched_ws_model *m, const net *n, const sched_ws_query *q);
+    void *ctx;
+} sched_ws_model;
+
+typedef struct {
+    int batch;
+    sched_optimizer optimizer;
+    const sched_ws_model *ws;   /* NULL: the CPU backend's (sched_workspace_bytes) */
+    const enc_calib *calib;     /* measured densities and ratios of data-sized encodings, or NULL */
+} sched_cfg;
+
+typedef struct {
+    int n_buf, n_step;
+    sched_buf *bufs;
+    sched_step *steps;
+    int batch;
+    double flops;               /* all FWD and BWD steps, recomputation included */
+    struct sched_pool *pool;    /* the steps' input slots (x, dx, dx_acc), in chunks that never move */
+} sched;
+
+/* n slots for step t's inputs from s's pool, x and dx -1, dx_acc false. */
+void sched_step_slots(sched *s, sched_step *t, int n);
+
+void sched_free(sched *s);
+
+/* Walks the schedule's memory events (ALLOC, FREE, OFFLOAD, PREFETCH), calling visit after each
+ * such step with the bytes held per category (MEM_HOST: on the host): the one place that says what
+ * a schedule holds when. The replay (sim.h) and the timelines are built on it. */
+typedef void (*sched_visit)(void *ctx, int step, const int64_t cur[MEM_NCAT]);
+void sched_walk(const sched *s, sched_visit visit, void *ctx);
+
+/* Device bytes per category after each step: out[step * MEM_NCAT + cat] (MEM_HOST: bytes on the
+ * host), for memory-timeline figures. */
+void sched_bytes_by_category(const sched *s, int64_t *out);
+
+/* The optimizer step's FLOPs and memory traffic over `params` parameters (time model). */
+double sched_update_flops(const sched_cfg *cfg, int64_t params);
+double sched_update_bytes(const sched_cfg *cfg, int64_t params);
+
+/* The buffers step t uses, into out (at most SCHED_MAX_USES); returns how many. */
+#define SCHED_MAX_USES (2 * (NET_MAX_IN + 1) + 11)
+int sched_step_uses(const sched_step *t, int *out);
+
+/* The buffers step t writes (PREFETCH: brings back to the device), into out (at most
+ * SCHED_MAX_USES); returns how many. */
+int sched_step_writes(const sched_step *t, int *out);
+
+/* How a schedule's moves overlap compute on a backend with a copy engine (the protocol the CUDA
+ * engine follows, engine/alloc.h, and the time model's, sim.h): the copy of an offloaded buffer
+ * begins once its contents are final — after the last step before its OFFLOAD that writes or
+ * prefetches it — and runs beside the steps that follow; the OFFLOAD waits for it, then releases
+ * the device memory (so the accounting, which moves the bytes at the OFFLOAD, is what the device
+ * holds). A PREFETCH takes the device memory and begins its copy where it stands; the first later
+ * step that uses the buffer waits for it. issue[i] (n_step values): for OFFLOAD step i, the step
+ * after which its copy begins (-1: none writes it in this iteration; it begins at the OFFLOAD);
+ * -1 for every other step. */
+void sched_move_issue(const sched *s, int *issue);
+
+/* "conv1_1.y[b2 0:42]" style name of a buffer. */
+void sched_buf_name(const sched *s, const net *n, int buf, char *out, size_t len);
+
+/* Workspace bytes of the CPU backend for layer L computing `rows` output rows of a batch: its
+ * convolutions multiply sched_cpu_conv_group() images at a time; a group's im2col (C_in*k*k,
+ * g*cols), plus its (C_out, g*cols) output or gathered gradient when g > 1. A single image's 1x1
+ * stride-1 unpadded convolution needs none; nor does any other kind. */
+int64_t sched_workspace_bytes(const net *n, int layer, int rows, int batch);
+/* That model as the CPU engine's (ops_cpu.ws): schedules an engine executes name their backend's
+ * model, which a torch plan needs (without one it predicts PyTorch's scratch-free steps). */
+extern const sched_ws_model sched_ws_cpu;
+/* Images per product in the CPU backend's convolutions for `cols` output columns an image (rows *
+ * W_out): the fewest whose columns reach 128, at most the batch. sgemm runs ~20% slower on
+ * ResNet-50's 49-column 7x7 maps than on two images' 98 side by side. */
+int sched_cpu_conv_group(int64_t cols, int batch);
+/* The workspace of cfg's backend (cfg->ws, or the CPU's) for layer L's forward or backward on
+ * `rows` output rows, as an estimate (held false, rows [0, rows)). */
+int64_t sched_cfg_workspace(const sched_cfg *cfg, const net *n, int layer, int rows, bool backward);
+/* ... and for a step whose buffers are known (q->batch is taken from cfg). */
+int64_t sched_step_workspace(const sched_cfg *cfg, const net *n, const sched_ws_query *q);
+
+#endif

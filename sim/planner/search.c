@@ -1,0 +1,652 @@
+/* search: see search.h. */
+#include "sim/planner/search.h"
+#include "sim/lower/pipeline.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim/predict/closed.h"
+#include "sim/net/kind.h"
+#include "sim/planner/offsel.h"
+
+/* --- the chain model --------------------------------------------------------------------------- */
+
+enum { MODE_LAYER, MODE_CKPT, MODE_OFFLOAD, MODE_OFFLOAD_CONV, N_MODES };
+#define DP_BUCKETS 2000
+
+/* What the DP's segment model reads of each layer, wherever a chain starts: built once a search
+ * (it lowers and times the `layer` schedule), shared by the chains of every row stage's rest. */
+typedef struct {
+    int64_t base;       /* persistent bytes (parameters, gradients, optimizer state, running
+                           statistics) and the batch (image, labels) */
+    int *tensor;        /* [n]: the layer whose buffer holds layer L's output (in-place relus share) */
+    int64_t *bytes;     /* [n]: bytes of layer L's output for the batch */
+    int64_t *aux;       /* [n]: bytes of its auxiliary (argmax, statistics, probabilities) */
+    double *fwd_us;     /* [n]: its forward time on the device */
+} chain_net;
+
+/* The net as a chain of positions (clean cuts) from `first`, with what the DP's segment model reads. */
+typedef struct {
+    const search_req *r;
+    const net *n;
+    int m;              /* positions: segment k starts at layer pos[k]; pos[m] = n->n */
+    int *pos;
+    const chain_net *cn; /* the per-layer sizes and times, shared */
+    bool *out_kept;     /* [m + 1]: a `layer` segment ending before position k keeps its output (the
+                           tensor crossing that cut) for its own backward (a relu's mask) */
+    int *stamp, *conv_stamp; /* [n]: scratch for segment() */
+    int stamp_now;
+    double *best;       /* the DP's tables (chain_dp), kept between its calls */
+    int *from;
+} chain;
+
+/* What the segment model knows of layers [a, b) run as one segment: `stash`, the bytes a `layer`
+ * segment keeps for its backward (every tensor one of its layers' backward reads — autograd's
+ * saved tensors — and their auxiliaries), except its input tensor (the one crossing the cut
+ * before a), which the previous segment may keep already: `reads_in` says whether this one does;
+ * and `local`, the most it holds at once besides that input: at each layer's backward, what the
+ * layers up to it keep (the later ones' are freed by then) plus its output and input gradients
+ * and workspace, and at each layer's forward, what the earlier ones keep plus its input, output
+ * and workspace. The image is in c->cn->base. */
+typedef struct {
+    int64_t stash, local;
+    int64_t conv_in;     /* of the stash, what convolutions read (offload(conv) moves it) */
+    bool reads_in, conv_reads_in;
+} seg_model;
+
+static seg_model segment(chain *c, int a, int b)
+{
+    seg_model s = {0};
+    const chain_net *cn = c->cn;
+    int in = a > 0 ? cn->tensor[a - 1] : -1;
+    c->stamp_now++;
+    for (int L = a; L < b; L++) {
+        const net_layer *l = &c->n->layers[L];
+        const kind_traits *k = kind_of(l);
+        /* an in-place layer writes its output over its input, and its input gradient over its output's */
+        int64_t x = l->n_in ? cn->bytes[cn->tensor[l->in[0]]] : 0, y = l->inplace ? 0 : cn->bytes[L];
+        int64_t fwd = s.stash + x + y + sched_cfg_workspace(&c->r->cfg, c->n, L, l->h, false);
+        int reads[NET_MAX_IN + 1], nr = 0;
+        if (k->keeps_x)
+            for (int i = 0; i < l->n_in; i++) reads[nr++] = cn->tensor[l->in[i]];
+        if (k->keeps_y) reads[nr++] = cn->tensor[L];
+        for (int i = 0; i < nr; i++) {
+            bool conv = l->kind == NET_CONV && k->keeps_x && i < l->n_in;
+            if (reads[i] == in) {
+                s.reads_in = true, s.conv_reads_in |= conv;
+                continue;
+            }
+            if (reads[i] <= 0) continue;
+            if (c->stamp[reads[i]] != c->stamp_now) c->stamp[reads[i]] = c->stamp_now, s.stash += cn->bytes[reads[i]];
+            if (conv && c->conv_stamp[reads[i]] != c->stamp_now) c->conv_stamp[reads[i]] = c->stamp_now, s.conv_in += cn->bytes[reads[i]];
+        }
+        s.stash += cn->aux[L];
+        int64_t bwd = s.stash + cn->bytes[L] + (l->inplace ? 0 : x) + sched_cfg_workspace(&c->r->cfg, c->n, L, l->h, true);
+        if (fwd > s.local) s.local = fwd;
+        if (bwd > s.local) s.local = bwd;
+    }
+    return s;
+}
+
+static double link_us(const chain *c, int64_t bytes)
+{
+    const sim_device *d = c->r->dev;
+    double us = 0;
+    for (int k = 0; k < 2; k++) {
+        timing_probe p = {.x = (double)bytes, .work = (double)bytes};
+        snprintf(p.key, sizeof p.key, "%s", k ? "prefetch" : "offload");
+        snprintf(p.cls, sizeof p.cls, "%s", p.key);
+        timing_how how;
+        double roof = (double)bytes / (d->link_gbps * 1e3);
+        us += d->model ? timing_step_us(d->model, &p, roof, &how) : roof;
+    }
+    return us;
+}
+
+static void chain_net_free(chain_net *cn)
+{
+    free(cn->tensor), free(cn->bytes), free(cn->aux), free(cn->fwd_us);
+    memset(cn, 0, sizeof *cn);
+}
+
+static int chain_net_init(chain_net *cn, const search_req *r, err *e)
+{
+    const net *n = r->n;
+    memset(cn, 0, sizeof *cn);
+    cn->tensor = err_calloc((size_t)n->n, sizeof(int));
+    cn->bytes = err_calloc((size_t)n->n, sizeof(int64_t));
+    cn->aux = err_calloc((size_t)n->n, sizeof(int64_t));
+    cn->fwd_us = err_calloc((size_t)n->n, sizeof(double));
+    int64_t N = r->cfg.batch;
+    for (int L = 0; L < n->n; L++) {
+        const net_layer *l = &n->layers[L];
+        cn->tensor[L] = l->inplace ? cn->tensor[l->in[0]] : L;
+        cn->bytes[L] = N * net_layer_values(l) * 4;
+        cn->aux[L] = kind_aux_bytes(n, L, l->h, (int)N);
+    }
+    /* forward times and the persistent bytes, from the `layer` schedule */
+    plan p;
+    sched s;
+    int rc = plan_parse(&p, n, "layer", e);
+    if (!rc) rc = pipeline_lower(&s, n, &p, &r->cfg, e), plan_free(&p);
+    if (rc) {
+        chain_net_free(cn);
+        return -1;
+    }
+    for (int i = 0; i < s.n_step; i++) {
+        timing_how how;
+        if (s.steps[i].op == SCHED_FWD) cn->fwd_us[s.steps[i].layer] += sim_step_us(n, &s, i, r->dev, &how);
+    }
+    for (int b = 0; b < s.n_buf; b++)
+        if (s.bufs[b].persistent || s.bufs[b].kind == BUF_INPUT || s.bufs[b].kind == BUF_LABEL) cn->base += s.bufs[b].bytes;
+    sched_free(&s);
+    return 0;
+}
+
+static size_t dp_row(void) { return (size_t)(DP_BUCKETS + 1) * N_MODES; }
+
+static void chain_init(chain *c, const search_req *r, const chain_net *cn, int first)
+{
+    const net *n = r->n;
+    memset(c, 0, sizeof *c);
+    c->r = r, c->n = n;
+    c->cn = cn;
+    c->pos = err_calloc((size_t)n->n + 1, sizeof(int));
+    c->pos[c->m++] = first;
+    for (int L = first + 1; L < n->n; L++)
+        if (n->layers[L].cut_before) c->pos[c->m++] = L;
+    c->pos[c->m] = n->n;
+    c->out_kept = err_calloc((size_t)c->m + 1, sizeof(bool));
+    c->stamp = err_calloc((size_t)n->n, sizeof(int));
+    c->conv_stamp = err_calloc((size_t)n->n, sizeof(int));
+    for (int k = 1; k <= c->m; k++) /* the layers sharing the crossing tensor precede the cut */
+        for (int L = c->pos[k] - 1; L >= 1 && c->cn->tensor[L] == c->cn->tensor[c->pos[k] - 1]; L--)
+            if (kind_of(&n->layers[L])->keeps_y) c->out_kept[k] = true;
+    size_t cells = (size_t)(c->m + 1) * dp_row();
+    c->best = err_calloc(cells, sizeof *c->best);
+    c->from = err_calloc(cells, sizeof *c->from);
+}
+
+static void chain_free(chain *c)
+{
+    free(c->pos), free(c->out_kept), free(c->stamp), free(c->conv_stamp), free(c->best), free(c->from);
+}
+
+/* The DP over (position, kept bytes in buckets of q, the mode of the segment ending there):
+ * best[cell(k, j, mode)] the least extra time of a split of positions [0, k) keeping j buckets,
+ * from[] how it got there. The tensor crossing a cut is charged once: to the segment before it when
+ * that one is `layer` and keeps it, else to the segment after it if that one keeps it (its
+ * checkpoint, or a layer's saved input). */
+static int chain_dp(chain *c, int64_t extra, char *buf, size_t len)
+{
+    const search_req *r = c->r;
+    int m = c->m, NB = DP_BUCKETS;
+    int64_t avail = r->budget - c->cn->base - extra;
+    buf[0] = 0;
+    if (avail <= 0) return -1;
+    int64_t q = (avail + NB - 1) / NB;
+    size_t row = dp_row(), cells = (size_t)(m + 1) * row;
+#define CELL(k, j, md) ((size_t)(k) * row + (size_t)(j) * N_MODES + (size_t)(md))
+    double *best = c->best;
+    int *from = c->from;
+    for (size_t i = 0; i < cells; i++) best[i] = INFINITY;
+    /* the buckets reached at each (position, mode), lo[] to hi[]: the loops over buckets skip the rest */
+    int *lo = err_calloc((size_t)(m + 1) * N_MODES, sizeof *lo), *hi = err_calloc((size_t)(m + 1) * N_MODES, sizeof *hi);
+    for (int i = 0; i < (m + 1) * N_MODES; i++) lo[i] = NB + 1, hi[i] = -1;
+    best[CELL(0, 0, MODE_CKPT)] = 0; /* the image: nothing to charge */
+    lo[MODE_CKPT] = hi[MODE_CKPT] = 0;
+    bool off = (r->space & SEARCH_OFFLOAD) != 0;
+    bool allowed[N_MODES] = {true, (r->space & SEARCH_CKPT) != 0, off, off};
+    for (int a = 0; a < m; a++)
+        for (int b = a + 1; b <= m; b++) {
+            int la = c->pos[a], lb = c->pos[b];
+            seg_model sm = segment(c, la, lb);
+            int64_t stash = sm.stash, in = la > 1 ? c->cn->bytes[c->cn->tensor[la - 1]] : 0;
+            double recompute = 0;
+            for (int L = la; L < lb; L++) recompute += c->cn->fwd_us[L];
+            for (int mode = 0; mode < N_MODES; mode++) {
+                if (!allowed[mode] || (b == m && mode != MODE_LAYER)) continue; /* the last backs up at once */
+                bool needs_in = mode == MODE_CKPT || sm.reads_in;
+                int64_t keep = mode == MODE_LAYER ? stash : mode == MODE_OFFLOAD_CONV ? stash - sm.conv_in : 0;
+                double cost = mode == MODE_CKPT ? recompute : mode == MODE_OFFLOAD ? link_us(c, stash)
+                              : mode == MODE_OFFLOAD_CONV ? link_us(c, sm.conv_in) : 0;
+                /* the input stays on the device unless this segment offloads it */
+                bool in_moved = mode == MODE_OFFLOAD || (mode == MODE_OFFLOAD_CONV && sm.conv_reads_in);
+                for (int pm = 0; pm < N_MODES; pm++) {
+                    /* the input: already in the prefix when the previous layer segment keeps it */
+                    bool had = a == 0 || (pm == MODE_LAYER && c->out_kept[a]);
+                    int64_t in_now = needs_in && !had ? in : 0;
+                    int64_t local = sm.local + in_now;
+                    int64_t kq = (keep + (in_moved ? 0 : in_now) + q - 1) / q;
+                    if (local > avail || kq > NB) continue;
+                    /* j buckets kept before: j * q + local must fit, j + kq must be a bucket */
+                    int64_t top = (avail - local) / q < NB - kq ? (avail - local) / q : NB - kq;
+                    int j0 = lo[a * N_MODES + pm], j1 = hi[a * N_MODES + pm] < top ? hi[a * N_MODES + pm] : (int)top;
+                    for (int j = j0; j <= j1; j++) {
+                        double t = best[CELL(a, j, pm)];
+                        if (t == INFINITY) continue;
+                        size_t to = CELL(b, j + kq, mode);
+                        if (t + cost < best[to]) {
+                            best[to] = t + cost, from[to] = (int)CELL(a, j, pm);
+                            int *l = &lo[b * N_MODES + mode], *h = &hi[b * N_MODES + mode];
+                            if (j + kq < *l) *l = (int)(j + kq);
+                            if (j + kq > *h) *h = (int)(j + kq);
+                        }
+                    }
+                }
+            }
+        }
+    size_t end = 0;
+    for (int j = 0; j <= NB; j++)
+        if (best[CELL(m, j, MODE_LAYER)] < (end ? best[end] : INFINITY)) end = CELL(m, j, MODE_LAYER);
+    int found = end ? 0 : -1;
+    if (end) {
+        /* walk back, then write the segments in order */
+        int segs[256][3], ns = 0;
+        for (size_t at = end; at / row > 0 && ns < 256;) {
+            size_t prev = (size_t)from[at];
+            segs[ns][0] = c->pos[prev / row], segs[ns][1] = c->pos[at / row] - 1, segs[ns][2] = (int)(at % N_MODES), ns++;
+            at = prev;
+        }
+        size_t at = 0;
+        for (int i = ns - 1; i >= 0 && at < len; i--) {
+            if (segs[i][2] == MODE_LAYER) continue;
+            /* offloaded neighbours of one policy are one offload segment (the policy is per activation) */
+            int md = segs[i][2];
+            while (md != MODE_CKPT && i > 0 && segs[i - 1][2] == md) segs[i - 1][0] = segs[i][0], i--;
+            at += (size_t)snprintf(buf + at, len - at, "%s%s@%s..%s", at ? "; " : "",
+                                   md == MODE_CKPT ? "ckpt" : md == MODE_OFFLOAD ? "offload(all)" : "offload(conv)",
+                                   c->n->layers[segs[i][0]].name, c->n->layers[segs[i][1]].name);
+        }
+        if (at >= len) found = -1; /* too long to say */
+    }
+#undef CELL
+    free(lo), free(hi);
+    return found;
+}
+
+/* The split that keeps least from the forward: every segment but the last offloaded (when the space
+ * has offload) or checkpointed, one segment per clean cut. */
+static void chain_min(const chain *c, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    bool off = (c->r->space & SEARCH_OFFLOAD) != 0;
+    if (c->m < 2 || !(c->r->space & (SEARCH_OFFLOAD | SEARCH_CKPT))) return;
+    if (off) {
+        snprintf(buf, len, "offload(all)@%s..%s", c->n->layers[c->pos[0]].name, c->n->layers[c->pos[c->m - 1] - 1].name);
+        return;
+    }
+    for (int k = 0; k + 1 < c->m && at < len; k++)
+        at += (size_t)snprintf(buf + at, len - at, "%sckpt@%s..%s", k ? "; " : "", c->n->layers[c->pos[k]].name,
+                               c->n->layers[c->pos[k + 1] - 1].name);
+    if (at >= len) buf[0] = 0;
+}
+
+int search_chain(const search_req *r, int first, int64_t extra, char *buf, size_t len)
+{
+    chain_net cn;
+    chain c;
+    err e;
+    if (chain_net_init(&cn, r, &e)) return -1;
+    chain_init(&c, r, &cn, first);
+    int rc = chain_dp(&c, extra, buf, len);
+    chain_free(&c), chain_net_free(&cn);
+    return rc;
+}
+
+/* --- candidates -------------------------------------------------------------------------------- */
+
+typedef struct {
+    const search_req *r;
+    search_result *out;
+    int cap;
+    bool least;           /* nothing fits: looking for the smallest peak (every encoding tried) */
+    const chain_net *cn;  /* NULL: the space has neither checkpoints nor offload (no DP) */
+    err *e;
+} search_ctx;
+
+/* Migrations, cheapest first (sim/plan/plan.h): gradients released at their layer's update (no moves);
+ * optimizer state on the host too; parameters too. */
+static const char *const migrations[] = {"migrate:grads", "migrate:grads:optim", "migrate"};
+#define MIGRATE_TRIES 16 /* candidates tried per migration */
+#define MIGRATE_FITS 4   /* ... of which this many fitting end it */
+
+/* The most migration m can take off the device at a plan's peak: all it moves (at some moments no
+ * layer is at work; a closer bound would have to know the moment of the peak). */
+static int64_t migrate_savable(const search_req *r, int m)
+{
+    int state = r->cfg.optimizer == SCHED_ADAM ? 2 : 1; /* optimizer state per parameter */
+    int64_t all = 0;
+    for (int L = 0; L < r->n->n; L++) all += r->n->layers[L].params * 4 * (1 + (m >= 1 ? state : 0) + (m == 2));
+    return all;
+}
+
+/* Lowers, replays and times `text` (once: a text seen before returns its index); -1 if it is not a
+ * plan for this net. */
+static int eval(search_ctx *c, const char *text, const char *source)
+{
+    const search_req *r = c->r;
+    char full[PLAN_TEXT_LEN];
+    if ((size_t)snprintf(full, sizeof full, "%s%s%s", text, r->bn ? " bn=" : "", r->bn ? r->bn : "") >= sizeof full) return -1;
+    for (int i = 0; i < c->out->n_pts; i++)
+        if (!strcmp(c->out->pts[i].text, full)) return i;
+    plan p;
+    sched s;
+    err e;
+    sim_mem mem;
+    double us = NAN;
+    if (plan_parse(&p, r->n, full, &e)) return -1;
+    /* the closed form equals the replay for plans without encodings (tests/test_closed.c) and
+     * costs no schedule: a plan it says does not fit is not lowered, nor timed, unless migration
+     * could make it fit (the migration pass orders candidates by time) */
+    if (!plan_modified(&p)) closed_predict(r->n, &p, &r->cfg, &mem);
+    bool may_migrate = !plan_modified(&p) && (r->space & SEARCH_MIGRATE) && mem.peak - migrate_savable(r, 2) <= r->budget;
+    if (!plan_modified(&p) && mem.peak > r->budget && !may_migrate) {
+        plan_free(&p);
+    } else {
+        int rc = pipeline_lower(&s, r->n, &p, &r->cfg, &e);
+        plan_free(&p);
+        if (rc) return -1;
+        sim_replay(&s, &mem, NULL);
+        us = sim_time_us(r->n, &s, r->dev, NULL);
+        sched_free(&s);
+    }
+    search_result *o = c->out;
+    if (o->n_pts == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 256;
+        o->pts = err_realloc(o->pts, (size_t)c->cap * sizeof *o->pts);
+    }
+    /* what encodings could save at the peak at most: every kept activation and boundary there */
+    int64_t savable = mem.at_peak[MEM_ACT] + mem.at_peak[MEM_BOUNDARY];
+    o->pts[o->n_pts] = (search_point){err_strdup(full), mem.peak, us, source, mem.peak - savable};
+    /* faster by more than the model's resolution, else the earlier (simpler: presets come first) stays */
+    if (mem.peak <= r->budget && (o->best < 0 || us < o->pts[o->best].time_us * (1 - 1e-3))) o->best = o->n_pts;
+    if (o->least < 0 || mem.peak < o->pts[o->least].peak) o->least = o->n_pts;
+    return o->n_pts++;
+}
+
+/* text; when it does not fit and the space has gist, text+gist too (gist's encodings only ever cost
+ * time, so a plan that fits without them is never faster with them). Returns the index of the one
+ * that fits, else of the last tried (-1: not a plan for this net). */
+static int eval_both(search_ctx *c, const char *text, const char *source)
+{
+    int i = eval(c, text, source), j = -1;
+    if (i < 0 || c->out->pts[i].peak <= c->r->budget) return i;
+    char g[PLAN_TEXT_LEN];
+    bool gist = (c->r->space & SEARCH_GIST) && (size_t)snprintf(g, sizeof g, "%s+gist", text) < sizeof g;
+    if (gist && (c->out->pts[i].floor <= c->r->budget || c->least)) j = eval(c, g, source); /* else no encoding brings it under */
+    if (c->least && (c->r->space & SEARCH_MIGRATE)) { /* the least-keeping plans: with migration too */
+        char m[PLAN_TEXT_LEN];
+        if ((size_t)snprintf(m, sizeof m, "%s+migrate", text) < sizeof m) eval(c, m, source);
+        if (gist && (size_t)snprintf(m, sizeof m, "%s+gist+migrate", text) < sizeof m) eval(c, m, source);
+    }
+    return j < 0 ? i : j;
+}
+
+/* One DP split for `stage` at DP budget r->budget - extra, evaluated: the index of the plan that
+ * fits (-1: none), and its overshoot in *over (> 0 when it does not fit). */
+static int chain_try(search_ctx *c, chain *ch, const char *stage, const char *source, int64_t extra, int64_t *over)
+{
+    char rest[PLAN_TEXT_LEN / 2], text[PLAN_TEXT_LEN];
+    *over = INT64_MAX;
+    if (chain_dp(ch, extra, rest, sizeof rest)) return -1;
+    if ((size_t)snprintf(text, sizeof text, "%.*s%s%s", PLAN_TEXT_LEN / 4, stage, *stage && *rest ? "; " : "",
+                         *stage || *rest ? rest : "layer") >= sizeof text)
+        return -1;
+    int i = eval_both(c, text, source);
+    if (i < 0) return -1;
+    *over = c->out->pts[i].peak - c->r->budget;
+    return *over <= 0 ? i : -1;
+}
+
+/* `stage` followed by the DP's split of the rest: the DP budget drops by each overshoot of the
+ * replayed peak until the plan fits (or, with `refine`, rises while the model finds no split);
+ * then, `refine` times, a bisection raises it again while the
+ * plan still fits (the segment model is conservative: a looser split may fit too, and recompute
+ * less). Returns whether a plan fits. */
+static bool eval_with_chain(search_ctx *c, chain *ch, const char *stage, const char *source, int refine)
+{
+    int64_t extra = 0, last_over = INT64_MAX, over;
+    for (int tries = 0;; tries++) {
+        if (chain_try(c, ch, stage, source, extra, &over) >= 0) break;
+        if (over == INT64_MAX && extra <= 0 && tries < 4 && refine) {
+            /* no split fits the model: it errs on the safe side, so loosen it (1%, 2%, 4%, 8% of
+             * the budget) and let the replay judge (the whole net's DP only: row stages have many) */
+            extra = -((c->r->budget / 100) << tries);
+            continue;
+        }
+        if (tries >= 7 || over == INT64_MAX || over >= last_over) return false; /* the rest is not what overshoots */
+        extra += over, last_over = over;
+    }
+    int64_t fits = extra, loose = extra - c->r->budget; /* at `loose` the DP keeps everything it likes */
+    for (int k = 0; k < refine; k++) {
+        int64_t mid = loose + (fits - loose) / 2;
+        if (chain_try(c, ch, stage, source, mid, &over) >= 0) fits = mid;
+        else loose = mid;
+    }
+    return true;
+}
+
+static const char *const presets_ckpt[] = {"ckpt-sqrt", "ckpt:2", "ckpt:3", "ckpt:4", "ckpt:6", "ckpt:8"};
+static const char *const presets_offload[] = {"vdnn-all", "vdnn-conv"};
+static const char *const presets_rows[] = {"authors-2ps", "authors-overl", "authors-2ps-h", "authors-overl-h"};
+static const char *const row_policies[] = {"2ps", "overl"};
+static const int row_counts[] = {2, 3, 4, 6, 8};
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A row stage from the input may end at layer `end` when a clean cut follows it, every layer up to
+ * it is rowwise, and its output still has an eighth of the input's rows (as the row presets'
+ * prefix: the high-resolution layers, where the activations are): the most bands it takes (at least
+ * 2 rows a band, from row_counts), or 0 where it may not end. */
+static int row_stage_bands(const net *n, int end)
+{
+    if (end + 1 >= n->n || !n->layers[end + 1].cut_before || n->layers[end].h < (n->layers[0].h + 7) / 8) return 0;
+    for (int L = 1; L <= end; L++)
+        if (!n->layers[L].rowwise) return 0;
+    int most = 0;
+    for (size_t k = 0; k < sizeof row_counts / sizeof *row_counts; k++)
+        if (n->layers[end].h >= 2 * row_counts[k]) most = row_counts[k];
+    return most;
+}
+
+/* The candidates that keep least: the whole net's least-keeping split, and each row stage at its
+ * most bands followed by the least-keeping split of the rest. */
+static void eval_least(search_ctx *c)
+{
+    const search_req *r = c->r;
+    const net *n = r->n;
+    char text[PLAN_TEXT_LEN], rest[PLAN_TEXT_LEN / 2];
+    chain ch;
+    if (c->cn) {
+        chain_init(&ch, r, c->cn, 1);
+        chain_min(&ch, text, sizeof text);
+        if (*text) eval_both(c, text, "dp");
+        chain_free(&ch);
+    }
+    for (int end = 1; (r->space & SEARCH_ROWS) && end < n->n; end++) {
+        int most = row_stage_bands(n, end);
+        if (!most) continue;
+        rest[0] = 0;
+        if (c->cn) chain_init(&ch, r, c->cn, end + 1), chain_min(&ch, rest, sizeof rest), chain_free(&ch);
+        for (int pol = 0; pol < 2; pol++) {
+            snprintf(text, sizeof text, "rows(%s,%d)@%s..%s%s%.*s", row_policies[pol], most, n->layers[1].name, n->layers[end].name,
+                     *rest ? "; " : "", PLAN_TEXT_LEN / 2 - 1, rest);
+            eval_both(c, text, "rows+dp");
+        }
+    }
+}
+
+static const search_point *order_pts;
+static int by_time(const void *a, const void *b)
+{
+    double x = order_pts[*(const int *)a].time_us, y = order_pts[*(const int *)b].time_us;
+    if (isnan(x) || isnan(y)) return isnan(x) - isnan(y);
+    return (x > y) - (x < y);
+}
+
+/* Migration where it could make a faster plan fit: for each migration (when a plan already fits,
+ * only the gradients' release, which moves nothing: the others' moves cost time a fitting plan
+ * need not spend), the candidates so far that do not fit, are not known to be slower than the
+ * best that does, carry no migration yet and could fit with it (peak minus all it moves),
+ * fastest first (a migration adds about the same moves to every plan); at most MIGRATE_TRIES
+ * each, until MIGRATE_FITS fit.
+ * Every migration is tried when nothing fits without one: which is faster, moving more or
+ * recomputing more, depends on the link (on a CPU, moves are copies within one memory). */
+static void eval_migrations(search_ctx *c)
+{
+    const search_req *r = c->r;
+    int n = c->out->n_pts;
+    int *idx = err_calloc((size_t)n + 1, sizeof(int));
+    char text[PLAN_TEXT_LEN];
+    bool fitted = c->out->best >= 0;
+    for (int m = 0; m < (int)(sizeof migrations / sizeof *migrations); m++) {
+        if (m > 0 && fitted) break;
+        int64_t savable = migrate_savable(r, m), k = 0;
+        const search_point *pts = c->out->pts;
+        double best_us = fitted ? pts[c->out->best].time_us : INFINITY;
+        for (int i = 0; i < n; i++)
+            if (pts[i].peak > r->budget && pts[i].peak - savable <= r->budget && !strstr(pts[i].text, "+migrate") &&
+                !(pts[i].time_us >= best_us))
+                idx[k++] = i;
+        order_pts = pts;
+        qsort(idx, (size_t)k, sizeof *idx, by_time);
+        for (int j = 0, tried = 0, fits = 0; j < k && tried < MIGRATE_TRIES && fits < MIGRATE_FITS; j++) {
+            const char *base = c->out->pts[idx[j]].text, *bn = strstr(base, " bn=");
+            int len = bn ? (int)(bn - base) : (int)strlen(base);
+            if ((size_t)snprintf(text, sizeof text, "%.*s+%s", len, base, migrations[m]) >= sizeof text) continue;
+            int i = eval(c, text, "migrate");
+            tried++;
+            fits += i >= 0 && c->out->pts[i].peak <= r->budget;
+        }
+    }
+    free(idx);
+}
+
+int search_run(const search_req *r, search_result *out, err *e)
+{
+    double t0 = now_s();
+    memset(out, 0, sizeof *out);
+    out->best = out->least = -1;
+    search_ctx c = {.r = r, .out = out, .e = e};
+    const net *n = r->n;
+    char text[PLAN_TEXT_LEN];
+    if (eval(&c, "layer", "preset") < 0) return err_set(e, "plan 'layer' does not lower for %s", n->name);
+    if (r->space & SEARCH_PRESETS) {
+        eval_both(&c, "layer", "preset");
+        for (size_t i = 0; (r->space & SEARCH_CKPT) && i < sizeof presets_ckpt / sizeof *presets_ckpt; i++)
+            eval_both(&c, presets_ckpt[i], "preset");
+        for (size_t i = 0; (r->space & SEARCH_OFFLOAD) && i < sizeof presets_offload / sizeof *presets_offload; i++)
+            eval_both(&c, presets_offload[i], "preset");
+        for (size_t k = 0; (r->space & SEARCH_ROWS) && k < sizeof row_counts / sizeof *row_counts; k++)
+            for (int pol = 0; pol < 2; pol++) {
+                snprintf(text, sizeof text, "%s:%d", row_policies[pol], row_counts[k]);
+                eval_both(&c, text, "preset");
+                if (!(r->space & SEARCH_CKPT)) continue;
+                snprintf(text, sizeof text, "%s-h:%d", row_policies[pol], row_counts[k]);
+                eval_both(&c, text, "preset");
+            }
+        for (size_t i = 0; (r->space & SEARCH_ROWS) && i < sizeof presets_rows / sizeof *presets_rows; i++)
+            eval_both(&c, presets_rows[i], "preset");
+    }
+    chain_net cn;
+    if (r->space & (SEARCH_CKPT | SEARCH_OFFLOAD)) {
+        if (chain_net_init(&cn, r, e)) return -1;
+        c.cn = &cn;
+        chain ch;
+        chain_init(&ch, r, c.cn, 1);
+        eval_with_chain(&c, &ch, "", "dp", 8);
+        chain_min(&ch, text, sizeof text);
+        if (*text) eval_both(&c, text, "dp");
+        chain_free(&ch);
+    }
+    if (r->space & SEARCH_OFFLOAD) /* which maps move and when (Beaumont et al.), by both relaxations */
+        for (int m = OFFSEL_ROUND; m <= OFFSEL_DIVE; m++) {
+            offsel_req oq = {.n = n, .cfg = r->cfg, .dev = r->dev, .prefix = "", .first = 1, .bn = r->bn, .budget = r->budget,
+                             .window = m == OFFSEL_ROUND ? 2 : 1}; /* ResNet-50 under a second */
+            offsel_result o;
+            if (!offsel_solve(&oq, (offsel_method)m, &o, e) && o.found && o.chosen) eval_both(&c, o.text, "offsel");
+            offsel_result_free(&o);
+        }
+    for (int end = 1; (r->space & SEARCH_ROWS) && end < n->n; end++) {
+        int most = row_stage_bands(n, end);
+        if (!most) continue;
+        chain ch;
+        bool dp = c.cn != NULL;
+        if (dp) chain_init(&ch, r, c.cn, end + 1);
+        /* more bands cost more time for less memory: per policy, the fewest bands that fit; none
+         * when the most bands with the least-keeping rest do not */
+        for (int pol = 0; pol < 2; pol++) {
+            char rest[PLAN_TEXT_LEN / 2] = "";
+            if (dp) chain_min(&ch, rest, sizeof rest);
+            snprintf(text, sizeof text, "rows(%s,%d)@%s..%s%s%s", row_policies[pol], most, n->layers[1].name,
+                     n->layers[end].name, *rest ? "; " : "", rest);
+            int i = eval_both(&c, text, "rows+dp");
+            if (i < 0 || c.out->pts[i].peak > r->budget) continue;
+            for (size_t k = 0; k < sizeof row_counts / sizeof *row_counts && row_counts[k] <= most; k++) {
+                snprintf(text, sizeof text, "rows(%s,%d)@%s..%s", row_policies[pol], row_counts[k], n->layers[1].name,
+                         n->layers[end].name);
+                if (dp ? eval_with_chain(&c, &ch, text, "rows+dp", 0)
+                       : ((i = eval_both(&c, text, "rows")) >= 0 && c.out->pts[i].peak <= r->budget))
+                    break;
+            }
+        }
+        if (dp) chain_free(&ch);
+    }
+    if (r->space & SEARCH_MIGRATE) eval_migrations(&c);
+    if (out->best < 0 && !c.least) {
+        /* nothing fits: the least-keeping candidates again, each with every encoding, so that the
+         * smallest peak is the space's and not just that of what was tried */
+        c.least = true;
+        eval_least(&c);
+    }
+    if (c.cn) chain_net_free(&cn);
+    /* a preset is kept unless the plan found is faster by more than the model can tell apart */
+    out->fastest = out->best, out->preset = -1;
+    for (int i = 0; i < out->n_pts; i++)
+        if (!strcmp(out->pts[i].source, "preset") && out->pts[i].peak <= r->budget &&
+            (out->preset < 0 || out->pts[i].time_us < out->pts[out->preset].time_us))
+            out->preset = i;
+    out->margin = r->margin ? *r->margin : r->dev->model ? timing_margin(r->dev->model) : 0;
+    if (out->preset >= 0 && out->best >= 0 && out->pts[out->preset].time_us <= out->pts[out->best].time_us * (1 + out->margin))
+        out->best = out->preset;
+    out->seconds = now_s() - t0;
+    return 0;
+}
+
+void search_free(search_result *r)
+{
+    for (int i = 0; i < r->n_pts; i++) free(r->pts[i].text);
+    free(r->pts);
+    memset(r, 0, sizeof *r);
+}
+
+static const search_point *sort_pts;
+static int by_peak(const void *a, const void *b)
+{
+    const search_point *x = &sort_pts[*(const int *)a], *y = &sort_pts[*(const int *)b];
+    if (x->peak != y->peak) return x->peak < y->peak ? -1 : 1;
+    return (x->time_us > y->time_us) - (x->time_us < y->time_us);
+}
+
+int *search_frontier(const search_point *pts, int n, int *count)
+{
+    int *idx = err_calloc((size_t)n + 1, sizeof(int)), k = 0;
+    for (int i = 0; i < n; i++) idx[i] = i;
+    sort_pts = pts;
+    qsort(idx, (size_t)n, sizeof *idx, by_peak);
+    double fastest = INFINITY;
+    for (int i = 0; i < n; i++)
+        if (pts[idx[i]].time_us < fastest) fastest = pts[idx[i]].time_us, idx[k++] = idx[i];
+    *count = k;
+    return idx;
+}

@@ -1,0 +1,152 @@
+/* sim: the replay of schedules, the time estimate and sim_run, which puts them beside the closed
+ * form (closed.h). Not done here: any I/O. */
+#include "sim/predict/sim.h"
+#include "sim/lower/pipeline.h"
+
+#include <string.h>
+
+#include "sim/predict/closed.h"
+#include "sim/lower/lower.h"
+#include "sim/predict/torch_alloc.h"
+
+const sim_device sim_device_cpu = {"cpu", 60.0, 10.0, 10.0, NULL, false};
+const sim_device sim_device_h100 = {"h100", 40000.0, 2500.0, 25.0, NULL, true};
+
+/* The H100 roofline on three host links, for offload: PCIe 4.0 x16 and 5.0 x16 at about 80% of
+ * their 32 and 64 GB/s a direction, and GH200's NVLink-C2C at 450 GB/s a direction (900 GB/s both
+ * ways, NVIDIA's figure). Uncalibrated: lrcnn calibrate on the machine replaces all three. */
+static const sim_device h100_pcie4 = {"h100-pcie4", 40000.0, 2500.0, 25.0, NULL, true};
+static const sim_device h100_pcie5 = {"h100-pcie5", 40000.0, 2500.0, 50.0, NULL, true};
+static const sim_device gh200 = {"gh200", 40000.0, 2500.0, 450.0, NULL, true};
+static const sim_device *const devices[] = {&sim_device_cpu, &sim_device_h100, &h100_pcie4, &h100_pcie5, &gh200};
+
+const sim_device *sim_device_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof devices / sizeof *devices; i++)
+        if (!strcmp(name, devices[i]->name)) return devices[i];
+    return NULL;
+}
+
+const char *sim_device_names(void) { return "cpu, h100, h100-pcie4, h100-pcie5, gh200"; }
+
+typedef struct {
+    sim_mem *m;
+    int64_t *timeline;
+    int next;
+    int64_t total;
+    int backward;                /* the first step of the backward (a BWD, or the ALLOC of a gradient) */
+} replay;
+
+static void replay_step(void *ctx, int step, const int64_t cur[MEM_NCAT])
+{
+    replay *r = ctx;
+    if (step < r->backward) memcpy(r->m->at_backward, cur, sizeof r->m->at_backward);
+    if (r->timeline)
+        for (; r->next < step; r->next++) r->timeline[r->next] = r->total;
+    r->total = 0;
+    for (int c = 0; c < MEM_NCAT; c++) {
+        if (c != MEM_HOST) r->total += cur[c];
+        if (cur[c] > r->m->max[c]) r->m->max[c] = cur[c];
+    }
+    if (r->total > r->m->peak) {
+        r->m->peak = r->total, r->m->peak_step = step;
+        memcpy(r->m->at_peak, cur, sizeof r->m->at_peak);
+    }
+}
+
+void sim_replay(const sched *s, sim_mem *m, int64_t *timeline)
+{
+    memset(m, 0, sizeof *m);
+    m->peak_step = -1;
+    replay r = {.m = m, .timeline = timeline, .backward = s->n_step};
+    for (int i = 0; i < s->n_step && r.backward == s->n_step; i++) {
+        const sched_step *t = &s->steps[i];
+        if (t->op == SCHED_BWD || (t->op == SCHED_ALLOC && s->bufs[t->buf].cat == MEM_AGRAD)) r.backward = i;
+    }
+    sched_walk(s, replay_step, &r);
+    if (timeline)
+        for (; r.next < s->n_step; r.next++) timeline[r.next] = r.total;
+}
+
+double sim_step_us(const net *n, const sched *s, int i, const sim_device *d, timing_how *how)
+{
+    const sched_step *t = &s->steps[i];
+    double bw = t->op == SCHED_OFFLOAD || t->op == SCHED_PREFETCH ? d->link_gbps : d->gbps;
+    double compute = t->flops / (d->gflops * 1e3), memory = t->bytes_moved / (bw * 1e3);
+    double step = compute > memory ? compute : memory;
+    *how = TIMING_ROOFLINE;
+    if (!d->model) return step;
+    return timing_sched_step_us(d->model, n, s, i, step, how);
+}
+
+/* The iteration on a device whose copies run on their own engine (sched_move_issue's protocol): a
+ * compute stream runs every step but the moves, in order; a copy stream runs the moves in the
+ * order they are issued, each an offload from the end of the step after which it may begin, each
+ * prefetch from where it stands. An OFFLOAD waits for its copy; a step using a prefetched buffer
+ * waits for that copy. The iteration ends when both streams have. step_us[i]: step i's own time. */
+static double overlap_us(const sched *s, const double *step_us)
+{
+    int ns = s->n_step, *issue = err_calloc((size_t)ns + 1, sizeof(int));
+    sched_move_issue(s, issue);
+    lower_buckets after = lower_bucket(issue, ns, ns);
+    double tc = 0, tl = 0, *ready = err_calloc((size_t)s->n_buf + 1, sizeof(double));
+    double *done = err_calloc((size_t)s->n_buf + 1, sizeof(double));
+    for (int i = 0; i < ns; i++) {
+        const sched_step *t = &s->steps[i];
+        if (t->op == SCHED_OFFLOAD) {
+            if (issue[i] < 0) tl = (tl > tc ? tl : tc) + step_us[i], done[t->buf] = tl;
+            if (done[t->buf] > tc) tc = done[t->buf]; /* the release waits for the copy */
+        } else if (t->op == SCHED_PREFETCH) {
+            tl = (tl > tc ? tl : tc) + step_us[i], ready[t->buf] = tl;
+        } else {
+            int uses[SCHED_MAX_USES], nu = sched_step_uses(t, uses);
+            for (int u = 0; u < nu; u++)
+                if (ready[uses[u]] > tc) tc = ready[uses[u]];
+            if (t->buf >= 0 && ready[t->buf] > tc) tc = ready[t->buf]; /* a FREE of a buffer still arriving */
+            tc += step_us[i];
+        }
+        for (int k = after.start[i]; k < after.start[i + 1]; k++) { /* copies that may begin now */
+            int o = after.list[k];
+            tl = (tl > tc ? tl : tc) + step_us[o], done[s->steps[o].buf] = tl;
+        }
+    }
+    lower_buckets_free(&after);
+    free(issue), free(ready), free(done);
+    return tc > tl ? tc : tl;
+}
+
+double sim_time_us(const net *n, const sched *s, const sim_device *d, double *fitted)
+{
+    double us = 0, measured = 0, *step = err_calloc((size_t)s->n_step + 1, sizeof(double));
+    for (int i = 0; i < s->n_step; i++) {
+        timing_how how;
+        step[i] = sim_step_us(n, s, i, d, &how);
+        if (how == TIMING_FITTED) measured += step[i];
+        us += step[i];
+    }
+    if (fitted) *fitted = us > 0 ? measured / us : 0;
+    if (d->overlap) us = overlap_us(s, step);
+    free(step);
+    return us;
+}
+
+int sim_run(const net *n, const plan *p, const sched_cfg *cfg, const sim_device *d, sim_result *r, int64_t **timeline,
+            err *e)
+{
+    memset(r, 0, sizeof *r);
+    sched s;
+    if (pipeline_lower(&s, n, p, cfg, e)) return -1;
+    if (timeline) *timeline = err_calloc((size_t)s.n_step + 1, sizeof(int64_t));
+    sim_replay(&s, &r->replay, timeline ? *timeline : NULL);
+    r->flops = s.flops;
+    r->time_us = sim_time_us(n, &s, d, &r->time_fitted);
+    r->n_steps = s.n_step;
+    if (p->torch) r->reserved = torch_reserved(&s);
+    for (int b = 0; b < s.n_buf; b++)
+        if (s.bufs[b].kind == BUF_ENC && enc_data_sized(s.bufs[b].enc))
+            r->enc_sized++, r->enc_calibrated += s.bufs[b].calibrated;
+    sched_free(&s);
+    r->closed_ok = !plan_modified(p);
+    if (r->closed_ok) closed_predict(n, p, cfg, &r->closed);
+    return 0;
+}
