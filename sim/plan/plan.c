@@ -1,5 +1,6 @@
-/* plan: presets, the custom syntax (sim/plan/PLANS.md) and validation against a net. Every rule that
- * can reject a plan lives here, so the scheduler and the engine may assume a valid plan. */
+/* plan: a plan's text parsed (presets: preset.c; the custom syntax: syntax.c; modifiers and bn=
+ * here) and validated against a net. Every rule that can reject a plan lives in this room, so the
+ * lowering and the engine may assume a valid plan. */
 #include "sim/plan/plan.h"
 
 #include <ctype.h>
@@ -9,6 +10,8 @@
 #include <string.h>
 
 #include "sim/net/kind.h"
+#include "sim/plan/preset.h"
+#include "sim/plan/syntax.h"
 
 const char *const plan_presets[] = {"layer", "torch", "torch2", "ckpt-sqrt", "ckpt:K", "vdnn-all", "vdnn-conv", "2ps:R", "overl:R",
                                     "2ps-h[:R]", "overl-h[:R]", "authors-2ps", "authors-overl", "authors-2ps-h",
@@ -17,234 +20,10 @@ const char *const plan_presets[] = {"layer", "torch", "torch2", "ckpt-sqrt", "ck
 static const char *bn_names[] = {"auto", "train", "frozen", "per-band"};
 const char *plan_bn_name(plan_bn b) { return bn_names[b]; }
 
-static const char *mode_names[] = {"layer", "ckpt", "offload", "rows"};
-const char *plan_mode_name(plan_mode m) { return mode_names[m]; }
-
-static int parse_custom(plan *p, const net *n, char *buf, err *e);
-
-static plan_seg *seg_push(plan *p, plan_mode m, int first, int last)
-{
-    p->segs = err_realloc(p->segs, ((size_t)p->n_seg + 1) * sizeof(plan_seg));
-    plan_seg *s = &p->segs[p->n_seg++];
-    memset(s, 0, sizeof *s);
-    s->mode = m, s->first = first, s->last = last;
-    return s;
-}
-
-/* Last layer of the row-centric prefix used by the row presets: the deepest clean cut whose
- * output still has at least ceil(H/8) rows (VGG-16: relu4_3; ResNet-50: the end of layer2), i.e.
- * the high-resolution layers that hold most activation memory. */
-static int rows_prefix_end(const net *n)
-{
-    int min_h = (n->layers[0].h + 7) / 8, end = -1;
-    for (int i = 1; i + 1 < n->n && n->layers[i].rowwise; i++)
-        if (n->layers[i + 1].cut_before && n->layers[i].h >= min_h) end = i;
-    return end;
-}
+const char *plan_mode_name(plan_mode m) { return syntax_mode_names[m]; }
 
 /* Cuts layers [first, n-1] into k segments at clean cuts, balancing forward activation values;
  * all but the last become ckpt (the last runs as layer, as torch.utils.checkpoint_sequential). */
-/* Pushes k segments from layer first on (fewer where the net has fewer places to cut); returns
- * how many it pushed. */
-static int push_ckpt(plan *p, const net *n, int first, int k)
-{
-    int made = 1;
-    int last = n->n - 1;
-    double total = 0, *prefix = err_calloc((size_t)n->n + 1, sizeof(double));
-    for (int i = first; i <= last; i++) prefix[i + 1] = (total += (double)net_layer_values(&n->layers[i]));
-    int start = first;
-    for (int s = 1; s < k; s++) {
-        double target = prefix[first] + total * s / k;
-        int best = -1;
-        for (int c = start + 1; c <= last; c++) /* cut before c */
-            if (n->layers[c].cut_before && (best < 0 || fabs(prefix[c] - target) < fabs(prefix[best] - target))) best = c;
-        if (best < 0) break;
-        seg_push(p, PLAN_CKPT, start, best - 1);
-        start = best, made++;
-    }
-    seg_push(p, PLAN_LAYER, start, last);
-    free(prefix);
-    return made;
-}
-
-static char *trim(char *t)
-{
-    size_t len = strlen(t);
-    while (len && (t[len - 1] == ' ' || t[len - 1] == '\t')) t[--len] = 0;
-    while (*t == ' ' || *t == '\t') memmove(t, t + 1, len--);
-    return t;
-}
-
-static int parse_count(const char *s, int *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < 1 || v > PLAN_MAX_BANDS) return -1;
-    *out = (int)v;
-    return 0;
-}
-
-/* The LR-CNN authors' configurations, as their prototype bands the nets they ran (GitHub
- * GreenMountain-XY/LRCNN; paper/peers.md): the first entry whose layers the net has. Their -H
- * variants add a second 2-band row stage over the later layers, not checkpointing. Band cuts are
- * ours (band_cuts_default reproduces their VGG-16 splits at 224), so the presets hold at any size. */
-static const struct {
-    const char *preset, *net, *plan;
-} authors[] = {
-    {"authors-2ps", "VGG-16", "rows(2ps,6)@conv1_1..pool3"},
-    {"authors-2ps", "ResNet-50", "rows(2ps,4)@conv1..layer1.2.relu3"},
-    {"authors-overl", "VGG-16", "rows(overl,4)@conv1_1..pool2"},
-    {"authors-2ps-h", "VGG-16", "rows(2ps,6)@conv1_1..pool3; rows(2ps,2)@conv4_1..relu5_3"},
-    {"authors-overl-h", "VGG-16", "rows(overl,4)@conv1_1..pool2; rows(overl,2)@conv3_1..relu5_3"},
-};
-
-/* Every FIRST..LAST layer of a custom plan text names a layer of n. */
-static bool has_layers(const net *n, const char *text)
-{
-    char buf[256], *save = NULL;
-    snprintf(buf, sizeof buf, "%s", text);
-    for (char *t = strtok_r(buf, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
-        char *at = strchr(t, '@'), *dots = at ? strstr(at, "..") : NULL;
-        if (!dots) return false;
-        *dots = 0;
-        if (net_find(n, at + 1) < 0 || net_find(n, dots + 2) < 0) return false;
-    }
-    return true;
-}
-
-static int authors_preset(plan *p, const net *n, const char *t, err *e)
-{
-    char known[256] = "";
-    for (size_t i = 0; i < sizeof authors / sizeof *authors; i++) {
-        if (strcmp(authors[i].preset, t)) continue;
-        if (has_layers(n, authors[i].plan)) {
-            char buf[256];
-            snprintf(buf, sizeof buf, "%s", authors[i].plan);
-            int rc = parse_custom(p, n, buf, e);
-            snprintf(p->preset, sizeof p->preset, "%s", t);
-            return rc;
-        }
-        size_t at = strlen(known);
-        snprintf(known + at, sizeof known - at, "%s%s (%s)", at ? " or " : "", authors[i].net, authors[i].plan);
-    }
-    if (!known[0]) return err_set(e, "unknown plan '%s' (the authors' presets: authors-2ps authors-overl authors-2ps-h authors-overl-h)", t);
-    return err_set(e, "plan '%s': the LR-CNN authors' configuration of %s; net '%s' lacks those layers", t, known, n->name);
-}
-
-/* The hybrids take an optional count (R = 4 when not given). */
-static bool is_hybrid(const char *t, size_t base)
-{
-    return (base == 5 && !strncmp(t, "2ps-h", 5)) || (base == 7 && !strncmp(t, "overl-h", 7));
-}
-
-static int preset(plan *p, const net *n, const char *t, err *e)
-{
-    if (!strncmp(t, "authors-", 8)) return authors_preset(p, n, t, e);
-    int last = n->n - 1, R = 4;
-    const char *colon = strchr(t, ':');
-    size_t base = colon ? (size_t)(colon - t) : strlen(t);
-    if (colon && parse_count(colon + 1, &R))
-        return err_set(e, "plan '%s': '%s' is not a count (1..%d)", t, colon + 1, PLAN_MAX_BANDS);
-#define IS(name) (base == strlen(name) && !strncmp(t, name, base))
-    if ((IS("layer") || IS("torch") || IS("torch2")) && !colon) {
-        seg_push(p, PLAN_LAYER, 1, last);
-        p->torch = IS("torch") ? PLAN_TORCH_1 : IS("torch2") ? PLAN_TORCH_2 : PLAN_TORCH_NONE;
-    } else if (IS("ckpt-sqrt") && !colon) {
-        int k = (int)lround(sqrt((double)(n->n - 1)));
-        push_ckpt(p, n, 1, k < 2 ? 2 : k);
-    } else if (IS("ckpt") && colon) {
-        int made = push_ckpt(p, n, 1, R);
-        if (made < R) return err_set(e, "plan '%s': %s has %d places to cut into segments, so at most ckpt:%d", t, n->name, made - 1, made);
-    } else if ((IS("vdnn-all") || IS("vdnn-conv")) && !colon) {
-        seg_push(p, PLAN_OFFLOAD, 1, last)->offload = IS("vdnn-all") ? PLAN_OFFLOAD_ALL : PLAN_OFFLOAD_CONV;
-    } else if ((IS("2ps") || IS("overl")) && colon) {
-        int end = rows_prefix_end(n);
-        if (end < 0) return err_set(e, "plan '%s': net '%s' has no row-wise prefix to run in bands", t, n->name);
-        plan_seg *s = seg_push(p, PLAN_ROWS, 1, end);
-        s->policy = IS("2ps") ? BAND_2PS : BAND_OVERL, s->fp = s->bp = R;
-        seg_push(p, PLAN_LAYER, end + 1, last);
-    } else if (IS("2ps-h") || IS("overl-h")) {
-        int end = rows_prefix_end(n);
-        if (end < 0) return err_set(e, "plan '%s': net '%s' has no row-wise prefix to run in bands", t, n->name);
-        plan_seg *s = seg_push(p, PLAN_ROWS, 1, end);
-        s->policy = IS("2ps-h") ? BAND_2PS : BAND_OVERL, s->fp = s->bp = R;
-        int k = (int)lround(sqrt((double)(last - end)));
-        push_ckpt(p, n, end + 1, k < 2 ? 2 : k);
-    } else {
-        return err_set(e, "unknown plan '%s' (presets: layer ckpt-sqrt ckpt:K vdnn-all vdnn-conv 2ps:R overl:R 2ps-h[:R] "
-                          "overl-h[:R] authors-2ps authors-overl authors-2ps-h authors-overl-h; or a custom plan, see "
-                          "sim/plan/PLANS.md)", t);
-    }
-#undef IS
-    snprintf(p->preset, sizeof p->preset, "%.*s", (int)base, t);
-    bool counted = colon || is_hybrid(t, base);
-    p->preset_count = counted ? R : 0;
-    return 0;
-}
-
-/* The layer a pick may name in segment s: one whose kept maps the segment's backward reads — its
- * own layers, and the one before it (the segment's input). */
-static int pick_layer(const plan_seg *s, const net *n, const char *name, err *e)
-{
-    int L = net_find(n, name);
-    if (L < 0) return err_set(e, "offload(...): no layer '%s' in net '%s'", name, n->name);
-    if (L < s->first - 1 || L > s->last)
-        return err_set(e, "offload(...): '%s' is outside the segment %s..%s (or its input)", name, n->layers[s->first].name,
-                       n->layers[s->last].name);
-    return L;
-}
-
-static plan_pick *pick_push(plan_seg *s, int L)
-{
-    for (int i = 0; i < s->n_pick; i++)
-        if (s->picks[i].layer == L) return NULL;
-    s->picks = err_realloc(s->picks, ((size_t)s->n_pick + 1) * sizeof *s->picks);
-    plan_pick *k = &s->picks[s->n_pick++];
-    *k = (plan_pick){.layer = L, .free = 0, .fetch = 1};
-    return k;
-}
-
-/* offload(ITEM, ...): ITEM is NAME[:FREE[:FETCH]] (one layer's kept maps, released FREE forward
- * steps after their last forward use, prefetched FETCH backward steps ahead of the first backward
- * use: 0 and 1 by default, vDNN's) or FIRST..LAST (every layer of the range that keeps a map). */
-static int parse_picks(plan_seg *s, const net *n, char *args, err *e)
-{
-    s->offload = PLAN_OFFLOAD_PICK;
-    char *save = NULL;
-    for (char *it = strtok_r(args, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
-        it = trim(it);
-        char *dots = strstr(it, "..");
-        if (dots) {
-            *dots = 0;
-            int a = pick_layer(s, n, it, e), b = a < 0 ? -1 : pick_layer(s, n, dots + 2, e);
-            if (a < 0 || b < 0) return -1;
-            if (b < a) return err_set(e, "offload(...): '%s..%s' is empty", it, dots + 2);
-            for (int L = a; L <= b; L++)
-                if (!pick_push(s, L)) return err_set(e, "offload(...): '%s' is named twice", n->layers[L].name);
-            continue;
-        }
-        char *colon = strchr(it, ':'), *colon2 = colon ? strchr(colon + 1, ':') : NULL;
-        if (colon) *colon = 0;
-        if (colon2) *colon2 = 0;
-        int L = pick_layer(s, n, it, e), v;
-        if (L < 0) return -1;
-        plan_pick *k = pick_push(s, L);
-        if (!k) return err_set(e, "offload(...): '%s' is named twice", it);
-        k->named = true;
-        if (colon) {
-            if (strcmp(colon + 1, "0") && parse_count(colon + 1, &v))
-                return err_set(e, "offload(%s:%s): the release delay is forward steps, 0..%d", it, colon + 1, PLAN_MAX_BANDS);
-            k->free = strcmp(colon + 1, "0") ? v : 0;
-        }
-        if (colon2) {
-            if (parse_count(colon2 + 1, &v))
-                return err_set(e, "offload(%s:...:%s): the prefetch lead is backward steps, 1..%d", it, colon2 + 1, PLAN_MAX_BANDS);
-            k->fetch = v;
-        }
-    }
-    if (!s->n_pick) return err_set(e, "offload(...): an empty list");
-    return 0;
-}
 
 bool plan_modified(const plan *p)
 {
@@ -261,76 +40,6 @@ const plan_pick *plan_pick_of(const plan *p, int L)
             if (s->picks[k].layer == L) return &s->picks[k];
     }
     return NULL;
-}
-
-/* One custom segment "MODE[(ARGS)]@A..B". */
-static int custom_seg(plan *p, const net *n, char *t, err *e)
-{
-    char *at = strchr(t, '@');
-    if (!at) return err_set(e, "plan segment '%s': expected MODE@FIRST..LAST", t);
-    *at = 0;
-    char *range = at + 1, *dots = strstr(range, "..");
-    if (!dots) return err_set(e, "plan segment '%s@%s': expected FIRST..LAST layer names", t, range);
-    *dots = 0;
-    int first = net_find(n, range), last = net_find(n, dots + 2);
-    if (first < 0) return err_set(e, "plan segment '%s': no layer '%s' in net '%s'", t, range, n->name);
-    if (last < 0) return err_set(e, "plan segment '%s': no layer '%s' in net '%s'", t, dots + 2, n->name);
-    if (first < 1 || last < first) return err_set(e, "plan segment '%s': '%s'..'%s' is empty or starts at the input", t, range, dots + 2);
-    char *args = strchr(t, '(');
-    if (args) {
-        char *close = strrchr(args, ')');
-        if (!close || close[1]) return err_set(e, "plan segment '%s': unbalanced parentheses", t);
-        *args++ = 0, *close = 0;
-    }
-    int mode = -1;
-    for (int m = 0; m < 4; m++)
-        if (!strcmp(t, mode_names[m])) mode = m;
-    if (mode < 0) return err_set(e, "plan segment mode '%s' is unknown (layer ckpt offload rows)", t);
-    plan_seg *s = seg_push(p, (plan_mode)mode, first, last);
-    if (mode == PLAN_LAYER || mode == PLAN_CKPT) {
-        if (args && *args) return err_set(e, "plan segment %s takes no arguments", mode_names[mode]);
-        return 0;
-    }
-    if (mode == PLAN_OFFLOAD) {
-        if (!args || !*args || !strcmp(args, "all")) s->offload = PLAN_OFFLOAD_ALL;
-        else if (!strcmp(args, "conv")) s->offload = PLAN_OFFLOAD_CONV;
-        else return parse_picks(s, n, args, e);
-        return 0;
-    }
-    s->policy = BAND_OVERL, s->fp = s->bp = 0;
-    enum { POLICY = 1, FP = 2, BP = 4, CUTS = 8 };
-    int seen = 0;
-    char *save = NULL, *cuts = NULL;
-    for (char *a = strtok_r(args ? args : (char[]){0}, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
-        int v, what;
-        if (!strcmp(a, "2ps") || !strcmp(a, "overl")) s->policy = a[0] == '2' ? BAND_2PS : BAND_OVERL, what = POLICY;
-        else if (!strncmp(a, "fp=", 3) && !parse_count(a + 3, &v)) s->fp = v, what = FP;
-        else if (!strncmp(a, "bp=", 3) && !parse_count(a + 3, &v)) s->bp = v, what = BP;
-        else if (!parse_count(a, &v)) s->fp = s->bp = v, what = FP | BP;
-        else if (!strncmp(a, "cuts=", 5)) cuts = a + 5, what = CUTS;
-        else return err_set(e, "rows(...): unknown or bad argument '%s' (2ps|overl, R, fp=R, bp=R, cuts=a/b/c)", a);
-        if (seen & what) /* the last would win silently */
-            return err_set(e, "rows(...): '%s' says again what an earlier argument said (policy, band counts, cuts: once each)", a);
-        seen |= what;
-    }
-    if (!(seen & POLICY)) return err_set(e, "rows(...) needs a policy: rows(2ps,R) or rows(overl,R)");
-    if (!s->fp && !s->bp) return err_set(e, "rows(...) needs a band count: rows(%s,R)", band_policy_name(s->policy));
-    if (!s->fp) s->fp = s->bp;
-    if (!s->bp) s->bp = s->fp;
-    if (cuts) {
-        s->cuts = err_calloc((size_t)s->fp + 1, sizeof(int));
-        int k = 1;
-        for (char *c = strtok_r(cuts, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-            char *end;
-            long v = strtol(c, &end, 10);
-            if (*end || end == c || k >= s->fp || v < 0 || v > INT_MAX)
-                return err_set(e, "cuts=%s: expected %d interior cuts a/b/... (output rows)", cuts, s->fp - 1);
-            s->cuts[k++] = (int)v;
-        }
-        if (k != s->fp) return err_set(e, "cuts: expected %d interior cuts for %d bands, got %d", s->fp - 1, s->fp, k - 1);
-        s->cuts[s->fp] = n->layers[last].h;
-    }
-    return 0;
 }
 
 /* The band geometry of row segment s: forward from its cuts (explicit, or the policy's default),
@@ -353,35 +62,6 @@ static int seg_geometry(plan_seg *s, const net *n, const band_seg *bs, err *e)
     }
     free(cuts);
     return rc;
-}
-
-/* Custom segments "MODE@FIRST..LAST; ..." (buf is cut up), in order, the gaps filled with layer
- * segments. Messages name p->text. */
-static int parse_custom(plan *p, const net *n, char *buf, err *e)
-{
-    int rc = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(buf, ";", &save); t && !rc; t = strtok_r(NULL, ";", &save)) {
-        while (isspace((unsigned char)*t)) t++;
-        char *end = t + strlen(t);
-        while (end > t && isspace((unsigned char)end[-1])) *--end = 0;
-        if (*t) rc = custom_seg(p, n, t, e);
-    }
-    for (int i = 0; !rc && i + 1 < p->n_seg; i++)
-        if (p->segs[i + 1].first <= p->segs[i].last)
-            rc = err_set(e, "plan '%s': segments overlap or are out of order at '%s'", p->text, n->layers[p->segs[i + 1].first].name);
-    if (rc) return rc;
-    plan filled = {0};
-    int next = 1;
-    for (int i = 0; i < p->n_seg; i++) {
-        if (p->segs[i].first > next) seg_push(&filled, PLAN_LAYER, next, p->segs[i].first - 1);
-        *seg_push(&filled, PLAN_LAYER, 0, 0) = p->segs[i];
-        next = p->segs[i].last + 1;
-    }
-    if (next <= n->n - 1) seg_push(&filled, PLAN_LAYER, next, n->n - 1);
-    free(p->segs);
-    p->segs = filled.segs, p->n_seg = filled.n_seg;
-    return 0;
 }
 
 /* A row segment holding a layer that normalizes with whole-map statistics (a bn). */
@@ -473,7 +153,7 @@ static int validate(plan *p, const net *n, err *e)
                               "after '%s'", where, f->name, n->layers[f->in[0]].name, n->layers[f->in[0]].name, f->name);
         if (s->first > 1 && !f->cut_before)
             return err_set(e, "plan '%s': a %s segment cannot start at '%s' (more than one tensor crosses there)", where,
-                           mode_names[s->mode], f->name);
+                           syntax_mode_names[s->mode], f->name);
         if (s->mode != PLAN_ROWS) continue;
         band_seg bs;
         if (band_seg_init(&bs, n, s->first, s->last, e)) return err_wrap(e, "plan '%s'", where);
@@ -543,7 +223,7 @@ static int parse_mods(plan *p, char *list, err *e)
     for (char *m = list, *next; m; m = next) {
         next = strchr(m, '+');
         if (next) *next++ = 0;
-        trim(m);
+        syntax_trim(m);
         if (!*m) return err_set(e, "an empty modifier (a '+' with nothing after it)");
         if (!strncmp(m, "migrate", 7) && (!m[7] || m[7] == ':')) {
             if (parse_migrate(p, m, e)) return -1;
@@ -597,8 +277,8 @@ int plan_parse(plan *p, const net *n, const char *text, err *e)
         *plus = 0;
         if (parse_mods(p, plus + 1, e)) return err_wrap(e, "plan '%s'", text);
     }
-    trim(buf);
-    int rc = strchr(buf, '@') ? parse_custom(p, n, buf, e) : preset(p, n, buf, e);
+    syntax_trim(buf);
+    int rc = strchr(buf, '@') ? syntax_custom(p, n, buf, e) : preset_parse(p, n, buf, e);
     if (!rc) rc = validate(p, n, e);
     if (rc) plan_free(p);
     return rc;
@@ -650,7 +330,7 @@ void plan_describe(const plan *p, const net *n, char *buf, size_t len)
                 at += (size_t)snprintf(buf + at, len - at, "%s%s:%d:%d%s", k ? ", " : "offload(", n->layers[s->picks[k].layer].name,
                                        s->picks[k].free, s->picks[k].fetch, k + 1 == s->n_pick ? ")" : "");
         else
-            at += (size_t)snprintf(buf + at, len - at, "%s", mode_names[s->mode]);
+            at += (size_t)snprintf(buf + at, len - at, "%s", syntax_mode_names[s->mode]);
         if (at < len)
             at += (size_t)snprintf(buf + at, len - at, "@%s..%s", n->layers[s->first].name, n->layers[s->last].name);
     }
@@ -692,7 +372,7 @@ int plan_list_expand(const char *list, char ***out, int *count, err *e)
             int lo = 0, hi = -1;
             if (colon && dots && !strchr(item, '@')) {
                 *dots = 0;
-                if (parse_count(colon + 1, &lo) || parse_count(dots + 2, &hi) || hi < lo) {
+                if (syntax_count(colon + 1, &lo) || syntax_count(dots + 2, &hi) || hi < lo) {
                     rc = err_set(e, "plan range '%.*s': expected NAME:LO..HI with 1 <= LO <= HI", len, start);
                     break;
                 }
