@@ -68,8 +68,9 @@ static int contract_plan(const net *n, const char *text, int batch, bool pack, t
         dnn_plan dp;
         char why[300];
         int64_t ws = st->ws >= 0 ? s.bufs[st->ws].bytes : 0;
-        int bad = dnn_conv_plan(&d, pack, &dp, why, sizeof why);
-        if (!bad && !(bad = dnn_check(&dp, &d, why, sizeof why)) && dp.stage_bytes > ws)
+        bool planned = !dnn_conv_plan(&d, pack, &dp, why, sizeof why);
+        int bad = !planned || dnn_check(&dp, &d, why, sizeof why);
+        if (!bad && dp.stage_bytes > ws)
             snprintf(why, sizeof why, "staging needs %lld bytes, the workspace has %lld", (long long)dp.stage_bytes, (long long)ws), bad = 1;
         if (bad && !t->broken++)
             snprintf(t->first, sizeof t->first, "%s %s batch %d: %s %s rows [%d, %d): %s", n->name, text, batch,
@@ -77,8 +78,8 @@ static int contract_plan(const net *n, const char *text, int batch, bool pack, t
         if (!bad) {
             t->steps++, t->calls += dp.n, t->staged += dp.stage_bytes > 0, t->runs += dp.images < batch;
             if (dp.stage_bytes > t->stage_most) t->stage_most = dp.stage_bytes;
-            dnn_plan_free(&dp);
         }
+        if (planned) dnn_plan_free(&dp);
     }
     sched_free(&s);
     plan_free(&p);
