@@ -58,12 +58,16 @@ int h5_set_next_run(h5_file *f, long index, err *e);
 /* The open file, to add groups of one's own (weights dumps). */
 hid_t h5_root(h5_file *f);
 
-/* Small writers shared by h5.c and weights.c: scalar attributes and datasets. */
+/* Small writers shared by h5.c, h5run.c and weights.c: scalar attributes and datasets. */
 int h5_attr_int(hid_t obj, const char *name, int v, err *e);
 int h5_attr_i64(hid_t obj, const char *name, int64_t v, err *e);
 int h5_attr_f64(hid_t obj, const char *name, double v, err *e);
 int h5_attr_str(hid_t obj, const char *name, const char *v, err *e);
 int h5_dset_1d(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, const void *v, hsize_t n, err *e);
+/* Attribute `units` of dataset loc/name: "bytes", "us" (microseconds), "nats" (a loss). */
+int h5_set_units(hid_t loc, const char *name, const char *units, err *e);
+/* An int64 vector of bytes (peaks by category, timelines), with its units. */
+int h5_dset_bytes(hid_t loc, const char *name, const int64_t *v, int n, err *e);
 int h5_dset(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, const void *v, int rank, const hsize_t *dims,
             err *e);
 
