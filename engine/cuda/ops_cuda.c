@@ -15,18 +15,12 @@
 #include "engine/cuda/cucheck.h"
 #include "engine/cuda/cuprof.h"
 #include "engine/cuda/dnn.h"
-#include "engine/cuda/fit.h"
+#include "engine/cuda/codec_cuda.h"
+#include "engine/cuda/mem_cuda.h"
 #include "engine/cuda/kernels.h"
 
 /* cuBLAS's workspace: its documented recommendation for Hopper (smaller on older GPUs). */
 #define BLAS_WS_BYTES (32 << 20)
-
-/* A move under way (cu_move): the device block, the pinned block of an offload (NULL: a prefetch),
- * and the event that marks the copy's end. */
-typedef struct {
-    void *dev, *host;
-    cudaEvent_t done;
-} cu_pending;
 
 static struct {
     bool open, profile;
@@ -38,16 +32,7 @@ static struct {
     double *scratch;            /* the loss of each block of places (k_loss_scratch); gnorm's gradient
                                    sums; a band's bn sums (bn=per-band) */
     int64_t scratch_cap;        /* doubles, set by prepare */
-    int64_t *codec_dev;         /* sparse encodings: each image's bytes, then offsets (device) */
-    int codec_cap;
     void *blas_ws;              /* cuBLAS's workspace (BLAS_WS_BYTES) */
-    char *host;                 /* the pinned host arena, placed by host_fit */
-    fit host_fit;
-    struct { void *p; int64_t bytes; } *spilled; /* pinned blocks allocated apart when the arena was full */
-    int n_spilled, cap_spilled;
-    int64_t spilled_bytes, spilled_high;
-    cu_pending *pending;        /* moves under way */
-    int n_pending, cap_pending;
     int64_t context_bytes;      /* device bytes in use before the first allocation (ops_device) */
     int64_t device_peak;        /* ... the most at a step's end since device_mark (profiling) */
 } g;
@@ -66,160 +51,6 @@ static void step_checked(const ops_call *c, const char *what)
 }
 
 static const float one = 1.0f, zero = 0.0f;
-
-/* --- memory ----------------------------------------------------------------------------------- */
-
-/* Pinned host blocks come from one arena reserved by prepare (fit.h places them). Every copy into
- * or out of a host block runs on the copy stream, in order, so a block is released as soon as the
- * copy that reads it is enqueued: the next copy to reuse its bytes runs after it. A block that does
- * not fit the arena (a data-sized encoding larger than predicted) is allocated apart and counted. */
-static void *host_get(int64_t bytes)
-{
-    int64_t at = g.host ? fit_get(&g.host_fit, bytes) : -1;
-    if (at >= 0) return g.host + at;
-    void *p = NULL;
-    if (cudaMallocHost(&p, (size_t)(bytes > 0 ? bytes : 1)) != cudaSuccess) return NULL;
-    if (g.n_spilled == g.cap_spilled) g.spilled = err_realloc(g.spilled, (size_t)(g.cap_spilled = g.cap_spilled * 2 + 8) * sizeof *g.spilled);
-    g.spilled[g.n_spilled].p = p, g.spilled[g.n_spilled++].bytes = bytes;
-    g.spilled_bytes += bytes;
-    if (g.spilled_bytes > g.spilled_high) g.spilled_high = g.spilled_bytes;
-    return p;
-}
-
-static void host_put(void *p)
-{
-    if (g.host && (char *)p >= g.host && (char *)p < g.host + g.host_fit.size) {
-        CHECK(fit_put(&g.host_fit, (char *)p - g.host));
-        return;
-    }
-    for (int i = 0; i < g.n_spilled; i++)
-        if (g.spilled[i].p == p) {
-            CUDA_CHECK(cudaStreamSynchronize(g.copy)); /* a copy may still read it: only ever on a spill */
-            CUDA_CHECK(cudaFreeHost(p));
-            g.spilled_bytes -= g.spilled[i].bytes;
-            g.spilled[i] = g.spilled[--g.n_spilled];
-            return;
-        }
-    CHECK(!"a pinned block from elsewhere");
-}
-
-static void *cu_get(int64_t bytes, bool host, bool z)
-{
-    void *p = NULL;
-    size_t n = (size_t)(bytes > 0 ? bytes : 1);
-    if (host) {
-        if ((p = host_get(bytes)) && z) memset(p, 0, n); /* before the first iteration (exec_start): no copy in flight */
-        return p;
-    }
-    if (cudaMallocAsync(&p, n, g.compute) != cudaSuccess) return NULL;
-    if (z) CUDA_CHECK(cudaMemsetAsync(p, 0, n, g.compute));
-    return p;
-}
-
-static void cu_put(void *p, bool host)
-{
-    if (host) host_put(p);
-    else CUDA_CHECK(cudaFreeAsync(p, g.compute));
-}
-
-/* Moves follow sched_move_issue's protocol (sim/lower/sched.h). An offload's copy is staged: the copy
- * stream waits for the compute work so far (the block's last writer), copies into pinned memory
- * and marks its end; the move later makes the compute stream wait for that mark and frees the
- * device block in compute order, where the schedule releases it, so the pool never holds less than
- * the accounting says. A prefetch takes device memory in compute order (the copy stream waits for
- * the compute work so far), copies, and marks the arrival; the first step that uses the block makes
- * the compute stream wait for it (cu_ready). The host side of a prefetch is released once its copy
- * is enqueued (host_get). */
-
-static cudaEvent_t compute_mark(cudaStream_t wait_on)
-{
-    cudaEvent_t ev;
-    CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventRecord(ev, g.compute));
-    CUDA_CHECK(cudaStreamWaitEvent(wait_on, ev, 0));
-    CUDA_CHECK(cudaEventDestroy(ev)); /* released once the work it marks completes */
-    CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-    return ev;
-}
-
-static void pending_push(void *dev, void *host, cudaEvent_t done)
-{
-    if (g.n_pending == g.cap_pending)
-        g.pending = err_realloc(g.pending, (size_t)(g.cap_pending = g.cap_pending * 2 + 16) * sizeof *g.pending);
-    g.pending[g.n_pending++] = (cu_pending){dev, host, done};
-}
-
-/* The move under way of device block dev, taken from the table; false with none. */
-static bool pending_take(void *dev, cu_pending *out)
-{
-    for (int i = 0; i < g.n_pending; i++)
-        if (g.pending[i].dev == dev) {
-            *out = g.pending[i];
-            g.pending[i] = g.pending[--g.n_pending];
-            return true;
-        }
-    return false;
-}
-
-static void cu_stage(void *p, int64_t bytes)
-{
-    size_t n = (size_t)(bytes > 0 ? bytes : 1);
-    void *q = host_get(bytes);
-    if (!q) cu_fatal("cudaMallocHost", "out of pinned host memory for an offload", __FILE__, __LINE__);
-    cudaEvent_t done = compute_mark(g.copy);
-    CUDA_CHECK(cudaMemcpyAsync(q, p, n, cudaMemcpyDeviceToHost, g.copy));
-    CUDA_CHECK(cudaEventRecord(done, g.copy));
-    pending_push(p, q, done);
-}
-
-static void cu_ready(void *p)
-{
-    cu_pending c;
-    if (!pending_take(p, &c)) return;
-    CUDA_CHECK(cudaStreamWaitEvent(g.compute, c.done, 0));
-    CUDA_CHECK(cudaEventDestroy(c.done));
-}
-
-static void *cu_move(void *p, int64_t bytes, bool to_host)
-{
-    size_t n = (size_t)(bytes > 0 ? bytes : 1);
-    cu_pending c;
-    if (to_host) {
-        if (!pending_take(p, &c)) { /* not staged (calibrating, or the first iteration's migration): now */
-            cu_stage(p, bytes);
-            CHECK(pending_take(p, &c));
-        }
-        CUDA_CHECK(cudaStreamWaitEvent(g.compute, c.done, 0));
-        CUDA_CHECK(cudaEventDestroy(c.done));
-        CUDA_CHECK(cudaFreeAsync(p, g.compute));
-        return c.host;
-    }
-    void *q = NULL;
-    cudaEvent_t done = compute_mark(g.copy);
-    if (cudaMallocAsync(&q, n, g.copy) != cudaSuccess) {
-        CUDA_CHECK(cudaEventDestroy(done));
-        return NULL;
-    }
-    CUDA_CHECK(cudaMemcpyAsync(q, p, n, cudaMemcpyHostToDevice, g.copy));
-    CUDA_CHECK(cudaEventRecord(done, g.copy));
-    pending_push(q, NULL, done);
-    host_put(p);
-    return q;
-}
-
-static const alloc_mem cuda_mem = {.name = "device", .get = cu_get, .put = cu_put, .move = cu_move, .stage = cu_stage, .ready = cu_ready};
-
-static void cu_upload(void *dst, const void *host, int64_t bytes)
-{
-    CUDA_CHECK(cudaMemcpyAsync(dst, host, (size_t)bytes, cudaMemcpyHostToDevice, g.compute));
-    CUDA_CHECK(cudaStreamSynchronize(g.compute)); /* host may be reused at once */
-}
-
-static void cu_download(void *host, const void *src, int64_t bytes)
-{
-    CUDA_CHECK(cudaMemcpyAsync(host, src, (size_t)bytes, cudaMemcpyDeviceToHost, g.compute));
-    CUDA_CHECK(cudaStreamSynchronize(g.compute));
-}
 
 static void cu_zero(void *p, int64_t bytes) { CUDA_CHECK(cudaMemsetAsync(p, 0, (size_t)bytes, g.compute)); }
 
@@ -246,11 +77,7 @@ static void cu_sync(void)
     CUDA_CHECK(cudaDeviceSynchronize());
     if (g.loss_to) CUDA_CHECK(cudaMemcpy(g.loss_to, g.loss_dev, sizeof(float), cudaMemcpyDeviceToHost));
     g.loss_to = NULL;
-    for (int i = 0; i < g.n_pending; i++) /* prefetches have arrived; staged offloads wait for their move */
-        if (!g.pending[i].host) {
-            CUDA_CHECK(cudaEventDestroy(g.pending[i].done));
-            g.pending[i--] = g.pending[--g.n_pending];
-        }
+    mem_cuda_synced();
 }
 
 static int64_t device_used(void)
@@ -584,74 +411,6 @@ static void cuda_stats(const ops_call *c, ops_stats what)
     step_checked(c, "statistics");
 }
 
-/* --- encodings of kept maps (codec.cu) ------------------------------------------------------------ */
-
-static bool cuda_encodes(enc_kind k) { return k != ENC_ZFP_RATE && k != ENC_ZFP_ACC; }
-
-static kcodec kc_of(const ops_codec *m)
-{
-    static const int kinds[ENC_NKIND] = {[ENC_SIGN] = KC_SIGN, [ENC_ARGMAX] = KC_ARGMAX, [ENC_SPARSE] = KC_SPARSE,
-                                         [ENC_FP16] = KC_FP16, [ENC_BF16] = KC_BF16, [ENC_FP8] = KC_FP8};
-    CHECK(cuda_encodes(m->kind) && m->kind != ENC_NONE);
-    return (kcodec){.kind = kinds[m->kind], .images = m->shape.images, .bits = m->shape.bits, .mask = m->shape.mask,
-                    .n = m->shape.nx * m->shape.ny, .row0 = m->row0, .c = m->c, .w = m->w, .in_w = m->in_w, .win = kw(m->win)};
-}
-
-/* Sparse images' offsets in the encoding (host, images + 1 values) from their sizes on the device
- * (the header, or the codec's own buffer for a size call); the header comes first. */
-static int64_t *sparse_offsets(int images, const int64_t *sizes)
-{
-    int64_t *at = err_calloc((size_t)images + 1, sizeof(int64_t));
-    cu_download(at + 1, sizes, (int64_t)images * 8);
-    at[0] = 8 * (int64_t)images;
-    for (int i = 0; i < images; i++) at[i + 1] += at[i];
-    return at;
-}
-
-/* Room for a sparse encoding's sizes and offsets: reserved by prepare for the batch. */
-static void codec_room(int images)
-{
-    if (2 * images + 1 > g.codec_cap) cu_fatal("encoding a map", "more images than prepare reserved offsets for", __FILE__, __LINE__);
-}
-
-static int64_t cuda_encode(const ops_codec *m, const void *x, void *out, void *scratch)
-{
-    (void)scratch;
-    kcodec k = kc_of(m);
-    int64_t masks = m->shape.mask ? (int64_t)k.images * ((k.n + 7) / 8) : 0;
-    if (m->kind != ENC_SPARSE) {
-        int64_t bytes = enc_bytes(m->kind, m->mod, m->shape); /* exact for the fixed-size kinds */
-        if (out) k_codec_encode(g.compute, &k, x, out, NULL, bytes - masks);
-        return bytes;
-    }
-    codec_room(k.images);
-    int64_t *sizes = out ? (int64_t *)out : g.codec_dev;
-    k_codec_sparse_sizes(g.compute, &k, x, sizes);
-    int64_t *at = sparse_offsets(k.images, sizes), end = at[k.images];
-    if (out) {
-        cu_upload(g.codec_dev + k.images, at, ((int64_t)k.images + 1) * 8);
-        k_codec_encode(g.compute, &k, x, out, g.codec_dev + k.images, end);
-    }
-    free(at);
-    return end + masks;
-}
-
-static void cuda_decode(const ops_codec *m, const void *in, void *x)
-{
-    kcodec k = kc_of(m);
-    int64_t *at = NULL, masks_at = 0;
-    if (m->kind == ENC_SPARSE) {
-        codec_room(k.images);
-        at = sparse_offsets(k.images, in);
-        cu_upload(g.codec_dev + k.images, at, ((int64_t)k.images + 1) * 8);
-        masks_at = at[k.images];
-    } else {
-        masks_at = enc_bytes(m->kind, m->mod, m->shape) - (m->shape.mask ? (int64_t)k.images * ((k.n + 7) / 8) : 0);
-    }
-    k_codec_decode(g.compute, &k, in, x, at ? g.codec_dev + k.images : NULL, masks_at);
-    free(at);
-}
-
 /* --- the device itself (ops_table.device_mark, device_report) ----------------------------------- */
 
 static cudaMemPool_t default_pool(void)
@@ -708,9 +467,8 @@ static void cu_device_report(ops_device *d, ops_device_layer *layers, int n_laye
     d->device_peak = g.profile ? g.device_peak : -1;
     d->pool_reserved_peak = pool_attr(cudaMemPoolAttrReservedMemHigh);
     d->pool_used_peak = pool_attr(cudaMemPoolAttrUsedMemHigh);
-    d->outside_pool = (int64_t)sizeof(float) + g.scratch_cap * (int64_t)sizeof(double) + g.codec_cap * (int64_t)sizeof(int64_t) +
-                      (g.blas_ws ? BLAS_WS_BYTES : 0);
-    d->host_arena = g.host_fit.size, d->host_outside = g.spilled_high;
+    d->outside_pool = (int64_t)sizeof(float) + g.scratch_cap * (int64_t)sizeof(double) + codec_cuda_bytes() + (g.blas_ws ? BLAS_WS_BYTES : 0);
+    mem_cuda_host(&d->host_arena, &d->host_outside);
     d->cupti_reserved_peak = d->cupti_suballoc_peak = d->dropped = -1, d->kernel_us = -1;
     for (int L = 0; L < n_layers; L++) {
         layers[L] = (ops_device_layer){{-1, -1}, {-1, -1, -1}, {0, 0, 0}};
@@ -733,33 +491,6 @@ static void cu_device_report(ops_device *d, ops_device_layer *layers, int n_laye
 }
 
 /* --- before a run (ops_table.prepare) ------------------------------------------------------------ */
-
-/* Pinned bytes the executor will hold at once, each block rounded as the arena places it: a moved
- * map from the step its copy begins (sched_move_issue: before the schedule's OFFLOAD, which the
- * replay's host figure counts from) until its PREFETCH, and the +migrate maps at home on the host
- * from the start. */
-static int64_t host_need(const sched *s)
-{
-    int *issue = err_calloc((size_t)s->n_step + 1, sizeof(int));
-    int64_t *add = err_calloc((size_t)s->n_step + 1, sizeof(int64_t)), *drop = err_calloc((size_t)s->n_step + 1, sizeof(int64_t));
-    sched_move_issue(s, issue);
-    int64_t cur = 0, most = 0;
-    for (int b = 0; b < s->n_buf; b++)
-        if (s->bufs[b].persistent && s->bufs[b].host_home) cur += (s->bufs[b].bytes + 255) / 256 * 256;
-    for (int i = 0; i < s->n_step; i++) {
-        const sched_step *t = &s->steps[i];
-        int64_t bytes = t->buf >= 0 ? (s->bufs[t->buf].bytes + 255) / 256 * 256 : 0;
-        if (t->op == SCHED_OFFLOAD) add[issue[i] >= 0 && issue[i] < i ? issue[i] : i] += bytes;
-        if (t->op == SCHED_PREFETCH) drop[i] += bytes;
-    }
-    for (int i = 0; i < s->n_step; i++) {
-        cur += add[i];
-        if (cur > most) most = cur;
-        cur -= drop[i];
-    }
-    free(issue), free(add), free(drop);
-    return most > cur ? most : cur;
-}
 
 /* Refuses what cuDNN's descriptors cannot hold (a convolution step dnn.h cannot plan, a fully
  * connected layer's input past an int), then sizes the scratch, the codec offsets and the pinned
@@ -791,30 +522,15 @@ static int cu_prepare(const net *n, const sched *s, err *e)
         CUDA_CHECK(cudaMalloc((void **)&g.scratch, (size_t)doubles * sizeof(double)));
         g.scratch_cap = doubles;
     }
-    if (2 * s->batch + 1 > g.codec_cap) {
-        if (g.codec_dev) CUDA_CHECK(cudaFree(g.codec_dev));
-        g.codec_cap = 2 * s->batch + 1;
-        CUDA_CHECK(cudaMalloc((void **)&g.codec_dev, (size_t)g.codec_cap * sizeof(int64_t)));
-    }
-    /* room for the blocks as placed, and a margin for first fit's gaps and data-sized encodings */
-    int64_t need = host_need(s), size = need ? need + need / 4 + (1 << 20) : 0;
-    if (size > g.host_fit.size && g.host_fit.used == 0) {
-        if (g.host) CUDA_CHECK(cudaFreeHost(g.host));
-        fit_free(&g.host_fit);
-        g.host = NULL;
-        if (cudaMallocHost((void **)&g.host, (size_t)size) != cudaSuccess)
-            return err_set(e, "cannot pin %lld bytes of host memory for the plan's offloaded maps", (long long)size);
-        fit_init(&g.host_fit, size, 256);
-    }
-    g.spilled_high = g.spilled_bytes;
-    return 0;
+    codec_cuda_reserve(s->batch);
+    return mem_cuda_prepare(s, e);
 }
 
 static const ops_table cuda_table = {.backend = "cuda", .forward = cuda_forward, .backward = cuda_backward, .stats = cuda_stats,
-                                     .mem = &cuda_mem, .ws = &cuda_ws,
-                                     .upload = cu_upload, .download = cu_download, .zero = cu_zero, .copy2d = cu_copy2d,
+                                     .mem = &mem_cuda, .ws = &cuda_ws,
+                                     .upload = mem_cuda_upload, .download = mem_cuda_download, .zero = cu_zero, .copy2d = cu_copy2d,
                                      .sgd = cu_sgd, .adam = cu_adam, .sync = cu_sync, .tag = cu_tag,
-                                     .encode = cuda_encode, .decode = cuda_decode, .encodes = cuda_encodes,
+                                     .encode = codec_cuda_encode, .decode = codec_cuda_decode, .encodes = codec_cuda_encodes,
                                      .prepare = cu_prepare, .device_mark = cu_device_mark, .device_report = cu_device_report};
 
 const ops_table *ops_cuda_open(bool profile, err *e)
@@ -830,6 +546,8 @@ const ops_table *ops_cuda_open(bool profile, err *e)
     CUDA_CHECK(cudaSetDevice(0));
     CUDA_CHECK(cudaStreamCreateWithFlags(&g.compute, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&g.copy, cudaStreamNonBlocking));
+    mem_cuda_init(g.compute, g.copy);
+    codec_cuda_init(g.compute);
     cudaMemPool_t pool;
     CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
     uint64_t keep = UINT64_MAX; /* freed blocks stay reserved: reuse without cudaMalloc */
