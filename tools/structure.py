@@ -119,7 +119,7 @@ def functions(path, text):
 
 
 def read_tree(root):
-    files = tracked(root, ["*.c", "*.h", "*.cu"])
+    files = tracked(root, ["*.c", "*.h", "*.cu", "*.cuh"])
     defs = defaultdict(list)  # name -> [file] where it is visible from other files
     local = defaultdict(set)  # file -> its static functions
     funcs = {}  # (file, name) -> (params, first, last, body)
@@ -199,7 +199,7 @@ def lines_of(root, patterns):
 
 def check(root, funcs, g, why):
     bad = 0
-    for n, f in sorted(lines_of(root, ["*.c", "*.h", "*.cu", "*.py", "*.sh"]), reverse=True):
+    for n, f in sorted(lines_of(root, ["*.c", "*.h", "*.cu", "*.cuh", "*.py", "*.sh"]), reverse=True):
         if n > MAX_FILE:
             print("file over %d lines: %s (%d)" % (MAX_FILE, f, n))
             bad += 1
