@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "io/h5run.h"
 #include "sim/lower/pipeline.h"
 #include "io/h5.h"
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "io/h5run.h"
 #include "sim/lower/pipeline.h"
 #include "engine/run.h"
 #include "io/calib.h"

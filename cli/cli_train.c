@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "io/h5run.h"
 #include "io/outfile.h"
 #include "io/data.h"
 #include "engine/run.h"

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "io/h5run.h"
 #include "engine/run.h"
 #include "io/data.h"
 #include "io/spec.h"

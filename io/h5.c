@@ -14,7 +14,6 @@
  * Not done here: reading the file back (export.c). */
 #include "io/h5.h"
 #include "io/machine.h"
-#include "io/h5run.h"
 #include "io/outfile.h"
 #include "sim/net/kind.h"
 
@@ -439,29 +438,18 @@ void h5_table_free(void *rows, hsize_t n, size_t size, const h5_field *fields, i
     free(rows);
 }
 
-int h5_write_run(h5_file *f, const h5_run *r, err *e)
+int h5_run_slot(h5_file *f, hid_t *runs, char name[16], err *e)
 {
-    CHECK(f && r && r->sim && r->n && r->p);
-    int rc = -1;
-    hid_t g = H5I_INVALID_HID;
-    char name[16];
-
+    CHECK(f);
     if (f->n_runs >= H5_MAX_RUNS) return err_set(e, "%s: more than %d runs in one file", f->path, H5_MAX_RUNS);
-    snprintf(name, sizeof name, "%05d", f->n_runs);
-    H5_CHECK(g = H5Gcreate2(f->runs, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-
-    H5_TRY(h5run_write(g, r, e));
-    f->n_runs++;
-    rc = 0;
-cleanup:
-    if (g >= 0) H5Gclose(g);
-    if (rc < 0) {
-        /* No half run: the next one can take the same name. */
-        if (g >= 0) H5Ldelete(f->runs, name, H5P_DEFAULT);
-        err_wrap(e, "%s: run %s", f->path, name);
-    }
-    return rc;
+    snprintf(name, 16, "%05d", f->n_runs);
+    *runs = f->runs;
+    return 0;
 }
+
+void h5_run_done(h5_file *f) { f->n_runs++; }
+
+const char *h5_path(const h5_file *f) { return f->path; }
 
 const h5_field h5_infeasible_fields[H5_INFEASIBLE_NFIELDS] = {
     {"first_run", offsetof(infeasible_row, first_run), 'i'}, {"runs", offsetof(infeasible_row, runs), 'i'},

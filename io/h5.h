@@ -51,7 +51,12 @@ int h5_create(h5_file **f, const char *path, bool overwrite, err *e);
 /* Root attributes besides the automatic ones (schema_version, git_commit, date, host,
  * hdf5_version, lrcnn_command): e.g. ("spec", path). */
 int h5_set_root_attr(h5_file *f, const char *name, const char *value, err *e);
-int h5_write_run(h5_file *f, const h5_run *run, err *e);
+/* Where the next run goes (h5run.h writes it): the group of runs, its name ("00042"); -1 past
+ * H5_MAX_RUNS. h5_run_done counts it once written whole. */
+int h5_run_slot(h5_file *f, hid_t *runs, char name[16], err *e);
+void h5_run_done(h5_file *f);
+/* The path the file will have once closed (for messages). */
+const char *h5_path(const h5_file *f);
 /* The next run is written as runs/<index> (a shard of a sweep names its runs by their place in
  * the whole sweep, so that merged shards equal the whole; lrcnn merge). */
 int h5_set_next_run(h5_file *f, long index, err *e);

@@ -240,7 +240,7 @@ static int write_steps(hid_t g, const h5_run *r, err *e)
 
 /* Everything of run r inside its group g: its configuration as attributes, both predictions, the
  * measurement, the step timeline, the layers and the plan's structure. */
-int h5run_write(hid_t g, const h5_run *r, err *e)
+static int write_run(hid_t g, const h5_run *r, err *e)
 {
     int rc = -1;
     hid_t pred = H5I_INVALID_HID;
@@ -293,5 +293,26 @@ int h5run_write(hid_t g, const h5_run *r, err *e)
     rc = 0;
 cleanup:
     if (pred >= 0) H5Gclose(pred);
+    return rc;
+}
+
+int h5_write_run(h5_file *f, const h5_run *r, err *e)
+{
+    CHECK(f && r && r->sim && r->n && r->p);
+    int rc = -1;
+    hid_t g = H5I_INVALID_HID, runs;
+    char name[16];
+    if (h5_run_slot(f, &runs, name, e)) return -1;
+    H5_CHECK(g = H5Gcreate2(runs, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    H5_TRY(write_run(g, r, e));
+    h5_run_done(f);
+    rc = 0;
+cleanup:
+    if (g >= 0) H5Gclose(g);
+    if (rc < 0) {
+        /* No half run: the next one can take the same name. */
+        if (g >= 0) H5Ldelete(runs, name, H5P_DEFAULT);
+        err_wrap(e, "%s: run %s", h5_path(f), name);
+    }
     return rc;
 }

@@ -14,6 +14,7 @@
  * two GPU-shaped engine runs added (backend cuda, measured/device, with CUPTI and without), for
  * tests/check_schema.py. Exit status: 0 when every check passes, 1 otherwise. */
 #include "io/h5.h"
+#include "io/h5run.h"
 #include "sim/net/load.h"
 
 #include <glob.h>
