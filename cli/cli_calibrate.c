@@ -154,6 +154,115 @@ static int parse_batches(const char *list, int *batches, int *n)
     return rc;
 }
 
+/* One calibration: its nets and plans (fitting, then held-out checks), which plan applies to which
+ * net, the samples measured, the checks and the model fitted from the samples. */
+typedef struct {
+    calib_job j;
+    const int *batches;
+    int n_batches, n_nets, n_fit, n_chk, n_checks;
+    net *nets;
+    char **fit, **chk;
+    bool *applies;              /* [(fit, then check) * n_nets + net] */
+    sample_set ss;
+    profile_check *checks;
+    timing_model model;
+    sim_device dev;
+} calib_ctx;
+
+/* Everything checked before anything runs: each plan applies to some net. */
+static int check_plans(calib_ctx *c, err *e)
+{
+    for (int k = 0; k < c->n_fit + c->n_chk; k++) {
+        const char *text = k < c->n_fit ? c->fit[k] : c->chk[k - c->n_fit];
+        bool any = false;
+        for (int m = 0; m < c->n_nets; m++) {
+            plan p;
+            err pe;
+            if ((c->applies[k * c->n_nets + m] = plan_parse(&p, &c->nets[m], text, &pe) == 0)) plan_free(&p), any = true;
+            else if (c->n_nets == 1) *e = pe;
+        }
+        if (!any) {
+            if (c->n_nets > 1) err_set(e, "plan '%s' applies to none of the nets", text);
+            return CLI_USAGE;
+        }
+    }
+    return CLI_OK;
+}
+
+/* The fitting plans on every net and batch, their steps into the samples; then the model fitted. */
+static int run_fits(calib_ctx *c, err *e)
+{
+    char bs[CALIB_MAX_BATCHES * 10] = "";
+    for (int b = 0, at = 0; b < c->n_batches; b++) at += snprintf(bs + at, sizeof bs - (size_t)at, "%s%d", b ? ", " : "", c->batches[b]);
+    printf("calibrating the %s backend: %d fitting plan%s%s, batch %s, %s, %d iterations each (median after the first), %s\n",
+           c->j.backend, c->n_fit, c->n_fit == 1 ? "" : "s", c->n_nets > 1 ? " per net" : "", bs, cli_optimizer_name(c->j.optimizer),
+           c->j.iters, cli_threads_text());
+    for (int b = 0; b < c->n_batches; b++)
+        for (int m = 0; m < c->n_nets; m++)
+            for (int k = 0; k < c->n_fit; k++) {
+                double us;
+                c->j.batch = c->batches[b];
+                if (!c->applies[k * c->n_nets + m]) {
+                    if (!b) printf("  %-12s %5s  %-24s skipped: not a plan for this net\n", c->nets[m].name, "", c->fit[k]);
+                    continue;
+                }
+                if (measure(&c->j, &c->nets[m], c->fit[k], &c->ss, &us, NULL, NULL, NULL, e)) return CLI_FAILED;
+                printf("  %-12s %5d  %-24s %10.1f ms\n", c->nets[m].name, c->j.batch, c->fit[k], us / 1e3);
+                fflush(stdout);
+                c->checks[c->n_checks++] = (profile_check){.net = c->nets[m].name, .plan = c->fit[k], .batch = c->j.batch,
+                                                           .image = c->nets[m].layers[0].h, .measured_us = us};
+            }
+    timing_sample *ts = err_calloc((size_t)c->ss.n + 1, sizeof *ts);
+    for (int i = 0; i < c->ss.n; i++) ts[i] = (timing_sample){c->ss.v[i].key, c->ss.v[i].cls, c->ss.v[i].x, c->ss.v[i].work, c->ss.v[i].us};
+    timing_fit(&c->model, ts, c->ss.n);
+    free(ts);
+    printf("fitted %d kinds of step in %d classes from %d samples\n", c->model.n_key, c->model.n_cls, c->ss.n);
+    return CLI_OK;
+}
+
+/* The fitting plans' own predictions: the in-sample error, beside the held-out one. */
+static int predict_fits(calib_ctx *c, err *e)
+{
+    for (int k = 0; k < c->n_checks; k++) {
+        profile_check *pc = &c->checks[k];
+        const net *n = NULL;
+        for (int m = 0; m < c->n_nets; m++)
+            if (!strcmp(c->nets[m].name, pc->net)) n = &c->nets[m];
+        plan p;
+        sched s;
+        sched_cfg cfg = {.batch = pc->batch, .optimizer = c->j.optimizer, .ws = c->j.ops->ws};
+        if (plan_parse(&p, n, pc->plan, e)) return CLI_FAILED;
+        if (pipeline_lower(&s, n, &p, &cfg, e)) return plan_free(&p), CLI_FAILED;
+        pc->predicted_us = sim_time_us(n, &s, &c->dev, &pc->fitted), sched_free(&s), plan_free(&p);
+    }
+    printf("\npredicted iteration time (the fitted model) vs measured median; fitting plans first (in-sample)\n\n");
+    printf("  %-12s %5s  %-24s %12s %12s %8s %8s\n", "net", "batch", "plan", "predicted", "measured", "error", "fitted");
+    for (int k = 0; k < c->n_checks; k++) print_check(&c->checks[k]);
+    return CLI_OK;
+}
+
+/* The plans held out of the fit, measured and predicted. */
+static int run_checks(calib_ctx *c, err *e)
+{
+    printf("  held out of the fit:\n");
+    for (int b = 0; b < c->n_batches; b++)
+        for (int m = 0; m < c->n_nets; m++)
+            for (int k = 0; k < c->n_chk; k++) {
+                profile_check *pc = &c->checks[c->n_checks];
+                c->j.batch = c->batches[b];
+                if (!c->applies[(c->n_fit + k) * c->n_nets + m]) {
+                    if (!b) printf("  %-12s %5s  %-24s skipped: not a plan for this net\n", c->nets[m].name, "", c->chk[k]);
+                    continue;
+                }
+                *pc = (profile_check){.net = c->nets[m].name, .plan = c->chk[k], .batch = c->j.batch, .image = c->nets[m].layers[0].h,
+                                      .held_out = 1};
+                if (measure(&c->j, &c->nets[m], c->chk[k], NULL, &pc->measured_us, &c->dev, &pc->predicted_us, &pc->fitted, e))
+                    return CLI_FAILED;
+                print_check(&c->checks[c->n_checks++]);
+            }
+    return CLI_OK;
+}
+
 int cli_calibrate(int argc, char **argv)
 {
     cli_config o = {.net = "vgg16", .batch = 8, .iters = 3, .seed = 1, .optimizer = SCHED_SGD,
@@ -181,127 +290,45 @@ int cli_calibrate(int argc, char **argv)
     if (!strcmp(check, "none")) check = "";
 
     err e;
-    calib_job j = {.backend = backend, .batch = batches[0], .iters = o.iters, .optimizer = o.optimizer, .seed = (uint64_t)o.seed};
-    if (!(j.ops = ops_find(backend, false, &e))) /* CUPTI off: steps are timed one by one */
+    calib_ctx c = {.j = {.backend = backend, .batch = batches[0], .iters = o.iters, .optimizer = o.optimizer, .seed = (uint64_t)o.seed},
+                   .batches = batches, .n_batches = n_batches};
+    if (!(c.j.ops = ops_find(backend, false, &e))) /* CUPTI off: steps are timed one by one */
         return cli_fail("calibrate", "--backend %s: %s", backend, e.msg);
-    char *net_copy, **net_names, **fit, **chk;
-    int n_nets = split_list(o.net, &net_copy, &net_names), n_fit = 0, n_chk = 0;
-    if (plan_list_expand(o.plan, &fit, &n_fit, &e)) {
+    char *net_copy, **net_names;
+    c.n_nets = split_list(o.net, &net_copy, &net_names);
+    if (plan_list_expand(o.plan, &c.fit, &c.n_fit, &e)) {
         free(net_copy), free(net_names);
         return cli_fail("calibrate", "--plan: %s", e.msg);
     }
-    if (*check && plan_list_expand(check, &chk, &n_chk, &e)) {
-        plan_list_free(fit, n_fit), free(net_copy), free(net_names);
+    if (*check && plan_list_expand(check, &c.chk, &c.n_chk, &e)) {
+        plan_list_free(c.fit, c.n_fit), free(net_copy), free(net_names);
         return cli_fail("calibrate", "--check: %s", e.msg);
     }
-    net *nets = err_calloc((size_t)n_nets + 1, sizeof(net));
-    bool *applies = err_calloc((size_t)(n_fit + n_chk) * n_nets + 1, sizeof(bool));
+    c.nets = err_calloc((size_t)c.n_nets + 1, sizeof(net));
+    c.applies = err_calloc((size_t)(c.n_fit + c.n_chk) * c.n_nets + 1, sizeof(bool));
+    c.checks = err_calloc((size_t)(c.n_chk + c.n_fit) * c.n_nets * n_batches + 1, sizeof *c.checks);
+    c.dev = sim_device_cpu;
+    c.dev.name = o.out, c.dev.model = &c.model;
     int rc = CLI_OK, loaded = 0;
-    /* everything checked before anything runs: each net loads, each plan applies to some net */
-    while (loaded < n_nets && rc == CLI_OK)
-        if (cli_load_net(&nets[loaded], net_names[loaded], o.image, o.image_w, &e)) rc = CLI_USAGE;
+    while (loaded < c.n_nets && rc == CLI_OK)
+        if (cli_load_net(&c.nets[loaded], net_names[loaded], o.image, o.image_w, &e)) rc = CLI_USAGE;
         else loaded++;
-    for (int k = 0; k < n_fit + n_chk && rc == CLI_OK; k++) {
-        const char *text = k < n_fit ? fit[k] : chk[k - n_fit];
-        bool any = false;
-        for (int m = 0; m < n_nets; m++) {
-            plan p;
-            err pe;
-            if ((applies[k * n_nets + m] = plan_parse(&p, &nets[m], text, &pe) == 0)) plan_free(&p), any = true;
-            else if (n_nets == 1) e = pe;
-        }
-        if (!any) {
-            if (n_nets > 1) err_set(&e, "plan '%s' applies to none of the nets", text);
-            rc = CLI_USAGE;
-        }
-    }
-
-    sample_set ss = {0};
-    profile_check *checks = err_calloc((size_t)(n_chk + n_fit) * n_nets * n_batches + 1, sizeof *checks);
-    int n_checks = 0;
-    timing_model model = {0};
+    if (rc == CLI_OK) rc = check_plans(&c, &e);
+    if (rc == CLI_OK) rc = run_fits(&c, &e);
+    if (rc == CLI_OK) rc = predict_fits(&c, &e);
+    if (rc == CLI_OK && c.n_chk) rc = run_checks(&c, &e);
     if (rc == CLI_OK) {
-        char bs[CALIB_MAX_BATCHES * 10] = "";
-        for (int b = 0, at = 0; b < n_batches; b++) at += snprintf(bs + at, sizeof bs - (size_t)at, "%s%d", b ? ", " : "", batches[b]);
-        printf("calibrating the %s backend: %d fitting plan%s%s, batch %s, %s, %d iterations each (median after the first), %s\n",
-               backend, n_fit, n_fit == 1 ? "" : "s", n_nets > 1 ? " per net" : "", bs, cli_optimizer_name(j.optimizer),
-               j.iters, cli_threads_text());
-        for (int b = 0; b < n_batches && rc == CLI_OK; b++)
-        for (int m = 0; m < n_nets && rc == CLI_OK; m++)
-            for (int k = 0; k < n_fit && rc == CLI_OK; k++) {
-                double us;
-                j.batch = batches[b];
-                if (!applies[k * n_nets + m]) {
-                    if (!b) printf("  %-12s %5s  %-24s skipped: not a plan for this net\n", nets[m].name, "", fit[k]);
-                    continue;
-                }
-                if (measure(&j, &nets[m], fit[k], &ss, &us, NULL, NULL, NULL, &e)) rc = CLI_FAILED;
-                else printf("  %-12s %5d  %-24s %10.1f ms\n", nets[m].name, j.batch, fit[k], us / 1e3);
-                fflush(stdout);
-                checks[n_checks++] = (profile_check){.net = nets[m].name, .plan = fit[k], .batch = j.batch,
-                                                     .image = nets[m].layers[0].h, .measured_us = us};
-            }
-    }
-    if (rc == CLI_OK) {
-        timing_sample *ts = err_calloc((size_t)ss.n + 1, sizeof *ts);
-        for (int i = 0; i < ss.n; i++) ts[i] = (timing_sample){ss.v[i].key, ss.v[i].cls, ss.v[i].x, ss.v[i].work, ss.v[i].us};
-        timing_fit(&model, ts, ss.n);
-        free(ts);
-        printf("fitted %d kinds of step in %d classes from %d samples\n", model.n_key, model.n_cls, ss.n);
-    }
-    sim_device dev = sim_device_cpu;
-    dev.name = o.out, dev.model = &model;
-    /* the fitting plans' own predictions: the in-sample error, beside the held-out one below */
-    for (int k = 0; k < n_checks && rc == CLI_OK; k++) {
-        profile_check *c = &checks[k];
-        const net *n = NULL;
-        for (int m = 0; m < n_nets; m++)
-            if (!strcmp(nets[m].name, c->net)) n = &nets[m];
-        plan p;
-        sched s;
-        sched_cfg cfg = {.batch = c->batch, .optimizer = j.optimizer, .ws = j.ops->ws};
-        if (plan_parse(&p, n, c->plan, &e)) rc = CLI_FAILED;
-        else if (pipeline_lower(&s, n, &p, &cfg, &e)) rc = CLI_FAILED, plan_free(&p);
-        else c->predicted_us = sim_time_us(n, &s, &dev, &c->fitted), sched_free(&s), plan_free(&p);
-    }
-    if (rc == CLI_OK) {
-        printf("\npredicted iteration time (the fitted model) vs measured median; fitting plans first (in-sample)\n\n");
-        printf("  %-12s %5s  %-24s %12s %12s %8s %8s\n", "net", "batch", "plan", "predicted", "measured", "error", "fitted");
-        for (int k = 0; k < n_checks; k++) print_check(&checks[k]);
-    }
-    if (rc == CLI_OK && n_chk) {
-        printf("  held out of the fit:\n");
-        for (int b = 0; b < n_batches && rc == CLI_OK; b++)
-        for (int m = 0; m < n_nets && rc == CLI_OK; m++)
-            for (int k = 0; k < n_chk && rc == CLI_OK; k++) {
-                profile_check *c = &checks[n_checks];
-                j.batch = batches[b];
-                if (!applies[(n_fit + k) * n_nets + m]) {
-                    if (!b) printf("  %-12s %5s  %-24s skipped: not a plan for this net\n", nets[m].name, "", chk[k]);
-                    continue;
-                }
-                *c = (profile_check){.net = nets[m].name, .plan = chk[k], .batch = j.batch, .image = nets[m].layers[0].h,
-                                     .held_out = 1};
-                if (measure(&j, &nets[m], chk[k], NULL, &c->measured_us, &dev, &c->predicted_us, &c->fitted, &e)) {
-                    rc = CLI_FAILED;
-                    break;
-                }
-                print_check(&checks[n_checks++]);
-            }
-    }
-    if (rc == CLI_OK) {
-        profile_data pd = {.backend = backend, .samples = ss.v, .n_samples = ss.n,
-                           .checks = checks, .n_checks = n_checks};
+        profile_data pd = {.backend = backend, .samples = c.ss.v, .n_samples = c.ss.n, .checks = c.checks, .n_checks = c.n_checks};
         if (profile_write(o.out, o.force, &pd, &e)) rc = CLI_USAGE;
         else fprintf(stderr, "wrote %s\n", o.out);
     }
     if (rc == CLI_OK) cli_warn_load();
-    timing_free(&model);
-    for (int i = 0; i < ss.n; i++) free((char *)ss.v[i].key), free((char *)ss.v[i].cls);
-    free(ss.v), free(checks), free(applies);
-    for (int m = 0; m < loaded; m++) net_free(&nets[m]);
-    free(nets), free(net_copy), free(net_names);
-    plan_list_free(fit, n_fit);
-    if (n_chk) plan_list_free(chk, n_chk);
+    timing_free(&c.model);
+    for (int i = 0; i < c.ss.n; i++) free((char *)c.ss.v[i].key), free((char *)c.ss.v[i].cls);
+    free(c.ss.v), free(c.checks), free(c.applies);
+    for (int m = 0; m < loaded; m++) net_free(&c.nets[m]);
+    free(c.nets), free(net_copy), free(net_names);
+    plan_list_free(c.fit, c.n_fit);
+    if (c.n_chk) plan_list_free(c.chk, c.n_chk);
     return cli_status("calibrate", rc, &e);
 }
