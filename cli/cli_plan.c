@@ -310,6 +310,73 @@ static int plan_offload_select(const cli_config *o, int64_t budget, const char *
     return cli_status("plan", rc, &e);
 }
 
+/* --max-batch (mode 1) or --max-image (mode 2): the largest batch or square input at which each of
+ * `plans` fits pr->budget. */
+static int plan_capacity(const cli_config *o, cli_probe *pr, const char *plans, int mode)
+{
+    const char *bn = o->bn;
+    err e;
+    net n;
+    enc_calib cal; /* data-sized encodings at measured densities and ratios (sim --help) */
+    if (cli_load_calib(o->calibrate, &cal, &pr->cfg, &e)) return cli_fail("plan", "%s", e.msg);
+    if (cli_load_net(&n, pr->net_name, pr->image, pr->image_w, &e)) {
+        enc_calib_free(&cal);
+        return cli_fail("plan", "%s", e.msg);
+    }
+    if (!pr->image) pr->image = n.layers[0].h, pr->image_w = n.layers[0].w;
+    char **items;
+    int count;
+    if (plan_list_expand(plans, &items, &count, &e)) {
+        net_free(&n);
+        enc_calib_free(&cal);
+        return cli_fail("plan", "--plan: %s", e.msg);
+    }
+    /* every plan checked before the search: an unknown preset or layer is an error, not a plan that
+     * fits nowhere. --max-batch at its input size; --max-image at the starting size or, failing
+     * that (more bands than a small input has rows), at a large one */
+    char (*texts)[PLAN_TEXT_LEN + 64] = err_calloc((size_t)count, sizeof *texts);
+    for (int k = 0; k < count; k++) {
+        plan p;
+        cli_plan_text(items[k], bn, texts[k], sizeof texts[k]);
+        int bad = plan_parse(&p, &n, texts[k], &e);
+        if (bad && mode == 2) {
+            net big;
+            err e2;
+            if (!cli_load_net(&big, pr->net_name, 4096, 0, &e2)) {
+                if (!(bad = plan_parse(&p, &big, texts[k], &e2))) plan_free(&p);
+                net_free(&big);
+            }
+            if (!bad) continue;
+        }
+        if (bad) {
+            plan_list_free(items, count);
+            net_free(&n);
+            enc_calib_free(&cal);
+            free(texts);
+            return cli_fail("plan", "%s", e.msg);
+        }
+        plan_free(&p);
+    }
+    char a[32], b[32];
+    printf("%s, budget %s, %s, %s\n\n", n.name, units_fmt_bytes(pr->budget, a, sizeof a), cli_optimizer_name(pr->cfg.optimizer),
+           mode == 1 ? "largest batch" : "largest square input");
+    printf("  %-18s %12s %14s\n", "plan", mode == 1 ? "max batch" : "max image", "peak there");
+    for (int k = 0; k < count; k++) {
+        pr->plan_text = texts[k];
+        pr->peak = 0;
+        int best = cli_max_fit(pr, mode == 2);
+        if (best) printf("  %-18s %12d %14s\n", items[k], best, units_fmt_bytes(pr->peak, b, sizeof b));
+        else printf("  %-18s %12s %14s\n", items[k], "none", "-");
+    }
+    if (mode == 1) printf("\n  peak = replay prediction (engine-allocated bytes) at image %dx%d\n", n.layers[0].h, n.layers[0].w);
+    else printf("\n  peak = replay prediction (engine-allocated bytes) at batch %d\n", pr->batch);
+    plan_list_free(items, count);
+    net_free(&n);
+    enc_calib_free(&cal);
+    free(texts);
+    return CLI_OK;
+}
+
 int cli_plan(int argc, char **argv)
 {
     cli_config o = {.batch = 8, .optimizer = SCHED_SGD, .host_budget = -1};
@@ -343,7 +410,7 @@ int cli_plan(int argc, char **argv)
             return cli_fail("plan", "--measure %s: expected iterations 2..1000", v);
         if (got <= 0) return cli_unknown("plan", argc, argv, i, got);
     }
-    const char *plans = o.plan ? o.plan : "layer,ckpt-sqrt,vdnn-all,vdnn-conv,2ps:4,overl:4,2ps-h,overl-h", *bn = o.bn;
+    const char *plans = o.plan ? o.plan : "layer,ckpt-sqrt,vdnn-all,vdnn-conv,2ps:4,overl:4,2ps-h,overl-h";
     cli_probe pr = {.net_name = o.net, .image = o.image, .image_w = o.image_w, .batch = o.batch, .cfg = {.batch = o.batch, .optimizer = o.optimizer}};
     if (mode < 0) return cli_fail("plan", "--max-batch and --max-image: one of them");
     if (!budget) return cli_fail("plan", "--budget is required (e.g. --budget 16GiB)");
@@ -381,64 +448,5 @@ int cli_plan(int argc, char **argv)
         return cli_fail("plan", "%s applies to the planner (without --max-batch or --max-image)",
                         space ? "--space" : pareto ? "--pareto" : o.profile ? "--profile" : o.force ? "--force"
                         : o.iters ? "--measure" : "--device");
-    err e;
-    net n;
-    enc_calib cal; /* data-sized encodings at measured densities and ratios (sim --help) */
-    if (cli_load_calib(o.calibrate, &cal, &pr.cfg, &e)) return cli_fail("plan", "%s", e.msg);
-    if (cli_load_net(&n, pr.net_name, pr.image, pr.image_w, &e)) {
-        enc_calib_free(&cal);
-        return cli_fail("plan", "%s", e.msg);
-    }
-    if (!pr.image) pr.image = n.layers[0].h, pr.image_w = n.layers[0].w;
-    char **items;
-    int count;
-    if (plan_list_expand(plans, &items, &count, &e)) {
-        net_free(&n);
-        enc_calib_free(&cal);
-        return cli_fail("plan", "--plan: %s", e.msg);
-    }
-    /* every plan checked before the search: an unknown preset or layer is an error, not a plan that
-     * fits nowhere. --max-batch at its input size; --max-image at the starting size or, failing
-     * that (more bands than a small input has rows), at a large one */
-    char (*texts)[PLAN_TEXT_LEN + 64] = err_calloc((size_t)count, sizeof *texts);
-    for (int k = 0; k < count; k++) {
-        plan p;
-        cli_plan_text(items[k], bn, texts[k], sizeof texts[k]);
-        int bad = plan_parse(&p, &n, texts[k], &e);
-        if (bad && mode == 2) {
-            net big;
-            err e2;
-            if (!cli_load_net(&big, pr.net_name, 4096, 0, &e2)) {
-                if (!(bad = plan_parse(&p, &big, texts[k], &e2))) plan_free(&p);
-                net_free(&big);
-            }
-            if (!bad) continue;
-        }
-        if (bad) {
-            plan_list_free(items, count);
-            net_free(&n);
-            enc_calib_free(&cal);
-            free(texts);
-            return cli_fail("plan", "%s", e.msg);
-        }
-        plan_free(&p);
-    }
-    char a[32], b[32];
-    printf("%s, budget %s, %s, %s\n\n", n.name, units_fmt_bytes(pr.budget, a, sizeof a), cli_optimizer_name(pr.cfg.optimizer),
-           mode == 1 ? "largest batch" : "largest square input");
-    printf("  %-18s %12s %14s\n", "plan", mode == 1 ? "max batch" : "max image", "peak there");
-    for (int k = 0; k < count; k++) {
-        pr.plan_text = texts[k];
-        pr.peak = 0;
-        int best = cli_max_fit(&pr, mode == 2);
-        if (best) printf("  %-18s %12d %14s\n", items[k], best, units_fmt_bytes(pr.peak, b, sizeof b));
-        else printf("  %-18s %12s %14s\n", items[k], "none", "-");
-    }
-    if (mode == 1) printf("\n  peak = replay prediction (engine-allocated bytes) at image %dx%d\n", n.layers[0].h, n.layers[0].w);
-    else printf("\n  peak = replay prediction (engine-allocated bytes) at batch %d\n", pr.batch);
-    plan_list_free(items, count);
-    net_free(&n);
-    enc_calib_free(&cal);
-    free(texts);
-    return CLI_OK;
+    return plan_capacity(&o, &pr, plans, mode);
 }
