@@ -138,10 +138,10 @@ static void check_cover(const char *bn)
     check_net("bn-cover", 0, 4, bn, plans, np);
 }
 
-int main(int argc, char **argv)
+/* Every preset and band count on the test nets, odd sizes, non-square inputs, uneven splits and
+ * offload lists. */
+static void small_suite(void)
 {
-    bool sized = argc >= 3 && argv[2][0] >= '0' && argv[2][0] <= '9';
-    if (argc == 2 && !strcmp(argv[1], "small")) {
         check_small("vgg-small", NULL);
         check_small("resnet-small", "frozen");
         check_small("resnet-small", "train"); /* whole-map statistics gathered over the bands */
@@ -185,7 +185,12 @@ int main(int argc, char **argv)
         char *train_bn[] = {"ckpt-sqrt", "ckpt:3", "vdnn-all", "rows(overl,fp=2,bp=4)@conv1..layer1.0.relu3"};
         check_net("resnet-small", 0, 16, "train", train_bn, 4);
         check_cover("train");
-    } else if (argc == 2 && !strcmp(argv[1], "mobilenetv2")) {
+}
+
+/* The imported torchvision nets at 64x64 (the U-Nets at 32x32); false for another name. */
+static bool imported_suite(const char *name)
+{
+    if (!strcmp(name, "mobilenetv2")) {
         /* torchvision's MobileNetV2 (depthwise and grouped convolutions, relu6, inverted residuals,
          * dropout, batch norm in train mode) at 64x64: every preset, then row segments over its
          * first blocks (16 rows at features.3, 8 at features.6) with every policy */
@@ -195,14 +200,14 @@ int main(int argc, char **argv)
                         "rows(overl,fp=2,bp=5)@features.0.0..features.6.add", "rows(overl,8)@features.0.0..features.6.add+migrate",
                         "offload(features.1.conv.2, features.3.add:1:2, features.6.add)@features.0.0..loss"};
         check_net("mobilenetv2", 64, 8, NULL, rows, sizeof rows / sizeof *rows);
-    } else if (argc == 2 && !strcmp(argv[1], "mobilenetv3")) {
+    } else if (!strcmp(name, "mobilenetv3")) {
         /* torchvision's MobileNetV3-Large at 64x64: squeeze-and-excitation (gap, 1x1 convs,
          * hardsigmoid, mul), hardswish; its row prefix is the stem before the first SE (16 rows) */
         check_small_at("mobilenetv3", 64, NULL);
         char *more[] = {"rows(overl,fp=3,bp=6)@features.0.0..features.3.add; ckpt@features.4.block.0.0..features.9.add",
                         "offload(features.4.block.2.mul, features.5.add:1:1)@features.0.0..loss"};
         check_net("mobilenetv3", 64, 8, NULL, more, 2);
-    } else if (argc == 2 && !strcmp(argv[1], "densenet121")) {
+    } else if (!strcmp(name, "densenet121")) {
         /* torchvision's DenseNet-121 at 64x64: concats of up to 25 inputs, each layer's output read
          * by every later layer of its block; every preset, then row segments through dense block 1
          * and its transition (8 rows at features.transition1.pool), batch norm frozen and in train mode */
@@ -212,7 +217,7 @@ int main(int argc, char **argv)
                         "rows(2ps,3)@features.conv0..features.transition1.pool+migrate"};
         check_net("densenet121", 64, 4, "frozen", rows, sizeof rows / sizeof *rows);
         check_net("densenet121", 64, 4, "train", rows, 2);
-    } else if (argc == 2 && !strcmp(argv[1], "efficientnetb0")) {
+    } else if (!strcmp(name, "efficientnetb0")) {
         /* torchvision's EfficientNet-B0 at 64x64: SiLU, squeeze-and-excitation with sigmoid, stochastic
          * depth (dropout a draw an image) on its residual branches; every preset and band count of its
          * stem, batch norm frozen, then in train mode a checkpoint and an offload list over the blocks
@@ -221,7 +226,7 @@ int main(int argc, char **argv)
         char *more[] = {"ckpt-sqrt", "ckpt@features.2.0.block.0.0..features.4.2.add", "vdnn-conv",
                         "offload(features.2.1.stochastic_depth.stochastic_depth, features.3.1.add:1:2)@features.0.0..loss"};
         check_net("efficientnetb0", 64, 4, NULL, more, sizeof more / sizeof *more);
-    } else if (argc == 2 && !strcmp(argv[1], "convnext-tiny")) {
+    } else if (!strcmp(name, "convnext-tiny")) {
         /* torchvision's ConvNeXt-T at 64x64: 7x7 depthwise convolutions, layer norm over the channels
          * (row-exact), 1x1 convolutions for its Linears, GELU, layer scale, stochastic depth: every
          * preset and band count of its stem, and a row segment over its first stage */
@@ -229,7 +234,7 @@ int main(int argc, char **argv)
         char *cn[] = {"rows(2ps,4)@features.0.0..features.1.2.add", "rows(overl,fp=2,bp=5)@features.0.0..features.1.2.add",
                       "rows(overl,3)@features.0.0..features.1.2.add; ckpt@features.2.0..features.3.2.add"};
         check_net("convnext-tiny", 64, 4, NULL, cn, sizeof cn / sizeof *cn);
-    } else if (argc == 2 && !strcmp(argv[1], "unet")) {
+    } else if (!strcmp(name, "unet")) {
         /* the full U-Net (nets/unet.net, per-pixel loss) at 32x32, batch 2: presets, every policy
          * over the whole encoder-decoder, custom fp/bp band counts, BN in train mode */
         char *plans[] = {"ckpt-sqrt", "vdnn-all", "vdnn-conv", "2ps:2", "2ps:5", "overl:3", "overl:8", "2ps-h", "overl-h",
@@ -238,10 +243,17 @@ int main(int argc, char **argv)
         /* the paper's U-Net, its decoder 2x2 transposed up-convolutions of stride 2 */
         char *paper[] = {"ckpt-sqrt", "vdnn-conv", "2ps:4", "overl:6", "rows(overl,fp=2,bp=4)@inc.0..ups.3.convs.5"};
         check_net("unet-paper", 32, 2, NULL, paper, sizeof paper / sizeof *paper);
-    } else if (sized && argc <= 4) {
-        /* full-size nets, batch 1: checkpoint (preset and a custom cut after the first stage),
-         * offload, and rows with 2, 3 and 7 bands, the hybrids and an uneven custom split; BN
-         * frozen by default on ResNet-50 (train: the statistics passes, on fewer plans) */
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* VGG-16 or ResNet-50 (argv[1]) at argv[2] x argv[2], batch 1: checkpoint (preset and a custom cut
+ * after the first stage), offload, and rows with 2, 3 and 7 bands, the hybrids and an uneven custom
+ * split; BN frozen by default on ResNet-50 (argv[3] train: the statistics passes, on fewer plans). */
+static void full_size(int argc, char **argv)
+{
         bool vgg = !strcmp(argv[1], "vgg16"), train = argc == 4 && !strcmp(argv[3], "train");
         char *plans[] = {"ckpt-sqrt", vgg ? "ckpt@conv1_1..pool2" : "ckpt@conv1..layer1.2.relu3", "vdnn-conv",
                          "2ps:2", "2ps:3", "2ps:7", "overl:2", "overl:3", "overl:7", "2ps-h", "overl-h",
@@ -253,9 +265,17 @@ int main(int argc, char **argv)
         if (!require_lower) printf("vgg16 at batch 1 peaks in fc6/fc7 (weights, gradients, momentum): checkpointing may only tie\n");
         if (train) check_net(argv[1], atoi(argv[2]), 1, "train", train_plans, sizeof train_plans / sizeof *train_plans);
         else check_net(argv[1], atoi(argv[2]), 1, argc == 4 ? argv[3] : vgg ? NULL : "frozen", plans, sizeof plans / sizeof *plans);
-    } else if (argc >= 4) {
-        check_net(argv[1], 0, 2, strcmp(argv[2], "-") ? argv[2] : NULL, argv + 3, argc - 3);
-    } else {
+}
+
+int main(int argc, char **argv)
+{
+    bool sized = argc >= 3 && argv[2][0] >= '0' && argv[2][0] <= '9', ran = true;
+    if (argc == 2 && !strcmp(argv[1], "small")) small_suite();
+    else if (argc == 2) ran = imported_suite(argv[1]);
+    else if (sized && argc <= 4) full_size(argc, argv);
+    else if (argc >= 4) check_net(argv[1], 0, 2, strcmp(argv[2], "-") ? argv[2] : NULL, argv + 3, argc - 3);
+    else ran = false;
+    if (!ran) {
         fprintf(stderr, "usage: test_exact small | mobilenetv2 | mobilenetv3 | densenet121 | efficientnetb0 | convnext-tiny | unet | NET IMAGE [BN] | NET BN PLAN...\n");
         return 2;
     }
