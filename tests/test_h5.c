@@ -323,26 +323,14 @@ static void expect_export_fails(const char *path, const char *dir, const char *n
     if (rc < 0) printf("  refused as expected: %s\n", e.msg);
 }
 
-int main(int argc, char **argv)
+/* Writing (dir: a scratch folder; path: the result file): a temporary while open, the file after
+ * close, nothing written through a planted link, no clobbering, an existing file refused. */
+static void writing(const char *dir, const char *path, const char *tmp)
 {
-    char dir[256], path[300], tmp[320], out[300], buf[400];
-    const char *base = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char buf[400];
     err e = {{0}};
-    char *cmd[] = {"lrcnn", "sim", "--plan", "2ps:4 bn=frozen", "it's"};
-
-    snprintf(dir, sizeof dir, "%s/test_h5.XXXXXX", base);
-    if (!mkdtemp(dir)) {
-        perror(dir);
-        return 1;
-    }
-    snprintf(path, sizeof path, "%s/r.h5", dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    snprintf(out, sizeof out, "%s/tables", dir);
-    fake_runs();
-    h5_set_command(5, cmd);
-
-    /* Writing: a temporary while open, the file after close; a file and a symlink left at the old
-     * temporary name (a killed run's, or planted) are never written through. */
+    /* a file and a symlink left at the old temporary name (a killed run's, or planted) are never
+     * written through */
     char victim[320];
     snprintf(victim, sizeof victim, "%s/victim", dir);
     put(victim, "precious");
@@ -388,8 +376,13 @@ int main(int argc, char **argv)
     snprintf(buf, sizeof buf, "%s/no/such/dir/r.h5", dir);
     EXPECT(h5_create(&f, buf, false, &e) < 0 && strstr(e.msg, "directory"), "missing directory: '%s'", e.msg);
     printf("  refused as expected: %s\n", e.msg);
+}
 
-    /* Export: every number back exactly. */
+/* Export of the file at path into out (every number back exactly), and files that are not results. */
+static void exporting(const char *dir, const char *path, const char *out)
+{
+    char buf[400];
+    err e = {{0}};
     EXPECT(h5_export(path, out, false, false, stdout, &e) == 0, "export: %s", e.msg);
     snprintf(buf, sizeof buf, "%s/runs.tsv", out);
     check_runs_tsv(buf);
@@ -426,7 +419,27 @@ int main(int argc, char **argv)
     snprintf(buf, sizeof buf, "%s/typed.h5", dir);
     expect_export_fails(buf, fresh, "not a string scalar");
     EXPECT(!exists(fresh), "a failed export left the directory %s it made", fresh);
+}
 
+int main(int argc, char **argv)
+{
+    char dir[256], path[300], tmp[320], out[300], buf[400];
+    const char *base = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    err e = {{0}};
+    char *cmd[] = {"lrcnn", "sim", "--plan", "2ps:4 bn=frozen", "it's"};
+
+    snprintf(dir, sizeof dir, "%s/test_h5.XXXXXX", base);
+    if (!mkdtemp(dir)) {
+        perror(dir);
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/r.h5", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    snprintf(out, sizeof out, "%s/tables", dir);
+    fake_runs();
+    h5_set_command(5, cmd);
+    writing(dir, path, tmp);
+    exporting(dir, path, out);
     fake_gpu_runs();
     if (argc > 1) EXPECT(write_file(argv[1], true, true, &e) == 0, "write %s: %s", argv[1], e.msg);
 
