@@ -21,296 +21,45 @@
 #include <string.h>
 
 #include "engine/act.h"
-#include "sim/net/load.h"
-#include "engine/ops.h"
 #include "sim/net/kind.h"
-#include "sim/lower/sched.h"
-
-/* --- tolerances (all of them) ----------------------------------------------------------------
- * Finite differences run the fp32 kernels and difference J in double, with the step the floats
- * actually took ((x + e) - (x - e) after rounding). Every kind but bn and loss is linear or
- * piecewise linear in what is perturbed, so a large step costs no truncation error while it
- * divides the fp32 rounding noise of the few outputs a perturbation changes (~1e-7 relative each)
- * by more; for bn and the loss the O(e^2) truncation at e = 1e-2 stays near 1e-4 relative. The
- * inputs of relu and maxpool keep more than e away from their kinks (zero, ties). An element passes
- * when |analytic - fd| <= FD_RTOL * |fd| + FD_ATOL * max|fd| (the absolute part is the noise floor
- * for gradients near zero, scaled by the tensor's own magnitude). */
-#define FD_EPS 1e-2f
-#define FD_RTOL 1e-2
-#define FD_ATOL 1e-3
-/* Bands do the same arithmetic on the same values, so forward rows are bitwise equal except
- * through sgemm: OpenBLAS (SkylakeX kernels) sums the columns past the last multiple of 16 in
- * another order, and a band's product has fewer columns than the whole map's. Those elements
- * differ in the last bits: relative to the element, or to the tensor's largest value where the
- * element is a sum that cancels. */
-#define BAND_FWD_TOL 1e-6
-/* Backward over bands adds per-band partial sums (dw, and dx where windows overlap) in another
- * order than one whole-map product: fp32 reassociation, relative to the element and, for sums
- * that cancel, to the tensor's largest value. */
-#define BAND_BWD_TOL 1e-5
-/* Optimizers: the same fp32 formulas as PyTorch, up to a few ulps of evaluation order. Adam's
- * moments differ more: ops.h passes beta1 and beta2 as floats, so 1 - beta is 1 - 0.999f
- * (0.000999987) where PyTorch rounds the double 1 - 0.999 (0.00100000005), 1.3e-5 apart relative. */
-#define OPT_TOL 2e-6
-/* Batch-norm statistics against a double reference: a double sum rounded once, then a few fp32
- * operations (the running-average update). */
-#define STAT_TOL 1e-6
-#define OPT_MOMENT_TOL 3e-5
-
-static int failures;
-
-/* Worst differences seen per test family, for the summary. */
-typedef struct { double abs, rel; } worst;
-static worst w_fd, w_band_fwd, w_band_bwd, w_opt;
-
-/* Fails where |got - want| > rtol * |want| + atol * max|want|. */
-static void compare(worst *acc, const char *what, const float *got, const float *want, int64_t n, double atol,
-                    double rtol)
-{
-    double scale = 0.0, max_abs = 0.0, max_rel = 0.0;
-    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(want[i]));
-    int64_t bad = 0, unequal = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs((double)got[i] - want[i]), rel = d / fmax(fabs(want[i]), 1e-30);
-        if (isnan(d)) d = rel = INFINITY;
-        unequal += got[i] != want[i];
-        max_abs = fmax(max_abs, d), max_rel = fmax(max_rel, rel);
-        if (!(d <= rtol * fabs(want[i]) + atol * scale)) {
-            if (bad < 5)
-                fprintf(stderr, "  %s[%lld]: got %.9g want %.9g (diff %.3g)\n", what, (long long)i, got[i], want[i], d);
-            bad++;
-        }
-    }
-    printf("%-6s %-46s max abs %.3e  max rel %.3e  %s%s\n", bad ? "FAIL" : "ok", what, max_abs, max_rel,
-           unequal ? "" : "(bitwise) ", bad ? "<--" : "");
-    if (bad) failures++;
-    acc->abs = fmax(acc->abs, max_abs), acc->rel = fmax(acc->rel, max_rel);
-}
-
-static void expect(bool ok, const char *what)
-{
-    if (!ok) {
-        printf("FAIL   %s\n", what);
-        failures++;
-    }
-}
-
-/* --- random numbers ---------------------------------------------------------------------------- */
-
-static unsigned long long rng = 0x2545F4914F6CDD1Dull;
-static double urand(void) /* [0, 1) */
-{
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
-static float frand(float lo, float hi) { return lo + (hi - lo) * (float)urand(); }
-
-/* --- one layer under test -------------------------------------------------------------------------
- * A layer is tested inside a net text (IN, the layer called "t", END), so its shapes and window come
- * from the loader (sim/net/load.c) as everywhere else. */
-
-#define IN "input x c=3 h=9 w=8\n"
-#define KEY 0x5eedULL /* dropout's masks */
-#define END "loss end\n"
-
-typedef struct {
-    net net;
-    const net_layer *l;
-    int L, n_in;
-    ten x[NET_MAX_IN], y, dx[NET_MAX_IN], dy; /* whole maps: (N, C, H, W) */
-    float *r;                                  /* J's weights, (N, C_out, H_out, W_out); also dy */
-    float *w, *dw;                             /* parameters and their gradient */
-    int64_t nw;
-    int64_t *argmax;
-    uint8_t *mask; /* dropout's, drawn with KEY */
-    float *stats, *running, *probs, loss;
-    int64_t *labels;
-    float *ws;
-    ops_bn bn;
-} lcase;
-
-static int64_t ten_len(const ten *t) { return (int64_t)t->n * t->c * t->h * t->w; }
-
-static ten ten_new(int n, int c, int h, int w, int row0)
-{
-    ten t = {.p = calloc((size_t)n * c * h * w, sizeof(float)), .n = n, .c = c, .h = h, .w = w, .row0 = row0};
-    if (!t.p) abort();
-    return t;
-}
-
-/* Input values: relu inputs keep |x| >= 0.05 (5 steps from the kink); maxpool inputs are a
- * shuffled grid 0.03 apart (no two within a step of each other). */
-static void fill_input(ten *t, net_kind k)
-{
-    int64_t n = ten_len(t);
-    for (int64_t i = 0; i < n; i++) {
-        float v = frand(-1.0f, 1.0f);
-        if ((k == NET_RELU || k == NET_RELU6 || k == NET_LEAKY) && fabsf(v) < 0.05f) v += v < 0 ? -0.05f : 0.05f;
-        if (k == NET_RELU6) v *= 8.0f; /* across both kinks, 0 and 6 (|x| >= 0.4 from 0; from 6 below) */
-        if (k == NET_RELU6 && fabsf(v - 6.0f) < 0.4f) v += v < 6.0f ? -0.4f : 0.4f;
-        if (k == NET_HSWISH) v *= 5.0f; /* across -3 and 3, where its slope jumps */
-        if (k == NET_HSWISH && fabsf(fabsf(v) - 3.0f) < 0.25f) v += fabsf(v) < 3.0f ? -copysignf(0.25f, v) : copysignf(0.25f, v);
-        /* lnorm over as few as 3 channels: spread them 1.5 apart, so that no place's variance is small
-         * enough for a step of FD_EPS to leave the linear range */
-        if (k == NET_LNORM) v += 1.5f * (float)((i / ((int64_t)t->h * t->w)) % t->c);
-        t->p[i] = v;
-    }
-    if (k == NET_MAXPOOL) {
-        for (int64_t i = 0; i < n; i++) t->p[i] = 0.03f * (float)(i - n / 2);
-        for (int64_t i = n - 1; i > 0; i--) {
-            int64_t j = (int64_t)(urand() * (double)(i + 1));
-            float s = t->p[i];
-            t->p[i] = t->p[j], t->p[j] = s;
-        }
-    }
-}
-
-/* The net is `text`; the layer under test is called "t". An input may repeat an earlier one (add t
- * in=a,b,a): it is that tensor, and its gradient arrives in the first place's dx (net_input_first). */
-static void case_init(lcase *k, const char *text, int N, ops_bn bn)
-{
-    err e;
-    memset(k, 0, sizeof *k);
-    if (net_parse(&k->net, text, "test", &e)) {
-        fprintf(stderr, "test net: %s\n", e.msg);
-        exit(1);
-    }
-    k->L = net_find(&k->net, "t");
-    k->l = &k->net.layers[k->L];
-    k->n_in = k->l->n_in;
-    k->bn = bn;
-    for (int j = 0; j < k->n_in; j++) {
-        const net_layer *p = &k->net.layers[k->l->in[j]];
-        if (net_input_repeats(k->l, j)) {
-            k->x[j] = k->x[net_input_first(k->l, j)];
-            continue;
-        }
-        k->x[j] = ten_new(N, p->c, p->h, p->w, 0);
-        k->dx[j] = ten_new(N, p->c, p->h, p->w, 0);
-        fill_input(&k->x[j], k->l->kind);
-    }
-    k->y = ten_new(N, k->l->c, k->l->h, k->l->w, 0);
-    k->r = calloc((size_t)ten_len(&k->y), sizeof(float));
-    for (int64_t i = 0; i < ten_len(&k->y); i++) k->r[i] = frand(-1.0f, 1.0f);
-    k->dy = k->y;
-    k->dy.p = k->l->kind == NET_LOSS ? NULL : k->r;
-    k->nw = k->l->params;
-    k->w = calloc((size_t)k->nw + 1, sizeof(float));
-    k->dw = calloc((size_t)k->nw + 1, sizeof(float));
-    for (int64_t i = 0; i < k->nw; i++) k->w[i] = frand(-1.0f, 1.0f);
-    int C = k->l->c;
-    if (k->l->kind == NET_BN) /* gamma around 1, beta small */
-        for (int ch = 0; ch < C; ch++) k->w[ch] = frand(0.5f, 1.5f), k->w[C + ch] = frand(-0.5f, 0.5f);
-    k->argmax = calloc((size_t)ten_len(&k->y), sizeof(int64_t));
-    k->mask = calloc((size_t)ten_len(&k->y), 1);
-    k->stats = calloc(2 * (size_t)C + (size_t)kind_aux_bytes(&k->net, k->L, k->l->h, N) / 4, sizeof(float)); /* bn's, or gnorm's, lnorm's */
-    k->running = calloc(2 * (size_t)C, sizeof(float));
-    for (int ch = 0; ch < C; ch++) k->running[ch] = frand(-0.3f, 0.3f), k->running[C + ch] = frand(0.5f, 1.5f);
-    k->probs = calloc((size_t)ten_len(&k->x[0]), sizeof(float));
-    /* when t is the loss: a class for each of its places (one, or H*W per pixel) */
-    int64_t places = (int64_t)k->l->h * k->l->w, classes = k->l->kind == NET_LOSS ? k->l->c : 1;
-    k->labels = calloc((size_t)(N * places), sizeof(int64_t));
-    for (int64_t i = 0; i < N * places; i++) k->labels[i] = (int64_t)(urand() * (double)classes);
-    int64_t ws = sched_workspace_bytes(&k->net, k->L, k->l->h, N);
-    k->ws = ws ? malloc((size_t)ws) : NULL;
-}
-
-static void case_free(lcase *k)
-{
-    for (int j = 0; j < k->n_in; j++)
-        if (!net_input_repeats(k->l, j)) free(k->x[j].p), free(k->dx[j].p);
-    free(k->y.p), free(k->r), free(k->w), free(k->dw), free(k->argmax), free(k->stats), free(k->running);
-    free(k->mask), free(k->probs), free(k->labels), free(k->ws);
-    net_free(&k->net);
-}
-
-/* The call on whole maps, output rows [0, h). */
-static ops_call case_call(lcase *k)
-{
-    ops_call c = {.l = k->l, .a = 0, .b = k->l->h, .y = k->y, .dy = k->dy, .w = k->w, .dw = k->dw,
-                  .argmax = k->argmax, .mask = k->mask, .key = KEY, .stats = k->stats, .running = k->running, .bn = k->bn,
-                  .labels = k->labels, .probs = k->probs, .loss = &k->loss, .ws = k->ws};
-    for (int j = 0; j < k->n_in; j++) {
-        c.in_h[j] = k->net.layers[k->l->in[j]].h, c.in_c[j] = k->net.layers[k->l->in[j]].c;
-        c.x[j] = k->x[j];
-        c.dx[j] = k->dx[j];
-    }
-    return c;
-}
-
-static double objective(lcase *k)
-{
-    ops_call c = case_call(k);
-    ops_cpu.forward(&c);
-    if (k->l->kind == NET_LOSS) return k->loss;
-    double J = 0.0;
-    for (int64_t i = 0; i < ten_len(&k->y); i++) J += (double)k->y.p[i] * k->r[i];
-    return J;
-}
-
-/* Central differences of J over every element of p (n values). */
-static void fd_grad(lcase *k, float *p, int64_t n, float *fd)
-{
-    for (int64_t i = 0; i < n; i++) {
-        float v = p[i], hi = v + FD_EPS, lo = v - FD_EPS;
-        p[i] = hi;
-        double jp = objective(k);
-        p[i] = lo;
-        double jm = objective(k);
-        p[i] = v;
-        fd[i] = (float)((jp - jm) / ((double)hi - (double)lo));
-    }
-}
-
-/* Backward on whole maps into dx views full of garbage (!dx_acc must overwrite) and a zeroed dw. */
-static void analytic(lcase *k)
-{
-    ops_call c = case_call(k);
-    ops_cpu.forward(&c);
-    for (int j = 0; j < k->n_in; j++)
-        if (k->dx[j].p)
-            for (int64_t i = 0; i < ten_len(&k->dx[j]); i++) k->dx[j].p[i] = 1e3f;
-    memset(k->dw, 0, (size_t)k->nw * sizeof(float));
-    ops_cpu.backward(&c);
-}
-
-static bool same_bits(const float *a, const float *b, int64_t n) { return !memcmp(a, b, (size_t)n * sizeof(float)); }
+#include "sim/net/load.h"
+#include "tests/ops_case.h"
 
 static void fd_case(const char *name, const char *text, ops_bn bn, int N)
 {
     lcase k;
     char what[128];
-    case_init(&k, text, N, bn);
-    analytic(&k);
+    oc_init(&k, text, N, bn);
+    oc_analytic(&k);
     /* determinism: the same call again gives the same bits */
-    int64_t ny = ten_len(&k.y), nx0 = ten_len(&k.x[0]);
+    int64_t ny = oc_ten_len(&k.y), nx0 = oc_ten_len(&k.x[0]);
     float *y1 = malloc((size_t)ny * sizeof(float)), *dx1 = malloc((size_t)nx0 * sizeof(float));
     float *dw1 = malloc((size_t)(k.nw + 1) * sizeof(float));
     memcpy(y1, k.y.p, (size_t)ny * sizeof(float));
     memcpy(dx1, k.dx[0].p, (size_t)nx0 * sizeof(float));
     memcpy(dw1, k.dw, (size_t)k.nw * sizeof(float));
-    analytic(&k);
+    oc_analytic(&k);
     snprintf(what, sizeof what, "%s: deterministic y, dx, dw", name);
-    expect(same_bits(y1, k.y.p, ny) && same_bits(dx1, k.dx[0].p, nx0) && same_bits(dw1, k.dw, k.nw), what);
+    oc_expect(oc_same_bits(y1, k.y.p, ny) && oc_same_bits(dx1, k.dx[0].p, nx0) && oc_same_bits(dw1, k.dw, k.nw), what);
     free(y1), free(dx1), free(dw1);
 
     for (int j = 0; j < k.n_in; j++) {
         if (!k.dx[j].p) continue;
-        int64_t n = ten_len(&k.x[j]);
+        int64_t n = oc_ten_len(&k.x[j]);
         float *fd = malloc((size_t)n * sizeof(float));
-        fd_grad(&k, k.x[j].p, n, fd);
+        oc_fd_grad(&k, k.x[j].p, n, fd);
         snprintf(what, sizeof what, "fd %s dx[%d]", name, j);
-        compare(&w_fd, what, k.dx[j].p, fd, n, FD_ATOL, FD_RTOL);
+        oc_compare(&oc_w_fd, what, k.dx[j].p, fd, n, FD_ATOL, FD_RTOL);
         free(fd);
     }
     if (k.nw) {
         float *fd = malloc((size_t)k.nw * sizeof(float));
-        fd_grad(&k, k.w, k.nw, fd);
+        oc_fd_grad(&k, k.w, k.nw, fd);
         snprintf(what, sizeof what, "fd %s dw (weights, then bias)", name);
-        compare(&w_fd, what, k.dw, fd, k.nw, FD_ATOL, FD_RTOL);
+        oc_compare(&oc_w_fd, what, k.dw, fd, k.nw, FD_ATOL, FD_RTOL);
         free(fd);
     }
-    case_free(&k);
+    oc_free(&k);
 }
 
 /* --- bands --------------------------------------------------------------------------------------- */
@@ -328,7 +77,7 @@ static void in_rows(const lcase *k, int j, int a, int b, int *lo, int *hi)
  * src_full, or filled with `fill` when src_full is NULL. */
 static ten band_view(const ten *like, const float *src_full, int lo, int hi, float fill)
 {
-    ten v = ten_new(like->n, like->c, hi - lo, like->w, lo);
+    ten v = oc_ten_new(like->n, like->c, hi - lo, like->w, lo);
     int64_t plane = (int64_t)(hi - lo) * like->w;
     for (int n = 0; n < like->n; n++)
         for (int ch = 0; ch < like->c; ch++) {
@@ -368,114 +117,124 @@ static bool rows_outside_are(const ten *v, int a, int b, float val)
 }
 
 /* Runs the layer on the bands of `cuts` (n_cuts + 1 boundaries) against its whole-map results. */
-static void band_partition(lcase *k, const char *name, const int *cuts, int n_bands)
+/* What the bands of one partition gather: y's rows assembled, dx accumulated in place (a) and
+ * summed from band views (b), dw, and the flags of what must hold. */
+typedef struct {
+    float *yb, *dxa[NET_MAX_IN], *dxb[NET_MAX_IN], *dwa;
+    int64_t *am_full;
+    bool argmax_ok, y_untouched, dx_zeroed;
+} band_acc;
+
+/* Output rows [a, b): forward from a view of the input rows they need, then backward twice — into
+ * the whole-map dx (accumulating after the first band) and into band views of dx. */
+static void one_band(lcase *k, int a, int b, bool first, band_acc *s)
 {
     const net_layer *l = k->l;
     int Ho = l->h;
+    ops_call c = {.l = l, .a = a, .b = b, .w = k->w, .bn = k->bn, .running = k->running};
+    ten xv[NET_MAX_IN] = {0}, dxv[NET_MAX_IN] = {0};
+    int lo[NET_MAX_IN], hi[NET_MAX_IN];
+    for (int j = 0; j < k->n_in; j++) {
+        c.in_h[j] = k->net.layers[l->in[j]].h, c.in_c[j] = k->net.layers[l->in[j]].c;
+        in_rows(k, j, a, b, &lo[j], &hi[j]);
+        xv[j] = band_view(&k->x[j], k->x[j].p, lo[j], hi[j], 0.0f);
+        c.x[j] = xv[j];
+    }
+    /* y holds one row more than computed on each side: row0 != a, and those rows must stay */
+    int ya = a > 0 ? a - 1 : 0, yb_ = b < Ho ? b + 1 : Ho;
+    ten yv = band_view(&k->y, NULL, ya, yb_, 12345.0f);
+    int64_t *am = calloc((size_t)k->y.n * k->y.c * (b - a) * k->y.w, sizeof(int64_t));
+    uint8_t *mask = calloc((size_t)k->y.n * k->y.c * (b - a) * k->y.w, 1); /* this band's rows */
+    float *stats = calloc(2 * 64 + (size_t)kind_aux_bytes(&k->net, k->L, b - a, k->y.n) / 4, sizeof(float)); /* lnorm's: per place */
+    int64_t wsb = sched_workspace_bytes(&k->net, k->L, b - a, k->y.n);
+    float *ws = wsb ? malloc((size_t)wsb) : NULL; /* exactly what the scheduler budgets */
+    c.y = yv, c.argmax = am, c.mask = mask, c.key = KEY, c.stats = stats, c.ws = ws;
+    ops_cpu.forward(&c);
+    band_put(s->yb, &k->y, &yv, a, b, false);
+    s->y_untouched &= rows_outside_are(&yv, a, b, 12345.0f);
+    if (s->am_full)
+        for (int n = 0; n < k->y.n; n++)
+            for (int ch = 0; ch < k->y.c; ch++)
+                for (int64_t i = 0; i < (int64_t)(b - a) * k->y.w; i++)
+                    s->argmax_ok &= am[((int64_t)n * k->y.c + ch) * (b - a) * k->y.w + i] ==
+                                 s->am_full[(((int64_t)n * k->y.c + ch) * Ho + a) * k->y.w + i];
+
+    /* backward A: into whole-map dx, accumulating after the first band; dw += */
+    c.dy = band_view(&k->y, k->r, a, b, 0.0f);
+    c.dw = s->dwa;
+    for (int j = 0; j < k->n_in; j++) {
+        c.dx[j] = k->dx[j];
+        c.dx[j].p = s->dxa[j];
+        c.dx_acc[j] = !first;
+    }
+    ops_cpu.backward(&c);
+    /* backward B: band views of dx, one row wider on each side, full of garbage, !dx_acc */
+    c.dw = NULL;
+    for (int j = 0; j < k->n_in; j++) {
+        if (!s->dxa[j]) continue;
+        int h = c.in_h[j], va = lo[j] > 0 ? lo[j] - 1 : 0, vb = hi[j] < h ? hi[j] + 1 : h;
+        dxv[j] = band_view(&k->dx[j], NULL, va, vb, -7.0f);
+        c.dx[j] = dxv[j];
+        c.dx_acc[j] = false;
+    }
+    ops_cpu.backward(&c);
+    for (int j = 0; j < k->n_in; j++) {
+        if (!s->dxa[j]) continue;
+        s->dx_zeroed &= rows_outside_are(&dxv[j], lo[j], hi[j], 0.0f);
+        band_put(s->dxb[j], &k->dx[j], &dxv[j], dxv[j].row0, dxv[j].row0 + dxv[j].h, true);
+        free(dxv[j].p);
+    }
+    for (int j = 0; j < k->n_in; j++) free(xv[j].p);
+    free(yv.p), free(c.dy.p), free(am), free(mask), free(ws), free(stats);
+}
+
+static void band_partition(lcase *k, const char *name, const int *cuts, int n_bands)
+{
+    const net_layer *l = k->l;
     char what[160];
-    int64_t ny = ten_len(&k->y);
-    float *yb = calloc((size_t)ny, sizeof(float));            /* bands' y rows, assembled */
-    float *dxa[NET_MAX_IN] = {0}, *dxb[NET_MAX_IN] = {0};   /* accumulated in place / summed views */
-    float *dwa = calloc((size_t)k->nw + 1, sizeof(float));
-    int64_t *am_full = l->kind == NET_MAXPOOL ? k->argmax : NULL;
-    bool argmax_ok = true, y_untouched = true, dx_zeroed = true;
+    int64_t ny = oc_ten_len(&k->y);
+    band_acc acc = {.yb = calloc((size_t)ny, sizeof(float)), .dwa = calloc((size_t)k->nw + 1, sizeof(float)),
+                    .am_full = l->kind == NET_MAXPOOL ? k->argmax : NULL, .argmax_ok = true, .y_untouched = true, .dx_zeroed = true};
+    band_acc *s = &acc;
     for (int j = 0; j < k->n_in; j++)
         if (k->dx[j].p) {
-            dxa[j] = malloc((size_t)ten_len(&k->dx[j]) * sizeof(float));
-            for (int64_t i = 0; i < ten_len(&k->dx[j]); i++) dxa[j][i] = -7.0f; /* garbage the first band clears */
-            dxb[j] = calloc((size_t)ten_len(&k->dx[j]), sizeof(float));
+            s->dxa[j] = malloc((size_t)oc_ten_len(&k->dx[j]) * sizeof(float));
+            for (int64_t i = 0; i < oc_ten_len(&k->dx[j]); i++) s->dxa[j][i] = -7.0f; /* garbage the first band clears */
+            s->dxb[j] = calloc((size_t)oc_ten_len(&k->dx[j]), sizeof(float));
         }
-
-    for (int bi = 0; bi < n_bands; bi++) {
-        int a = cuts[bi], b = cuts[bi + 1];
-        ops_call c = {.l = l, .a = a, .b = b, .w = k->w, .bn = k->bn, .running = k->running};
-        ten xv[NET_MAX_IN] = {0}, dxv[NET_MAX_IN] = {0};
-        int lo[NET_MAX_IN], hi[NET_MAX_IN];
-        for (int j = 0; j < k->n_in; j++) {
-            c.in_h[j] = k->net.layers[l->in[j]].h, c.in_c[j] = k->net.layers[l->in[j]].c;
-            in_rows(k, j, a, b, &lo[j], &hi[j]);
-            xv[j] = band_view(&k->x[j], k->x[j].p, lo[j], hi[j], 0.0f);
-            c.x[j] = xv[j];
-        }
-        /* y holds one row more than computed on each side: row0 != a, and those rows must stay */
-        int ya = a > 0 ? a - 1 : 0, yb_ = b < Ho ? b + 1 : Ho;
-        ten yv = band_view(&k->y, NULL, ya, yb_, 12345.0f);
-        int64_t *am = calloc((size_t)k->y.n * k->y.c * (b - a) * k->y.w, sizeof(int64_t));
-        uint8_t *mask = calloc((size_t)k->y.n * k->y.c * (b - a) * k->y.w, 1); /* this band's rows */
-        float *stats = calloc(2 * 64 + (size_t)kind_aux_bytes(&k->net, k->L, b - a, k->y.n) / 4, sizeof(float)); /* lnorm's: per place */
-        int64_t wsb = sched_workspace_bytes(&k->net, k->L, b - a, k->y.n);
-        float *ws = wsb ? malloc((size_t)wsb) : NULL; /* exactly what the scheduler budgets */
-        c.y = yv, c.argmax = am, c.mask = mask, c.key = KEY, c.stats = stats, c.ws = ws;
-        ops_cpu.forward(&c);
-        band_put(yb, &k->y, &yv, a, b, false);
-        y_untouched &= rows_outside_are(&yv, a, b, 12345.0f);
-        if (am_full)
-            for (int n = 0; n < k->y.n; n++)
-                for (int ch = 0; ch < k->y.c; ch++)
-                    for (int64_t i = 0; i < (int64_t)(b - a) * k->y.w; i++)
-                        argmax_ok &= am[((int64_t)n * k->y.c + ch) * (b - a) * k->y.w + i] ==
-                                     am_full[(((int64_t)n * k->y.c + ch) * Ho + a) * k->y.w + i];
-
-        /* backward A: into whole-map dx, accumulating after the first band; dw += */
-        c.dy = band_view(&k->y, k->r, a, b, 0.0f);
-        c.dw = dwa;
-        for (int j = 0; j < k->n_in; j++) {
-            c.dx[j] = k->dx[j];
-            c.dx[j].p = dxa[j];
-            c.dx_acc[j] = bi > 0;
-        }
-        ops_cpu.backward(&c);
-        /* backward B: band views of dx, one row wider on each side, full of garbage, !dx_acc */
-        c.dw = NULL;
-        for (int j = 0; j < k->n_in; j++) {
-            if (!dxa[j]) continue;
-            int h = c.in_h[j], va = lo[j] > 0 ? lo[j] - 1 : 0, vb = hi[j] < h ? hi[j] + 1 : h;
-            dxv[j] = band_view(&k->dx[j], NULL, va, vb, -7.0f);
-            c.dx[j] = dxv[j];
-            c.dx_acc[j] = false;
-        }
-        ops_cpu.backward(&c);
-        for (int j = 0; j < k->n_in; j++) {
-            if (!dxa[j]) continue;
-            dx_zeroed &= rows_outside_are(&dxv[j], lo[j], hi[j], 0.0f);
-            band_put(dxb[j], &k->dx[j], &dxv[j], dxv[j].row0, dxv[j].row0 + dxv[j].h, true);
-            free(dxv[j].p);
-        }
-        for (int j = 0; j < k->n_in; j++) free(xv[j].p);
-        free(yv.p), free(c.dy.p), free(am), free(mask), free(ws), free(stats);
-    }
+    for (int bi = 0; bi < n_bands; bi++) one_band(k, cuts[bi], cuts[bi + 1], bi == 0, s);
 
     snprintf(what, sizeof what, "band %s %d bands: y", name, n_bands);
-    compare(&w_band_fwd, what, yb, k->y.p, ny, BAND_FWD_TOL, BAND_FWD_TOL);
+    oc_compare(&oc_w_band_fwd, what, s->yb, k->y.p, ny, BAND_FWD_TOL, BAND_FWD_TOL);
     snprintf(what, sizeof what, "band %s %d bands: y rows outside [a, b) untouched", name, n_bands);
-    expect(y_untouched, what);
-    if (am_full) {
+    oc_expect(s->y_untouched, what);
+    if (s->am_full) {
         snprintf(what, sizeof what, "band %s %d bands: argmax", name, n_bands);
-        expect(argmax_ok, what);
+        oc_expect(s->argmax_ok, what);
     }
     for (int j = 0; j < k->n_in; j++) {
-        if (!dxa[j]) continue;
-        int64_t n = ten_len(&k->dx[j]);
+        if (!s->dxa[j]) continue;
+        int64_t n = oc_ten_len(&k->dx[j]);
         snprintf(what, sizeof what, "band %s %d bands: dx[%d] accumulated", name, n_bands, j);
-        compare(&w_band_bwd, what, dxa[j], k->dx[j].p, n, BAND_BWD_TOL, BAND_BWD_TOL);
+        oc_compare(&oc_w_band_bwd, what, s->dxa[j], k->dx[j].p, n, BAND_BWD_TOL, BAND_BWD_TOL);
         snprintf(what, sizeof what, "band %s %d bands: dx[%d] views summed", name, n_bands, j);
-        compare(&w_band_bwd, what, dxb[j], k->dx[j].p, n, BAND_BWD_TOL, BAND_BWD_TOL);
-        free(dxa[j]), free(dxb[j]);
+        oc_compare(&oc_w_band_bwd, what, s->dxb[j], k->dx[j].p, n, BAND_BWD_TOL, BAND_BWD_TOL);
+        free(s->dxa[j]), free(s->dxb[j]);
     }
     snprintf(what, sizeof what, "band %s %d bands: dx view rows not reached are zero", name, n_bands);
-    expect(dx_zeroed, what);
+    oc_expect(s->dx_zeroed, what);
     if (k->nw) {
         snprintf(what, sizeof what, "band %s %d bands: dw", name, n_bands);
-        compare(&w_band_bwd, what, dwa, k->dw, k->nw, BAND_BWD_TOL, BAND_BWD_TOL);
+        oc_compare(&oc_w_band_bwd, what, s->dwa, k->dw, k->nw, BAND_BWD_TOL, BAND_BWD_TOL);
     }
-    free(yb), free(dwa);
+    free(s->yb), free(s->dwa);
 }
 
 static void band_case(const char *name, const char *text, ops_bn bn, int N)
 {
     lcase k;
-    case_init(&k, text, N, bn);
-    analytic(&k); /* whole-map y, argmax, dx, dw */
+    oc_init(&k, text, N, bn);
+    oc_analytic(&k); /* whole-map y, argmax, dx, dw */
     int Ho = k.l->h, cuts[64], n = 0;
     /* an uneven partition: the first row alone, then two halves */
     cuts[n++] = 0;
@@ -486,7 +245,7 @@ static void band_case(const char *name, const char *text, ops_bn bn, int N)
     /* one row per band */
     for (int i = 0; i <= Ho; i++) cuts[i] = i;
     band_partition(&k, name, cuts, Ho);
-    case_free(&k);
+    oc_free(&k);
 }
 
 /* --- relu in place ---------------------------------------------------------------------------- */
@@ -496,18 +255,18 @@ static void inplace_case(const char *kind, const char *keys)
     lcase k;
     char text[200], what[120];
     snprintf(text, sizeof text, "input x c=3 h=9 w=8\nconv c c=3 k=1\n%s t %s\nloss end\n", kind, keys);
-    case_init(&k, text, 2, OPS_BN_TRAIN);
-    if (!k.l->inplace) printf("FAIL %s: not run in place\n", kind), failures++;
-    analytic(&k);
-    int64_t n = ten_len(&k.y);
-    ops_call c = case_call(&k);
+    oc_init(&k, text, 2, OPS_BN_TRAIN);
+    if (!k.l->inplace) printf("FAIL %s: not run in place\n", kind), oc_failures++;
+    oc_analytic(&k);
+    int64_t n = oc_ten_len(&k.y);
+    ops_call c = oc_call(&k);
     /* forward: y is x */
-    ten io = ten_new(2, 3, 9, 8, 0);
+    ten io = oc_ten_new(2, 3, 9, 8, 0);
     memcpy(io.p, k.x[0].p, (size_t)n * sizeof(float));
     c.x[0] = c.y = io;
     ops_cpu.forward(&c);
     snprintf(what, sizeof what, "%s in place: y", kind);
-    compare(&w_fd, what, io.p, k.y.p, n, 0.0, 0.0);
+    oc_compare(&oc_w_fd, what, io.p, k.y.p, n, 0.0, 0.0);
     /* backward: dx is dy, rows 2..4 of a view holding rows 1..5; rows 1 and 5 are left alone
      * (ops.h: an in-place relu's buffer may be shared with bands that own the other rows) */
     ten d = band_view(&k.y, k.r, 1, 6, 0.0f), yv = band_view(&k.y, k.y.p, 1, 6, 0.0f);
@@ -522,9 +281,9 @@ static void inplace_case(const char *kind, const char *keys)
                 ref.p[p + 4 * 8 + i] = k.r[((int64_t)im * 3 + ch) * 9 * 8 + 5 * 8 + i];
             }
     snprintf(what, sizeof what, "%s in place: dx rows 2..4 of a view of rows 1..5 (others kept)", kind);
-    compare(&w_fd, what, d.p, ref.p, ten_len(&d), 0.0, 0.0);
+    oc_compare(&oc_w_fd, what, d.p, ref.p, oc_ten_len(&d), 0.0, 0.0);
     free(io.p), free(d.p), free(yv.p), free(ref.p);
-    case_free(&k);
+    oc_free(&k);
 }
 
 /* --- dropout's mask: its rate, and independence between keys ------------------------------------ */
@@ -547,7 +306,7 @@ static void dropout_masks(void)
                  q * q);
         bool ok = fabs(rate - q) < 0.003 && fabs(joint - q * q) < 0.003;
         if (ok) printf("ok     %s\n", what);
-        expect(ok, what);
+        oc_expect(ok, what);
     }
 }
 
@@ -558,7 +317,7 @@ static void dropout_masks(void)
 static void bn_statistics(void)
 {
     lcase k;
-    case_init(&k, IN "bn t\n" END, 2, OPS_BN_TRAIN);
+    oc_init(&k, IN "bn t\n" END, 2, OPS_BN_TRAIN);
     int C = k.l->c, M = 2 * 9 * 8;
     double eps = k.l->u.bn.eps, mom = k.l->u.bn.momentum;
     float run0[2 * 3], want_stats[2 * 3] = {0}, want_run[2 * 3] = {0};
@@ -574,19 +333,19 @@ static void bn_statistics(void)
         want_run[ch] = (float)((1 - mom) * run0[ch] + mom * mean);
         want_run[C + ch] = (float)((1 - mom) * run0[C + ch] + mom * ss / (M - 1));
     }
-    ops_call c = case_call(&k);
+    ops_call c = oc_call(&k);
     c.update_running = true;
     ops_cpu.forward(&c);
-    compare(&w_opt, "bn train: stats (mean, invstd)", k.stats, want_stats, 2 * C, 0.0, STAT_TOL);
-    compare(&w_opt, "bn train: running (mean, unbiased var)", k.running, want_run, 2 * C, 0.0, STAT_TOL);
+    oc_compare(&oc_w_opt, "bn train: stats (mean, invstd)", k.stats, want_stats, 2 * C, 0.0, STAT_TOL);
+    oc_compare(&oc_w_opt, "bn train: running (mean, unbiased var)", k.running, want_run, 2 * C, 0.0, STAT_TOL);
     memcpy(run0, k.running, sizeof run0);
     for (int ch = 0; ch < C; ch++)
         want_stats[ch] = run0[ch], want_stats[C + ch] = (float)(1.0 / sqrt((double)run0[C + ch] + eps));
     c.bn = OPS_BN_FROZEN;
     ops_cpu.forward(&c);
-    compare(&w_opt, "bn frozen: stats (running mean, invstd)", k.stats, want_stats, 2 * C, 0.0, STAT_TOL);
-    compare(&w_opt, "bn frozen: running unchanged", k.running, run0, 2 * C, 0.0, 0.0);
-    case_free(&k);
+    oc_compare(&oc_w_opt, "bn frozen: stats (running mean, invstd)", k.stats, want_stats, 2 * C, 0.0, STAT_TOL);
+    oc_compare(&oc_w_opt, "bn frozen: running unchanged", k.running, run0, 2 * C, 0.0, 0.0);
+    oc_free(&k);
 }
 
 /* --- optimizers ---------------------------------------------------------------------------------- */
@@ -601,24 +360,24 @@ static void optimizers(void)
     float p[3] = {1.0f, -2.0f, 0.5f}, s[3] = {0}, g1[3] = {0.1f, -0.2f, 0.3f}, g2[3] = {-0.3f, 0.05f, 0.2f};
     ops_sgd_step(p, g1, s, 3, 0.1f, 0.9f);
     const float sgd1[3] = {0.9900000095367432f, -1.9800000190734863f, 0.4699999988079071f};
-    compare(&w_opt, "sgd momentum step 1: p", p, sgd1, 3, 0.0, OPT_TOL);
+    oc_compare(&oc_w_opt, "sgd momentum step 1: p", p, sgd1, 3, 0.0, OPT_TOL);
     ops_sgd_step(p, g2, s, 3, 0.1f, 0.9f);
     const float sgd2[3] = {1.0110000371932983f, -1.9670000076293945f, 0.4230000078678131f};
     const float buf2[3] = {-0.21000000834465027f, -0.12999999523162842f, 0.4700000286102295f};
-    compare(&w_opt, "sgd momentum step 2: p", p, sgd2, 3, 0.0, OPT_TOL);
-    compare(&w_opt, "sgd momentum step 2: momentum buffer", s, buf2, 3, 0.0, OPT_TOL);
+    oc_compare(&oc_w_opt, "sgd momentum step 2: p", p, sgd2, 3, 0.0, OPT_TOL);
+    oc_compare(&oc_w_opt, "sgd momentum step 2: momentum buffer", s, buf2, 3, 0.0, OPT_TOL);
 
     float q[3] = {1.0f, -0.5f, 0.003f}, st[6] = {0}, h1[3] = {0.2f, -0.4f, 1e-6f}, h2[3] = {-0.1f, 0.3f, -2e-6f};
     ops_adam_step(q, h1, st, 3, 0.01f, 0.9f, 0.999f, 1e-8f, 1);
     const float adam1[3] = {0.9900000095367432f, -0.49000000953674316f, -0.006900988984853029f};
-    compare(&w_opt, "adam step 1: p", q, adam1, 3, 0.0, OPT_TOL);
+    oc_compare(&oc_w_opt, "adam step 1: p", q, adam1, 3, 0.0, OPT_TOL);
     ops_adam_step(q, h2, st, 3, 0.01f, 0.9f, 0.999f, 1e-8f, 2);
     const float adam2[3] = {0.9873366355895996f, -0.48910677433013916f, -0.0032629589550197124f};
     const float m2[3] = {0.00800000037997961f, -0.0060000005178153515f, -1.1000000199601345e-07f};
     const float v2[3] = {4.996000279788859e-05f, 0.00024984002811834216f, 4.99900041338059e-15f};
-    compare(&w_opt, "adam step 2: p", q, adam2, 3, 0.0, OPT_TOL);
-    compare(&w_opt, "adam step 2: first moment", st, m2, 3, 0.0, OPT_MOMENT_TOL);
-    compare(&w_opt, "adam step 2: second moment", st + 3, v2, 3, 0.0, OPT_MOMENT_TOL);
+    oc_compare(&oc_w_opt, "adam step 2: p", q, adam2, 3, 0.0, OPT_TOL);
+    oc_compare(&oc_w_opt, "adam step 2: first moment", st, m2, 3, 0.0, OPT_MOMENT_TOL);
+    oc_compare(&oc_w_opt, "adam step 2: second moment", st + 3, v2, 3, 0.0, OPT_MOMENT_TOL);
 }
 
 /* --- the cases ------------------------------------------------------------------------------------ */
@@ -723,9 +482,9 @@ int main(void)
     optimizers();
     printf("\nworst differences: fd abs %.2e rel %.2e | band forward abs %.2e rel %.2e | band backward abs %.2e "
            "rel %.2e | bn statistics and optimizers abs %.2e rel %.2e\n",
-           w_fd.abs, w_fd.rel, w_band_fwd.abs, w_band_fwd.rel, w_band_bwd.abs, w_band_bwd.rel, w_opt.abs, w_opt.rel);
-    if (failures) {
-        printf("test_ops: %d check(s) FAILED\n", failures);
+           oc_w_fd.abs, oc_w_fd.rel, oc_w_band_fwd.abs, oc_w_band_fwd.rel, oc_w_band_bwd.abs, oc_w_band_bwd.rel, oc_w_opt.abs, oc_w_opt.rel);
+    if (oc_failures) {
+        printf("test_ops: %d check(s) FAILED\n", oc_failures);
         return 1;
     }
     printf("test_ops: all checks passed\n");
