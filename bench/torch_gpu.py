@@ -6,7 +6,7 @@ the median time of an iteration.
     python3 bench/torch_gpu.py nets/vgg16.net nets/resnet50.net [--batch 8,32] [--image 224]
                                [--iters 10] [--device cuda] [--tsv OUT.tsv]
 
-The net is built from its file by tests/torch_ref.py's independent interpreter, as torchvision
+The net is built from its file by tests/torch_net.py's independent interpreter, as torchvision
 writes its models (tools/torch_peak.py's TorchNet: in-place ReLUs where nothing else reads their
 input). fp32 throughout: TF32 off for cuBLAS and cuDNN, cudnn.benchmark off (PyTorch's default
 heuristic algorithm choice, as lrcnn's engine uses cuDNN's heuristics), SGD with momentum 0.9,
@@ -40,7 +40,7 @@ from torch.utils.checkpoint import checkpoint
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(SRC, "tests"))
 sys.path.insert(0, os.path.join(SRC, "tools"))
-import torch_ref  # noqa: E402
+import torch_net  # noqa: E402
 from torch_peak import TorchNet  # noqa: E402
 
 
@@ -86,7 +86,7 @@ def iteration(model, opt, x, y, device):
 
 
 def measure(netfile, batch, image, iters, device, ckpt):
-    _, layers = torch_ref.parse_net(netfile, image)
+    _, layers = torch_net.parse_net(netfile, image)
     torch.manual_seed(1)
     model = (CheckpointNet if ckpt else TorchNet)(layers).to(device)
     model.train()

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch 1.13 (CPU) peer for bench/bench_engine.c: one training iteration (forward, loss,
-backward, SGD with momentum) of a net built from our own net file by tests/torch_ref.py's
+backward, SGD with momentum) of a net built from our own net file by tests/torch_net.py's
 independent interpreter, on both cores, batch 2 at 224x224 by default. Prints "PEER NET SECONDS"
 (best of N iterations after one warm-up), then its RSS high-water mark and how far that rose above
 the process before the net was built (torch imported), for ./lrcnn bench to put beside ours: run
@@ -12,7 +12,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import torch  # noqa: E402
-import torch_ref  # noqa: E402
+import torch_net  # noqa: E402
 
 
 def rss_high_water():
@@ -28,8 +28,8 @@ def main():
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "nets")
     for name in nets:
         rss0 = rss_high_water()
-        _, layers = torch_ref.parse_net(os.path.join(src, name + ".net"))
-        model = torch_ref.RefNet(layers)
+        _, layers = torch_net.parse_net(os.path.join(src, name + ".net"))
+        model = torch_net.RefNet(layers)
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         shape = layers[0].shape
         x = torch.randn(batch, *shape)

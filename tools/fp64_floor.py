@@ -9,7 +9,7 @@ sums terms far larger than its result, and the relative error grows geometricall
 This script takes lrcnn dumps of one iteration on the same weights and batch (`lrcnn train --dump`,
 e.g. under `layer` and `2ps:2`) and measures each against PyTorch 1.13 in float64 on those weights
 and that batch, next to PyTorch's own float32 result: the columns are ||g - g64|| / ||g64|| per
-parameter gradient. The network is rebuilt by tests/torch_ref.py's independent interpreter.
+parameter gradient. The network is rebuilt by tests/torch_net.py's independent interpreter.
 
     /usr/bin/python3 tools/fp64_floor.py NETFILE DUMP.h5 [DUMP.h5 ...] [--bn train|frozen]
 """
@@ -22,12 +22,12 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-import torch_ref  # noqa: E402
+import torch_net  # noqa: E402
 
 
 def reference_grads(layers, f, dtype, bn):
-    model = torch_ref.RefNet(layers, dtype)
-    problems = torch_ref.load_params(model, f)
+    model = torch_net.RefNet(layers, dtype)
+    problems = torch_net.load_params(model, f)
     if problems:
         sys.exit("fp64_floor: %s: %s" % (f.filename, problems[0]))
     if bn:
@@ -45,7 +45,7 @@ def main():
     ap.add_argument("--bn", choices=("train", "frozen"))
     a = ap.parse_args()
     torch.set_num_threads(os.cpu_count() or 2)
-    _, layers = torch_ref.parse_net(a.netfile)
+    _, layers = torch_net.parse_net(a.netfile)
     files = [h5py.File(p, "r") for p in a.dumps]
     for f in files[1:]:
         for key in ("input", "labels"):

@@ -4,7 +4,7 @@
     /usr/bin/python3 tools/torch_peak.py NET.net [NET.net ...] [--batch 1,8,32] [--image S]
                      [--optimizer sgd|adam] [--lrcnn build/lrcnn] [--device cpu|cuda]
 
-Builds the net in PyTorch from its file (the parser of tests/torch_ref.py: nets/FORMAT.md; ReLUs
+Builds the net in PyTorch from its file (the parser of tests/torch_net.py: nets/FORMAT.md; ReLUs
 in place where nothing else reads their input, as torchvision writes them; gap is
 AdaptiveAvgPool2d(1)), runs one training iteration to create gradients and optimizer state, then
 measures a second one:
@@ -38,13 +38,13 @@ import torch.nn.functional as F
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(SRC, "tests"))
-import torch_ref  # noqa: E402  (the independent net parser and PyTorch model)
+import torch_net  # noqa: E402  (the independent net parser and PyTorch model)
 
 
 INPLACE_KINDS = ("relu", "relu6", "leakyrelu")
 
 
-class TorchNet(torch_ref.RefNet):
+class TorchNet(torch_net.RefNet):
     """RefNet written as torchvision writes its models: in-place ReLUs, adaptive pooling for gap."""
 
     def __init__(self, layers):
@@ -107,7 +107,7 @@ def storage_key(t):
 
 def measure(netfile, batch, image, optimizer, device, none_grads):
     """none_grads: zero_grad(set_to_none=True), PyTorch 2.x's default (the torch2 plan)."""
-    _, layers = torch_ref.parse_net(netfile, image)
+    _, layers = torch_net.parse_net(netfile, image)
     torch.manual_seed(1)
     model = TorchNet(layers).to(device)
     model.train()
