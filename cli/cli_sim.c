@@ -19,7 +19,7 @@ static const char *usage =
     "(the engine's allocated bytes, exactly), 'closed' evaluates the closed-form equations of\n"
     "paper/model.md. PLANS is a comma-separated list; ranges expand (2ps:2..8).\n"
     "Presets: layer ckpt-sqrt ckpt:K vdnn-all vdnn-conv 2ps:R overl:R 2ps-h[:R] overl-h[:R];\n"
-    "custom plans: sim/plan/PLANS.md. Defaults: --plan layer --batch 8 --optimizer sgd --bn auto --device cpu.\n"
+    "custom plans: docs/plans.md. Defaults: --plan layer --batch 8 --optimizer sgd --bn auto --device cpu.\n"
     "Modifiers store kept maps encoded: +gist, +dpr:fp16|bf16|fp8, +zfp:rate=R|acc=E (e.g. 2ps:4+gist+dpr:fp16);\n"
     "+migrate[:grads][:optim][:weights] moves parameters, gradients and optimizer state off the device\n"
     "between their uses (Layrub-style; bare: all three). The closed form does not model modifiers yet\n"

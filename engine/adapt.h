@@ -1,5 +1,5 @@
 /* adapt: COMET's adaptive error bound, for the maps a plan stores with ZFP fixed accuracy
- * (`+zfp:acc=E:adapt=T:every=W`, sim/plan/PLANS.md; paper/model.md says where it follows COMET).
+ * (`+zfp:acc=E:adapt=T:every=W`, docs/plans.md; paper/model.md says where it follows COMET).
  *
  * The model. A convolution (or fc) computes its weight gradient dW = sum over images and places of
  * dy x. If its kept input x comes back with independent errors of RMS s, each weight's gradient

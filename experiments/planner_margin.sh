@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The planner's margin (sim/plan/PLANS.md, "The planner"), on the engine: the five budgets of
+# The planner's margin (docs/plans.md, "The planner"), on the engine: the five budgets of
 # results/planner_cpu.txt where the planner's own plan ran against the fastest preset that fits
 # (one of them 0.958x, slower), planned again with the margin of sim/predict/timing.h (2.69x the median
 # held-out error) and measured, with the batch-8 profile the table used (results/profile_cpu.h5)

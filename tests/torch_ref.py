@@ -179,7 +179,7 @@ def cmd_compare(netfile, dump, bn=None):
             if mode_attr in ("train", "frozen"):
                 bn = mode_attr
             elif mode_attr == "auto" and not re.search(r"rows|2ps|overl", plan):
-                bn = "train"  # auto resolves to train outside row segments (sim/plan/PLANS.md)
+                bn = "train"  # auto resolves to train outside row segments (docs/plans.md)
             else:
                 rep.fail("dump bn=%s under plan '%s': no exact reference (give --bn train|frozen)" % (mode_attr, plan))
                 return rep

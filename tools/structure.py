@@ -35,8 +35,16 @@ KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "do", "else", "c
 
 
 def tracked(root, patterns):
-    out = subprocess.run(["git", "-C", root, "ls-files", *patterns], capture_output=True, text=True, check=True).stdout
-    return [f for f in out.split() if os.path.exists(os.path.join(root, f))]
+    """The project's files matching patterns: git's list, or (no git) every file outside build trees."""
+    r = subprocess.run(["git", "-C", root, "ls-files", *patterns], capture_output=True, text=True)
+    if r.returncode == 0:
+        return [f for f in r.stdout.split() if os.path.exists(os.path.join(root, f))]
+    import fnmatch
+    out = []
+    for d, subdirs, names in os.walk(root):
+        subdirs[:] = [s for s in subdirs if not s.startswith((".", "build"))]
+        out += [os.path.relpath(os.path.join(d, n), root) for n in names if any(fnmatch.fnmatch(n, p) for p in patterns)]
+    return sorted(out)
 
 
 def strip(text):

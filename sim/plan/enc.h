@@ -1,7 +1,7 @@
 /* enc: how a kept tensor is stored between its last forward use and its first backward use.
  *
  * A plan says *which* tensors are kept (layer, checkpoint, rows, offload); its modifiers say *how*
- * (sim/plan/PLANS.md): `+gist` (Jain et al., ISCA 2018, lossless), `+dpr:FORMAT` (Gist's delayed
+ * (docs/plans.md): `+gist` (Jain et al., ISCA 2018, lossless), `+dpr:FORMAT` (Gist's delayed
  * precision reduction) and `+zfp:rate=R|acc=E` (error-bounded lossy compression with ZFP, as
  * COMET does with SZ). The lowering (sim/lower/stash.c) picks an encoding for every kept map, replaces
  * the map by its encoding after its last forward use (ENCODE) and rebuilds an fp32 copy before its

@@ -7,7 +7,7 @@
  *            come back one backward step before they are needed (vDNN)
  *   rows     run the segment band by band (2PS or OverL), FP and BP band counts may differ
  * Presets (layer, ckpt-sqrt, ckpt:K, vdnn-all, vdnn-conv, 2ps:R, overl:R, 2ps-h[:R], overl-h[:R])
- * and the custom syntax are documented in sim/plan/PLANS.md. A plan is resolved against a net (layer
+ * and the custom syntax are documented in docs/plans.md. A plan is resolved against a net (layer
  * names become indices), so it is only valid for that net and input size. */
 #ifndef LRCNN_PLAN_H
 #define LRCNN_PLAN_H
@@ -34,7 +34,7 @@ typedef struct {
 typedef enum { PLAN_BN_AUTO, PLAN_BN_TRAIN, PLAN_BN_FROZEN, PLAN_BN_PERBAND } plan_bn;
 /* Layrub-style migration (`+migrate[:weights][:grads][:optim]`, all three when bare): which
  * persistent tensors leave the device between their uses. Any of them makes the optimizer step
- * layer by layer, right after a layer's last backward use of its weights (sim/plan/PLANS.md):
+ * layer by layer, right after a layer's last backward use of its weights (docs/plans.md):
  *   grads   a weight gradient lives from its layer's first backward write to its update;
  *   weights parameters live on the host, prefetched for each pass that reads them and written back;
  *   optim   optimizer state lives on the host, prefetched for its layer's update and written back. */

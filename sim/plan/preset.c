@@ -130,7 +130,7 @@ int preset_parse(plan *p, const net *n, const char *t, err *e)
     } else {
         return err_set(e, "unknown plan '%s' (presets: layer ckpt-sqrt ckpt:K vdnn-all vdnn-conv 2ps:R overl:R 2ps-h[:R] "
                           "overl-h[:R] authors-2ps authors-overl authors-2ps-h authors-overl-h; or a custom plan, see "
-                          "sim/plan/PLANS.md)", t);
+                          "docs/plans.md)", t);
     }
 #undef IS
     snprintf(p->preset, sizeof p->preset, "%.*s", (int)base, t);

@@ -1,4 +1,4 @@
-/* fuzz_plan: the plan parser (sim/plan/plan.c: plan_parse, plan_list_expand; syntax in sim/plan/PLANS.md).
+/* fuzz_plan: the plan parser (sim/plan/plan.c: plan_parse, plan_list_expand; syntax in docs/plans.md).
  *
  * Input: a plan text — a preset, a custom plan, modifiers, " bn=..." — or a comma-separated list
  * of them with ranges ("layer,2ps:2..8"). The text is expanded as a list, then parsed as one plan
