@@ -50,7 +50,7 @@ static int planner_table(net *n, const char **plans, int np, const sim_device *d
             search_req rq = {.n = &n[k], .cfg = {.batch = batch, .optimizer = SCHED_ADAM}, .dev = d, .space = SEARCH_ALL, .budget = 0};
             search_result r;
             if (search_run(&rq, &r, &e)) return fprintf(stderr, "%s\n", e.msg), -1;
-            int64_t lo = r.pts[r.least].peak, hi = r.pts[0].peak; /* pts[0]: layer */
+            int64_t lo = r.pts[r.least].footprint, hi = r.pts[0].footprint; /* pts[0]: layer */
             search_free(&r);
             double peer = 0;
             for (int p = 0; p < np; p++) {

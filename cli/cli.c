@@ -170,6 +170,22 @@ const char *cli_time_source(const sim_device *d, char *buf, size_t len)
     return buf;
 }
 
+double cli_arena_gap(const sim_arena *a) { return a->live ? 100.0 * (double)(a->size - a->live) / (double)a->live : 0.0; }
+
+void cli_print_arena(const sim_arena *a)
+{
+    char x[32], y[32], z[32];
+    printf("  %-14s %14s   = live peak %s (blocks rounded to 256 B) + gap %s (%.2f%%; order: %s)\n", "arena (device)",
+           units_fmt_bytes(a->size, x, sizeof x), units_fmt_bytes(a->live, y, sizeof y), units_fmt_bytes(a->size - a->live, z, sizeof z),
+           cli_arena_gap(a), a->how);
+    if (a->host_size)
+        printf("  %-14s %14s   = live peak %s + gap %s (pinned, for the moved maps)\n", "arena (host)", units_fmt_bytes(a->host_size, x, sizeof x),
+               units_fmt_bytes(a->host_live, y, sizeof y), units_fmt_bytes(a->host_size - a->host_live, z, sizeof z));
+    if (a->apart)
+        printf("  %-14s %14s   data-sized encodings, allocated outside the arena as they are made (at their predicted sizes)\n",
+               "apart (device)", units_fmt_bytes(a->apart, x, sizeof x));
+}
+
 void cli_print_calib(const sim_result *r, const sched_cfg *cfg)
 {
     if (!r->enc_sized) return;

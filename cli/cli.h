@@ -95,6 +95,11 @@ void cli_inputs_free(cli_inputs *in);
 /* "calibrated on the cpu backend (FILE)" or "cpu roofline (uncalibrated ...)", into buf. */
 const char *cli_time_source(const sim_device *d, char *buf, size_t len);
 
+/* The arena's gap above its live peak, in percent; and its lines of a breakdown (device, and the
+ * host's and the bytes apart when there are any). */
+double cli_arena_gap(const sim_arena *a);
+void cli_print_arena(const sim_arena *a);
+
 /* One line on what a prediction's data-sized encodings took their densities and ratios from
  * (nothing when it has none). */
 void cli_print_calib(const sim_result *r, const sched_cfg *cfg);

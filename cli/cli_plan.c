@@ -88,7 +88,7 @@ static void pareto_points(search_req rq, const search_result *first, search_resu
 {
     int cap = first->n_pts * 2 + 64, n = 0;
     search_point *pts = err_calloc((size_t)cap, sizeof *pts);
-    int64_t lo = first->pts[first->least].peak, hi = first->pts[0].peak; /* pts[0] is layer */
+    int64_t lo = first->pts[first->least].footprint, hi = first->pts[0].footprint; /* pts[0] is layer */
     for (int k = 0; k <= 16; k++) {
         rq.budget = (int64_t)((double)lo * pow((double)hi / (double)lo, k / 16.0)) + 1;
         search_result r;
@@ -111,20 +111,20 @@ static int write_pareto(const char *path, bool force, const search_req *rq, cons
 {
     typedef struct {
         const char *plan, *source;
-        int64_t peak;
+        int64_t peak, arena;
         double time_us;
         int32_t frontier;
     } row;
     static const h5_field fields[] = {
         {"plan", offsetof(row, plan), 's'},     {"source", offsetof(row, source), 's'},
-        {"peak", offsetof(row, peak), 'l'},     {"time_us", offsetof(row, time_us), 'd'},
-        {"frontier", offsetof(row, frontier), 'i'},
+        {"peak", offsetof(row, peak), 'l'},     {"arena", offsetof(row, arena), 'l'},
+        {"time_us", offsetof(row, time_us), 'd'}, {"frontier", offsetof(row, frontier), 'i'},
     };
     int nf;
     int *front = search_frontier(all->pts, all->n_pts, &nf);
     row *rows = err_calloc((size_t)all->n_pts + 1, sizeof *rows);
     for (int i = 0; i < all->n_pts; i++)
-        rows[i] = (row){all->pts[i].text, all->pts[i].source, all->pts[i].peak, all->pts[i].time_us, 0};
+        rows[i] = (row){all->pts[i].text, all->pts[i].source, all->pts[i].peak, all->pts[i].footprint, all->pts[i].time_us, 0};
     for (int k = 0; k < nf; k++) rows[front[k]].frontier = 1;
     free(front);
     h5_file *f;
@@ -143,7 +143,7 @@ static int write_pareto(const char *path, bool force, const search_req *rq, cons
     H5_TRY(h5_attr_int(g, "batch", rq->cfg.batch, e));
     H5_TRY(h5_attr_int(g, "image_h", in->h, e));
     H5_TRY(h5_attr_int(g, "image_w", in->w, e));
-    H5_TRY(h5_write_table(g, "points", rows, sizeof *rows, (hsize_t)all->n_pts, fields, 5, e));
+    H5_TRY(h5_write_table(g, "points", rows, sizeof *rows, (hsize_t)all->n_pts, fields, (int)(sizeof fields / sizeof *fields), e));
     H5Gclose(g), g = H5I_INVALID_HID;
     rc = h5_close(f, e);
     f = NULL;
@@ -200,21 +200,22 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
            cli_optimizer_name(o->optimizer), units_fmt_bytes(budget, a, sizeof a), cli_time_source(dev, t, sizeof t));
     if (r.best < 0) {
         const search_point *l = &r.pts[r.least];
-        err_set(&e, "no plan fits %s: the smallest peak found is %s (%s)", units_fmt_bytes(budget, a, sizeof a),
-                units_fmt_bytes(l->peak, b, sizeof b), l->text);
+        err_set(&e, "no plan fits %s: the smallest footprint found is %s (%s; its arena, peak %s)", units_fmt_bytes(budget, a, sizeof a),
+                units_fmt_bytes(l->footprint, b, sizeof b), l->text, units_fmt_bytes(l->peak, t, sizeof t));
         rc = CLI_USAGE;
     } else {
         const search_point *p = &r.pts[r.best];
         int pre = r.preset;
-        printf("  plan       %s\n  peak       %s (replay)\n  time       %.1f ms per iteration (%s)\n", p->text,
-               units_fmt_bytes(p->peak, a, sizeof a), p->time_us / 1e3, p->source);
+        printf("  plan       %s\n  peak       %s (replay)\n  arena      %s (what it reserves: the budget is held to this)\n"
+               "  time       %.1f ms per iteration (%s)\n", p->text, units_fmt_bytes(p->peak, a, sizeof a),
+               units_fmt_bytes(p->footprint, b, sizeof b), p->time_us / 1e3, p->source);
         if (r.fastest != r.best)
             printf("  kept       over %s, predicted %.1f%% faster: within the margin of %.1f%% (%s)\n", r.pts[r.fastest].text,
                    100 * (p->time_us / r.pts[r.fastest].time_us - 1), 100 * r.margin,
                    margin ? "--margin" : "2.69x the median error of the time model's held-out checks");
         if (pre >= 0 && pre != r.best)
-            printf("  vs preset  %s: %s, %.1f ms (%.2fx the planner's time)\n", r.pts[pre].text,
-                   units_fmt_bytes(r.pts[pre].peak, b, sizeof b), r.pts[pre].time_us / 1e3, r.pts[pre].time_us / p->time_us);
+            printf("  vs preset  %s: arena %s, %.1f ms (%.2fx the planner's time)\n", r.pts[pre].text,
+                   units_fmt_bytes(r.pts[pre].footprint, b, sizeof b), r.pts[pre].time_us / 1e3, r.pts[pre].time_us / p->time_us);
         else if (pre < 0 && (space & SEARCH_PRESETS))
             printf("  vs preset  none fits\n");
         printf("  searched   %d plans in %.3f s\n", r.n_pts, r.seconds);

@@ -45,6 +45,7 @@ static void print_breakdown(const net *n, const sched_cfg *cfg, const sim_device
                cli_fmt_closed(r, k, b, sizeof b), units_fmt_bytes(r->replay.max[k], c, sizeof c));
     printf("  %-14s %14s %14s   (closed vs replay %s)\n", "peak (device)", units_fmt_bytes(r->replay.peak, a, sizeof a),
            cli_fmt_closed(r, -1, b, sizeof b), cli_fmt_closed_err(r, r->replay.peak, "%+.1f%%", d, sizeof d));
+    cli_print_arena(&r->arena);
     if (r->reserved) { /* a torch plan */
         int64_t kept = 0;
         for (int k = MEM_ACT; k < MEM_HOST; k++) kept += r->replay.at_backward[k];
@@ -80,9 +81,11 @@ static int sim_one(const net *n, const char *item, const char *bn, const sched_c
         print_breakdown(n, cfg, d, text, resolved, &r);
     } else {
         double red = 100.0 * (1.0 - (double)r.replay.peak / (double)base->replay.peak);
-        printf("  %-16s %12s %12s %8s %9.1f%% %10.4gG %8.3fx %10.1fms %8.3fx\n", item, units_fmt_bytes(r.replay.peak, a, sizeof a),
-               cli_fmt_closed(&r, -1, b, sizeof b), cli_fmt_closed_err(&r, r.replay.peak, "%+.1f%%", c, sizeof c), red,
-               r.flops / 1e9, r.flops / base->flops, r.time_us / 1e3, r.time_us / base->time_us);
+        char ar[32];
+        printf("  %-16s %12s %12s %7.2f%% %12s %8s %9.1f%% %10.4gG %8.3fx %10.1fms %8.3fx\n", item, units_fmt_bytes(r.replay.peak, a, sizeof a),
+               units_fmt_bytes(r.arena.size, ar, sizeof ar), cli_arena_gap(&r.arena), cli_fmt_closed(&r, -1, b, sizeof b),
+               cli_fmt_closed_err(&r, r.replay.peak, "%+.1f%%", c, sizeof c), red, r.flops / 1e9, r.flops / base->flops,
+               r.time_us / 1e3, r.time_us / base->time_us);
     }
     sched sc; /* the same schedule again, to label the timeline's steps */
     bool labels = f && !pipeline_lower(&sc, n, &p, cfg, e);
@@ -153,13 +156,14 @@ int cli_sim(int argc, char **argv)
         char t[600];
         printf("%s @ %dx%d, batch %d, %s\n  time: %s\n\n", n->name, n->layers[0].h, n->layers[0].w, cfg.batch,
                cli_optimizer_name(cfg.optimizer), cli_time_source(d, t, sizeof t));
-        printf("  %-16s %12s %12s %8s %10s %12s %9s %12s %9s\n", "plan", "replay peak", "closed peak", "closed", "vs layer",
-               "FLOPs", "vs layer", "time/it", "vs layer");
+        printf("  %-16s %12s %12s %8s %12s %8s %10s %12s %9s %12s %9s\n", "plan", "replay peak", "arena", "gap", "closed peak", "closed",
+               "vs layer", "FLOPs", "vs layer", "time/it", "vs layer");
     }
     for (int k = 0; k < count && rc == CLI_OK; k++)
         if (sim_one(n, items[k], o.bn, &cfg, d, &base, count == 1, f, &e)) rc = cli_fail("sim", "%s", e.msg);
     if (count > 1 && rc == CLI_OK)
-        printf("\n  reduction, FLOPs and time are against 'layer' (%s replay peak); closed = closed-form error vs replay\n",
+        printf("\n  reduction, FLOPs and time are against 'layer' (%s replay peak); closed = closed-form error vs replay;\n"
+               "  arena = the device memory a static plan of the schedule reserves, gap = its excess over the live peak\n",
                units_fmt_bytes(base.replay.peak, text, sizeof text));
 done_file:
     if (f) {

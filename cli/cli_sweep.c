@@ -145,7 +145,8 @@ static void print_tables(const spec *s, net *nets, const cell *cells, long count
         const net *n = &nets[c->net * s->n_images + c->image];
         printf("\n%s @ %dx%d, batch %d, %s, device profile %s\n", n->name, n->layers[0].h, n->layers[0].w, s->batches[c->batch],
                s->optimizers[c->opt], s->device);
-        printf("  %-18s %12s %12s %8s %9s %10s %9s", "plan", "replay peak", "closed peak", "closed", "vs layer", "FLOPs", "vs layer");
+        printf("  %-18s %12s %12s %7s %12s %8s %9s %10s %9s", "plan", "replay peak", "arena", "gap", "closed peak", "closed", "vs layer",
+               "FLOPs", "vs layer");
         if (s->measure) printf(" %12s %8s %9s %8s", "measured", "replay", "time/iter", "vs layer");
         printf("\n");
         const sim_result *base = NULL;
@@ -163,9 +164,10 @@ static void print_tables(const spec *s, net *nets, const cell *cells, long count
                 snprintf(red, sizeof red, "%.1f%%", 100.0 * (1.0 - (double)r->replay.peak / (double)base->replay.peak));
                 snprintf(fl, sizeof fl, "%.3fx", r->flops / base->flops);
             }
-            printf("  %-18s %12s %12s %8s %9s %9.4gG %9s", s->plans[p], units_fmt_bytes(r->replay.peak, a, sizeof a),
-                   cli_fmt_closed(r, -1, b, sizeof b), cli_fmt_closed_err(r, r->replay.peak, "%+.1f%%", ce, sizeof ce), red,
-                   r->flops / 1e9, fl);
+            char ar[32];
+            printf("  %-18s %12s %12s %6.2f%% %12s %8s %9s %9.4gG %9s", s->plans[p], units_fmt_bytes(r->replay.peak, a, sizeof a),
+                   units_fmt_bytes(r->arena.size, ar, sizeof ar), cli_arena_gap(&r->arena), cli_fmt_closed(r, -1, b, sizeof b),
+                   cli_fmt_closed_err(r, r->replay.peak, "%+.1f%%", ce, sizeof ce), red, r->flops / 1e9, fl);
             if (s->measure) {
                 const cell *m = &cells[i + p];
                 printf(" %12s %+7.3f%% %7.0f ms %7.2fx", units_fmt_bytes(m->measured, a, sizeof a),

@@ -362,6 +362,32 @@ cleanup:
     return rc;
 }
 
+/* The arena's columns (arena_size, arena_live, arena_host_size), empty for files written before it. */
+static int put_arena(FILE *fp, char sep, hid_t pred, const char *pwhere, err *e)
+{
+    static const char *cols[] = {"size", "live", "host_size"};
+    char where[640];
+    hid_t a = H5I_INVALID_HID;
+    htri_t has;
+    int rc = -1;
+    H5_CHECK(has = H5Lexists(pred, "arena", H5P_DEFAULT));
+    if (!has) {
+        for (int c = 0; c < 3; c++) put_none(fp, sep);
+        return 0;
+    }
+    H5_TRY(open_obj(pred, pwhere, "arena", false, &a, e));
+    snprintf(where, sizeof where, "%s/arena", pwhere);
+    for (int c = 0; c < 3; c++) {
+        int64_t v = 0;
+        H5_TRY(read_attr(a, where, cols[c], RD_INT, &v, e));
+        put_i64(fp, sep, v);
+    }
+    rc = 0;
+cleanup:
+    if (a >= 0) H5Oclose(a);
+    return rc;
+}
+
 /* A capacity search's columns (search, budget, max_value), empty for other runs. */
 static int put_search(FILE *fp, char sep, hid_t g, const char *where, err *e)
 {
@@ -432,6 +458,7 @@ static int write_run(FILE *fp, tables *ts, hid_t runs, const char *path, const c
             if (at[k]) put_i64(fp, sep, at[k][c]);
             else put_none(fp, sep);
     put_f64(fp, sep, flops), put_f64(fp, sep, time_us);
+    H5_TRY(put_arena(fp, sep, pred, pwhere, e));
     H5_TRY(put_measured(fp, sep, g, where, e));
     H5_TRY(put_search(fp, sep, g, where, e));
     fputc('\n', fp);
@@ -518,7 +545,7 @@ int h5_export(const char *path, const char *out_dir, bool overwrite, bool csv, F
     for (const char *c = head; *c; c++) fputc(*c == ' ' ? sep : *c, fp);
     for (int k = 0; k < 2; k++)
         for (int c = 0; c < ncat; c++) fprintf(fp, "%c%s_%s", sep, k ? "closed" : "replay", cats[c]);
-    fprintf(fp, "%cflops%ctime_us", sep, sep);
+    fprintf(fp, "%cflops%ctime_us%carena_size%carena_live%carena_host_size", sep, sep, sep, sep, sep);
     for (const char *c = " " MEASURED_HEADER " search budget max_value"; *c; c++) fputc(*c == ' ' ? sep : *c, fp);
     fputc('\n', fp);
 

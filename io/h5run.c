@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sim/net/kind.h"
+#include "sim/predict/arena.h"
 
 /* prediction/<name>: peak and peak_step attributes, at_peak and max by category. */
 static int write_mem(hid_t loc, const char *name, const sim_mem *m, err *e)
@@ -238,6 +239,24 @@ static int write_steps(hid_t g, const h5_run *r, err *e)
     return rc;
 }
 
+/* The arena (sim/predict/arena.h) as group prediction/arena. */
+static int write_arena(hid_t pred, const sim_arena *a, err *e)
+{
+    int rc = -1;
+    hid_t g = H5I_INVALID_HID;
+    H5_CHECK(g = H5Gcreate2(pred, "arena", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    const struct { const char *name; int64_t v; } v[] = {
+        {"size", a->size}, {"live", a->live}, {"host_size", a->host_size}, {"host_live", a->host_live}, {"apart", a->apart},
+        {"align", ARENA_ALIGN},
+    };
+    for (size_t k = 0; k < sizeof v / sizeof *v; k++) H5_TRY(h5_attr_i64(g, v[k].name, v[k].v, e));
+    H5_TRY(h5_attr_str(g, "order", a->how ? a->how : "", e));
+    rc = 0;
+cleanup:
+    if (g >= 0) H5Gclose(g);
+    return rc;
+}
+
 /* Everything of run r inside its group g: its configuration as attributes, both predictions, the
  * measurement, the step timeline, the layers and the plan's structure. */
 static int write_run(hid_t g, const h5_run *r, err *e)
@@ -275,6 +294,7 @@ static int write_run(hid_t g, const h5_run *r, err *e)
         H5_TRY(rc2);
     }
     if (r->sim->closed_ok) H5_TRY(write_mem(pred, "closed", &r->sim->closed, e)); /* absent: not modelled */
+    H5_TRY(write_arena(pred, &r->sim->arena, e));
     if (r->timeline && r->n_timeline > 0) H5_TRY(h5_dset_bytes(g, "timeline", r->timeline, r->n_timeline, e));
     if (r->measured) H5_TRY(write_measured(g, r, e));
     if (r->search) {

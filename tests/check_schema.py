@@ -39,6 +39,7 @@ RUN_ATTRS = {"kind": STR, "net": STR, "net_path": STR, "image_h": I32, "image_w"
              "plan_family": STR, "plan_preset": STR, "plan_count": I32, "bn_exact": I32}
 PLAN_FAMILIES = ("layer", "torch", "ckpt", "vdnn", "2ps", "overl", "hybrid")
 PRED_ATTRS = {"peak": I64, "peak_step": I32}
+ARENA_ATTRS = {"size": I64, "live": I64, "host_size": I64, "host_live": I64, "apart": I64, "align": I64, "order": STR}
 PRED_DSETS = ("at_peak", "max")
 MEAS_ATTRS = {"peak": I64, "host_peak": I64, "rss_peak": I64, "seed": I64, "data": STR, "backend": STR}
 MEAS_DSETS = {"at_peak": I64, "max": I64, "loss": np.dtype("<f4"), "iter_us": F64, "timeline": I64, "layer_us": F64}
@@ -162,7 +163,15 @@ def check_run(run, where, ncat):
         check_attr(run, where, name, want)
     pred = check_group(run, where, "prediction")
     pwhere = where + "/prediction"
-    check_only(pred, pwhere, (), ("replay", "closed"))
+    check_only(pred, pwhere, (), ("replay", "closed", "arena"))
+    if "arena" in pred:  # files written since 2026-11-27
+        a = check_group(pred, pwhere, "arena")
+        awhere = pwhere + "/arena"
+        for name, want in ARENA_ATTRS.items():
+            check_attr(a, awhere, name, want)
+        check_only(a, awhere, ARENA_ATTRS, ())
+        if a.attrs["size"] < a.attrs["live"] or a.attrs["host_size"] < a.attrs["host_live"]:
+            raise Problem("%s: an arena smaller than its live peak" % awhere)
     # the closed form does not model encodings (plan modifiers after a '+'): no closed group then
     # nor the torch plan (what PyTorch keeps beyond our backward's reads)
     encoded = "+" in str(run.attrs.get("plan", "")) or run.attrs.get("plan_family") == "torch"
@@ -276,7 +285,8 @@ PROFILE_SAMPLES = {"net": STR, "plan": STR, "key": STR, "class": STR, "batch": I
                    "x": F64, "work": F64, "us": F64}
 PROFILE_CHECKS = {"net": STR, "plan": STR, "batch": I32, "image": I32, "held_out": I32,
                   "predicted_us": F64, "measured_us": F64, "fitted": F64}
-PARETO_POINTS = {"plan": STR, "source": STR, "peak": I64, "time_us": F64, "frontier": I32}
+PARETO_POINTS = {"plan": STR, "source": STR, "peak": I64, "arena": I64, "time_us": F64, "frontier": I32}
+PARETO_POINTS_BEFORE_ARENA = {k: v for k, v in PARETO_POINTS.items() if k != "arena"}  # files written before 2026-11-27
 
 
 def check_profile(f):
@@ -300,7 +310,8 @@ def check_pareto(f):
     for name, want in attrs.items():
         check_attr(g, "/pareto", name, want)
     check_only(g, "/pareto", attrs, ("points",))
-    pts = check_table(g, "/pareto", "points", list(PARETO_POINTS.items()))
+    fields = PARETO_POINTS if "arena" in (g["points"].dtype.names or ()) else PARETO_POINTS_BEFORE_ARENA
+    pts = check_table(g, "/pareto", "points", list(fields.items()))
     if pts.shape[0] == 0 or not pts["frontier"].any():
         raise Problem("/pareto/points: no points, or none on the frontier")
 

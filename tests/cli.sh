@@ -368,7 +368,7 @@ else ok "--margin 0: the predicted fastest"; fi
 expect_fail "--margin not a number" "--margin x: expected a percentage 0..100" -- plan --net vgg-small --budget 3MB --margin x
 expect_fail "--margin over 100" "--margin 101: expected a percentage 0..100" -- plan --net vgg-small --budget 3MB --margin 101
 expect_fail "--margin with --max-batch" "--margin applies to the planner" -- plan --net vgg-small --budget 3MB --max-batch --margin 5
-expect_fail "budget under every plan" "the smallest peak found is" -- plan --net vgg-small --batch 16 --budget 1MB --pareto "$o"; no_file "$o" "budget too small"
+expect_fail "budget under every plan" "the smallest footprint found is" -- plan --net vgg-small --batch 16 --budget 1MB --pareto "$o"; no_file "$o" "budget too small"
 expect_fail "plan --space bogus" "--space bogus" -- plan --net vgg-small --budget 3MiB --space bogus
 expect_fail "plan --measure with --max-batch" "--measure applies to the planner" -- plan --net vgg-small --budget 3MiB --max-batch --measure 2
 # offload selection: vDNN's policies beside GLPK's exact answer and the two relaxation heuristics

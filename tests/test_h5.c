@@ -199,7 +199,7 @@ static void check_runs_tsv(const char *path)
            n_lines);
     int n = split(lines[0], '\t', head, MAX_COLS);
     /* run, kind and the configuration; predictions; flops, time; 9 measured and 3 search columns */
-    EXPECT(n == 14 + 2 * MEM_NCAT + 2 + 9 + 3, "%s: %d columns", path, n);
+    EXPECT(n == 14 + 2 * MEM_NCAT + 2 + 3 + 9 + 3, "%s: %d columns", path, n);
     EXPECT(!strcmp(head[0], "run") && !strcmp(head[n - 1], "max_value"), "%s: header '%s' ... '%s'", path, head[0],
            head[n - 1]);
     for (int r = 0; r < 2 && r + 1 < n_lines; r++) {

@@ -5,8 +5,8 @@
  * unknown class the roofline.
  *
  * Planner, on vgg-small, resnet-small and VGG-16 (224x224), SGD and Adam, at budgets from the
- * smallest peak it finds to layer's: its plan, lowered and replayed again from its text, fits the
- * budget; no preset that fits is faster; and against brute force over the chain DP's own space
+ * smallest footprint it finds to layer's: its plan, lowered again from its text, fits the budget
+ * with its arena (sim/predict/arena.h: what an engine reserves for it); no preset that fits is faster; and against brute force over the chain DP's own space
  * (every split of the net at clean cuts into layer and ckpt segments, each replayed and timed —
  * feasible on the small nets): `--space ckpt` is never slower than the best split that fits, by
  * more than the DP's segment model leaves (reported; asserted within 2%). A budget under every
@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "sim/planner/search.h"
+#include "sim/predict/arena.h"
 #include "sim/lower/pipeline.h"
 #include "sim/net/load.h"
 
@@ -69,7 +70,8 @@ static void test_fit(void)
     printf("%s fit\n", failures ? "FAIL" : "ok  ");
 }
 
-/* Replays text for n: its peak and time (NAN if it does not lower). */
+/* Lowers text for n: its footprint (the arena and the bytes apart from it, which the planner holds to
+ * its budget) and time (NAN if it does not lower). */
 static int64_t replay(const search_req *r, const char *text, double *us)
 {
     plan p;
@@ -80,15 +82,17 @@ static int64_t replay(const search_req *r, const char *text, double *us)
     int rc = pipeline_lower(&s, r->n, &p, &r->cfg, &e);
     plan_free(&p);
     if (rc) return -1;
-    sim_mem m;
-    sim_replay(&s, &m, NULL);
+    arena a;
+    arena_plan(&s, &a);
     *us = sim_time_us(r->n, &s, r->dev, NULL);
     sched_free(&s);
-    return m.peak;
+    int64_t foot = a.size + a.apart;
+    arena_free(&a);
+    return foot;
 }
 
 /* Brute force over the DP's space: the fastest split into layer and ckpt segments at clean cuts
- * (the last one layer) whose replayed peak fits; its time, INFINITY if none. */
+ * (the last one layer) whose footprint fits; its time, INFINITY if none. */
 static char brute_best[PLAN_TEXT_LEN];
 static double brute(const search_req *r, int *tried)
 {
@@ -149,7 +153,7 @@ static void test_planner(const char *name, int image, int batch, sched_optimizer
         net_free(&n);
         return;
     }
-    int64_t lo = first.pts[first.least].peak;
+    int64_t lo = first.pts[first.least].footprint;
     search_free(&first);
     double worst_gap = 0;
     int budgets = 0, tried = 0;
@@ -169,7 +173,7 @@ static void test_planner(const char *name, int image, int batch, sched_optimizer
             EXPECT(peak >= 0 && peak <= r.budget, "%s budget %lld: '%s' replays at %lld", name, (long long)r.budget,
                    s.pts[s.best].text, (long long)peak);
             for (int i = 0; i < s.n_pts; i++)
-                if (!strcmp(s.pts[i].source, "preset") && s.pts[i].peak <= r.budget)
+                if (!strcmp(s.pts[i].source, "preset") && s.pts[i].footprint <= r.budget)
                     EXPECT(s.pts[i].time_us >= s.pts[s.best].time_us, "%s: preset %s is faster than the planner's %s", name,
                            s.pts[i].text, s.pts[s.best].text);
         }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sim/predict/arena.h"
 #include "sim/predict/closed.h"
 #include "sim/net/kind.h"
 #include "sim/planner/chain.h"
@@ -66,6 +67,7 @@ static int eval(search_ctx *c, const char *text, const char *source)
     err e;
     sim_mem mem;
     double us = NAN;
+    int64_t foot;
     if (plan_parse(&p, r->n, full, &e)) return -1;
     /* the closed form equals the replay for plans without encodings (tests/test_closed.c) and
      * costs no schedule: a plan it says does not fit is not lowered, nor timed, unless migration
@@ -74,12 +76,17 @@ static int eval(search_ctx *c, const char *text, const char *source)
     bool may_migrate = !plan_modified(&p) && (r->space & SEARCH_MIGRATE) && mem.peak - migrate_savable(r, 2) <= r->budget;
     if (!plan_modified(&p) && mem.peak > r->budget && !may_migrate) {
         plan_free(&p);
+        foot = mem.peak;
     } else {
         int rc = pipeline_lower(&s, r->n, &p, &r->cfg, &e);
         plan_free(&p);
         if (rc) return -1;
         sim_replay(&s, &mem, NULL);
         us = sim_time_us(r->n, &s, r->dev, NULL);
+        arena a; /* what it reserves decides whether it fits */
+        arena_plan(&s, &a);
+        foot = a.size + a.apart;
+        arena_free(&a);
         sched_free(&s);
     }
     search_result *o = c->out;
@@ -89,10 +96,10 @@ static int eval(search_ctx *c, const char *text, const char *source)
     }
     /* what encodings could save at the peak at most: every kept activation and boundary there */
     int64_t savable = mem.at_peak[MEM_ACT] + mem.at_peak[MEM_BOUNDARY];
-    o->pts[o->n_pts] = (search_point){err_strdup(full), mem.peak, us, source, mem.peak - savable};
+    o->pts[o->n_pts] = (search_point){err_strdup(full), mem.peak, foot, us, source, mem.peak - savable};
     /* faster by more than the model's resolution, else the earlier (simpler: presets come first) stays */
-    if (mem.peak <= r->budget && (o->best < 0 || us < o->pts[o->best].time_us * (1 - 1e-3))) o->best = o->n_pts;
-    if (o->least < 0 || mem.peak < o->pts[o->least].peak) o->least = o->n_pts;
+    if (foot <= r->budget && (o->best < 0 || us < o->pts[o->best].time_us * (1 - 1e-3))) o->best = o->n_pts;
+    if (o->least < 0 || foot < o->pts[o->least].footprint) o->least = o->n_pts;
     return o->n_pts++;
 }
 
@@ -102,7 +109,7 @@ static int eval(search_ctx *c, const char *text, const char *source)
 static int eval_both(search_ctx *c, const char *text, const char *source)
 {
     int i = eval(c, text, source), j = -1;
-    if (i < 0 || c->out->pts[i].peak <= c->r->budget) return i;
+    if (i < 0 || c->out->pts[i].footprint <= c->r->budget) return i;
     char g[PLAN_TEXT_LEN];
     bool gist = (c->r->space & SEARCH_GIST) && (size_t)snprintf(g, sizeof g, "%s+gist", text) < sizeof g;
     if (gist && (c->out->pts[i].floor <= c->r->budget || c->least)) j = eval(c, g, source); /* else no encoding brings it under */
@@ -126,7 +133,7 @@ static int chain_try(search_ctx *c, chain *ch, const char *stage, const char *so
         return -1;
     int i = eval_both(c, text, source);
     if (i < 0) return -1;
-    *over = c->out->pts[i].peak - c->r->budget;
+    *over = c->out->pts[i].footprint - c->r->budget;
     return *over <= 0 ? i : -1;
 }
 
@@ -242,7 +249,7 @@ static void eval_migrations(search_ctx *c)
         const search_point *pts = c->out->pts;
         double best_us = fitted ? pts[c->out->best].time_us : INFINITY;
         for (int i = 0; i < n; i++)
-            if (pts[i].peak > r->budget && pts[i].peak - savable <= r->budget && !strstr(pts[i].text, "+migrate") &&
+            if (pts[i].footprint > r->budget && pts[i].peak - savable <= r->budget && !strstr(pts[i].text, "+migrate") &&
                 !(pts[i].time_us >= best_us))
                 idx[k++] = i;
         order_pts = pts;
@@ -253,7 +260,7 @@ static void eval_migrations(search_ctx *c)
             if ((size_t)snprintf(text, sizeof text, "%.*s+%s", len, base, migrations[m]) >= sizeof text) continue;
             int i = eval(c, text, "migrate");
             tried++;
-            fits += i >= 0 && c->out->pts[i].peak <= r->budget;
+            fits += i >= 0 && c->out->pts[i].footprint <= r->budget;
         }
     }
     free(idx);
@@ -318,12 +325,12 @@ int search_run(const search_req *r, search_result *out, err *e)
             snprintf(text, sizeof text, "rows(%s,%d)@%s..%s%s%s", row_policies[pol], most, n->layers[1].name,
                      n->layers[end].name, *rest ? "; " : "", rest);
             int i = eval_both(&c, text, "rows+dp");
-            if (i < 0 || c.out->pts[i].peak > r->budget) continue;
+            if (i < 0 || c.out->pts[i].footprint > r->budget) continue;
             for (size_t k = 0; k < sizeof row_counts / sizeof *row_counts && row_counts[k] <= most; k++) {
                 snprintf(text, sizeof text, "rows(%s,%d)@%s..%s", row_policies[pol], row_counts[k], n->layers[1].name,
                          n->layers[end].name);
                 if (dp ? eval_with_chain(&c, &ch, text, "rows+dp", 0)
-                       : ((i = eval_both(&c, text, "rows")) >= 0 && c.out->pts[i].peak <= r->budget))
+                       : ((i = eval_both(&c, text, "rows")) >= 0 && c.out->pts[i].footprint <= r->budget))
                     break;
             }
         }
@@ -340,7 +347,7 @@ int search_run(const search_req *r, search_result *out, err *e)
     /* a preset is kept unless the plan found is faster by more than the model can tell apart */
     out->fastest = out->best, out->preset = -1;
     for (int i = 0; i < out->n_pts; i++)
-        if (!strcmp(out->pts[i].source, "preset") && out->pts[i].peak <= r->budget &&
+        if (!strcmp(out->pts[i].source, "preset") && out->pts[i].footprint <= r->budget &&
             (out->preset < 0 || out->pts[i].time_us < out->pts[out->preset].time_us))
             out->preset = i;
     out->margin = r->margin ? *r->margin : r->dev->model ? timing_margin(r->dev->model) : 0;
@@ -358,10 +365,10 @@ void search_free(search_result *r)
 }
 
 static const search_point *sort_pts;
-static int by_peak(const void *a, const void *b)
+static int by_footprint(const void *a, const void *b)
 {
     const search_point *x = &sort_pts[*(const int *)a], *y = &sort_pts[*(const int *)b];
-    if (x->peak != y->peak) return x->peak < y->peak ? -1 : 1;
+    if (x->footprint != y->footprint) return x->footprint < y->footprint ? -1 : 1;
     return (x->time_us > y->time_us) - (x->time_us < y->time_us);
 }
 
@@ -370,7 +377,7 @@ int *search_frontier(const search_point *pts, int n, int *count)
     int *idx = err_calloc((size_t)n + 1, sizeof(int)), k = 0;
     for (int i = 0; i < n; i++) idx[i] = i;
     sort_pts = pts;
-    qsort(idx, (size_t)n, sizeof *idx, by_peak);
+    qsort(idx, (size_t)n, sizeof *idx, by_footprint);
     double fastest = INFINITY;
     for (int i = 0; i < n; i++)
         if (pts[idx[i]].time_us < fastest) fastest = pts[idx[i]].time_us, idx[k++] = idx[i];

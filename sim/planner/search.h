@@ -50,6 +50,9 @@ typedef struct {
     char *text;           /* a plan any command accepts */
     int64_t peak;         /* replayed; or, for a plan over the budget without encodings, the closed
                              form's (equal to the replay: tests/test_closed.c), not lowered */
+    int64_t footprint;    /* what it reserves, which "fits the budget" compares: its arena and the bytes
+                             apart from it (sim/predict/arena.h); for a plan not lowered, its peak (no
+                             arena is smaller) */
     double time_us;       /* the device's model; NAN for a plan not lowered */
     const char *source;   /* "preset", "dp", "rows+dp", "offsel", "migrate" */
     int64_t floor;        /* below what no encoding of its kept maps takes its peak */
@@ -61,7 +64,7 @@ typedef struct {
                              of it: then that preset */
     int fastest;          /* the fastest that fits, preset or not (-1 if none) */
     int preset;           /* the fastest preset that fits (-1 if none) */
-    int least;            /* index of the smallest peak evaluated */
+    int least;            /* index of the smallest footprint evaluated */
     search_point *pts;    /* every distinct candidate evaluated */
     int n_pts;
     double seconds;       /* the search's own wall time */
@@ -71,8 +74,8 @@ typedef struct {
 int search_run(const search_req *r, search_result *out, err *e);
 void search_free(search_result *r);
 
-/* The memory/time frontier of pts: the indices of the points no other beats on both peak and time,
- * by increasing peak (malloc'd; *count of them). */
+/* The memory/time frontier of pts: the indices of the points no other beats on both footprint and
+ * time, by increasing footprint (malloc'd; *count of them). */
 int *search_frontier(const search_point *pts, int n, int *count);
 
 /* The chain DP alone: the fastest split of layers [first, n-1] into layer, ckpt and (with

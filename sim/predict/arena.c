@@ -13,7 +13,7 @@ typedef struct {
     int n, cap;
 } blocks;
 
-const char *const arena_orders[ARENA_ORDERS] = {"crowded-late", "crowded-early", "size-crowded"};
+const char *const arena_orders[ARENA_ORDERS] = {"crowding, late ends low", "crowding, early starts low", "size x crowding"};
 
 static int by_int(const void *x, const void *y) { return (*(const int *)x > *(const int *)y) - (*(const int *)x < *(const int *)y); }
 

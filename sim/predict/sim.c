@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "sim/predict/arena.h"
 #include "sim/predict/closed.h"
 #include "sim/lower/lower.h"
 #include "sim/predict/torch_alloc.h"
@@ -142,6 +143,10 @@ int sim_run(const net *n, const plan *p, const sched_cfg *cfg, const sim_device 
     r->time_us = sim_time_us(n, &s, d, &r->time_fitted);
     r->n_steps = s.n_step;
     if (p->torch) r->reserved = torch_reserved(&s);
+    arena a;
+    arena_plan(&s, &a);
+    r->arena = (sim_arena){a.size, a.live, a.host_size, a.host_live, a.apart, a.how};
+    arena_free(&a);
     for (int b = 0; b < s.n_buf; b++)
         if (s.bufs[b].kind == BUF_ENC && enc_data_sized(s.bufs[b].enc))
             r->enc_sized++, r->enc_calibrated += s.bufs[b].calibrated;

@@ -42,6 +42,14 @@ extern const sim_device sim_device_cpu, sim_device_h100;
 const sim_device *sim_device_find(const char *name);
 const char *sim_device_names(void);
 
+/* The arena's figures (sim/predict/arena.h): what an engine reserves for the plan. */
+typedef struct {
+    int64_t size, live;          /* device arena, and its lower bound (the live peak, blocks rounded) */
+    int64_t host_size, host_live; /* the same for the pinned host arena of offloaded and migrated maps */
+    int64_t apart;               /* device bytes of data-sized encodings, outside the arena, at their most */
+    const char *how;             /* the order that placed the device arena */
+} sim_arena;
+
 typedef struct {
     sim_mem replay, closed;
     bool closed_ok;              /* the closed form models the plan (not yet one with encodings: closed is zero) */
@@ -53,6 +61,7 @@ typedef struct {
     int enc_sized, enc_calibrated; /* maps with a data-sized encoding; those predicted from a calibration */
     int64_t reserved;            /* torch plans: what PyTorch's CUDA caching allocator would reserve for the
                                     replay's allocations (sim/predict/torch_alloc.h); 0 for other plans */
+    sim_arena arena;             /* the static memory plan of the schedule (sim/predict/arena.h) */
 } sim_result;
 
 /* Replay of a schedule; timeline (optional, n_step + 1 values) receives device bytes after each step. */
