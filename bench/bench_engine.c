@@ -4,6 +4,10 @@
  *      K = C_in*k*k) timed right before it (target: >= 70% of sgemm for the large layers);
  *   2. one training iteration (layer plan, SGD, batch 2) of VGG-16 and ResNet-50 at 224x224:
  *      time and peak, and where the time goes (the heaviest layers, forward + backward).
+ *   3. `alloc`: the arena against the pool (engine/exec.h: --alloc arena|pool) in the same process,
+ *      runs alternating so that neither gets the warmer machine: the median iteration of each,
+ *      their ratio and the range of the pairs' ratios (the noise), and the best iteration of each
+ *      (the least disturbed), on plans with few large buffers (layer) and many small ones (2ps:8).
  * The PyTorch peer of 2 is bench/torch_peer.py (./lrcnn bench runs both). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +21,7 @@
 #include "io/data.h"
 #include "sim/net/load.h"
 #include "sim/net/kind.h"
+#include "engine/cpu/ops_cpu.h"
 #include "engine/run.h"
 
 static double now(void)
@@ -133,7 +138,56 @@ static void iteration(const char *name, int batch, int iters)
     net_free(&n);
 }
 
-/* Usage: lrcnn_bench_engine [BATCH [NET|convs]...]: with no nets, the conv table, VGG-16 and
+/* The median after the first of `iters` iterations of `text` on net n, arena or pool; the best in *best. */
+static double alloc_run(const net *n, const char *text, int batch, int iters, bool pool, double *best)
+{
+    err e;
+    plan p;
+    run r;
+    data d;
+    if (plan_parse(&p, n, text, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        exit(1);
+    }
+    data_synthetic_for(&d, n, 1);
+    run_cfg c = {.n = n, .p = &p, .sched = {.batch = batch, .optimizer = SCHED_SGD}, .ops = &ops_cpu,
+                 .hp = exec_default_hparams(SCHED_SGD), .seed = 1, .iters = iters, .batches = data_batches(&d), .pool = pool};
+    if (run_plan(&r, &c, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        exit(1);
+    }
+    double med = r.sum.median_us;
+    *best = r.sum.best_us;
+    run_free(&r);
+    data_free(&d);
+    plan_free(&p);
+    return med;
+}
+
+static void alloc_compare(const char *name, int image, int batch, const char *text)
+{
+    net n;
+    err e;
+    if (net_load_named(&n, name, &e) || (image && net_set_input(&n, image, image, &e))) {
+        fprintf(stderr, "%s\n", e.msg);
+        exit(1);
+    }
+    enum { RUNS = 5 };
+    double pool[RUNS], arena[RUNS], ratio[RUNS], best_p = 1e300, best_a = 1e300, b;
+    for (int k = 0; k < RUNS; k++) {
+        pool[k] = alloc_run(&n, text, batch, 5, true, &b), best_p = b < best_p ? b : best_p;
+        arena[k] = alloc_run(&n, text, batch, 5, false, &b), best_a = b < best_a ? b : best_a;
+        ratio[k] = arena[k] / pool[k];
+    }
+    double p = run_median(pool, RUNS), a = run_median(arena, RUNS), lo = ratio[0], hi = ratio[0];
+    for (int k = 1; k < RUNS; k++) lo = ratio[k] < lo ? ratio[k] : lo, hi = ratio[k] > hi ? ratio[k] : hi;
+    printf("  %-9s %3dx%-3d batch %d %-6s median: pool %7.1f ms, arena %7.1f ms, %.3fx (pairs %.2f..%.2f); best: %7.1f, %7.1f ms, %.3fx\n",
+           name, n.layers[0].h, n.layers[0].w, batch, text, p / 1e3, a / 1e3, a / p, lo, hi, best_p / 1e3, best_a / 1e3, best_a / best_p);
+    printf("ALLOC %s %s %.6f %.6f %.6f %.6f\n", name, text, p / 1e6, a / 1e6, best_p / 1e6, best_a / 1e6);
+    net_free(&n);
+}
+
+/* Usage: lrcnn_bench_engine [BATCH [NET|convs|alloc]...]: with no nets, the conv table, VGG-16 and
  * ResNet-50; otherwise only what is named (`convs`: the conv table). ./lrcnn bench runs each net in
  * its own process, so each RSS high-water mark is that net's alone. */
 int main(int argc, char **argv)
@@ -150,6 +204,11 @@ int main(int argc, char **argv)
             if (net_load_named(&n, "vgg16", &e)) return fprintf(stderr, "%s\n", e.msg), 1;
             conv_table(&n, batch);
             net_free(&n);
+        } else if (strcmp(what, "alloc") == 0) {
+            printf("The arena against the pool: median iteration after the first of 5, median of 5 alternating runs each\n\n");
+            alloc_compare("vgg16", 112, batch, "layer"), alloc_compare("vgg16", 112, batch, "2ps:8");
+            alloc_compare("resnet50", 112, batch, "layer"), alloc_compare("resnet50", 112, batch, "2ps:8");
+            printf("\n");
         } else {
             iteration(what, batch, 4);
         }

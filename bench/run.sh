@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ./lrcnn bench: the simulator benchmark, the codecs of kept maps against memcpy (and each plan
-# modifier's cost on an iteration), the CPU engine benchmark and its PyTorch 1.13 peer, in one
+# modifier's cost on an iteration), the CPU engine benchmark (its arena against its pool too) and
+# its PyTorch 1.13 peer, in one
 # run on this machine, then the engine/PyTorch ratios of time and of memory. Each net runs in its
 # own process, ours and PyTorch's, so each RSS high-water mark belongs to that net alone.
 # Usage: bench/run.sh BUILD_DIR
@@ -11,6 +12,7 @@ echo
 "$build/lrcnn_bench_codec"
 echo
 "$build/lrcnn_bench_engine" 2 convs
+"$build/lrcnn_bench_engine" 2 alloc
 summary=""
 for net in vgg16 resnet50; do
   engine="$("$build/lrcnn_bench_engine" 2 "$net" | tail -n +3)"; echo "$engine"

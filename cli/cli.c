@@ -101,6 +101,13 @@ int cli_common(int argc, char **argv, int *i, const char *cmd, cli_config *c)
             return cli_fail(cmd, "--seed %s: expected a non-negative integer below 2^63", v), -1;
         return 1;
     }
+    if ((got = cli_opt(argc, argv, i, "--alloc", &v))) {
+        if (got < 0 || (strcmp(v, "arena") && strcmp(v, "pool")))
+            return cli_fail(cmd, "--alloc %s: expected arena (one arena at the plan's offsets) or pool (allocate as the schedule asks)",
+                            got < 0 ? "" : v), -1;
+        c->pool = !strcmp(v, "pool");
+        return 1;
+    }
     if ((got = cli_opt(argc, argv, i, "--optimizer", &v))) {
         if (got < 0) return cli_fail(cmd, "--optimizer needs a value"), -1;
         if (cli_parse_optimizer(v, &c->optimizer)) return cli_fail(cmd, "--optimizer %s: expected sgd or adam", v), -1;
@@ -376,8 +383,9 @@ static int fits(cli_probe *pr, int image, int image_w, int batch)
     int rc = cli_simulate(&n, pr->plan_text, &cfg, &sim_device_cpu, &r, &e);
     net_free(&n);
     if (rc) return -1;
-    if (r.replay.peak > pr->budget) return 0;
-    pr->peak = r.replay.peak;
+    int64_t foot = r.arena.size + r.arena.apart; /* what it reserves */
+    if (foot > pr->budget) return 0;
+    pr->peak = foot;
     return 1;
 }
 

@@ -21,7 +21,8 @@ int cli_opt(int argc, char **argv, int *i, const char *name, const char **val);
 int cli_parse_int(const char *s, int lo, int hi, int *out);
 
 /* The options commands share: --net --plan --bn --batch --image --iters --seed --optimizer
- * --host-budget --calibrate --profile -o --force. Fields start at the command's defaults; NULL/0 where unset. */
+ * --host-budget --calibrate --profile --alloc -o --force. Fields start at the command's defaults;
+ * NULL/0 where unset. */
 typedef struct {
     const char *net, *plan, *bn, *out, *host;
     const char *calibrate;   /* a result file whose measured encodings calibrate the predictions */
@@ -32,6 +33,8 @@ typedef struct {
     bool force;
     sched_optimizer optimizer;
     int64_t host_budget; /* -1: none */
+    bool pool;           /* --alloc pool: the engine allocates as the schedule asks (else --alloc arena,
+                            the default: one arena at the plan's offsets, engine/exec.h) */
 } cli_config;
 
 /* Consumes argv[*i] (and its value) if it is a shared option: returns 1; 0 if it is not one;
@@ -117,9 +120,10 @@ int cli_parse_image(const char *s, int *h, int *w);
 /* Parses plan_text for n and simulates it. */
 int cli_simulate(const net *n, const char *plan_text, const sched_cfg *cfg, const sim_device *d, sim_result *r, err *e);
 
-/* Largest batch (by_image false, at pr->image) or square input (at pr->batch) whose replay peak
- * fits pr->budget; 0 if none. Peaks grow monotonically with both, so a doubling search followed
- * by bisection finds it; pr->peak is the peak there. image 0 = the net file's size. */
+/* Largest batch (by_image false, at pr->image) or square input (at pr->batch) whose footprint (its
+ * arena and the bytes apart from it: what an engine reserves) fits pr->budget; 0 if none. Footprints
+ * grow with both, so a doubling search followed by bisection finds it; pr->peak is the footprint
+ * there. image 0 = the net file's size. */
 typedef struct {
     const char *net_name, *plan_text;
     int image, image_w, batch; /* image_w: the width at a fixed HxW input (0: square); image searches are square */
@@ -161,6 +165,7 @@ typedef struct {
     const sim_device *dev;        /* the time predictions' device (NULL: the cpu roofline) */
     const char *backend;          /* NULL: "cpu"; never opened in this process (engine/run.h: run_isolated) */
     bool profile;                 /* let the backend watch the device (CUPTI) */
+    bool pool;                    /* --alloc pool (run_cfg.pool) */
     bool quiet;
 } cli_validate_job;
 int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e);
@@ -184,6 +189,7 @@ typedef struct {
     const char *dump;             /* the last iteration's dump file (io/weights.h), or NULL */
     bool force;                   /* the dump may replace an existing file */
     const sim_device *dev;        /* the time prediction's device (NULL: the cpu roofline) */
+    bool pool;                    /* --alloc pool (run_cfg.pool) */
     bool quiet;
 } cli_train_job;
 int cli_train_run(const cli_train_job *j, h5_file *f, err *e);

@@ -361,7 +361,7 @@ static int plan_capacity(const cli_config *o, cli_probe *pr, const char *plans, 
     char a[32], b[32];
     printf("%s, budget %s, %s, %s\n\n", n.name, units_fmt_bytes(pr->budget, a, sizeof a), cli_optimizer_name(pr->cfg.optimizer),
            mode == 1 ? "largest batch" : "largest square input");
-    printf("  %-18s %12s %14s\n", "plan", mode == 1 ? "max batch" : "max image", "peak there");
+    printf("  %-18s %12s %14s\n", "plan", mode == 1 ? "max batch" : "max image", "arena there");
     for (int k = 0; k < count; k++) {
         pr->plan_text = texts[k];
         pr->peak = 0;
@@ -369,8 +369,9 @@ static int plan_capacity(const cli_config *o, cli_probe *pr, const char *plans, 
         if (best) printf("  %-18s %12d %14s\n", items[k], best, units_fmt_bytes(pr->peak, b, sizeof b));
         else printf("  %-18s %12s %14s\n", items[k], "none", "-");
     }
-    if (mode == 1) printf("\n  peak = replay prediction (engine-allocated bytes) at image %dx%d\n", n.layers[0].h, n.layers[0].w);
-    else printf("\n  peak = replay prediction (engine-allocated bytes) at batch %d\n", pr->batch);
+    if (mode == 1) printf("\n  arena = the device memory the plan's static memory plan reserves (its footprint) at image %dx%d\n",
+                          n.layers[0].h, n.layers[0].w);
+    else printf("\n  arena = the device memory the plan's static memory plan reserves (its footprint) at batch %d\n", pr->batch);
     plan_list_free(items, count);
     net_free(&n);
     enc_calib_free(&cal);

@@ -19,7 +19,7 @@ static const char *usage =
     "usage: lrcnn train --net NET [--image S|HxW] [--batch N] [--plan P] [--iters K] [--optimizer sgd|adam]\n"
     "                   [--lr F] [--seed X] [--bn MODE] [--data DIR] [--init-weights W.h5] [--dump D.h5]\n"
     "                   [--host-budget BYTES] [--backend cpu|cuda] [--no-cupti] [--calibrate RUNS.h5]\n"
-    "                   [--profile PROFILE.h5] [-o RUN.h5] [--force]\n"
+    "                   [--profile PROFILE.h5] [--alloc arena|pool] [-o RUN.h5] [--force]\n"
     "\n"
     "Trains NET with plan P on the engine (--backend: cpu, the default, or cuda on an NVIDIA GPU): real forward, backward and optimizer steps through an\n"
     "accounting allocator. Prints the loss, time and measured peak per iteration, then the measured peak\n"
@@ -28,6 +28,9 @@ static const char *usage =
     "--init-weights loads parameters (weights.h layout); --dump writes the last iteration's input, labels,\n"
     "parameters before and after the step and all gradients; -o writes the run (results/SCHEMA.md).\n"
     "--host-budget: refuse a plan that would offload more than BYTES to host memory.\n"
+    "--alloc arena (the default): reserve the plan's arena once (lrcnn sim prints its size) and place every\n"
+    "buffer at the plan's offset, each placement checked against the blocks still there; --alloc pool: take\n"
+    "each block from the backend's allocator (the heap; on a GPU its stream-ordered pool) as the schedule asks.\n"
     "--backend cuda also reports the device's own view of the last iteration: the pool's reserved and\n"
     "used peaks, the bytes in use at every step's end, the context's bytes, and through CUPTI the\n"
     "reserved and sub-allocated peaks and kernel time per layer (--no-cupti: without CUPTI or sampling).\n"
@@ -174,7 +177,7 @@ int cli_train_run(const cli_train_job *j, h5_file *f, err *e)
                    .grads = err_calloc((size_t)n->n, sizeof(float *)), .run_before = err_calloc((size_t)n->n, sizeof(float *))};
     run_cfg rcfg = {.n = n, .p = &p, .sched = cfg, .ops = j->ops, .hp = hp, .seed = j->seed, .iters = j->iters,
                     .batches = data_batches(&d), .on_start = on_start, .on_iter = on_iter, .before_update = before_update,
-                    .ctx = &t};
+                    .ctx = &t, .pool = j->pool};
     snprintf(t.header, sizeof t.header, "%s @ %dx%d, batch %d, %s (lr %g), plan %s\n  %s\n\n  %6s %12s %10s %14s\n", n->name,
              in->h, in->w, cfg.batch, cli_optimizer_name(cfg.optimizer), hp.lr, text, resolved, "iter", "loss", "time",
              "measured peak");
@@ -246,7 +249,7 @@ int cli_train(int argc, char **argv)
     if (!ops) return cli_fail("train", "--backend %s: %s", backend, e.msg);
     cli_train_job j = {.plan = o.plan, .bn = o.bn, .cfg = {.batch = o.batch, .optimizer = o.optimizer}, .ops = ops, .lr = lr,
                        .iters = o.iters, .seed = (uint64_t)o.seed, .host_budget = o.host_budget, .data_dir = dir,
-                       .init = init, .dump = dump, .force = o.force};
+                       .init = init, .dump = dump, .force = o.force, .pool = o.pool};
     cli_inputs in;
     /* --profile's model falls back to this roofline for steps it never measured */
     if (cli_inputs_load(&in, &o, cli_engine_device(backend), &j.cfg, &e)) return cli_fail("train", "%s", e.msg);

@@ -23,7 +23,7 @@
 static const char *usage =
     "usage: lrcnn validate --net NET [--plan PLANS] [--image S|HxW] [--batch N] [--iters K] [--optimizer sgd|adam]\n"
     "                      [--bn MODE] [--seed X] [--host-budget BYTES] [--calibrate RUNS.h5] [--profile PROFILE.h5]\n"
-    "                      [--backend cpu|cuda] [--no-cupti] [-o FILE.h5] [--force]\n"
+    "                      [--backend cpu|cuda] [--no-cupti] [--alloc arena|pool] [-o FILE.h5] [--force]\n"
     "\n"
     "For each plan: the simulator's predictions (replay and closed form) beside the engine's measured\n"
     "peak, the error of each, the reduction and time against `layer`, the largest gradient deviation\n"
@@ -36,6 +36,9 @@ static const char *usage =
     "--backend cuda: the same on the GPU, each plan in a process of its own, and the device's own view of\n"
     "each: the pool's reservation beside the allocated peak, bytes held beside the pool, the device's bytes\n"
     "in use (lrcnn train --help; --no-cupti as there), in a second table and the file.\n"
+    "--alloc arena (the default): the engine reserves each plan's arena (lrcnn sim prints it) and places every\n"
+    "buffer at the plan's offset; a table shows the arena predicted, reserved and reached, with its resident\n"
+    "pages on the CPU and the device's bytes in use on a GPU. --alloc pool: blocks from the backend's allocator.\n"
     "Defaults: --plan layer,ckpt-sqrt,vdnn-conv,2ps:2..8,overl:2..8,2ps-h,overl-h --batch 2 --iters 2\n"
     "--optimizer sgd --seed 1. A spec with `run = validate` does the same per configuration.\n"
     "\n"
@@ -92,6 +95,46 @@ static void print_device_table(const char **items, const sim_result *pred, const
     printf("  reserved: the pool's high-water mark (what the device holds for the plan); res-alloc: the pool's overhead;\n"
            "  off-pool: cuBLAS's workspace and the engine's scratch; in use: cudaMemGetInfo's peak at step ends less the\n"
            "  context (-: with --no-cupti); err dev: the replay against the reservation\n");
+}
+
+/* --alloc arena: the plan's arena beside what the engine reserved and reached; on the CPU the arena's
+ * resident pages against the process's RSS, on a device its bytes in use against arena and
+ * workspaces. */
+static void print_arena_table(const char **items, const sim_result *pred, const run_summary *meas, int count, bool device)
+{
+    bool any = false;
+    for (int k = 0; k < count; k++) any |= meas[k].ok && meas[k].arena;
+    if (!any) return;
+    char a[32], b[32], c[32], x[32], y[32], z[32];
+    printf("\n  the arena (--alloc arena): each plan's blocks at the offsets of its static memory plan\n");
+    printf("  %-14s %10s %10s %10s %6s %10s %10s %10s\n", "plan", "predicted", "reserved", "reached", "equal", device ? "+ outside" : "resident",
+           device ? "in use" : "RSS peak", device ? "err" : "rest");
+    for (int k = 0; k < count; k++) {
+        const run_summary *m = &meas[k];
+        if (!m->ok || !m->arena) continue;
+        bool eq = m->arena_size == pred[k].arena.size && m->arena_extent == m->arena_size && m->arena_host_size == pred[k].arena.host_size;
+        printf("  %-14s %10s %10s %10s %6s", items[k], units_fmt_bytes(pred[k].arena.size, a, sizeof a),
+               units_fmt_bytes(m->arena_size, b, sizeof b), units_fmt_bytes(m->arena_extent, c, sizeof c), eq ? "yes" : "NO");
+        if (!device) {
+            printf(" %10s %10s %10s\n", m->arena_resident >= 0 ? units_fmt_bytes(m->arena_resident, x, sizeof x) : "-",
+                   units_fmt_bytes(m->rss_peak, y, sizeof y),
+                   m->arena_resident >= 0 ? units_fmt_bytes(m->rss_peak - m->arena_resident, z, sizeof z) : "-");
+            continue;
+        }
+        const ops_device *d = &m->device;
+        int64_t expect = m->arena_size + pred[k].arena.apart + (m->has_device ? d->outside_pool : 0);
+        int64_t in_use = m->has_device && d->device_peak >= 0 ? d->device_peak - d->context_bytes : -1;
+        printf(" %10s %10s", units_fmt_bytes(expect, x, sizeof x), in_use >= 0 ? units_fmt_bytes(in_use, y, sizeof y) : "-");
+        if (in_use > 0) printf(" %+8.2f%%\n", 100.0 * (double)(expect - in_use) / (double)in_use);
+        else printf(" %9s\n", "-");
+    }
+    if (device)
+        printf("  reached: the highest byte a placed block reached; + outside: the arena, data-sized encodings at their predicted\n"
+               "  bytes and what the engine holds outside it (cuBLAS's workspace, scratch); in use: cudaMemGetInfo's peak at step\n"
+               "  ends less the context (-: with --no-cupti); err: + outside against in use\n");
+    else
+        printf("  reached: the highest byte a placed block reached; resident: the arena's pages its blocks touched (mincore);\n"
+               "  rest: the RSS high-water mark beyond them (code, libraries, OpenBLAS's buffers, data, the reference's copies)\n");
 }
 
 /* What a plan's process does before it runs on a device: the prediction, with the backend's own
@@ -173,7 +216,7 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
         run_job job = {.backend = backend, .profile = j->profile, .find = ops_find, .n = 2, .cmp_ref = {NULL, k ? shared : NULL},
                        .cmp_loss = {0, meas[0].loss0}};
         job.cfg[0] = (run_cfg){.n = n, .p = &ps[k], .sched = cfg, .hp = exec_default_hparams(cfg.optimizer), .seed = j->seed,
-                               .iters = j->iters, .batches = data_batches(&d)};
+                               .iters = j->iters, .batches = data_batches(&d), .pool = j->pool};
         job.cfg[1] = job.cfg[0];
         job.cfg[1].iters = 1;
         if (k == 0) job.cfg[1].grads = true, job.cfg[1].grads_to = shared;
@@ -195,6 +238,7 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
         printf("\n  replay/closed: predictions; measured: the engine's tracked peak; err: prediction vs measured;\n"
                "  vs layer: peak reduction and time ratio; grad dev: max over tensors of |g - g_layer| / |g_layer|\n");
     if (!j->quiet && device) print_device_table(items, pred, meas, count);
+    if (!j->quiet) print_arena_table(items, pred, meas, count, device);
     if (!j->quiet && j->dev && j->dev->model) {
         char t[600];
         printf("\n  time per iteration, %s:\n  %-14s %12s %12s %8s\n", cli_time_source(j->dev, t, sizeof t), "plan",
@@ -237,7 +281,7 @@ int cli_validate(int argc, char **argv)
     int count, rc;
     if (ops_opens(backend, &e)) return cli_fail("validate", "--backend %s: %s", backend, e.msg);
     cli_validate_job j = {.bn = o.bn, .cfg = {.batch = o.batch, .optimizer = o.optimizer}, .iters = o.iters, .seed = (uint64_t)o.seed,
-                          .host_budget = o.host_budget, .backend = backend, .profile = cupti};
+                          .host_budget = o.host_budget, .backend = backend, .profile = cupti, .pool = o.pool};
     cli_inputs in;
     if (cli_inputs_load(&in, &o, cli_engine_device(backend), &j.cfg, &e)) return cli_fail("validate", "%s", e.msg);
     if (plan_list_expand(o.plan, &items, &count, &e)) {

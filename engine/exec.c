@@ -11,8 +11,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "sim/net/kind.h"
 #include "sim/lower/lower.h"
+#include "sim/net/kind.h"
+#include "sim/plan/enc.h"
 
 exec_hparams exec_default_hparams(sched_optimizer o)
 {
@@ -218,6 +219,28 @@ static void update(exec *x, const sched_step *t)
     }
 }
 
+/* Arena mode, and this buffer is in the arena (a data-sized encoding is not: sim/predict/arena.h). */
+static bool placed(const exec *x, const sched_buf *sb) { return x->arena_on && !arena_outside(sb); }
+
+int exec_use_arena(exec *x, err *e)
+{
+    arena_plan(x->s, &x->plan);
+    if (alloc_arena_open(&x->mem, x->plan.size, x->plan.host_size, e)) return -1;
+    x->arena_on = true;
+    x->staged = err_calloc((size_t)x->s->n_buf + 1, sizeof(bool));
+    return 0;
+}
+
+/* A new block for buffer b at step i (its ALLOC): placed at the plan's offset, or from the pool. */
+static void *new_block(exec *x, int b, int i)
+{
+    const sched_buf *sb = &x->s->bufs[b];
+    if (!placed(x, sb)) return alloc_get(&x->mem, sb->cat, sb->bytes, sb->zero);
+    void *p = alloc_place(&x->mem, sb->cat, x->plan.at[i], sb->bytes);
+    if (sb->zero) x->ops->zero(p, sb->bytes);
+    return p;
+}
+
 void exec_start(exec *x)
 {
     if (x->started) return;
@@ -225,14 +248,59 @@ void exec_start(exec *x)
         const sched_step *t = &x->s->steps[i];
         if (t->op != SCHED_ALLOC || !x->s->bufs[t->buf].persistent) continue;
         const sched_buf *sb = &x->s->bufs[t->buf];
-        x->ptr[t->buf] = alloc_get(&x->mem, sb->cat, sb->bytes, sb->zero);
-        init_buffer(x, t->buf, x->ptr[t->buf]);
+        int b = t->buf;
+        if (sb->host_home && placed(x, sb)) { /* +migrate, planned: made on the device, copied to its home */
+            void *dev = alloc_get(&x->mem, sb->cat, sb->bytes, sb->zero);
+            init_buffer(x, b, dev);
+            x->ptr[b] = alloc_move_to(&x->mem, dev, sb->cat, MEM_HOST, sb->bytes, x->plan.at[i], ALLOC_SRC_STAYS);
+            x->ops->sync();
+            x->mem.mem->put(dev, false); /* accounted by the move */
+            x->on_host[b] = true;
+            continue;
+        }
+        x->ptr[b] = new_block(x, b, i);
+        init_buffer(x, b, x->ptr[b]);
         if (sb->host_home) { /* +migrate: at home on the host between its uses */
-            x->ptr[t->buf] = alloc_move(&x->mem, x->ptr[t->buf], sb->cat, MEM_HOST, sb->bytes);
-            x->on_host[t->buf] = true;
+            x->ptr[b] = alloc_move(&x->mem, x->ptr[b], sb->cat, MEM_HOST, sb->bytes);
+            x->on_host[b] = true;
         }
     }
     x->started = true;
+}
+
+/* ALLOC, FREE, OFFLOAD or PREFETCH (step i): a block placed or taken, released, or moved. */
+static void memory_step(exec *x, const sched_step *t, int i)
+{
+    const sched_buf *sb = &x->s->bufs[t->buf];
+    const alloc_mem *mem = x->ops->mem;
+    switch (t->op) {
+    case SCHED_ALLOC:
+        if (sb->persistent || (sb->kind == BUF_ENC && enc_data_sized(sb->enc))) break; /* exec_start; ENCODE */
+        x->ptr[t->buf] = new_block(x, t->buf, i);
+        break;
+    case SCHED_FREE:
+        if (sb->persistent) break; /* kept for the next iteration; exec_free releases them */
+        if (placed(x, sb)) alloc_unplace(&x->mem, x->ptr[t->buf], x->on_host[t->buf] ? MEM_HOST : sb->cat, x->bytes[t->buf]);
+        else alloc_put(&x->mem, x->ptr[t->buf], x->on_host[t->buf] ? MEM_HOST : sb->cat, x->bytes[t->buf]);
+        x->ptr[t->buf] = NULL, x->on_host[t->buf] = false;
+        break;
+    case SCHED_OFFLOAD:
+        if (placed(x, sb)) /* into the host block the plan gives it: its home, or one a staged copy filled */
+            x->ptr[t->buf] = alloc_move_to(&x->mem, x->ptr[t->buf], sb->cat, MEM_HOST, x->bytes[t->buf], x->plan.at[i],
+                                           sb->host_home || x->staged[t->buf] ? ALLOC_DST_PLACED : 0);
+        else x->ptr[t->buf] = alloc_move(&x->mem, x->ptr[t->buf], sb->cat, MEM_HOST, x->bytes[t->buf]);
+        x->on_host[t->buf] = true;
+        if (x->staged) x->staged[t->buf] = false;
+        break;
+    case SCHED_PREFETCH:
+        if (placed(x, sb)) /* a +migrate map's home stays */
+            x->ptr[t->buf] = alloc_move_to(&x->mem, x->ptr[t->buf], MEM_HOST, sb->cat, x->bytes[t->buf], x->plan.at[i],
+                                           sb->host_home ? ALLOC_SRC_STAYS : 0);
+        else x->ptr[t->buf] = alloc_move(&x->mem, x->ptr[t->buf], MEM_HOST, sb->cat, x->bytes[t->buf]);
+        x->on_host[t->buf] = false, x->arriving[t->buf] = mem->ready != NULL;
+        break;
+    default: break;
+    }
 }
 
 void exec_iteration(exec *x, const float *images, const int64_t *labels)
@@ -250,7 +318,6 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
     bool overlap = mem->stage && !x->sync_steps; /* calibrating: each move is timed whole, in line */
     for (int i = 0; i < s->n_step; i++) {
         const sched_step *t = &s->steps[i];
-        const sched_buf *sb = t->buf >= 0 ? &s->bufs[t->buf] : NULL;
         if (mem->ready && t->op != SCHED_ALLOC && t->op != SCHED_OFFLOAD && t->op != SCHED_PREFETCH) {
             int uses[SCHED_MAX_USES], nu = sched_step_uses(t, uses);
             if (t->buf >= 0) uses[nu++] = t->buf;
@@ -259,22 +326,9 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
         }
         switch (t->op) {
         case SCHED_ALLOC:
-            if (sb->persistent || (sb->kind == BUF_ENC && enc_data_sized(sb->enc))) break; /* exec_start; ENCODE */
-            x->ptr[t->buf] = alloc_get(&x->mem, sb->cat, sb->bytes, sb->zero);
-            break;
         case SCHED_FREE:
-            if (sb->persistent) break; /* kept for the next iteration; exec_free releases them */
-            alloc_put(&x->mem, x->ptr[t->buf], x->on_host[t->buf] ? MEM_HOST : sb->cat, x->bytes[t->buf]);
-            x->ptr[t->buf] = NULL, x->on_host[t->buf] = false;
-            break;
         case SCHED_OFFLOAD:
-            x->ptr[t->buf] = alloc_move(&x->mem, x->ptr[t->buf], sb->cat, MEM_HOST, x->bytes[t->buf]);
-            x->on_host[t->buf] = true;
-            break;
-        case SCHED_PREFETCH:
-            x->ptr[t->buf] = alloc_move(&x->mem, x->ptr[t->buf], MEM_HOST, sb->cat, x->bytes[t->buf]);
-            x->on_host[t->buf] = false, x->arriving[t->buf] = mem->ready != NULL;
-            break;
+        case SCHED_PREFETCH: memory_step(x, t, i); break;
         case SCHED_ENCODE:
         case SCHED_DECODE: code(x, t); break;
         case SCHED_LOAD:
@@ -319,8 +373,9 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
             break;
         }
         for (int k = x->stage_start[i]; overlap && k < x->stage_start[i + 1]; k++) { /* copies that may begin now */
-            int b = s->steps[x->stage_list[k]].buf;
-            mem->stage(x->ptr[b], x->bytes[b]);
+            int o = x->stage_list[k], b = s->steps[o].buf;
+            if (placed(x, &s->bufs[b]) && !s->bufs[b].host_home) alloc_stage_to(&x->mem, x->ptr[b], x->bytes[b], x->plan.at[o]), x->staged[b] = true;
+            else mem->stage(x->ptr[b], x->bytes[b], placed(x, &s->bufs[b]) ? x->mem.base[1] + x->plan.at[o] : NULL);
         }
         if (x->sync_steps) x->ops->sync();
         double step_t1 = now_us();
@@ -366,11 +421,13 @@ void exec_param_write(exec *x, buf_kind kind, int L, const float *src)
 
 void exec_free(exec *x)
 {
+    x->ops->sync(); /* nothing in flight into memory about to go */
     for (int b = 0; b < x->s->n_buf; b++)
-        if (x->ptr[b]) alloc_put(&x->mem, x->ptr[b], x->on_host[b] ? MEM_HOST : x->s->bufs[b].cat, x->bytes[b]);
+        if (x->ptr[b] && !placed(x, &x->s->bufs[b])) alloc_put(&x->mem, x->ptr[b], x->on_host[b] ? MEM_HOST : x->s->bufs[b].cat, x->bytes[b]);
     free(x->ptr);
     free(x->bytes);
-    free(x->on_host), free(x->arriving), free(x->stage_start), free(x->stage_list);
+    free(x->on_host), free(x->arriving), free(x->stage_start), free(x->stage_list), free(x->staged);
+    arena_free(&x->plan);
     free(x->layer_us);
     free(x->step_us);
     adapt_free(&x->adapt);

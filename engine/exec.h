@@ -1,6 +1,8 @@
 /* exec: runs a lowered schedule (sim/lower/sched.h) on real tensors — one executor for every plan: the
  * schedule says what to allocate, compute, copy, offload and free, and exec does exactly that
- * through the accounting allocator and a backend's ops table. Persistent buffers (parameters,
+ * through the accounting allocator and a backend's ops table: each block either placed at its
+ * offset in the plan's arena (exec_use_arena, the default; sim/predict/arena.h) or taken from the
+ * backend's allocator (a pool) as the schedule asks. Persistent buffers (parameters,
  * their gradients, optimizer state, bn running statistics) are allocated by the first
  * iteration's ALLOC steps and kept across iterations; everything else lives as the schedule says.
  * Not done here: data (data.h) or any output (the train command). */
@@ -10,6 +12,7 @@
 #include "engine/adapt.h"
 #include "engine/alloc.h"
 #include "engine/ops.h"
+#include "sim/predict/arena.h"
 
 typedef struct {
     double lr, momentum;         /* SGD */
@@ -42,6 +45,9 @@ typedef struct exec {
     bool sync_steps;             /* wait for the backend after every step, so that step_us is its time
                                     and not its launch time on an asynchronous backend (calibration) */
     adapt adapt;                 /* COMET's adaptive ZFP bounds (plans with adapt=; else empty) */
+    bool arena_on;               /* blocks are placed where `plan` says (exec_use_arena), not taken from a pool */
+    arena plan;                  /* the schedule's static memory plan (sim/predict/arena.h) */
+    bool *staged;                /* [n_buf] arena mode: an offload's copy has begun into its host block */
     uint64_t seed;
     /* Called just before the optimizer step (gradients complete), e.g. to copy them for a dump:
      * with layer -1 before the step of every layer, or (+migrate, which steps layer by layer) with
@@ -54,6 +60,10 @@ exec_hparams exec_default_hparams(sched_optimizer o);
 
 void exec_init(exec *x, const net *n, const plan *p, const sched *s, const ops_table *ops, sched_optimizer o,
                exec_hparams hp, uint64_t seed);
+/* Arena mode (before exec_start): plans the schedule's arena and reserves it through the backend,
+ * one region for the device and one for the host; every buffer then lives at its planned offset
+ * (data-sized encodings apart, from the pool). -1 with e set when it cannot be reserved. */
+int exec_use_arena(exec *x, err *e);
 /* Allocates and initializes the persistent buffers (parameters, gradients, optimizer state, bn
  * running statistics); the first exec_iteration does it if this was not called. */
 void exec_start(exec *x);

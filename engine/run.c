@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -60,6 +61,34 @@ static void before_update(exec *x, int layer, void *ctx)
     if (h->c->before_update) h->c->before_update(x, h->iter, layer, h->c->ctx);
 }
 
+/* Bytes of [p, p + bytes) resident in memory: pages touched and not given back. */
+static int64_t resident_bytes(const void *p, int64_t bytes)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)p / (uintptr_t)page * (uintptr_t)page, hi = (uintptr_t)p + (uintptr_t)bytes;
+    size_t pages = (hi - lo + (uintptr_t)page - 1) / (uintptr_t)page;
+    unsigned char *vec = err_calloc(pages + 1, 1);
+    int64_t n = -1;
+    if (mincore((void *)lo, hi - lo, vec) == 0) {
+        n = 0;
+        for (size_t i = 0; i < pages; i++) n += vec[i] & 1;
+        n *= page;
+    }
+    free(vec);
+    return n;
+}
+
+static void measure_arena(run *r, const run_cfg *c)
+{
+    run_summary *s = &r->sum;
+    const alloc_stats *m = &r->x.mem;
+    s->arena = r->x.arena_on, s->arena_resident = -1;
+    if (!s->arena) return;
+    s->arena_size = m->size[0], s->arena_host_size = m->size[1];
+    s->arena_extent = m->extent[0], s->arena_host_extent = m->extent[1];
+    if ((!c->ops->mem || c->ops->mem == &alloc_mem_host) && m->base[0]) s->arena_resident = resident_bytes(m->base[0], m->size[0]);
+}
+
 /* The encoded maps of the schedule as the last iteration stored them. */
 static void collect_encoded(run *r)
 {
@@ -105,11 +134,13 @@ int run_plan(run *r, const run_cfg *c, err *e)
             sched_free(&r->s);
             return -1;
         }
-    if (c->ops->prepare && c->ops->prepare(c->n, &r->s, e)) {
+    exec_init(&r->x, c->n, c->p, &r->s, c->ops, sc.optimizer, c->hp, c->seed);
+    /* the arena first: the backend's preparation sizes only what the plan leaves outside it */
+    if ((!c->pool && exec_use_arena(&r->x, e)) || (c->ops->prepare && c->ops->prepare(c->n, &r->s, e))) {
+        exec_free(&r->x);
         sched_free(&r->s);
         return -1;
     }
-    exec_init(&r->x, c->n, c->p, &r->s, c->ops, sc.optimizer, c->hp, c->seed);
     r->x.sync_steps = c->sync_steps;
     exec_start(&r->x);
     if (c->on_start && c->on_start(&r->x, c->ctx, e)) {
@@ -148,6 +179,7 @@ int run_plan(run *r, const run_cfg *c, err *e)
     memcpy(s->at_peak, m->at_peak, sizeof s->at_peak);
     memcpy(s->max, m->max, sizeof s->max);
     s->rss_peak = rss_peak_bytes();
+    measure_arena(r, c);
     s->loss0 = r->loss[0];
     s->median_us = run_median(r->iter_us + (K > 1), K - (K > 1));
     collect_encoded(r);

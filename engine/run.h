@@ -32,6 +32,8 @@ typedef struct {
     run_batches batches;
     bool grads;                   /* capture iteration 0's parameter gradients (run.grads) */
     bool sync_steps;              /* time every step to its end (exec.sync_steps): calibration */
+    bool pool;                    /* --alloc pool: blocks from the backend's allocator as the schedule asks,
+                                     instead of one arena at the plan's offsets (exec_use_arena) */
     float *grads_to;              /* into this buffer (e.g. shared memory) instead of a new one */
     /* Optional hooks, all given ctx: on_start after the persistent buffers exist and before
      * iteration 0 (load weights; -1 with e set stops the run); on_iter after each iteration;
@@ -68,6 +70,12 @@ typedef struct {
     int64_t peak, host_peak;      /* the accounting allocator, last iteration: device and host bytes */
     int64_t at_peak[MEM_NCAT], max[MEM_NCAT];
     int64_t rss_peak;             /* the process's resident-set high-water mark, bytes */
+    /* arena mode (run_cfg.pool false): the arenas reserved (the plan's sizes), the highest byte a
+     * placed block reached in each (measured as the engine placed them), and, where the device is
+     * host memory (the CPU), the device arena's resident bytes after the run: the pages its blocks
+     * touched (mincore). -1 where not measured. */
+    bool arena;
+    int64_t arena_size, arena_host_size, arena_extent, arena_host_extent, arena_resident;
     double best_us;               /* best iteration time after the first (the only one when iters == 1) */
     double median_us;             /* their median: what time predictions are compared with */
     float loss0;

@@ -116,6 +116,14 @@ static int write_measured(hid_t loc, const h5_run *r, err *e)
     H5_TRY(h5_attr_i64(g, "peak", s->peak, e));
     H5_TRY(h5_attr_i64(g, "host_peak", s->host_peak, e));
     H5_TRY(h5_attr_i64(g, "rss_peak", s->rss_peak, e));
+    if (s->arena) { /* --alloc arena: the engine's arenas as reserved and as its blocks reached them */
+        const struct { const char *name; int64_t v; } ar[] = {
+            {"arena_size", s->arena_size}, {"arena_extent", s->arena_extent}, {"arena_host_size", s->arena_host_size},
+            {"arena_host_extent", s->arena_host_extent}, {"arena_resident", s->arena_resident},
+        };
+        for (size_t k = 0; k < sizeof ar / sizeof *ar; k++) H5_TRY(h5_attr_i64(g, ar[k].name, ar[k].v, e));
+    }
+    H5_TRY(h5_attr_str(g, "alloc", s->arena ? "arena" : "pool", e));
     H5_TRY(h5_attr_i64(g, "seed", (int64_t)r->seed, e));
     H5_TRY(h5_attr_str(g, "data", r->data, e));
     H5_TRY(h5_attr_str(g, "backend", r->backend, e));

@@ -258,7 +258,22 @@ def check_measured(run, where, ncat):
     if "grad_deviation" in m.attrs:
         for name, want in compared.items():
             check_attr(m, mwhere, name, want)
-    check_only(m, mwhere, dict(MEAS_ATTRS, **compared, **hparams), tuple(MEAS_DSETS) + ("encoded", "device"))
+    alloc = {"alloc": STR}  # files since 2026-11-27
+    arena = {"arena_size": I64, "arena_extent": I64, "arena_host_size": I64, "arena_host_extent": I64, "arena_resident": I64}
+    if "alloc" in m.attrs:
+        check_attr(m, mwhere, "alloc", STR)
+        how = m.attrs["alloc"]
+        how = how.decode() if isinstance(how, bytes) else how
+        if how not in ("arena", "pool"):
+            raise Problem("%s: alloc '%s', want arena or pool" % (mwhere, how))
+        for name, want in arena.items() if how == "arena" else ():
+            check_attr(m, mwhere, name, want)
+        if how == "arena" and (m.attrs["arena_extent"] > m.attrs["arena_size"] or
+                               m.attrs["arena_host_extent"] > m.attrs["arena_host_size"]):
+            raise Problem("%s: a block past its arena" % mwhere)
+        if how == "pool" and set(arena) & set(m.attrs):
+            raise Problem("%s: arena figures from a pool run" % mwhere)
+    check_only(m, mwhere, dict(MEAS_ATTRS, **compared, **hparams, **alloc, **arena), tuple(MEAS_DSETS) + ("encoded", "device"))
 
 
 def check_device(m, mwhere, n_layers):

@@ -11,12 +11,18 @@ int harness_run(const net *n, const char *text, int batch, const ops_table *ops,
 int harness_run_iters(const net *n, const char *text, int batch, const ops_table *ops, sched_optimizer opt, int iters,
                       outcome *o, err *e)
 {
+    return harness_run_alloc(n, text, batch, ops, opt, iters, false, o, e);
+}
+
+int harness_run_alloc(const net *n, const char *text, int batch, const ops_table *ops, sched_optimizer opt, int iters, bool pool,
+                      outcome *o, err *e)
+{
     sched_cfg cfg = {.batch = batch, .optimizer = opt, .ws = ops->ws};
     if (plan_parse(&o->p, n, text, e)) return -1;
     data d;
     data_synthetic_for(&d, n, 7);
     run_cfg c = {.n = n, .p = &o->p, .sched = cfg, .ops = ops, .hp = exec_default_hparams(opt), .seed = 3, .iters = iters,
-                 .batches = data_batches(&d), .grads = true};
+                 .batches = data_batches(&d), .grads = true, .pool = pool};
     if (sim_run(n, &o->p, &cfg, &sim_device_cpu, &o->pred, NULL, e) || run_plan(&o->r, &c, e)) {
         plan_free(&o->p);
         return -1;

@@ -19,6 +19,10 @@ int harness_run(const net *n, const char *text, int batch, const ops_table *ops,
 /* The same with optimizer opt (its default hyperparameters) for `iters` iterations. */
 int harness_run_iters(const net *n, const char *text, int batch, const ops_table *ops, sched_optimizer opt, int iters,
                       outcome *o, err *e);
+/* The same with the engine's memory chosen: pool (the backend's allocator as the schedule asks) or
+ * the arena (engine/exec.h: exec_use_arena), the default of the two above. */
+int harness_run_alloc(const net *n, const char *text, int batch, const ops_table *ops, sched_optimizer opt, int iters, bool pool,
+                      outcome *o, err *e);
 /* The measured peak and every category's (at the peak and maximum) equal the replay's. */
 bool harness_mem_equal(const outcome *o);
 /* The replay of the schedule the run executed, with each data-sized encoding (sparse, zfp:acc) at

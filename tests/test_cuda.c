@@ -7,7 +7,10 @@
  *     NaN and Inf counted separately (must be none); loss within 1e-5 relative;
  *   - the allocated peak equals the replay of the CUDA schedule (lowered with cuDNN's workspace
  *     sizes and the staging of slices cuDNN refuses), per category, byte for byte — a data-sized
- *     encoding (gist's sparse relu outputs) at the bytes the engine stored.
+ *     encoding (gist's sparse relu outputs) at the bytes the engine stored;
+ *   - the arena (the default, engine/exec.h) the engine reserved equals the simulator's for the
+ *     CUDA schedule, to the byte, and its blocks reach its end; and a few plans run with --alloc
+ *     pool train as with the arena (normalized MSE <= 1e-10, the second loss within 1e-6).
  * BatchNorm in each mode inside row segments (train: whole-map statistics over the bands; frozen;
  * per-band: each band's own) under 2ps:4 and overl:4 on ResNet-small, whose fp32 floor is small,
  * at 32x32 and at 35x35 (odd rows: its stride-2 downsample reads 17 of 18); kernels.net's stride-2
@@ -55,7 +58,14 @@ static void compare(const net *n, const char *text, const ops_table *cpu, const 
     double nmse = m->grad_dev * m->grad_dev; /* normalized MSE: the relative norm, squared */
     bool mem = m->peak == replay.peak;
     for (int k = 0; k < MEM_NCAT; k++) mem &= m->at_peak[k] == replay.at_peak[k];
-    bool ok = nmse <= tol && !m->non_finite && m->loss_dev <= 1e-5 && mem;
+    /* the arena (the default): what the engine reserved is the plan's, and its blocks reached its end */
+    bool arena = m->arena && m->arena_size == b.pred.arena.size && m->arena_extent == m->arena_size &&
+                 m->arena_host_size == b.pred.arena.host_size && m->arena_host_extent == m->arena_host_size;
+    if (!arena)
+        printf("     arena: reserved %lld (reached %lld), host %lld (reached %lld); predicted %lld, host %lld\n", (long long)m->arena_size,
+               (long long)m->arena_extent, (long long)m->arena_host_size, (long long)m->arena_host_extent, (long long)b.pred.arena.size,
+               (long long)b.pred.arena.host_size);
+    bool ok = nmse <= tol && !m->non_finite && m->loss_dev <= 1e-5 && mem && arena;
     printf("%s %-14s %5dx%-4d %-26s loss %+.1e  worst nmse %-18s %.2e  non-finite %lld  allocated %lld = replay %s\n", ok ? "ok  " : "FAIL",
            n->name, n->layers[0].h, n->layers[0].w, text, m->loss_dev, m->worst[0] ? m->worst : "-", nmse, (long long)m->non_finite,
            (long long)m->peak, mem ? "yes" : "NO");
@@ -74,6 +84,29 @@ static void compare(const net *n, const char *text, const ops_table *cpu, const 
         if (d->dropped != 0) printf("FAIL %s %s: CUPTI dropped records\n", n->name, text), failures++;
     }
     harness_drop(&a), harness_drop(&b);
+}
+
+/* The backend with --alloc pool against its arena: the same schedule, so the same kernels on the same
+ * values (up to cuDNN's atomics), and the same accounted peak. */
+static void pool_vs_arena(const char *name, const char *text, const ops_table *cu)
+{
+    net n;
+    err e;
+    outcome a, b;
+    if (net_load_named(&n, name, &e)) { printf("FAIL %s\n", e.msg); failures++; return; }
+    if (harness_run_alloc(&n, text, 4, cu, SCHED_SGD, 2, true, &a, &e)) { printf("FAIL %s pool: %s\n", text, e.msg); failures++; net_free(&n); return; }
+    if (harness_run_alloc(&n, text, 4, cu, SCHED_SGD, 2, false, &b, &e)) {
+        printf("FAIL %s arena: %s\n", text, e.msg);
+        failures++, harness_drop(&a), net_free(&n);
+        return;
+    }
+    run_summary *m = &b.r.sum;
+    run_compare(m, &n, b.r.grads, a.r.grads, b.r.loss[1], a.r.loss[1]);
+    bool ok = m->grad_dev * m->grad_dev <= 1e-10 && !m->non_finite && m->loss_dev <= 1e-6 && a.r.sum.peak == m->peak;
+    printf("%s %-14s %-26s arena against pool: nmse %.2e, second loss %+.1e, allocated %lld both\n", ok ? "ok  " : "FAIL", name, text,
+           m->grad_dev * m->grad_dev, m->loss_dev, (long long)m->peak);
+    failures += !ok;
+    harness_drop(&a), harness_drop(&b), net_free(&n);
 }
 
 /* Each plan of net `name` (at an image x image input; 0: its own) with BatchNorm mode bn (NULL: the plan's). */
@@ -197,6 +230,8 @@ int main(int argc, char **argv)
         char *encoded[] = {"layer+gist", "2ps:4+gist+dpr:bf16", "ckpt-sqrt+dpr:fp8", "vdnn-all+gist:binarize"};
         check("vgg-small", NULL, encoded, 4, 1e-6, cpu, cu);
         check("resnet-small", "frozen", encoded, 2, 1e-6, cpu, cu);
+        pool_vs_arena("vgg-small", "2ps:4", cu), pool_vs_arena("resnet-small", "vdnn-all", cu);
+        pool_vs_arena("vgg-small", "2ps:2+migrate", cu), pool_vs_arena("vgg-small", "overl:2+gist", cu);
         net n;
         outcome o;
         if (!self && !net_load_named(&n, "vgg-small", &e)) { /* ZFP is refused on CUDA, in one line */

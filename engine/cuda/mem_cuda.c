@@ -6,6 +6,7 @@
 
 #include "engine/cuda/cucheck.h"
 #include "engine/cuda/fit.h"
+#include "sim/predict/arena.h"
 
 /* A move under way (cu_move): the device block, the pinned block of an offload (NULL: a prefetch),
  * and the event that marks the copy's end. */
@@ -23,6 +24,8 @@ static struct {
     int64_t spilled_bytes, spilled_high;
     cu_pending *pending;        /* moves under way */
     int n_pending, cap_pending;
+    char *planned[2];           /* arena mode (cu_reserve): the device arena, the pinned host arena */
+    int64_t planned_bytes[2];
 } m;
 
 /* Pinned host blocks come from one arena reserved by prepare (fit.h places them). Every copy into
@@ -44,6 +47,7 @@ static void *host_get(int64_t bytes)
 
 static void host_put(void *p)
 {
+    if (m.planned[1] && (char *)p >= m.planned[1] && (char *)p < m.planned[1] + m.planned_bytes[1]) return; /* the plan's: it stays */
     if (m.host && (char *)p >= m.host && (char *)p < m.host + m.host_fit.size) {
         CHECK(fit_put(&m.host_fit, (char *)p - m.host));
         return;
@@ -117,10 +121,10 @@ static bool pending_take(void *dev, cu_pending *out)
     return false;
 }
 
-static void cu_stage(void *p, int64_t bytes)
+static void cu_stage(void *p, int64_t bytes, void *dst)
 {
     size_t n = (size_t)(bytes > 0 ? bytes : 1);
-    void *q = host_get(bytes);
+    void *q = dst ? dst : host_get(bytes);
     if (!q) cu_fatal("cudaMallocHost", "out of pinned host memory for an offload", __FILE__, __LINE__);
     cudaEvent_t done = compute_mark(m.copy);
     CUDA_CHECK(cudaMemcpyAsync(q, p, n, cudaMemcpyDeviceToHost, m.copy));
@@ -136,23 +140,27 @@ static void cu_ready(void *p)
     CUDA_CHECK(cudaEventDestroy(c.done));
 }
 
-static void *cu_move(void *p, int64_t bytes, bool to_host)
+/* With dst (arena mode) the copy goes there and nothing is allocated or freed: the compute stream
+ * still waits for an offload's copy at the move, so the plan's next block at those bytes is written
+ * only after it was read; a prefetch's copy waits for the compute work so far, so the bytes' last
+ * block has been read. */
+static void *cu_move(void *p, int64_t bytes, bool to_host, void *dst)
 {
     size_t n = (size_t)(bytes > 0 ? bytes : 1);
     cu_pending c;
     if (to_host) {
         if (!pending_take(p, &c)) { /* not staged (calibrating, or the first iteration's migration): now */
-            cu_stage(p, bytes);
+            cu_stage(p, bytes, dst);
             CHECK(pending_take(p, &c));
         }
         CUDA_CHECK(cudaStreamWaitEvent(m.compute, c.done, 0));
         CUDA_CHECK(cudaEventDestroy(c.done));
-        CUDA_CHECK(cudaFreeAsync(p, m.compute));
+        if (!dst) CUDA_CHECK(cudaFreeAsync(p, m.compute));
         return c.host;
     }
-    void *q = NULL;
+    void *q = dst;
     cudaEvent_t done = compute_mark(m.copy);
-    if (cudaMallocAsync(&q, n, m.copy) != cudaSuccess) {
+    if (!q && cudaMallocAsync(&q, n, m.copy) != cudaSuccess) {
         CUDA_CHECK(cudaEventDestroy(done));
         return NULL;
     }
@@ -163,7 +171,29 @@ static void *cu_move(void *p, int64_t bytes, bool to_host)
     return q;
 }
 
-const alloc_mem mem_cuda = {.name = "device", .get = cu_get, .put = cu_put, .move = cu_move, .stage = cu_stage, .ready = cu_ready};
+/* Arena mode: one cudaMalloc for the device arena (outside the pool: what the plan reserves is what
+ * the device holds), one pinned block for the host's. */
+static void *cu_reserve(int64_t bytes, bool host)
+{
+    void *p = NULL;
+    size_t n = (size_t)(bytes > 0 ? bytes : 1);
+    if ((host ? cudaMallocHost(&p, n) : cudaMalloc(&p, n)) != cudaSuccess) return NULL;
+    m.planned[host] = p, m.planned_bytes[host] = bytes;
+    return p;
+}
+
+static void cu_release(void *base, int64_t bytes, bool host)
+{
+    (void)bytes;
+    CUDA_CHECK(cudaDeviceSynchronize()); /* no copy or kernel still reads or writes it */
+    mem_cuda_synced();
+    if (host) CUDA_CHECK(cudaFreeHost(base));
+    else CUDA_CHECK(cudaFree(base));
+    m.planned[host] = NULL, m.planned_bytes[host] = 0;
+}
+
+const alloc_mem mem_cuda = {.name = "device", .get = cu_get, .put = cu_put, .move = cu_move, .stage = cu_stage, .ready = cu_ready,
+                            .reserve = cu_reserve, .release = cu_release};
 
 void mem_cuda_upload(void *dst, const void *host, int64_t bytes)
 {
@@ -180,18 +210,19 @@ void mem_cuda_download(void *host, const void *src, int64_t bytes)
 /* Pinned bytes the executor will hold at once, each block rounded as the arena places it: a moved
  * map from the step its copy begins (sched_move_issue: before the schedule's OFFLOAD, which the
  * replay's host figure counts from) until its PREFETCH, and the +migrate maps at home on the host
- * from the start. */
-static int64_t host_need(const sched *s)
+ * from the start. In arena mode (apart_only) only the data-sized encodings: the plan's host arena
+ * holds the rest. */
+static int64_t host_need(const sched *s, bool apart_only)
 {
     int *issue = err_calloc((size_t)s->n_step + 1, sizeof(int));
     int64_t *add = err_calloc((size_t)s->n_step + 1, sizeof(int64_t)), *drop = err_calloc((size_t)s->n_step + 1, sizeof(int64_t));
     sched_move_issue(s, issue);
     int64_t cur = 0, most = 0;
     for (int b = 0; b < s->n_buf; b++)
-        if (s->bufs[b].persistent && s->bufs[b].host_home) cur += (s->bufs[b].bytes + 255) / 256 * 256;
+        if (s->bufs[b].persistent && s->bufs[b].host_home && !apart_only) cur += (s->bufs[b].bytes + 255) / 256 * 256;
     for (int i = 0; i < s->n_step; i++) {
         const sched_step *t = &s->steps[i];
-        int64_t bytes = t->buf >= 0 ? (s->bufs[t->buf].bytes + 255) / 256 * 256 : 0;
+        int64_t bytes = t->buf >= 0 && (!apart_only || arena_outside(&s->bufs[t->buf])) ? (s->bufs[t->buf].bytes + 255) / 256 * 256 : 0;
         if (t->op == SCHED_OFFLOAD) add[issue[i] >= 0 && issue[i] < i ? issue[i] : i] += bytes;
         if (t->op == SCHED_PREFETCH) drop[i] += bytes;
     }
@@ -210,7 +241,7 @@ void mem_cuda_init(cudaStream_t compute, cudaStream_t copy) { m.compute = comput
 int mem_cuda_prepare(const sched *s, err *e)
 {
     /* room for the blocks as placed, and a margin for first fit's gaps and data-sized encodings */
-    int64_t need = host_need(s), size = need ? need + need / 4 + (1 << 20) : 0;
+    int64_t need = host_need(s, m.planned[0] || m.planned[1]), size = need ? need + need / 4 + (1 << 20) : 0;
     if (size > m.host_fit.size && m.host_fit.used == 0) {
         if (m.host) CUDA_CHECK(cudaFreeHost(m.host));
         fit_free(&m.host_fit);
@@ -232,4 +263,4 @@ void mem_cuda_synced(void)
         }
 }
 
-void mem_cuda_host(int64_t *arena, int64_t *outside) { *arena = m.host_fit.size, *outside = m.spilled_high; }
+void mem_cuda_host(int64_t *arena, int64_t *outside) { *arena = m.host_fit.size + m.planned_bytes[1], *outside = m.spilled_high; }
