@@ -53,8 +53,9 @@ def die(msg):
     sys.exit(2)
 
 
-def parse_args(name, doc):
-    """The command line every figure script shares; returns (args, runs)."""
+def parse_args(name, doc, extra=()):
+    """The command line every figure script shares, plus the script's own options (`extra`: pairs
+    of a flag and add_argument's keywords); returns (args, runs)."""
     global _prog
     _prog = f"plots/{name}.py"
     p = argparse.ArgumentParser(prog=_prog, description=doc,
@@ -62,6 +63,8 @@ def parse_args(name, doc):
     p.add_argument("--out", default=str(DEFAULT_OUT), metavar="DIR",
                    help=f"output directory (default: {DEFAULT_OUT})")
     p.add_argument("files", nargs="+", metavar="FILE.h5", help="lrcnn result files")
+    for flag, kw in extra:
+        p.add_argument(flag, **kw)
     args = p.parse_args()
     setup_style()
     return args, read_runs(args.files)
@@ -153,6 +156,8 @@ def read_file(path):
             pred = g.get("prediction")
             r["replay"] = _pred(pred["replay"], cats) if pred and "replay" in pred else None
             r["closed"] = _pred(pred["closed"], cats) if pred and "closed" in pred else None
+            r["arena"] = ({k: _py(v) for k, v in pred["arena"].attrs.items()}
+                          if pred and "arena" in pred else None)  # files written since 2026-11-27
             r["measured"] = _measured(g["measured"], cats) if "measured" in g else None
             r["timeline"] = g["timeline"][()] if "timeline" in g else None
             r["timeline_by_category"] = (g["timeline_by_category"][()]
@@ -165,7 +170,8 @@ def read_runs(paths):
     """Runs of every file, in file and run order. Each run is a dict: the run's attributes (net,
     batch, plan, flops, ...; SCHEMA.md), plus `file`, `id` (the group name), `categories`,
     `file_attrs`, `replay` / `closed` (dicts: peak, peak_step, at_peak and max as {category:
-    bytes}), `measured` (its attributes and datasets, or None), `timeline` and
+    bytes}), `arena` (prediction/arena's attributes, or None), `measured` (its attributes and
+    datasets, or None), `timeline` and
     `timeline_by_category` (arrays, or None)."""
     runs = []
     for p in paths:

@@ -189,6 +189,7 @@ def body(lrcnn, tmp, t0):
         "gpu_validation": [h5["gpu"]],
         "convergence": [h5["train"]],
         "unet": [h5["grid"], h5["cap_image"]],  # any net's band sweep and image search
+        "arena": [h5["grid"], h5["validate"], h5["gpu"]],
     }
     figs = os.path.join(tmp, "figs")
     procs = {}
@@ -204,6 +205,7 @@ def body(lrcnn, tmp, t0):
         "bands on a missing file": ("bands", [os.path.join(tmp, "nope.h5")]),
         "unet without a capacity search": ("unet", [h5["grid"]]),
         "gpu_validation on CPU runs": ("gpu_validation", [h5["validate"]]),
+        "arena on a file written before it": ("arena", [os.path.join(SRC, "results", "baselines.h5")]),
     }
     errdir = os.path.join(tmp, "errfigs")
     for label, (name, files) in errs.items():
