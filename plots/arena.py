@@ -47,7 +47,7 @@ def main():
         C.die("no run has an arena (prediction/arena: files written since 2026-11-27)")
     groups = C.group_by(with_arena, lambda r: (r["net"], r["image_h"], r["image_w"], r["batch"]))
     keys = list(groups)
-    fig, where = C.panel_grid(keys, panel_w=3.6, panel_h=2.5)
+    fig, where = C.panel_grid(keys, panel_w=3.6, panel_h=2.6, wrap=3)
     for key in keys:
         ax, rs = where[key], groups[key]
         plans = list(dict.fromkeys(r["plan"] for r in rs))
