@@ -17,20 +17,44 @@
 
 #include "io/calib.h"
 
+/* Length of the valid UTF-8 sequence of a printable character at s (0: none). */
+static int utf8_len(const unsigned char *s)
+{
+    int n = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
+    if (n == 1) return s[0] >= 0x20 && s[0] != 0x7F;
+    if (n == 2 && s[0] < 0xC2) return 0; /* overlong */
+    for (int k = 1; k < n; k++)
+        if ((s[k] & 0xC0) != 0x80) return 0;
+    return n;
+}
+
+void cli_put_line(FILE *f, const char *text)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    while (*s) {
+        int n = utf8_len(s);
+        if (n) fwrite(s, 1, (size_t)n, f), s += n;
+        else if (*s == '\n' || *s == '\t' || *s == '\r') fputc(' ', f), s++; /* one line, whatever a library said */
+        else fprintf(f, "\\x%02X", *s++); /* a control byte or invalid UTF-8 from an input, shown for what it is */
+    }
+    fputc('\n', f);
+}
+
 int cli_fail(const char *cmd, const char *fmt, ...)
 {
+    char msg[4096];
     va_list ap;
-    fprintf(stderr, "lrcnn %s: ", cmd);
+    int at = snprintf(msg, sizeof msg, "lrcnn %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg + at, sizeof msg - (size_t)at, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    cli_put_line(stderr, msg);
     return CLI_USAGE;
 }
 
 int cli_status(const char *cmd, int rc, const err *e)
 {
-    if (rc != CLI_OK) fprintf(stderr, "lrcnn %s: %s\n", cmd, e->msg);
+    if (rc != CLI_OK) cli_fail(cmd, "%s", e->msg);
     return rc;
 }
 

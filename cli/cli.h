@@ -3,13 +3,18 @@
 #ifndef LRCNN_CLI_H
 #define LRCNN_CLI_H
 
+#include <stdio.h>
+
 #include "io/h5.h"
 #include "io/units.h"
 #include "sim/predict/sim.h"
 
 enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 
-/* Prints "lrcnn CMD: message" on stderr and returns CLI_USAGE. */
+/* text and a newline on f, as one printable line: tabs and newlines as spaces, control bytes and
+ * invalid UTF-8 (from an input file or argument) as \xNN. Every error line goes through here. */
+void cli_put_line(FILE *f, const char *text);
+/* Prints "lrcnn CMD: message" on stderr (cli_put_line) and returns CLI_USAGE. */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A shared step's outcome: rc other than CLI_OK prints "lrcnn CMD: e->msg" on stderr; returns rc. */
 int cli_status(const char *cmd, int rc, const err *e);

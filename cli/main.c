@@ -110,8 +110,10 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "lrcnn: unknown command '%s' (commands:", argv[1]);
-    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) fprintf(stderr, " %s", commands[i].name);
-    fprintf(stderr, "; lrcnn --help)\n");
+    char msg[2048];
+    int at = snprintf(msg, sizeof msg, "lrcnn: unknown command '%.200s' (commands:", argv[1]);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) at += snprintf(msg + at, sizeof msg - (size_t)at, " %s", commands[i].name);
+    snprintf(msg + at, sizeof msg - (size_t)at, "; lrcnn --help)");
+    cli_put_line(stderr, msg);
     return CLI_USAGE;
 }

@@ -7,7 +7,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -315,9 +317,11 @@ void run_isolated(const run_job *j, run_summary *out)
         return;
     }
     fflush(stdout), fflush(stderr);
-    pid_t pid = fork();
+    pid_t parent = getpid(), pid = fork();
     if (pid == 0) {
         close(fd[0]);
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* a plan's process ends with the command that started it */
+        if (getppid() != parent) _exit(1); /* ... which may have ended already */
         err e = {{0}};
         const ops_table *ops = j->backend ? j->find(j->backend, j->profile, &e) : NULL;
         const char *refused = j->backend && !ops ? e.msg : NULL;

@@ -18,6 +18,7 @@
 #include "sim/net/kind.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <hdf5.h>
 #include <string.h>
@@ -57,7 +58,11 @@ static herr_t stack_walk(unsigned n, const H5E_error2_t *d, void *data)
 void h5_quiet(void)
 {
     static bool done;
-    if (!done) H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (done) return;
+    /* No cleanup at exit: every file is closed or abandoned (its temporary removed) before, and a
+     * file whose close failed (a full disk) is left in a state HDF5's own exit handler crashes on. */
+    H5dont_atexit();
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     done = true;
 }
 
@@ -68,9 +73,35 @@ int h5_fail(err *e, const char *stmt, const char *func, const char *file, int li
     const char *base = strrchr(file, '/');
     base = base ? base + 1 : file;
     if (s.n == 0) return err_set(e, "%.120s failed in %s at %s:%d", stmt, func, base, line);
+    const char *sys = strstr(s.inner, "error message = '"); /* a failed write or read: the system's reason first */
+    if (sys) {
+        sys += strlen("error message = '");
+        int len = (int)strcspn(sys, "'");
+        return err_set(e, "%.*s (%.120s failed in %s at %s:%d: %s)", len, sys, stmt, func, base, line, s.top);
+    }
     if (s.n == 1 || !strcmp(s.top, s.inner))
         return err_set(e, "%.120s failed in %s at %s:%d: %s", stmt, func, base, line, s.top);
     return err_set(e, "%.120s failed in %s at %s:%d: %s (%s)", stmt, func, base, line, s.top, s.inner);
+}
+
+/* --- files made in memory ---------------------------------------------------------------------- */
+
+hid_t h5_memory_fapl(err *e)
+{
+    hid_t fapl = H5I_INVALID_HID;
+    H5_CHECK(fapl = H5Pcreate(H5P_FILE_ACCESS));
+    H5_CHECK(H5Pset_fapl_core(fapl, 1 << 20, 1)); /* grown 1 MiB at a time; written to the file once, at close */
+    return fapl;
+cleanup:
+    if (fapl >= 0) H5Pclose(fapl);
+    return H5I_INVALID_HID;
+}
+
+int h5_save(hid_t file, const char *path, err *e)
+{
+    if (H5Fclose(file) >= 0) return 0; /* closed once, whatever it returns: a failed close is not closed again */
+    h5_fail(e, "H5Fclose", __func__, __FILE__, __LINE__);
+    return err_wrap(e, "cannot write %s", path), -1;
 }
 
 /* --- small writers ------------------------------------------------------------------------------ */
@@ -260,9 +291,9 @@ int h5_create(h5_file **out, const char *path, bool overwrite, err *e)
     f->out = o, f->path = o.path;
 
     /* Strong close: H5Fclose closes whatever is still open, so h5_abort always releases the file. */
-    H5_CHECK(fapl = H5Pcreate(H5P_FILE_ACCESS));
+    H5_CHECK(fapl = h5_memory_fapl(e));
     H5_CHECK(H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG));
-    H5_CHECK(f->file = H5Fcreate(f->out.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)); /* ours, just made */
+    H5_CHECK(f->file = H5Fcreate(f->out.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)); /* ours, just made; in memory */
     H5_CHECK(f->runs = H5Gcreate2(f->file, "runs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     H5_TRY(write_root(f, e));
     H5Pclose(fapl);
@@ -270,7 +301,7 @@ int h5_create(h5_file **out, const char *path, bool overwrite, err *e)
     return 0;
 cleanup:
     if (fapl >= 0) H5Pclose(fapl);
-    err_wrap(e, "%s", f->out.tmp);
+    err_wrap(e, "cannot write %s", f->path);
     h5_abort(f);
     return -1;
 }
@@ -479,11 +510,16 @@ int h5_close(h5_file *f, err *e)
 {
     CHECK(f);
     int rc = -1;
-    hid_t runs = f->runs;
-    f->runs = H5I_INVALID_HID;
-    H5_CHECK(H5Gclose(runs));
-    H5_CHECK(H5Fclose(f->file));
-    f->file = H5I_INVALID_HID;
+    hid_t runs = f->runs, file = f->file;
+    f->runs = f->file = H5I_INVALID_HID; /* each closed once, whatever the call returns (a failed H5Fclose,
+                                            e.g. on a full disk, must not be closed again) */
+    if (H5Gclose(runs) < 0) {
+        h5_fail(e, "closing the file", __func__, __FILE__, __LINE__);
+        H5Fclose(file);
+        err_wrap(e, "cannot write %s", f->path);
+        goto cleanup;
+    }
+    if (h5_save(file, f->path, e)) goto cleanup;
     if (outfile_commit(&f->out, e)) goto cleanup;
     free(f);
     return 0;

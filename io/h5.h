@@ -157,6 +157,12 @@ int h5_export(const char *path, const char *out_dir, bool overwrite, bool csv, F
  * label `cleanup`. h5_fail formats that message and returns -1. H5_TRY(call) is for the files' own
  * helpers, which set `e` themselves: on a negative result it only jumps to `cleanup`. */
 int h5_fail(err *e, const char *stmt, const char *func, const char *file, int line);
+/* Result files are built in memory (HDF5's core driver: nothing reaches the disk while HDF5 writes,
+ * so a full disk cannot fail one of its calls half-way, where HDF5 1.10 can crash) and written
+ * whole when closed: a file access property list for that (H5Pclose it), and the close, once,
+ * whatever it returns (-1 with e naming `path` when the write failed). */
+hid_t h5_memory_fapl(err *e);
+int h5_save(hid_t file, const char *path, err *e);
 /* Switches off HDF5's own printing of its error stack (once per process), so that a failure is
  * reported once, through H5_CHECK's err, with HDF5's message. Every entry point calls it. */
 void h5_quiet(void);

@@ -343,24 +343,27 @@ int h5_merge(const char *out, char *const *paths, int n, bool overwrite, FILE *l
     CHECK(n >= 1);
     h5_quiet();
     int rc = -1, *owner = NULL;
-    hid_t f = H5I_INVALID_HID;
+    hid_t f = H5I_INVALID_HID, fapl = H5I_INVALID_HID;
     outfile o = {0};
     part *parts = err_calloc((size_t)n, sizeof *parts);
     for (int k = 0; k < n; k++) parts[k] = (part){.path = paths[k], .f = H5I_INVALID_HID};
     if (check_parts(parts, n, &owner, log, e) || outfile_open(&o, out, overwrite, NULL, e)) goto done;
-    H5_CHECK(f = H5Fcreate(o.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    H5_CHECK(fapl = h5_memory_fapl(e));
+    H5_CHECK(f = H5Fcreate(o.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl));
     H5_TRY(write_root(f, parts, n, e));
     H5_TRY(copy_runs(f, parts, n, e));
     H5_TRY(write_shards(f, parts, n, e));
     H5_TRY(write_infeasible(f, parts, n, e));
-    H5_CHECK(H5Fclose(f));
-    f = H5I_INVALID_HID;
+    hid_t closing = f;
+    f = H5I_INVALID_HID; /* h5_save closes it */
+    if (h5_save(closing, out, e)) goto done;
     rc = outfile_commit(&o, e);
     goto done;
 cleanup:
-    err_wrap(e, "%s", o.tmp ? o.tmp : out);
+    err_wrap(e, "cannot write %s", out);
 done:
     if (f >= 0) H5Fclose(f);
+    if (fapl >= 0) H5Pclose(fapl);
     outfile_abort(&o);
     for (int k = 0; k < n; k++) part_close(&parts[k]);
     free(parts);

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +38,53 @@ int outfile_check(const char *path, bool overwrite, err *e)
     if (!path || !*path) return err_set(e, "empty output file name");
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return err_set(e, "%s is a directory", path);
-    if (lstat(path, &st) == 0 && !overwrite) return err_set(e, "%s exists; use --force to overwrite", path);
+    if (lstat(path, &st) == 0) {
+        if (!overwrite) return err_set(e, "%s exists; use --force to overwrite", path);
+        if (!S_ISREG(st.st_mode)) /* a device, a FIFO, a socket or a link: --force replaces results, nothing else */
+            return err_set(e, "%s is a %s, not a regular file: not replaced, --force or not", path,
+                           S_ISLNK(st.st_mode) ? "symbolic link" : S_ISFIFO(st.st_mode) ? "FIFO" : S_ISSOCK(st.st_mode) ? "socket"
+                           : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "device node" : "special file");
+    }
     return check_dir(path, e);
+}
+
+/* --- temporaries a signal must not leave behind --------------------------------------------------- */
+
+#define MAX_LIVE 64
+static char *volatile live[MAX_LIVE]; /* the temporaries not yet committed or removed */
+
+static void on_signal(int sig)
+{
+    for (int i = 0; i < MAX_LIVE; i++)
+        if (live[i]) unlink(live[i]); /* async-signal-safe */
+    signal(sig, SIG_DFL);
+    raise(sig); /* the shell sees the signal: exit status 128 + sig */
+}
+
+static void track(char *tmp)
+{
+    static bool installed;
+    if (!installed) {
+        struct sigaction sa = {.sa_handler = on_signal};
+        sigemptyset(&sa.sa_mask);
+        for (int k = 0; k < 4; k++) {
+            int sig = (int[]){SIGINT, SIGTERM, SIGHUP, SIGPIPE}[k];
+            struct sigaction old;
+            if (sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_DFL) sigaction(sig, &sa, NULL); /* not if ignored */
+        }
+        installed = true;
+    }
+    for (int i = 0; i < MAX_LIVE; i++)
+        if (!live[i]) {
+            live[i] = tmp;
+            return;
+        }
+}
+
+static void untrack(const char *tmp)
+{
+    for (int i = 0; i < MAX_LIVE; i++)
+        if (live[i] == tmp) live[i] = NULL;
 }
 
 int outfile_open(outfile *o, const char *path, bool overwrite, int *fd, err *e)
@@ -49,12 +95,20 @@ int outfile_open(outfile *o, const char *path, bool overwrite, int *fd, err *e)
     size_t len = strlen(path) + 16;
     char *tmp = err_calloc(len, 1);
     snprintf(tmp, len, "%s.XXXXXX.tmp", path);
-    int f = mkstemps(tmp, 4); /* O_EXCL: a new file of ours */
+    int f = mkstemps(tmp, 4); /* O_EXCL: a new file of ours, mode 0600 */
     if (f < 0) {
         err_set(e, "cannot write %s: creating a temporary beside it: %s", path, strerror(errno));
         free(tmp);
         return -1;
     }
+    mode_t mask = umask(0); /* the user's umask decides who may read results, as for any file they write */
+    umask(mask);
+    if (fchmod(f, 0666 & ~mask) != 0) {
+        err_set(e, "cannot write %s: %s", path, strerror(errno));
+        close(f), unlink(tmp), free(tmp);
+        return -1;
+    }
+    track(tmp);
     if (fd) *fd = f;
     else close(f);
     o->path = err_strdup(path), o->tmp = tmp, o->overwrite = overwrite;
@@ -73,8 +127,31 @@ static int move_no_clobber(const char *tmp, const char *path)
     return 0;
 }
 
+/* The temporary's bytes on the disk before its name moves: a crash leaves the old file or the new. */
+static int sync_file(const char *tmp)
+{
+    int f = open(tmp, O_RDONLY);
+    if (f < 0) return -1;
+    int rc = fsync(f);
+    int saved = errno;
+    close(f);
+    errno = saved;
+    return rc;
+}
+
 int outfile_commit(outfile *o, err *e)
 {
+    if (sync_file(o->tmp) != 0) {
+        err_set(e, "cannot write %s: %s", o->path, strerror(errno));
+        outfile_abort(o);
+        return -1;
+    }
+    struct stat st; /* what is at the name now (it may have appeared while we wrote) */
+    if (o->overwrite && lstat(o->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        err_set(e, "%s is no longer a regular file: not replaced", o->path);
+        outfile_abort(o);
+        return -1;
+    }
     int rc = o->overwrite ? rename(o->tmp, o->path) : move_no_clobber(o->tmp, o->path);
     if (rc != 0) {
         if (errno == EEXIST) err_set(e, "%s appeared while this run was writing it; not replaced (use --force)", o->path);
@@ -82,6 +159,7 @@ int outfile_commit(outfile *o, err *e)
         outfile_abort(o);
         return -1;
     }
+    untrack(o->tmp);
     free(o->tmp), o->tmp = NULL;
     free(o->path), o->path = NULL;
     return 0;
@@ -89,7 +167,7 @@ int outfile_commit(outfile *o, err *e)
 
 void outfile_abort(outfile *o)
 {
-    if (o->tmp) unlink(o->tmp);
+    if (o->tmp) untrack(o->tmp), unlink(o->tmp);
     free(o->tmp), o->tmp = NULL;
     free(o->path), o->path = NULL;
 }

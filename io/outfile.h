@@ -6,7 +6,11 @@
  * overwrite (--force) that move never replaces a file, even one created at the final name while
  * the run went on (no-clobber: renameat2's RENAME_NOREPLACE, else link and unlink); with it, the
  * old file is replaced atomically. A failed or killed run leaves at most its own temporary, which
- * no later run trips over. Every writer of results (io/h5.c, io/export.c) goes through here.
+ * no later run trips over, and SIGINT, SIGTERM, SIGHUP or SIGPIPE remove the temporaries before
+ * the process ends by the signal (status 128 + its number). The temporary takes the user's umask
+ * (0666 less it) and is synced to the disk before its name moves. Only a regular file is ever
+ * replaced: a device node, FIFO, socket or link at the name is refused, --force or not. Every
+ * writer of results (io/h5.c, io/export.c, the profile and weights writers) goes through here.
  * Not done here: the file's contents. */
 #ifndef LRCNN_OUTFILE_H
 #define LRCNN_OUTFILE_H

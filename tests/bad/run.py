@@ -450,6 +450,114 @@ def all_cases():
     return net_cases() + plan_cases() + spec_cases() + option_cases() + h5_cases() + image_cases() + output_cases()
 
 
+# Faults where results are written: outputs that are not regular files (made in the case's own
+# directory, never under the real /dev), a full file system (a 64 KiB tmpfs, 40 KiB taken, where
+# root may mount one), and signals mid-run. (label, target, command with {out}, stderr words)
+SIM = ["sim", "--net", "vgg-small", "--plan", "layer,2ps:2,ckpt-sqrt"]
+FAULT_CASES = [
+    ("--force over a FIFO", "fifo", SIM + ["-o", "{out}", "--force"], "not a regular file"),
+    ("--force over a device node", "chardev", SIM + ["-o", "{out}", "--force"], "not a regular file"),
+    ("--force over a symbolic link", "symlink", SIM + ["-o", "{out}", "--force"], "not a regular file"),
+    ("merge --force over a FIFO", "fifo", ["merge", "{out}", "{part1}", "{part2}", "--force"], "not a regular file"),
+    ("train --dump --force over a FIFO", "fifo", ["train", "--net", "vgg-small", "--iters", "1", "--dump", "{out}", "--force"],
+     "not a regular file"),
+    ("sim -o on a full disk", "fullfs", SIM + ["-o", "{out}"], "No space left"),
+    ("train -o on a full disk", "fullfs", ["train", "--net", "vgg-small", "--iters", "1", "-o", "{out}"], "No space left"),
+    ("validate -o on a full disk", "fullfs", ["validate", "--net", "vgg-small", "--plan", "layer,2ps:2", "-o", "{out}"], "No space left"),
+    ("merge on a full disk", "fullfs", ["merge", "{out}", "{part1}", "{part2}"], "No space left"),
+    ("export -o on a full disk", "fullfs", ["export", "{committed}", "-o", "{outdir}"], "No space left"),
+    ("sweep -o on a completely full disk", "fulldisk", ["sweep", "{spec}", "-o", "{out}"], "No space left"),
+    ("SIGTERM mid-sweep", "signal:15", ["sweep", "{bigspec}", "-o", "{out}"], None),
+    ("SIGINT mid-validate", "signal:2", ["validate", "--net", "vgg16", "--image", "64", "--batch", "2",
+                                         "--plan", "layer,2ps:2,overl:2", "-o", "{out}"], None),
+]
+
+BIG_SPEC = """name = big
+nets = resnet50, unet
+batch = 8
+plans = layer, 2ps:2..8, overl:2..8
+"""
+
+
+def run_fault(lrcnn, case, tmp, k):
+    """None when the fault is met cleanly; 'skip: why' when this machine cannot stage it; else what went wrong."""
+    import signal
+    import stat
+    import time
+    label, target, args, want = case
+    d = os.path.join(tmp, "f%04d" % k)
+    os.makedirs(d)
+    where = d
+    out = os.path.join(d, "out.h5")
+    if target == "fifo":
+        os.mkfifo(out)
+    elif target == "chardev":
+        try:
+            os.mknod(out, 0o600 | stat.S_IFCHR, os.makedev(1, 3))  # the null device's numbers, in our own directory
+        except PermissionError:
+            return "skip: mknod needs root"
+    elif target == "symlink":
+        os.symlink(os.path.join(d, "elsewhere.h5"), out)
+    elif target in ("fullfs", "fulldisk"):
+        where = os.path.join(d, "fs")
+        os.makedirs(where)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", where], capture_output=True).returncode:
+            return "skip: cannot mount a small tmpfs (needs root)"
+        out = os.path.join(where, "out.h5")
+        with open(os.path.join(where, "fill"), "wb") as fp:
+            fp.write(b"\0" * (56 << 10 if target == "fullfs" else 64 << 10))
+    before = {f: os.lstat(os.path.join(where, f)) for f in os.listdir(where)}
+    subs = {"out": out, "outdir": os.path.join(where, "tables"), "result": os.path.join(tmp, "result.h5"),
+            "spec": os.path.join(tmp, "ok.spec"), "bigspec": os.path.join(tmp, "big.spec"),
+            "part1": os.path.join(tmp, "part1.h5"), "part2": os.path.join(tmp, "part2.h5"),
+            "committed": os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                      "results", "arena.h5")}
+    argv = [a.format(**subs) if "{" in a else a for a in args]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    try:
+        if target.startswith("signal:"):
+            sig = int(target.split(":")[1])
+            p = subprocess.Popen([lrcnn] + argv, cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                                 restore_signals=True, start_new_session=True)
+            t0 = time.time()
+            while time.time() - t0 < 30 and not any(".tmp" in f for f in os.listdir(d)) and p.poll() is None:
+                time.sleep(0.05)
+            if p.poll() is not None:
+                return "finished before the signal (exit %d)" % p.returncode
+            time.sleep(0.3)
+            os.kill(p.pid, sig)
+            _, err = p.communicate(timeout=TIMEOUT)
+            rc = p.returncode
+            if rc != -sig:
+                return "exit %s after signal %d, want death by it" % (rc, sig)
+            lines = []
+        else:
+            p = subprocess.run([lrcnn] + argv, cwd=d, capture_output=True, timeout=TIMEOUT, env=env)
+            rc, err = p.returncode, p.stderr
+            notes = ("warning: load average", "merge: the parts were written from a tree with local changes")  # not errors
+            lines = [l for l in err.decode("utf-8", "replace").splitlines() if l.strip() and not l.startswith(notes)]
+            if rc != 2:
+                return "exit %d, want 2%s" % (rc, (": " + lines[-1][:100]) if lines else "")
+            if len(lines) != 1:
+                return "%d stderr lines, want 1: %s" % (len(lines), " | ".join(lines)[:160])
+            if want and want not in lines[0]:
+                return "stderr lacks '%s': %s" % (want, lines[0][:120])
+        after = {f: os.lstat(os.path.join(where, f)) for f in os.listdir(where)}
+        left = sorted(set(after) - set(before))
+        if left:
+            return "left %s" % ", ".join(left)
+        changed = [f for f in before if (before[f].st_mode, before[f].st_ino, before[f].st_size) !=
+                   (after[f].st_mode, after[f].st_ino, after[f].st_size)]
+        if changed:
+            return "changed %s" % ", ".join(changed)
+        return None
+    except subprocess.TimeoutExpired:
+        return "hang (over %d s)" % TIMEOUT
+    finally:
+        if target in ("fullfs", "fulldisk"):
+            subprocess.run(["umount", where], capture_output=True)
+
+
 # --------------------------------------------------------------------------------------------
 # Running
 
@@ -513,10 +621,13 @@ def main(argv):
     if "--class" in opts:
         want = opts[opts.index("--class") + 1]
         cases = [c for c in cases if c[0] == want]
+    faults = FAULT_CASES if "--class" not in opts or opts[opts.index("--class") + 1] == "fault" else []
     if "--list" in opts:
         for c in cases:
             print("%-7s %s" % (c[0], c[1]))
-        print("%d cases" % len(cases))
+        for c in faults:
+            print("%-7s %s" % ("fault", c[0]))
+        print("%d cases" % (len(cases) + len(faults)))
         return 0
     tally = {}
     with tempfile.TemporaryDirectory(prefix="lrcnn-bad-") as tmp:
@@ -524,6 +635,11 @@ def main(argv):
             fp.write(SPEC)
         subprocess.run([lrcnn, "sim", "--net", "vgg-small", "--plan", "layer", "-o", os.path.join(tmp, "result.h5")],
                        capture_output=True, check=True)
+        with open(os.path.join(tmp, "big.spec"), "w") as fp:
+            fp.write(BIG_SPEC)
+        for k in (1, 2):  # a sweep in two shards, for merge
+            subprocess.run([lrcnn, "sweep", os.path.join(tmp, "ok.spec"), "--shard", "%d/2" % k, "--quiet", "-o",
+                            os.path.join(tmp, "part%d.h5" % k)], capture_output=True, check=True)
         for k, case in enumerate(cases):
             why = run_case(lrcnn, case, tmp, k)
             t = tally.setdefault(case[0], [0, 0])
@@ -531,7 +647,18 @@ def main(argv):
             t[1] += why is None
             if why:
                 print("FAIL %-7s %s: %s" % (case[0], case[1], why), flush=True)
-    digest = hashlib.sha1("\n".join("%s|%s|%s" % (c[0], c[1], c[2]) for c in cases).encode()).hexdigest()[:12]
+        for k, case in enumerate(faults):
+            why = run_fault(lrcnn, case, tmp, k)
+            if why and why.startswith("skip:"):
+                print("skip fault   %s (%s)" % (case[0], why[6:]), flush=True)
+                continue
+            t = tally.setdefault("fault", [0, 0])
+            t[0] += 1
+            t[1] += why is None
+            if why:
+                print("FAIL fault   %s: %s" % (case[0], why), flush=True)
+    digest = hashlib.sha1("\n".join(["%s|%s|%s" % (c[0], c[1], c[2]) for c in cases] +
+                                    ["fault|%s|%s" % (c[0], c[2]) for c in faults]).encode()).hexdigest()[:12]
     print("\n%-8s %7s %14s %9s" % ("class", "cases", "clean exit 2", "findings"))
     total = [0, 0]
     for cls, (n, ok) in tally.items():
