@@ -5,6 +5,7 @@
 #include "engine/threads.h"
 #include "io/profile.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
 #include <math.h>
@@ -77,6 +78,7 @@ int cli_parse_int(const char *s, int lo, int hi, int *out)
 {
     char *end;
     errno = 0;
+    if (!*s || isspace((unsigned char)*s)) return -1; /* strtol would skip it: " 8" is not a count */
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi) return -1;
     *out = (int)v;
@@ -97,7 +99,7 @@ int cli_common(int argc, char **argv, int *i, const char *cmd, cli_config *c)
             if (got < 0) return cli_fail(cmd, "%s needs a value (see lrcnn %s --help)", a, cmd), -1;
             *strs[k].dst = v;
             if (strs[k].dst == &c->host && units_parse_budget(v, &c->host_budget))
-                return cli_fail(cmd, "--host-budget %s: expected bytes like 0, 8GiB, 500M", v), -1;
+                return cli_fail(cmd, "--host-budget %s: expected bytes like 0, 8GiB, 500M (at most 1 EiB)", v), -1;
             return 1;
         }
     if ((got = cli_opt(argc, argv, i, "--image", &v))) {

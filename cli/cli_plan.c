@@ -416,7 +416,7 @@ int cli_plan(int argc, char **argv)
     cli_probe pr = {.net_name = o.net, .image = o.image, .image_w = o.image_w, .batch = o.batch, .cfg = {.batch = o.batch, .optimizer = o.optimizer}};
     if (mode < 0) return cli_fail("plan", "--max-batch and --max-image: one of them");
     if (!budget) return cli_fail("plan", "--budget is required (e.g. --budget 16GiB)");
-    if (units_parse_bytes(budget, &pr.budget)) return cli_fail("plan", "--budget %s: expected bytes like 16GiB, 12G, 80e9", budget);
+    if (units_parse_bytes(budget, &pr.budget)) return cli_fail("plan", "--budget %s: expected bytes like 16GiB, 12G, 80e9 (at most 1 EiB)", budget);
     if (!pr.net_name) return cli_fail("plan", "--net is required");
     const char *stray = o.seed ? "--seed" : o.out ? "-o" : o.host ? "--host-budget" : NULL;
     if (stray) return cli_fail("plan", "%s does not apply to plan", stray);

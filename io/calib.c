@@ -31,6 +31,10 @@ static int read_table(hid_t d, const char *where, enc_calib *c, err *e)
         if (k == ENC_NKIND)
             rc = err_set(e, "%s: row %llu: unknown encoding '%.40s'", where, (unsigned long long)i,
                          rows[i].encoding ? rows[i].encoding : "");
+        else if (h5_num((double)rows[i].values, 0, 1e18, where, (long long)i, "values", e) ||
+                 h5_num(rows[i].acc, 0, 1, where, (long long)i, "acc", e) ||
+                 h5_num(rows[i].factor, 0, 1e6, where, (long long)i, "factor_measured", e))
+            rc = -1; /* a density is at most 1; a ratio against fp32 far below a million */
         else if (rows[i].layer)
             enc_calib_add(c, rows[i].layer, k, rows[i].acc, (double)rows[i].values, rows[i].factor);
     }

@@ -18,6 +18,7 @@
 #include "sim/net/kind.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <hdf5.h>
@@ -82,6 +83,14 @@ int h5_fail(err *e, const char *stmt, const char *func, const char *file, int li
     if (s.n == 1 || !strcmp(s.top, s.inner))
         return err_set(e, "%.120s failed in %s at %s:%d: %s", stmt, func, base, line, s.top);
     return err_set(e, "%.120s failed in %s at %s:%d: %s (%s)", stmt, func, base, line, s.top, s.inner);
+}
+
+int h5_num(double v, double lo, double hi, const char *where, long long row, const char *field, err *e)
+{
+    if (isfinite(v) && v >= lo && v <= hi) return 0;
+    char at[32] = "";
+    if (row >= 0) snprintf(at, sizeof at, " row %lld:", row);
+    return err_set(e, "%s:%s %s %.6g is not a finite number in [%g, %g]", where, at, field, v, lo, hi);
 }
 
 /* --- files made in memory ---------------------------------------------------------------------- */

@@ -157,6 +157,10 @@ int h5_export(const char *path, const char *out_dir, bool overwrite, bool csv, F
  * label `cleanup`. h5_fail formats that message and returns -1. H5_TRY(call) is for the files' own
  * helpers, which set `e` themselves: on a negative result it only jumps to `cleanup`. */
 int h5_fail(err *e, const char *stmt, const char *func, const char *file, int line);
+/* What every reader asks of a number it takes from a file: finite and within [lo, hi]. 0, or -1 with e
+ * saying "WHERE: row R: FIELD V is not a finite number in [lo, hi]" (row < 0: no row). */
+int h5_num(double v, double lo, double hi, const char *where, long long row, const char *field, err *e);
+
 /* Result files are built in memory (HDF5's core driver: nothing reaches the disk while HDF5 writes,
  * so a full disk cannot fail one of its calls half-way, where HDF5 1.10 can crash) and written
  * whole when closed: a file access property list for that (H5Pclose it), and the close, once,

@@ -129,6 +129,26 @@ cleanup:
 }
 
 /* Claims the runs of p, refusing a name that is not a run of this sweep. */
+/* Run `name` of part p has what every run has (results/SCHEMA.md): its configuration attributes,
+ * its replay prediction, its layers and plan segments; and a measurement where its kind says so.
+ * A part whose run lacks any is refused: a merged file must read like a whole sweep's. */
+static int run_complete(const part *p, hid_t runs, const char *name, err *e)
+{
+    static const char *attrs[] = {"kind", "net", "net_path", "image_h", "image_w", "batch", "plan", "plan_resolved", "optimizer",
+                                  "bn", "device", "fp_bands", "bp_bands", "n_steps", "flops", "time_us"};
+    static const char *members[] = {"prediction", "prediction/replay", "layers", "plan_segments"};
+    char path[96];
+    for (size_t k = 0; k < sizeof attrs / sizeof *attrs; k++)
+        if (H5Aexists_by_name(runs, name, attrs[k], H5P_DEFAULT) <= 0)
+            return err_set(e, "%s: /runs/%s has no attribute %s: not a complete run", p->path, name, attrs[k]);
+    for (size_t k = 0; k < sizeof members / sizeof *members; k++) {
+        snprintf(path, sizeof path, "%s/%s", name, members[k]);
+        if (H5Lexists(runs, name, H5P_DEFAULT) <= 0 || H5Lexists(runs, path, H5P_DEFAULT) <= 0)
+            return err_set(e, "%s: /runs/%s has no %s: not a complete run", p->path, name, members[k]);
+    }
+    return 0;
+}
+
 static int part_runs(part *p, int index, int *owner, const part *parts, err *e)
 {
     hid_t runs = H5I_INVALID_HID;
@@ -149,6 +169,7 @@ static int part_runs(part *p, int index, int *owner, const part *parts, err *e)
             err_set(e, "%s: /runs/%s is not a run of this sweep (00000..%05lld)", p->path, name, (long long)p->sweep_runs - 1);
             goto cleanup;
         }
+        H5_TRY(run_complete(p, runs, name, e));
         H5_TRY(claim(k, index, owner, parts, e));
     }
     p->n_runs = (int64_t)info.nlinks;

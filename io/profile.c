@@ -64,8 +64,14 @@ static int read_check_error(hid_t f, const char *path, double *out, err *e)
     const profile_check *c = rows;
     double *err_v = err_calloc((size_t)n + 1, sizeof(double));
     int k = 0;
-    for (hsize_t i = 0; i < n; i++)
+    for (hsize_t i = 0; i < n; i++) {
+        if (h5_num(c[i].predicted_us, 0, 1e15, where, (long long)i, "predicted_us", e) ||
+            h5_num(c[i].measured_us, 0, 1e15, where, (long long)i, "measured_us", e)) {
+            free(err_v);
+            goto cleanup;
+        }
         if (c[i].held_out && c[i].measured_us > 0) err_v[k++] = fabs(c[i].predicted_us - c[i].measured_us) / c[i].measured_us;
+    }
     if (k) *out = run_median(err_v, k);
     free(err_v);
     rc = 0;
@@ -103,9 +109,14 @@ int profile_read(const char *path, timing_model *m, err *e)
     timing_sample *v = err_calloc((size_t)n, sizeof *v);
     const profile_sample *ps = rows;
     for (hsize_t i = 0; i < n; i++) {
-        if (!ps[i].key || !ps[i].cls || !(ps[i].us >= 0) || !(ps[i].x >= 0) || !(ps[i].work >= 0)) {
+        if (!ps[i].key || !ps[i].cls) {
             free(v);
-            err_set(e, "%s: row %llu: empty key or class, or a negative or NaN size or time", where, (unsigned long long)i);
+            err_set(e, "%s: row %llu: empty key or class", where, (unsigned long long)i);
+            goto cleanup;
+        }
+        if (h5_num(ps[i].us, 0, 1e12, where, (long long)i, "us", e) || h5_num(ps[i].x, 0, 1e12, where, (long long)i, "x", e) ||
+            h5_num(ps[i].work, 0, 1e18, where, (long long)i, "work", e)) { /* a step of at most 11 days */
+            free(v);
             goto cleanup;
         }
         v[i] = (timing_sample){ps[i].key, ps[i].cls, ps[i].x, ps[i].work, ps[i].us};

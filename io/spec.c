@@ -220,7 +220,7 @@ static int parse_key(spec *s, parse_state *ps, int k, char *val, const char *whe
         for (char *x = strtok_r(val, ",", &save); x; x = strtok_r(NULL, ",", &save)) {
             x = trim(x);
             if (s->n_budgets == SPEC_MAX) return err_set(e, "%s: too many budgets", where);
-            if (units_parse_bytes(x, &s->budgets[s->n_budgets])) return err_set(e, "%s: budget '%s': expected bytes like 16GiB", where, x);
+            if (units_parse_bytes(x, &s->budgets[s->n_budgets])) return err_set(e, "%s: budget '%s': expected bytes like 16GiB (at most 1 EiB)", where, x);
             s->n_budgets++;
         }
         return 0;

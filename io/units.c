@@ -2,6 +2,7 @@
  * ("1.23 GiB"), shared by the command line and the experiment specs. */
 #include "io/units.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@ int units_parse_bytes(const char *s, int64_t *out)
 {
     char *end;
     errno = 0;
+    if (!*s || isspace((unsigned char)*s)) return -1; /* strtod would skip it: " 8" is not a size */
     double v = strtod(s, &end);
     if (errno || end == s || !(v > 0)) return -1;
     static const struct { const char *suffix; double mult; } units[] = {
@@ -21,7 +23,7 @@ int units_parse_bytes(const char *s, int64_t *out)
     for (size_t u = 0; u < sizeof units / sizeof *units; u++)
         if (!strcasecmp(end, units[u].suffix) && (strlen(end) < 3 || !strcmp(end + 1, "iB"))) {
             double b = v * units[u].mult;
-            if (b > 9.2e18) return -1;
+            if (b > UNITS_MAX_BYTES) return -1; /* beyond any machine, and where products of sizes overflow */
             *out = (int64_t)b;
             return 0;
         }
@@ -31,6 +33,7 @@ int units_parse_bytes(const char *s, int64_t *out)
 int units_parse_budget(const char *s, int64_t *out)
 {
     char *end;
+    if (!*s || isspace((unsigned char)*s)) return -1;
     double v = strtod(s, &end);
     if (end != s && v == 0.0 && (!*end || !strcasecmp(end, "B"))) {
         *out = 0;

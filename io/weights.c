@@ -3,6 +3,7 @@
  * then variance), so each dataset is a slice of it with the shape PyTorch would give. */
 #include "io/weights.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "io/h5.h"
@@ -57,6 +58,13 @@ static int read_slice(hid_t f, const char *file, const char *path, const kind_te
         goto cleanup;
     }
     H5_CHECK(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, dst));
+    int64_t count = 1;
+    for (int k = 0; k < rank; k++) count *= (int64_t)dims[k];
+    for (int64_t i = 0; i < count; i++)
+        if (!isfinite(dst[i])) { /* a weight of inf or NaN trains nothing */
+            err_set(e, "%s: %s[%lld] is %g: weights must be finite", file, path, (long long)i, (double)dst[i]);
+            goto cleanup;
+        }
     rc = 0;
 cleanup:
     if (sp >= 0) H5Sclose(sp);

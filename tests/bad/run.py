@@ -388,9 +388,87 @@ def h5_cases():
         out.append(("h5", "export -o: " + label, ["export", "{file}", "-o", "{tmp}/exported"], fill, None))
         out.append(("h5", "--profile: " + label, ["sim", "--net", "vgg-small", "--profile", "{file}"], fill, None))
         out.append(("h5", "--calibrate: " + label, ["sim", "--net", "vgg-small", "--plan", "layer+gist", "--calibrate", "{file}"], fill, None))
-        out.append(("h5", "--weights: " + label, ["train", "--net", "vgg-small", "--iters", "1", "--weights", "{file}", "-o", "{o}"], fill, None))
+        out.append(("h5", "--init-weights: " + label, ["train", "--net", "vgg-small", "--iters", "1", "--init-weights", "{file}", "-o", "{o}"],
+                    fill, None))
         out.append(("h5", "merge: " + label, ["merge", "{o}", "{file}"], fill, None))
     return out
+
+
+BASE = {}  # real files made once per corpus run (main): the numbers below are planted in copies of them
+
+
+def value_cases():
+    """Numbers no reader may trust: infinities, NaNs, negatives and huge values planted in real files
+    (a device profile, a calibration, weights), parts of a sweep missing what a run needs, and sizes
+    and counts past what any machine has or with spaces inside."""
+    import shutil
+    import h5py
+    import numpy as np
+
+    def planted(base, edit):
+        def w(path):
+            shutil.copy(BASE[base], path)
+            with h5py.File(path, "r+") as f:
+                edit(f)
+        return w
+
+    def table(name, field, value, row=0):
+        def edit(f):
+            t = f[name][()]
+            t[field][row] = value
+            f[name][...] = t
+        return edit
+
+    def weight(value):
+        def edit(f):
+            w = f["params/conv1_1/weight"][()]
+            w.flat[5] = value
+            f["params/conv1_1/weight"][...] = w
+        return edit
+
+    def encoded(value):
+        def edit(f):
+            for run in f["runs"].values():
+                if "measured/encoded" in run:
+                    table_edit = run["measured/encoded"][()]
+                    table_edit["factor_measured"][0] = value
+                    run["measured/encoded"][...] = table_edit
+        return edit
+
+    def drop(what):
+        def edit(f):
+            run = f["runs"][sorted(f["runs"])[0]]
+            if what.startswith("@"):
+                del run.attrs[what[1:]]
+            else:
+                del run[what]
+        return edit
+
+    out = []
+    for v in (np.inf, -np.inf, np.nan, -5.0, 1e300):
+        out.append(("value", "profile: a sample's time %g" % v, ["plan", "--net", "vgg-small", "--budget", "1GiB", "--profile", "{file}"],
+                    planted("profile", table("profile/samples", "us", v)), "not a finite number"))
+        out.append(("value", "profile: a sample's size %g" % v, ["sim", "--net", "vgg-small", "--profile", "{file}"],
+                    planted("profile", table("profile/samples", "x", v)), "not a finite number"))
+        out.append(("value", "profile: a check's measured time %g" % v, ["sim", "--net", "vgg-small", "--profile", "{file}"],
+                    planted("profile", table("profile/checks", "measured_us", v)), "not a finite number"))
+        out.append(("value", "calibration: a measured factor %g" % v, ["sim", "--net", "vgg-small", "--plan", "layer+gist", "--calibrate", "{file}"],
+                    planted("calib", encoded(v)), "not a finite number"))
+        if not (v == -5.0 or v == 1e300):
+            out.append(("value", "weights: a weight %g" % v, ["train", "--net", "vgg-small", "--iters", "1", "--init-weights", "{file}"],
+                        planted("weights", weight(v)), "finite"))
+    for what in ("prediction", "prediction/replay", "layers", "plan_segments", "@plan", "@batch"):
+        out.append(("value", "merge: a part's run without %s" % what.lstrip("@"), ["merge", "{o}", "{file}", BASE_PATH("part2")],
+                    planted("part1", drop(what)), "not a complete run"))
+    for opt, v in (("--budget", "9e18"), ("--budget", "2EiB"), ("--budget", " 8GiB"), ("--budget", "8 GiB"), ("--batch", " 8"),
+                   ("--batch", "8 "), ("--iters", "\t2")):
+        args = ["plan", "--net", "vgg-small", opt, v] + (["--budget", "1GiB"] if opt != "--budget" else [])
+        out.append(("value", "%s '%s'" % (opt, v), args, None, None))
+    return out
+
+
+def BASE_PATH(name):
+    return "{base_%s}" % name
 
 
 def image_cases():
@@ -447,7 +525,7 @@ def output_cases():
 
 
 def all_cases():
-    return net_cases() + plan_cases() + spec_cases() + option_cases() + h5_cases() + image_cases() + output_cases()
+    return net_cases() + plan_cases() + spec_cases() + option_cases() + h5_cases() + image_cases() + output_cases() + value_cases()
 
 
 # Faults where results are written: outputs that are not regular files (made in the case's own
@@ -565,7 +643,7 @@ def run_case(lrcnn, case, tmp, k):
     cls, label, args, data, want = case
     d = os.path.join(tmp, "c%04d" % k)
     os.makedirs(d)
-    subs = {"tmp": d, "o": os.path.join(d, "out.h5"), "spec": os.path.join(tmp, "ok.spec"),
+    subs = {"tmp": d, "o": os.path.join(d, "out.h5"), "spec": os.path.join(tmp, "ok.spec"), "base_part2": BASE.get("part2", ""),
             "existing": os.path.join(d, "existing.h5"), "result": os.path.join(tmp, "result.h5"),
             "emptydir": os.path.join(d, "empty"), "imgdir": os.path.join(d, "img"), "tabledir": os.path.join(d, "tables")}
     with open(subs["existing"], "wb") as fp:
@@ -640,6 +718,13 @@ def main(argv):
         for k in (1, 2):  # a sweep in two shards, for merge
             subprocess.run([lrcnn, "sweep", os.path.join(tmp, "ok.spec"), "--shard", "%d/2" % k, "--quiet", "-o",
                             os.path.join(tmp, "part%d.h5" % k)], capture_output=True, check=True)
+            BASE["part%d" % k] = os.path.join(tmp, "part%d.h5" % k)
+        src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        BASE["profile"] = os.path.join(src, "results", "profile_cpu.h5")
+        BASE["calib"], BASE["weights"] = os.path.join(tmp, "calib.h5"), os.path.join(tmp, "weights.h5")
+        subprocess.run([lrcnn, "validate", "--net", "vgg-small", "--batch", "2", "--plan", "layer+gist", "-o", BASE["calib"]],
+                       capture_output=True, check=True)
+        subprocess.run([lrcnn, "train", "--net", "vgg-small", "--iters", "1", "--dump", BASE["weights"]], capture_output=True, check=True)
         for k, case in enumerate(cases):
             why = run_case(lrcnn, case, tmp, k)
             t = tally.setdefault(case[0], [0, 0])
