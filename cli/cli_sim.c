@@ -8,6 +8,7 @@
 #include "io/h5run.h"
 #include "sim/lower/pipeline.h"
 #include "io/h5.h"
+#include "sim/base/heap.h"
 
 static const char *usage =
     "usage: lrcnn sim --net NET [--plan PLANS] [--batch N] [--image S|HxW] [--optimizer sgd|adam]\n"
@@ -146,6 +147,7 @@ int cli_sim(int argc, char **argv)
         rc = cli_fail("sim", "%s", e.msg);
         goto done;
     }
+    if (count > 1) heap_tune(HEAP_SWEEP); /* many schedules: keep the heap, not fault it in again per plan */
     sim_result base;
     cli_plan_text("layer", o.bn, text, sizeof text);
     if (cli_simulate(n, text, &cfg, d, &base, &e)) {
