@@ -17,7 +17,9 @@ What it cannot represent it refuses, naming the node: a kind the format lacks (b
 a permute, LayerNorm, ...), or a module configured beyond it (a non-square pool, reflect padding,
 ceil_mode pooling, BatchNorm without running statistics, GELU's tanh form). Exit status 2 then,
 and no file is written. Without -o the net goes to stdout; with -o an existing file is kept unless
---force, and the file is written whole or not at all.
+--force (which never replaces anything but a regular file), and the file is written whole or not at
+all, with the user's umask. Every refusal, a model file that exits or raises, a full disk: exit 2
+and one line on stderr; whatever the model's code prints goes nowhere near the net.
 
 --no-dropout leaves out dropout layers (they hold no parameters; the shipped vgg16.net omits the
 classifier's two, as the paper's memory figures do), and torchvision's stochastic depth, which is
@@ -29,7 +31,9 @@ makes equal the PyTorch module's, and torchvision's vgg16 and resnet50 come out 
 nets, layer for layer.
 """
 import argparse
+import contextlib
 import importlib.util
+import io
 import os
 import re
 import sys
@@ -383,17 +387,23 @@ def load_model(spec):
         if not os.path.isfile(path):
             raise Refused("%s: no such file" % path)
         mod_spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+        if mod_spec is None:
+            raise Refused("%s: not a Python file" % path)
         mod = importlib.util.module_from_spec(mod_spec)
         try:
             mod_spec.loader.exec_module(mod)
+        except SystemExit as e:  # a model file that exits: refused, whatever status it chose
+            raise Refused("%s exits while loading (sys.exit(%s))" % (path, e.code))
         except Exception as e:
-            raise Refused("%s does not load: %s: %s" % (path, type(e).__name__, e))
+            raise Refused("%s does not load: %s: %s" % (path, type(e).__name__, one_line(e)))
         if not hasattr(mod, attr):
             raise Refused("%s has no '%s'" % (path, attr))
         try:
             model = getattr(mod, attr)()
+        except SystemExit as e:
+            raise Refused("%s() exits (sys.exit(%s))" % (attr, e.code))
         except Exception as e:
-            raise Refused("%s() failed: %s: %s" % (attr, type(e).__name__, e))
+            raise Refused("%s() failed: %s: %s" % (attr, type(e).__name__, one_line(e)))
     else:
         import torchvision
         if not hasattr(torchvision.models, spec) or not callable(getattr(torchvision.models, spec)):
@@ -402,6 +412,12 @@ def load_model(spec):
     if not isinstance(model, nn.Module):
         raise Refused("%s did not make an nn.Module (got %s)" % (spec, type(model).__name__))
     return model
+
+
+def one_line(e):
+    """An exception's message as one line of printable text."""
+    text = " ".join(str(e).split()) or type(e).__name__
+    return "".join(c if c.isprintable() else "\\x%02x" % ord(c) for c in text)[:300]
 
 
 def parse_image(text):
@@ -423,8 +439,78 @@ def render(lines, name, header):
     return "\n".join(out) + "\n"
 
 
+class Args(argparse.ArgumentParser):
+    """argparse, its errors in one line and exit status 2 (the project's rule for bad input)."""
+
+    def error(self, message):
+        print("torch2net: %s (torch2net.py --help)" % message, file=sys.stderr)
+        sys.exit(2)
+
+
+def check_output(path, force):
+    """Refuses an output this tool must not write: a directory, a missing or unwritable directory,
+    anything but a regular file in the way, or an existing file without --force."""
+    d = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise Refused("%s is a directory" % path)
+    if not os.path.isdir(d):
+        raise Refused("cannot write %s: no directory %s" % (path, d))
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise Refused("cannot write %s: directory %s is not writable" % (path, d))
+    if os.path.lexists(path):
+        if not force:
+            raise Refused("%s exists (--force replaces it)" % path)
+        if not os.path.isfile(path) or os.path.islink(path):
+            raise Refused("%s is not a regular file: not replaced, --force or not" % path)
+
+
+def write_whole(path, text):
+    """text into path: a temporary beside it (the user's umask), synced, then renamed over."""
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".torch2net-", suffix=".tmp")
+    try:
+        mask = os.umask(0)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def convert(a, argv):
+    image = parse_image(a.image)
+    if a.channels is not None and not 1 <= a.channels <= 65536:
+        raise Refused("--channels %d: expected 1..65536" % a.channels)
+    if a.name is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,%d}" % NET_NAME_MAX, a.name):
+        raise Refused("--name '%s': letters, digits, _ . - only, at most %d characters" % (one_line(a.name), NET_NAME_MAX))
+    if a.output:
+        check_output(a.output, a.force)
+    model_out = io.StringIO()  # what the model's own code prints must not end up in the net on stdout
+    with contextlib.redirect_stdout(model_out):
+        model = load_model(a.model)
+        lines = Converter(model, image, a.channels, a.no_dropout, a.pixel_loss).run()
+    params = sum(p.numel() for p in model.parameters())
+    name = a.name or (os.path.splitext(os.path.basename(a.output))[0] if a.output else a.model.rsplit(":", 1)[-1])
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,%d}" % NET_NAME_MAX, name):
+        raise Refused("'%s' is no net name (letters, digits, _ . -): give --name" % one_line(name))
+    cmd = " ".join(["tools/torch2net.py"] + [one_line(x) for x in argv])
+    origin = a.model if ":" in a.model else "torchvision %s %s" % (__import__("torchvision").__version__, a.model)
+    text = render(lines, name, ["%s (PyTorch %s), converted by: %s" % (one_line(origin), torch.__version__, cmd),
+                                "%s parameters in the PyTorch module." % format(params, ",")])
+    if a.output:
+        write_whole(a.output, text)
+    else:
+        sys.stdout.write(text)
+
+
 def main(argv):
-    ap = argparse.ArgumentParser(prog="torch2net", description="PyTorch module -> lrcnn net file (nets/FORMAT.md)")
+    ap = Args(prog="torch2net", description="PyTorch module -> lrcnn net file (nets/FORMAT.md)")
     ap.add_argument("model")
     ap.add_argument("-o", "--output")
     ap.add_argument("--image", default="224")
@@ -435,28 +521,18 @@ def main(argv):
     ap.add_argument("--force", action="store_true")
     a = ap.parse_args(argv)
     try:
-        image = parse_image(a.image)
-        if a.output and os.path.exists(a.output) and not a.force:
-            raise Refused("%s exists (--force replaces it)" % a.output)
-        model = load_model(a.model)
-        lines = Converter(model, image, a.channels, a.no_dropout, a.pixel_loss).run()
+        convert(a, argv)
     except Refused as e:
-        print("torch2net: %s: %s" % (a.model, e), file=sys.stderr)
+        print("torch2net: %s: %s" % (one_line(a.model), e), file=sys.stderr)
         return 2
-    params = sum(p.numel() for p in model.parameters())
-    name = a.name or (os.path.splitext(os.path.basename(a.output))[0] if a.output else a.model.rsplit(":", 1)[-1])
-    cmd = " ".join(["tools/torch2net.py"] + argv)
-    origin = a.model if ":" in a.model else "torchvision %s %s" % (__import__("torchvision").__version__, a.model)
-    text = render(lines, name, ["%s (PyTorch %s), converted by: %s" % (origin, torch.__version__, cmd),
-                                "%s parameters in the PyTorch module." % format(params, ",")])
-    if not a.output:
-        sys.stdout.write(text)
-        return 0
-    d = os.path.dirname(os.path.abspath(a.output))
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".torch2net-")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, a.output)
+    except OSError as e:  # a full disk, a vanished directory
+        print("torch2net: %s: %s" % (a.output or "stdout", one_line(e.strerror or e)), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # anything else in the model's code or in tracing it: one line, not a traceback
+        print("torch2net: %s: %s: %s" % (one_line(a.model), type(e).__name__, one_line(e)), file=sys.stderr)
+        return 2
     return 0
 
 

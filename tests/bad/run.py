@@ -550,6 +550,72 @@ FAULT_CASES = [
                                          "--plan", "layer,2ps:2,overl:2", "-o", "{out}"], None),
 ]
 
+# The importer (tools/torch2net.py) under the same rules: hostile or broken model files, bad names
+# and outputs. (label, model file text or None, arguments with {model} and {out}, stderr words)
+GOOD_MODEL = """import torch.nn as nn
+def f():
+    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 10))
+"""
+IMPORT_CASES = [
+    ("a model file that exits 0", "import sys\nsys.exit(0)\n", ["{model}:f", "-o", "{out}"], "exits"),
+    ("a model file that exits 3", "import sys\nsys.exit(3)\n", ["{model}:f", "-o", "{out}"], "exits"),
+    ("a factory that exits", "import sys\ndef f():\n    sys.exit(0)\n", ["{model}:f", "-o", "{out}"], "exits"),
+    ("a model file that raises", "raise RuntimeError('no\\nway')\n", ["{model}:f", "-o", "{out}"], "does not load"),
+    ("a factory that raises", "def f():\n    raise ValueError('bad')\n", ["{model}:f", "-o", "{out}"], "failed"),
+    ("a factory returning no module", "def f():\n    return 3\n", ["{model}:f", "-o", "{out}"], "nn.Module"),
+    ("a model file with a syntax error", "def f(:\n", ["{model}:f", "-o", "{out}"], "does not load"),
+    ("no such factory", GOOD_MODEL, ["{model}:g", "-o", "{out}"], "has no"),
+    ("no such model file", None, ["{tmp}/nope.py:f", "-o", "{out}"], "no such file"),
+    ("not a torchvision model", None, ["not_a_model", "-o", "{out}"], "not a torchvision model"),
+    ("--name with a newline", GOOD_MODEL, ["{model}:f", "--image", "8", "--name", "a\nconv x c=3", "-o", "{out}"], "--name"),
+    ("--name with a space", GOOD_MODEL, ["{model}:f", "--image", "8", "--name", "a b", "-o", "{out}"], "--name"),
+    ("--channels 0", GOOD_MODEL, ["{model}:f", "--image", "8", "--channels", "0", "-o", "{out}"], "--channels"),
+    ("--image 0", GOOD_MODEL, ["{model}:f", "--image", "0", "-o", "{out}"], "--image"),
+    ("an unknown option", GOOD_MODEL, ["{model}:f", "--bogus", "-o", "{out}"], "unrecognized"),
+    ("-o in a missing directory", GOOD_MODEL, ["{model}:f", "--image", "8", "-o", "{tmp}/nodir/x.net"], "no directory"),
+    ("-o an existing file", GOOD_MODEL, ["{model}:f", "--image", "8", "-o", "{existing}"], "exists"),
+    ("--force over a FIFO", GOOD_MODEL, ["{model}:f", "--image", "8", "-o", "{fifo}", "--force"], "not a regular file"),
+    ("-o a directory", GOOD_MODEL, ["{model}:f", "--image", "8", "-o", "{tmp}"], "directory"),
+]
+
+
+def run_import(case, tmp, k):
+    label, model, args, want = case
+    d = os.path.join(tmp, "i%04d" % k)
+    os.makedirs(d)
+    subs = {"tmp": d, "out": os.path.join(d, "out.net"), "model": os.path.join(d, "model.py"),
+            "existing": os.path.join(d, "existing.net"), "fifo": os.path.join(d, "fifo")}
+    if model is not None:
+        with open(subs["model"], "w") as fp:
+            fp.write(model)
+    with open(subs["existing"], "w") as fp:
+        fp.write("keep me")
+    os.mkfifo(subs["fifo"])
+    before = set(os.listdir(d))
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    argv = [a.format(**subs) if "{" in a else a for a in args]
+    try:
+        p = subprocess.run(["/usr/bin/python3", os.path.join(src, "tools", "torch2net.py")] + argv, cwd=d, capture_output=True,
+                           timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return "hang (over %d s)" % TIMEOUT
+    lines = [l for l in p.stderr.decode("utf-8", "replace").splitlines() if l.strip()]
+    if p.returncode != 2:
+        return "exit %d, want 2%s" % (p.returncode, (": " + lines[-1][:100]) if lines else "")
+    if len(lines) != 1:
+        return "%d stderr lines, want 1: %s" % (len(lines), " | ".join(lines)[:160])
+    if want not in lines[0]:
+        return "stderr lacks '%s': %s" % (want, lines[0][:120])
+    if p.stdout:
+        return "wrote %d bytes on stdout" % len(p.stdout)
+    left = sorted(set(os.listdir(d)) - before)
+    if left:
+        return "left %s" % ", ".join(left)
+    if open(subs["existing"]).read() != "keep me":
+        return "changed an existing file"
+    return None
+
+
 BIG_SPEC = """name = big
 nets = resnet50, unet
 batch = 8
@@ -699,13 +765,17 @@ def main(argv):
     if "--class" in opts:
         want = opts[opts.index("--class") + 1]
         cases = [c for c in cases if c[0] == want]
-    faults = FAULT_CASES if "--class" not in opts or opts[opts.index("--class") + 1] == "fault" else []
+    only = opts[opts.index("--class") + 1] if "--class" in opts else None
+    faults = FAULT_CASES if only in (None, "fault") else []
+    imports = IMPORT_CASES if only in (None, "import") else []
     if "--list" in opts:
         for c in cases:
             print("%-7s %s" % (c[0], c[1]))
         for c in faults:
             print("%-7s %s" % ("fault", c[0]))
-        print("%d cases" % (len(cases) + len(faults)))
+        for c in imports:
+            print("%-7s %s" % ("import", c[0]))
+        print("%d cases" % (len(cases) + len(faults) + len(imports)))
         return 0
     tally = {}
     with tempfile.TemporaryDirectory(prefix="lrcnn-bad-") as tmp:
@@ -742,8 +812,16 @@ def main(argv):
             t[1] += why is None
             if why:
                 print("FAIL fault   %s: %s" % (case[0], why), flush=True)
+        for k, case in enumerate(imports):
+            why = run_import(case, tmp, k)
+            t = tally.setdefault("import", [0, 0])
+            t[0] += 1
+            t[1] += why is None
+            if why:
+                print("FAIL import  %s: %s" % (case[0], why), flush=True)
     digest = hashlib.sha1("\n".join(["%s|%s|%s" % (c[0], c[1], c[2]) for c in cases] +
-                                    ["fault|%s|%s" % (c[0], c[2]) for c in faults]).encode()).hexdigest()[:12]
+                                    ["fault|%s|%s" % (c[0], c[2]) for c in faults] +
+                                    ["import|%s|%s" % (c[0], c[2]) for c in imports]).encode()).hexdigest()[:12]
     print("\n%-8s %7s %14s %9s" % ("class", "cases", "clean exit 2", "findings"))
     total = [0, 0]
     for cls, (n, ok) in tally.items():
