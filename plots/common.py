@@ -25,6 +25,7 @@ import argparse
 import itertools
 import math
 import os
+import tempfile
 import sys
 from pathlib import Path
 
@@ -93,11 +94,29 @@ def save(fig, args, name, runs):
         sources.append(f"{os.path.basename(f)} (git {commit})")
     source = "lrcnn results: " + ", ".join(sources)
     png, pdf = out / f"{name}.png", out / f"{name}.pdf"
-    fig.savefig(png, bbox_inches="tight", pad_inches=0.05,
-                metadata={"Title": name, "Source": source, "Software": None})
-    fig.savefig(pdf, bbox_inches="tight", pad_inches=0.05,
-                metadata={"Title": name, "Subject": source, "Creator": _prog, "Producer": None,
-                          "CreationDate": None})  # no date: the same data gives the same PDF
+    for path in (png, pdf):  # results are replaced, nothing else (a FIFO, a device, a link)
+        if os.path.lexists(path) and (os.path.islink(path) or not os.path.isfile(path)):
+            die(f"{path} is not a regular file: not replaced")
+    saving = []
+    try:  # each figure whole or not at all: drawn into a temporary beside it, then renamed over
+        for path, meta in ((png, {"Title": name, "Source": source, "Software": None}),
+                           (pdf, {"Title": name, "Subject": source, "Creator": _prog, "Producer": None,
+                                  "CreationDate": None})):  # no date: the same data gives the same PDF
+            fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{name}-", suffix=path.suffix)
+            os.close(fd)
+            saving.append(tmp)
+            mask = os.umask(0)
+            os.umask(mask)
+            os.chmod(tmp, 0o666 & ~mask)
+            fig.savefig(tmp, format=path.suffix[1:], bbox_inches="tight", pad_inches=0.05, metadata=meta)
+        os.replace(saving[0], png)
+        os.replace(saving[1], pdf)
+    except OSError as e:
+        die(f"cannot write {out}: {e.strerror or e}")
+    finally:
+        for tmp in saving:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
     plt.close(fig)
     print(f"wrote {png} and {pdf.name}")
 
