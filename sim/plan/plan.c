@@ -256,10 +256,28 @@ const enc_mod *plan_lossy(const plan *p)
     return NULL;
 }
 
+/* Where a plan may hold a space: one, after a ',' or ';' (lists and segments), or before " bn=".
+ * Anywhere else ("2ps: 4", "layer  bn=frozen", a tab, a space at either end) it is refused with its
+ * column, not read past: a number or name with a space in it is a typo. */
+static int check_spaces(const char *text, err *e)
+{
+    for (size_t i = 0; text[i]; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c != ' ' && !isspace(c) && c >= 0x20) continue;
+        if (c != ' ') return err_set(e, "plan '%s': a control character or tab at column %zu", text, i + 1);
+        bool after_sep = i > 0 && (text[i - 1] == ',' || text[i - 1] == ';');
+        bool before_bn = !strncmp(text + i + 1, "bn=", 3) && i > 0 && text[i - 1] != ' ';
+        if (!(after_sep || before_bn) || !text[i + 1] || text[i + 1] == ' ')
+            return err_set(e, "plan '%s': a space at column %zu (spaces go only after ',' or ';' and before bn=)", text, i + 1);
+    }
+    return 0;
+}
+
 int plan_parse(plan *p, const net *n, const char *text, err *e)
 {
     memset(p, 0, sizeof *p);
     if (strlen(text) >= sizeof p->text) return err_set(e, "plan text too long (%zu chars)", strlen(text));
+    if (check_spaces(text, e)) return -1;
     snprintf(p->text, sizeof p->text, "%s", text);
     char buf[PLAN_TEXT_LEN]; /* all of it: the planner's plans can be long */
     snprintf(buf, sizeof buf, "%s", text);

@@ -464,6 +464,8 @@ def value_cases():
                    ("--batch", "8 "), ("--iters", "\t2")):
         args = ["plan", "--net", "vgg-small", opt, v] + (["--budget", "1GiB"] if opt != "--budget" else [])
         out.append(("value", "%s '%s'" % (opt, v), args, None, None))
+    for p in ("layer  bn=frozen", "2ps: 4", "ckpt :3", "layer\tbn=frozen", "rows(2ps,4)@c1..r1;  layer@p1..l"):
+        out.append(("value", "--plan '%s'" % p, ["sim", "--net", "vgg-small", "--plan", p], None, "column"))
     return out
 
 
