@@ -55,8 +55,11 @@ static char *volatile live[MAX_LIVE]; /* the temporaries not yet committed or re
 
 static void on_signal(int sig)
 {
+    bool removed = false;
     for (int i = 0; i < MAX_LIVE; i++)
-        if (live[i]) unlink(live[i]); /* async-signal-safe */
+        if (live[i]) removed |= unlink(live[i]) == 0; /* async-signal-safe */
+    static const char msg[] = "lrcnn: stopped by a signal; the partial output was removed, nothing written\n";
+    if (removed && sig != SIGPIPE && write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {} /* one line, once */
     signal(sig, SIG_DFL);
     raise(sig); /* the shell sees the signal: exit status 128 + sig */
 }

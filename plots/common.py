@@ -25,6 +25,7 @@ import argparse
 import itertools
 import math
 import os
+import signal
 import tempfile
 import sys
 from pathlib import Path
@@ -54,6 +55,11 @@ def die(msg):
     sys.exit(2)
 
 
+def _stopped(sig, frame):
+    print(f"{_prog}: stopped by signal {sig}; no figure written", file=sys.stderr)
+    raise SystemExit(128 + sig)
+
+
 def parse_args(name, doc, extra=()):
     """The command line every figure script shares, plus the script's own options (`extra`: pairs
     of a flag and add_argument's keywords); returns (args, runs)."""
@@ -67,6 +73,8 @@ def parse_args(name, doc, extra=()):
     for flag, kw in extra:
         p.add_argument(flag, **kw)
     args = p.parse_args()
+    for sig in (signal.SIGINT, signal.SIGTERM):  # one line, the figure's temporaries removed (save's finally)
+        signal.signal(sig, _stopped)
     setup_style()
     return args, read_runs(args.files)
 
