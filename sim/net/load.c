@@ -12,7 +12,9 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
+#include <strings.h>
 
 /* A parsed line before names are resolved. */
 typedef struct {
@@ -374,6 +376,33 @@ int net_load(net *n, const char *path, err *e)
     return rc;
 }
 
+static int by_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* "unknown net 'VGG16' (did you mean vgg16? nets: ...)": the shipped nets of dir, and the one whose
+ * name equals name but for case, if any. */
+static int unknown_net(const char *name, const char *dir, err *e)
+{
+    char list[900] = "", *names[128];
+    const char *close = NULL;
+    int count = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *x; d && (x = readdir(d)) && count < 128;) {
+        size_t len = strlen(x->d_name);
+        if (len > 4 && !strcmp(x->d_name + len - 4, ".net")) names[count++] = strndup(x->d_name, len - 4);
+    }
+    if (d) closedir(d);
+    qsort(names, (size_t)count, sizeof *names, by_str);
+    size_t at = 0;
+    for (int k = 0; k < count; k++) {
+        if (!close && !strcasecmp(names[k], name)) close = names[k];
+        if (at < sizeof list - 64) at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", k ? " " : "", names[k]);
+    }
+    int rc = err_set(e, "unknown net '%s'%s%s%s (shipped: %s; or a path to a .net file)", name, close ? " (did you mean " : "",
+                     close ? close : "", close ? "?)" : "", count ? list : "none found");
+    for (int k = 0; k < count; k++) free(names[k]);
+    return rc;
+}
+
 int net_load_named(net *n, const char *name, err *e)
 {
     size_t len = strlen(name);
@@ -382,7 +411,7 @@ int net_load_named(net *n, const char *name, err *e)
     char path[512];
     snprintf(path, sizeof path, "%s/%s.net", dir && *dir ? dir : LRCNN_SOURCE_DIR "/nets", name);
     FILE *f = fopen(path, "rb");
-    if (!f) return err_set(e, "unknown net '%s' (no file %s; give a path to a .net file or one of nets/)", name, path);
+    if (!f) return unknown_net(name, dir && *dir ? dir : LRCNN_SOURCE_DIR "/nets", e);
     fclose(f);
     return net_load(n, path, e);
 }
