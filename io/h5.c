@@ -99,18 +99,37 @@ hid_t h5_memory_fapl(err *e)
 {
     hid_t fapl = H5I_INVALID_HID;
     H5_CHECK(fapl = H5Pcreate(H5P_FILE_ACCESS));
-    H5_CHECK(H5Pset_fapl_core(fapl, 1 << 20, 1)); /* grown 1 MiB at a time; written to the file once, at close */
+    H5_CHECK(H5Pset_fapl_core(fapl, 1 << 20, 0)); /* grown 1 MiB at a time; never written by HDF5 (h5_save) */
     return fapl;
 cleanup:
     if (fapl >= 0) H5Pclose(fapl);
     return H5I_INVALID_HID;
 }
 
-int h5_save(hid_t file, const char *path, err *e)
+static int put_image(void *ctx, void *bytes, size_t size, err *e)
 {
-    if (H5Fclose(file) >= 0) return 0; /* closed once, whatever it returns: a failed close is not closed again */
-    h5_fail(e, "H5Fclose", __func__, __FILE__, __LINE__);
-    return err_wrap(e, "cannot write %s", path), -1;
+    hid_t file = *(hid_t *)ctx;
+    ssize_t got = H5Fget_file_image(file, bytes, size);
+    if (got < 0) return h5_fail(e, "H5Fget_file_image", __func__, __FILE__, __LINE__);
+    if ((size_t)got != size) return err_set(e, "the file's image changed size while copied (%zd of %zu bytes)", got, size);
+    return 0;
+}
+
+int h5_save(hid_t file, const outfile *o, err *e)
+{
+    ssize_t size = -1;
+    int rc = 0;
+    if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0 || (size = H5Fget_file_image(file, NULL, 0)) < 0) {
+        h5_fail(e, "writing the file's image", __func__, __FILE__, __LINE__);
+        rc = err_wrap(e, "cannot write %s", o->path);
+    } else {
+        rc = outfile_fill(o, (size_t)size, put_image, &file, e); /* names o->path itself */
+    }
+    if (H5Fclose(file) < 0 && rc == 0) { /* closed once, whatever it returns; in memory, it frees all it held */
+        h5_fail(e, "H5Fclose", __func__, __FILE__, __LINE__);
+        rc = err_wrap(e, "cannot write %s", o->path);
+    }
+    return rc;
 }
 
 /* --- small writers ------------------------------------------------------------------------------ */
@@ -528,7 +547,7 @@ int h5_close(h5_file *f, err *e)
         err_wrap(e, "cannot write %s", f->path);
         goto cleanup;
     }
-    if (h5_save(file, f->path, e)) goto cleanup;
+    if (h5_save(file, &f->out, e)) goto cleanup;
     if (outfile_commit(&f->out, e)) goto cleanup;
     free(f);
     return 0;

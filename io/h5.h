@@ -9,6 +9,7 @@
 
 #include "engine/run.h"
 #include "sim/predict/sim.h"
+#include "io/outfile.h"
 
 #define H5_SCHEMA_VERSION 2
 
@@ -161,12 +162,14 @@ int h5_fail(err *e, const char *stmt, const char *func, const char *file, int li
  * saying "WHERE: row R: FIELD V is not a finite number in [lo, hi]" (row < 0: no row). */
 int h5_num(double v, double lo, double hi, const char *where, long long row, const char *field, err *e);
 
-/* Result files are built in memory (HDF5's core driver: nothing reaches the disk while HDF5 writes,
- * so a full disk cannot fail one of its calls half-way, where HDF5 1.10 can crash) and written
- * whole when closed: a file access property list for that (H5Pclose it), and the close, once,
- * whatever it returns (-1 with e naming `path` when the write failed). */
+/* Result files are built in memory (HDF5's core driver without a backing store: HDF5 never writes
+ * the disk, so a full disk cannot fail one of its calls half-way, where HDF5 1.10 can crash, nor
+ * leave a half-closed file whose buffer no one frees): a file access property list for that
+ * (H5Pclose it). h5_save writes the file's image into o's temporary (its blocks reserved first, so a
+ * full disk is one clean error before any byte moves) and closes the file, once, whatever happens:
+ * 0, or -1 with e naming o's final path. The caller commits or aborts o. */
 hid_t h5_memory_fapl(err *e);
-int h5_save(hid_t file, const char *path, err *e);
+int h5_save(hid_t file, const outfile *o, err *e);
 /* Switches off HDF5's own printing of its error stack (once per process), so that a failure is
  * reported once, through H5_CHECK's err, with HDF5's message. Every entry point calls it. */
 void h5_quiet(void);

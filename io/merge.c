@@ -377,7 +377,7 @@ int h5_merge(const char *out, char *const *paths, int n, bool overwrite, FILE *l
     H5_TRY(write_infeasible(f, parts, n, e));
     hid_t closing = f;
     f = H5I_INVALID_HID; /* h5_save closes it */
-    if (h5_save(closing, out, e)) goto done;
+    if (h5_save(closing, &o, e)) goto done;
     rc = outfile_commit(&o, e);
     goto done;
 cleanup:

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -116,6 +117,28 @@ int outfile_open(outfile *o, const char *path, bool overwrite, int *fd, err *e)
     else close(f);
     o->path = err_strdup(path), o->tmp = tmp, o->overwrite = overwrite;
     return 0;
+}
+
+int outfile_fill(const outfile *o, size_t size, int (*fill)(void *ctx, void *bytes, size_t size, err *e), void *ctx, err *e)
+{
+    int f = open(o->tmp, O_RDWR | O_TRUNC | O_CLOEXEC);
+    if (f < 0) return err_set(e, "cannot write %s: %s", o->path, strerror(errno));
+    int rc = size > 0 ? posix_fallocate(f, 0, (off_t)size) : 0; /* returns the error; errno untouched */
+    if (rc != 0) {
+        close(f);
+        return err_set(e, "cannot write %s: %s (reserving %zu bytes)", o->path, strerror(rc), size);
+    }
+    void *map = size > 0 ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0) : NULL;
+    if (map == MAP_FAILED) {
+        rc = err_set(e, "cannot write %s: %s (mapping %zu bytes)", o->path, strerror(errno), size);
+        close(f);
+        return rc;
+    }
+    rc = fill(ctx, map, size, e); /* the blocks are reserved: storing into the mapping cannot run out of disk */
+    if (map && munmap(map, size) != 0 && rc == 0) rc = err_set(e, "cannot write %s: %s", o->path, strerror(errno));
+    if (close(f) != 0 && rc == 0) rc = err_set(e, "cannot write %s: %s", o->path, strerror(errno));
+    if (rc) err_wrap(e, "cannot write %s", o->path);
+    return rc;
 }
 
 /* Moves tmp to path unless path exists: -1 with errno EEXIST when it does. */

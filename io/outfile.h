@@ -31,6 +31,10 @@ int outfile_check(const char *path, bool overwrite, err *e);
 /* outfile_check, then creates the temporary. *fd (when fd is
  * not NULL) receives it open for writing; else it is closed, for a library to reopen by name. */
 int outfile_open(outfile *o, const char *path, bool overwrite, int *fd, err *e);
+/* Writes the temporary's contents, size bytes, in one go: reserves its blocks first (posix_fallocate:
+ * a full disk is "No space left on device" before any byte is written), maps it and calls
+ * fill(ctx, bytes, size) to put them there (0, or -1 with e set). 0, or -1 with e naming the path. */
+int outfile_fill(const outfile *o, size_t size, int (*fill)(void *ctx, void *bytes, size_t size, err *e), void *ctx, err *e);
 /* Moves the complete temporary to the final name (see above). On failure the temporary is removed. */
 int outfile_commit(outfile *o, err *e);
 /* Removes the temporary (nothing after a commit); frees what the outfile holds. */
