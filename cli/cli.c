@@ -397,32 +397,36 @@ int cli_simulate(const net *n, const char *plan_text, const sched_cfg *cfg, cons
 
 /* --- largest batch or input under a budget (lrcnn plan, sweep search=) ------------------------ */
 
-/* 1: fits, 0: does not fit, -1: the configuration is invalid (e.g. too few rows for the bands). */
-static int fits(cli_probe *pr, int image, int image_w, int batch)
+/* 1: the configuration at x (a square input of x at pr->batch when by_image, else batch x at
+ * pr->image) fits, 0: it does not, -1: it is invalid (e.g. too few rows for the bands). */
+static int fits(cli_probe *pr, bool by_image, int x)
 {
     err e;
     net n;
-    if (cli_load_net(&n, pr->net_name, image, image_w, &e)) return -1;
+    if (cli_load_net(&n, pr->net_name, by_image ? x : pr->image, by_image ? 0 : pr->image_w, &e)) return -1;
     sched_cfg cfg = pr->cfg;
-    cfg.batch = batch;
+    cfg.batch = by_image ? pr->batch : x;
     sim_result r;
     int rc = cli_simulate(&n, pr->plan_text, &cfg, &sim_device_cpu, &r, &e);
     net_free(&n);
     if (rc) return -1;
     int64_t foot = r.arena.size + r.arena.apart; /* what it reserves */
-    if (foot > pr->budget) return 0;
+    if (foot > pr->budget) {
+        if (!pr->least || foot < pr->least) pr->least = foot, pr->least_at = x;
+        return 0;
+    }
     pr->peak = foot;
     return 1;
 }
 
-/* Largest x in [lo, cap] with ok(x) == 1, assuming ok is monotone (invalid counts as "not yet"
+/* Largest x in [lo, cap] with fits(x) == 1, assuming fits is monotone (invalid counts as "not yet"
  * below the first valid x and as "no" above it). Returns 0 if none. */
 static int search(cli_probe *pr, bool by_image, int cap)
 {
     int x = 1, last_ok = 0, first_bad = cap + 1;
     bool seen_valid = false;
     while (x <= cap) {
-        int f = by_image ? fits(pr, x, 0, pr->batch) : fits(pr, pr->image, pr->image_w, x);
+        int f = fits(pr, by_image, x);
         if (f == 1) last_ok = x, seen_valid = true;
         else if (f == 0 || seen_valid) { first_bad = x; break; }
         if (x == cap) break;
@@ -435,21 +439,24 @@ static int search(cli_probe *pr, bool by_image, int cap)
         int lo = first_bad / 2, hi = first_bad; /* lo invalid (or 0), hi valid */
         while (hi - lo > 1) {
             int mid = lo + (hi - lo) / 2;
-            if (fits(pr, mid, 0, pr->batch) < 0) lo = mid;
+            if (fits(pr, true, mid) < 0) lo = mid;
             else hi = mid;
         }
-        if (hi == first_bad || fits(pr, hi, 0, pr->batch) != 1) return 0;
+        if (hi == first_bad || fits(pr, true, hi) != 1) return 0;
         last_ok = hi;
     }
     int lo = last_ok, hi = first_bad; /* lo fits, hi does not */
     while (hi - lo > 1) {
         int mid = lo + (hi - lo) / 2;
-        if ((by_image ? fits(pr, mid, 0, pr->batch) : fits(pr, pr->image, pr->image_w, mid)) == 1) lo = mid;
+        if (fits(pr, by_image, mid) == 1) lo = mid;
         else hi = mid;
     }
-    if (by_image) fits(pr, lo, 0, pr->batch);
-    else fits(pr, pr->image, pr->image_w, lo);
+    fits(pr, by_image, lo);
     return lo;
 }
 
-int cli_max_fit(cli_probe *pr, bool by_image) { return search(pr, by_image, by_image ? 1 << 15 : 1 << 20); }
+int cli_max_fit(cli_probe *pr, bool by_image)
+{
+    pr->least = 0, pr->least_at = 0;
+    return search(pr, by_image, by_image ? 1 << 15 : 1 << 20);
+}

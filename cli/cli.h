@@ -128,13 +128,16 @@ int cli_simulate(const net *n, const char *plan_text, const sched_cfg *cfg, cons
 /* Largest batch (by_image false, at pr->image) or square input (at pr->batch) whose footprint (its
  * arena and the bytes apart from it: what an engine reserves) fits pr->budget; 0 if none. Footprints
  * grow with both, so a doubling search followed by bisection finds it; pr->peak is the footprint
- * there. image 0 = the net file's size. */
+ * there. When nothing fits, pr->least is the smallest footprint it met (at batch 1, or at the smallest
+ * input the plan can take: least_at; 0 when no configuration was valid). image 0 = the net file's size. */
 typedef struct {
     const char *net_name, *plan_text;
     int image, image_w, batch; /* image_w: the width at a fixed HxW input (0: square); image searches are square */
     sched_cfg cfg;
     int64_t budget;
     int64_t peak;
+    int64_t least; /* nothing fits: the smallest footprint tried, at least_at (a batch or an input size) */
+    int least_at;
 } cli_probe;
 int cli_max_fit(cli_probe *pr, bool by_image);
 

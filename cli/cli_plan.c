@@ -196,8 +196,6 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
         goto done;
     }
     const net_layer *in = &n->layers[0];
-    printf("%s @ %dx%d, batch %d, %s, budget %s\n  time model: %s\n\n", n->name, in->h, in->w, o->batch,
-           cli_optimizer_name(o->optimizer), units_fmt_bytes(budget, a, sizeof a), cli_time_source(dev, t, sizeof t));
     if (r.best < 0) {
         const search_point *l = &r.pts[r.least];
         err_set(&e, "no plan fits %s: the smallest footprint found is %s (%s; its arena, peak %s)", units_fmt_bytes(budget, a, sizeof a),
@@ -206,6 +204,8 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
     } else {
         const search_point *p = &r.pts[r.best];
         int pre = r.preset;
+        printf("%s @ %dx%d, batch %d, %s, budget %s\n  time model: %s\n\n", n->name, in->h, in->w, o->batch,
+               cli_optimizer_name(o->optimizer), units_fmt_bytes(budget, a, sizeof a), cli_time_source(dev, t, sizeof t));
         printf("  plan       %s\n  peak       %s (replay)\n  arena      %s (what it reserves: the budget is held to this)\n"
                "  time       %.1f ms per iteration (%s)\n", p->text, units_fmt_bytes(p->peak, a, sizeof a),
                units_fmt_bytes(p->footprint, b, sizeof b), p->time_us / 1e3, p->source);
@@ -313,6 +313,14 @@ static int plan_offload_select(const cli_config *o, int64_t budget, const char *
 
 /* --max-batch (mode 1) or --max-image (mode 2): the largest batch or square input at which each of
  * `plans` fits pr->budget. */
+/* "batch 3" (mode 1) or "a 64x64 input" (mode 2). */
+static const char *at_text(int mode, int x, char *buf, size_t len)
+{
+    if (mode == 1) snprintf(buf, len, "batch %d", x);
+    else snprintf(buf, len, "a %dx%d input", x, x);
+    return buf;
+}
+
 static int plan_capacity(const cli_config *o, cli_probe *pr, const char *plans, int mode)
 {
     const char *bn = o->bn;
@@ -358,25 +366,49 @@ static int plan_capacity(const cli_config *o, cli_probe *pr, const char *plans, 
         }
         plan_free(&p);
     }
-    char a[32], b[32];
-    printf("%s, budget %s, %s, %s\n\n", n.name, units_fmt_bytes(pr->budget, a, sizeof a), cli_optimizer_name(pr->cfg.optimizer),
-           mode == 1 ? "largest batch" : "largest square input");
-    printf("  %-18s %12s %14s\n", "plan", mode == 1 ? "max batch" : "max image", "arena there");
+    /* every row found before anything prints: when no plan fits, one line on stderr and nothing here */
+    cli_probe *rows = err_calloc((size_t)count, sizeof *rows);
+    int *best = err_calloc((size_t)count, sizeof *best), fitting = 0, least = -1;
     for (int k = 0; k < count; k++) {
-        pr->plan_text = texts[k];
-        pr->peak = 0;
-        int best = cli_max_fit(pr, mode == 2);
-        if (best) printf("  %-18s %12d %14s\n", items[k], best, units_fmt_bytes(pr->peak, b, sizeof b));
-        else printf("  %-18s %12s %14s\n", items[k], "none", "-");
+        rows[k] = *pr;
+        rows[k].plan_text = texts[k];
+        best[k] = cli_max_fit(&rows[k], mode == 2);
+        fitting += best[k] > 0;
+        if (!best[k] && rows[k].least && (least < 0 || rows[k].least < rows[least].least)) least = k;
     }
-    if (mode == 1) printf("\n  arena = the device memory the plan's static memory plan reserves (its footprint) at image %dx%d\n",
-                          n.layers[0].h, n.layers[0].w);
-    else printf("\n  arena = the device memory the plan's static memory plan reserves (its footprint) at batch %d\n", pr->batch);
+    const char *what = mode == 1 ? "batch" : "image";
+    char a[32], b[32], c[32];
+    int rc = CLI_OK;
+    if (!fitting) {
+        if (least < 0) rc = cli_fail("plan", "no plan can take %s at any %s", n.name, what);
+        else rc = cli_fail("plan", "no plan fits %s: the smallest footprint is %s (%s at %s); raise --budget",
+                           units_fmt_bytes(pr->budget, a, sizeof a), units_fmt_bytes(rows[least].least, b, sizeof b), items[least],
+                           at_text(mode, rows[least].least_at, c, sizeof c));
+    } else {
+        printf("%s, budget %s, %s, %s\n\n", n.name, units_fmt_bytes(pr->budget, a, sizeof a), cli_optimizer_name(pr->cfg.optimizer),
+               mode == 1 ? "largest batch" : "largest square input");
+        printf("  %-18s %12s %14s\n", "plan", mode == 1 ? "max batch" : "max image", "arena there");
+        for (int k = 0; k < count; k++) {
+            char note[96] = "";
+            if (!best[k] && rows[k].least)
+                snprintf(note, sizeof note, "   needs %s at %s", units_fmt_bytes(rows[k].least, b, sizeof b),
+                         at_text(mode, rows[k].least_at, c, sizeof c));
+            if (best[k]) printf("  %-18s %12d %14s\n", items[k], best[k], units_fmt_bytes(rows[k].peak, b, sizeof b));
+            else printf("  %-18s %12s %14s%s\n", items[k], "none", "-", note);
+        }
+        printf("\n  max %s = the largest %s whose footprint fits the budget; arena = that footprint: the device memory the\n"
+               "  plan's static memory plan reserves, ", what, mode == 1 ? "batch" : "square input");
+        if (mode == 1) printf("at image %dx%d", n.layers[0].h, n.layers[0].w);
+        else printf("at batch %d", pr->batch);
+        printf("; none = not even the smallest fits (needs: its footprint there)\n");
+    }
+    free(rows);
+    free(best);
     plan_list_free(items, count);
     net_free(&n);
     enc_calib_free(&cal);
     free(texts);
-    return CLI_OK;
+    return rc;
 }
 
 int cli_plan(int argc, char **argv)

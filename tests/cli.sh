@@ -50,6 +50,13 @@ expect_ok "sim plan list" -- sim --net resnet50 --plan layer,ckpt-sqrt,2ps:2..4,
 expect_ok "plan --max-batch" -- plan --max-batch --budget 12GiB --net vgg16 --plan layer,2ps:4
 grep -qE '^  2ps:4 +[0-9]+ ' "$tmp/out" && ok "plan prints a batch per plan" || bad "plan output"
 expect_ok "plan --max-image" -- plan --max-image --budget 2GiB --net vgg-small --batch 4 --plan layer
+# a plan that fits nowhere says what its smallest configuration needs; when none fits, one line and no table
+expect_ok "plan --max-batch, one plan too large" -- plan --max-batch --budget 1.62GiB --net vgg16 --plan layer,2ps:4
+grep -qE '^  layer +none +- +needs 1\.[0-9]+ GiB at batch 1$' "$tmp/out" && ok "plan: a 'none' row says what batch 1 needs" || bad "plan none row: $(cat "$tmp/out")"
+expect_fail "plan --max-batch, no plan fits" "the smallest footprint is 1.59 GiB (2ps:4 at batch 1)" -- plan --max-batch --budget 10MiB --net vgg16 --plan layer,2ps:4
+[ -s "$tmp/out" ] && bad "plan printed on stdout before failing: $(head -1 "$tmp/out")" || ok "... and nothing on stdout"
+expect_fail "plan (the planner), nothing fits" "the smallest footprint found is" -- plan --budget 10MiB --net vgg16
+[ -s "$tmp/out" ] && bad "plan printed on stdout before failing: $(head -1 "$tmp/out")" || ok "... and nothing on stdout"
 
 # --- bad input ----------------------------------------------------------------------------------
 o="$tmp/out.h5"
