@@ -108,9 +108,8 @@ static int sweep_one(const spec *s, const net *n, const sim_device *d, const enc
 }
 
 /* One table per net: plans down, budgets across, the largest batch or input that fits. */
-static void print_capacity(const spec *s, net *nets, const cell *cells, long count)
+static void print_capacity(const spec *s, const cell *cells, long count)
 {
-    (void)nets;
     char a[32];
     bool by_image = !strcmp(s->search, "image");
     for (long i = 0; i < count; i += (long)s->n_plans * s->n_budgets) {
@@ -134,17 +133,30 @@ static void print_capacity(const spec *s, net *nets, const cell *cells, long cou
             printf("\n");
         }
     }
+    if (count)
+        printf("\n  the largest %s (at most %d) whose footprint - the arena its static memory plan reserves, and the bytes\n"
+               "  apart from it - fits each budget; 0 = not even the smallest; infeasible = the file's /infeasible table says why\n",
+               by_image ? "square input" : "batch", by_image ? 1 << 15 : 1 << 20);
 }
 
-static void print_tables(const spec *s, net *nets, const cell *cells, long count)
+/* The net's BatchNorm mode: the spec's bn, or the default (exact train mode); NULL when it has none. */
+static const char *bn_text(const spec *s, const net *n)
 {
-    char a[32], b[32];
+    for (int l = 0; l < n->n; l++)
+        if (n->layers[l].kind == NET_BN) return s->bn[0] && strcmp(s->bn, "auto") ? s->bn : "train (exact, the default)";
+    return NULL;
+}
+
+static void print_tables(const spec *s, const sim_device *d, net *nets, const cell *cells, long count)
+{
+    char a[32], b[32], t[600];
     for (long i = 0; i < count; i++) {
         const cell *c = &cells[i];
         if (c->plan != 0) continue; /* first plan of each group opens its table */
         const net *n = &nets[c->net * s->n_images + c->image];
-        printf("\n%s @ %dx%d, batch %d, %s, device profile %s\n", n->name, n->layers[0].h, n->layers[0].w, s->batches[c->batch],
-               s->optimizers[c->opt], s->device);
+        const char *bn = bn_text(s, n);
+        printf("\n%s @ %dx%d, batch %d, %s, %s%s; predicted times: %s\n", n->name, n->layers[0].h, n->layers[0].w,
+               s->batches[c->batch], s->optimizers[c->opt], bn ? "bn=" : "no BatchNorm", bn ? bn : "", cli_time_source(d, t, sizeof t));
         printf("  %-18s %12s %12s %7s %12s %8s %9s %10s %9s", "plan", "replay peak", "arena", "gap", "closed peak", "closed", "vs layer",
                "FLOPs", "vs layer");
         if (s->measure) printf(" %12s %8s %9s %8s", "measured", "replay", "time/iter", "vs layer");
@@ -176,6 +188,14 @@ static void print_tables(const spec *s, net *nets, const cell *cells, long count
             }
             printf("\n");
         }
+    }
+    if (count) {
+        printf("\n  predicted: replay peak = the simulator's step-by-step live bytes at the peak; arena = what the plan's static\n"
+               "  memory plan reserves (gap = its excess over the live peak); closed peak = the closed form, closed = its error vs\n"
+               "  replay; vs layer = memory saved against 'layer' (FLOPs: ratio, recompute included)\n");
+        if (s->measure)
+            printf("  measured on the CPU engine, %d iterations: measured = its peak of allocated bytes, replay = the replay's error\n"
+                   "  vs it, time/iter = the median iteration after the first (vs layer: ratio)\n", s->measure);
     }
 }
 
@@ -460,7 +480,8 @@ static int sweep_run(const char *cmd, const char *spec_path, const char *out, bo
     if (c.f) h5_abort(c.f);
     /* a shard's tables would have holes: lrcnn export of the merged file has them whole */
     bool tables = rc == CLI_OK && s.run == SPEC_SIM && !quiet && !n_shards;
-    if (tables) (s.search[0] ? print_capacity : print_tables)(&s, c.nets, c.cells, c.count);
+    if (tables && s.search[0]) print_capacity(&s, c.cells, c.count);
+    else if (tables) print_tables(&s, &dev, c.nets, c.cells, c.count);
     if (rc == CLI_OK && n_shards)
         fprintf(stderr, "wrote %s (shard %d/%d: %ld of the sweep's %ld %s)\n", path, shard, n_shards, c.count, jobs,
                 s.run == SPEC_VALIDATE ? "configurations" : "runs");
