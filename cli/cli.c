@@ -346,23 +346,32 @@ void cli_progress(const char *what, int k, int n)
 {
     static const char *current;
     static struct timespec start;
-    if (!isatty(STDERR_FILENO)) return;
+    static int base, prev = -1; /* the clock started when base steps were done (0 or 1); the last k */
+    static double last;         /* a pipe: when its last line was printed (s since start) */
+    static bool printed;        /* a pipe: a line of this count printed */
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    if (what != current || k <= 1) current = what, start = now; /* a new count: time from here */
-    if (k >= n) { /* done: the line goes, so what prints next starts at column 0 */
+    /* a new count: announced at k = 0 (the clock runs from the start) or not (from the first step's end) */
+    if (!current || strcmp(what, current) || k == 0 || (k == 1 && prev != 0)) current = what, start = now, base = k, last = 0, printed = false;
+    prev = k;
+    if (k == 0) return;
+    bool tty = isatty(STDERR_FILENO);
+    double s = (double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec);
+    if (tty && k >= n) { /* done: the line goes, so what prints next starts at column 0 */
         fputs("\r\033[K", stderr);
         fflush(stderr);
         return;
     }
-    double s = (double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec);
-    char eta[32] = "";
-    if (k > 1) { /* from the pace since the first: (s / (k - 1)) per item, n - k to go */
-        double left = s / (k - 1) * (n - k);
+    if (!tty && !(k >= n ? printed : s - last >= 2)) return;
+    char eta[48] = "";
+    if (k >= n) snprintf(eta, sizeof eta, ", done in %.0f s", ceil(s));
+    else if (k > base) { /* from the pace so far: s / (k - base) per step, n - k to go */
+        double left = s / (k - base) * (n - k);
         if (left >= 60) snprintf(eta, sizeof eta, ", about %.0f min %02.0f s left", floor(left / 60), fmod(left, 60));
         else snprintf(eta, sizeof eta, ", about %.0f s left", ceil(left));
     }
-    fprintf(stderr, "\r\033[K  %s %d/%d%s", what, k, n, eta);
+    if (tty) fprintf(stderr, "\r\033[K  %s %d/%d%s", what, k, n, eta);
+    else fprintf(stderr, "  %s %d/%d%s\n", what, k, n, eta), last = s, printed = true;
     fflush(stderr);
 }
 

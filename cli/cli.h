@@ -69,8 +69,11 @@ void cli_plan_text(const char *item, const char *bn, char *buf, size_t len);
 const char *cli_fmt_closed(const sim_result *r, int cat, char *buf, size_t len);
 const char *cli_fmt_closed_err(const sim_result *r, int64_t ref, const char *fmt, char *buf, size_t len);
 
-/* Progress "  what k/n, about T left" on stderr, rewritten in place, only when stderr is a
- * terminal (silent in pipes and files); T from the pace since k = 1. k == n clears the line. */
+/* Progress "  what k/n, about T left" on stderr; T from the pace since the count began (k = 0, when
+ * the caller announces it; else its first call, k = 1). On a terminal the
+ * line is rewritten in place and k == n clears it; in a pipe or a file, a line of its own whenever
+ * 2 s have passed since the last one (and at k == n when any was printed): slow steps each get
+ * theirs, a sweep of thousands of fast ones a few. */
 void cli_progress(const char *what, int k, int n);
 /* One line on stderr when the load average (1 minute) exceeds this machine's cores: called after
  * anything timed, whose times then include waiting for other processes. */

@@ -461,6 +461,7 @@ static int sweep_run(const char *cmd, const char *spec_path, const char *out, bo
         err_wrap(&e, "%s: calibrate", spec_path);
     } else if (!sweep_check(&s, c.nets, c.calib, &e) && !h5_create(&c.f, path, overwrite, &e) && !write_provenance(&c, spec_path, &e)) {
         if (keep) heap_tune(HEAP_SWEEP);
+        if (!quiet && s.run == SPEC_SIM) cli_progress(s.search[0] ? "searches" : "runs", 0, (int)c.count); /* the clock starts */
         if (s.run != SPEC_SIM) rc = sweep_engine(&c, &e);
         else rc = (s.search[0] ? sweep_search : sweep_grid)(&c, &e) ? CLI_USAGE : CLI_OK;
         if (keep) heap_tune(HEAP_DEFAULT);
