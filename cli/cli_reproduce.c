@@ -140,29 +140,38 @@ static void print_list(const experiments *x)
 }
 
 static const char *usage =
-    "usage: lrcnn reproduce [--backend cpu|cuda] [--figures-only | --list]\n\n"
+    "usage: lrcnn reproduce [--backend cpu|cuda] [--figures-only | --list | --check]\n\n"
     "Regenerates every result and figure: runs each spec experiments/*.spec (file-name order; a spec with\n"
     "`reproduce = off`, such as demo.spec, is skipped) into its output under results/, then draws every\n"
     "figure the specs name (`figures = ...`) from the outputs of the specs that name it, into\n"
     "paper/figures/ (PNG and PDF), builds paper/report.pdf where pandoc and WeasyPrint are installed, and\n"
     "lists what it wrote. About 30 minutes on 2 cores. --figures-only redraws the figures (and the report)\n"
-    "from the existing result files; --list prints the specs and figures it would run and draws nothing.\n"
+    "from the existing result files; --list prints the specs and figures it would run and draws nothing;\n"
+    "--check reruns nothing and lists the committed result files that are stale (another schema, a spec\n"
+    "changed since, a tree with local changes, a commit not in this history, or paths of another\n"
+    "machine), each with the command that regenerates it (tools/check_results.py; results/STALE lists\n"
+    "those known stale). Exit status 1 when any is stale.\n"
     "--backend cuda runs the GPU campaign instead (the specs with `backend = cuda`: every preset validated\n"
     "on the GPU, predicted against allocated, reserved and device peaks; results/gpu/) on this machine's GPU.\n"
     "Specs: experiments/README.md.\n";
 
 int cli_reproduce(int argc, char **argv)
 {
-    bool quick = false, list = false;
+    bool quick = false, list = false, check = false;
     const char *backend = "cpu";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
         if (!strcmp(argv[i], "--figures-only")) quick = true;
         else if (!strcmp(argv[i], "--list")) list = true;
+        else if (!strcmp(argv[i], "--check")) check = true;
         else if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
         else return cli_fail("reproduce", "unknown argument '%s' (see lrcnn reproduce --help)", argv[i]);
     }
     if (strcmp(backend, "cpu") && strcmp(backend, "cuda")) return cli_fail("reproduce", "--backend %s: expected cpu or cuda", backend);
+    if (check) { /* attributes only: what is stale, and how to regenerate it */
+        int rc = system("cd '" SRC "' && " PY " tools/check_results.py --known results/STALE");
+        return rc == 0 ? CLI_OK : CLI_FAILED;
+    }
     err e;
     experiments x;
     if (experiments_load(&x, backend, &e)) return cli_fail("reproduce", "%s", e.msg);

@@ -20,6 +20,7 @@
 #include "io/calib.h"
 #include "io/data.h"
 #include "io/h5.h"
+#include "io/machine.h"
 #include "io/spec.h"
 #include "sim/base/heap.h"
 
@@ -398,8 +399,9 @@ static int spec_digest(const char *path, char *out, size_t len, err *e)
 /* The root attributes that say which sweep (and which part of it) a file holds. */
 static int write_provenance(const sweep_ctx *c, const char *spec_path, err *e)
 {
-    char digest[32];
-    if (spec_digest(spec_path, digest, sizeof digest, e) || h5_set_root_attr(c->f, "spec", spec_path, e) ||
+    char digest[32], where[4096];
+    machine_portable_path(spec_path, where, sizeof where); /* the same text on every checkout */
+    if (spec_digest(spec_path, digest, sizeof digest, e) || h5_set_root_attr(c->f, "spec", where, e) ||
         h5_set_root_attr(c->f, "experiment", c->s->name, e) || h5_set_root_attr(c->f, "spec_digest", digest, e))
         return -1;
     if (!c->n_shards) return 0;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/machine.h"
 #include "sim/net/kind.h"
 #include "sim/predict/arena.h"
 
@@ -271,15 +272,16 @@ static int write_run(hid_t g, const h5_run *r, err *e)
 {
     int rc = -1;
     hid_t pred = H5I_INVALID_HID;
-    char resolved[2 * PLAN_TEXT_LEN];
+    char resolved[2 * PLAN_TEXT_LEN], net_path[4096];
     const net *n = r->n;
     const plan *p = r->p;
     plan_describe(p, n, resolved, sizeof resolved);
+    machine_portable_path(n->path, net_path, sizeof net_path);
     int fp = 0, bp = 0; /* of the first row segment */
     for (int i = 0; i < p->n_seg && !fp; i++)
         if (p->segs[i].mode == PLAN_ROWS) fp = p->segs[i].fp, bp = p->segs[i].bp;
     const struct { const char *name, *v; } strs[] = {
-        {"kind", r->kind}, {"net", n->name}, {"net_path", n->path}, {"plan", r->plan}, {"plan_resolved", resolved},
+        {"kind", r->kind}, {"net", n->name}, {"net_path", net_path}, {"plan", r->plan}, {"plan_resolved", resolved},
         {"optimizer", r->optimizer}, {"bn", plan_bn_name(p->bn)}, {"device", r->device},
     };
     const struct { const char *name; int v; } ints[] = {

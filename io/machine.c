@@ -66,3 +66,13 @@ void machine_git(char *commit, size_t len, int *dirty)
     if (pclose(p) == 0) *dirty = changed;
 #endif
 }
+
+const char *machine_portable_path(const char *path, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", path);
+    char *real = realpath(path, NULL), *root = realpath(LRCNN_SOURCE_DIR, NULL);
+    size_t n = root ? strlen(root) : 0;
+    if (real && root && !strncmp(real, root, n) && real[n] == '/') snprintf(buf, len, "%s", real + n + 1);
+    free(real), free(root);
+    return buf;
+}

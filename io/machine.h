@@ -1,6 +1,7 @@
 /* machine: what a result was made on, recorded in every result file (io/h5.c's root attributes):
  * the CPU model, the OpenMP threads and wait policy the engine runs with, and the source commit
- * with whether the tree differed from it. Not done here: writing them. */
+ * with whether the tree differed from it, and paths as the source tree names them. Not done here:
+ * writing them. */
 #ifndef LRCNN_MACHINE_H
 #define LRCNN_MACHINE_H
 
@@ -16,5 +17,9 @@ const char *machine_wait_policy(void);
 /* `git rev-parse --short HEAD` of the source tree ("unknown" outside one) and whether tracked files
  * differ from that commit (1), not (0), or unknown (-1). */
 void machine_git(char *commit, size_t len, int *dirty);
+/* A path as a result file records it: relative to the source tree's root when the file lies inside
+ * it ("experiments/demo.spec", "nets/vgg16.net", however it was named), so that the same run on
+ * another machine or checkout records the same text; else the path as given. Into buf. */
+const char *machine_portable_path(const char *path, char *buf, size_t len);
 
 #endif
