@@ -59,7 +59,10 @@ void machine_git(char *commit, size_t len, int *dirty)
     snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --short HEAD 2>/dev/null", LRCNN_SOURCE_DIR);
     if (!first_line(cmd, line, sizeof line) || !*line) return;
     snprintf(commit, len, "%s", line);
-    snprintf(cmd, sizeof cmd, "git -C '%s' status --porcelain --untracked-files=no 2>/dev/null", LRCNN_SOURCE_DIR);
+    /* the outputs (results/, the report's paper/) do not make a tree dirty: regenerating one result
+     * after another must not mark the later ones */
+    snprintf(cmd, sizeof cmd, "git -C '%s' status --porcelain --untracked-files=no -- . ':(exclude)results' ':(exclude)paper' 2>/dev/null",
+             LRCNN_SOURCE_DIR);
     FILE *p = popen(cmd, "r");
     if (!p) return;
     bool changed = fgetc(p) != EOF;

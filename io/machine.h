@@ -15,7 +15,7 @@ int machine_threads(void);
  * GOMP_SPINCOUNT's N (lrcnn's default 10000: cli/main.c; GNU OpenMP's own 300000). */
 const char *machine_wait_policy(void);
 /* `git rev-parse --short HEAD` of the source tree ("unknown" outside one) and whether tracked files
- * differ from that commit (1), not (0), or unknown (-1). */
+ * outside the outputs (results/, paper/) differ from that commit (1), not (0), or unknown (-1). */
 void machine_git(char *commit, size_t len, int *dirty);
 /* A path as a result file records it: relative to the source tree's root when the file lies inside
  * it ("experiments/demo.spec", "nets/vgg16.net", however it was named), so that the same run on
