@@ -314,7 +314,9 @@ cleanup:
 /* The measured columns of a run (empty where the run has no measured/ group), in the header's
  * order: peak, host_peak, rss_peak, iterations, median and best time after the first iteration
  * (the one kept, in older files), first and last loss, gradient deviation from layer. */
-#define MEASURED_HEADER "measured_peak measured_host_peak measured_rss_peak iters time_median_us time_best_us loss_first loss_last grad_deviation"
+#define MEASURED_HEADER \
+    "measured_peak_bytes measured_host_peak_bytes measured_rss_peak_bytes measured_iters measured_time_median_us " \
+    "measured_time_best_us measured_loss_first measured_loss_last grad_deviation"
 static int put_measured(FILE *fp, char sep, hid_t g, const char *where, err *e)
 {
     int rc = -1;
@@ -541,12 +543,15 @@ int h5_export(const char *path, const char *out_dir, bool overwrite, bool csv, F
         goto cleanup;
     }
     /* the header: names joined by the separator */
-    const char *head = "run net kind image_h image_w batch plan optimizer bn device fp_bands bp_bands replay_peak closed_peak";
+    /* the header: names joined by the separator; a number's unit is its name's suffix (_bytes, _us;
+     * none: a count, a ratio or nats), the names plots/load.py gives the same columns */
+    const char *head = "run net kind image_h image_w batch plan optimizer bn device fp_bands bp_bands replay_peak_bytes closed_peak_bytes";
     for (const char *c = head; *c; c++) fputc(*c == ' ' ? sep : *c, fp);
     for (int k = 0; k < 2; k++)
-        for (int c = 0; c < ncat; c++) fprintf(fp, "%c%s_%s", sep, k ? "closed" : "replay", cats[c]);
-    fprintf(fp, "%cflops%ctime_us%carena_size%carena_live%carena_host_size", sep, sep, sep, sep, sep);
-    for (const char *c = " " MEASURED_HEADER " search budget max_value"; *c; c++) fputc(*c == ' ' ? sep : *c, fp);
+        for (int c = 0; c < ncat; c++) fprintf(fp, "%c%s_%s_bytes", sep, k ? "closed" : "replay", cats[c]);
+    for (const char *c = " flops time_us arena_size_bytes arena_live_bytes arena_host_size_bytes " MEASURED_HEADER
+                         " search budget_bytes max_value"; *c; c++)
+        fputc(*c == ' ' ? sep : *c, fp);
     fputc('\n', fp);
 
     /* Names are five digits, so name order is run order. */

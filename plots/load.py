@@ -2,30 +2,39 @@
 """Any lrcnn result file as a pandas DataFrame: one row per run, every number in base units.
 
     import sys; sys.path.insert(0, "plots")
-    from load import load
+    from load import load, read_csv
     df = load("results/baselines.h5")               # or a list of files
-    df[df.plan_family == "2ps"][["net", "batch", "plan", "replay_peak", "time_us"]]
-    df.attrs["units"]["replay_peak"]                # 'bytes'
+    df[df.plan_family == "2ps"][["net", "batch", "plan", "replay_peak_bytes", "time_us"]]
+    df.attrs["units"]["replay_peak_bytes"]          # 'bytes'
     df.attrs["infeasible"]                          # the files' /infeasible rows (a DataFrame)
+    runs = read_csv("tables/runs.csv")              # `lrcnn export --csv`'s table, or load.py --csv's
 
 From the shell: /usr/bin/python3 plots/load.py FILE.h5 [FILE.h5 ...] [--csv OUT.csv] prints the
 table (or writes it as CSV).
 
-Columns (results/SCHEMA.md says what each attribute means):
-  file, run                  where the row comes from (the group name under /runs)
+Columns: those of `lrcnn export`'s runs table under the same names (results/SCHEMA.md; tested
+equal, value for value, in tests/test_plots.py), and more. A number's unit is its name's suffix:
+_bytes, _us (microseconds); without one, a count, a ratio, FLOPs (flops) or nats (losses).
+  file, run                  where the row comes from (run: the group name under /runs, a string)
   every run attribute        kind, net, image_h, image_w, batch, plan, plan_family, optimizer,
-                             flops, time_us, ... and search, budget, max_value for capacity runs
-  replay_peak, closed_peak   predicted peak device bytes (closed: NaN where it did not model the plan)
-  replay_<cat>, closed_<cat> bytes of each memory category at the predicted peak
-  measured_peak, measured_host_peak, measured_rss_peak
-                             what the engine measured, bytes (NaN for simulator runs)
-  measured_<cat>             measured bytes of each category at the measured peak
-  measured_iters, measured_time_us, measured_best_us
+                             flops, time_us, ... and search, budget_bytes, max_value for capacity runs
+  replay_peak_bytes, closed_peak_bytes
+                             predicted peak device bytes (closed: NaN where it did not model the plan)
+  replay_<cat>_bytes, closed_<cat>_bytes
+                             bytes of each memory category at the predicted peak
+  arena_size_bytes, arena_live_bytes, arena_host_size_bytes
+                             the static memory plan: its device arena, the live peak it holds, its
+                             host arena (NaN in files written before it)
+  measured_peak_bytes, measured_host_peak_bytes, measured_rss_peak_bytes
+                             what the engine measured (NaN for simulator runs)
+  measured_<cat>_bytes       measured bytes of each category at the measured peak
+  measured_iters, measured_time_median_us, measured_time_best_us
                              iterations, their median time after the first (the only one where the
-                             file kept one) and the best, microseconds
-  measured_loss0, measured_loss_last, grad_deviation, loss_deviation, worst_tensor
-Errors (a missing file, not an lrcnn result) raise ValueError; on the command line they are one
-line on stderr and exit status 2.
+                             file kept one) and the best
+  measured_loss_first, measured_loss_last, grad_deviation, loss_deviation, worst_tensor
+read_csv(path) reads a table written by either route back with run as a string ("00000", not 0)
+and the same units. Errors (a missing file, not an lrcnn result) raise ValueError; on the command
+line they are one line on stderr and exit status 2.
 """
 
 import sys
@@ -35,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 SCHEMA_VERSION = 2
-NOT_BYTES = ("measured_iters", "measured_loss0", "measured_loss_last")
+RENAMED = {"budget": "budget_bytes"}  # run attributes whose column names carry their unit
 
 
 def _value(v):
@@ -48,27 +57,45 @@ def _value(v):
 
 def _run_row(path, key, g, cats):
     row = {"file": path, "run": key}
-    row.update({k: _value(v) for k, v in g.attrs.items()})
+    row.update({RENAMED.get(k, k): _value(v) for k, v in g.attrs.items()})
     for model in ("replay", "closed"):
         m = g.get("prediction/" + model)
-        row[model + "_peak"] = int(m.attrs["peak"]) if m is not None else np.nan
+        row[model + "_peak_bytes"] = int(m.attrs["peak"]) if m is not None else np.nan
         at = m["at_peak"][()] if m is not None else [np.nan] * len(cats)
-        row.update({"%s_%s" % (model, c): v for c, v in zip(cats, at)})
+        row.update({"%s_%s_bytes" % (model, c): v for c, v in zip(cats, at)})
+    a = g.get("prediction/arena")
+    for k in ("size", "live", "host_size"):
+        row["arena_%s_bytes" % k] = int(a.attrs[k]) if a is not None and k in a.attrs else np.nan
     m = g.get("measured")
     if m is not None:
         for a in ("peak", "host_peak", "rss_peak"):
-            row["measured_" + a] = int(m.attrs[a])
-        row.update({"measured_" + c: int(v) for c, v in zip(cats, m["at_peak"][()])})
+            row["measured_%s_bytes" % a] = int(m.attrs[a])
+        row.update({"measured_%s_bytes" % c: int(v) for c, v in zip(cats, m["at_peak"][()])})
         t = np.asarray(m["iter_us"][()], float)
         loss = np.asarray(m["loss"][()], float)
         row["measured_iters"] = len(t)
-        row["measured_time_us"] = float(t[0] if len(t) == 1 else np.median(t[1:]))
-        row["measured_best_us"] = float(t[0] if len(t) == 1 else t[1:].min())
-        row["measured_loss0"], row["measured_loss_last"] = float(loss[0]), float(loss[-1])
+        row["measured_time_median_us"] = float(t[0] if len(t) == 1 else np.median(t[1:]))
+        row["measured_time_best_us"] = float(t[0] if len(t) == 1 else t[1:].min())
+        row["measured_loss_first"], row["measured_loss_last"] = float(loss[0]), float(loss[-1])
         for a in ("grad_deviation", "loss_deviation", "worst_tensor"):
             if a in m.attrs:
                 row[a] = _value(m.attrs[a])
     return row
+
+
+def units(columns):
+    """Each numeric column's unit, from its name's suffix."""
+    u = {c: "bytes" for c in columns if c.endswith("_bytes")}
+    u.update({c: "us" for c in columns if c.endswith("_us")})
+    u.update({c: "FLOPs" for c in columns if c == "flops"})
+    return u
+
+
+def read_csv(path):
+    """A runs table written as CSV (`lrcnn export --csv`, or load.py --csv) with run kept a string."""
+    df = pd.read_csv(path, dtype={"run": str}, float_precision="round_trip")  # every float as written
+    df.attrs["units"] = units(df.columns)
+    return df
 
 
 def _open(path):
@@ -104,13 +131,7 @@ def load(paths):
                 t.insert(0, "file", p)
                 infeasible.append(t)
     df = pd.DataFrame(rows)
-    units = {"flops": "FLOPs", "time_us": "us", "budget": "bytes"}
-    for c in df.columns:
-        if c.startswith(("replay_", "closed_")):
-            units[c] = "bytes"
-        elif c.startswith("measured_") and c not in NOT_BYTES:
-            units[c] = "us" if c.endswith("_us") else "bytes"
-    df.attrs["units"] = {c: u for c, u in units.items() if c in df.columns}
+    df.attrs["units"] = units(df.columns)
     df.attrs["infeasible"] = pd.concat(infeasible, ignore_index=True) if infeasible else pd.DataFrame()
     return df
 

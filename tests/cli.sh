@@ -208,7 +208,7 @@ for row in rows:
     for model in ("replay", "closed"):
         at = g["prediction"][model]["at_peak"][()]
         for i, c in enumerate(cats):
-            assert int(row[f"{model}_{c}"]) == int(at[i]), (row["run"], model, c)
+            assert int(row[f"{model}_{c}_bytes"]) == int(at[i]), (row["run"], model, c)
     assert float(row["flops"]) == float(g["flops"][()]) if "flops" in g else True
 print("round trip ok", len(rows))
 PY

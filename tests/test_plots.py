@@ -133,6 +133,34 @@ def gpu_shaped(src, dst):
             d.create_dataset("conv_workspace", data=np.zeros((L, 3)), dtype="<i8")
 
 
+def _cell(v):
+    return "" if v is None or (isinstance(v, float) and v != v) else str(v)
+
+
+def same_table(a, b):
+    """Where table a (read back from CSV) differs from b (load()): every column of a that holds a value
+    is in b under its name, equal value for value; run ids are strings; units agree."""
+    import numpy as np
+    out = []
+    if list(a["run"]) != list(b["run"]) or not all(isinstance(r, str) and len(r) == 5 for r in a["run"]):
+        out.append("run ids differ or are not 5-digit strings: %s" % list(a["run"])[:3])
+    for c in a.columns:
+        if a[c].isna().all():
+            continue  # a column this file has no value for (search, budget_bytes ... of a sim run)
+        if c not in b.columns:
+            out.append("%s not in load()'s columns" % c)
+            continue
+        x, y = a[c].to_numpy(), b[c].to_numpy()
+        if a[c].dtype.kind in "if":
+            if not np.array_equal(x.astype(float), y.astype(float), equal_nan=True):
+                out.append("%s differs" % c)
+        elif [_cell(v) for v in x] != [_cell(v) for v in y]:
+            out.append("%s differs" % c)
+        if a.attrs["units"].get(c) != b.attrs["units"].get(c):
+            out.append("%s: unit %s vs %s" % (c, a.attrs["units"].get(c), b.attrs["units"].get(c)))
+    return out
+
+
 def main():
     if len(sys.argv) != 2:
         print("usage: test_plots.py LRCNN", file=sys.stderr)
@@ -198,6 +226,12 @@ def body(lrcnn, tmp, t0):
         procs[name] = subprocess.Popen(cmd, cwd=tmp, stdout=subprocess.PIPE,
                                        stderr=subprocess.STDOUT, text=True)
     # User errors: a file without what the figure needs, and a missing file.
+    import h5py
+    before_arena = os.path.join(tmp, "before_arena.h5")  # as files were written before prediction/arena
+    shutil.copy(h5["grid"], before_arena)
+    with h5py.File(before_arena, "r+") as f:
+        for g in f["runs"].values():
+            del g["prediction/arena"]
     errs = {
         "capacity on a grid file": ("capacity", [h5["grid"]]),
         "convergence on a sweep": ("convergence", [h5["grid"]]),
@@ -205,7 +239,7 @@ def body(lrcnn, tmp, t0):
         "bands on a missing file": ("bands", [os.path.join(tmp, "nope.h5")]),
         "unet without a capacity search": ("unet", [h5["grid"]]),
         "gpu_validation on CPU runs": ("gpu_validation", [h5["validate"]]),
-        "arena on a file written before it": ("arena", [os.path.join(SRC, "results", "baselines.h5")]),
+        "arena on a file written before it": ("arena", [before_arena]),
     }
     errdir = os.path.join(tmp, "errfigs")
     for label, (name, files) in errs.items():
@@ -269,19 +303,36 @@ def body(lrcnn, tmp, t0):
     # --- plots/load.py: every file as a DataFrame, one row per run ------------------------------
     sys.path.insert(0, os.path.join(SRC, "plots"))
     try:
-        import h5py
-        from load import load
+        from load import load, read_csv
         for name, path in h5.items():
             df = load(path)
             with h5py.File(path, "r") as f:
                 runs = len(f["runs"])
-            measured = "measured_peak" in df and df["measured_peak"].notna().all()
-            if len(df) != runs or df["replay_peak"].isna().any() or df.attrs["units"]["replay_peak"] != "bytes":
+            measured = "measured_peak_bytes" in df and df["measured_peak_bytes"].notna().all()
+            if len(df) != runs or df["replay_peak_bytes"].isna().any() or df.attrs["units"]["replay_peak_bytes"] != "bytes":
                 bad(f"load({name}.h5): {len(df)} rows for {runs} runs, or a missing replay peak or unit")
             elif name in ("train", "validate") and not (measured and (df["measured_iters"] > 1).all()):
                 bad(f"load({name}.h5): measured columns missing or one iteration kept")
             else:
                 ok(f"load({name}.h5): {len(df)} rows, {len(df.columns)} columns")
+            # one data model: export --csv read back with pandas names what load() names, value for value
+            csvdir = os.path.join(tmp, f"csv_{name}")
+            rc, out = run([lrcnn, "export", path, "-o", csvdir, "--csv"], tmp)
+            if rc:
+                bad(f"lrcnn export --csv {name}.h5: exit {rc}", out)
+                continue
+            ex = read_csv(os.path.join(csvdir, "runs.csv"))
+            problems = same_table(ex, df)
+            if problems:
+                bad(f"export --csv vs load({name}.h5): " + "; ".join(problems[:4]))
+            else:
+                ok(f"export --csv and load({name}.h5) agree: {len(ex.columns)} columns by name, run ids as strings, "
+                   f"units by suffix ({len(ex.attrs['units'])} numeric columns with one)")
+            back = os.path.join(tmp, f"load_{name}.csv")
+            df.to_csv(back, index=False)
+            problems = same_table(read_csv(back), df)
+            if problems:
+                bad(f"load({name}.h5) -> CSV -> read_csv: " + "; ".join(problems[:4]))
         try:
             load(os.path.join(tmp, "nosuch.h5"))
             bad("load(missing file) did not raise")

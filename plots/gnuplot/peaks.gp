@@ -15,13 +15,13 @@ if (system(sprintf("test -r '%s' && echo y", file)) ne "y") { print sprintf("pea
 
 set datafile separator "\t"
 set datafile columnheaders
-stats file using (column("replay_peak")) nooutput
+stats file using (column("replay_peak_bytes")) nooutput
 n = STATS_records
 unit = STATS_max >= 2**30 ? 2.0**30 : 2.0**20
 uname = STATS_max >= 2**30 ? "GiB" : "MiB"
-stats file using (column("closed_peak")) nooutput
+stats file using (column("closed_peak_bytes")) nooutput
 top = STATS_max / unit
-stats file using (100.0 * (column("closed_peak") - column("replay_peak")) / column("replay_peak")) nooutput
+stats file using (100.0 * (column("closed_peak_bytes") - column("replay_peak_bytes")) / column("replay_peak_bytes")) nooutput
 elo = STATS_min < 0 ? STATS_min : 0
 ehi = STATS_max > 0 ? STATS_max : 0
 epad = (ehi - elo) > 0 ? 0.1 * (ehi - elo) : 1
@@ -43,7 +43,7 @@ set style fill solid 0.85 noborder
 set boxwidth 0.38
 label(i) = sprintf("%s %s b%d %s", strcol("run"), strcol("net"), int(column("batch")), strcol("plan"))
 
-plot file using ($0 - 0.2):(column("replay_peak") / unit):xtic(label(0)) with boxes lc rgb "#D55E00" title "replay", \
-     ''   using ($0 + 0.2):(column("closed_peak") / unit) with boxes lc rgb "#0072B2" title "closed form", \
-     ''   using 0:(100.0 * (column("closed_peak") - column("replay_peak")) / column("replay_peak")) axes x1y2 \
+plot file using ($0 - 0.2):(column("replay_peak_bytes") / unit):xtic(label(0)) with boxes lc rgb "#D55E00" title "replay", \
+     ''   using ($0 + 0.2):(column("closed_peak_bytes") / unit) with boxes lc rgb "#0072B2" title "closed form", \
+     ''   using 0:(100.0 * (column("closed_peak_bytes") - column("replay_peak_bytes")) / column("replay_peak_bytes")) axes x1y2 \
           with points pt 7 ps 0.6 lc rgb "black" title "closed − replay (%)"
