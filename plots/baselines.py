@@ -86,7 +86,7 @@ def main():
         ax_m.set_ylabel(f"peak memory, replay ({unit})")
         ax_f.set_ylabel("FLOPs per iteration (× layer)")
         ax_m.set_title(C.config_title(cfgs[0][0], ["net"] +
-                                      [p for p in ("image", "optimizer") if p not in varying]))
+                                      [p for p in ("image", "optimizer", "bn") if p not in varying]))
 
     hs = [Patch(color=styles[p]["color"], label=p) for p in plans]
     hs.append(C.legend_handle("closed form", color="k", marker="_", linestyle="none",

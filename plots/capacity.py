@@ -25,8 +25,8 @@ def panel_key(r):
 
 def panel_title(r):
     if r["search"] == "batch":
-        return C.config_title(r, ("net", "image", "optimizer"))
-    return C.config_title(r, ("net", "batch", "optimizer"))
+        return C.config_title(r, ("net", "image", "optimizer", "bn"))
+    return C.config_title(r, ("net", "batch", "optimizer", "bn"))
 
 def main():
     args, runs = C.parse_args("capacity", __doc__)
@@ -82,7 +82,7 @@ def main():
                                               for b, p in sorted(none_fit.items())),
                         fontsize=6, transform=ax.transAxes, va="top", color="0.3")
     C.figure_legend(fig, list(handles.values()), ncol=min(len(handles), 8))
-    fig.suptitle("What fits a memory budget (replay prediction)")
+    fig.suptitle("What fits a memory budget (the footprint of its static memory plan, predicted)")
     C.save(fig, args, "capacity", runs)
 
 def best_line(rs):

@@ -180,6 +180,7 @@ def read_file(path):
         for rid, g in f["runs"].items():
             r = {k: _py(v) for k, v in g.attrs.items()}
             r.update(file=path, id=rid, categories=cats, file_attrs=file_attrs)
+            r["has_bn"] = "layers" in g and bool((g["layers"]["kind"] == b"bn").any())
             pred = g.get("prediction")
             r["replay"] = _pred(pred["replay"], cats) if pred and "replay" in pred else None
             r["closed"] = _pred(pred["closed"], cats) if pred and "closed" in pred else None
@@ -229,12 +230,19 @@ def image_label(run):
     return f"{run['image_h']}×{run['image_w']}"
 
 
-def config_title(run, parts=("net", "batch", "image", "optimizer")):
-    """'VGG-16 · batch 8 · 224×224 · Adam' (the parts asked for, in that order)."""
+def bn_label(run):
+    """'BN train' (or frozen, per-band) where the run's net has BatchNorm, else ''."""
+    return f"BN {run['bn']}" if run.get("has_bn") and run.get("bn") else ""
+
+
+def config_title(run, parts=("net", "batch", "image", "optimizer", "bn")):
+    """'ResNet-50 · batch 8 · 224×224 · Adam · BN train' (the parts asked for, in that order; the
+    BatchNorm mode only where the net has BatchNorm)."""
     words = {"net": net_label(run["net"]), "batch": f"batch {run['batch']}",
              "image": image_label(run),
-             "optimizer": {"adam": "Adam", "sgd": "SGD"}.get(run["optimizer"], run["optimizer"])}
-    return " · ".join(words[p] for p in parts)
+             "optimizer": {"adam": "Adam", "sgd": "SGD"}.get(run["optimizer"], run["optimizer"]),
+             "bn": bn_label(run)}
+    return " · ".join(words[p] for p in parts if words[p])
 
 
 def group_by(runs, key):

@@ -101,7 +101,7 @@ def main():
         C.band_axis(ax, max(R for b in flops.values() for v in b.values() for R in v))
         ax.set_ylabel("cost relative to layer (×)")
         r0 = rs[0]
-        title = C.config_title(r0, ("net", "image", "optimizer"))
+        title = C.config_title(r0, ("net", "image", "optimizer", "bn"))
         title += " · batch " + ", ".join(map(str, sorted(batches_shown)))
         ax.set_title(title)
 

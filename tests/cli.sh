@@ -40,7 +40,9 @@ PY
 then ok "spec image = 32, 48x24 -> runs at 32x32 and 48x24"; else bad "spec image HxW"; fi
 "$lrcnn" sim --net unet-small --image 48x24 --plan 2ps:2 >"$tmp/out" 2>"$tmp/err"
 if grep -q "unet-small @ 48x24" "$tmp/out"; then ok "sim --image 48x24"; else bad "sim --image 48x24"; fi
-for c in sim train validate sweep merge plan calibrate export demo reproduce; do expect_ok "lrcnn $c --help" -- "$c" --help; done
+for c in sim train validate sweep merge plan calibrate export demo reproduce import; do expect_ok "lrcnn $c --help" -- "$c" --help; done
+# import runs the importer with Debian's Python whatever PATH holds: a refusal is its one line, exit 2
+PATH="/nonexistent:$PATH" expect_fail "import: not a torchvision model" "'nosuch' is not a torchvision model" -- import torchvision:nosuch
 expect_ok "sim vgg16 2ps:6" -- sim --net vgg16 --batch 8 --image 224 --plan 2ps:6
 for want in "replay@peak" "closed@peak" "boundaries" "peak (device)" "FLOPs"; do
   grep -qF "$want" "$tmp/out" && ok "sim breakdown shows '$want'" || bad "sim breakdown lacks '$want'"

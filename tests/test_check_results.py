@@ -3,6 +3,8 @@
 lrcnn from this tree's spec passes when the tree is clean, and each of an old schema, a changed
 spec, a dirty-tree flag, a commit outside this history, a machine's absolute spec path and
 absolute net paths is named; --known passes a listed stale file and fails a listed current one.
+Two runs of one simulation spec, from different directories with the spec named differently, are
+the same file value for value but for the fields that say when, where and by what it ran.
 
     /usr/bin/python3 tests/test_check_results.py path/to/lrcnn
 """
@@ -24,6 +26,42 @@ def check(label, ok, detail=""):
     global fails
     print("%s %s%s" % ("ok  " if ok else "FAIL", label, (": " + detail) if detail and not ok else ""))
     fails += not ok
+
+
+# What may differ between two runs of one simulation spec (results/SCHEMA.md): when, on which host
+# and CPU, with how many threads, under which HDF5 and commit, by which command line.
+MACHINE_FIELDS = {"date", "host", "cpu", "threads", "omp_wait_policy", "hdf5_version", "git_commit", "git_dirty",
+                  "lrcnn_command"}
+
+
+def differences(a_path, b_path):
+    """Every attribute and dataset that differs between two result files, root fields above aside."""
+    import numpy as np
+    out = []
+
+    def walk(a, b, where):
+        for k in sorted(set(a.attrs) | set(b.attrs)):
+            if where == "/" and k in MACHINE_FIELDS:
+                continue
+            if k not in a.attrs or k not in b.attrs:
+                out.append("%s@%s in one file only" % (where, k))
+            elif not np.array_equal(np.asarray(a.attrs[k]), np.asarray(b.attrs[k])):
+                out.append("%s@%s: %r vs %r" % (where, k, a.attrs[k], b.attrs[k]))
+        if isinstance(a, h5py.Dataset):
+            x, y = a[()], b[()]  # strings (variable length) by value, numbers bit for bit
+            same = x.tolist() == y.tolist() if a.dtype.hasobject else x.tobytes() == y.tobytes()
+            if a.dtype != b.dtype or a.shape != b.shape or not same:
+                out.append("%s: data differ" % where)
+            return
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                out.append("%s%s in one file only" % (where, k))
+            else:
+                walk(a[k], b[k], where + k + "/")
+
+    with h5py.File(a_path, "r") as a, h5py.File(b_path, "r") as b:
+        walk(a, b, "/")
+    return out
 
 
 def run_check(*args):
@@ -59,13 +97,24 @@ def main(lrcnn):
             return path
 
         variant("old schema", lambda f: f.attrs.modify("schema_version", 1), "schema_version 1")
-        variant("changed spec", lambda f: f.attrs.modify("spec_digest", "0123456789abcdef"), "changed since")
+        changed = variant("changed spec", lambda f: f.attrs.modify("spec_digest", "0123456789abcdef"), "changed since")
         dirty = variant("dirty tree", lambda f: f.attrs.modify("git_dirty", 1), "local changes")
         variant("foreign commit", lambda f: f.attrs.modify("git_commit", "deadbee"), "not HEAD or an ancestor")
         variant("absolute spec", lambda f: f.attrs.modify("spec", "/home/someone/lrcnn/experiments/arena.spec"),
                 "path of the machine")
         variant("absolute net path", lambda f: f["runs/00000"].attrs.modify("net_path", "/home/someone/nets/vgg16.net"),
                 "net files recorded")
+
+        # the same simulation from another directory, its spec named another way: the same file but for
+        # the fields that say when, where and by which command it ran
+        again = os.path.join(tmp, "again.h5")
+        subprocess.run([lrcnn, "sweep", "experiments/arena.spec", "-o", again, "--quiet"], check=True, cwd=ROOT,
+                       stdout=subprocess.DEVNULL)
+        diffs = differences(good, again)
+        check("two runs of a simulation spec differ only in %s" % ", ".join(sorted(MACHINE_FIELDS)), not diffs,
+              "; ".join(diffs[:5]))
+        seen = differences(good, changed)
+        check("... and the comparison sees the one changed attribute", len(seen) == 1 and "spec_digest" in seen[0], str(seen))
 
         known = os.path.join(tmp, "STALE")  # files outside the root are listed as given
         with open(known, "w") as k:

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Converts a PyTorch module to a net file (nets/FORMAT.md).
 
-    python3 tools/torch2net.py MODEL [-o FILE.net] [--image S|HxW] [--channels C] [--name NAME]
-                                     [--no-dropout] [--pixel-loss] [--force]
+    ./lrcnn import MODEL [-o FILE.net] [--image S|HxW] [--channels C] [--name NAME]
+                         [--no-dropout] [--pixel-loss] [--force]
+    (the same as /usr/bin/python3 tools/torch2net.py MODEL ...: Debian's Python, which has PyTorch)
 
-MODEL is a torchvision model name (mobilenet_v2, resnet50, vgg16, ...: built untrained, weights are
-not needed), or PATH.py:FACTORY, a Python file and a function in it that returns an nn.Module (or
+MODEL is a torchvision model name (mobilenet_v2, resnet50, vgg16, ...; or torchvision:NAME: built
+untrained, weights are not needed), or PATH.py:FACTORY, a Python file and a function in it that returns an nn.Module (or
 the class itself). The module is traced symbolically (torch.fx, PyTorch 1.13's) and every node of
 the graph becomes one line of the net file, in the graph's order, named after the module it calls
 (`layer1.0.conv1`; a module called again gets `_1`, `_2`: torchvision's ResNet calls one `relu`
@@ -382,6 +383,8 @@ class Converter:
 
 
 def load_model(spec):
+    if spec.startswith("torchvision:"):  # `./lrcnn import torchvision:resnet50`: the name alone
+        spec = spec[len("torchvision:"):]
     if ":" in spec:
         path, attr = spec.rsplit(":", 1)
         if not os.path.isfile(path):
