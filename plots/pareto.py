@@ -60,7 +60,9 @@ def panel(ax, d):
     ax.set_xlabel(f"predicted peak ({unit})")
     ax.set_ylabel("predicted time per iteration (ms)")
     img = f"{d['image_h']}x{d['image_w']}" if d["image_h"] != d["image_w"] else str(d["image_h"])
-    ax.set_title(f"{d['net']}, {img}², batch {d['batch']}, {d['optimizer']}\ntime: {d['device']}")
+    dev = str(d["device"])  # a device profile's file, or a built-in device's name
+    times = "calibrated on this CPU (lrcnn calibrate)" if dev.endswith(".h5") else f"{dev} roofline, uncalibrated"
+    ax.set_title(f"{C.net_label(d['net'])}, {img}², batch {d['batch']}, {d['optimizer']}\npredicted times: {times}")
 
 
 def main():
