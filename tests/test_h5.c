@@ -221,19 +221,19 @@ static void check_runs_tsv(const char *path)
         expect_i64(head, row, n, "batch", u->batch, r);
         expect_i64(head, row, n, "fp_bands", r ? 4 : 0, r);
         expect_i64(head, row, n, "bp_bands", r ? 4 : 0, r);
-        expect_i64(head, row, n, "replay_peak", s->replay.peak, r);
-        expect_i64(head, row, n, "closed_peak", s->closed.peak, r);
+        expect_i64(head, row, n, "replay_peak_bytes", s->replay.peak, r);
+        expect_i64(head, row, n, "closed_peak_bytes", s->closed.peak, r);
         for (int c = 0; c < MEM_NCAT; c++) {
-            snprintf(name, sizeof name, "replay_%s", mem_cat_name((mem_cat)c));
+            snprintf(name, sizeof name, "replay_%s_bytes", mem_cat_name((mem_cat)c));
             expect_i64(head, row, n, name, s->replay.at_peak[c], r);
-            snprintf(name, sizeof name, "closed_%s", mem_cat_name((mem_cat)c));
+            snprintf(name, sizeof name, "closed_%s_bytes", mem_cat_name((mem_cat)c));
             expect_i64(head, row, n, name, s->closed.at_peak[c], r);
         }
         expect_f64(head, row, n, "flops", s->flops, r);
         expect_f64(head, row, n, "time_us", s->time_us, r);
         expect_str(head, row, n, "kind", u->kind, r);
-        expect_str(head, row, n, "measured_peak", "", r); /* simulator runs: empty */
-        expect_str(head, row, n, "budget", "", r);
+        expect_str(head, row, n, "measured_peak_bytes", "", r); /* simulator runs: empty */
+        expect_str(head, row, n, "budget_bytes", "", r);
     }
     free(text);
 }
