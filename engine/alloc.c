@@ -106,15 +106,21 @@ void alloc_put(alloc_stats *a, void *p, mem_cat cat, int64_t bytes)
     account(a, cat, -bytes);
 }
 
+/* bytes moved from one category to another: one event on the timeline, as in the replay */
+static void account_move(alloc_stats *a, mem_cat from, mem_cat to, int64_t bytes)
+{
+    bool rec = a->record;
+    a->record = false;
+    account(a, from, -bytes);
+    a->record = rec;
+    account(a, to, bytes);
+}
+
 void *alloc_move(alloc_stats *a, void *p, mem_cat from, mem_cat to, int64_t bytes)
 {
     void *q = a->mem->move(p, bytes, to == MEM_HOST, NULL);
     if (!q) out_of_memory(a, "moving", bytes, to);
-    bool rec = a->record;
-    a->record = false; /* one event on the timeline, as in the replay */
-    account(a, from, -bytes);
-    a->record = rec;
-    account(a, to, bytes);
+    account_move(a, from, to, bytes);
     return q;
 }
 
@@ -212,10 +218,6 @@ void *alloc_move_to(alloc_stats *a, void *p, mem_cat from, mem_cat to, int64_t b
     if (!(flags & ALLOC_DST_PLACED)) check_in(a, k, off, bytes);
     void *q = a->mem->move(p, bytes, to == MEM_HOST, a->base[k] + off);
     if (!(flags & ALLOC_SRC_STAYS)) check_out(a, side_of(from), p);
-    bool rec = a->record;
-    a->record = false; /* one event on the timeline, as in the replay */
-    account(a, from, -bytes);
-    a->record = rec;
-    account(a, to, bytes);
+    account_move(a, from, to, bytes);
     return q;
 }

@@ -6,6 +6,22 @@ import subprocess
 
 TIMEOUT = 60
 
+
+
+def refusal_problem(rc, lines, want):
+    """What is wrong with a refusal (exit status rc, stderr's non-empty lines): None when it is exit
+    2 with one line holding `want`. Every class of the corpus judges its cases by this."""
+    if rc < 0:
+        return "killed by signal %d" % -rc
+    if rc != 2:
+        return "exit %d, want 2%s" % (rc, (": " + lines[-1][:100]) if lines else "")
+    if len(lines) != 1:
+        return "%d stderr lines, want 1: %s" % (len(lines), " | ".join(lines)[:160])
+    if want and want not in lines[0]:
+        return "stderr lacks '%s': %s" % (want, lines[0][:120])
+    return None
+
+
 BASE = {}  # real files made once per corpus run (main): the numbers below are planted in copies of them
 
 
@@ -155,12 +171,9 @@ def run_import(case, tmp, k):
     except subprocess.TimeoutExpired:
         return "hang (over %d s)" % TIMEOUT
     lines = [l for l in p.stderr.decode("utf-8", "replace").splitlines() if l.strip()]
-    if p.returncode != 2:
-        return "exit %d, want 2%s" % (p.returncode, (": " + lines[-1][:100]) if lines else "")
-    if len(lines) != 1:
-        return "%d stderr lines, want 1: %s" % (len(lines), " | ".join(lines)[:160])
-    if want not in lines[0]:
-        return "stderr lacks '%s': %s" % (want, lines[0][:120])
+    problem = refusal_problem(p.returncode, lines, want)
+    if problem:
+        return problem
     if p.stdout:
         return "wrote %d bytes on stdout" % len(p.stdout)
     left = sorted(set(os.listdir(d)) - before)
@@ -235,12 +248,9 @@ def run_fault(lrcnn, case, tmp, k):
             rc, err = p.returncode, p.stderr
             notes = ("warning: load average", "merge: the parts were written from a tree with local changes")  # not errors
             lines = [l for l in err.decode("utf-8", "replace").splitlines() if l.strip() and not l.startswith(notes)]
-            if rc != 2:
-                return "exit %d, want 2%s" % (rc, (": " + lines[-1][:100]) if lines else "")
-            if len(lines) != 1:
-                return "%d stderr lines, want 1: %s" % (len(lines), " | ".join(lines)[:160])
-            if want and want not in lines[0]:
-                return "stderr lacks '%s': %s" % (want, lines[0][:120])
+            problem = refusal_problem(rc, lines, want)
+            if problem:
+                return problem
         after = {f: os.lstat(os.path.join(where, f)) for f in os.listdir(where)}
         left = sorted(set(after) - set(before))
         if left:

@@ -24,7 +24,7 @@ TIMEOUT = 60  # seconds; a hang is a finding
 
 from inputs import (SPEC, h5_cases, image_cases, net_cases, option_cases, output_cases, plan_cases,  # noqa: E402
                     spec_cases)
-from faults import (BASE, BIG_SPEC, FAULT_CASES, IMPORT_CASES, run_fault, run_import, value_cases)  # noqa: E402
+from faults import (BASE, BIG_SPEC, FAULT_CASES, IMPORT_CASES, refusal_problem, run_fault, run_import, value_cases)  # noqa: E402
 
 
 def all_cases():
@@ -72,14 +72,9 @@ def run_case(lrcnn, case, tmp, k):
     lines = [l for l in err.splitlines() if l.strip()]
     if "Sanitizer" in err or "runtime error:" in err:
         return "sanitizer report: " + next((l for l in lines if "Sanitizer" in l or "runtime error" in l), "")[:100]
-    if rc < 0:
-        return "killed by signal %d" % -rc
-    if rc != 2:
-        return "exit %d, want 2%s" % (rc, (": " + lines[-1][:100]) if lines else "")
-    if len(lines) != 1:
-        return "%d stderr lines, want 1: %s" % (len(lines), " | ".join(lines)[:160])
-    if want and want not in lines[0]:
-        return "stderr lacks '%s': %s" % (want, lines[0][:100])
+    problem = refusal_problem(rc, lines, want)
+    if problem:
+        return problem
     after = set(os.listdir(d))
     made = sorted(f for f in after - before if f.endswith((".h5", ".tmp")) or ".tmp" in f or f == "exported")
     if made:
