@@ -19,7 +19,8 @@
  * negatives, -0.0 and values at fp8's and fp16's edges, must produce the CPU codec's bytes exactly
  * and decode back to the CPU's values; and the encoded plans (gist, dpr) must match the CPU
  * engine like the others, with ZFP refused in one line (an expected refusal, not a failure).
- * Usage: test_cuda [NET PLAN...] (default: the cases above); test_cuda --self runs them all with the
+ * Usage: test_cuda [--no-cupti] [NET PLAN...] (default: the cases above; --no-cupti, as under
+ * compute-sanitizer, which takes CUPTI for itself); test_cuda --self runs them all with the
  * CPU engine on both sides, without a GPU (the harness itself, in CI); --codecs-on-cpu the codecs
  * only. */
 #include <math.h>
@@ -201,8 +202,11 @@ int main(int argc, char **argv)
         codecs(&ops_cpu);
         return failures != 0;
     }
+    /* --no-cupti: CUPTI off, as compute-sanitizer needs (it subscribes to CUPTI itself) */
+    bool profile = !(argc >= 2 && !strcmp(argv[1], "--no-cupti"));
+    if (!profile) argc--, argv++;
     bool self = argc == 2 && !strcmp(argv[1], "--self"); /* every case with the CPU on both sides: the harness */
-    const ops_table *cu = self ? &ops_cpu : ops_find("cuda", true, &e), *cpu = &ops_cpu;
+    const ops_table *cu = self ? &ops_cpu : ops_find("cuda", profile, &e), *cpu = &ops_cpu;
     if (!cu) {
         printf("skipped: %s\n", e.msg);
         return SKIP;

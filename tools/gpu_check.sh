@@ -19,6 +19,8 @@
 #      GPU, dumped, each against PyTorch in float64 on the same weights and batch, beside PyTorch's
 #      own float32 (tools/fp64_floor.py): is 2ps:4's deviation the fp32 floor or a defect?
 # Usage: tools/gpu_check.sh [--cpu] [STEPS]   (STEPS default "1 2 3 4 5")
+#   GPU_SPECS="gpu_vgg16_b8 ..." runs those campaign specs only, GPU_CAMPAIGN_S its time in all (300),
+#   GPU_SANITIZE_S the sanitizers' (80).
 #   --cpu: the same steps on the CPU with this tree's build/ and small nets, to try the script here
 #          (test_cuda --self, a CPU campaign spec, PyTorch on the CPU, no sanitizer).
 set -uo pipefail
@@ -71,7 +73,7 @@ fi
 if [[ $steps == *" 2 "* ]]; then
   log="$out/2_campaign.log"; : >"$log"; t0=$(date +%s)
   rm -f "$out/2_campaign.tar"
-  specs="gpu_vgg16_b8 gpu_resnet50_b8 gpu_highres gpu_shipped gpu_vgg16_b32 gpu_resnet50_b32"
+  specs="${GPU_SPECS:-gpu_vgg16_b8 gpu_resnet50_b8 gpu_highres gpu_shipped gpu_vgg16_b32 gpu_resnet50_b32}"
   if [ $cpu = 1 ]; then # one small spec of the same shape, on the CPU
     mkdir -p /tmp/lrcnn-gpu-trial
     sed -e 's/^nets = .*/nets = vgg-small, resnet-small/' -e '/^image = /d' -e 's/^plans = .*/plans = layer, ckpt-sqrt, vdnn-all, 2ps:4, overl:4, 2ps-h, overl-h/' -e 's/^backend = cuda/backend = cpu/' \
@@ -79,9 +81,9 @@ if [[ $steps == *" 2 "* ]]; then
     specs=/tmp/lrcnn-gpu-trial/gpu_trial
   fi
   for s in $specs; do
-    rest=$(left 300 "$t0"); [ "$rest" -gt 10 ] || { echo "no time left for $s" >>"$log"; continue; }
+    rest=$(left "${GPU_CAMPAIGN_S:-300}" "$t0"); [ "$rest" -gt 10 ] || { echo "no time left for $s" >>"$log"; continue; }
     spec="$s.spec"; [ -e "$spec" ] || spec="experiments/$s.spec"
-    outfile=$(sed -n 's/^output = //p' "$spec")
+    outfile=$(sed -n 's/^output = //p' "$spec"); mkdir -p "$(dirname "$outfile")"
     limit "$rest" "$log" "$bin/lrcnn" sweep "$spec" --force
     if [ -e "$outfile" ]; then
       limit 30 "$log" "$py" tests/check_schema.py "$outfile"
@@ -110,9 +112,9 @@ if [[ $steps == *" 4 "* ]]; then
     t0=$(date +%s)
     for tool in memcheck initcheck synccheck; do
       for net in vgg-small resnet-small; do
-        rest=$(left 80 "$t0"); [ "$rest" -gt 5 ] || { echo "no time left for $tool on $net" >>"$log"; continue; }
+        rest=$(left "${GPU_SANITIZE_S:-80}" "$t0"); [ "$rest" -gt 5 ] || { echo "no time left for $tool on $net" >>"$log"; continue; }
         extra=""; [ $tool = memcheck ] && extra="--leak-check full"
-        limit "$rest" "$log" compute-sanitizer --tool $tool $extra --error-exitcode 9 "$tests/test_cuda" $net $presets
+        limit "$rest" "$log" compute-sanitizer --tool $tool $extra --error-exitcode 9 "$tests/test_cuda" --no-cupti $net $presets
       done
     done
   fi

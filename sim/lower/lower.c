@@ -61,9 +61,6 @@ int lower_fwd(lower *c, int L, int band, band_rows r, band_rows hold, int y, boo
     t->rows = r;
     t->recompute = c->bwd_phase || c->stats_pass;
     for (int j = 0; j < l->n_in; j++) t->x[j] = c->act[l->in[j]];
-    sched_ws_query q = {.layer = L, .out = r, .held = true, .y = hold};
-    if (l->n_in && t->x[0] >= 0) q.x = c->s->bufs[t->x[0]].rows;
-    int64_t ws = torch_scratch(c) ? sched_step_workspace(c->cfg, n, &q) : 0;
     int w_buf = c->param[L];
     /* buffers are created after the step pointer is final (lower_buf may not move steps) */
     if (y < 0) {
@@ -86,6 +83,11 @@ int lower_fwd(lower *c, int L, int band, band_rows r, band_rows hold, int y, boo
         t->aux = lower_buf(c, aux_kind[k->aux], MEM_ACT, L, band, ar, kind_aux_bytes(n, L, band_rows_len(r), c->cfg->batch));
     }
     if (k->labels) t->x[l->n_in] = c->label;
+    /* the workspace for the views the step runs with: y may be a buffer that holds more rows (a
+     * band's output written into the segment's map) */
+    sched_ws_query q = {.layer = L, .out = r, .held = true, .y = c->s->bufs[y].rows};
+    if (l->n_in && t->x[0] >= 0) q.x = c->s->bufs[t->x[0]].rows;
+    int64_t ws = torch_scratch(c) ? sched_step_workspace(c->cfg, n, &q) : 0;
     if (ws) t->ws = lower_buf(c, BUF_WS, MEM_WORKSPACE, L, band, r, ws);
     if (k->running && !t->map_stats) t->dw = c->run[L]; /* running statistics are updated (train) or read */
     t->flops = fwd_flops(c, L, r);
