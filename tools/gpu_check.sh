@@ -98,7 +98,7 @@ if [[ $steps == *" 3 "* ]]; then
     limit 60 "$log" "$py" bench/torch_gpu.py nets/vgg-small.net nets/resnet-small.net --batch 8 --device cpu --iters 3
   else
     limit 40 "$log" "$py" bench/torch_gpu.py nets/vgg16.net nets/resnet50.net --batch 8,32 --iters 10 --tsv "$out/3_torch_gpu.tsv"
-    limit 20 "$log" "$py" tools/torch_peak.py nets/vgg16.net nets/resnet50.net --batch 8,32 --image 224 --device cuda --plan torch2 \
+    limit 40 "$log" "$py" tools/torch_peak.py nets/vgg16.net nets/resnet50.net --batch 8,32 --image 224 --device cuda --plan torch2 \
       --lrcnn "$bin/lrcnn"
   fi
 fi

@@ -157,6 +157,10 @@ def measure(netfile, batch, image, optimizer, device, none_grads):
         step()
         torch.cuda.synchronize()
         allocated, reserved = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+        try:
+            split = peak_split(step, param_keys)
+        except Exception as ex:  # an allocator history this PyTorch does not keep: the table stands without it
+            split = {"error": "%s: %s" % (type(ex).__name__, ex)}
     else:
         from torch.profiler import ProfilerActivity, profile
         opt.zero_grad(set_to_none=none_grads)  # outside: the profiler cannot see frees of older blocks
@@ -169,7 +173,58 @@ def measure(netfile, batch, image, optimizer, device, none_grads):
             total += b
             top = max(top, total)
         allocated, reserved = persistent + data + top, None
-    return {"stash": stash, "persistent": persistent, "data": data, "allocated": allocated, "reserved": reserved}
+    return {"stash": stash, "persistent": persistent, "data": data, "allocated": allocated, "reserved": reserved,
+            "split": split if device == "cuda" else None}
+
+
+def peak_split(step, param_keys):
+    """One more iteration with the CUDA allocator's event history on: the blocks live at its peak, split
+    into those alive before it (parameters, optimizer state, the batch), those the forward saved for
+    backward (their storages, seen through a saved-tensors hook) and the others (gradients of activations,
+    cuDNN's workspaces, temporaries), with the largest other block and how many allocator events it
+    lived. Sizes are the allocator's blocks, as max_memory_allocated counts them."""
+    saved = set()
+
+    def pack(t):
+        k = storage_key(t)[0]
+        if k not in param_keys:
+            saved.add(k)
+        return t
+
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.memory._record_memory_history(max_entries=4000000)
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            step()
+        torch.cuda.synchronize()
+        trace = torch.cuda.memory._snapshot()["device_traces"][0]
+    finally:
+        torch.cuda.memory._record_memory_history(enabled=None)
+    frees = {"free_completed"} if any(e["action"] == "free_completed" for e in trace) else {"free_requested"}
+    live, total, top, at, at_top = {}, base, base, -1, {}
+    for i, e in enumerate(trace):
+        if e["action"] == "alloc":
+            live[e["addr"]] = (e["size"], i)
+            total += e["size"]
+        elif e["action"] in frees:
+            live.pop(e["addr"], None)
+            total -= e["size"]
+        else:
+            continue
+        if total > top:
+            top, at, at_top = total, i, dict(live)
+    sv = sum(sz for a, (sz, _) in at_top.items() if a in saved)
+    others = sorted(((sz, a, i) for a, (sz, i) in at_top.items() if a not in saved), reverse=True)
+    largest, lived = (others[0][0], None) if others else (0, None)
+    if others:
+        addr, born = others[0][1], others[0][2]
+        for j in range(at + 1, len(trace)):
+            if trace[j]["action"] in frees and trace[j]["addr"] == addr:
+                lived = j - born
+                break
+    return {"peak": top, "before": top - sum(sz for sz, _ in at_top.values()), "saved": sv,
+            "other": sum(o[0] for o in others), "largest": largest, "lived": lived, "event": at, "events": len(trace)}
 
 
 def predict(lrcnn, netfile, batch, image, optimizer, plan):
@@ -185,7 +240,9 @@ def predict(lrcnn, netfile, batch, image, optimizer, plan):
             cats = [c.decode() if isinstance(c, bytes) else c for c in f["categories"][()]]
             at = dict(zip(cats, r["at_backward"][()]))
             persistent = at["weights"] + at["weight_grads"] + at["optimizer"]
-            return {"stash": int(sum(v for k, v in at.items() if k not in ("weights", "weight_grads", "optimizer", "host"))),
+            top = dict(zip(cats, r["at_peak"][()]))
+            return {"at_peak": top,
+                    "stash": int(sum(v for k, v in at.items() if k not in ("weights", "weight_grads", "optimizer", "host"))),
                     "persistent": int(persistent), "allocated": int(r.attrs["peak"]),
                     "reserved": int(r.attrs["reserved"]) if "reserved" in r.attrs else None}
 
@@ -227,6 +284,18 @@ def main():
                 "" if m["reserved"] is None else "  | reserved %s, predicted %s %+.2f%%" % (
                     mib(m["reserved"]).strip(), mib(p["reserved"]).strip(), 100 * (p["reserved"] - m["reserved"]) / m["reserved"])),
                 flush=True)
+            q = m["split"]
+            if q and "error" in q:
+                print("%-20s at PyTorch's peak: not split (%s)" % ("", q["error"]), flush=True)
+            elif q:  # what PyTorch held at its peak, beside what the plan holds at its own
+                t = p["at_peak"]
+                print("%-20s at PyTorch's peak (allocator event %d of %d; %s MiB): alive before the iteration %s, saved %s, "
+                      "other %s (largest block %s, freed %s events later); the plan at its peak: persistent %s, "
+                      "activations %s, activation gradients %s, workspace %s" % (
+                          "", q["event"], q["events"], mib(q["peak"]).strip(), mib(q["before"]).strip(), mib(q["saved"]).strip(),
+                          mib(q["other"]).strip(), mib(q["largest"]).strip(), q["lived"],
+                          mib(t["weights"] + t["weight_grads"] + t["optimizer"]).strip(), mib(t["activations"]).strip(),
+                          mib(t["act_grads"]).strip(), mib(t["workspace"]).strip()), flush=True)
     print("worst error: %.2f%%" % (100 * worst))
 
 
