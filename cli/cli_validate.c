@@ -86,15 +86,19 @@ static void print_device_table(const char **items, const sim_result *pred, const
         if (!m->ok || !m->has_device) continue;
         const ops_device *d = &m->device;
         int64_t in_use = d->device_peak >= 0 ? d->device_peak - d->context_bytes : -1;
-        printf("  %-14s %10s %10s %+7.3f%% %10s %10s %10s %10s %+8.2f%%\n", items[k], units_fmt_bytes(pred[k].replay.peak, a, sizeof a),
+        bool pool = d->pool_reserved_peak > 0; /* else the plan ran in its arena (the arena's table) */
+        char dev[16] = "-";
+        if (pool) snprintf(dev, sizeof dev, "%+8.2f%%", 100.0 * (double)(pred[k].replay.peak - d->pool_reserved_peak) / (double)d->pool_reserved_peak);
+        printf("  %-14s %10s %10s %+7.3f%% %10s %10s %10s %10s %9s\n", items[k], units_fmt_bytes(pred[k].replay.peak, a, sizeof a),
                units_fmt_bytes(m->peak, b, sizeof b), 100.0 * (double)(pred[k].replay.peak - m->peak) / (double)m->peak,
-               units_fmt_bytes(d->pool_reserved_peak, c, sizeof c), units_fmt_bytes(d->pool_reserved_peak - m->peak, x, sizeof x),
-               units_fmt_bytes(d->outside_pool, y, sizeof y), in_use >= 0 ? units_fmt_bytes(in_use, z, sizeof z) : "-",
-               100.0 * (double)(pred[k].replay.peak - d->pool_reserved_peak) / (double)d->pool_reserved_peak);
+               pool ? units_fmt_bytes(d->pool_reserved_peak, c, sizeof c) : "-",
+               pool ? units_fmt_bytes(d->pool_reserved_peak - m->peak, x, sizeof x) : "-", units_fmt_bytes(d->outside_pool, y, sizeof y),
+               in_use >= 0 ? units_fmt_bytes(in_use, z, sizeof z) : "-", dev);
     }
     printf("  reserved: the pool's high-water mark (what the device holds for the plan); res-alloc: the pool's overhead;\n"
            "  off-pool: cuBLAS's workspace and the engine's scratch; in use: cudaMemGetInfo's peak at step ends less the\n"
-           "  context (-: with --no-cupti); err dev: the replay against the reservation\n");
+           "  context (-: with --no-cupti); err dev: the replay against the reservation (-: the plan ran in its arena, whose\n"
+           "  own table follows, and the pool held nothing)\n");
 }
 
 /* --alloc arena: the plan's arena beside what the engine reserved and reached; on the CPU the arena's

@@ -20,7 +20,7 @@
 #      own float32 (tools/fp64_floor.py): is 2ps:4's deviation the fp32 floor or a defect?
 # Usage: tools/gpu_check.sh [--cpu] [STEPS]   (STEPS default "1 2 3 4 5")
 #   GPU_SPECS="gpu_vgg16_b8 ..." runs those campaign specs only, GPU_CAMPAIGN_S its time in all (300),
-#   GPU_SANITIZE_S the sanitizers' (80).
+#   GPU_SANITIZE_S the sanitizers' (80), GPU_BN_NET the net of step 5 (resnet50).
 #   --cpu: the same steps on the CPU with this tree's build/ and small nets, to try the script here
 #          (test_cuda --self, a CPU campaign spec, PyTorch on the CPU, no sanitizer).
 set -uo pipefail
@@ -122,7 +122,7 @@ fi
 
 if [[ $steps == *" 5 "* ]]; then
   log="$out/5_bn.log"; : >"$log"
-  d=$(mktemp -d); net=resnet50; image="--image 224"; batch=8
+  d=$(mktemp -d); net=${GPU_BN_NET:-resnet50}; image="--image 224"; batch=8
   [ $cpu = 1 ] && { net=resnet-small; image=""; }
   for p in layer 2ps:4; do
     limit 15 "$log" "$bin/lrcnn" train --net "$net" $image --batch $batch --bn train --plan "$p" --iters 1 --seed 1 \

@@ -2,6 +2,7 @@
 #include "engine/cuda/codec_cuda.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine/cuda/cucheck.h"
 #include "engine/cuda/kernels.h"
@@ -14,6 +15,12 @@ static struct {
 } c;
 
 void codec_cuda_init(cudaStream_t compute) { c.compute = compute; }
+
+void codec_cuda_close(void)
+{
+    if (c.codec_dev) CUDA_CHECK(cudaFree(c.codec_dev));
+    memset(&c, 0, sizeof c);
+}
 
 void codec_cuda_reserve(int images)
 {

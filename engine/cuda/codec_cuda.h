@@ -11,6 +11,7 @@
 #include "engine/ops.h"
 
 void codec_cuda_init(cudaStream_t compute);
+void codec_cuda_close(void);
 /* Before a run: room for the offsets of a sparse encoding of `images` images (grows between runs). */
 void codec_cuda_reserve(int images);
 /* Device bytes it holds (reported beside the pool). */

@@ -46,6 +46,20 @@ void conv_cuda_init(cudnnHandle_t dnn, cudaStream_t stream, int64_t ws_limit, bo
     g.dnn = dnn, g.stream = stream, g.limit = ws_limit, g.deterministic = deterministic;
 }
 
+void conv_cuda_close(void)
+{
+    for (int64_t i = 0; i < g.cap; i++) {
+        conv_choice *e = &g.table[i];
+        if (!e->used) continue;
+        if (e->x) CUDNN_CHECK(cudnnDestroyTensorDescriptor(e->x));
+        if (e->y) CUDNN_CHECK(cudnnDestroyTensorDescriptor(e->y));
+        if (e->w) CUDNN_CHECK(cudnnDestroyFilterDescriptor(e->w));
+        if (e->conv) CUDNN_CHECK(cudnnDestroyConvolutionDescriptor(e->conv));
+    }
+    free(g.table), free(g.algo), free(g.ws);
+    memset(&g, 0, sizeof g);
+}
+
 static conv_key key_of(const net_layer *l, int c_in, const dnn_call *c)
 {
     conv_key k;

@@ -27,6 +27,8 @@
 #include "engine/ops.h"
 
 void conv_cuda_init(cudnnHandle_t dnn, cudaStream_t stream, int64_t ws_limit, bool deterministic);
+/* Destroys the cached descriptors (ops_cuda_close). */
+void conv_cuda_close(void);
 
 /* A NET_CONV step (ops.h's contract): forward writes y's rows [a, b) (bias added by the caller);
  * backward adds to dw (weights then bias) and dx as the call says. */

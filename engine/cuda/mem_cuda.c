@@ -238,6 +238,17 @@ static int64_t host_need(const sched *s, bool apart_only)
 
 void mem_cuda_init(cudaStream_t compute, cudaStream_t copy) { m.compute = compute, m.copy = copy; }
 
+void mem_cuda_close(void)
+{
+    mem_cuda_synced();
+    for (int i = 0; i < m.n_pending; i++) CUDA_CHECK(cudaEventDestroy(m.pending[i].done));
+    for (int i = 0; i < m.n_spilled; i++) CUDA_CHECK(cudaFreeHost(m.spilled[i].p));
+    if (m.host) CUDA_CHECK(cudaFreeHost(m.host));
+    fit_free(&m.host_fit);
+    free(m.pending), free(m.spilled);
+    memset(&m, 0, sizeof m);
+}
+
 int mem_cuda_prepare(const sched *s, err *e)
 {
     /* room for the blocks as placed, and a margin for first fit's gaps and data-sized encodings */

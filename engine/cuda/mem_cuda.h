@@ -16,6 +16,8 @@
 extern const alloc_mem mem_cuda;
 
 void mem_cuda_init(cudaStream_t compute, cudaStream_t copy);
+/* Frees the pinned host arena and what was spilled beside it (ops_cuda_close). */
+void mem_cuda_close(void);
 /* Before a run of schedule s: the pinned arena for its moves (grown only while it holds nothing);
  * -1 with e set when the host cannot pin it. */
 int mem_cuda_prepare(const sched *s, err *e);

@@ -568,6 +568,25 @@ const ops_table *ops_cuda_open(bool profile, err *e)
     return &cuda_table;
 }
 
+void ops_cuda_close(void)
+{
+    if (!g.open) return;
+    CUDA_CHECK(cudaDeviceSynchronize());
+    conv_cuda_close(), codec_cuda_close(), mem_cuda_close();
+    CUDNN_CHECK(cudnnDestroy(g.dnn));
+    CUBLAS_CHECK(cublasDestroy(g.blas));
+    CUDA_CHECK(cudaFree(g.loss_dev));
+    CUDA_CHECK(cudaFree(g.blas_ws));
+    if (g.scratch) CUDA_CHECK(cudaFree(g.scratch));
+    CUDA_CHECK(cudaStreamDestroy(g.compute));
+    CUDA_CHECK(cudaStreamDestroy(g.copy));
+    cudaMemPool_t pool; /* the blocks the pool kept (release threshold: never) go back */
+    CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
+    CUDA_CHECK(cudaMemPoolTrimTo(pool, 0));
+    if (g.profile) cuprof_stop();
+    memset(&g, 0, sizeof g);
+}
+
 void ops_cuda_describe(char *out, size_t len)
 {
     ops_device d = {0};

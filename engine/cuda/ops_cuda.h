@@ -30,6 +30,10 @@ const ops_table *ops_cuda_open(bool profile, err *e);
 /* The workspace model to lower schedules with (sched_cfg.ws) for net n. */
 const sched_ws_model *ops_cuda_ws_model(void);
 
+/* Gives back everything open allocated (handles, streams, buffers, descriptors, the pool's kept
+ * blocks), so that compute-sanitizer's leak check sees none; a later open starts afresh. */
+void ops_cuda_close(void);
+
 /* Device name, compute capability, driver, runtime, cuDNN and cuBLAS versions, one line. */
 void ops_cuda_describe(char *out, size_t len);
 
