@@ -53,6 +53,17 @@ void machine_git(char *commit, size_t len, int *dirty)
 {
     snprintf(commit, len, "unknown");
     *dirty = -1;
+    /* a binary run away from its tree (tools/gpu_check.sh on a GPU machine, from the bundle
+     * tools/gpu_bundle.sh made) carries the state of the tree it was built from: the copy of the
+     * tree there is not the repository, and its history may be another commit's */
+    const char *built = getenv("LRCNN_BUILT_FROM");
+    char c[64];
+    int d;
+    if (built && sscanf(built, "%63s %d", c, &d) == 2 && (d == 0 || d == 1)) {
+        snprintf(commit, len, "%s", c);
+        *dirty = d;
+        return;
+    }
 #ifdef LRCNN_SOURCE_DIR
     char cmd[1024], line[64];
     if (strchr(LRCNN_SOURCE_DIR, '\'')) return;

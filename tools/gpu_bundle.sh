@@ -17,6 +17,10 @@ ldd "$stage"/bin/* | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
   grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcuda|libcudart|libcudnn[^/]*|libcublas[^/]*|libcupti|libnv[^/]*)\.so' |
   xargs -r cp -L -t "$stage/lib/"
 pwd > "$stage/source_dir" # compiled into lrcnn as LRCNN_SOURCE_DIR: nets/ and plots/ are found there
+# the tree's state, as io/machine.c records it (results/ and paper/ are outputs): tools/gpu_check.sh
+# hands it to the runs (LRCNN_BUILT_FROM), since the copy of the tree on the GPU machine is no repository
+dirty=0; [ -n "$(git status --porcelain --untracked-files=no -- . ':(exclude)results' ':(exclude)paper')" ] && dirty=1
+echo "$(git rev-parse --short HEAD) $dirty" > "$stage/built_from"
 tar -C "$stage" -cJf .gpu/bundle.tar.xz .
 rm -rf "$stage"
 echo "$(du -h .gpu/bundle.tar.xz | cut -f1) .gpu/bundle.tar.xz: carry .gpu, then run tools/gpu_check.sh there"

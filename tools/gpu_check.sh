@@ -2,15 +2,15 @@
 # The CUDA checks on a GPU machine, from the bundle tools/gpu_bundle.sh made (.gpu/bundle.tar.xz), in
 # the root of a copy of this tree. Written for a short lease: every step runs under its own time
 # limit, logs under $OUT (default /tmp/gpu_out) as it goes and keeps what finished, and the whole
-# takes at most about 8 minutes. At most 7 files land in $OUT: 0_setup.log, 1_tests.log,
+# takes about 7 minutes (on an H200, 2026-11-27: steps 1-5 took 17, 333, 44, 14 and 10 s). At most 8 files land in $OUT: 0_setup.log, 1_tests.log,
 # 2_campaign.log and 2_campaign.tar (results/gpu/*.h5, added to after each spec), 3_torch.log
-# (with the peer's table), 4_sanitize.log, 5_bn.log.
+# (with the peer's table) and 3_torch_gpu.tsv, 4_sanitize.log, 5_bn.log.
 #   1. tests (100 s): test_dnn (cuDNN's contract, no GPU needed), test_cuprof, test_cuda (every
 #      layer kind, plan and BatchNorm mode of the small nets, CUDA against the CPU engine);
-#   2. the GPU campaign (300 s in all): experiments/gpu_*.spec one by one, most telling first
+#   2. the GPU campaign (360 s in all; the U-Net's row plans take 8-11 s an iteration): experiments/gpu_*.spec one by one, most telling first
 #      (VGG-16 b8, ResNet-50 b8, VGG-16 920x920, MobileNetV2 and U-Net, VGG-16 b32, ResNet-50 b32),
 #      each file checked against results/SCHEMA.md and added to the tar when it lands;
-#   3. PyTorch on the same GPU (60 s): bench/torch_gpu.py (VGG-16 and ResNet-50 at b8 and b32,
+#   3. PyTorch on the same GPU (80 s): bench/torch_gpu.py (VGG-16 and ResNet-50 at b8 and b32,
 #      plain and checkpointed: allocated, reserved, median time) and tools/torch_peak.py --plan
 #      torch2 (the prediction of PyTorch's own bytes against them);
 #   4. compute-sanitizer (80 s): memcheck, initcheck and synccheck on one iteration of every preset
@@ -19,7 +19,7 @@
 #      GPU, dumped, each against PyTorch in float64 on the same weights and batch, beside PyTorch's
 #      own float32 (tools/fp64_floor.py): is 2ps:4's deviation the fp32 floor or a defect?
 # Usage: tools/gpu_check.sh [--cpu] [STEPS]   (STEPS default "1 2 3 4 5")
-#   GPU_SPECS="gpu_vgg16_b8 ..." runs those campaign specs only, GPU_CAMPAIGN_S its time in all (300),
+#   GPU_SPECS="gpu_vgg16_b8 ..." runs those campaign specs only, GPU_CAMPAIGN_S its time in all (360),
 #   GPU_SANITIZE_S the sanitizers' (80), GPU_BN_NET the net of step 5 (resnet50).
 #   --cpu: the same steps on the CPU with this tree's build/ and small nets, to try the script here
 #          (test_cuda --self, a CPU campaign spec, PyTorch on the CPU, no sanitizer).
@@ -38,6 +38,7 @@ else
   stage=/tmp/lrcnn-gpu
   rm -rf "$stage" && mkdir -p "$stage" && tar -C "$stage" -xJf .gpu/bundle.tar.xz || exit 1
   src=$(cat "$stage/source_dir")
+  export LRCNN_BUILT_FROM="$(cat "$stage/built_from")" # the commit and tree state the bundle was built from
   [ "$src" = "$root" ] || [ -e "$src" ] || { mkdir -p "$(dirname "$src")" && ln -s "$root" "$src"; }
   # bundled libraries only where the machine has none of that name
   for f in "$stage"/lib/*; do ldconfig -p | grep -q " $(basename "$f") " && rm "$f"; done
@@ -81,7 +82,7 @@ if [[ $steps == *" 2 "* ]]; then
     specs=/tmp/lrcnn-gpu-trial/gpu_trial
   fi
   for s in $specs; do
-    rest=$(left "${GPU_CAMPAIGN_S:-300}" "$t0"); [ "$rest" -gt 10 ] || { echo "no time left for $s" >>"$log"; continue; }
+    rest=$(left "${GPU_CAMPAIGN_S:-360}" "$t0"); [ "$rest" -gt 10 ] || { echo "no time left for $s" >>"$log"; continue; }
     spec="$s.spec"; [ -e "$spec" ] || spec="experiments/$s.spec"
     outfile=$(sed -n 's/^output = //p' "$spec"); mkdir -p "$(dirname "$outfile")"
     limit "$rest" "$log" "$bin/lrcnn" sweep "$spec" --force

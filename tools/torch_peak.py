@@ -108,6 +108,8 @@ def storage_key(t):
 def measure(netfile, batch, image, optimizer, device, none_grads):
     """none_grads: zero_grad(set_to_none=True), PyTorch 2.x's default (the torch2 plan)."""
     _, layers = torch_net.parse_net(netfile, image)
+    if device == "cuda":  # the previous net's cached blocks would count in this one's reserved bytes
+        torch.cuda.empty_cache()
     torch.manual_seed(1)
     model = TorchNet(layers).to(device)
     model.train()
