@@ -111,7 +111,7 @@ def measure(netfile, batch, image, iters, device, ckpt):
     del model, opt, x, y
     if device == "cuda":
         torch.cuda.empty_cache()
-    return allocated, reserved, statistics.median(times), segments
+    return allocated, reserved, statistics.median(times), segments, shape[1:]
 
 
 def main():
@@ -131,18 +131,18 @@ def main():
     where = torch.cuda.get_device_name(0) if a.device == "cuda" else "cpu"
     print("PyTorch %s on %s (cuDNN %s), fp32, TF32 off, SGD momentum 0.9, zero_grad(set_to_none=True); "
           "MiB; time: median of %d iterations" % (torch.__version__, where, torch.backends.cudnn.version(), a.iters))
-    head = ("net", "batch", "variant", "segments", "allocated_MiB", "reserved_MiB", "time_ms")
-    print("%-10s %5s %-10s %8s %13s %13s %9s" % head)
+    head = ("net", "image", "batch", "variant", "segments", "allocated_MiB", "reserved_MiB", "time_ms")
+    print("%-10s %9s %5s %-10s %8s %13s %13s %9s" % head)
     rows = []
     for net in a.nets:
         for b in (int(v) for v in a.batch.split(",")):
             for ckpt in (False, True):
-                al, rs, t, seg = measure(net, b, a.image, a.iters, a.device, ckpt)
+                al, rs, t, seg, hw = measure(net, b, a.image, a.iters, a.device, ckpt)
                 name = os.path.splitext(os.path.basename(net))[0]
-                row = (name, b, "checkpoint" if ckpt else "plain", seg, "-" if al is None else "%.1f" % (al / 2**20),
+                row = (name, "%dx%d" % tuple(hw), b, "checkpoint" if ckpt else "plain", seg, "-" if al is None else "%.1f" % (al / 2**20),
                        "-" if rs is None else "%.1f" % (rs / 2**20), "%.2f" % (t * 1e3))
                 rows.append(row)
-                print("%-10s %5d %-10s %8d %13s %13s %9s" % row, flush=True)
+                print("%-10s %9s %5d %-10s %8d %13s %13s %9s" % row, flush=True)
     if a.tsv:
         with open(a.tsv, "w") as f:
             f.write("\t".join(head) + "\n")

@@ -22,8 +22,23 @@ from matplotlib.patches import Patch
 import common as C
 
 
+def own_input(net):
+    """(h, w) of the net file's own input: what bench/torch_gpu.py measured without --image, in
+    tables written before it had an image column."""
+    try:
+        with open(C.REPO / "nets" / (net + ".net")) as f:
+            for line in f:
+                words = line.split()
+                if words and words[0] == "input":
+                    kv = dict(w.split("=", 1) for w in words[2:] if "=" in w)
+                    return int(kv["h"]), int(kv["w"])
+    except (OSError, KeyError, ValueError):
+        pass
+    return None
+
+
 def torch_reserved(path):
-    """{(net, batch, variant): reserved bytes} from bench/torch_gpu.py --tsv."""
+    """{(net, h, w, batch, variant): reserved bytes} from bench/torch_gpu.py --tsv."""
     if not path:
         return {}
     try:
@@ -34,7 +49,9 @@ def torch_reserved(path):
     out = {}
     for r in rows:
         if r.get("reserved_MiB", "-") not in ("-", None):
-            out[(r["net"], int(r["batch"]), r["variant"])] = float(r["reserved_MiB"]) * 2**20
+            hw = tuple(int(v) for v in r["image"].split("x")) if r.get("image") else own_input(r["net"])
+            if hw:
+                out[(r["net"], hw[0], hw[1], int(r["batch"]), r["variant"])] = float(r["reserved_MiB"]) * 2**20
     return out
 
 
@@ -76,8 +93,8 @@ def main():
                 ax.plot(i, in_use, marker="x", color="k", markersize=5, linestyle="none")
                 high = max(high, in_use)
             variant = {"layer": "plain", "ckpt-sqrt": "checkpoint"}.get(plan)
-            if variant and (key[0], key[3], variant) in peer:
-                pt = above(peer[(key[0], key[3], variant)])
+            if variant and (*key, variant) in peer:
+                pt = above(peer[(*key, variant)])
                 ax.plot(i, pt, marker="*", color="#31a354", markersize=7, linestyle="none")
                 high = max(high, pt)
             top = max(top, high)
