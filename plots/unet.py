@@ -63,7 +63,8 @@ def main():
     plain_ticks(axs[0], "y", [2 ** k for k in range(-3, 12) if 2 ** (k - 1) <= top])
     axs[0].set_title("(a) U-Net, batch %d: peak vs bands" % batch)
     axs[1].set_title("(b) recomputation")
-    axs[1].legend(list(handles.values()), list(handles.keys()), fontsize=6.5, loc="upper left")  # (a)'s lines too
+    for ax in axs[:2]:  # the same lines in both: each panel says which is which
+        ax.legend(list(handles.values()), list(handles.keys()), fontsize=6.5, loc="upper left")
 
     small = min(r["batch"] for r in caps)
     caps = [r for r in caps if r["batch"] == small]

@@ -24,7 +24,6 @@ def main():
     if not runs:
         C.die("no run has measurements (measured/ with a peak): give `lrcnn validate` or "
               "`lrcnn train` files")
-    styles = C.plan_styles(runs)
     fig, (ax_s, ax_e) = C.plt.subplots(1, 2, figsize=(7.0, 3.3), layout="constrained",
                                        gridspec_kw={"width_ratios": [1, 1]})
 
@@ -44,7 +43,7 @@ def main():
         for i, r in enumerate(runs):
             if not np.isfinite(preds[m][i]):
                 continue
-            c = styles[r["plan"]]["color"]
+            c = C.family_style(r["plan_family"])["color"]
             face = c if filled else "none"
             ax_s.plot(meas[i] / div, preds[m][i] / div, marker=marker, markersize=5,
                       markerfacecolor=face, markeredgecolor=c, linestyle="none", alpha=0.9)
@@ -93,8 +92,11 @@ def main():
     fig.suptitle(f"Memory model against the engine ({where}; {len(runs)} runs)")
     hs = [C.legend_handle(label, color="0.3", marker=mk, linestyle="none", fill=filled,
                           markersize=5) for _, label, mk, filled in MODELS]
-    hs += [C.legend_handle(p, color=s["color"], marker="o", linestyle="none", markersize=5)
-           for p, s in styles.items()]
+    fams = dict.fromkeys(r["plan_family"] for r in runs)  # colour by family: a legend of five, not of every plan
+    names = {"layer": "layer", "ckpt": "checkpointing", "vdnn": "vDNN offload", "2ps": "2PS (any R)",
+             "overl": "OverL (any R)", "hybrid": "2PS-H / OverL-H"}
+    hs += [C.legend_handle(names.get(f, f), color=C.family_style(f)["color"], marker="o", linestyle="none", markersize=5)
+           for f in fams]
     C.figure_legend(fig, hs, ncol=min(len(hs), 8))
     C.save(fig, args, "validation", runs)
 

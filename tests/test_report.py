@@ -7,9 +7,15 @@ Checks that the PDF has between MIN_PAGES and MAX_PAGES pages, that no page is b
 least 1% of it), that nothing is drawn in the page's right and bottom margins (a figure or table
 wider than the text is cut off there), that every figure the report's source embeds is in it (as
 many images as ![](...) in paper/README.md), and that the source speaks of the work, not of the
-sessions that made it. Exit status 0 when all hold, 1 otherwise, a line per check.
+sessions that made it. And what a reader of a figure needs: each figure's caption is on the page
+its image is on; no figure's own text names a file path (paper/figures/*.pdf keep their text);
+each caption names its source (a spec or a result file), the optimizer, the batch and whether its
+numbers are measured or predicted, and the BatchNorm mode where a net of its specs has BatchNorm;
+the stylesheet keeps table rows whole across page breaks. Exit status 0 when all hold, 1
+otherwise, a line per check.
 """
 
+import glob
 import os
 import re
 import subprocess
@@ -38,6 +44,44 @@ def ink(im, box):
     return sum(1 for v in px if v < 235) / max(1, len(px))
 
 
+def bn_nets():
+    """Nets (by file name) with a BatchNorm layer."""
+    out = set()
+    for f in os.listdir(os.path.join(SRC, "nets")):
+        if f.endswith(".net"):
+            with open(os.path.join(SRC, "nets", f), encoding="utf-8") as h:
+                if any(line.split()[:1] == ["bn"] for line in h):
+                    out.add(f[:-4])
+    return out
+
+
+def spec_nets(name):
+    """The nets a spec (experiments/NAME.spec) runs, or none."""
+    path = os.path.join(SRC, "experiments", os.path.basename(name))
+    if not os.path.exists(path):
+        return set()
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            key, _, value = line.partition("=")
+            if key.strip() == "nets":
+                return {v.strip() for v in value.split("#")[0].split(",") if v.strip()}
+    return set()
+
+
+def caption_settings(caption):
+    """(what, present) for each setting a figure's caption must state."""
+    specs = re.findall(r"([\w*-]+\.spec)", caption)
+    nets = set()
+    for s in specs:
+        for f in glob.glob(os.path.join(SRC, "experiments", s)):
+            nets |= spec_nets(f)
+    return [("source (spec or result file)", bool(specs) or ".h5" in caption),
+            ("optimizer", re.search(r"\b(Adam|SGD)\b", caption) is not None),
+            ("batch", re.search(r"\bbatch|\bb\d+\b", caption) is not None),
+            ("measured or predicted", re.search(r"measured|predicted|simulated", caption) is not None),
+            ("BatchNorm mode", not (nets & bn_nets()) or re.search(r"\bBN\b|BatchNorm", caption) is not None)]
+
+
 def main():
     pdf = sys.argv[1] if len(sys.argv) > 1 else os.path.join(SRC, "paper", "report.pdf")
     with tempfile.TemporaryDirectory() as tmp:
@@ -55,8 +99,23 @@ def main():
             check(right < 0.001 and bottom < 0.001, "page %d: nothing in the right or bottom margin (%.2f%%, %.2f%%)"
                   % (n, 100 * right, 100 * bottom))
         images = subprocess.run(["pdfimages", "-list", pdf], capture_output=True, text=True, check=True).stdout
-        n_images = sum(1 for line in images.splitlines()[2:] if line.split() and line.split()[2] == "image")
+        image_pages = [int(line.split()[0]) for line in images.splitlines()[2:] if line.split() and line.split()[2] == "image"]
+        n_images = len(image_pages)
+        for k, page in enumerate(image_pages, 1):  # the k-th image is Figure k: its caption on its page
+            text = subprocess.run(["pdftotext", "-f", str(page), "-l", str(page), "-layout", pdf, "-"], capture_output=True,
+                                  text=True, check=True).stdout
+            check("Figure %d." % k in text, "Figure %d's caption is on its page (%d)" % (k, page))
     md = open(os.path.join(SRC, "paper", "README.md"), encoding="utf-8").read()
+    for k, caption in enumerate(re.findall(r"^\*\*Figure \d+\..*?(?=\n\n|\Z)", md, re.S | re.M), 1):
+        missing = [what for what, ok in caption_settings(caption) if not ok]
+        check(not missing, "Figure %d's caption says its settings%s" % (k, "" if not missing else ": no " + ", ".join(missing)))
+    for fig in sorted(f for f in os.listdir(os.path.join(SRC, "paper", "figures")) if f.endswith(".pdf")):
+        text = subprocess.run(["pdftotext", os.path.join(SRC, "paper", "figures", fig), "-"], capture_output=True, text=True,
+                              check=True).stdout
+        path = re.search(r"(?:/\w[\w.-]*){2,}|\b[\w-]+/[\w.-]+\.(?:h5|spec|py|tsv|txt)\b", text)
+        check(not path, "%s names no file path%s" % (fig, "" if not path else ": " + path.group(0)))
+    css = open(os.path.join(SRC, "paper", "report.css"), encoding="utf-8").read()
+    check(re.search(r"\btr\s*\{[^}]*break-inside:\s*avoid", css) is not None, "report.css keeps table rows whole (tr: break-inside avoid)")
     figures = len(re.findall(r"!\[[^\]]*\]\(figures/[^)]+\.png\)", md))
     check(figures > 0 and n_images >= figures, "%d images in the PDF for the %d figures of paper/README.md" % (n_images, figures))
     internal = re.findall(r"[^.\n]*\b(?:this session|sessions?\b|issue #?\d+|tracker)[^.\n]*", md, re.I)
