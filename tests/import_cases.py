@@ -240,8 +240,8 @@ def reflect():
     return one_conv(kernel_size=3, padding=1, padding_mode="reflect")
 
 
-def ceil_pool():
-    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.MaxPool2d(2, ceil_mode=True), nn.Flatten())
+def ceil_pool():  # max pooling takes ceil=1; average pooling's divisor at the overhang is not modelled
+    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.AvgPool2d(2, ceil_mode=True), nn.Flatten())
 
 
 def bicubic():

@@ -65,7 +65,7 @@ static void small_net(randnet_rng *g, out *o, int h)
             if (i % 8 == 3) put(o, "upsample l%d in=%s scale=%d\n", i, in, 2 + i % 2); /* same draws, no pool */
             else if (i % 8 == 7) put(o, "bilinear l%d in=%s scale=%d align=%d\n", i, in, 2 + i % 3, i % 16 == 15);
             else if (i % 4 == 1) put(o, "convt l%d in=%s c=2 k=%d s=%d p=%d op=%d\n", i, in, k, s, p, s > 1 && i % 8 == 1);
-            else put(o, "%s l%d in=%s k=%d s=%d p=%d\n", pool, i, in, k, s, p);
+            else put(o, "%s l%d in=%s k=%d s=%d p=%d%s\n", pool, i, in, k, s, p, pool[0] == 'm' && i % 3 == 2 ? " ceil=1" : "");
         } else if (kind == 5) {
             act_line(o, i, in);
         } else if (kind == 6) {
@@ -124,7 +124,8 @@ static int block(randnet_rng *g, out *o, int i, const char *in, int ch)
 }
 
 /* Wider nets for the closed form: the shapes a user's net has (odd sizes, stride-2 convolutions
- * with 5x5 and 7x7 kernels, padded pools, relus after convolutions and blocks). */
+ * with 5x5 and 7x7 kernels, padded pools (every third max pool with ceil=1), relus after
+ * convolutions and blocks). */
 static void wide_net(randnet_rng *g, out *o, int h)
 {
     int ch = 1 + randnet_below(g, 3), w = 1 + randnet_below(g, 12);
@@ -156,7 +157,7 @@ static void wide_net(randnet_rng *g, out *o, int h)
             else if (i % 8 == 7) put(o, "bilinear l%d in=%s scale=%d align=%d\n", i, in, 2 + i % 3, i % 16 == 15);
             else if (i % 4 == 1) /* a transposed convolution, depthwise one time in two */
                 put(o, "convt l%d in=%s c=%d k=%d s=%d p=%d op=%d groups=%d\n", i, in, ch, k, s, p, s > 1 && i % 8 == 1, i % 8 == 5 ? ch : 1);
-            else put(o, "%s l%d in=%s k=%d s=%d p=%d\n", pool, i, in, k, s, p);
+            else put(o, "%s l%d in=%s k=%d s=%d p=%d%s\n", pool, i, in, k, s, p, pool[0] == 'm' && i % 3 == 2 ? " ceil=1" : "");
         } else if (kind == 6) {
             act_line(o, i, in);
         } else if (kind == 7) {

@@ -3,11 +3,17 @@
 
     python3 tests/test_import.py LRCNN_BINARY
 
-1. Every module it converts — torchvision's mobilenet_v2, mobilenet_v3_large, resnet50, vgg16, densenet121, efficientnet_b0, convnext_tiny and mnasnet1_0 and the test modules
+1. Every module it converts — torchvision's mobilenet_v2, mobilenet_v3_large, resnet50, vgg16, densenet121, efficientnet_b0,
+   convnext_tiny, mnasnet1_0, squeezenet1_0 and 1_1 (ceil-mode pooling), googlenet and inception_v3 (their main
+   output: the auxiliary heads, which only training runs, are left out and not counted), the segmentation
+   models fcn_resnet50, deeplabv3_resnet50 and lraspp_mobilenet_v3_large (a dict's 'out', dilated backbones,
+   bilinear interpolation to the input's size) and the test modules
    of tests/import_cases.py — has, read back by lrcnn's own parser (`lrcnn sim`), the parameters
    of the PyTorch module and its multiply-accumulates per image (counted on the module by forward
    hooks: a convolution's output values x its input channels per group x kernel area, a Linear's
    in x out).
+1b. SqueezeNet 1.1, GoogLeNet, Inception-v3, FCN-ResNet50 and LR-ASPP, imported small, run `layer` and
+   `2ps:4` on the engine for one iteration: measured peak = replay, gradients within 1e-4 of `layer`'s.
 2. torchvision's vgg16 (without its dropouts) and resnet50 come out as nets/vgg16.net and
    nets/resnet50.net layer for layer: the same kinds, keys (defaults filled in) and connections,
    names aside (the importer names after torchvision's modules, the shipped files after the paper).
@@ -58,7 +64,9 @@ def lrcnn_counts(lrcnn, path, image):
 
 
 def torch_counts(model, image):
-    macs = []
+    """Parameters of the modules the forward runs (in eval mode: a training-only auxiliary head, which
+    the importer leaves out, is not counted) and multiply-accumulates per image."""
+    macs, ran = [], set()
 
     def hook(m, inp, out):
         if isinstance(m, nn.Conv2d):
@@ -68,12 +76,14 @@ def torch_counts(model, image):
         elif isinstance(m, nn.Linear):  # at each place of a channels-last map (ConvNeXt's), else once
             macs.append(out[0].numel() // m.out_features * m.in_features * m.out_features)
     hs = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d, nn.Linear))]
+    hs += [m.register_forward_hook(lambda m, i, o: ran.add(id(m))) for m in model.modules()]
     model.eval()
     with torch.no_grad():
         model(torch.zeros(1, 3, image, image))
     for h in hs:
         h.remove()
-    return sum(p.numel() for p in model.parameters()), sum(macs)
+    params = {id(p): p.numel() for m in model.modules() if id(m) in ran for p in m.parameters(recurse=False)}
+    return sum(params.values()), sum(macs)
 
 
 def structure(path):
@@ -94,7 +104,14 @@ def main(lrcnn):
               (CASES + ":Cat3", import_cases.Cat3, 10), (CASES + ":UpConv", import_cases.UpConv, 16),
               (CASES + ":Bilinear", import_cases.Bilinear, 12), (CASES + ":Norms", import_cases.Norms, 12),
               (CASES + ":Factorized", import_cases.Factorized, 14), (CASES + ":LongNames", import_cases.LongNames, 10),
-              (CASES + ":FunctionalPools", import_cases.FunctionalPools, 15), ("mnasnet1_0", torchvision.models.mnasnet1_0, 224)]
+              (CASES + ":FunctionalPools", import_cases.FunctionalPools, 15), ("mnasnet1_0", torchvision.models.mnasnet1_0, 224),
+              # ceil-mode max pooling; GoogLeNet's and Inception-v3's auxiliary heads left out (their main output)
+              ("squeezenet1_0", torchvision.models.squeezenet1_0, 224), ("squeezenet1_1", torchvision.models.squeezenet1_1, 96),
+              ("googlenet", torchvision.models.googlenet, 224), ("inception_v3", torchvision.models.inception_v3, 299)]
+    seg = torchvision.models.segmentation  # dict outputs, dilated backbones, bilinear interpolation to the input's size
+    models += [(name, lambda f=getattr(seg, name): f(weights=None, weights_backbone=None), 64)
+               for name in ("fcn_resnet50", "deeplabv3_resnet50", "lraspp_mobilenet_v3_large")]
+    pixel = (":Seg", ":UpConv", ":Bilinear", ":unet", ":unet_paper", "fcn_resnet50", "deeplabv3_resnet50", "lraspp_mobilenet_v3_large")
     models.append((CASES + ":Seg", import_cases.Seg, 16))
     unet_py = os.path.join(ROOT, "tools", "unet.py")
     sys.path.insert(0, os.path.dirname(unet_py))
@@ -102,7 +119,7 @@ def main(lrcnn):
     models += [(unet_py + ":unet", unet.unet, 64), (unet_py + ":unet_paper", unet.unet_paper, 64)]
     for spec, make, image in models:
         out = os.path.join(tmp, spec.rsplit(":", 1)[-1] + ".net")
-        r = convert(spec, out, "--image", str(image), *(["--pixel-loss"] if spec.endswith((":Seg", ":UpConv", ":Bilinear", ":unet", ":unet_paper")) else []))
+        r = convert(spec, out, "--image", str(image), *(["--pixel-loss"] if spec.endswith(pixel) else []))
         if r.returncode:
             check(False, "%s: converted (%s)" % (spec, r.stderr.strip()))
             continue
@@ -110,6 +127,26 @@ def main(lrcnn):
         ref_p, ref_m = torch_counts(make(), image)
         check(ours_p == ref_p and ours_m == ref_m, "%s @ %d: lrcnn reads %s parameters, %s MACs; PyTorch %d, %d %s"
               % (os.path.basename(spec), image, ours_p, ours_m, ref_p, ref_m, why))
+
+    # the models whose import needed ceil-mode pooling or the main output run, small, on the engine:
+    # `layer` and `2ps:4`, one iteration, measured peak = replay, gradients equal (BN frozen: train
+    # mode's fp32 floor on an untrained net is far above any tolerance, tools/fp64_floor.py)
+    import h5py
+    for name, image in (("squeezenet1_1", 64), ("googlenet", 64), ("inception_v3", 80), ("fcn_resnet50", 64),
+                        ("lraspp_mobilenet_v3_large", 64)):
+        net, res = os.path.join(tmp, name + "-small.net"), os.path.join(tmp, name + "-small.h5")
+        r = convert(name, net, "--image", str(image), *(["--pixel-loss"] if name.endswith(pixel) else []))
+        v = subprocess.run([lrcnn, "validate", "--net", net, "--batch", "2", "--plan", "layer,2ps:4", "--iters", "1", "--bn", "frozen",
+                            "-o", res], capture_output=True, text=True) if not r.returncode else r
+        runs = []
+        if not v.returncode:
+            with h5py.File(res, "r") as f:
+                for g in f["runs"].values():
+                    runs.append((g.attrs["plan"], int(g["measured"].attrs["peak"]), int(g["prediction/replay"].attrs["peak"]),
+                                 float(g["measured"].attrs["grad_deviation"])))
+        ok = len(runs) == 2 and all(m == p and dev <= 1e-4 for _, m, p, dev in runs)
+        check(ok, "%s at %d: layer and 2ps:4 run, measured = replay, gradients within 1e-4 of layer's: %s" % (
+            name, image, "; ".join("%s %d/%d %.1e" % x for x in runs) or (v.stderr.strip() or "no runs")[-200:]))
 
     for name, extra in (("vgg16", ["--no-dropout"]), ("resnet50", [])):
         out = os.path.join(tmp, name + "-shipped.net")

@@ -305,4 +305,7 @@ def cases():
                   ("gen-bn/adam/bn-frozen", "gen:bn", None, 3, "adam", "layer", "frozen")]
         else:
             c.append(("gen-%s/%s" % (g, opt), "gen:" + g, None, 3, opt, "layer", None))
+    # last, so that every case above keeps its seed: ceil-mode max pooling (windows past the map's end)
+    sq = os.path.join(NETS, "squeeze-small.net")
+    c += [("squeeze-small/sgd", sq, None, 4, "sgd", "layer", None), ("squeeze-small/adam/2ps:3", sq, None, 4, "adam", "2ps:3", None)]
     return c

@@ -26,7 +26,7 @@ KINDS = {
     "input": (("c", "h", "w"), {}),
     "conv": (("c", "k"), {"s": 1, "p": 0, "d": 1, "bias": 1, "groups": 1}),
     "relu": ((), {}),
-    "maxpool": (("k",), {"s": None, "p": 0}),
+    "maxpool": (("k",), {"s": None, "p": 0, "ceil": 0}),
     "avgpool": (("k",), {"s": None, "p": 0}),
     "bn": ((), {"eps": 1e-5, "momentum": 0.1}),
     "fc": (("c",), {"bias": 1}),
@@ -187,8 +187,11 @@ def parse_net(path, image=None):
     return net_name, order
 
 
-def out_size(n, k, s, p, d, where):
-    o = (n + 2 * p - d * (k - 1) - 1) // s + 1
+def out_size(n, k, s, p, d, where, ceil=False):
+    span = n + 2 * p - d * (k - 1) - 1
+    o = -(-span // s) + 1 if ceil else span // s + 1
+    if ceil and (o - 1) * s >= n + p:  # PyTorch's rule: the last window starts inside the map or its padding
+        o -= 1
     if o <= 0:
         raise NetError("%s: output becomes empty" % where)
     return o
@@ -207,8 +210,9 @@ def infer_shapes(path, order, by_name):
             hw = [[v[i] if isinstance(v, tuple) else v for v in (a["k"], a["s"], a["p"], a["d"])] for i in (0, 1)]
             l.shape = (a["c"], out_size(x[1], *hw[0], where), out_size(x[2], *hw[1], where))
         elif l.kind in ("maxpool", "avgpool"):
-            l.shape = (x[0], out_size(x[1], a["k"], a["s"], a["p"], 1, where),
-                       out_size(x[2], a["k"], a["s"], a["p"], 1, where))
+            ceil = bool(a.get("ceil", 0))
+            l.shape = (x[0], out_size(x[1], a["k"], a["s"], a["p"], 1, where, ceil),
+                       out_size(x[2], a["k"], a["s"], a["p"], 1, where, ceil))
         elif l.kind in ("relu", "bn", "dropout", "gnorm", "lnorm", "scale") or l.kind in ACTIVATION_KINDS:
             l.shape = x
         elif l.kind == "add":
@@ -331,7 +335,7 @@ class RefNet(torch.nn.Module):
             mask = dropout_mask(DROPOUT_SEED, 1, self.layers.index(l), shape, a["p"])
             y = src[0] * torch.from_numpy(mask).to(src[0].dtype) * float(np.float32(1.0 / (1.0 - a["p"])))
         elif l.kind == "maxpool":
-            y = F.max_pool2d(src[0], a["k"], a["s"], a["p"], ceil_mode=False)
+            y = F.max_pool2d(src[0], a["k"], a["s"], a["p"], ceil_mode=bool(a.get("ceil", 0)))
         elif l.kind == "avgpool":
             y = F.avg_pool2d(src[0], a["k"], a["s"], a["p"], ceil_mode=False, count_include_pad=True)
         elif l.kind == "fc":

@@ -420,7 +420,7 @@ def cmd_selftest():
             nets[g] = os.path.join(tmp, g + ".net")
             with open(nets[g], "w") as fh:
                 fh.write(GENERATED[g])
-        for n in ("vgg-small", "resnet-small", "kernels"):
+        for n in ("vgg-small", "resnet-small", "kernels", "squeeze-small"):
             nets[n] = os.path.join(NETS, n + ".net")
 
         def case(label, net, opt, bn, expect_fail, edit=None):
@@ -444,7 +444,7 @@ def cmd_selftest():
                 t.ravel()[idx] += by
             return edit
 
-        for net in ("vgg-small", "resnet-small", "kernels", "bn", "add-later", "maxpool", "fc-map", "loss-map"):
+        for net in ("vgg-small", "resnet-small", "kernels", "squeeze-small", "bn", "add-later", "maxpool", "fc-map", "loss-map"):
             for opt in ("sgd", "adam"):
                 for bn in (("train", "frozen") if net in ("bn", "resnet-small") else ("train",)):
                     case("fp64 fake", net, opt, bn, None)

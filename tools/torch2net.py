@@ -12,11 +12,15 @@ the graph becomes one line of the net file, in the graph's order, named after th
 (`layer1.0.conv1`; a module called again gets `_1`, `_2`: torchvision's ResNet calls one `relu`
 three times a block) or, for a function (`x + y`), after the module whose forward calls it
 (`layer1.0.add`). The model's output becomes the logits of a `loss` layer: a classification over
-its values, or with --pixel-loss a segmentation's, (N, classes, H, W) with a label a pixel.
+its values, or with --pixel-loss a segmentation's, (N, classes, H, W) with a label a pixel. A model
+that returns several (a tuple, a dict such as {'out', 'aux'}, a named tuple such as GoogLeNet's and
+Inception-v3's with their auxiliary heads) gives its main output (the first, or 'out'), and the
+layers only the others use are left out, with a note on stderr. Max pooling with ceil_mode=True
+becomes `maxpool ... ceil=1` (SqueezeNet, GoogLeNet).
 
 What it cannot represent it refuses, naming the node: a kind the format lacks (bicubic upsampling,
 a permute, LayerNorm, ...), or a module configured beyond it (a non-square pool, reflect padding,
-ceil_mode pooling, BatchNorm without running statistics, GELU's tanh form). Exit status 2 then,
+ceil_mode average pooling, BatchNorm without running statistics, GELU's tanh form). Exit status 2 then,
 and no file is written. Without -o the net goes to stdout; with -o an existing file is kept unless
 --force (which never replaces anything but a regular file), and the file is written whole or not at
 all, with the user's umask. Every refusal, a model file that exits or raises, a full disk: exit 2
@@ -35,6 +39,7 @@ import argparse
 import contextlib
 import importlib.util
 import io
+import operator
 import os
 import re
 import sys
@@ -47,7 +52,7 @@ import torch.nn as nn
 from torch.fx.passes.shape_prop import ShapeProp
 
 from torch2net_modules import (ELEMENTWISE, FUNCTIONS, MODULES, NET_MAX_IN, NET_NAME_MAX, Refused,
-                               adaptive, fmt_float, is_layernorm2d, keys, pool, upsample)
+                               adaptive, fmt_float, is_layernorm2d, keys, main_output, pool, upsample)
 
 
 class ScopeTracer(fx.Tracer):
@@ -128,7 +133,17 @@ class Converter:
         return name
 
     def tensor_inputs(self, node):
-        return [a for a in node.args if isinstance(a, fx.Node) and not (a.op == "call_method" and a.target == "size")]
+        return [a for a in node.args if isinstance(a, fx.Node) and not (a.op == "call_method" and a.target == "size")
+                and not self.is_shape(a)]
+
+    @staticmethod
+    def is_shape(node):
+        """x.shape, or an item or slice of it: sizes, not data."""
+        if node.op != "call_function":
+            return False
+        if node.target is getattr and len(node.args) == 2 and node.args[1] == "shape":
+            return True
+        return node.target is operator.getitem and isinstance(node.args[0], fx.Node) and Converter.is_shape(node.args[0])
 
     def convert_node(self, node, modules):
         where = describe(node)
@@ -186,6 +201,8 @@ class Converter:
         # functions and methods
         if node.op == "call_method" and node.target == "size":  # x.size(0) for a view: shape, not data
             return
+        if self.is_shape(node):  # x.shape, x.shape[-2:]: a size for interpolate, not data
+            return
         if node.op == "call_function" and function_name(node) == "stochastic_depth":
             self.stochastic_depth(node, where)
             return
@@ -242,6 +259,11 @@ class Converter:
             odd = [k for k, v in kw.items() if k not in ("size", "scale_factor", "mode", "align_corners") and v not in (None, False)]
             if odd:
                 raise Refused("%s: interpolate with %s" % (where, ", ".join("%s=%s" % (k, kw[k]) for k in odd)))
+            if kw.get("size") is not None:  # to a size (a segmentation head's, to its input's): a whole scale, as traced
+                i, o = (tuple(n.meta["tensor_meta"].shape[-2:]) for n in (args[0], node))
+                if o[0] % i[0] or o[1] % i[1] or o[0] // i[0] != o[1] // i[1]:
+                    raise Refused("%s: interpolate from %dx%d to %dx%d (only by one whole scale along H and W)" % (where, *i, *o))
+                kw["size"], kw["scale_factor"] = None, o[0] // i[0]
             kind, keystr = upsample(kw.get("scale_factor"), kw.get("size"), kw.get("mode", "nearest"), where, kw.get("align_corners"))
             self.emit(node, kind, keystr, [self.source(args[0], node)])
             return
@@ -358,6 +380,8 @@ class Converter:
                 raise Refused("no Conv2d to take the input's channels from: give --channels")
             self.channels = convs[0].in_channels
         gm = fx.GraphModule(self.model, graph)
+        if main_output(graph):
+            gm.recompile()
         was = self.model.training
         try:  # every node's output shape, for the checks of rank (batch 2: BatchNorm in eval mode either way)
             self.model.eval()
@@ -408,10 +432,17 @@ def load_model(spec):
         except Exception as e:
             raise Refused("%s() failed: %s: %s" % (attr, type(e).__name__, one_line(e)))
     else:
+        import inspect
         import torchvision
-        if not hasattr(torchvision.models, spec) or not callable(getattr(torchvision.models, spec)):
+        import torchvision.models.segmentation
+        where = [torchvision.models, torchvision.models.segmentation]  # the classifiers, then fcn_*, deeplabv3_*, lraspp_*
+        make = next((getattr(m, spec) for m in where if callable(getattr(m, spec, None))), None)
+        if make is None:
             raise Refused("'%s' is not a torchvision model (or give PATH.py:FACTORY)" % spec)
-        model = getattr(torchvision.models, spec)(weights=None)
+        kw = {"weights": None}  # untrained: nothing to download, and a backbone's weights neither
+        if "weights_backbone" in inspect.signature(make).parameters:
+            kw["weights_backbone"] = None
+        model = make(**kw)
     if not isinstance(model, nn.Module):
         raise Refused("%s did not make an nn.Module (got %s)" % (spec, type(model).__name__))
     return model

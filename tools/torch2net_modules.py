@@ -5,10 +5,12 @@ the format can say, or Refused naming what it cannot), the table of module kinds
 are matched, and the table of functions and methods — plus the format's limits it must respect.
 """
 import operator
+import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch import fx
 
 
 class Refused(Exception):
@@ -100,8 +102,9 @@ def layernorm(m, where):
 
 def pool(kind):
     def convert(m, where):
-        if m.ceil_mode:
-            raise Refused("%s: ceil_mode=True (the format's pools use floor)" % where)
+        if m.ceil_mode and kind == "avgpool":
+            raise Refused("%s: average pooling with ceil_mode=True (its divisor where the last window hangs over; "
+                          "max pooling takes ceil=1)" % where)
         if kind == "maxpool" and (pair(m.dilation, "dilation", where) != 1 or m.return_indices):
             raise Refused("%s: dilated max pooling or return_indices" % where)
         if kind == "avgpool" and (not m.count_include_pad or m.divisor_override is not None):
@@ -109,7 +112,7 @@ def pool(kind):
         k = pair(m.kernel_size, "kernel", where)
         s = pair(m.stride if m.stride is not None else k, "stride", where)
         p = pair(m.padding, "padding", where)
-        return kind, keys(k=k, s=s if s != k else None, p=p or None)
+        return kind, keys(k=k, s=s if s != k else None, p=p or None, ceil=1 if m.ceil_mode else None)
     return convert
 
 
@@ -191,3 +194,32 @@ FUNCTIONS = {  # function or method name -> kind (None: an alias of its first in
     torch.permute: "permute", "permute": "permute", F.gelu: "gelu",
     "contiguous": None,
 }
+
+
+def main_output(graph):
+    """A model that returns several outputs — a tuple, a dict (torchvision's segmentation models:
+    'out' and 'aux'), a named tuple (GoogLeNet's and Inception-v3's auxiliary heads in training) —
+    is imported with its main output (the first, or 'out'); the heads that feed only the others
+    are left out of the net, and a note says so."""
+    out = next(n for n in graph.nodes if n.op == "output")
+    res, what, kept, rest = out.args[0], None, None, []
+    if isinstance(res, (tuple, list)) and res:
+        what, kept, rest = "a %s of %d" % (type(res).__name__, len(res)), res[0], ["[%d]" % i for i in range(1, len(res))]
+    elif isinstance(res, dict) and res:
+        key = "out" if "out" in res else next(iter(res))
+        what, kept, rest = "a dict (%s)" % ", ".join(map(str, res)), res[key], [repr(k) for k in res if k != key]
+    elif isinstance(res, fx.Node) and res.op == "call_function" and isinstance(res.target, type) and \
+            issubclass(res.target, tuple) and hasattr(res.target, "_fields"):
+        fields = res.target._fields
+        values = list(res.args) + [res.kwargs[f] for f in fields[len(res.args):] if f in res.kwargs]
+        what, kept, rest = "%s(%s)" % (res.target.__name__, ", ".join(fields)), values[0], list(fields[1:])
+    if what is None:
+        return False
+    if not isinstance(kept, fx.Node):
+        raise Refused("the model returns %s whose main output is not a tensor" % what)
+    out.args = (kept,)
+    graph.eliminate_dead_code()
+    if rest:  # a lone output in a dict or tuple ({'out': ...}) needs no word
+        print("torch2net: note: the model returns %s; the net takes its main output and leaves out %s (and the layers "
+              "only they use)" % (what, ", ".join(rest)), file=sys.stderr)
+    return True

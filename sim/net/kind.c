@@ -379,7 +379,7 @@ const kind_traits kind_table[NET_NKIND] = {
                      .aux = KIND_AUX_ARGMAX, .aux_optional = true, .aux_rebuilt = true, .fwd_value = true,
                      .infer = infer_window, .flops = flops_pool,
                      .keys = {{"k", KIND_KEY_COUNT, OFF(win.k), true}, {"s", KIND_KEY_COUNT, OFF(win.s), false, 0, "k"},
-                              {"p", KIND_KEY_SIZE, OFF(win.p), false, 0, NULL}}},
+                              {"p", KIND_KEY_SIZE, OFF(win.p), false, 0, NULL}, {"ceil", KIND_KEY_BOOL, OFF(win.ceil), false, 0, NULL}}},
     [NET_AVGPOOL] = {.name = "avgpool", .min_in = 1, .max_in = 1, .rowwise = true, .fwd_value = true,
                      .infer = infer_window, .flops = flops_pool,
                      .keys = {{"k", KIND_KEY_COUNT, OFF(win.k), true}, {"s", KIND_KEY_COUNT, OFF(win.s), false, 0, "k"},

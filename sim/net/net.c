@@ -47,7 +47,10 @@ int net_window_out(net_window w, int in)
     int u = w.u > 1 ? w.u : 1;
     int64_t up = w.z ? (int64_t)(in - 1) * u + 1 + w.op : (int64_t)in * u;
     int64_t span = up + 2 * (int64_t)w.p - (int64_t)w.d * (w.k - 1) - 1; /* keys go to INT_MAX / 4 */
-    return span < 0 ? 0 : (int)(span / w.s + 1);
+    if (span < 0) return 0;
+    int64_t out = w.ceil ? (span + w.s - 1) / w.s + 1 : span / w.s + 1;
+    if (w.ceil && (out - 1) * w.s >= up + w.p) out--; /* PyTorch: the last window starts inside */
+    return (int)out;
 }
 
 int64_t net_params(const net *n)

@@ -55,6 +55,9 @@ typedef enum {
 
 /* A sliding window along one axis: output row o reads input rows o*s - p + d*i, i in [0, k), of
  * the input upsampled u times; u = 0 or 1: not upsampled (every kind but upsample and convt).
+ * ceil (max pooling's ceil=1, PyTorch's ceil_mode): the output keeps a last window that hangs over
+ * the padded map's end, as long as it starts inside the map or its leading padding; the rows it
+ * reads past the map are padding (ignored).
  * Upsampled by repeating (nearest; z false), row v of the upsampled map is input row floor(v / u),
  * and the map has in * u rows. By inserting zeros (z: a transposed convolution), row v is input
  * row v / u where u divides v and zero elsewhere, and the map has (in - 1) * u + 1 + op rows (op:
@@ -63,6 +66,7 @@ typedef struct {
     int k, s, p, d, u;
     bool z;
     int op;
+    bool ceil;
 } net_window;
 
 typedef struct {
