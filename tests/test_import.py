@@ -176,6 +176,11 @@ def main(lrcnn):
         lines = r.stderr.strip().splitlines()
         ok = r.returncode == 2 and len(lines) == 1 and says in lines[0] and "node '" in lines[0] and not os.path.exists(out)
         check(ok, "refused %s: exit %d, %s" % (case, r.returncode, lines[-1] if lines else "(no message)"))
+    out = os.path.join(tmp, "shufflenet.net")  # not yet representable: one line naming the module and the construct
+    r = convert("shufflenet_v2_x0_5", out)
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode == 2 and len(lines) == 1 and "module 'stage2.0' (InvertedResidual)" in lines[0] and "chunk" in lines[0]
+          and not os.path.exists(out), "refused shufflenet_v2_x0_5: exit %d, %s" % (r.returncode, lines[-1] if lines else "(no message)"))
     seg = open(os.path.join(tmp, "Seg.net")).read().splitlines()[-1].split()
     check(seg[0] == "loss" and "pixel=1" in seg, "--pixel-loss ends the net in: %s" % " ".join(seg))
     r = convert("resnet50", os.path.join(tmp, "r.net"), "--pixel-loss")

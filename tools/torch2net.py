@@ -61,6 +61,7 @@ class ScopeTracer(fx.Tracer):
     def __init__(self):
         super().__init__()
         self.scope = [""]
+        self.failed_in = None  # the innermost module whose forward the trace failed in: (path, class)
 
     def is_leaf_module(self, m, qualname):
         """torchvision's LayerNorm2d too, whose forward permutes to (N, H, W, C) and back."""
@@ -70,6 +71,10 @@ class ScopeTracer(fx.Tracer):
         self.scope.append(self.path_of_module(m))
         try:
             return super().call_module(m, forward, args, kwargs)
+        except Exception:
+            if self.failed_in is None:
+                self.failed_in = (self.scope[-1], type(m).__name__)
+            raise
         finally:
             self.scope.pop()
 
@@ -373,7 +378,11 @@ class Converter:
         try:
             graph = tracer.trace(self.model)
         except Exception as e:  # data-dependent control flow, unsupported Python, a bug in the module
-            raise Refused("torch.fx cannot trace it: %s: %s" % (type(e).__name__, str(e).strip().splitlines()[-1] if str(e).strip() else ""))
+            msg = str(e).strip().split(". ")[0].splitlines()[0] if str(e).strip() else ""
+            if "cannot be iterated" in msg:
+                msg += " (its forward unpacks a tensor's chunks or sizes: x.chunk(...), x.size())"
+            where = "module '%s' (%s)" % tracer.failed_in if tracer.failed_in else "it"
+            raise Refused("torch.fx cannot trace %s: %s: %s" % (where, type(e).__name__, msg))
         if self.channels is None:
             convs = [m for m in self.model.modules() if isinstance(m, nn.Conv2d)]
             if not convs:
