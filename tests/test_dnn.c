@@ -55,9 +55,11 @@ static int64_t fake_step(const dnn_step *s, const dnn_plan *p)
 {
     (void)s;
     int64_t most = 0;
-    for (int i = 0; i < p->n; i++)
-        if (p->call[i].op >= DNN_CONV_FWD && p->call[i].op <= DNN_CONV_BWD_FILTER && fake_algo(&p->call[i]) > most)
-            most = fake_algo(&p->call[i]);
+    for (int i = 0; i < p->n; i++) {
+        if (p->call[i].op < DNN_CONV_FWD || p->call[i].op > DNN_CONV_BWD_FILTER) continue;
+        int64_t b = fake_algo(&p->call[i]);
+        if (b > most) most = b;
+    }
     return most + p->stage_bytes;
 }
 
@@ -98,9 +100,10 @@ static int contract_plan(const net *n, const char *text, int batch, bool pack, t
         int bad = !planned || dnn_check(&dp, &d, why, sizeof why);
         if (!bad && dp.stage_bytes > ws)
             snprintf(why, sizeof why, "staging needs %lld bytes, the workspace has %lld", (long long)dp.stage_bytes, (long long)ws), bad = 1;
-        if (!bad && pack && fake_step(&d, &dp) != ws) /* the lowering asked about the views the step runs with */
+        int64_t as_run = !bad && pack ? fake_step(&d, &dp) : ws;
+        if (as_run != ws) /* the lowering asked about the views the step runs with */
             snprintf(why, sizeof why, "its views as run need a workspace of %lld bytes, the schedule's has %lld (lowered for other views)",
-                     (long long)fake_step(&d, &dp), (long long)ws), bad = 1;
+                     (long long)as_run, (long long)ws), bad = 1;
         if (bad && !t->broken++)
             snprintf(t->first, sizeof t->first, "%s %s batch %d: %s %s rows [%d, %d): %s", n->name, text, batch,
                      st->op == SCHED_FWD ? "forward" : "backward", d.l->name, d.out.a, d.out.b, why);

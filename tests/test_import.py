@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 
+import h5py
 import torch
 import torch.nn as nn
 import torchvision
@@ -131,7 +132,6 @@ def main(lrcnn):
     # the models whose import needed ceil-mode pooling or the main output run, small, on the engine:
     # `layer` and `2ps:4`, one iteration, measured peak = replay, gradients equal (BN frozen: train
     # mode's fp32 floor on an untrained net is far above any tolerance, tools/fp64_floor.py)
-    import h5py
     for name, image in (("squeezenet1_1", 64), ("googlenet", 64), ("inception_v3", 80), ("fcn_resnet50", 64),
                         ("lraspp_mobilenet_v3_large", 64)):
         net, res = os.path.join(tmp, name + "-small.net"), os.path.join(tmp, name + "-small.h5")

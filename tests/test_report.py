@@ -15,6 +15,7 @@ the stylesheet keeps table rows whole across page breaks. Exit status 0 when all
 otherwise, a line per check.
 """
 
+import functools
 import glob
 import os
 import re
@@ -44,8 +45,9 @@ def ink(im, box):
     return sum(1 for v in px if v < 235) / max(1, len(px))
 
 
+@functools.lru_cache(maxsize=None)
 def bn_nets():
-    """Nets (by file name) with a BatchNorm layer."""
+    """Nets (by file name) with a BatchNorm layer (read once)."""
     out = set()
     for f in os.listdir(os.path.join(SRC, "nets")):
         if f.endswith(".net"):
@@ -55,11 +57,8 @@ def bn_nets():
     return out
 
 
-def spec_nets(name):
-    """The nets a spec (experiments/NAME.spec) runs, or none."""
-    path = os.path.join(SRC, "experiments", os.path.basename(name))
-    if not os.path.exists(path):
-        return set()
+def spec_nets(path):
+    """The nets a spec file runs, or none."""
     with open(path, encoding="utf-8") as f:
         for line in f:
             key, _, value = line.partition("=")

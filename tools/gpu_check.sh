@@ -2,13 +2,15 @@
 # The CUDA checks on a GPU machine, from the bundle tools/gpu_bundle.sh made (.gpu/bundle.tar.xz), in
 # the root of a copy of this tree. Written for a short lease: every step runs under its own time
 # limit, logs under $OUT (default /tmp/gpu_out) as it goes and keeps what finished, and the whole
-# takes about 7 minutes (on an H200, 2026-11-27: steps 1-5 took 17, 333, 44, 14 and 10 s). At most 8 files land in $OUT: 0_setup.log, 1_tests.log,
-# 2_campaign.log and 2_campaign.tar (results/gpu/*.h5, added to after each spec), 3_torch.log
-# (with the peer's table) and 3_torch_gpu.tsv, 4_sanitize.log, 5_bn.log.
+# takes about 7 minutes (on an H200, 2026-11-27: steps 1-5 took 17, 333, 44, 14 and 10 s). At most 8
+# files land in $OUT: 0_setup.log, 1_tests.log, 2_campaign.log and 2_campaign.tar (results/gpu/*.h5,
+# added to after each spec), 3_torch.log (with the peer's table) and 3_torch_gpu.tsv, 4_sanitize.log,
+# 5_bn.log.
 #   1. tests (100 s): test_dnn (cuDNN's contract, no GPU needed), test_cuprof, test_cuda (every
 #      layer kind, plan and BatchNorm mode of the small nets, CUDA against the CPU engine);
-#   2. the GPU campaign (360 s in all; the U-Net's row plans take 8-11 s an iteration): experiments/gpu_*.spec one by one, most telling first
-#      (VGG-16 b8, ResNet-50 b8, VGG-16 920x920, MobileNetV2 and U-Net, VGG-16 b32, ResNet-50 b32),
+#   2. the GPU campaign (360 s in all; the U-Net's row plans take 8-11 s an iteration):
+#      experiments/gpu_*.spec one by one, most telling first (VGG-16 b8, ResNet-50 b8, VGG-16
+#      920x920, MobileNetV2 and U-Net, VGG-16 b32, ResNet-50 b32),
 #      each file checked against results/SCHEMA.md and added to the tar when it lands;
 #   3. PyTorch on the same GPU (80 s): bench/torch_gpu.py (VGG-16 and ResNet-50 at b8 and b32,
 #      plain and checkpointed: allocated, reserved, median time) and tools/torch_peak.py --plan

@@ -203,29 +203,40 @@ def peak_split(step, param_keys):
         trace = torch.cuda.memory._snapshot()["device_traces"][0]
     finally:
         torch.cuda.memory._record_memory_history(enabled=None)
+    return split_trace(trace, base, saved)
+
+
+def split_trace(trace, base, saved):
+    """peak_split's arithmetic over an allocator history (a list of {action, addr, size}) that starts
+    with `base` bytes allocated: where the peak falls, the blocks live there by kind, the largest
+    block that is neither saved nor older than the history, and how many events later it was freed
+    (None: not within the history)."""
     frees = {"free_completed"} if any(e["action"] == "free_completed" for e in trace) else {"free_requested"}
-    live, total, top, at, at_top = {}, base, base, -1, {}
-    for i, e in enumerate(trace):
-        if e["action"] == "alloc":
-            live[e["addr"]] = (e["size"], i)
-            total += e["size"]
-        elif e["action"] in frees:
-            live.pop(e["addr"], None)
-            total -= e["size"]
-        else:
-            continue
-        if total > top:
-            top, at, at_top = total, i, dict(live)
-    sv = sum(sz for a, (sz, _) in at_top.items() if a in saved)
+
+    def replay(upto):
+        """{addr: (size, event)} live after event `upto`; and the events of the running total."""
+        live, total, totals = {}, base, []
+        for i, e in enumerate(trace[:upto + 1]):
+            if e["action"] == "alloc":
+                live[e["addr"]] = (e["size"], i)
+                total += e["size"]
+            elif e["action"] in frees:
+                live.pop(e["addr"], None)
+                total -= e["size"]
+            else:
+                continue
+            totals.append((total, i))
+        return live, totals
+
+    _, totals = replay(len(trace) - 1)
+    top, at = max([(base, -1)] + totals, key=lambda t: (t[0], -t[1]))  # the first event at the highest total
+    at_top, _ = replay(at)
     others = sorted(((sz, a, i) for a, (sz, i) in at_top.items() if a not in saved), reverse=True)
-    largest, lived = (others[0][0], None) if others else (0, None)
+    largest, lived = 0, None
     if others:
-        addr, born = others[0][1], others[0][2]
-        for j in range(at + 1, len(trace)):
-            if trace[j]["action"] in frees and trace[j]["addr"] == addr:
-                lived = j - born
-                break
-    return {"peak": top, "before": top - sum(sz for sz, _ in at_top.values()), "saved": sv,
+        largest, addr, born = others[0]
+        lived = next((j - born for j in range(at + 1, len(trace)) if trace[j]["action"] in frees and trace[j]["addr"] == addr), None)
+    return {"peak": top, "before": top - sum(sz for sz, _ in at_top.values()), "saved": sum(sz for a, (sz, _) in at_top.items() if a in saved),
             "other": sum(o[0] for o in others), "largest": largest, "lived": lived, "event": at, "events": len(trace)}
 
 
