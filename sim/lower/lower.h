@@ -21,6 +21,7 @@ typedef struct {
     int *stats, *sums;    /* [layer] whole-map statistics gathered over a row segment's bands (bn in
                              train mode): the mean and inverse std, and the backward gradient sums;
                              -1 where the layer computes its own */
+    int *whole;           /* [layer] a row segment's whole map kept between its stages (bn=train), -1 none */
     int label;
     bool bwd_phase;       /* lowering the backward pass */
     bool stats_pass;      /* lowering a statistics pass: its FWDs are not the forward pass's */

@@ -16,7 +16,7 @@ int pipeline_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, 
     if (cfg->batch < 1) return err_set(e, "batch must be at least 1 (got %d)", cfg->batch);
     s->batch = cfg->batch;
     lower c = {.s = s, .n = n, .p = p, .cfg = cfg};
-    int **maps[] = {&c.act, &c.aux, &c.grad, &c.param, &c.pgrad, &c.opt, &c.run, &c.stats, &c.sums};
+    int **maps[] = {&c.act, &c.aux, &c.grad, &c.param, &c.pgrad, &c.opt, &c.run, &c.stats, &c.sums, &c.whole};
     for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) {
         *maps[m] = err_calloc((size_t)n->n, sizeof(int));
         memset(*maps[m], -1, (size_t)n->n * sizeof(int));

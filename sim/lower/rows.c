@@ -29,7 +29,9 @@ static band_rows hold_band(const void *ctx, int P)
 }
 
 /* Forward of one band: the layers of `need` (NULL: all). bound[L * R + r]: boundary buffers
- * (2PS), created when `make_bounds`. out_full: the whole output buffer, or -1. */
+ * (2PS), created when `make_bounds`. out_full: the whole output buffer, or -1. A layer with a
+ * whole map kept between stages (c->whole) is written into it in the forward and read from it
+ * where a band does not compute it. */
 static void band_forward(lower *c, const band_seg *bs, const band_geom *g, int r, int *bound, bool make_bounds,
                          int out_full, const bool *need)
 {
@@ -37,23 +39,28 @@ static void band_forward(lower *c, const band_seg *bs, const band_geom *g, int r
     int L0 = bs->first, R = g->n_bands;
     for (int L = bs->first; L <= bs->last; L++) {
         if (need && !need[L]) {
-            c->act[L] = c->aux[L] = -1;
+            c->act[L] = c->whole[L], c->aux[L] = -1;
             continue;
         }
         band_rows out = g->out[r * g->n_layers + L - L0];
         band_rows hold = band_hold(bs, g, n, r, L);
         const net_layer *l = &n->layers[L];
-        bool shared = l->inplace && c->act[l->in[0]] >= 0 && l->in[0] != bs->src; /* never the previous segment's output */
+        int in0 = l->n_in ? l->in[0] : -1;
+        bool kept = c->whole[L] >= 0 && !c->bwd_phase;
+        bool shared = l->inplace && in0 >= 0 && c->act[in0] >= 0 && in0 != bs->src && c->act[in0] != c->whole[in0]; /* never a kept map */
         int y = -1;
         if (L == bs->last && out_full >= 0) y = out_full;
-        else if (shared) y = c->act[l->in[0]];
+        else if (kept) y = c->whole[L];
+        else if (shared) y = c->act[in0];
         else if (band_rows_len(hold)) y = lower_buf(c, BUF_ACT, MEM_ACT, L, r, hold, lower_bytes(c, L, hold, 4));
-        if (g->policy == BAND_2PS && r > 0 && bound[L * R + r - 1] >= 0)
+        if (g->policy == BAND_2PS && r > 0 && bound[L * R + r - 1] >= 0 && !kept)
             lower_copy(c, L, r, c->s->bufs[bound[L * R + r - 1]].rows, bound[L * R + r - 1], y, false);
         if (band_rows_len(out)) lower_fwd(c, L, r, out, hold, y, c->bwd_phase);
         else c->act[L] = y, c->aux[L] = -1;
         band_rows keep = g->keep[r * g->n_layers + L - L0];
-        if (make_bounds && g->policy == BAND_2PS && r + 1 < R && band_rows_len(keep)) {
+        /* a kept map needs no boundaries, unless the backward rebuilds its auxiliary in bands */
+        bool bounds = !kept || kind_of(l)->aux_rebuilt;
+        if (make_bounds && bounds && g->policy == BAND_2PS && r + 1 < R && band_rows_len(keep)) {
             int b = lower_buf(c, BUF_BOUND, MEM_BOUNDARY, L, r, keep, lower_bytes(c, L, keep, 4));
             lower_copy(c, L, r, keep, y, b, false);
             bound[L * R + r] = b;
@@ -85,6 +92,19 @@ static void new_sums(lower *c, int L)
     c->s->bufs[c->sums[L]].zero = true;
 }
 
+/* The STATS_END steps of forward pass `pass`: the statistics of the layers it gathered for. */
+static void stats_end(lower *c, const plan_seg *ps, int pass)
+{
+    int a = ps->band.first;
+    for (int L = a; L <= ps->band.last; L++) {
+        if (ps->passes.fwd[L - a] != pass) continue;
+        sched_step *t = lower_step(c, SCHED_STATS_END, L, -1);
+        t->aux = c->stats[L], t->sums = c->sums[L], t->dw = c->run[L], t->map_stats = true;
+        t->flops = 10.0 * c->n->layers[L].c;
+        c->sums[L] = -1;
+    }
+}
+
 /* The forward statistics passes (plan_passes): the statistics of every whole-map-statistics layer,
  * before the forward that normalizes with them. */
 static void stats_forward(lower *c, const plan_seg *ps)
@@ -114,16 +134,128 @@ static void stats_forward(lower *c, const plan_seg *ps)
             }
             c->act[bs->src] = src;
         }
-        for (int L = a; L <= bs->last; L++) {
-            if (pp->fwd[L - a] != pass) continue;
-            sched_step *t = lower_step(c, SCHED_STATS_END, L, -1);
-            t->aux = c->stats[L], t->sums = c->sums[L], t->dw = c->run[L], t->map_stats = true;
-            t->flops = 10.0 * n->layers[L].c;
-            c->sums[L] = -1;
-        }
+        stats_end(c, ps, pass);
     }
     c->stats_pass = false;
     free(need), free(bound);
+}
+
+/* --- stages (bn=train) ------------------------------------------------------------------------- */
+
+/* The forward in stages (plan_passes.staged): stage q computes the layers first needed by level
+ * q's statistics, from the segment input and the maps earlier stages kept whole, and gathers
+ * level q's statistics; the last stage computes the rest into the segment output. Every layer
+ * is computed once. */
+static void staged_forward(lower *c, const plan_seg *ps, int *bound, int out)
+{
+    const net *n = c->n;
+    const band_seg *bs = &ps->band;
+    const band_geom *g = ps->fwd;
+    const plan_passes *pp = &ps->passes;
+    int a = bs->first, src = c->act[bs->src];
+    bool *need = err_calloc((size_t)n->n, sizeof(bool));
+    for (int L = a; L <= bs->last; L++) {
+        if (pp->fwd[L - a])
+            c->stats[L] = lower_buf(c, BUF_STAT, MEM_ACT, L, -1, (band_rows){0, 0}, kind_aux_bytes(n, L, 0, c->cfg->batch));
+        if (pp->keep_act[L - a])
+            c->whole[L] = lower_buf(c, BUF_ACT, MEM_ACT, L, -1, lower_full(n, L), lower_bytes(c, L, lower_full(n, L), 4));
+    }
+    for (int q = 1; q <= pp->n_fwd + 1; q++) {
+        for (int L = a; L <= bs->last; L++) {
+            need[L] = pp->fst[L - a] == q;
+            if (pp->fwd[L - a] == q) new_sums(c, L);
+        }
+        for (int r = 0; r < g->n_bands; r++) {
+            band_forward(c, bs, g, r, bound, true, q > pp->n_fwd ? out : -1, need);
+            for (int L = a; L <= bs->last; L++) {
+                band_rows own = band_own(g, bs, r, L, n->layers[L].h);
+                if (pp->fwd[L - a] == q && band_rows_len(own)) emit_stats(c, L, r, own, false);
+            }
+            c->act[bs->src] = src;
+        }
+        stats_end(c, ps, q);
+    }
+    free(need);
+}
+
+/* Backward stage s, the bands in reverse: each recomputes what the stage's steps read (from the
+ * kept maps), adds the rows it owns of the kept gradients of the layers the stage
+ * back-propagates, and back-propagates them with their weight gradients; gradients of layers a
+ * later stage back-propagates add into their kept maps. */
+static void staged_backward_pass(lower *c, const plan_seg *ps, int *bound, const int *kgrad, int s)
+{
+    const net *n = c->n;
+    const band_seg *bs = &ps->band;
+    const band_geom *g = ps->bwd;
+    const plan_passes *pp = &ps->passes;
+    int R = g->n_bands, L0 = bs->first, N = n->n;
+    int src_act = c->act[bs->src], dout = c->grad[bs->last];
+    int *bgrad = err_calloc((size_t)N * R, sizeof(int));
+    memset(bgrad, -1, (size_t)N * R * sizeof(int));
+    bool *need = err_calloc((size_t)N, sizeof(bool)), *mine = err_calloc((size_t)N, sizeof(bool));
+    bool *avail = err_calloc((size_t)N, sizeof(bool));
+    for (int L = L0; L <= bs->last; L++) mine[L] = pp->bst[L - L0] == s, avail[L] = pp->keep_act[L - L0];
+    plan_need(n, L0, bs->last, mine, NULL, avail, true, need);
+    for (int r = R - 1; r >= 0; r--) {
+        band_forward(c, bs, g, r, bound, false, -1, need);
+        for (int L = L0; L <= bs->last; L++) c->grad[L] = pp->bst[L - L0] > s ? kgrad[L] : -1;
+        c->grad[bs->last] = dout;
+        band_ctx hc = {c, bs, g, r};
+        for (int L = bs->last; L >= L0; L--) {
+            if (!mine[L]) continue;
+            band_rows out = g->out[r * g->n_layers + L - L0], own = band_own(g, bs, r, L, n->layers[L].h);
+            if (kgrad[L] >= 0 && band_rows_len(own))
+                lower_copy(c, L, r, own, kgrad[L], lower_grad(c, L, r, band_hold(bs, g, n, r, L), true), true);
+            if (L < bs->last && r + 1 < R && bgrad[L * R + r] >= 0) {
+                int dst = lower_grad(c, L, r, band_hold(bs, g, n, r, L), true);
+                lower_copy(c, L, r, c->s->bufs[bgrad[L * R + r]].rows, bgrad[L * R + r], dst, true);
+            }
+            if (L < bs->last && g->policy == BAND_2PS && r > 0) {
+                band_rows keep = g->keep[(r - 1) * g->n_layers + L - L0];
+                if (band_rows_len(keep) && c->grad[L] >= 0) {
+                    int b = lower_buf(c, BUF_BGRAD, MEM_BOUNDARY, L, r, keep, lower_bytes(c, L, keep, 4));
+                    lower_copy(c, L, r, keep, c->grad[L], b, false);
+                    bgrad[L * R + r - 1] = b;
+                }
+            }
+            if (!band_rows_len(out) || c->grad[L] < 0) continue;
+            sched_step *t = lower_bwd(c, L, r, out, hold_band, &hc, true, NULL, true);
+            if (t->map_stats) t->own = own;
+        }
+        c->act[bs->src] = src_act;
+    }
+    free(bgrad), free(need), free(mine), free(avail);
+}
+
+/* The backward in stages: stage s back-propagates the layers level s's gradient sums wait for,
+ * then gathers those sums from the kept gradient and input maps of level s's bns, band by band
+ * over the rows each owns; the last stage back-propagates the rest. */
+static void staged_backward(lower *c, const plan_seg *ps, int *bound)
+{
+    const net *n = c->n;
+    const band_seg *bs = &ps->band;
+    const plan_passes *pp = &ps->passes;
+    int a = bs->first;
+    int *kgrad = err_calloc((size_t)n->n, sizeof(int));
+    memset(kgrad, -1, (size_t)n->n * sizeof(int));
+    for (int L = a; L <= bs->last; L++)
+        if (pp->keep_grad[L - a]) {
+            kgrad[L] = lower_buf(c, BUF_GRAD, MEM_AGRAD, L, -1, lower_full(n, L), lower_bytes(c, L, lower_full(n, L), 4));
+            c->s->bufs[kgrad[L]].zero = true;
+        }
+    for (int s = 1; s <= pp->n_bwd + 1; s++) {
+        staged_backward_pass(c, ps, bound, kgrad, s);
+        for (int L = a; L <= bs->last; L++) {
+            if (pp->bwd[L - a] != s) continue;
+            new_sums(c, L);
+            c->act[n->layers[L].in[0]] = c->whole[n->layers[L].in[0]], c->grad[L] = kgrad[L];
+            for (int r = 0; r < ps->bwd->n_bands; r++) {
+                band_rows own = band_own(ps->bwd, bs, r, L, n->layers[L].h);
+                if (band_rows_len(own)) emit_stats(c, L, r, own, true);
+            }
+        }
+    }
+    free(kgrad);
 }
 
 /* --- forward and backward ---------------------------------------------------------------------- */
@@ -132,8 +264,13 @@ void rows_forward(lower *c, const plan_seg *ps, int *bound)
 {
     const band_seg *bs = &ps->band;
     const band_geom *g = ps->fwd;
-    if (plan_seg_map_stats(ps)) stats_forward(c, ps);
     int out = lower_buf(c, BUF_ACT, MEM_ACT, bs->last, -1, lower_full(c->n, bs->last), lower_bytes(c, bs->last, lower_full(c->n, bs->last), 4));
+    if (ps->passes.staged) {
+        staged_forward(c, ps, bound, out);
+        c->act[bs->last] = out;
+        return;
+    }
+    if (plan_seg_map_stats(ps)) stats_forward(c, ps);
     int src = c->act[bs->src];
     for (int r = 0; r < g->n_bands; r++) {
         band_forward(c, bs, g, r, bound, true, out, NULL);
@@ -166,7 +303,7 @@ static void backward_pass(lower *c, const plan_seg *ps, int *bound, int pass)
             need[L] = pp->bwd_need[(pass - 1) * pp->nl + L - L0];
         }
     } else {
-        plan_need(n, bs->first, bs->last, NULL, NULL, plan_seg_map_stats(ps), need);
+        plan_need(n, bs->first, bs->last, NULL, NULL, NULL, plan_seg_map_stats(ps), need);
     }
     for (int r = R - 1; r >= 0; r--) {
         band_forward(c, bs, g, r, bound, false, -1, need);
@@ -206,6 +343,11 @@ void rows_backward(lower *c, const plan_seg *ps, int *bound)
 {
     const band_seg *bs = &ps->band;
     const plan_passes *pp = &ps->passes;
+    if (pp->staged) {
+        staged_backward(c, ps, bound);
+        for (int L = bs->first; L <= bs->last; L++) c->stats[L] = c->sums[L] = c->whole[L] = -1;
+        return;
+    }
     for (int pass = 1; pass <= pp->n_bwd; pass++) {
         for (int L = bs->first; L <= bs->last; L++)
             if (pp->bwd[L - bs->first] == pass) new_sums(c, L);

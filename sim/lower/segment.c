@@ -72,7 +72,7 @@ void segment_backward(lower *c, const plan_seg *ps)
     const net *n = c->n;
     if (ps->mode == PLAN_CKPT) { /* the segment's forward again, from its kept input */
         bool *need = err_calloc((size_t)n->n, sizeof(bool));
-        plan_need(n, ps->first, ps->last, NULL, NULL, false, need);
+        plan_need(n, ps->first, ps->last, NULL, NULL, NULL, false, need);
         for (int L = ps->first; L <= ps->last; L++)
             if (need[L]) lower_fwd(c, L, -1, lower_full(n, L), lower_full(n, L), -1, true);
         free(need);

@@ -17,7 +17,7 @@ const char *const plan_presets[] = {"layer", "torch", "torch2", "ckpt-sqrt", "ck
                                     "2ps-h[:R]", "overl-h[:R]", "authors-2ps", "authors-overl", "authors-2ps-h",
                                     "authors-overl-h", NULL};
 
-static const char *bn_names[] = {"auto", "train", "frozen", "per-band"};
+static const char *bn_names[] = {"auto", "train", "frozen", "per-band", "train-recompute"};
 const char *plan_bn_name(plan_bn b) { return bn_names[b]; }
 
 const char *plan_mode_name(plan_mode m) { return syntax_mode_names[m]; }
@@ -28,7 +28,7 @@ const char *plan_mode_name(plan_mode m) { return syntax_mode_names[m]; }
 bool plan_modified(const plan *p)
 {
     bool picks = false;
-    for (int i = 0; i < p->n_seg; i++) picks |= p->segs[i].n_pick > 0;
+    for (int i = 0; i < p->n_seg; i++) picks |= p->segs[i].n_pick > 0 || p->segs[i].passes.staged; /* stages: not yet */
     return p->n_mod > 0 || p->migrate != 0 || p->torch || picks;
 }
 
@@ -126,15 +126,43 @@ static void passes_init(plan_passes *ps, const plan_seg *s, const net *n, bool m
             bwd[a + k] = ps->bwd_set[q * nl + k];
             if (ps->bwd[k] == q + 1) extra[n->layers[a + k].in[0]] = true;
         }
-        plan_need(n, s->first, s->last, bwd, extra, true, need);
+        plan_need(n, s->first, s->last, bwd, extra, NULL, true, need);
         memcpy(ps->bwd_need + (size_t)q * nl, need + a, (size_t)nl * sizeof(bool));
     }
     free(bwd), free(extra), free(need);
 }
 
+/* The stages of bn=train (plan_passes): a layer is computed by the first forward pass that needs
+ * it and back-propagated by the first backward pass that does; a map one stage makes and a later
+ * one reads is kept whole, as is a gradient an earlier backward stage adds to. */
+static void passes_stage(plan_passes *ps, const plan_seg *s, const net *n)
+{
+    int a = s->first, nl = ps->nl;
+    ps->staged = true;
+    ps->fst = err_calloc((size_t)nl, sizeof(int)), ps->bst = err_calloc((size_t)nl, sizeof(int));
+    ps->keep_act = err_calloc((size_t)nl, sizeof(bool)), ps->keep_grad = err_calloc((size_t)nl, sizeof(bool));
+    for (int i = 0; i < nl; i++) {
+        ps->fst[i] = ps->n_fwd + 1, ps->bst[i] = ps->n_bwd + 1;
+        for (int q = ps->n_fwd; q >= 1; q--)
+            if (ps->fwd_need[(q - 1) * nl + i]) ps->fst[i] = q;
+        for (int q = ps->n_bwd; q >= 1; q--)
+            if (ps->bwd_set[(q - 1) * nl + i]) ps->bst[i] = q;
+    }
+    for (int i = 0; i < nl; i++) {
+        const net_layer *l = &n->layers[a + i];
+        for (int j = 0; j < l->n_in; j++) {
+            int p = l->in[j] - a;
+            if (p < 0) continue;
+            if (ps->fst[i] > ps->fst[p]) ps->keep_act[p] = true;
+            if (ps->bst[i] < ps->bst[p]) ps->keep_grad[p] = true;
+        }
+    }
+}
+
 static void passes_free(plan_passes *ps)
 {
     free(ps->fwd), free(ps->bwd), free(ps->fwd_need), free(ps->bwd_set), free(ps->bwd_need);
+    free(ps->fst), free(ps->bst), free(ps->keep_act), free(ps->keep_grad);
 }
 
 static int validate(plan *p, const net *n, err *e)
@@ -157,7 +185,7 @@ static int validate(plan *p, const net *n, err *e)
         if (s->mode != PLAN_ROWS) continue;
         band_seg bs;
         if (band_seg_init(&bs, n, s->first, s->last, e)) return err_wrap(e, "plan '%s'", where);
-        bs.cover = p->bn == PLAN_BN_TRAIN; /* statistics gathered over the bands need every row */
+        bs.cover = plan_bn_batch(p->bn); /* statistics gathered over the bands need every row */
         int h = n->layers[s->last].h;
         if (s->fp > h || s->bp > h)
             return err_set(e, "plan '%s': %d bands but '%s' has only %d rows at %dx%d input (at most %d bands)", where,
@@ -166,17 +194,23 @@ static int validate(plan *p, const net *n, err *e)
             return err_set(e, "plan '%s': 2PS keeps each forward band's boundaries for its backward, so fp (%d) and bp (%d) "
                               "must be equal; use overl for distinct granularity", where, s->fp, s->bp);
         if (seg_geometry(s, n, &bs, e)) return err_wrap(e, "plan '%s'", where);
-        passes_init(&s->passes, s, n, p->bn == PLAN_BN_TRAIN && seg_has_map_stats(s, n));
+        passes_init(&s->passes, s, n, plan_bn_batch(p->bn) && seg_has_map_stats(s, n));
+        if (p->bn == PLAN_BN_TRAIN && plan_seg_map_stats(s)) passes_stage(&s->passes, s, n);
     }
     return 0;
 }
 
-void plan_need(const net *n, int first, int last, const bool *bwd, const bool *extra, bool map_stats, bool *need)
+void plan_need(const net *n, int first, int last, const bool *bwd, const bool *extra, const bool *avail, bool map_stats,
+               bool *need)
 {
     for (int L = last; L >= first; L--) {
         const kind_traits *k = kind_of(&n->layers[L]);
-        bool rebuilt = k->aux_rebuilt && !(map_stats && k->map_stats);
-        bool nd = (extra && extra[L]) || ((!bwd || bwd[L]) && (k->keeps_y || rebuilt));
+        bool rebuilt = k->aux_rebuilt && !(map_stats && k->map_stats), whole = avail && avail[L];
+        bool nd = (extra && extra[L]) || ((!bwd || bwd[L]) && ((k->keeps_y && !whole) || rebuilt));
+        if (whole && !nd) {
+            need[L] = false;
+            continue;
+        }
         for (int c = L + 1; c <= last && !nd; c++)
             for (int j = 0; j < n->layers[c].n_in; j++)
                 if (n->layers[c].in[j] == L && (need[c] || ((!bwd || bwd[c]) && kind_of(&n->layers[c])->keeps_x))) nd = true;
@@ -285,9 +319,10 @@ int plan_parse(plan *p, const net *n, const char *text, err *e)
     if (bn) {
         *bn = 0;
         int found = strcmp(bn + 4, "exact") ? -1 : PLAN_BN_TRAIN; /* exact: a synonym of train */
-        for (int b = 0; b < 4; b++)
+        for (int b = 0; b < (int)(sizeof bn_names / sizeof *bn_names); b++)
             if (!strcmp(bn + 4, bn_names[b])) found = b;
-        if (found < 0) return err_set(e, "plan '%s': bn=%s is not one of auto train exact frozen per-band", text, bn + 4);
+        if (found < 0)
+            return err_set(e, "plan '%s': bn=%s is not one of auto train exact train-recompute frozen per-band", text, bn + 4);
         p->bn = (plan_bn)found;
     }
     char *plus = strchr(buf, '+');

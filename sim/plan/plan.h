@@ -27,11 +27,16 @@ typedef struct {
     bool named;
 } plan_pick;
 /* BatchNorm: train = batch statistics over the whole batch and map, as PyTorch in train mode —
- * inside a row segment gathered exactly by extra passes over its bands (`exact` is a synonym);
- * frozen = running statistics everywhere; per-band = each band normalizes with its own rows'
- * statistics inside row segments (the LR-CNN prototype's approximation: gradients differ), train
- * elsewhere; auto (the default) = train: an approximation is never chosen silently. */
-typedef enum { PLAN_BN_AUTO, PLAN_BN_TRAIN, PLAN_BN_FROZEN, PLAN_BN_PERBAND } plan_bn;
+ * inside a row segment gathered exactly in stages over its bands, one per level of bns, each
+ * keeping the whole maps a later stage reads (`exact` is a synonym; plan_passes); train-recompute =
+ * the same statistics with nothing whole kept inside the segment: every level's pass recomputes
+ * its bands from the segment input (least memory, work quadratic in the levels); frozen = running
+ * statistics everywhere; per-band = each band normalizes with its own rows' statistics inside row
+ * segments (the LR-CNN prototype's approximation: gradients differ), train elsewhere; auto (the
+ * default) = train: an approximation is never chosen silently. */
+typedef enum { PLAN_BN_AUTO, PLAN_BN_TRAIN, PLAN_BN_FROZEN, PLAN_BN_PERBAND, PLAN_BN_RECOMPUTE } plan_bn;
+/* Batch statistics, whichever way a row segment gathers them. */
+static inline bool plan_bn_batch(plan_bn b) { return b == PLAN_BN_TRAIN || b == PLAN_BN_RECOMPUTE; }
 /* Layrub-style migration (`+migrate[:weights][:grads][:optim]`, all three when bare): which
  * persistent tensors leave the device between their uses. Any of them makes the optimizer step
  * layer by layer, right after a layer's last backward use of its weights (docs/plans.md):
@@ -51,11 +56,22 @@ enum { PLAN_MIGRATE_WEIGHTS = 1, PLAN_MIGRATE_GRADS = 2, PLAN_MIGRATE_OPTIM = 4,
  * + i]: the forward pass computes layer first + i (an ancestor of a layer it gathers for);
  * bwd_set likewise: the backward pass back-propagates it (a descendant); bwd_need: the backward
  * pass recomputes it (plan_need: what bwd_set's steps keep, and the inputs of the layers it
- * gathers for). n_fwd = n_bwd = 0 for any other segment. */
+ * gathers for). n_fwd = n_bwd = 0 for any other segment.
+ *
+ * staged (bn=train): each pass is a stage that computes each layer once. fst[i]: the forward
+ * pass computing layer first + i (1..n_fwd, n_fwd + 1: the forward proper); bst[i]: the backward
+ * pass back-propagating it (n_bwd + 1: the backward proper). keep_act[i]: its whole output map is
+ * kept, a later forward stage reads it (and the backward recomputes from it); keep_grad[i]: its
+ * whole gradient map is kept, a consumer back-propagated in an earlier backward stage adds to it
+ * (a bn's: its statistics pass's dy). Not staged (bn=train-recompute): every pass recomputes from
+ * the segment input, nothing whole is kept inside the segment. */
 typedef struct {
     int nl, n_fwd, n_bwd;
     int *fwd, *bwd;                     /* [nl]: the pass gathering the layer's statistics, 0 none */
     bool *fwd_need, *bwd_set, *bwd_need; /* [n_fwd * nl], [n_bwd * nl], [n_bwd * nl] */
+    bool staged;
+    int *fst, *bst;                     /* [nl], staged only */
+    bool *keep_act, *keep_grad;         /* [nl], staged only */
 } plan_passes;
 
 typedef struct {
@@ -125,10 +141,12 @@ bool plan_bn_approximate(const plan *p, const net *n);
 
 /* Which layers of [first, last] a backward recomputes: those whose output (or rebuilt auxiliary)
  * a backward step of `bwd` (NULL: every layer of the range) keeps, those in `extra` (NULL: none),
- * and those a needed layer reads; a layer whose output only feeds the next segment is not. All
- * arrays are indexed by layer. With map_stats, a whole-map-statistics layer's statistics come from
- * its segment's passes, so they alone are no reason to recompute it. */
-void plan_need(const net *n, int first, int last, const bool *bwd, const bool *extra, bool map_stats, bool *need);
+ * and those a needed layer reads; a layer whose output only feeds the next segment is not, nor
+ * one in `avail` (NULL: none; its whole output is kept) unless its backward rebuilds its
+ * auxiliary. All arrays are indexed by layer. With map_stats, a whole-map-statistics layer's
+ * statistics come from its segment's passes, so they alone are no reason to recompute it. */
+void plan_need(const net *n, int first, int last, const bool *bwd, const bool *extra, const bool *avail, bool map_stats,
+               bool *need);
 const char *plan_mode_name(plan_mode m);
 
 /* The pick of layer L in an offload(ITEMS) segment of p, or NULL. */

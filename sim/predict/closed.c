@@ -209,7 +209,7 @@ static void cf_phases(cf *c)
             for (int q = 0; q < w->nfp; q++) w->fp[q].base = ph, ph += 3 * w->rf * w->nl + !w->fp[q].final;
             continue;
         }
-        if (s->mode == PLAN_CKPT) plan_need(c->n, s->first, s->last, NULL, NULL, false, c->need);
+        if (s->mode == PLAN_CKPT) plan_need(c->n, s->first, s->last, NULL, NULL, NULL, false, c->need);
         for (int L = s->first; L <= s->last; L++) c->fph[L] = ph++;
     }
     for (int i = p->n_seg - 1; i >= 0; i--) {

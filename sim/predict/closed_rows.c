@@ -271,7 +271,7 @@ void cf_rows_init(cf *c, int k)
     cf_rows *w = &c->rows[k];
     w->seg = s, w->bs = &s->band, w->gf = s->fwd, w->gb = s->bwd, w->pp = &s->passes;
     w->rf = s->fwd->n_bands, w->rb = s->bwd->n_bands, w->nl = s->last - s->first + 1;
-    plan_need(n, s->first, s->last, NULL, NULL, plan_seg_map_stats(s), c->need);
+    plan_need(n, s->first, s->last, NULL, NULL, NULL, plan_seg_map_stats(s), c->need);
     int nl = w->nl, a = s->first;
     w->nfp = w->pp->n_fwd + 1, w->nbp = w->pp->n_bwd + 1;
     w->fp = err_calloc((size_t)w->nfp, sizeof(cf_pass)), w->bp = err_calloc((size_t)w->nbp, sizeof(cf_pass));
