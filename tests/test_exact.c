@@ -12,8 +12,9 @@
  * momentum (1.6 GB) no activation strategy touches; kernels.net peaks in conv3's backward, inside
  * the tail that checkpoint_sequential runs as `layer`, holding the same tensors either way.
  * BatchNorm in train mode inside row segments is exact too: the bands gather whole-map statistics in
- * extra passes (sim/lower/rows.h), on ResNet-small at 32 and 35 rows for every band count, on bn-cover.net
- * (rows of each bn's map that nothing downstream reads) and on ResNet-50.
+ * stages (bn=train) or in passes from the segment input (bn=train-recompute; sim/lower/rows.h), on
+ * ResNet-small at 32 and 35 rows for every band count, on bn-cover.net (rows of each bn's map that
+ * nothing downstream reads), on the imported nets and on ResNet-50.
  * Usage: test_exact small             every preset and every band count 1..H on the test nets
  *        test_exact NET IMAGE [BN]    VGG-16 / ResNet-50 size: layer, checkpoint, offload, rows, and
  *                                     the LR-CNN authors' configurations (authors-*)
@@ -144,7 +145,8 @@ static void small_suite(void)
 {
         check_small("vgg-small", NULL);
         check_small("resnet-small", "frozen");
-        check_small("resnet-small", "train"); /* whole-map statistics gathered over the bands */
+        check_small("resnet-small", "train"); /* whole-map statistics gathered over the bands, in stages */
+        check_small("resnet-small", "train-recompute"); /* ... and in passes from the segment input */
         require_lower = false;                /* kernels.net: see the header */
         check_small("kernels", NULL);
         require_lower = true;
@@ -171,6 +173,7 @@ static void small_suite(void)
         check_small_at("vgg-small", 37, NULL); /* odd heights: every band count again */
         check_small_at("resnet-small", 35, "frozen");
         check_small_at("resnet-small", 35, "train");
+        check_small_at("resnet-small", 35, "train-recompute");
         char *uneven[] = {"rows(2ps,3,cuts=1/7)@conv1_1..pool2", "rows(overl,3,cuts=6/7)@conv1_1..pool2",
                           "rows(overl,fp=2,bp=5)@conv1_1..pool2", "rows(2ps,2)@conv1_1..relu1_2; ckpt@pool1..pool2"};
         check_net("vgg-small", 0, 16, NULL, uneven, 4);
@@ -186,6 +189,7 @@ static void small_suite(void)
         char *train_bn[] = {"ckpt-sqrt", "ckpt:3", "vdnn-all", "rows(overl,fp=2,bp=4)@conv1..layer1.0.relu3"};
         check_net("resnet-small", 0, 16, "train", train_bn, 4);
         check_cover("train");
+        check_cover("train-recompute");
 }
 
 /* The imported torchvision nets at 64x64 (the U-Nets at 32x32); false for another name. */

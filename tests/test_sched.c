@@ -13,7 +13,13 @@
  *  3. FLOPs identities: ckpt and 2PS recompute exactly their segments' forward once (2PS computes
  *     no row twice); OverL adds halo rows on top of that.
  *  4. Memory ordering at VGG-16 224x224 batch 8: ckpt-sqrt, 2ps:4, overl:4, 2ps-h and vdnn-all all
- *     below layer; offload reports host bytes; 2PS keeps boundaries, OverL none. */
+ *     below layer; offload reports host bytes; 2PS keeps boundaries, OverL none.
+ *  5. Exact BatchNorm in row segments at linear cost (bn=train, stages), on ResNet-50, DenseNet-121
+ *     and the U-Net: the forward computes every row of every layer exactly as often as
+ *     bn=train-recompute's forward proper, on the same band geometry (no stage recomputes another's
+ *     layers); the iteration costs no more FLOPs than with frozen statistics (OverL's halos are the
+ *     policy's own), within 1.5x layer's for 2PS, and less than bn=train-recompute's passes;
+ *     bn=train-offload holds no more on the device than bn=train. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -171,7 +177,7 @@ static void check_shipped_nets(void)
 {
     const char *nets[] = {"vgg16", "resnet50", "vgg-small", "resnet-small", "kernels", "bn-cover"};
     const char *plans[] = {"layer", "ckpt-sqrt", "ckpt:3", "vdnn-all", "vdnn-conv", "2ps:1", "2ps:3", "overl:3", "2ps-h",
-                           "overl-h", "2ps-h:2", "overl:2 bn=frozen"};
+                           "overl-h", "2ps-h:2", "overl:2 bn=frozen", "2ps:3 bn=train-recompute", "overl:3 bn=train-offload"};
     int n_nets = sizeof nets / sizeof *nets, checked = 0, total = n_nets * (int)(sizeof plans / sizeof *plans);
     err e;
     for (int k = 0; k < n_nets; k++) {
@@ -297,6 +303,50 @@ static void check_random_nets(int n_nets)
            "than rows skipped)\n", failures ? "FAIL" : "ok  ", done, schedules, skipped);
 }
 
+/* 5. bn=train's stages against the other exact modes (batch 2). */
+static void check_bn_stages(void)
+{
+    const char *nets[] = {"resnet50", "densenet121", "unet"};
+    const char *pols[] = {"2ps:4", "overl:4"};
+    err e;
+    for (size_t k = 0; k < sizeof nets / sizeof *nets; k++) {
+        net m;
+        if (net_load_named(&m, nets[k], &e)) { FAIL("%s", e.msg); continue; }
+        if (!strcmp(nets[k], "unet")) net_set_input(&m, 128, 128, &e);
+        sched lay;
+        if (lower(&m, "layer", 2, &lay)) { net_free(&m); continue; }
+        sim_mem ml;
+        sim_replay(&lay, &ml, NULL);
+        for (size_t q = 0; q < 2; q++) {
+            sched s[4];
+            const char *modes[] = {"train", "frozen", "train-recompute", "train-offload"}; /* frozen: well formed only */
+            int ok = 0;
+            for (int i = 0; i < 4; i++) {
+                char text[64];
+                snprintf(text, sizeof text, "%s bn=%s", pols[q], modes[i]);
+                ok += !lower(&m, text, 2, &s[i]);
+            }
+            if (ok < 4) continue;
+            sim_mem mem[4];
+            for (int i = 0; i < 4; i++) sim_replay(&s[i], &mem[i], NULL);
+            double ft = fwd_flops_of(&s[0], 1, m.n, false), ff = fwd_flops_of(&s[2], 1, m.n, false);
+            double ratio = s[0].flops / lay.flops, rec = s[2].flops / lay.flops, frz = s[1].flops / lay.flops;
+            bool same_fwd = fabs(ft - ff) <= 1e-9 * ff;
+            /* no more than frozen statistics' own recomputation (OverL's halos), and 2PS within 1.5x layer */
+            bool cheap = ratio <= frz * 1.01 && (q || ratio <= 1.5);
+            bool good = same_fwd && cheap && rec > ratio && mem[3].peak <= mem[0].peak;
+            printf("%s %s %s: bn=train forward FLOPs %s train-recompute's forward proper; iteration %.3fx layer's FLOPs "
+                   "(frozen %.3fx, train-recompute %.2fx); peak %.1f MiB (train-recompute %.1f, train-offload %.1f on the "
+                   "device, layer %.1f)\n", good ? "ok  " : "FAIL", nets[k], pols[q], same_fwd ? "=" : "!=", ratio, frz, rec,
+                   mem[0].peak / 1048576.0, mem[2].peak / 1048576.0, mem[3].peak / 1048576.0, ml.peak / 1048576.0);
+            failures += !good;
+            for (int i = 0; i < 4; i++) sched_free(&s[i]);
+        }
+        sched_free(&lay);
+        net_free(&m);
+    }
+}
+
 int main(void)
 {
     net n;
@@ -307,6 +357,7 @@ int main(void)
     check_flops(&n);
     check_ordering(&n);
     check_random_nets(400);
+    check_bn_stages();
     net_free(&n);
     printf("%s\n", failures ? "FAILED" : "all schedule checks passed");
     return failures != 0;

@@ -7,13 +7,18 @@
  * rows it owns; weight gradients add up over the bands, input-gradient rows add into the segment
  * input's gradient, and 2PS boundary gradients go to the previous band.
  *
- * Whole-map statistics (a bn in train mode, plan_seg_map_stats): before the forward, one pass over
- * the bands per "level" (the bns whose input depends on no bn not yet done) computes up to those
- * bns' inputs and adds each band's own rows (band_own: a partition of the map) to per-channel
- * sums; a STATS_END step turns the sums into the statistics the real forward normalizes with.
- * Before the backward, one pass per level from the deepest recomputes the bands and
- * back-propagates down to those bns, adding the gradient sums their backward needs over the whole
- * map; weight gradients are left to the final pass. Only per-channel sums are kept between passes.
+ * Whole-map statistics (a bn in train mode, plan_seg_map_stats; docs/plans.md). bn=train, in
+ * stages (plan_passes.staged): forward stage q computes the layers level q's statistics first
+ * need, from the segment input and the whole maps earlier stages kept (c->whole), and adds each
+ * band's own rows (band_own: a partition of the map) to per-channel sums that a STATS_END step
+ * turns into the statistics; the last stage computes the rest. Backward stage s back-propagates
+ * the layers whose gradient no longer waits for a sum, weight gradients included, adding
+ * gradients a later stage continues into whole gradient maps, then gathers level s's gradient
+ * sums from them. Each layer is computed once each way. bn=train-recompute, in passes: before the
+ * forward, one pass over the bands per level computes from the segment input up to that level
+ * and gathers its sums; before the backward, one pass per level from the deepest recomputes the
+ * bands and back-propagates down to it, gathering the gradient sums; weight gradients are left
+ * to the final pass. Only per-channel sums are kept between passes.
  * Not done here: full-map segments (segment.h), lifetimes (liveness.h). */
 #ifndef LRCNN_ROWS_H
 #define LRCNN_ROWS_H

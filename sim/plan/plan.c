@@ -17,7 +17,7 @@ const char *const plan_presets[] = {"layer", "torch", "torch2", "ckpt-sqrt", "ck
                                     "2ps-h[:R]", "overl-h[:R]", "authors-2ps", "authors-overl", "authors-2ps-h",
                                     "authors-overl-h", NULL};
 
-static const char *bn_names[] = {"auto", "train", "frozen", "per-band", "train-recompute"};
+static const char *bn_names[] = {"auto", "train", "frozen", "per-band", "train-recompute", "train-offload"};
 const char *plan_bn_name(plan_bn b) { return bn_names[b]; }
 
 const char *plan_mode_name(plan_mode m) { return syntax_mode_names[m]; }
@@ -195,7 +195,7 @@ static int validate(plan *p, const net *n, err *e)
                               "must be equal; use overl for distinct granularity", where, s->fp, s->bp);
         if (seg_geometry(s, n, &bs, e)) return err_wrap(e, "plan '%s'", where);
         passes_init(&s->passes, s, n, plan_bn_batch(p->bn) && seg_has_map_stats(s, n));
-        if (p->bn == PLAN_BN_TRAIN && plan_seg_map_stats(s)) passes_stage(&s->passes, s, n);
+        if (plan_bn_staged(p->bn) && plan_seg_map_stats(s)) passes_stage(&s->passes, s, n);
     }
     return 0;
 }
@@ -322,7 +322,7 @@ int plan_parse(plan *p, const net *n, const char *text, err *e)
         for (int b = 0; b < (int)(sizeof bn_names / sizeof *bn_names); b++)
             if (!strcmp(bn + 4, bn_names[b])) found = b;
         if (found < 0)
-            return err_set(e, "plan '%s': bn=%s is not one of auto train exact train-recompute frozen per-band", text, bn + 4);
+            return err_set(e, "plan '%s': bn=%s is not one of auto train exact train-offload train-recompute frozen per-band", text, bn + 4);
         p->bn = (plan_bn)found;
     }
     char *plus = strchr(buf, '+');

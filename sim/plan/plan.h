@@ -28,15 +28,19 @@ typedef struct {
 } plan_pick;
 /* BatchNorm: train = batch statistics over the whole batch and map, as PyTorch in train mode —
  * inside a row segment gathered exactly in stages over its bands, one per level of bns, each
- * keeping the whole maps a later stage reads (`exact` is a synonym; plan_passes); train-recompute =
+ * keeping the whole maps a later stage reads (`exact` is a synonym; plan_passes); train-offload = the
+ * same stages, their kept maps moved to the host after their last forward use and prefetched
+ * before their first backward use; train-recompute =
  * the same statistics with nothing whole kept inside the segment: every level's pass recomputes
  * its bands from the segment input (least memory, work quadratic in the levels); frozen = running
  * statistics everywhere; per-band = each band normalizes with its own rows' statistics inside row
  * segments (the LR-CNN prototype's approximation: gradients differ), train elsewhere; auto (the
  * default) = train: an approximation is never chosen silently. */
-typedef enum { PLAN_BN_AUTO, PLAN_BN_TRAIN, PLAN_BN_FROZEN, PLAN_BN_PERBAND, PLAN_BN_RECOMPUTE } plan_bn;
+typedef enum { PLAN_BN_AUTO, PLAN_BN_TRAIN, PLAN_BN_FROZEN, PLAN_BN_PERBAND, PLAN_BN_RECOMPUTE, PLAN_BN_OFFLOAD } plan_bn;
 /* Batch statistics, whichever way a row segment gathers them. */
-static inline bool plan_bn_batch(plan_bn b) { return b == PLAN_BN_TRAIN || b == PLAN_BN_RECOMPUTE; }
+static inline bool plan_bn_batch(plan_bn b) { return b == PLAN_BN_TRAIN || b == PLAN_BN_RECOMPUTE || b == PLAN_BN_OFFLOAD; }
+/* ... in stages (plan_passes.staged). */
+static inline bool plan_bn_staged(plan_bn b) { return b == PLAN_BN_TRAIN || b == PLAN_BN_OFFLOAD; }
 /* Layrub-style migration (`+migrate[:weights][:grads][:optim]`, all three when bare): which
  * persistent tensors leave the device between their uses. Any of them makes the optimizer step
  * layer by layer, right after a layer's last backward use of its weights (docs/plans.md):

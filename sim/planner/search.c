@@ -53,15 +53,20 @@ static int64_t migrate_savable(const search_req *r, int m)
     return all;
 }
 
-/* Lowers, replays and times `text` (once: a text seen before returns its index); -1 if it is not a
- * plan for this net. */
-static int eval(search_ctx *c, const char *text, const char *source)
+/* Lowers, replays and times `text` with BatchNorm mode `bn` (NULL: the default; once: a text seen
+ * before returns its index, unless it was not lowered and nothing fits: then it is lowered now,
+ * so that the smallest footprint reported is an arena's); -1 if it is not a plan for this net. */
+static int eval_bn(search_ctx *c, const char *text, const char *bn, const char *source)
 {
     const search_req *r = c->r;
     char full[PLAN_TEXT_LEN];
-    if ((size_t)snprintf(full, sizeof full, "%s%s%s", text, r->bn ? " bn=" : "", r->bn ? r->bn : "") >= sizeof full) return -1;
-    for (int i = 0; i < c->out->n_pts; i++)
-        if (!strcmp(c->out->pts[i].text, full)) return i;
+    if ((size_t)snprintf(full, sizeof full, "%s%s%s", text, bn ? " bn=" : "", bn ? bn : "") >= sizeof full) return -1;
+    int redo = -1;
+    for (int i = 0; i < c->out->n_pts && redo < 0; i++)
+        if (!strcmp(c->out->pts[i].text, full)) {
+            if (!c->least || !isnan(c->out->pts[i].time_us)) return i;
+            redo = i;
+        }
     plan p;
     sched s;
     err e;
@@ -69,12 +74,14 @@ static int eval(search_ctx *c, const char *text, const char *source)
     double us = NAN;
     int64_t foot;
     if (plan_parse(&p, r->n, full, &e)) return -1;
+    bool staged = false;
+    for (int k = 0; k < p.n_seg; k++) staged |= p.segs[k].passes.staged;
     /* the closed form equals the replay for plans without encodings (tests/test_closed.c) and
      * costs no schedule: a plan it says does not fit is not lowered, nor timed, unless migration
      * could make it fit (the migration pass orders candidates by time) */
     if (!plan_modified(&p)) closed_predict(r->n, &p, &r->cfg, &mem);
     bool may_migrate = !plan_modified(&p) && (r->space & SEARCH_MIGRATE) && mem.peak - migrate_savable(r, 2) <= r->budget;
-    if (!plan_modified(&p) && mem.peak > r->budget && !may_migrate) {
+    if (!plan_modified(&p) && mem.peak > r->budget && !may_migrate && !c->least) {
         plan_free(&p);
         foot = mem.peak;
     } else {
@@ -94,22 +101,41 @@ static int eval(search_ctx *c, const char *text, const char *source)
         c->cap = c->cap ? 2 * c->cap : 256;
         o->pts = err_realloc(o->pts, (size_t)c->cap * sizeof *o->pts);
     }
+    int at = redo >= 0 ? redo : o->n_pts;
+    if (redo >= 0) source = o->pts[at].source, free(o->pts[at].text);
     /* what encodings could save at the peak at most: every kept activation and boundary there */
     int64_t savable = mem.at_peak[MEM_ACT] + mem.at_peak[MEM_BOUNDARY];
-    o->pts[o->n_pts] = (search_point){err_strdup(full), mem.peak, foot, us, source, mem.peak - savable};
+    o->pts[at] = (search_point){err_strdup(full), mem.peak, foot, us, source, mem.peak - savable, staged};
     /* faster by more than the model's resolution, else the earlier (simpler: presets come first) stays */
-    if (foot <= r->budget && (o->best < 0 || us < o->pts[o->best].time_us * (1 - 1e-3))) o->best = o->n_pts;
-    if (o->least < 0 || foot < o->pts[o->least].footprint) o->least = o->n_pts;
-    return o->n_pts++;
+    if (foot <= r->budget && (o->best < 0 || us < o->pts[o->best].time_us * (1 - 1e-3))) o->best = at;
+    /* the smallest footprint: an arena's (a plan not lowered has only its peak, which its arena may exceed) */
+    if (!isnan(us) && (o->least < 0 || foot < o->pts[o->least].footprint)) o->least = at;
+    return redo >= 0 ? at : o->n_pts++;
 }
 
-/* text; when it does not fit and the space has gist, text+gist too (gist's encodings only ever cost
- * time, so a plan that fits without them is never faster with them). Returns the index of the one
- * that fits, else of the last tried (-1: not a plan for this net). */
+static int eval(search_ctx *c, const char *text, const char *source) { return eval_bn(c, text, c->r->bn, source); }
+
+/* text; when it does not fit, BatchNorm's statistics are gathered in stages (bn=train) and the
+ * user named no mode, the faster of its bn=train-offload and bn=train-recompute variants that fits
+ * (less memory, more time); when none fits and the space has gist,
+ * text+gist too (gist's encodings only ever cost time, so a plan that fits without them is never
+ * faster with them). Returns the index of the one that fits, else of the last tried (-1: not a
+ * plan for this net). */
 static int eval_both(search_ctx *c, const char *text, const char *source)
 {
     int i = eval(c, text, source), j = -1;
     if (i < 0 || c->out->pts[i].footprint <= c->r->budget) return i;
+    bool searched = !c->r->bn || !strcmp(c->r->bn, "auto"); /* a mode the user named is kept */
+    if (c->out->pts[i].staged && searched) {
+        static const char *const modes[] = {"train-offload", "train-recompute"};
+        int best = -1;
+        for (int m = 0; m < 2; m++) {
+            int k = eval_bn(c, text, modes[m], source);
+            if (k >= 0 && c->out->pts[k].footprint <= c->r->budget && (best < 0 || c->out->pts[k].time_us < c->out->pts[best].time_us))
+                best = k;
+        }
+        if (best >= 0) return best;
+    }
     char g[PLAN_TEXT_LEN];
     bool gist = (c->r->space & SEARCH_GIST) && (size_t)snprintf(g, sizeof g, "%s+gist", text) < sizeof g;
     if (gist && (c->out->pts[i].floor <= c->r->budget || c->least)) j = eval(c, g, source); /* else no encoding brings it under */

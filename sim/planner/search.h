@@ -56,6 +56,7 @@ typedef struct {
     double time_us;       /* the device's model; NAN for a plan not lowered */
     const char *source;   /* "preset", "dp", "rows+dp", "offsel", "migrate" */
     int64_t floor;        /* below what no encoding of its kept maps takes its peak */
+    bool staged;          /* a row segment gathers BatchNorm statistics in stages (bn=train) */
 } search_point;
 
 typedef struct {

@@ -13,7 +13,8 @@ typedef struct {
     int n, cap;
 } blocks;
 
-const char *const arena_orders[ARENA_ORDERS] = {"crowding, late ends low", "crowding, early starts low", "size x crowding"};
+const char *const arena_orders[ARENA_ORDERS + 1] = {"crowding, late ends low", "crowding, early starts low", "size x crowding",
+                                                     "the best order, its blocks above the live peak first"};
 
 static int by_int(const void *x, const void *y) { return (*(const int *)x > *(const int *)y) - (*(const int *)x < *(const int *)y); }
 
@@ -303,7 +304,7 @@ static int64_t place(blocks *bl, bool host, int n_step, const char **how, int64_
     int64_t *crowd = err_calloc((size_t)sd.n + 1, sizeof(int64_t)), *off = err_calloc((size_t)sd.n + 1, sizeof(int64_t));
     crowding(&sd, live, n_step, crowd);
     rank *r = err_calloc((size_t)sd.n + 1, sizeof(rank));
-    int *order = err_calloc((size_t)sd.n + 1, sizeof(int));
+    int *order = err_calloc((size_t)sd.n + 1, sizeof(int)), *best_order = err_calloc((size_t)sd.n + 1, sizeof(int));
     int64_t best = sd.n ? -1 : sd.base;
     *how = arena_orders[0];
     for (int o = 0; o < ARENA_ORDERS && (best < 0 || best > lower); o++) {
@@ -319,10 +320,29 @@ static int64_t place(blocks *bl, bool host, int n_step, const char **how, int64_
         if (best < 0 || size < best) {
             best = size, *how = arena_orders[o];
             for (int p = 0; p < sd.n; p++) off[p] = bl->v[sd.idx[p]].off;
+            memcpy(best_order, order, (size_t)sd.n * sizeof(int));
         }
     }
+    /* the repair: the blocks placements so far left above the live peak first (in the best order),
+     * then the rest in that order; a few rounds, the set of such blocks growing */
+    bool *hard = err_calloc((size_t)sd.n + 1, sizeof(bool));
+    for (int round = 0; round < ARENA_REPAIRS && best > lower; round++) {
+        int m = 0;
+        for (int p = 0; p < sd.n; p++) /* round 0: the best placement's; then the last round's */
+            hard[p] |= (round ? bl->v[sd.idx[p]].off : off[p]) + bl->v[sd.idx[p]].size > lower;
+        for (int q = 0; q < sd.n; q++)
+            if (hard[best_order[q]]) order[m++] = best_order[q];
+        for (int q = 0; q < sd.n; q++)
+            if (!hard[best_order[q]]) order[m++] = best_order[q];
+        int64_t size = place_in_order(&sd, order);
+        if (size < best) {
+            best = size, *how = arena_orders[ARENA_ORDERS];
+            for (int p = 0; p < sd.n; p++) off[p] = bl->v[sd.idx[p]].off;
+        }
+    }
+    free(hard);
     for (int p = 0; p < sd.n; p++) bl->v[sd.idx[p]].off = off[p];
-    free(live), free(crowd), free(off), free(r), free(order);
+    free(live), free(crowd), free(off), free(r), free(order), free(best_order);
     side_close(&sd);
     *lower_out = lower;
     return best;

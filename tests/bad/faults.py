@@ -186,9 +186,10 @@ def run_import(case, tmp, k):
 
 BIG_SPEC = """name = big
 nets = resnet50, unet
-batch = 8
-plans = layer, 2ps:2..8, overl:2..8
-"""
+batch = 8, 16, 32
+image = 224, 320
+plans = layer, 2ps:2..8, overl:2..8, 2ps:8 bn=train-recompute, overl:8 bn=train-recompute
+"""  # seconds of work (bn=train-recompute's passes), so that a signal lands mid-sweep
 
 
 def run_fault(lrcnn, case, tmp, k):
