@@ -147,6 +147,7 @@ static void small_suite(void)
         check_small("resnet-small", "frozen");
         check_small("resnet-small", "train"); /* whole-map statistics gathered over the bands, in stages */
         check_small("resnet-small", "train-recompute"); /* ... and in passes from the segment input */
+        check_small("resnet-small", "train-offload");   /* ... in stages, their kept maps on the host */
         require_lower = false;                /* kernels.net: see the header */
         check_small("kernels", NULL);
         require_lower = true;
@@ -190,6 +191,7 @@ static void small_suite(void)
         check_net("resnet-small", 0, 16, "train", train_bn, 4);
         check_cover("train");
         check_cover("train-recompute");
+        check_cover("train-offload");
 }
 
 /* The imported torchvision nets at 64x64 (the U-Nets at 32x32); false for another name. */
