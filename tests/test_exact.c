@@ -16,6 +16,8 @@
  * ResNet-small at 32 and 35 rows for every band count, on bn-cover.net (rows of each bn's map that
  * nothing downstream reads), on the imported nets and on ResNet-50.
  * Usage: test_exact small             every preset and every band count 1..H on the test nets
+ *        test_exact random            row segments over random ranges of random nets, bn in
+ *                                     each exact mode
  *        test_exact NET IMAGE [BN]    VGG-16 / ResNet-50 size: layer, checkpoint, offload, rows, and
  *                                     the LR-CNN authors' configurations (authors-*)
  *        test_exact NET BN PLAN...    ad hoc (BN: train, frozen, per-band or -) */
@@ -25,6 +27,7 @@
 #include <string.h>
 
 #include "tests/harness.h"
+#include "tests/randnet.h"
 #include "sim/net/load.h"
 
 #define TOL 1e-5 /* fp32 reassociation on gradient norms; see the header */
@@ -194,6 +197,82 @@ static void small_suite(void)
         check_cover("train-offload");
 }
 
+/* One plan's deviation from `layer` (ref), measured = replay checked; -1 when it did not run. */
+static double deviation(const net *n, const char *text, int batch, const outcome *ref)
+{
+    outcome o;
+    if (run_one(n, text, batch, &o)) return -1;
+    run_summary *m = &o.r.sum;
+    run_compare(m, n, o.r.grads, ref->r.grads, m->loss0, ref->r.sum.loss0);
+    double dev = m->non_finite || m->peak != o.pred.replay.peak ? -1 : m->grad_dev;
+    harness_drop(&o);
+    return dev;
+}
+
+/* Random nets (tests/randnet.h: residual blocks, bns, odd sizes, strides, squeeze-and-excitation)
+ * under row segments over random ranges between clean cuts, each policy and band count, train-mode
+ * BatchNorm gathered in stages (bn=train) or offloaded stages: measured = replay, and as exact as the
+ * statistics passes (bn=train-recompute) — within TOL of `layer`, or within 10x the passes' own
+ * deviation where the net's train-mode normalization amplifies fp32 rounding beyond TOL (a
+ * normalization over a few values: random nets reach 0.8 relative on a tensor whose gradient
+ * cancels, whatever the plan). */
+static void random_suite(int count)
+{
+    randnet_rng g = {0xB17Eull};
+    char text[8192], pl[256], ps[300];
+    int nets = 0, plans = 0, loose = 0;
+    double worst = 0;
+    while (nets < count && failures <= 5) {
+        randnet_text(&g, RANDNET_WIDE, text, sizeof text, 6 + randnet_below(&g, 40));
+        net n;
+        err e;
+        if (net_parse(&n, text, "random.net", &e)) continue;
+        /* a bn right after a bn undoes its scale: the first's weight gradient is zero in exact
+         * arithmetic, fp32 rounding in any order of sums, so no relative comparison holds there */
+        bool twice = false, bn = false;
+        for (int L = 1; L < n.n; L++) {
+            twice |= n.layers[L].kind == NET_BN && n.layers[n.layers[L].in[0]].kind == NET_BN;
+            bn |= n.layers[L].kind == NET_BN;
+        }
+        if (twice || !bn) {
+            net_free(&n);
+            continue;
+        }
+        nets++;
+        outcome ref;
+        int batch = 1 + randnet_below(&g, 3);
+        if (run_one(&n, "layer", batch, &ref)) { failures++, net_free(&n); continue; }
+        for (int k = 0; k < 3; k++) {
+            int f = 1 + randnet_below(&g, n.n - 1), l = f + randnet_below(&g, n.n - f);
+            while (f > 1 && !n.layers[f].cut_before) f--;
+            while (l + 1 < n.n && !n.layers[l + 1].cut_before) l++;
+            bool rw = true;
+            for (int L = f; L <= l; L++) rw &= n.layers[L].rowwise;
+            if (!rw || l + 1 >= n.n) continue;
+            int R = 1 + randnet_below(&g, n.layers[l].h < 5 ? n.layers[l].h : 5);
+            snprintf(pl, sizeof pl, "rows(%s,%d)@%s..%s", randnet_below(&g, 2) ? "2ps" : "overl", R, n.layers[f].name, n.layers[l].name);
+            plan p;
+            if (plan_parse(&p, &n, pl, &e)) continue; /* a range the plan language refuses */
+            plan_free(&p);
+            snprintf(ps, sizeof ps, "%s bn=%s", pl, randnet_below(&g, 2) ? "train" : "train-offload");
+            double staged = deviation(&n, ps, batch, &ref);
+            snprintf(pl + strlen(pl), sizeof pl - strlen(pl), " bn=train-recompute");
+            double passes = deviation(&n, pl, batch, &ref);
+            bool ok = staged >= 0 && passes >= 0 && (staged <= TOL || staged <= 10 * passes);
+            plans++, loose += ok && staged > TOL, worst = staged > worst ? staged : worst;
+            if (!ok) {
+                printf("FAIL %s: deviation %.2e (passes %.2e; -1: did not run or measured != replay)\n%s\n", ps, staged, passes, text);
+                failures++;
+            }
+        }
+        harness_drop(&ref);
+        net_free(&n);
+    }
+    printf("%s %d random nets with bns, %d row plans in stages: measured = replay, gradients within %.0e of layer's or "
+           "10x the passes' (%d plans past %.0e, the passes with them; worst %.1e)\n", failures ? "FAIL" : "ok  ", nets, plans,
+           TOL, loose, TOL, worst);
+}
+
 /* The imported torchvision nets at 64x64 (the U-Nets at 32x32); false for another name. */
 static bool imported_suite(const char *name)
 {
@@ -278,12 +357,13 @@ int main(int argc, char **argv)
 {
     bool sized = argc >= 3 && argv[2][0] >= '0' && argv[2][0] <= '9', ran = true;
     if (argc == 2 && !strcmp(argv[1], "small")) small_suite();
+    else if (argc == 2 && !strcmp(argv[1], "random")) random_suite(600);
     else if (argc == 2) ran = imported_suite(argv[1]);
     else if (sized && argc <= 4) full_size(argc, argv);
     else if (argc >= 4) check_net(argv[1], 0, 2, strcmp(argv[2], "-") ? argv[2] : NULL, argv + 3, argc - 3);
     else ran = false;
     if (!ran) {
-        fprintf(stderr, "usage: test_exact small | mobilenetv2 | mobilenetv3 | densenet121 | efficientnetb0 | convnext-tiny | unet | NET IMAGE [BN] | NET BN PLAN...\n");
+        fprintf(stderr, "usage: test_exact small | random | mobilenetv2 | mobilenetv3 | densenet121 | efficientnetb0 | convnext-tiny | unet | NET IMAGE [BN] | NET BN PLAN...\n");
         return 2;
     }
     printf("%s\n", failures ? "FAILED" : "all plans exact");

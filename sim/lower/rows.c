@@ -243,18 +243,24 @@ static void staged_backward(lower *c, const plan_seg *ps, int *bound)
             kgrad[L] = lower_buf(c, BUF_GRAD, MEM_AGRAD, L, -1, lower_full(n, L), lower_bytes(c, L, lower_full(n, L), 4));
             c->s->bufs[kgrad[L]].zero = true;
         }
+    int dout = c->grad[bs->last];
     for (int s = 1; s <= pp->n_bwd + 1; s++) {
         staged_backward_pass(c, ps, bound, kgrad, s);
         for (int L = a; L <= bs->last; L++) {
             if (pp->bwd[L - a] != s) continue;
             new_sums(c, L);
-            c->act[n->layers[L].in[0]] = c->whole[n->layers[L].in[0]], c->grad[L] = kgrad[L];
+            /* whole maps: its input (kept, or the segment input) and its gradient (kept, or the segment output's) */
+            int in = n->layers[L].in[0], held = c->act[in];
+            if (in != bs->src) c->act[in] = c->whole[in];
+            c->grad[L] = L == bs->last ? dout : kgrad[L];
             for (int r = 0; r < ps->bwd->n_bands; r++) {
                 band_rows own = band_own(ps->bwd, bs, r, L, n->layers[L].h);
                 if (band_rows_len(own)) emit_stats(c, L, r, own, true);
             }
+            c->act[in] = held;
         }
     }
+    c->grad[bs->last] = dout;
     free(kgrad);
 }
 

@@ -62,9 +62,12 @@ static int eval_bn(search_ctx *c, const char *text, const char *bn, const char *
     char full[PLAN_TEXT_LEN];
     if ((size_t)snprintf(full, sizeof full, "%s%s%s", text, bn ? " bn=" : "", bn ? bn : "") >= sizeof full) return -1;
     int redo = -1;
-    for (int i = 0; i < c->out->n_pts && redo < 0; i++)
-        if (!strcmp(c->out->pts[i].text, full)) {
-            if (!c->least || !isnan(c->out->pts[i].time_us)) return i;
+    const search_result *o0 = c->out;
+    for (int i = 0; i < o0->n_pts && redo < 0; i++)
+        if (!strcmp(o0->pts[i].text, full)) {
+            /* a peak above the smallest footprint found cannot be the smallest: no need to lower it */
+            if (!c->least || !isnan(o0->pts[i].time_us) || (o0->least >= 0 && o0->pts[i].peak >= o0->pts[o0->least].footprint))
+                return i;
             redo = i;
         }
     plan p;
@@ -81,7 +84,8 @@ static int eval_bn(search_ctx *c, const char *text, const char *bn, const char *
      * could make it fit (the migration pass orders candidates by time) */
     if (!plan_modified(&p)) closed_predict(r->n, &p, &r->cfg, &mem);
     bool may_migrate = !plan_modified(&p) && (r->space & SEARCH_MIGRATE) && mem.peak - migrate_savable(r, 2) <= r->budget;
-    if (!plan_modified(&p) && mem.peak > r->budget && !may_migrate && !c->least) {
+    bool least_may = c->least && (o0->least < 0 || mem.peak < o0->pts[o0->least].footprint); /* may be the smallest */
+    if (!plan_modified(&p) && mem.peak > r->budget && !may_migrate && !least_may) {
         plan_free(&p);
         foot = mem.peak;
     } else {
