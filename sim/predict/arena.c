@@ -197,8 +197,10 @@ typedef struct {
 } side;
 
 /* Places the side's blocks in `order` (positions into idx) at the smallest gap left between the
- * blocks placed before that overlap them in time (best fit), or above them all; returns the size. */
-static int64_t place_in_order(side *sd, const int *order)
+ * blocks placed before that overlap them in time (best fit), or above them all; returns the size,
+ * or, as soon as it reaches `limit` (a size found before: this order cannot beat it), that much
+ * with the rest unplaced. */
+static int64_t place_in_order(side *sd, const int *order, int64_t limit)
 {
     for (int i = 0; i < 2 * sd->leaves; i++) sd->tt.own[i].n = sd->tt.sub[i].n = 0;
     int64_t size = sd->base;
@@ -219,6 +221,7 @@ static int64_t place_in_order(side *sd, const int *order)
         }
         b->off = life.off = best >= 0 ? best : end;
         if (b->off + b->size > size) size = b->off + b->size;
+        if (limit >= 0 && size >= limit) break;
         tree_add(&sd->tt, 1, 0, sd->leaves - 1, &life);
     }
     free(g.all.r), free(g.tmp.r), free(g.run);
@@ -316,7 +319,7 @@ static int64_t place(blocks *bl, bool host, int n_step, const char **how, int64_
         }
         qsort(r, (size_t)sd.n, sizeof(rank), by_rank);
         for (int q = 0; q < sd.n; q++) order[q] = r[q].p;
-        int64_t size = place_in_order(&sd, order);
+        int64_t size = place_in_order(&sd, order, best);
         if (best < 0 || size < best) {
             best = size, *how = arena_orders[o];
             for (int p = 0; p < sd.n; p++) off[p] = bl->v[sd.idx[p]].off;
@@ -334,7 +337,7 @@ static int64_t place(blocks *bl, bool host, int n_step, const char **how, int64_
             if (hard[best_order[q]]) order[m++] = best_order[q];
         for (int q = 0; q < sd.n; q++)
             if (!hard[best_order[q]]) order[m++] = best_order[q];
-        int64_t size = place_in_order(&sd, order);
+        int64_t size = place_in_order(&sd, order, best);
         if (size < best) {
             best = size, *how = arena_orders[ARENA_ORDERS];
             for (int p = 0; p < sd.n; p++) off[p] = bl->v[sd.idx[p]].off;
