@@ -94,7 +94,7 @@ static void pareto_points(search_req rq, const search_result *first, search_resu
         search_result r;
         if (search_run(&rq, &r, e)) continue;
         for (int i = 0; i < r.n_pts; i++) {
-            bool seen = isnan(r.pts[i].time_us); /* over that budget: not lowered */
+            bool seen = !r.pts[i].placed; /* over that budget: no arena planned */
             for (int j = 0; j < n && !seen; j++) seen = !strcmp(pts[j].text, r.pts[i].text);
             if (seen) continue;
             if (n == cap) pts = err_realloc(pts, (size_t)(cap *= 2) * sizeof *pts);

@@ -53,9 +53,11 @@ static int64_t migrate_savable(const search_req *r, int m)
     return all;
 }
 
-/* Lowers, replays and times `text` with BatchNorm mode `bn` (NULL: the default; once: a text seen
- * before returns its index, unless it was not lowered and nothing fits: then it is lowered now,
- * so that the smallest footprint reported is an arena's); -1 if it is not a plan for this net. */
+/* Lowers, replays and times `text` with BatchNorm mode `bn` (NULL: the default), and plans its
+ * arena where its peak may fit and it may be the answer, or be the smallest footprint found (once: a text seen before returns its
+ * index, unless nothing fits and it has no arena yet though its peak is below the smallest
+ * footprint found: then it is evaluated again, so that the smallest footprint reported is an
+ * arena's); -1 if it is not a plan for this net. */
 static int eval_bn(search_ctx *c, const char *text, const char *bn, const char *source)
 {
     const search_req *r = c->r;
@@ -66,7 +68,7 @@ static int eval_bn(search_ctx *c, const char *text, const char *bn, const char *
     for (int i = 0; i < o0->n_pts && redo < 0; i++)
         if (!strcmp(o0->pts[i].text, full)) {
             /* a peak above the smallest footprint found cannot be the smallest: no need to lower it */
-            if (!c->least || !isnan(o0->pts[i].time_us) || (o0->least >= 0 && o0->pts[i].peak >= o0->pts[o0->least].footprint))
+            if (!c->least || o0->pts[i].placed || (o0->least >= 0 && o0->pts[i].peak >= o0->pts[o0->least].footprint))
                 return i;
             redo = i;
         }
@@ -76,6 +78,7 @@ static int eval_bn(search_ctx *c, const char *text, const char *bn, const char *
     sim_mem mem;
     double us = NAN;
     int64_t foot;
+    bool placed = false;
     if (plan_parse(&p, r->n, full, &e)) return -1;
     bool staged = false;
     for (int k = 0; k < p.n_seg; k++) staged |= p.segs[k].passes.staged;
@@ -94,10 +97,16 @@ static int eval_bn(search_ctx *c, const char *text, const char *bn, const char *
         if (rc) return -1;
         sim_replay(&s, &mem, NULL);
         us = sim_time_us(r->n, &s, r->dev, NULL);
-        arena a; /* what it reserves decides whether it fits */
-        arena_plan(&s, &a);
-        foot = a.size + a.apart;
-        arena_free(&a);
+        /* no arena is smaller than the peak: one is planned only where it may fit and be the answer (a
+         * preset, or faster than the best so far), or be the smallest footprint */
+        foot = mem.peak;
+        bool may_answer = !strcmp(source, "preset") || o0->best < 0 || us < o0->pts[o0->best].time_us * (1 - 1e-3);
+        if ((mem.peak <= r->budget && may_answer) || (c->least && (o0->least < 0 || mem.peak < o0->pts[o0->least].footprint))) {
+            arena a; /* what it reserves decides whether it fits */
+            arena_plan(&s, &a);
+            foot = a.size + a.apart, placed = true;
+            arena_free(&a);
+        }
         sched_free(&s);
     }
     search_result *o = c->out;
@@ -109,19 +118,19 @@ static int eval_bn(search_ctx *c, const char *text, const char *bn, const char *
     if (redo >= 0) source = o->pts[at].source, free(o->pts[at].text);
     /* what encodings could save at the peak at most: every kept activation and boundary there */
     int64_t savable = mem.at_peak[MEM_ACT] + mem.at_peak[MEM_BOUNDARY];
-    o->pts[at] = (search_point){err_strdup(full), mem.peak, foot, us, source, mem.peak - savable, staged};
+    o->pts[at] = (search_point){err_strdup(full), mem.peak, foot, us, source, mem.peak - savable, staged, placed};
     /* faster by more than the model's resolution, else the earlier (simpler: presets come first) stays */
     if (foot <= r->budget && (o->best < 0 || us < o->pts[o->best].time_us * (1 - 1e-3))) o->best = at;
-    /* the smallest footprint: an arena's (a plan not lowered has only its peak, which its arena may exceed) */
-    if (!isnan(us) && (o->least < 0 || foot < o->pts[o->least].footprint)) o->least = at;
+    /* the smallest footprint: an arena's (a plan without one has only its peak, which its arena may exceed) */
+    if (placed && (o->least < 0 || foot < o->pts[o->least].footprint)) o->least = at;
     return redo >= 0 ? at : o->n_pts++;
 }
 
 static int eval(search_ctx *c, const char *text, const char *source) { return eval_bn(c, text, c->r->bn, source); }
 
 /* text; when it does not fit, BatchNorm's statistics are gathered in stages (bn=train) and the
- * user named no mode, the faster of its bn=train-offload and bn=train-recompute variants that fits
- * (less memory, more time); when none fits and the space has gist,
+ * user named no mode, its bn=train-offload variant, else its bn=train-recompute one (less memory,
+ * more time); when none fits and the space has gist,
  * text+gist too (gist's encodings only ever cost time, so a plan that fits without them is never
  * faster with them). Returns the index of the one that fits, else of the last tried (-1: not a
  * plan for this net). */
@@ -131,14 +140,13 @@ static int eval_both(search_ctx *c, const char *text, const char *source)
     if (i < 0 || c->out->pts[i].footprint <= c->r->budget) return i;
     bool searched = !c->r->bn || !strcmp(c->r->bn, "auto"); /* a mode the user named is kept */
     if (c->out->pts[i].staged && searched) {
+        /* the passes recompute the bands once per level, the offload moves each kept map twice: the
+         * passes only where the offload does not fit */
         static const char *const modes[] = {"train-offload", "train-recompute"};
-        int best = -1;
         for (int m = 0; m < 2; m++) {
             int k = eval_bn(c, text, modes[m], source);
-            if (k >= 0 && c->out->pts[k].footprint <= c->r->budget && (best < 0 || c->out->pts[k].time_us < c->out->pts[best].time_us))
-                best = k;
+            if (k >= 0 && c->out->pts[k].footprint <= c->r->budget) return k;
         }
-        if (best >= 0) return best;
     }
     char g[PLAN_TEXT_LEN];
     bool gist = (c->r->space & SEARCH_GIST) && (size_t)snprintf(g, sizeof g, "%s+gist", text) < sizeof g;

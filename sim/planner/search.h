@@ -51,12 +51,14 @@ typedef struct {
     int64_t peak;         /* replayed; or, for a plan over the budget without encodings, the closed
                              form's (equal to the replay: tests/test_closed.c), not lowered */
     int64_t footprint;    /* what it reserves, which "fits the budget" compares: its arena and the bytes
-                             apart from it (sim/predict/arena.h); for a plan not lowered, its peak (no
-                             arena is smaller) */
+                             apart from it (sim/predict/arena.h); for a plan not placed (below), its
+                             peak (no arena is smaller) */
     double time_us;       /* the device's model; NAN for a plan not lowered */
     const char *source;   /* "preset", "dp", "rows+dp", "offsel", "migrate" */
     int64_t floor;        /* below what no encoding of its kept maps takes its peak */
     bool staged;          /* a row segment gathers BatchNorm statistics in stages (bn=train) */
+    bool placed;          /* footprint is its arena's (else its peak: it was over the budget, or slower
+                             than a plan that fit, so no arena was planned) */
 } search_point;
 
 typedef struct {
