@@ -12,8 +12,8 @@
 
 static const char *usage =
     "usage: lrcnn sim --net NET [--plan PLANS] [--batch N] [--image S|HxW] [--optimizer sgd|adam]\n"
-    "                 [--bn auto|train|train-recompute|frozen|per-band] [--device NAME|PROFILE.h5]\n"
-    "                 [--profile PROFILE.h5]\n"
+    "                 [--bn auto|train|train-offload|train-recompute|frozen|per-band]\n"
+    "                 [--device NAME|PROFILE.h5] [--profile PROFILE.h5]\n"
     "                 [--calibrate RUNS.h5]\n"
     "                 [-o FILE.h5 [--force]]\n"
     "\n"
@@ -25,7 +25,8 @@ static const char *usage =
     "Modifiers store kept maps encoded: +gist, +dpr:fp16|bf16|fp8, +zfp:rate=R|acc=E (e.g. 2ps:4+gist+dpr:fp16);\n"
     "+migrate[:grads][:optim][:weights] moves parameters, gradients and optimizer state off the device\n"
     "between their uses (Layrub-style; bare: all three). The closed form does not model modifiers yet\n"
-    "(n/a), nor bn=train's stages inside row segments (bn=train-recompute: passes, least memory).\n"
+    "(n/a), nor train-mode BatchNorm's stages inside row segments (bn=train, train-offload; the passes of\n"
+    "bn=train-recompute it does: docs/plans.md).\n"
     "Sparse and zfp:acc sizes depend on the values: they are\n"
     "predicted from the modifier's density=/ratio=, or per layer from the engine's measurements in RUNS.h5\n"
     "(any validate or train result of the same net with those encodings) with --calibrate.\n"
