@@ -41,7 +41,9 @@ static const char *usage =
     "A plan of the search is answered over the fastest preset that fits only when predicted faster by\n"
     "more than the time model can tell apart: 2.69x the median error of the profile's held-out checks\n"
     "(90% confidence that two predictions differ; sim/predict/timing.h), or --margin PCT percent (--margin 0:\n"
-    "the predicted fastest, however close).\n"
+    "the predicted fastest, however close). Without --profile there is no such error, so the margin is 0.\n"
+    "A row plan whose train-mode BatchNorm stages (bn=train) do not fit is tried with bn=train-offload,\n"
+    "then bn=train-recompute, unless --bn names a mode. The answer's legend explains its source tag.\n"
     "A budget below every plan's peak exits 2 and names the smallest peak found. --measure K runs the\n"
     "planner's plan and that preset on the CPU engine (K iterations each, in child processes) and prints\n"
     "their measured peaks and median times.\n"
@@ -235,6 +237,13 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
         if (rc == CLI_OK && o->iters && pre >= 0 && pre != r.best)
             printf("  measured   speed-up over the preset: %.3fx\n", m[1].median_us / m[0].median_us);
         run_summary_free(&m[0]), run_summary_free(&m[1]);
+        /* the legend: where a plan comes from, and the margin it was chosen with */
+        printf("\n  (%s): where the plan came from: preset; dp, the dynamic program over clean cuts; rows+dp, a row stage\n"
+               "  then the DP; offsel, offload selection; migrate, a plan +migrate. A plan other than a preset is answered\n"
+               "  only when predicted faster than the fastest preset that fits by more than the margin: %.1f%%,\n  %s.\n",
+               p->source, 100 * r.margin,
+               margin ? "set by --margin" : dev->model ? "2.69x the median error of the time model's held-out checks"
+                                                       : "no calibrated time model, so the predicted fastest however close (--profile gives one)");
     }
     if (rc == CLI_OK && pareto) {
         search_result all;
