@@ -140,6 +140,26 @@ static void stats_forward(lower *c, const plan_seg *ps)
     free(need), free(bound);
 }
 
+/* 2PS boundary gradients of layer L in backward band r: the one band r + 1 handed down is added
+ * into the band's gradient, and the rows band r - 1 owns are handed on (bgrad[L * R + band]). */
+static void boundary_grads(lower *c, const band_seg *bs, const band_geom *g, int r, int L, int *bgrad)
+{
+    int R = g->n_bands;
+    if (L == bs->last) return;
+    if (r + 1 < R && bgrad[L * R + r] >= 0) {
+        int dst = lower_grad(c, L, r, band_hold(bs, g, c->n, r, L), true);
+        lower_copy(c, L, r, c->s->bufs[bgrad[L * R + r]].rows, bgrad[L * R + r], dst, true);
+    }
+    if (g->policy == BAND_2PS && r > 0) {
+        band_rows keep = g->keep[(r - 1) * g->n_layers + L - bs->first];
+        if (band_rows_len(keep) && c->grad[L] >= 0) {
+            int b = lower_buf(c, BUF_BGRAD, MEM_BOUNDARY, L, r, keep, lower_bytes(c, L, keep, 4));
+            lower_copy(c, L, r, keep, c->grad[L], b, false);
+            bgrad[L * R + r - 1] = b;
+        }
+    }
+}
+
 /* --- stages (bn=train) ------------------------------------------------------------------------- */
 
 /* The forward in stages (plan_passes.staged): stage q computes the layers first needed by level
@@ -206,18 +226,7 @@ static void staged_backward_pass(lower *c, const plan_seg *ps, int *bound, const
             band_rows out = g->out[r * g->n_layers + L - L0], own = band_own(g, bs, r, L, n->layers[L].h);
             if (kgrad[L] >= 0 && band_rows_len(own))
                 lower_copy(c, L, r, own, kgrad[L], lower_grad(c, L, r, band_hold(bs, g, n, r, L), true), true);
-            if (L < bs->last && r + 1 < R && bgrad[L * R + r] >= 0) {
-                int dst = lower_grad(c, L, r, band_hold(bs, g, n, r, L), true);
-                lower_copy(c, L, r, c->s->bufs[bgrad[L * R + r]].rows, bgrad[L * R + r], dst, true);
-            }
-            if (L < bs->last && g->policy == BAND_2PS && r > 0) {
-                band_rows keep = g->keep[(r - 1) * g->n_layers + L - L0];
-                if (band_rows_len(keep) && c->grad[L] >= 0) {
-                    int b = lower_buf(c, BUF_BGRAD, MEM_BOUNDARY, L, r, keep, lower_bytes(c, L, keep, 4));
-                    lower_copy(c, L, r, keep, c->grad[L], b, false);
-                    bgrad[L * R + r - 1] = b;
-                }
-            }
+            boundary_grads(c, bs, g, r, L, bgrad);
             if (!band_rows_len(out) || c->grad[L] < 0) continue;
             sched_step *t = lower_bwd(c, L, r, out, hold_band, &hc, true, NULL, true);
             if (t->map_stats) t->own = own;
@@ -320,18 +329,7 @@ static void backward_pass(lower *c, const plan_seg *ps, int *bound, int pass)
             bool is_target = target && target[L];
             if (bwd && !bwd[L] && !is_target) continue;
             band_rows out = g->out[r * g->n_layers + L - L0];
-            if (L < bs->last && r + 1 < R && bgrad[L * R + r] >= 0) {
-                int dst = lower_grad(c, L, r, band_hold(bs, g, n, r, L), true);
-                lower_copy(c, L, r, c->s->bufs[bgrad[L * R + r]].rows, bgrad[L * R + r], dst, true);
-            }
-            if (L < bs->last && g->policy == BAND_2PS && r > 0) {
-                band_rows keep = g->keep[(r - 1) * g->n_layers + L - L0];
-                if (band_rows_len(keep) && c->grad[L] >= 0) {
-                    int b = lower_buf(c, BUF_BGRAD, MEM_BOUNDARY, L, r, keep, lower_bytes(c, L, keep, 4));
-                    lower_copy(c, L, r, keep, c->grad[L], b, false);
-                    bgrad[L * R + r - 1] = b;
-                }
-            }
+            boundary_grads(c, bs, g, r, L, bgrad);
             if (!band_rows_len(out) || c->grad[L] < 0) continue;
             if (is_target) {
                 emit_stats(c, L, r, out, true);

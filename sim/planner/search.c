@@ -53,6 +53,14 @@ static int64_t migrate_savable(const search_req *r, int m)
     return all;
 }
 
+/* A plan of this peak may have the smallest footprint found: nothing fits yet, and no arena planned
+ * so far is below its peak (no arena is smaller than its plan's peak). */
+static bool may_be_least(const search_ctx *c, int64_t peak)
+{
+    const search_result *o = c->out;
+    return c->least && (o->least < 0 || peak < o->pts[o->least].footprint);
+}
+
 /* Lowers, replays and times `text` with BatchNorm mode `bn` (NULL: the default), and plans its
  * arena where its peak may fit and it may be the answer, or be the smallest footprint found (once: a text seen before returns its
  * index, unless nothing fits and it has no arena yet though its peak is below the smallest
@@ -67,9 +75,7 @@ static int eval_bn(search_ctx *c, const char *text, const char *bn, const char *
     const search_result *o0 = c->out;
     for (int i = 0; i < o0->n_pts && redo < 0; i++)
         if (!strcmp(o0->pts[i].text, full)) {
-            /* a peak above the smallest footprint found cannot be the smallest: no need to lower it */
-            if (!c->least || o0->pts[i].placed || (o0->least >= 0 && o0->pts[i].peak >= o0->pts[o0->least].footprint))
-                return i;
+            if (o0->pts[i].placed || !may_be_least(c, o0->pts[i].peak)) return i;
             redo = i;
         }
     plan p;
@@ -87,8 +93,7 @@ static int eval_bn(search_ctx *c, const char *text, const char *bn, const char *
      * could make it fit (the migration pass orders candidates by time) */
     if (!plan_modified(&p)) closed_predict(r->n, &p, &r->cfg, &mem);
     bool may_migrate = !plan_modified(&p) && (r->space & SEARCH_MIGRATE) && mem.peak - migrate_savable(r, 2) <= r->budget;
-    bool least_may = c->least && (o0->least < 0 || mem.peak < o0->pts[o0->least].footprint); /* may be the smallest */
-    if (!plan_modified(&p) && mem.peak > r->budget && !may_migrate && !least_may) {
+    if (!plan_modified(&p) && mem.peak > r->budget && !may_migrate && !may_be_least(c, mem.peak)) {
         plan_free(&p);
         foot = mem.peak;
     } else {
@@ -101,7 +106,7 @@ static int eval_bn(search_ctx *c, const char *text, const char *bn, const char *
          * preset, or faster than the best so far), or be the smallest footprint */
         foot = mem.peak;
         bool may_answer = !strcmp(source, "preset") || o0->best < 0 || us < o0->pts[o0->best].time_us * (1 - 1e-3);
-        if ((mem.peak <= r->budget && may_answer) || (c->least && (o0->least < 0 || mem.peak < o0->pts[o0->least].footprint))) {
+        if ((mem.peak <= r->budget && may_answer) || may_be_least(c, mem.peak)) {
             arena a; /* what it reserves decides whether it fits */
             arena_plan(&s, &a);
             foot = a.size + a.apart, placed = true;
