@@ -5,7 +5,8 @@
  * solve times (sim/planner/offsel.h) beside vDNN's policies evaluated; and a 10,000-configuration
  * sweep (batch x plans x image sizes, nets re-inferred per image), on this machine. Figures, not
  * assertions: targets are < 100 us per VGG-16 evaluation, < 1 s per planner answer and < 2 s per
- * 10,000 configurations. */
+ * 10,000 configurations. Usage: lrcnn_bench [eval] [planner] [offsel] [sweep] (no argument: all). */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -74,98 +75,120 @@ static int planner_table(net *n, const char **plans, int np, const sim_device *d
     return 0;
 }
 
-int main(void)
+static int n_sections;
+static char **sections;
+
+/* Whether the section called name was asked for (every one when none was named). */
+static bool want(const char *name)
 {
+    for (int i = 0; i < n_sections; i++)
+        if (!strcmp(sections[i], name)) return true;
+    return !n_sections;
+}
+
+int main(int argc, char **argv)
+{
+    n_sections = argc - 1, sections = argv + 1;
+    for (int i = 0; i < n_sections; i++)
+        if (strcmp(sections[i], "eval") && strcmp(sections[i], "planner") && strcmp(sections[i], "offsel") &&
+            strcmp(sections[i], "sweep"))
+            return fprintf(stderr, "lrcnn_bench: unknown section '%s' (eval, planner, offsel, sweep)\n", sections[i]), 2;
     const char *plans[] = {"layer", "ckpt-sqrt", "vdnn-all", "vdnn-conv", "2ps:4", "overl:4", "2ps:8", "overl:8", "2ps-h", "overl-h"};
     const int np = sizeof plans / sizeof *plans;
     const char *nets[] = {"vgg16", "resnet50"};
     err e;
     heap_tune(HEAP_SWEEP); /* as lrcnn sweep does */
-    printf("simulator: one evaluation = parse-free lower + replay + closed form, batch 8, 224x224\n\n");
-    printf("  %-10s", "plan");
-    for (int k = 0; k < 2; k++) printf(" %14s", nets[k]);
-    printf("\n");
     net n[2];
     for (int k = 0; k < 2; k++)
         if (net_load_named(&n[k], nets[k], &e)) return fprintf(stderr, "%s\n", e.msg), 1;
-    double vgg_total = 0;
-    for (int p = 0; p < np; p++) {
-        printf("  %-10s", plans[p]);
-        for (int k = 0; k < 2; k++) {
-            double us = per_eval_us(&n[k], plans[p], k ? 50 : 200);
-            if (!k) vgg_total += us;
-            printf(" %11.1f us", us);
-        }
+    if (want("eval")) {
+        printf("simulator: one evaluation = parse-free lower + replay + closed form, batch 8, 224x224\n\n");
+        printf("  %-10s", "plan");
+        for (int k = 0; k < 2; k++) printf(" %14s", nets[k]);
         printf("\n");
-    }
-    printf("  VGG-16 mean over presets: %.1f us per evaluation (target < 100 us)\n\n", vgg_total / np);
-
-    if (planner_table(n, plans, np, &sim_device_cpu, "roofline times")) return 1;
-    /* as users plan: with this machine's calibrated time model (more plans' times to look up) */
-    sim_device cal;
-    timing_model tm = {0};
-    if (profile_device(LRCNN_SOURCE_DIR "/results/profile_cpu_b8_32.h5", &sim_device_cpu, &cal, &tm, &e))
-        return fprintf(stderr, "%s\n", e.msg), 1;
-    int rc = planner_table(n, plans, np, &cal, "times from results/profile_cpu_b8_32.h5");
-    timing_free(&tm);
-    if (rc) return 1;
-
-    /* offload selection on a GPU device (moves overlap compute, so every timing option is in the
-     * model): each method's solve beside its peer, vDNN's two policies evaluated */
-    const sim_device *gpu = sim_device_find("h100-pcie4");
-    printf("offload selection: lrcnn plan --offload-select (h100-pcie4 roofline), 224x224, batch 32, adam, budget halfway\n"
-           "from vdnn-all's peak to layer's; peer: vdnn-all and vdnn-conv evaluated once; exact: a 10 s limit\n\n");
-    printf("  %-10s %-6s %10s %10s %8s %10s %12s\n", "net", "method", "solve", "peer", "ratio", "binaries", "model time");
-    for (int k = 0; k < 2; k++) {
-        sched_cfg cfg = {.batch = 32, .optimizer = SCHED_ADAM};
-        const char *pol[] = {"vdnn-all", "layer", "vdnn-conv"};
-        int64_t peak[3];
-        double peer = 0;
-        for (int p = 0; p < 3; p++) {
-            plan pl;
-            sim_result sr;
-            if (plan_parse(&pl, &n[k], pol[p], &e)) return fprintf(stderr, "%s\n", e.msg), 1;
-            double t0 = now();
-            sim_run(&n[k], &pl, &cfg, gpu, &sr, NULL, &e);
-            if (p != 1) peer += now() - t0;
-            peak[p] = sr.replay.peak;
-            plan_free(&pl);
+        double vgg_total = 0;
+        for (int p = 0; p < np; p++) {
+            printf("  %-10s", plans[p]);
+            for (int k = 0; k < 2; k++) {
+                double us = per_eval_us(&n[k], plans[p], k ? 50 : 200);
+                if (!k) vgg_total += us;
+                printf(" %11.1f us", us);
+            }
+            printf("\n");
         }
-        for (int m = 0; m < 3; m++) {
-            offsel_req oq = {.n = &n[k], .cfg = cfg, .dev = gpu, .prefix = "", .first = 1, .budget = (peak[0] + peak[1]) / 2,
-                             .time_limit_s = 10};
-            offsel_result o;
-            if (offsel_solve(&oq, (offsel_method)m, &o, &e)) return fprintf(stderr, "%s\n", e.msg), 1;
-            printf("  %-10s %-6s %9.3fs %9.3fs %7.0fx %10d ", n[k].name, offsel_method_name((offsel_method)m), o.seconds, peer,
-                   o.seconds / peer, o.binaries);
-            if (o.found) printf("%10.1f ms%s\n", o.model_us / 1e3, m == 2 && !o.optimal ? " (not proven)" : "");
-            else printf("%13s\n", "none found");
-            offsel_result_free(&o);
-        }
+        printf("  VGG-16 mean over presets: %.1f us per evaluation (target < 100 us)\n\n", vgg_total / np);
     }
-    printf("\n");
-
-    /* 10,000 configurations: 2 nets x 10 plans x 25 batches x 20 image sizes */
-    int batches = 25, images = 20, count = 0;
-    double t0 = now();
-    for (int k = 0; k < 2; k++)
-        for (int im = 0; im < images; im++) {
-            if (net_set_input(&n[k], 128 + 16 * im, 128 + 16 * im, &e)) return fprintf(stderr, "%s\n", e.msg), 1;
-            for (int p = 0; p < np; p++) {
+    if (want("planner")) {
+        if (planner_table(n, plans, np, &sim_device_cpu, "roofline times")) return 1;
+        /* as users plan: with this machine's calibrated time model (more plans' times to look up) */
+        sim_device cal;
+        timing_model tm = {0};
+        if (profile_device(LRCNN_SOURCE_DIR "/results/profile_cpu_b8_32.h5", &sim_device_cpu, &cal, &tm, &e))
+            return fprintf(stderr, "%s\n", e.msg), 1;
+        int rc = planner_table(n, plans, np, &cal, "times from results/profile_cpu_b8_32.h5");
+        timing_free(&tm);
+        if (rc) return 1;
+    }
+    if (want("offsel")) {
+        /* offload selection on a GPU device (moves overlap compute, so every timing option is in the
+         * model): each method's solve beside its peer, vDNN's two policies evaluated */
+        const sim_device *gpu = sim_device_find("h100-pcie4");
+        printf("offload selection: lrcnn plan --offload-select (h100-pcie4 roofline), 224x224, batch 32, adam, budget halfway\n"
+               "from vdnn-all's peak to layer's; peer: vdnn-all and vdnn-conv evaluated once; exact: a 10 s limit\n\n");
+        printf("  %-10s %-6s %10s %10s %8s %10s %12s\n", "net", "method", "solve", "peer", "ratio", "binaries", "model time");
+        for (int k = 0; k < 2; k++) {
+            sched_cfg cfg = {.batch = 32, .optimizer = SCHED_ADAM};
+            const char *pol[] = {"vdnn-all", "layer", "vdnn-conv"};
+            int64_t peak[3];
+            double peer = 0;
+            for (int p = 0; p < 3; p++) {
                 plan pl;
-                if (plan_parse(&pl, &n[k], plans[p], &e)) return fprintf(stderr, "%s\n", e.msg), 1;
-                for (int b = 0; b < batches; b++) {
-                    sched_cfg cfg = {.batch = 1 + 4 * b, .optimizer = SCHED_ADAM};
-                    sim_result r;
-                    if (sim_run(&n[k], &pl, &cfg, &sim_device_cpu, &r, NULL, &e)) return fprintf(stderr, "%s\n", e.msg), 1;
-                    count++;
-                }
+                sim_result sr;
+                if (plan_parse(&pl, &n[k], pol[p], &e)) return fprintf(stderr, "%s\n", e.msg), 1;
+                double t0 = now();
+                sim_run(&n[k], &pl, &cfg, gpu, &sr, NULL, &e);
+                if (p != 1) peer += now() - t0;
+                peak[p] = sr.replay.peak;
                 plan_free(&pl);
             }
+            for (int m = 0; m < 3; m++) {
+                offsel_req oq = {.n = &n[k], .cfg = cfg, .dev = gpu, .prefix = "", .first = 1, .budget = (peak[0] + peak[1]) / 2,
+                                 .time_limit_s = 10};
+                offsel_result o;
+                if (offsel_solve(&oq, (offsel_method)m, &o, &e)) return fprintf(stderr, "%s\n", e.msg), 1;
+                printf("  %-10s %-6s %9.3fs %9.3fs %7.0fx %10d ", n[k].name, offsel_method_name((offsel_method)m), o.seconds, peer,
+                       o.seconds / peer, o.binaries);
+                if (o.found) printf("%10.1f ms%s\n", o.model_us / 1e3, m == 2 && !o.optimal ? " (not proven)" : "");
+                else printf("%13s\n", "none found");
+                offsel_result_free(&o);
+            }
         }
-    double secs = now() - t0;
-    printf("sweep: %d configurations (VGG-16 and ResNet-50, 10 presets, 25 batches, 20 sizes 128..432) in %.3f s "
-           "(target < 2 s), %.1f us each\n", count, secs, secs / count * 1e6);
+        printf("\n");
+
+    }
+    if (want("sweep")) {
+        /* 10,000 configurations: 2 nets x 10 plans x 25 batches x 20 image sizes */
+        int batches = 25, images = 20, count = 0;
+        double t0 = now();
+        for (int k = 0; k < 2; k++)
+            for (int im = 0; im < images; im++) {
+                if (net_set_input(&n[k], 128 + 16 * im, 128 + 16 * im, &e)) return fprintf(stderr, "%s\n", e.msg), 1;
+                for (int p = 0; p < np; p++) {
+                    plan pl;
+                    if (plan_parse(&pl, &n[k], plans[p], &e)) return fprintf(stderr, "%s\n", e.msg), 1;
+                    for (int b = 0; b < batches; b++) {
+                        sched_cfg cfg = {.batch = 1 + 4 * b, .optimizer = SCHED_ADAM};
+                        sim_result r;
+                        if (sim_run(&n[k], &pl, &cfg, &sim_device_cpu, &r, NULL, &e)) return fprintf(stderr, "%s\n", e.msg), 1;
+                        count++;
+                    }
+                    plan_free(&pl);
+                }
+            }
+        double secs = now() - t0;
+        printf("sweep: %d configurations (VGG-16 and ResNet-50, 10 presets, 25 batches, 20 sizes 128..432) in %.3f s "
+               "(target < 2 s), %.1f us each\n", count, secs, secs / count * 1e6);
+    }
     net_free(&n[0]);
     net_free(&n[1]);
     return 0;
