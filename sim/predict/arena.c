@@ -13,10 +13,9 @@ typedef struct {
     int n, cap;
 } blocks;
 
-const char *const arena_orders[ARENA_ORDERS + 1] = {"crowding, late ends low", "crowding, early starts low", "size x crowding",
+const char *const arena_orders[ARENA_ORDERS + 1] = {"from the live peak outwards, late ends low", "from the live peak outwards, late ends high", "crowding, late ends low", "crowding, early starts low", "size x crowding",
                                                      "the best order, its blocks above the live peak first"};
 
-static int by_int(const void *x, const void *y) { return (*(const int *)x > *(const int *)y) - (*(const int *)x < *(const int *)y); }
 
 static int open_block(blocks *bl, int t0, int64_t bytes, bool host, bool persistent)
 {
@@ -191,7 +190,7 @@ static void merge_runs(gathered *g)
  * shrinks), and the tree. */
 typedef struct {
     blocks *bl;
-    int *idx, n, *c0, *c1, leaves;
+    int *idx, n, *c0, *c1, n_time, leaves;
     int64_t base, lower; /* bytes of the persistent blocks packed at the bottom; the live peak */
     timetree tt;
 } side;
@@ -226,6 +225,99 @@ static int64_t place_in_order(side *sd, const int *order, int64_t limit)
     }
     free(g.all.r), free(g.tmp.r), free(g.run);
     return size;
+}
+
+/* Free byte ranges below a top, as an allocator keeps them. */
+typedef struct {
+    int64_t *r; /* lo, hi pairs in order, all below top */
+    int n, cap;
+    int64_t top, most; /* the top; the highest it reached */
+} holes;
+
+/* An offset for `bytes`: the low end of the smallest hole that holds them (best fit), else the top. */
+static int64_t holes_take(holes *f, int64_t bytes)
+{
+    int h = -1;
+    for (int k = 0; k < f->n; k++) {
+        int64_t gap = f->r[2 * k + 1] - f->r[2 * k];
+        if (gap >= bytes && (h < 0 || gap < f->r[2 * h + 1] - f->r[2 * h])) h = k;
+    }
+    if (h < 0) {
+        int64_t off = f->top;
+        f->top += bytes;
+        if (f->top > f->most) f->most = f->top;
+        return off;
+    }
+    int64_t off = f->r[2 * h];
+    if ((f->r[2 * h] += bytes) == f->r[2 * h + 1]) memmove(f->r + 2 * h, f->r + 2 * h + 2, (size_t)(--f->n - h) * 2 * sizeof(int64_t));
+    return off;
+}
+
+/* [lo, hi) free again: merged with the holes beside it, and with the top. */
+static void holes_give(holes *f, int64_t lo, int64_t hi)
+{
+    int k = 0;
+    while (k < f->n && f->r[2 * k] < lo) k++;
+    bool left = k > 0 && f->r[2 * k - 1] == lo, right = k < f->n && f->r[2 * k] == hi;
+    if (left && right) {
+        f->r[2 * k - 1] = f->r[2 * k + 1];
+        memmove(f->r + 2 * k, f->r + 2 * k + 2, (size_t)(--f->n - k) * 2 * sizeof(int64_t));
+        k--;
+    } else if (left) {
+        f->r[2 * --k + 1] = hi;
+    } else if (right) {
+        f->r[2 * k] = lo;
+    } else {
+        if (f->n == f->cap) f->r = err_realloc(f->r, (size_t)(f->cap = f->cap * 2 + 16) * 2 * sizeof(int64_t));
+        memmove(f->r + 2 * k + 2, f->r + 2 * k, (size_t)(f->n++ - k) * 2 * sizeof(int64_t));
+        f->r[2 * k] = lo, f->r[2 * k + 1] = hi;
+    }
+    if (f->r[2 * k + 1] == f->top) f->top = f->r[2 * k], memmove(f->r + 2 * k, f->r + 2 * k + 2, (size_t)(--f->n - k) * 2 * sizeof(int64_t));
+}
+
+/* From the live peak outwards: the blocks live at the peak (renumbered step cp) stacked from the
+ * base, latest end lowest (or, `high`, highest: then the space they leave opens at the bottom); then two allocator's passes, one over the steps after the peak in time
+ * order (a block takes a hole, best fit, when it begins and gives it back when it ends) and one over
+ * the steps before it in reverse (a block takes a hole when it ends, gives it back when it begins).
+ * The passes never meet: a block is in one of them or in the stack. Each costs a walk over the
+ * steps with a short list of holes, where the tree's orders cost a search of the tree per block; on
+ * most schedules it meets the live peak. Returns the size. */
+static int64_t place_peak(side *sd, int cp, bool high)
+{
+    int T = sd->n_time, n = sd->n;
+    int *at0 = err_calloc((size_t)T + 2, sizeof(int)), *at1 = err_calloc((size_t)T + 2, sizeof(int));
+    int *o0 = err_calloc((size_t)n + 1, sizeof(int)), *o1 = err_calloc((size_t)n + 1, sizeof(int));
+    for (int p = 0; p < n; p++) at0[sd->c0[p] + 1]++, at1[sd->c1[p] + 1]++;
+    for (int t = 0; t < T; t++) at0[t + 1] += at0[t], at1[t + 1] += at1[t];
+    for (int p = 0; p < n; p++) o0[at0[sd->c0[p]]++] = p, o1[at1[sd->c1[p]]++] = p; /* by start, by end: counting sorts */
+    int64_t top = sd->base;
+    for (int j = 0; j < n; j++) { /* the peak's blocks, by end */
+        int p = o1[high ? j : n - 1 - j];
+        if (sd->c0[p] <= cp && cp <= sd->c1[p]) sd->bl->v[sd->idx[p]].off = top, top += sd->bl->v[sd->idx[p]].size;
+    }
+    int64_t most = top;
+    for (int back = 0; back < 2; back++) {
+        holes f = {.top = top, .most = top};
+        /* forward: begin by start (o0), end by end (o1); backward: the reverse of both, roles swapped */
+        const int *begin = back ? o1 : o0, *end = back ? o0 : o1, *tb = back ? sd->c1 : sd->c0, *te = back ? sd->c0 : sd->c1;
+        int step = back ? -1 : 1, q = back ? n - 1 : 0, r = q;
+        while (q >= 0 && q < n && (back ? tb[begin[q]] >= cp : tb[begin[q]] <= cp)) q += step; /* in the stack or the other pass */
+        while (r >= 0 && r < n && (back ? te[end[r]] > cp : te[end[r]] < cp)) r += step;
+        for (int t = cp; t >= 0 && t < T; t += step) {
+            for (; q >= 0 && q < n && tb[begin[q]] == t; q += step) {
+                block *b = &sd->bl->v[sd->idx[begin[q]]];
+                b->off = holes_take(&f, b->size);
+            }
+            for (; r >= 0 && r < n && te[end[r]] == t; r += step) {
+                const block *b = &sd->bl->v[sd->idx[end[r]]];
+                holes_give(&f, b->off, b->off + b->size);
+            }
+        }
+        most = f.most > most ? f.most : most;
+        free(f.r);
+    }
+    free(at0), free(at1), free(o0), free(o1);
+    return most;
 }
 
 /* An order of placement: by key1, then key2, both descending (then by position). */
@@ -263,34 +355,28 @@ static void crowding(const side *sd, const int64_t *live, int n_step, int64_t *c
 }
 
 /* The side's blocks: persistent ones packed from 0, the rest indexed and renumbered in time. */
-static void side_open(side *sd, blocks *bl, bool host)
+static void side_open(side *sd, blocks *bl, bool host, int n_step)
 {
     *sd = (side){.bl = bl, .idx = err_calloc((size_t)bl->n + 1, sizeof(int))};
-    int n_time = 0, *times = err_calloc((size_t)bl->n * 2 + 1, sizeof(int));
+    int *rank = err_calloc((size_t)n_step + 2, sizeof(int)); /* 1 at the steps where a block starts or ends, then their number */
     for (int k = 0; k < bl->n; k++) {
         block *b = &bl->v[k];
         if (b->host != host) continue;
         if (b->persistent) b->off = sd->base, sd->base += b->size; /* live throughout: below the rest */
-        else sd->idx[sd->n++] = k, times[n_time++] = b->t0, times[n_time++] = b->t1;
+        else sd->idx[sd->n++] = k, rank[b->t0] = rank[b->t1] = 1;
     }
-    qsort(times, (size_t)n_time, sizeof(int), by_int);
     int u = 0;
-    for (int i = 0; i < n_time; i++)
-        if (!u || times[i] != times[u - 1]) times[u++] = times[i];
+    for (int t = 0; t <= n_step; t++) rank[t] = rank[t] ? u++ : -1;
     sd->c0 = err_calloc((size_t)sd->n + 1, sizeof(int)), sd->c1 = err_calloc((size_t)sd->n + 1, sizeof(int));
-    for (int p = 0; p < sd->n; p++) {
-        const block *b = &bl->v[sd->idx[p]];
-        sd->c0[p] = (int)((int *)bsearch(&b->t0, times, (size_t)u, sizeof(int), by_int) - times);
-        sd->c1[p] = (int)((int *)bsearch(&b->t1, times, (size_t)u, sizeof(int), by_int) - times);
-    }
-    free(times);
+    for (int p = 0; p < sd->n; p++) sd->c0[p] = rank[bl->v[sd->idx[p]].t0], sd->c1[p] = rank[bl->v[sd->idx[p]].t1];
+    free(rank);
+    sd->n_time = u;
     for (sd->leaves = 1; sd->leaves < u; sd->leaves *= 2) {}
-    sd->tt.own = err_calloc((size_t)sd->leaves * 2, sizeof(spans)), sd->tt.sub = err_calloc((size_t)sd->leaves * 2, sizeof(spans));
 }
 
 static void side_close(side *sd)
 {
-    for (int i = 0; i < 2 * sd->leaves; i++) free(sd->tt.own[i].r), free(sd->tt.sub[i].r);
+    for (int i = 0; sd->tt.own && i < 2 * sd->leaves; i++) free(sd->tt.own[i].r), free(sd->tt.sub[i].r);
     free(sd->tt.own), free(sd->tt.sub), free(sd->idx), free(sd->c0), free(sd->c1);
 }
 
@@ -299,31 +385,45 @@ static void side_close(side *sd)
 static int64_t place(blocks *bl, bool host, int n_step, const char **how, int64_t *lower_out)
 {
     side sd;
-    side_open(&sd, bl, host);
+    side_open(&sd, bl, host, n_step);
     int64_t *live = err_calloc((size_t)n_step + 2, sizeof(int64_t)), lower = 0;
     for (int k = 0; k < bl->n; k++)
         if (bl->v[k].host == host) live[bl->v[k].t0] += bl->v[k].size, live[bl->v[k].t1 + 1] -= bl->v[k].size;
     for (int t = 0; t <= n_step; t++) live[t] += t ? live[t - 1] : 0, lower = live[t] > lower ? live[t] : lower;
     int64_t *crowd = err_calloc((size_t)sd.n + 1, sizeof(int64_t)), *off = err_calloc((size_t)sd.n + 1, sizeof(int64_t));
-    crowding(&sd, live, n_step, crowd);
     rank *r = err_calloc((size_t)sd.n + 1, sizeof(rank));
     int *order = err_calloc((size_t)sd.n + 1, sizeof(int)), *best_order = err_calloc((size_t)sd.n + 1, sizeof(int));
-    int64_t best = sd.n ? -1 : sd.base;
+    int cp = 0, peak = 0; /* the first step at the live peak, renumbered (live rises only where a block starts) */
+    for (int t = 0; t <= n_step; t++) peak = live[t] > live[peak] ? t : peak;
+    for (int p = 0; p < sd.n; p++) cp = bl->v[sd.idx[p]].t0 <= peak && sd.c0[p] > cp ? sd.c0[p] : cp;
+    int64_t best = sd.n ? place_peak(&sd, cp, false) : sd.base;
     *how = arena_orders[0];
-    for (int o = 0; o < ARENA_ORDERS && (best < 0 || best > lower); o++) {
+    for (int p = 0; p < sd.n; p++) off[p] = bl->v[sd.idx[p]].off;
+    if (best > lower) {
+        int64_t size = place_peak(&sd, cp, true);
+        if (size < best) {
+            best = size, *how = arena_orders[1];
+            for (int p = 0; p < sd.n; p++) off[p] = bl->v[sd.idx[p]].off;
+        }
+    }
+    if (best > lower) { /* the orders placed through the tree */
+        crowding(&sd, live, n_step, crowd);
+        sd.tt.own = err_calloc((size_t)sd.leaves * 2, sizeof(spans)), sd.tt.sub = err_calloc((size_t)sd.leaves * 2, sizeof(spans));
+    }
+    for (int o = 2; o < ARENA_ORDERS && best > lower; o++) {
         for (int p = 0; p < sd.n; p++) {
             const block *b = &bl->v[sd.idx[p]];
-            r[p] = o == 0   ? (rank){(double)crowd[p], b->t1, p}                        /* crowded first, late ends lower */
-                   : o == 1 ? (rank){(double)crowd[p], -b->t0, p}                       /* crowded first, early starts lower */
+            r[p] = o == 2   ? (rank){(double)crowd[p], b->t1, p}                        /* crowded first, late ends lower */
+                   : o == 3 ? (rank){(double)crowd[p], -b->t0, p}                       /* crowded first, early starts lower */
                             : (rank){(double)b->size * (double)crowd[p], -b->t0, p};    /* big and crowded first */
         }
         qsort(r, (size_t)sd.n, sizeof(rank), by_rank);
         for (int q = 0; q < sd.n; q++) order[q] = r[q].p;
         int64_t size = place_in_order(&sd, order, best);
-        if (best < 0 || size < best) {
+        if (o == 2 || size < best) memcpy(best_order, order, (size_t)sd.n * sizeof(int)); /* where the repair starts */
+        if (size < best) {
             best = size, *how = arena_orders[o];
             for (int p = 0; p < sd.n; p++) off[p] = bl->v[sd.idx[p]].off;
-            memcpy(best_order, order, (size_t)sd.n * sizeof(int));
         }
     }
     /* the repair: the blocks placements so far left above the live peak first (in the best order),
