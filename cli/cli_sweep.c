@@ -8,6 +8,9 @@
  * validate, a configuration) are dealt round-robin by their place in the whole sweep, each run
  * keeps its place as its name, and lrcnn merge joins the parts (cli_merge.c). */
 #include <errno.h>
+#include <omp.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,12 +20,14 @@
 #include "io/h5run.h"
 #include "sim/lower/pipeline.h"
 #include "engine/run.h"
+#include "engine/threads.h"
 #include "io/calib.h"
 #include "io/data.h"
 #include "io/h5.h"
 #include "io/machine.h"
 #include "io/spec.h"
 #include "sim/base/heap.h"
+#include "sim/predict/timing.h"
 
 static const char *usage =
     "usage: lrcnn sweep SPEC [-o FILE.h5] [--shard I/N] [--force] [--quiet]\n"
@@ -56,56 +61,92 @@ typedef struct {
     int max_value;
 } search_info;
 
+/* One run of the sweep between its computation and its writing: what the file needs of it. */
+typedef struct {
+    plan pl;
+    sched sc;
+    sched_cfg cfg;
+    int64_t *tl, *tc; /* the timelines, when the spec asks for them */
+    run_summary m;    /* measure = K: the engine's run */
+    bool lowered;     /* pl and sc hold something */
+    int rc;           /* 0, SWEEP_INFEASIBLE (e says why) or -1 (the sweep cannot go on) */
+    err e;
+} sweep_job;
+
+/* Simulates plan p of the spec on net n at `batch` into j and c (and with measure = K runs it on the
+ * CPU engine). Writes nothing, so that many may run at once (measure = K aside). */
+#define SWEEP_INFEASIBLE 1
+static void sweep_compute(const spec *s, const net *n, const sim_device *d, const enc_calib *cal, int batch, int o, int p,
+                          sweep_job *j, cell *c)
+{
+    *j = (sweep_job){.cfg = {.batch = batch, .calib = cal, .ws = s->measure ? ops_cpu.ws : NULL}}; /* measured: the CPU engine's */
+    cli_parse_optimizer(s->optimizers[o], &j->cfg.optimizer);
+    char text[PLAN_TEXT_LEN + 64];
+    cli_plan_text(s->plans[p], s->bn, text, sizeof text);
+    if (plan_parse(&j->pl, n, text, &j->e)) {
+        j->rc = -1;
+        return;
+    }
+    if (pipeline_lower(&j->sc, n, &j->pl, &j->cfg, &j->e)) {
+        plan_free(&j->pl);
+        j->rc = SWEEP_INFEASIBLE;
+        return;
+    }
+    j->lowered = true;
+    if (s->timeline) {
+        j->tl = err_calloc((size_t)j->sc.n_step + 1, sizeof(int64_t));
+        j->tc = err_calloc(((size_t)j->sc.n_step + 1) * MEM_NCAT, sizeof(int64_t));
+        sched_bytes_by_category(&j->sc, j->tc);
+        for (int i = 0; i < j->sc.n_step; i++)
+            for (int k = 0; k < MEM_NCAT; k++) j->tl[i] += k == MEM_HOST ? 0 : j->tc[(int64_t)i * MEM_NCAT + k];
+    }
+    sim_predict(n, &j->pl, &j->cfg, &j->sc, d, &c->r, NULL);
+    if (!s->measure) return;
+    if (cli_check_memory(&c->r, -1, true, text, &j->e)) { /* the CPU engine measures */
+        j->rc = SWEEP_INFEASIBLE;
+        return;
+    }
+    data dt; /* the engine runs the same schedule, in its own process */
+    data_synthetic_for(&dt, n, (uint64_t)s->seed);
+    run_cfg rcfg = {.n = n, .p = &j->pl, .sched = j->cfg, .ops = &ops_cpu, .hp = exec_default_hparams(j->cfg.optimizer),
+                    .seed = (uint64_t)s->seed, .iters = s->measure, .batches = data_batches(&dt)};
+    run_forked(&rcfg, NULL, 0, &j->m);
+    if (!j->m.ok) j->rc = SWEEP_INFEASIBLE, err_set(&j->e, "%s at batch %d: engine: %s", text, batch, j->m.err);
+    c->measured = j->m.peak, c->us = j->m.median_us;
+}
+
+/* Writes job j (computed for the same arguments) as the file's next run, unless it failed, and
+ * frees it. si: a capacity search's result, or NULL. Returns j's status, or -1 when the write fails
+ * (e says why). */
+static int sweep_write(const spec *s, const net *n, const sim_device *d, const enc_calib *cal, int batch, int o, int p,
+                       const search_info *si, h5_file *f, sweep_job *j, cell *c, err *e)
+{
+    int rc = j->rc;
+    if (rc) *e = j->e;
+    if (!j->lowered) return rc;
+    h5_run run = {.kind = s->measure ? "train" : "sim", .n = n, .p = &j->pl, .plan = s->plans[p], .batch = batch,
+                  .optimizer = s->optimizers[o], .device = d->name, .sim = &c->r, .timeline = j->tl,
+                  .timeline_cat = j->tc, .n_timeline = j->sc.n_step, .steps = &j->sc, .measured = s->measure ? &j->m : NULL,
+                  .backend = "cpu", .data = "synthetic", .seed = (uint64_t)s->seed, .search = si ? si->search : NULL,
+                  .budget = si ? si->budget : 0, .max_value = si ? si->max_value : 0, .calibration = cal ? cal->source : NULL};
+    if (!rc) rc = h5_write_run(f, &run, e);
+    sched_free(&j->sc);
+    plan_free(&j->pl);
+    run_summary_free(&j->m);
+    free(j->tl), free(j->tc);
+    j->lowered = false;
+    return rc;
+}
+
 /* Simulates plan p of the spec on net n at `batch` and writes the run (and its per-category
  * timeline). si: a capacity search's result, or NULL. Returns 0, SWEEP_INFEASIBLE when the
  * configuration cannot be run (e says why; nothing written) or -1 when the sweep cannot go on. */
-#define SWEEP_INFEASIBLE 1
 static int sweep_one(const spec *s, const net *n, const sim_device *d, const enc_calib *cal, int batch, int o, int p,
                      const search_info *si, h5_file *f, cell *c, err *e)
 {
-    sim_result *r = &c->r;
-    sched_cfg cfg = {.batch = batch, .calib = cal, .ws = s->measure ? ops_cpu.ws : NULL}; /* measured: the CPU engine's */
-    cli_parse_optimizer(s->optimizers[o], &cfg.optimizer);
-    char text[PLAN_TEXT_LEN + 64];
-    cli_plan_text(s->plans[p], s->bn, text, sizeof text);
-    plan pl;
-    sched sc;
-    if (plan_parse(&pl, n, text, e)) return -1;
-    int rc = pipeline_lower(&sc, n, &pl, &cfg, e);
-    if (rc) {
-        plan_free(&pl);
-        return SWEEP_INFEASIBLE;
-    }
-    int64_t *tl = err_calloc((size_t)sc.n_step + 1, sizeof(int64_t));
-    int64_t *tc = err_calloc(((size_t)sc.n_step + 1) * MEM_NCAT, sizeof(int64_t));
-    sched_bytes_by_category(&sc, tc);
-    for (int i = 0; i < sc.n_step; i++)
-        for (int k = 0; k < MEM_NCAT; k++) tl[i] += k == MEM_HOST ? 0 : tc[(int64_t)i * MEM_NCAT + k];
-    int steps = sc.n_step;
-    rc = sim_run(n, &pl, &cfg, d, r, NULL, e);
-    if (!rc && s->measure) rc = cli_check_memory(r, -1, true, text, e); /* the CPU engine measures */
-    run_summary m = {0};
-    if (!rc && s->measure) { /* the engine runs the same schedule, in its own process */
-        data dt;
-        data_synthetic_for(&dt, n, (uint64_t)s->seed);
-        run_cfg rcfg = {.n = n, .p = &pl, .sched = cfg, .ops = &ops_cpu, .hp = exec_default_hparams(cfg.optimizer), .seed = (uint64_t)s->seed,
-                        .iters = s->measure, .batches = data_batches(&dt)};
-        run_forked(&rcfg, NULL, 0, &m);
-        if (!m.ok) rc = err_set(e, "%s at batch %d: engine: %s", text, batch, m.err);
-        c->measured = m.peak, c->us = m.median_us;
-    }
-    h5_run run = {.kind = s->measure ? "train" : "sim", .n = n, .p = &pl, .plan = s->plans[p], .batch = batch,
-                  .optimizer = s->optimizers[o], .device = d->name, .sim = r, .timeline = s->timeline ? tl : NULL,
-                  .timeline_cat = s->timeline ? tc : NULL, .n_timeline = steps, .steps = &sc, .measured = s->measure ? &m : NULL,
-                  .backend = "cpu", .data = "synthetic", .seed = (uint64_t)s->seed, .search = si ? si->search : NULL,
-                  .budget = si ? si->budget : 0, .max_value = si ? si->max_value : 0, .calibration = cal ? cal->source : NULL};
-    if (rc) rc = SWEEP_INFEASIBLE;
-    else rc = h5_write_run(f, &run, e);
-    sched_free(&sc);
-    plan_free(&pl);
-    run_summary_free(&m);
-    free(tl), free(tc);
-    return rc;
+    sweep_job j;
+    sweep_compute(s, n, d, cal, batch, o, p, &j, c);
+    return sweep_write(s, n, d, cal, batch, o, p, si, f, &j, c, e);
 }
 
 /* One table per net: plans down, budgets across, the largest batch or input that fits. */
@@ -242,30 +283,83 @@ static int own(sweep_ctx *c, long k, long run, bool *mine, err *e)
     return *mine ? h5_set_next_run(c->f, run, e) : 0;
 }
 
-/* run = sim over the grid. */
+/* run = sim over the grid: the runs computed on every thread the engine would use (the timing
+ * model's memo is the one thing a prediction writes: each thread has its own), each written by
+ * thread 0 in the sweep's order as soon as it is ready, at most SWEEP_AHEAD runs ahead of the
+ * writing. measure = K runs one at a time: the engine's timings want the machine to themselves. */
+#define SWEEP_AHEAD 64
+typedef struct {
+    sweep_job job;
+    atomic_bool ready;
+} sweep_slot;
+
 static int sweep_grid(sweep_ctx *c, err *e)
 {
     const spec *s = c->s;
-    long job = 0;
-    bool mine;
-    for (int i = 0; i < s->n_nets; i++)
-        for (int k = 0; k < s->n_images; k++)
-            for (int b = 0; b < s->n_batches; b++)
-                for (int o = 0; o < s->n_optimizers; o++)
-                    for (int p = 0; p < s->n_plans; p++, job++) {
-                        if (own(c, job, job, &mine, e)) return -1;
-                        if (!mine) continue;
-                        cell *cl = &c->cells[job];
-                        *cl = (cell){.net = i, .image = k, .batch = b, .opt = o, .plan = p};
-                        const net *n = &c->nets[i * s->n_images + k];
-                        int rc = sweep_one(s, n, c->d, c->calib, s->batches[b], o, p, NULL, c->f, cl, e);
-                        if (rc < 0) return -1;
-                        if (rc == SWEEP_INFEASIBLE) note_infeasible(c, job, 1, n, s->batches[b], o, s->plans[p], e);
-                        cl->infeasible = rc == SWEEP_INFEASIBLE, c->written += !rc;
-                        c->done++;
-                        if (!c->quiet) cli_progress("runs", (int)c->done, (int)c->count);
-                    }
-    return 0;
+    long jobs = spec_runs(s);
+    int threads = s->measure ? 1 : engine_threads();
+    sweep_slot *slot = err_calloc(SWEEP_AHEAD, sizeof *slot);
+    atomic_long next = 0, written = 0; /* the next job to compute; jobs written */
+    atomic_bool stop = false;
+    int rc = 0;
+    /* job k: plan fastest, then optimizer, batch, image, net */
+#define JOB_AT(k, i, k_img, b, o, p)                                                                               \
+    int p = (int)((k) % s->n_plans), o = (int)((k) / s->n_plans % s->n_optimizers),                                 \
+        b = (int)((k) / ((long)s->n_plans * s->n_optimizers) % s->n_batches),                                         \
+        k_img = (int)((k) / ((long)s->n_plans * s->n_optimizers * s->n_batches) % s->n_images),                       \
+        i = (int)((k) / ((long)s->n_plans * s->n_optimizers * s->n_batches * s->n_images))
+#pragma omp parallel num_threads(threads)
+    {
+        sim_device dev = *c->d; /* this thread's: the timing model's memo its own */
+        timing_model view;
+        if (c->d->model) view = timing_share(c->d->model), dev.model = &view;
+        bool writer = omp_get_thread_num() == 0;
+        while (!atomic_load(&stop)) {
+            long w = atomic_load(&written);
+            if (writer && w == jobs) break;
+            sweep_slot *sl = &slot[w % SWEEP_AHEAD];
+            if (writer && w < jobs && atomic_load_explicit(&sl->ready, memory_order_acquire)) { /* the next run, in order */
+                JOB_AT(w, i, k, b, o, p);
+                bool mine;
+                cell *cl = &c->cells[w];
+                const net *n = &c->nets[i * s->n_images + k];
+                int r = own(c, w, w, &mine, e);
+                if (!r && mine) r = sweep_write(s, n, &dev, c->calib, s->batches[b], o, p, NULL, c->f, &sl->job, cl, e);
+                if (r == SWEEP_INFEASIBLE) note_infeasible(c, w, 1, n, s->batches[b], o, s->plans[p], e);
+                if (r < 0) rc = -1, atomic_store(&stop, true);
+                cl->infeasible = r == SWEEP_INFEASIBLE, c->written += mine && !r, c->done += mine;
+                atomic_store_explicit(&sl->ready, false, memory_order_relaxed);
+                atomic_store(&written, w + 1);
+                if (mine && !c->quiet) cli_progress("runs", (int)c->done, (int)c->count);
+                continue;
+            }
+            long k = atomic_load(&next), limit = w + SWEEP_AHEAD < jobs ? w + SWEEP_AHEAD : jobs;
+            while (k < limit && !atomic_compare_exchange_weak(&next, &k, k + 1)) {}
+            if (k < limit) { /* computed here, written by thread 0 */
+                JOB_AT(k, i, k_img, b, o, p);
+                cell *cl = &c->cells[k];
+                sweep_slot *to = &slot[k % SWEEP_AHEAD];
+                to->job = (sweep_job){0};
+                if (!c->n_shards || k % c->n_shards == c->shard - 1) { /* this shard's (own) */
+                    *cl = (cell){.net = i, .image = k_img, .batch = b, .opt = o, .plan = p};
+                    sweep_compute(s, &c->nets[i * s->n_images + k_img], &dev, c->calib, s->batches[b], o, p, &to->job, cl);
+                }
+                atomic_store_explicit(&to->ready, true, memory_order_release);
+            } else if (!writer && k >= jobs) {
+                break;
+            } else {
+                sched_yield(); /* the window is full, or the next run to write is still being computed */
+            }
+        }
+        if (c->d->model) timing_unshare(&view);
+    }
+#undef JOB_AT
+    for (long k = atomic_load(&written); k < atomic_load(&next); k++) { /* stopped: what was computed and not written */
+        sweep_job *j = &slot[k % SWEEP_AHEAD].job;
+        if (j->lowered) sched_free(&j->sc), plan_free(&j->pl), run_summary_free(&j->m), free(j->tl), free(j->tc);
+    }
+    free(slot);
+    return rc;
 }
 
 /* run = sim with search: the largest batch (at each image) or square input (at each batch) per budget. */

@@ -131,27 +131,34 @@ double sim_time_us(const net *n, const sched *s, const sim_device *d, double *fi
     return us;
 }
 
+void sim_predict(const net *n, const plan *p, const sched_cfg *cfg, const sched *s, const sim_device *d, sim_result *r,
+                 int64_t **timeline)
+{
+    memset(r, 0, sizeof *r);
+    if (timeline) *timeline = err_calloc((size_t)s->n_step + 1, sizeof(int64_t));
+    sim_replay(s, &r->replay, timeline ? *timeline : NULL);
+    r->flops = s->flops;
+    r->time_us = sim_time_us(n, s, d, &r->time_fitted);
+    r->n_steps = s->n_step;
+    if (p->torch) r->reserved = torch_reserved(s);
+    arena a;
+    arena_plan(s, &a);
+    r->arena = (sim_arena){a.size, a.live, a.host_size, a.host_live, a.apart, a.how};
+    arena_free(&a);
+    for (int b = 0; b < s->n_buf; b++)
+        if (s->bufs[b].kind == BUF_ENC && enc_data_sized(s->bufs[b].enc))
+            r->enc_sized++, r->enc_calibrated += s->bufs[b].calibrated;
+    r->closed_ok = !plan_modified(p);
+    if (r->closed_ok) closed_predict(n, p, cfg, &r->closed);
+}
+
 int sim_run(const net *n, const plan *p, const sched_cfg *cfg, const sim_device *d, sim_result *r, int64_t **timeline,
             err *e)
 {
     memset(r, 0, sizeof *r);
     sched s;
     if (pipeline_lower(&s, n, p, cfg, e)) return -1;
-    if (timeline) *timeline = err_calloc((size_t)s.n_step + 1, sizeof(int64_t));
-    sim_replay(&s, &r->replay, timeline ? *timeline : NULL);
-    r->flops = s.flops;
-    r->time_us = sim_time_us(n, &s, d, &r->time_fitted);
-    r->n_steps = s.n_step;
-    if (p->torch) r->reserved = torch_reserved(&s);
-    arena a;
-    arena_plan(&s, &a);
-    r->arena = (sim_arena){a.size, a.live, a.host_size, a.host_live, a.apart, a.how};
-    arena_free(&a);
-    for (int b = 0; b < s.n_buf; b++)
-        if (s.bufs[b].kind == BUF_ENC && enc_data_sized(s.bufs[b].enc))
-            r->enc_sized++, r->enc_calibrated += s.bufs[b].calibrated;
+    sim_predict(n, p, cfg, &s, d, r, timeline);
     sched_free(&s);
-    r->closed_ok = !plan_modified(p);
-    if (r->closed_ok) closed_predict(n, p, cfg, &r->closed);
     return 0;
 }

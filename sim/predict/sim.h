@@ -76,5 +76,9 @@ double sim_step_us(const net *n, const sched *s, int i, const sim_device *d, tim
  * receives a malloc'd array of r->n_steps device-byte values, one after each step. */
 int sim_run(const net *n, const plan *p, const sched_cfg *cfg, const sim_device *d, sim_result *r, int64_t **timeline,
             err *e);
+/* The same for schedule s, already lowered from (n, p, cfg): for a caller that also keeps the
+ * schedule (the sweep writes its steps), so it is lowered once. */
+void sim_predict(const net *n, const plan *p, const sched_cfg *cfg, const sched *s, const sim_device *d, sim_result *r,
+                 int64_t **timeline);
 
 #endif

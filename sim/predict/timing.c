@@ -242,6 +242,19 @@ double timing_sched_step_us(const timing_model *m, const net *n, const sched *s,
     return roofline_us;
 }
 
+timing_model timing_share(const timing_model *m)
+{
+    timing_model v = *m;
+    v.memo = err_calloc(1, sizeof *v.memo);
+    return v;
+}
+
+void timing_unshare(timing_model *view)
+{
+    free(view->memo->entry), free(view->memo->how), free(view->memo);
+    view->memo = NULL;
+}
+
 double timing_margin(const timing_model *m) { return 1.2816 * sqrt(2.0) / 0.6745 * m->error; }
 
 void timing_free(timing_model *m)

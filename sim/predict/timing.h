@@ -67,6 +67,10 @@ double timing_margin(const timing_model *m);
 /* Fits m from n samples (m->source and m->backend are left to the caller). */
 void timing_fit(timing_model *m, const timing_sample *v, int n);
 void timing_free(timing_model *m);
+/* A view of m for another thread: the same keys and classes, a memo of its own (the memo is the one
+ * thing a lookup writes). Free with timing_unshare, before m. */
+timing_model timing_share(const timing_model *m);
+void timing_unshare(timing_model *view);
 
 /* How a step's time was predicted. */
 typedef enum { TIMING_FITTED, TIMING_CLASS, TIMING_ROOFLINE } timing_how;
