@@ -203,19 +203,19 @@ static int validate(plan *p, const net *n, err *e)
 void plan_need(const net *n, int first, int last, const bool *bwd, const bool *extra, const bool *avail, bool map_stats,
                bool *need)
 {
+    /* wanted[L - first]: a consumer of L in the range, decided before L (consumers come after their
+     * producers), needs it or keeps its input */
+    bool *wanted = err_calloc((size_t)(last - first + 2), sizeof(bool));
     for (int L = last; L >= first; L--) {
         const kind_traits *k = kind_of(&n->layers[L]);
         bool rebuilt = k->aux_rebuilt && !(map_stats && k->map_stats), whole = avail && avail[L];
         bool nd = (extra && extra[L]) || ((!bwd || bwd[L]) && ((k->keeps_y && !whole) || rebuilt));
-        if (whole && !nd) {
-            need[L] = false;
-            continue;
-        }
-        for (int c = L + 1; c <= last && !nd; c++)
-            for (int j = 0; j < n->layers[c].n_in; j++)
-                if (n->layers[c].in[j] == L && (need[c] || ((!bwd || bwd[c]) && kind_of(&n->layers[c])->keeps_x))) nd = true;
-        need[L] = nd;
+        need[L] = nd || (!whole && wanted[L - first]);
+        if (need[L] || ((!bwd || bwd[L]) && k->keeps_x))
+            for (int j = 0; j < n->layers[L].n_in; j++)
+                if (n->layers[L].in[j] >= first) wanted[n->layers[L].in[j] - first] = true;
     }
+    free(wanted);
 }
 
 static const char *const migrate_names[] = {"weights", "grads", "optim"};
