@@ -406,11 +406,16 @@ static int64_t place(blocks *bl, bool host, int n_step, const char **how, int64_
             for (int p = 0; p < sd.n; p++) off[p] = bl->v[sd.idx[p]].off;
         }
     }
-    if (best > lower) { /* the orders placed through the tree */
+    /* Where that missed the live peak: the tree's orders and the repair, on their own (the walk's
+     * arena does not cut them short, so the repair starts from the best of them, as without it);
+     * the smallest arena of all is kept. */
+    int64_t tree = -1, *tree_off = err_calloc((size_t)sd.n + 1, sizeof(int64_t));
+    const char *tree_how = NULL;
+    if (best > lower) {
         crowding(&sd, live, n_step, crowd);
         sd.tt.own = err_calloc((size_t)sd.leaves * 2, sizeof(spans)), sd.tt.sub = err_calloc((size_t)sd.leaves * 2, sizeof(spans));
     }
-    for (int o = 2; o < ARENA_ORDERS && best > lower; o++) {
+    for (int o = 2; o < ARENA_ORDERS && best > lower && (tree < 0 || tree > lower); o++) {
         for (int p = 0; p < sd.n; p++) {
             const block *b = &bl->v[sd.idx[p]];
             r[p] = o == 2   ? (rank){(double)crowd[p], b->t1, p}                        /* crowded first, late ends lower */
@@ -419,30 +424,32 @@ static int64_t place(blocks *bl, bool host, int n_step, const char **how, int64_
         }
         qsort(r, (size_t)sd.n, sizeof(rank), by_rank);
         for (int q = 0; q < sd.n; q++) order[q] = r[q].p;
-        int64_t size = place_in_order(&sd, order, best);
-        if (o == 2 || size < best) memcpy(best_order, order, (size_t)sd.n * sizeof(int)); /* where the repair starts */
-        if (size < best) {
-            best = size, *how = arena_orders[o];
-            for (int p = 0; p < sd.n; p++) off[p] = bl->v[sd.idx[p]].off;
+        int64_t size = place_in_order(&sd, order, tree);
+        if (tree < 0 || size < tree) {
+            tree = size, tree_how = arena_orders[o];
+            for (int p = 0; p < sd.n; p++) tree_off[p] = bl->v[sd.idx[p]].off;
+            memcpy(best_order, order, (size_t)sd.n * sizeof(int));
         }
     }
-    /* the repair: the blocks placements so far left above the live peak first (in the best order),
-     * then the rest in that order; a few rounds, the set of such blocks growing */
+    /* the repair: the blocks the best order left above the live peak first (in that order), then
+     * the rest in that order; a few rounds, the set of such blocks growing */
     bool *hard = err_calloc((size_t)sd.n + 1, sizeof(bool));
-    for (int round = 0; round < ARENA_REPAIRS && best > lower; round++) {
+    for (int round = 0; round < ARENA_REPAIRS && best > lower && tree > lower; round++) {
         int m = 0;
-        for (int p = 0; p < sd.n; p++) /* round 0: the best placement's; then the last round's */
-            hard[p] |= (round ? bl->v[sd.idx[p]].off : off[p]) + bl->v[sd.idx[p]].size > lower;
+        for (int p = 0; p < sd.n; p++) /* round 0: the best order's placement; then the last round's */
+            hard[p] |= (round ? bl->v[sd.idx[p]].off : tree_off[p]) + bl->v[sd.idx[p]].size > lower;
         for (int q = 0; q < sd.n; q++)
             if (hard[best_order[q]]) order[m++] = best_order[q];
         for (int q = 0; q < sd.n; q++)
             if (!hard[best_order[q]]) order[m++] = best_order[q];
-        int64_t size = place_in_order(&sd, order, best);
-        if (size < best) {
-            best = size, *how = arena_orders[ARENA_ORDERS];
-            for (int p = 0; p < sd.n; p++) off[p] = bl->v[sd.idx[p]].off;
+        int64_t size = place_in_order(&sd, order, tree);
+        if (size < tree) {
+            tree = size, tree_how = arena_orders[ARENA_ORDERS];
+            for (int p = 0; p < sd.n; p++) tree_off[p] = bl->v[sd.idx[p]].off;
         }
     }
+    if (tree >= 0 && tree < best) best = tree, *how = tree_how, memcpy(off, tree_off, (size_t)sd.n * sizeof(int64_t));
+    free(tree_off);
     free(hard);
     for (int p = 0; p < sd.n; p++) bl->v[sd.idx[p]].off = off[p];
     free(live), free(crowd), free(off), free(r), free(order), free(best_order);
