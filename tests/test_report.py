@@ -11,7 +11,8 @@ sessions that made it. And what a reader of a figure needs: each figure's captio
 its image is on; no figure's own text names a file path (paper/figures/*.pdf keep their text);
 each caption names its source (a spec or a result file), the optimizer, the batch and whether its
 numbers are measured or predicted, and the BatchNorm mode where a net of its specs has BatchNorm;
-the stylesheet keeps table rows whole across page breaks. Exit status 0 when all hold, 1
+the stylesheet keeps table rows whole across page breaks, and a table's caption ("Table: ...") or
+label line ("resnet50 at 224x224, batch 8, sgd:") is on the page its header row starts. Exit status 0 when all hold, 1
 otherwise, a line per check.
 """
 
@@ -104,6 +105,14 @@ def main():
             text = subprocess.run(["pdftotext", "-f", str(page), "-l", str(page), "-layout", pdf, "-"], capture_output=True,
                                   text=True, check=True).stdout
             check("Figure %d." % k in text, "Figure %d's caption is on its page (%d)" % (k, page))
+        label = re.compile(r"^\s*(?:\S+ at \d+x\d+, batch \d+, \w+:|Table: .*)$")
+        for page in range(1, len(pages) + 1):  # a table's caption or label line and its header row, one page
+            lines = subprocess.run(["pdftotext", "-f", str(page), "-l", str(page), "-layout", pdf, "-"], capture_output=True,
+                                   text=True, check=True).stdout.splitlines()
+            for i, line in enumerate(lines):
+                if label.match(line):
+                    header = any(re.match(r"^\s*plan\s", rest) for rest in lines[i + 1:])
+                    check(header, "page %d: '%s' is on its table's page" % (page, line.strip()[:60]))
     md = open(os.path.join(SRC, "paper", "README.md"), encoding="utf-8").read()
     for k, caption in enumerate(re.findall(r"^\*\*Figure \d+\..*?(?=\n\n|\Z)", md, re.S | re.M), 1):
         missing = [what for what, ok in caption_settings(caption) if not ok]

@@ -27,6 +27,7 @@ def table(df):
     lines = []
     for (net, h, w, batch), g in df.groupby(["net", "image_h", "image_w", "batch"], sort=False):
         lay = g[g.plan == "layer"].iloc[0]
+        lines.append("::: keep")  # the label and its table on one page (paper/report.css)
         lines.append("%s at %dx%d, batch %d, %s:\n" % (net, h, w, batch, lay.optimizer))
         lines.append("| plan | BN | peak (measured = replay) | vs `layer` | FLOPs | time | vs `layer` | gradient deviation |")
         lines.append("|---|---|---|---|---|---|---|---|")
@@ -39,6 +40,7 @@ def table(df):
             lines.append("| `%s` | %s | %s | %s | %.2f× | %.0f ms | %.2f× | %s |" % (
                 plan, r.bn, mib(r.measured_peak_bytes), red, r.flops / lay.flops, r.measured_time_median_us / 1e3,
                 r.measured_time_median_us / lay.measured_time_median_us, dev))
+        lines.append(":::")
         lines.append("")
     return "\n".join(lines)
 
