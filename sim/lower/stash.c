@@ -231,14 +231,36 @@ static int move_places(const lower *c, int b, const use_info *u, int *off, int *
     return 0;
 }
 
+/* Every layer an offload segment names alone must have a map that moves (moved[layer]). */
+static int check_named(const lower *c, const bool *moved, err *e)
+{
+    for (int i = 0; i < c->p->n_seg; i++) {
+        const plan_seg *ps = &c->p->segs[i];
+        for (int k = 0; ps->mode == PLAN_OFFLOAD && k < ps->n_pick; k++) {
+            const net_layer *l = &c->n->layers[ps->picks[k].layer];
+            if (!ps->picks[k].named || moved[ps->picks[k].layer]) continue;
+            return err_set(e, "offload(%s): %s keeps nothing for the backward here%s%s", l->name, l->name,
+                           l->inplace ? ": it writes in place over " : "", l->inplace ? c->n->layers[l->in[0]].name : "");
+        }
+    }
+    return 0;
+}
+
 int stash_place_moves(lower *c, err *e)
 {
     sched *s = c->s;
     int nb = s->n_buf, n_ins = 0, rc = 0;
+    bool *moved = err_calloc((size_t)c->n->n + 1, sizeof(bool)); /* [layer] some map of it moves */
+    bool any = false; /* most plans move nothing: then no scan of the uses */
+    for (int b = 0; b < nb && !any; b++) any = s->bufs[b].offload;
+    if (!any) {
+        rc = check_named(c, moved, e);
+        free(moved);
+        return rc;
+    }
     use_info *u = err_calloc((size_t)nb, sizeof(use_info));
     use_scan(c, u);
     lower_ins *ins = err_calloc((size_t)nb * 2 + 1, sizeof(lower_ins));
-    bool *moved = err_calloc((size_t)c->n->n + 1, sizeof(bool)); /* [layer] some map of it moves */
     for (int b = 0; b < nb && !rc; b++) {
         if (!s->bufs[b].offload || u[b].last_fwd < 0 || u[b].first_bwd < 0) {
             s->bufs[b].offload = false;
@@ -251,15 +273,7 @@ int stash_place_moves(lower *c, err *e)
         ins[n_ins++] = (lower_ins){pf, false, lower_buffer_step(s, SCHED_PREFETCH, b, -1, s->steps[pf].seg)};
         ins[n_ins++] = (lower_ins){off, true, lower_buffer_step(s, SCHED_OFFLOAD, b, -1, s->steps[off].seg)};
     }
-    for (int i = 0; i < c->p->n_seg && !rc; i++) { /* a layer named alone must have something to move */
-        const plan_seg *ps = &c->p->segs[i];
-        for (int k = 0; ps->mode == PLAN_OFFLOAD && k < ps->n_pick && !rc; k++) {
-            const net_layer *l = &c->n->layers[ps->picks[k].layer];
-            if (!ps->picks[k].named || moved[ps->picks[k].layer]) continue;
-            rc = err_set(e, "offload(%s): %s keeps nothing for the backward here%s%s", l->name, l->name,
-                         l->inplace ? ": it writes in place over " : "", l->inplace ? c->n->layers[l->in[0]].name : "");
-        }
-    }
+    if (!rc) rc = check_named(c, moved, e);
     if (!rc) lower_insert(c, ins, n_ins);
     free(u), free(ins), free(moved);
     return rc;
