@@ -11,7 +11,16 @@
  * feasible on the small nets): `--space ckpt` is never slower than the best split that fits, by
  * more than the DP's segment model leaves (reported; asserted within 2%). A budget under every
  * peak finds nothing. Times here come from the roofline: what is tested is the search, not the
- * device. */
+ * device.
+ *
+ * Guarantees (`test_search guarantees N`): N random nets (tests/randnet.h), each at a random batch,
+ * optimizer and space, searched at random budgets from under the smallest footprint to over
+ * `layer`'s: every answer, lowered again, has an arena (and bytes apart) within the budget and a
+ * replayed peak within it; while some preset of the space fits (each replayed here, apart from the
+ * search), the search answers, no slower (predicted) than the fastest such preset; and every
+ * budget it refuses reports the same smallest footprint, which does not fit it. Counted, not
+ * asserted (the search does not promise them yet): answers at larger budgets that undercut that
+ * smallest footprint, and budgets where the answer's predicted time rises with the budget. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +30,7 @@
 #include "sim/predict/arena.h"
 #include "sim/lower/pipeline.h"
 #include "sim/net/load.h"
+#include "tests/randnet.h"
 
 static int failures;
 static int margin_kept; /* budgets where a 10% margin kept a preset over the plan found */
@@ -218,8 +228,111 @@ static void test_planner(const char *name, int image, int batch, sched_optimizer
     net_free(&n);
 }
 
-int main(void)
+/* The presets of space (as the search's eval_presets names them), into names; their count. */
+static int space_presets(unsigned space, const char **names, char store[][24])
 {
+    static const char *const fixed_ckpt[] = {"ckpt-sqrt", "ckpt:2", "ckpt:3", "ckpt:4", "ckpt:6", "ckpt:8"};
+    static const int counts[] = {2, 3, 4, 6, 8};
+    unsigned kinds = space & SEARCH_PRESETS ? SEARCH_ALL : space;
+    int m = 0;
+    names[m++] = "layer";
+    for (int i = 0; (kinds & SEARCH_CKPT) && i < 6; i++) names[m++] = fixed_ckpt[i];
+    if (kinds & SEARCH_OFFLOAD) names[m++] = "vdnn-all", names[m++] = "vdnn-conv";
+    for (int k = 0; (kinds & SEARCH_ROWS) && k < 5; k++)
+        for (int h = 0; h < ((kinds & SEARCH_CKPT) ? 2 : 1); h++)
+            for (int pol = 0; pol < 2; pol++) {
+                snprintf(store[m], 24, "%s%s:%d", pol ? "overl" : "2ps", h ? "-h" : "", counts[k]);
+                names[m] = store[m], m++;
+            }
+    return m;
+}
+
+static void test_guarantees(int cases)
+{
+    static const unsigned spaces[] = {SEARCH_ALL, SEARCH_CKPT, SEARCH_CKPT | SEARCH_ROWS, SEARCH_OFFLOAD, SEARCH_ROWS,
+                                      SEARCH_PRESETS, SEARCH_CKPT | SEARCH_OFFLOAD | SEARCH_GIST};
+    randnet_rng g = {20261127};
+    int done = 0, answers = 0, refusals = 0, preset_fits = 0, rises = 0, steps = 0, undercut = 0;
+    double worst_undercut = 0;
+    char text[8192];
+    while (done < cases) {
+        int h = 8 + randnet_below(&g, 24);
+        randnet_text(&g, RANDNET_WIDE, text, sizeof text, h);
+        net n;
+        err e;
+        if (net_parse(&n, text, "random.net", &e)) continue;
+        unsigned space = spaces[randnet_below(&g, (int)(sizeof spaces / sizeof *spaces))];
+        search_req r = {.n = &n, .cfg = {.batch = 1 + randnet_below(&g, 8), .optimizer = randnet_below(&g, 2) ? SCHED_ADAM : SCHED_SGD},
+                        .dev = &sim_device_cpu, .space = space};
+        const char *names[64];
+        char store[64][24];
+        int np = space_presets(space, names, store);
+        int64_t foot[64];
+        double us[64];
+        for (int i = 0; i < np; i++) foot[i] = replay(&r, names[i], &us[i]); /* -1: not a plan for this net */
+        if (foot[0] < 0) {
+            net_free(&n);
+            continue;
+        }
+        done++;
+        int64_t least = -1; /* what the first refusal reported */
+        double last_us = INFINITY;
+        int64_t budgets[5];
+        for (int k = 0; k < 5; k++) budgets[k] = (int64_t)((double)foot[0] * (0.25 + 0.95 * k / 4.0 + 0.05 * randnet_below(&g, 3)));
+        for (int k = 0; k < 5; k++) {
+            r.budget = budgets[k];
+            search_result s;
+            if (search_run(&r, &s, &e)) {
+                EXPECT(0, "case %d: %s", done, e.msg);
+                continue;
+            }
+            int fast = -1; /* the fastest preset of the space that fits, replayed here */
+            for (int i = 0; i < np; i++)
+                if (foot[i] >= 0 && foot[i] <= r.budget && (fast < 0 || us[i] < us[fast])) fast = i;
+            preset_fits += fast >= 0;
+            if (s.best >= 0) {
+                double u;
+                int64_t f = replay(&r, s.pts[s.best].text, &u);
+                answers++;
+                EXPECT(f >= 0 && f <= r.budget && s.pts[s.best].peak <= r.budget, "case %d budget %lld: '%s' reserves %lld, peak %lld",
+                       done, (long long)r.budget, s.pts[s.best].text, (long long)f, (long long)s.pts[s.best].peak);
+                EXPECT(fast < 0 || s.pts[s.best].time_us <= us[fast] * (1 + 1e-9), "case %d budget %lld: '%s' %.1f us, slower than %s %.1f us",
+                       done, (long long)r.budget, s.pts[s.best].text, s.pts[s.best].time_us, names[fast], us[fast]);
+                if (least >= 0 && s.pts[s.best].footprint < least) { /* the basis plans missed a smaller one */
+                    double by = 1.0 - (double)s.pts[s.best].footprint / (double)least;
+                    undercut++, worst_undercut = by > worst_undercut ? by : worst_undercut;
+                }
+                rises += s.pts[s.best].time_us > last_us * (1 + 1e-9), steps++;
+                last_us = s.pts[s.best].time_us;
+            } else {
+                refusals++;
+                EXPECT(fast < 0, "case %d budget %lld: refused while %s fits (%lld)", done, (long long)r.budget, names[fast],
+                       (long long)foot[fast]);
+                int64_t l = s.least >= 0 ? s.pts[s.least].footprint : -1;
+                EXPECT(least < 0 || l == least, "case %d budget %lld: smallest footprint %lld, %lld at a smaller budget", done,
+                       (long long)r.budget, (long long)l, (long long)least);
+                EXPECT(l > r.budget, "case %d budget %lld: refused, yet the smallest footprint %lld fits", done, (long long)r.budget,
+                       (long long)l);
+                if (least < 0) least = l;
+            }
+            search_free(&s);
+        }
+        net_free(&n);
+    }
+    printf("%s guarantees: %d random nets, %d answers (each replayed within its budget, none slower than a preset that\n"
+           "     fits), %d refusals (none while a preset fits, which %d budgets had; one smallest footprint per net at every\n"
+           "     budget refused). Counted, not promised: an answer at a larger budget under that smallest footprint on %d\n"
+           "     nets (by at most %.1f%%); the answer's time rose with the budget at %d of %d steps\n",
+           failures ? "FAIL" : "ok  ", done, answers, refusals, preset_fits, undercut, 100 * worst_undercut, rises, steps);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && !strcmp(argv[1], "guarantees")) {
+        test_guarantees(atoi(argv[2]));
+        printf("%s\n", failures ? "FAILED" : "all passed");
+        return failures != 0;
+    }
     test_fit();
     test_planner("vgg-small", 0, 16, SCHED_SGD, true);
     test_planner("vgg-small", 0, 16, SCHED_ADAM, true);

@@ -33,6 +33,8 @@ typedef struct {
     search_result *out;
     int cap;
     bool least;           /* nothing fits: looking for the smallest peak (every encoding tried) */
+    bool basis;           /* the plans evaluated now are basis plans (search_point.basis) */
+    int basis_least;      /* the basis plan of the smallest footprint placed so far, -1 none */
     const chain_net *cn;  /* NULL: the space has neither checkpoints nor offload (no DP) */
     err *e;
 } search_ctx;
@@ -57,8 +59,17 @@ static int64_t migrate_savable(const search_req *r, int m)
  * so far is below its peak (no arena is smaller than its plan's peak). */
 static bool may_be_least(const search_ctx *c, int64_t peak)
 {
-    const search_result *o = c->out;
-    return c->least && (o->least < 0 || peak < o->pts[o->least].footprint);
+    return c->least && c->basis && (c->basis_least < 0 || peak < c->out->pts[c->basis_least].footprint);
+}
+
+/* Point i evaluated while c->basis: marked so, and the smallest basis footprint kept. */
+static int basis_mark(search_ctx *c, int i)
+{
+    search_point *pt = &c->out->pts[i];
+    if (!c->basis) return i;
+    pt->basis = true;
+    if (pt->placed && (c->basis_least < 0 || pt->footprint < c->out->pts[c->basis_least].footprint)) c->basis_least = i;
+    return i;
 }
 
 /* Lowers, replays and times `text` with BatchNorm mode `bn` (NULL: the default), and plans its
@@ -75,7 +86,7 @@ static int eval_bn(search_ctx *c, const char *text, const char *bn, const char *
     const search_result *o0 = c->out;
     for (int i = 0; i < o0->n_pts && redo < 0; i++)
         if (!strcmp(o0->pts[i].text, full)) {
-            if (o0->pts[i].placed || !may_be_least(c, o0->pts[i].peak)) return i;
+            if (o0->pts[i].placed || !may_be_least(c, o0->pts[i].peak)) return basis_mark(c, i);
             redo = i;
         }
     plan p;
@@ -123,12 +134,14 @@ static int eval_bn(search_ctx *c, const char *text, const char *bn, const char *
     if (redo >= 0) source = o->pts[at].source, free(o->pts[at].text);
     /* what encodings could save at the peak at most: every kept activation and boundary there */
     int64_t savable = mem.at_peak[MEM_ACT] + mem.at_peak[MEM_BOUNDARY];
-    o->pts[at] = (search_point){err_strdup(full), mem.peak, foot, us, source, mem.peak - savable, staged, placed};
+    bool basis = redo >= 0 && o->pts[at].basis;
+    o->pts[at] = (search_point){err_strdup(full), mem.peak, foot, us, source, mem.peak - savable, staged, placed, basis};
     /* faster by more than the model's resolution, else the earlier (simpler: presets come first) stays */
     if (foot <= r->budget && (o->best < 0 || us < o->pts[o->best].time_us * (1 - 1e-3))) o->best = at;
     /* the smallest footprint: an arena's (a plan without one has only its peak, which its arena may exceed) */
     if (placed && (o->least < 0 || foot < o->pts[o->least].footprint)) o->least = at;
-    return redo >= 0 ? at : o->n_pts++;
+    if (redo < 0) o->n_pts++;
+    return basis_mark(c, at);
 }
 
 static int eval(search_ctx *c, const char *text, const char *source) { return eval_bn(c, text, c->r->bn, source); }
@@ -236,18 +249,53 @@ static int row_stage_bands(const net *n, int end)
     return most;
 }
 
-/* The candidates that keep least: the whole net's least-keeping split, and each row stage at its
- * most bands followed by the least-keeping split of the rest. */
+/* The presets of every kind the space has (a checkpointing preset is a plan of the ckpt space, so
+ * the search never refuses a budget one of them meets; `presets`: every preset), `layer` first. */
+static void eval_presets(search_ctx *c)
+{
+    const search_req *r = c->r;
+    char text[PLAN_TEXT_LEN];
+    unsigned kinds = r->space & SEARCH_PRESETS ? SEARCH_ALL : r->space;
+    eval_both(c, "layer", "preset");
+    for (size_t i = 0; (kinds & SEARCH_CKPT) && i < sizeof presets_ckpt / sizeof *presets_ckpt; i++)
+        eval_both(c, presets_ckpt[i], "preset");
+    for (size_t i = 0; (kinds & SEARCH_OFFLOAD) && i < sizeof presets_offload / sizeof *presets_offload; i++)
+        eval_both(c, presets_offload[i], "preset");
+    for (size_t k = 0; (kinds & SEARCH_ROWS) && k < sizeof row_counts / sizeof *row_counts; k++)
+        for (int pol = 0; pol < 2; pol++) {
+            snprintf(text, sizeof text, "%s:%d", row_policies[pol], row_counts[k]);
+            eval_both(c, text, "preset");
+            if (!(kinds & SEARCH_CKPT)) continue;
+            snprintf(text, sizeof text, "%s-h:%d", row_policies[pol], row_counts[k]);
+            eval_both(c, text, "preset");
+        }
+    for (size_t i = 0; (kinds & SEARCH_ROWS) && i < sizeof presets_rows / sizeof *presets_rows; i++)
+        eval_both(c, presets_rows[i], "preset");
+}
+
+/* The candidates that keep least, none chosen by the budget (the basis plans: search_point.basis):
+ * the presets again (each with every encoding, and an arena where it may be the smallest); the
+ * whole net's least-keeping split, and the DP's splits at LEAST_LADDER model budgets spaced evenly in
+ * log from the replayed peak of that split down to half of it (the DP's model is conservative: a
+ * split it says keeps more may replay smaller); and each row stage at every band count followed by
+ * the least-keeping split of the rest. */
+#define LEAST_LADDER 16
 static void eval_least(search_ctx *c)
 {
     const search_req *r = c->r;
     const net *n = r->n;
     char text[PLAN_TEXT_LEN], rest[PLAN_TEXT_LEN / 2];
     chain ch;
+    c->basis = true;
+    eval_presets(c);
     if (c->cn) {
         chain_init(&ch, r, c->cn, 1);
         chain_min(&ch, text, sizeof text);
-        if (*text) eval_both(c, text, "dp");
+        int i = *text ? eval_both(c, text, "dp") : -1;
+        for (int k = 0; i >= 0 && k < LEAST_LADDER; k++) {
+            int64_t model = (int64_t)((double)c->out->pts[i].peak * pow(0.5, (double)k / (LEAST_LADDER - 1)));
+            if (!chain_dp(&ch, r->budget - model, text, sizeof text) && *text) eval_both(c, text, "dp");
+        }
         chain_free(&ch);
     }
     for (int end = 1; (r->space & SEARCH_ROWS) && end < n->n; end++) {
@@ -255,11 +303,12 @@ static void eval_least(search_ctx *c)
         if (!most) continue;
         rest[0] = 0;
         if (c->cn) chain_init(&ch, r, c->cn, end + 1), chain_min(&ch, rest, sizeof rest), chain_free(&ch);
-        for (int pol = 0; pol < 2; pol++) {
-            snprintf(text, sizeof text, "rows(%s,%d)@%s..%s%s%.*s", row_policies[pol], most, n->layers[1].name, n->layers[end].name,
-                     *rest ? "; " : "", PLAN_TEXT_LEN / 2 - 1, rest);
-            eval_both(c, text, "rows+dp");
-        }
+        for (int pol = 0; pol < 2; pol++) /* every band count: more bands keep less, but their halos may not */
+            for (size_t k = 0; k < sizeof row_counts / sizeof *row_counts && row_counts[k] <= most; k++) {
+                snprintf(text, sizeof text, "rows(%s,%d)@%s..%s%s%.*s", row_policies[pol], row_counts[k], n->layers[1].name,
+                         n->layers[end].name, *rest ? "; " : "", PLAN_TEXT_LEN / 2 - 1, rest);
+                eval_both(c, text, "rows+dp");
+            }
     }
 }
 
@@ -314,27 +363,13 @@ int search_run(const search_req *r, search_result *out, err *e)
     double t0 = now_s();
     memset(out, 0, sizeof *out);
     out->best = out->least = -1;
-    search_ctx c = {.r = r, .out = out, .e = e};
+    search_ctx c = {.r = r, .out = out, .e = e, .basis_least = -1};
     const net *n = r->n;
     char text[PLAN_TEXT_LEN];
     if (eval(&c, "layer", "preset") < 0) return err_set(e, "plan 'layer' does not lower for %s", n->name);
-    if (r->space & SEARCH_PRESETS) {
-        eval_both(&c, "layer", "preset");
-        for (size_t i = 0; (r->space & SEARCH_CKPT) && i < sizeof presets_ckpt / sizeof *presets_ckpt; i++)
-            eval_both(&c, presets_ckpt[i], "preset");
-        for (size_t i = 0; (r->space & SEARCH_OFFLOAD) && i < sizeof presets_offload / sizeof *presets_offload; i++)
-            eval_both(&c, presets_offload[i], "preset");
-        for (size_t k = 0; (r->space & SEARCH_ROWS) && k < sizeof row_counts / sizeof *row_counts; k++)
-            for (int pol = 0; pol < 2; pol++) {
-                snprintf(text, sizeof text, "%s:%d", row_policies[pol], row_counts[k]);
-                eval_both(&c, text, "preset");
-                if (!(r->space & SEARCH_CKPT)) continue;
-                snprintf(text, sizeof text, "%s-h:%d", row_policies[pol], row_counts[k]);
-                eval_both(&c, text, "preset");
-            }
-        for (size_t i = 0; (r->space & SEARCH_ROWS) && i < sizeof presets_rows / sizeof *presets_rows; i++)
-            eval_both(&c, presets_rows[i], "preset");
-    }
+    c.basis = true;
+    eval_presets(&c);
+    c.basis = false;
     chain_net cn;
     if (r->space & (SEARCH_CKPT | SEARCH_OFFLOAD)) {
         if (chain_net_init(&cn, r, e)) return -1;
@@ -381,10 +416,11 @@ int search_run(const search_req *r, search_result *out, err *e)
     }
     if (r->space & SEARCH_MIGRATE) eval_migrations(&c);
     if (out->best < 0 && !c.least) {
-        /* nothing fits: the least-keeping candidates again, each with every encoding, so that the
-         * smallest peak is the space's and not just that of what was tried */
+        /* nothing fits: the least-keeping candidates, each with every encoding, so that the smallest
+         * footprint reported is the space's (the basis plans'), not that of what this budget tried */
         c.least = true;
         eval_least(&c);
+        if (c.basis_least >= 0) out->least = c.basis_least;
     }
     if (c.cn) chain_net_free(&cn);
     /* a preset is kept unless the plan found is faster by more than the model can tell apart */

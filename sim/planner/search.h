@@ -59,6 +59,8 @@ typedef struct {
     bool staged;          /* a row segment gathers BatchNorm statistics in stages (bn=train) */
     bool placed;          /* footprint is its arena's (else its peak: it was over the budget, or slower
                              than a plan that fit, so no arena was planned) */
+    bool basis;           /* one of the space's own plans, whatever the budget: a preset of its kinds, or a
+                             plan the search for the smallest footprint tries (search_result.least) */
 } search_point;
 
 typedef struct {
@@ -67,7 +69,9 @@ typedef struct {
                              of it: then that preset */
     int fastest;          /* the fastest that fits, preset or not (-1 if none) */
     int preset;           /* the fastest preset that fits (-1 if none) */
-    int least;            /* index of the smallest footprint evaluated */
+    int least;            /* index of the smallest footprint evaluated; when nothing fits, of the smallest
+                             among the basis plans (search_point.basis), which the budget does not choose:
+                             the smallest footprint of the space as far as the search knows it */
     search_point *pts;    /* every distinct candidate evaluated */
     int n_pts;
     double seconds;       /* the search's own wall time */
