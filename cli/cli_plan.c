@@ -34,7 +34,7 @@ static const char *usage =
     "fit by moving parameters, gradients or optimizer state off the device between uses, with +migrate;\n"
     "every candidate is replayed, so the answer fits. --space narrows it: a comma list of ckpt, offload,\n"
     "rows, gist, presets, migrate (all: the default; --space ckpt alone is optimal checkpointing, the\n"
-    "ckpt-opt baseline). The presets of the kinds named are always candidates (presets: every preset),\n"
+    "ckpt-opt baseline). The presets of the kinds named are always candidates (presets alone: every one),\n"
     "so the answer is never slower (predicted) than the fastest of them that fits, and the search never\n"
     "refuses a budget one of them meets. Times come from --profile (lrcnn calibrate), else the roofline of --device\n"
     "(cpu, the default; h100-pcie4, h100-pcie5 and gh200 differ in the host link offload uses).\n"

@@ -233,7 +233,7 @@ static int space_presets(unsigned space, const char **names, char store[][24])
 {
     static const char *const fixed_ckpt[] = {"ckpt-sqrt", "ckpt:2", "ckpt:3", "ckpt:4", "ckpt:6", "ckpt:8"};
     static const int counts[] = {2, 3, 4, 6, 8};
-    unsigned kinds = space & SEARCH_PRESETS ? SEARCH_ALL : space;
+    unsigned kinds = space == SEARCH_PRESETS ? SEARCH_ALL : space;
     int m = 0;
     names[m++] = "layer";
     for (int i = 0; (kinds & SEARCH_CKPT) && i < 6; i++) names[m++] = fixed_ckpt[i];

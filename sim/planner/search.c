@@ -250,12 +250,12 @@ static int row_stage_bands(const net *n, int end)
 }
 
 /* The presets of every kind the space has (a checkpointing preset is a plan of the ckpt space, so
- * the search never refuses a budget one of them meets; `presets`: every preset), `layer` first. */
+ * the search never refuses a budget one of them meets; `presets` alone: every preset), `layer` first. */
 static void eval_presets(search_ctx *c)
 {
     const search_req *r = c->r;
     char text[PLAN_TEXT_LEN];
-    unsigned kinds = r->space & SEARCH_PRESETS ? SEARCH_ALL : r->space;
+    unsigned kinds = r->space == SEARCH_PRESETS ? SEARCH_ALL : r->space; /* `presets` alone: all of them */
     eval_both(c, "layer", "preset");
     for (size_t i = 0; (kinds & SEARCH_CKPT) && i < sizeof presets_ckpt / sizeof *presets_ckpt; i++)
         eval_both(c, presets_ckpt[i], "preset");
