@@ -24,7 +24,7 @@ run() { echo "\$ $*"; "$@"; echo; }
     for opt in sgd adam; do
       # the smallest peak the planner reaches (its exit-2 message) and layer's peak, in bytes
       lo=$({ "$lrcnn" plan --net "$net" --image 224 --batch "$batch" --optimizer "$opt" --budget 1 2>&1 >/dev/null || true; } |
-           sed -n 's/.*smallest peak found is \([0-9.]* [KMG]*i*B\).*/\1/p' | tr -d ' ')
+           sed -n 's/.*smallest footprint found is \([0-9.]* [KMG]*i*B\).*/\1/p' | tr -d ' ')
       hi=$("$lrcnn" sim --net "$net" --image 224 --batch "$batch" --optimizer "$opt" --plan layer |
            sed -n 's/^  peak (device) *\([0-9.]* [KMG]*i*B\).*/\1/p' | tr -d ' ')
       for f in 0.1 0.4 0.7; do

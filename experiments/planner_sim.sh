@@ -29,7 +29,7 @@ tfield() { sed -n 's/^  time  *\([0-9.]*\) ms per iteration.*/\1/p' | head -1; }
   printf '%-9s %5s %-5s %12s  %-24s %10s  %-60s %10s %8s\n' net batch opt budget preset "time" planner "time" speedup
   for net in vgg16 resnet50; do for batch in 8 32 64; do for opt in sgd adam; do
     lo=$(bytes "$({ "$lrcnn" plan --net $net --image 224 --batch $batch --optimizer $opt --budget 1 2>&1 >/dev/null || true; } |
-                  sed -n 's/.*smallest peak found is \([0-9.]* [KMGT]*i*B\).*/\1/p')")
+                  sed -n 's/.*smallest footprint found is \([0-9.]* [KMGT]*i*B\).*/\1/p')")
     hi=$(bytes "$("$lrcnn" sim --net $net --image 224 --batch $batch --optimizer $opt --plan layer |
                   sed -n 's/^  peak (device) *\([0-9.]* [KMGT]*i*B\).*/\1/p')")
     for f in 5 25 50 75 100; do
@@ -68,7 +68,7 @@ tfield() { sed -n 's/^  time  *\([0-9.]*\) ms per iteration.*/\1/p' | head -1; }
   echo "# 4. frontiers"
   for net in vgg16 resnet50; do
     lo=$({ "$lrcnn" plan --net $net --image 224 --batch 8 --optimizer adam --budget 1 2>&1 >/dev/null || true; } |
-         sed -n 's/.*smallest peak found is \([0-9.]* [KMGT]*i*B\).*/\1/p')
+         sed -n 's/.*smallest footprint found is \([0-9.]* [KMGT]*i*B\).*/\1/p')
     b=$(($(bytes "$lo") + 2**24))
     echo "\$ $lrcnn plan --net $net --image 224 --batch 8 --optimizer adam --budget $b --profile $prof --pareto results/pareto_$net.h5 --force"
     "$lrcnn" plan --net $net --image 224 --batch 8 --optimizer adam --budget "$b" --profile $prof \
