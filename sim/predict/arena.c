@@ -187,11 +187,13 @@ static void merge_runs(gathered *g)
 
 /* One side's blocks being placed: their indices in bl, their lifetimes renumbered onto the steps
  * where some block starts or ends (a block's [t0, t1] as [c0, c1]: the overlaps stay, the tree
- * shrinks), and the tree. */
+ * shrinks), their positions in order of start and of end, and the tree (allocated only where the
+ * walk from the live peak misses it). */
 typedef struct {
     blocks *bl;
     int *idx, n, *c0, *c1, n_time, leaves;
-    int64_t base, lower; /* bytes of the persistent blocks packed at the bottom; the live peak */
+    int *by_start, *by_end;
+    int64_t base; /* bytes of the persistent blocks packed at the bottom */
     timetree tt;
 } side;
 
@@ -234,6 +236,8 @@ typedef struct {
     int64_t top, most; /* the top; the highest it reached */
 } holes;
 
+static void holes_drop(holes *f, int k) { memmove(f->r + 2 * k, f->r + 2 * k + 2, (size_t)(--f->n - k) * 2 * sizeof(int64_t)); }
+
 /* An offset for `bytes`: the low end of the smallest hole that holds them (best fit), else the top. */
 static int64_t holes_take(holes *f, int64_t bytes)
 {
@@ -249,7 +253,7 @@ static int64_t holes_take(holes *f, int64_t bytes)
         return off;
     }
     int64_t off = f->r[2 * h];
-    if ((f->r[2 * h] += bytes) == f->r[2 * h + 1]) memmove(f->r + 2 * h, f->r + 2 * h + 2, (size_t)(--f->n - h) * 2 * sizeof(int64_t));
+    if ((f->r[2 * h] += bytes) == f->r[2 * h + 1]) holes_drop(f, h);
     return off;
 }
 
@@ -261,8 +265,7 @@ static void holes_give(holes *f, int64_t lo, int64_t hi)
     bool left = k > 0 && f->r[2 * k - 1] == lo, right = k < f->n && f->r[2 * k] == hi;
     if (left && right) {
         f->r[2 * k - 1] = f->r[2 * k + 1];
-        memmove(f->r + 2 * k, f->r + 2 * k + 2, (size_t)(--f->n - k) * 2 * sizeof(int64_t));
-        k--;
+        holes_drop(f, k--);
     } else if (left) {
         f->r[2 * --k + 1] = hi;
     } else if (right) {
@@ -272,34 +275,31 @@ static void holes_give(holes *f, int64_t lo, int64_t hi)
         memmove(f->r + 2 * k + 2, f->r + 2 * k, (size_t)(f->n++ - k) * 2 * sizeof(int64_t));
         f->r[2 * k] = lo, f->r[2 * k + 1] = hi;
     }
-    if (f->r[2 * k + 1] == f->top) f->top = f->r[2 * k], memmove(f->r + 2 * k, f->r + 2 * k + 2, (size_t)(--f->n - k) * 2 * sizeof(int64_t));
+    if (f->r[2 * k + 1] == f->top) f->top = f->r[2 * k], holes_drop(f, k); /* the topmost hole: the top comes down */
 }
 
 /* From the live peak outwards: the blocks live at the peak (renumbered step cp) stacked from the
- * base, latest end lowest (or, `high`, highest: then the space they leave opens at the bottom); then two allocator's passes, one over the steps after the peak in time
- * order (a block takes a hole, best fit, when it begins and gives it back when it ends) and one over
- * the steps before it in reverse (a block takes a hole when it ends, gives it back when it begins).
- * The passes never meet: a block is in one of them or in the stack. Each costs a walk over the
- * steps with a short list of holes, where the tree's orders cost a search of the tree per block; on
- * most schedules it meets the live peak. Returns the size. */
+ * base, latest end lowest (or, `high`, highest: then the space they leave opens at the bottom);
+ * then two allocator's passes, one over the steps after the peak in time order (a block takes a
+ * hole, best fit, when it begins and gives it back when it ends) and one over the steps before it
+ * in reverse (a block takes a hole when it ends, gives it back when it begins). The passes never
+ * meet: a block is in one of them or in the stack. Each costs a walk over the steps with a short
+ * list of holes, where the tree's orders cost a search of the tree per block; on most schedules it
+ * meets the live peak. Returns the size. */
 static int64_t place_peak(side *sd, int cp, bool high)
 {
     int T = sd->n_time, n = sd->n;
-    int *at0 = err_calloc((size_t)T + 2, sizeof(int)), *at1 = err_calloc((size_t)T + 2, sizeof(int));
-    int *o0 = err_calloc((size_t)n + 1, sizeof(int)), *o1 = err_calloc((size_t)n + 1, sizeof(int));
-    for (int p = 0; p < n; p++) at0[sd->c0[p] + 1]++, at1[sd->c1[p] + 1]++;
-    for (int t = 0; t < T; t++) at0[t + 1] += at0[t], at1[t + 1] += at1[t];
-    for (int p = 0; p < n; p++) o0[at0[sd->c0[p]]++] = p, o1[at1[sd->c1[p]]++] = p; /* by start, by end: counting sorts */
     int64_t top = sd->base;
     for (int j = 0; j < n; j++) { /* the peak's blocks, by end */
-        int p = o1[high ? j : n - 1 - j];
+        int p = sd->by_end[high ? j : n - 1 - j];
         if (sd->c0[p] <= cp && cp <= sd->c1[p]) sd->bl->v[sd->idx[p]].off = top, top += sd->bl->v[sd->idx[p]].size;
     }
     int64_t most = top;
     for (int back = 0; back < 2; back++) {
         holes f = {.top = top, .most = top};
-        /* forward: begin by start (o0), end by end (o1); backward: the reverse of both, roles swapped */
-        const int *begin = back ? o1 : o0, *end = back ? o0 : o1, *tb = back ? sd->c1 : sd->c0, *te = back ? sd->c0 : sd->c1;
+        /* forward: begin by start, end by end; backward: the reverse of both, roles swapped */
+        const int *begin = back ? sd->by_end : sd->by_start, *end = back ? sd->by_start : sd->by_end;
+        const int *tb = back ? sd->c1 : sd->c0, *te = back ? sd->c0 : sd->c1;
         int step = back ? -1 : 1, q = back ? n - 1 : 0, r = q;
         while (q >= 0 && q < n && (back ? tb[begin[q]] >= cp : tb[begin[q]] <= cp)) q += step; /* in the stack or the other pass */
         while (r >= 0 && r < n && (back ? te[end[r]] > cp : te[end[r]] < cp)) r += step;
@@ -316,7 +316,6 @@ static int64_t place_peak(side *sd, int cp, bool high)
         most = f.most > most ? f.most : most;
         free(f.r);
     }
-    free(at0), free(at1), free(o0), free(o1);
     return most;
 }
 
@@ -372,16 +371,80 @@ static void side_open(side *sd, blocks *bl, bool host, int n_step)
     free(rank);
     sd->n_time = u;
     for (sd->leaves = 1; sd->leaves < u; sd->leaves *= 2) {}
+    /* the positions by start and by end: counting sorts over the renumbered steps */
+    int *at0 = err_calloc((size_t)u + 2, sizeof(int)), *at1 = err_calloc((size_t)u + 2, sizeof(int));
+    sd->by_start = err_calloc((size_t)sd->n + 1, sizeof(int)), sd->by_end = err_calloc((size_t)sd->n + 1, sizeof(int));
+    for (int p = 0; p < sd->n; p++) at0[sd->c0[p] + 1]++, at1[sd->c1[p] + 1]++;
+    for (int t = 0; t < u; t++) at0[t + 1] += at0[t], at1[t + 1] += at1[t];
+    for (int p = 0; p < sd->n; p++) sd->by_start[at0[sd->c0[p]]++] = p, sd->by_end[at1[sd->c1[p]]++] = p;
+    free(at0), free(at1);
 }
 
 static void side_close(side *sd)
 {
     for (int i = 0; sd->tt.own && i < 2 * sd->leaves; i++) free(sd->tt.own[i].r), free(sd->tt.sub[i].r);
-    free(sd->tt.own), free(sd->tt.sub), free(sd->idx), free(sd->c0), free(sd->c1);
+    free(sd->tt.own), free(sd->tt.sub), free(sd->idx), free(sd->c0), free(sd->c1), free(sd->by_start), free(sd->by_end);
 }
 
-/* Places one side's blocks (arena.h): the best of the orders, stopping at the live peak; returns
- * the arena's size and the winning order's name in *how. */
+/* The smallest arena found so far: its size (-1: none yet), the order that gave it, and its offsets
+ * by position. */
+typedef struct {
+    int64_t size;
+    const char *how;
+    int64_t *off;
+} found;
+
+/* Keeps the side's current placement, of `size`, in f when it is smaller (or f has none); whether it did. */
+static bool keep_smaller(const side *sd, found *f, int64_t size, const char *how)
+{
+    if (f->size >= 0 && size >= f->size) return false;
+    f->size = size, f->how = how;
+    for (int p = 0; p < sd->n; p++) f->off[p] = sd->bl->v[sd->idx[p]].off;
+    return true;
+}
+
+/* Where the walk from the live peak misses it: the tree's orders, crowded first, and the repair, as
+ * they run on their own (nothing found before cuts them short, so the repair starts from the best of
+ * them); their best into tree. */
+static void place_tree(side *sd, const int64_t *live, int n_step, int64_t lower, found *tree)
+{
+    int n = sd->n;
+    int64_t *crowd = err_calloc((size_t)n + 1, sizeof(int64_t));
+    rank *r = err_calloc((size_t)n + 1, sizeof(rank));
+    int *order = err_calloc((size_t)n + 1, sizeof(int)), *best_order = err_calloc((size_t)n + 1, sizeof(int));
+    bool *hard = err_calloc((size_t)n + 1, sizeof(bool));
+    crowding(sd, live, n_step, crowd);
+    sd->tt.own = err_calloc((size_t)sd->leaves * 2, sizeof(spans)), sd->tt.sub = err_calloc((size_t)sd->leaves * 2, sizeof(spans));
+    for (int o = 2; o < ARENA_ORDERS && (tree->size < 0 || tree->size > lower); o++) {
+        for (int p = 0; p < n; p++) {
+            const block *b = &sd->bl->v[sd->idx[p]];
+            r[p] = o == 2   ? (rank){(double)crowd[p], b->t1, p}                        /* crowded first, late ends lower */
+                   : o == 3 ? (rank){(double)crowd[p], -b->t0, p}                       /* crowded first, early starts lower */
+                            : (rank){(double)b->size * (double)crowd[p], -b->t0, p};    /* big and crowded first */
+        }
+        qsort(r, (size_t)n, sizeof(rank), by_rank);
+        for (int q = 0; q < n; q++) order[q] = r[q].p;
+        if (keep_smaller(sd, tree, place_in_order(sd, order, tree->size), arena_orders[o]))
+            memcpy(best_order, order, (size_t)n * sizeof(int));
+    }
+    /* the repair: the blocks the best order left above the live peak first (in that order), then
+     * the rest in that order; a few rounds, the set of such blocks growing */
+    for (int round = 0; round < ARENA_REPAIRS && tree->size > lower; round++) {
+        int m = 0;
+        for (int p = 0; p < n; p++) /* round 0: the best order's placement; then the last round's */
+            hard[p] |= (round ? sd->bl->v[sd->idx[p]].off : tree->off[p]) + sd->bl->v[sd->idx[p]].size > lower;
+        for (int q = 0; q < n; q++)
+            if (hard[best_order[q]]) order[m++] = best_order[q];
+        for (int q = 0; q < n; q++)
+            if (!hard[best_order[q]]) order[m++] = best_order[q];
+        keep_smaller(sd, tree, place_in_order(sd, order, tree->size), arena_orders[ARENA_ORDERS]);
+    }
+    free(crowd), free(r), free(order), free(best_order), free(hard);
+}
+
+/* Places one side's blocks (arena.h): the walk from the live peak both ways, then where it misses
+ * the live peak the tree's orders and the repair, the smallest arena kept; returns the arena's size
+ * and the winning order's name in *how. */
 static int64_t place(blocks *bl, bool host, int n_step, const char **how, int64_t *lower_out)
 {
     side sd;
@@ -390,72 +453,25 @@ static int64_t place(blocks *bl, bool host, int n_step, const char **how, int64_
     for (int k = 0; k < bl->n; k++)
         if (bl->v[k].host == host) live[bl->v[k].t0] += bl->v[k].size, live[bl->v[k].t1 + 1] -= bl->v[k].size;
     for (int t = 0; t <= n_step; t++) live[t] += t ? live[t - 1] : 0, lower = live[t] > lower ? live[t] : lower;
-    int64_t *crowd = err_calloc((size_t)sd.n + 1, sizeof(int64_t)), *off = err_calloc((size_t)sd.n + 1, sizeof(int64_t));
-    rank *r = err_calloc((size_t)sd.n + 1, sizeof(rank));
-    int *order = err_calloc((size_t)sd.n + 1, sizeof(int)), *best_order = err_calloc((size_t)sd.n + 1, sizeof(int));
-    int cp = 0, peak = 0; /* the first step at the live peak, renumbered (live rises only where a block starts) */
-    for (int t = 0; t <= n_step; t++) peak = live[t] > live[peak] ? t : peak;
-    for (int p = 0; p < sd.n; p++) cp = bl->v[sd.idx[p]].t0 <= peak && sd.c0[p] > cp ? sd.c0[p] : cp;
-    int64_t best = sd.n ? place_peak(&sd, cp, false) : sd.base;
-    *how = arena_orders[0];
-    for (int p = 0; p < sd.n; p++) off[p] = bl->v[sd.idx[p]].off;
-    if (best > lower) {
-        int64_t size = place_peak(&sd, cp, true);
-        if (size < best) {
-            best = size, *how = arena_orders[1];
-            for (int p = 0; p < sd.n; p++) off[p] = bl->v[sd.idx[p]].off;
-        }
+    found best = {sd.n ? -1 : sd.base, arena_orders[0], err_calloc((size_t)sd.n + 1, sizeof(int64_t))};
+    if (sd.n) {
+        int cp = 0, peak = 0; /* the first step at the live peak, renumbered (live rises only where a block starts) */
+        for (int t = 0; t <= n_step; t++) peak = live[t] > live[peak] ? t : peak;
+        for (int p = 0; p < sd.n; p++) cp = bl->v[sd.idx[p]].t0 <= peak && sd.c0[p] > cp ? sd.c0[p] : cp;
+        keep_smaller(&sd, &best, place_peak(&sd, cp, false), arena_orders[0]);
+        if (best.size > lower) keep_smaller(&sd, &best, place_peak(&sd, cp, true), arena_orders[1]);
     }
-    /* Where that missed the live peak: the tree's orders and the repair, on their own (the walk's
-     * arena does not cut them short, so the repair starts from the best of them, as without it);
-     * the smallest arena of all is kept. */
-    int64_t tree = -1, *tree_off = err_calloc((size_t)sd.n + 1, sizeof(int64_t));
-    const char *tree_how = NULL;
-    if (best > lower) {
-        crowding(&sd, live, n_step, crowd);
-        sd.tt.own = err_calloc((size_t)sd.leaves * 2, sizeof(spans)), sd.tt.sub = err_calloc((size_t)sd.leaves * 2, sizeof(spans));
+    if (best.size > lower) {
+        found tree = {-1, NULL, err_calloc((size_t)sd.n + 1, sizeof(int64_t))};
+        place_tree(&sd, live, n_step, lower, &tree);
+        if (tree.size < best.size) best.size = tree.size, best.how = tree.how, memcpy(best.off, tree.off, (size_t)sd.n * sizeof(int64_t));
+        free(tree.off);
     }
-    for (int o = 2; o < ARENA_ORDERS && best > lower && (tree < 0 || tree > lower); o++) {
-        for (int p = 0; p < sd.n; p++) {
-            const block *b = &bl->v[sd.idx[p]];
-            r[p] = o == 2   ? (rank){(double)crowd[p], b->t1, p}                        /* crowded first, late ends lower */
-                   : o == 3 ? (rank){(double)crowd[p], -b->t0, p}                       /* crowded first, early starts lower */
-                            : (rank){(double)b->size * (double)crowd[p], -b->t0, p};    /* big and crowded first */
-        }
-        qsort(r, (size_t)sd.n, sizeof(rank), by_rank);
-        for (int q = 0; q < sd.n; q++) order[q] = r[q].p;
-        int64_t size = place_in_order(&sd, order, tree);
-        if (tree < 0 || size < tree) {
-            tree = size, tree_how = arena_orders[o];
-            for (int p = 0; p < sd.n; p++) tree_off[p] = bl->v[sd.idx[p]].off;
-            memcpy(best_order, order, (size_t)sd.n * sizeof(int));
-        }
-    }
-    /* the repair: the blocks the best order left above the live peak first (in that order), then
-     * the rest in that order; a few rounds, the set of such blocks growing */
-    bool *hard = err_calloc((size_t)sd.n + 1, sizeof(bool));
-    for (int round = 0; round < ARENA_REPAIRS && best > lower && tree > lower; round++) {
-        int m = 0;
-        for (int p = 0; p < sd.n; p++) /* round 0: the best order's placement; then the last round's */
-            hard[p] |= (round ? bl->v[sd.idx[p]].off : tree_off[p]) + bl->v[sd.idx[p]].size > lower;
-        for (int q = 0; q < sd.n; q++)
-            if (hard[best_order[q]]) order[m++] = best_order[q];
-        for (int q = 0; q < sd.n; q++)
-            if (!hard[best_order[q]]) order[m++] = best_order[q];
-        int64_t size = place_in_order(&sd, order, tree);
-        if (size < tree) {
-            tree = size, tree_how = arena_orders[ARENA_ORDERS];
-            for (int p = 0; p < sd.n; p++) tree_off[p] = bl->v[sd.idx[p]].off;
-        }
-    }
-    if (tree >= 0 && tree < best) best = tree, *how = tree_how, memcpy(off, tree_off, (size_t)sd.n * sizeof(int64_t));
-    free(tree_off);
-    free(hard);
-    for (int p = 0; p < sd.n; p++) bl->v[sd.idx[p]].off = off[p];
-    free(live), free(crowd), free(off), free(r), free(order), free(best_order);
+    for (int p = 0; p < sd.n; p++) bl->v[sd.idx[p]].off = best.off[p];
+    free(live), free(best.off);
     side_close(&sd);
-    *lower_out = lower;
-    return best;
+    *lower_out = lower, *how = best.how;
+    return best.size;
 }
 
 void arena_plan(const sched *s, arena *a)
