@@ -108,6 +108,17 @@ static void sweep_compute(const spec *s, const net *n, const sim_device *d, cons
     c->measured = j->m.peak, c->us = j->m.median_us;
 }
 
+/* What job j holds, freed. */
+static void sweep_job_free(sweep_job *j)
+{
+    if (!j->lowered) return;
+    sched_free(&j->sc);
+    plan_free(&j->pl);
+    run_summary_free(&j->m);
+    free(j->tl), free(j->tc);
+    j->lowered = false;
+}
+
 /* Writes job j (computed for the same arguments) as the file's next run, unless it failed, and
  * frees it. si: a capacity search's result, or NULL. Returns j's status, or -1 when the write fails
  * (e says why). */
@@ -123,11 +134,7 @@ static int sweep_write(const spec *s, const net *n, const sim_device *d, const e
                   .backend = "cpu", .data = "synthetic", .seed = (uint64_t)s->seed, .search = si ? si->search : NULL,
                   .budget = si ? si->budget : 0, .max_value = si ? si->max_value : 0, .calibration = cal ? cal->source : NULL};
     if (!rc) rc = h5_write_run(f, &run, e);
-    sched_free(&j->sc);
-    plan_free(&j->pl);
-    run_summary_free(&j->m);
-    free(j->tl), free(j->tc);
-    j->lowered = false;
+    sweep_job_free(j);
     return rc;
 }
 
@@ -178,9 +185,11 @@ static void note_infeasible(sweep_ctx *c, long first, long runs, const net *n, i
 
 /* Whether job k of the whole sweep (a run; a configuration for validate) is this shard's, and if
  * so, names its first run: run (the run's place in the whole sweep). */
+static bool is_mine(const sweep_ctx *c, long k) { return !c->n_shards || k % c->n_shards == c->shard - 1; }
+
 static int own(sweep_ctx *c, long k, long run, bool *mine, err *e)
 {
-    *mine = !c->n_shards || k % c->n_shards == c->shard - 1;
+    *mine = is_mine(c, k);
     return *mine ? h5_set_next_run(c->f, run, e) : 0;
 }
 
@@ -194,6 +203,17 @@ typedef struct {
     atomic_bool ready;
 } sweep_slot;
 
+/* Where run k of the grid is: the plan varies fastest, then the optimizer, batch, image and net. */
+static cell cell_of(const spec *s, long k)
+{
+    cell at = {.plan = (int)(k % s->n_plans)};
+    k /= s->n_plans, at.opt = (int)(k % s->n_optimizers);
+    k /= s->n_optimizers, at.batch = (int)(k % s->n_batches);
+    k /= s->n_batches, at.image = (int)(k % s->n_images);
+    at.net = (int)(k / s->n_images);
+    return at;
+}
+
 static int sweep_grid(sweep_ctx *c, err *e)
 {
     const spec *s = c->s;
@@ -203,12 +223,6 @@ static int sweep_grid(sweep_ctx *c, err *e)
     atomic_long next = 0, written = 0; /* the next job to compute; jobs written */
     atomic_bool stop = false;
     int rc = 0;
-    /* job k: plan fastest, then optimizer, batch, image, net */
-#define JOB_AT(k, i, k_img, b, o, p)                                                                               \
-    int p = (int)((k) % s->n_plans), o = (int)((k) / s->n_plans % s->n_optimizers),                                 \
-        b = (int)((k) / ((long)s->n_plans * s->n_optimizers) % s->n_batches),                                         \
-        k_img = (int)((k) / ((long)s->n_plans * s->n_optimizers * s->n_batches) % s->n_images),                       \
-        i = (int)((k) / ((long)s->n_plans * s->n_optimizers * s->n_batches * s->n_images))
 #pragma omp parallel num_threads(threads)
     {
         sim_device dev = *c->d; /* this thread's: the timing model's memo its own */
@@ -220,13 +234,13 @@ static int sweep_grid(sweep_ctx *c, err *e)
             if (writer && w == jobs) break;
             sweep_slot *sl = &slot[w % SWEEP_AHEAD];
             if (writer && w < jobs && atomic_load_explicit(&sl->ready, memory_order_acquire)) { /* the next run, in order */
-                JOB_AT(w, i, k, b, o, p);
-                bool mine;
+                const cell at = cell_of(s, w);
+                const net *n = &c->nets[at.net * s->n_images + at.image];
                 cell *cl = &c->cells[w];
-                const net *n = &c->nets[i * s->n_images + k];
+                bool mine;
                 int r = own(c, w, w, &mine, e);
-                if (!r && mine) r = sweep_write(s, n, &dev, c->calib, s->batches[b], o, p, NULL, c->f, &sl->job, cl, e);
-                if (r == SWEEP_INFEASIBLE) note_infeasible(c, w, 1, n, s->batches[b], o, s->plans[p], e);
+                if (!r && mine) r = sweep_write(s, n, &dev, c->calib, s->batches[at.batch], at.opt, at.plan, NULL, c->f, &sl->job, cl, e);
+                if (r == SWEEP_INFEASIBLE) note_infeasible(c, w, 1, n, s->batches[at.batch], at.opt, s->plans[at.plan], e);
                 if (r < 0) rc = -1, atomic_store(&stop, true);
                 cl->infeasible = r == SWEEP_INFEASIBLE, c->written += mine && !r, c->done += mine;
                 atomic_store_explicit(&sl->ready, false, memory_order_relaxed);
@@ -237,13 +251,13 @@ static int sweep_grid(sweep_ctx *c, err *e)
             long k = atomic_load(&next), limit = w + SWEEP_AHEAD < jobs ? w + SWEEP_AHEAD : jobs;
             while (k < limit && !atomic_compare_exchange_weak(&next, &k, k + 1)) {}
             if (k < limit) { /* computed here, written by thread 0 */
-                JOB_AT(k, i, k_img, b, o, p);
                 cell *cl = &c->cells[k];
                 sweep_slot *to = &slot[k % SWEEP_AHEAD];
                 to->job = (sweep_job){0};
-                if (!c->n_shards || k % c->n_shards == c->shard - 1) { /* this shard's (own) */
-                    *cl = (cell){.net = i, .image = k_img, .batch = b, .opt = o, .plan = p};
-                    sweep_compute(s, &c->nets[i * s->n_images + k_img], &dev, c->calib, s->batches[b], o, p, &to->job, cl);
+                if (is_mine(c, k)) {
+                    *cl = cell_of(s, k);
+                    sweep_compute(s, &c->nets[cl->net * s->n_images + cl->image], &dev, c->calib, s->batches[cl->batch], cl->opt,
+                                  cl->plan, &to->job, cl);
                 }
                 atomic_store_explicit(&to->ready, true, memory_order_release);
             } else if (!writer && k >= jobs) {
@@ -254,11 +268,7 @@ static int sweep_grid(sweep_ctx *c, err *e)
         }
         if (c->d->model) timing_unshare(&view);
     }
-#undef JOB_AT
-    for (long k = atomic_load(&written); k < atomic_load(&next); k++) { /* stopped: what was computed and not written */
-        sweep_job *j = &slot[k % SWEEP_AHEAD].job;
-        if (j->lowered) sched_free(&j->sc), plan_free(&j->pl), run_summary_free(&j->m), free(j->tl), free(j->tc);
-    }
+    for (long k = atomic_load(&written); k < atomic_load(&next); k++) sweep_job_free(&slot[k % SWEEP_AHEAD].job); /* stopped */
     free(slot);
     return rc;
 }

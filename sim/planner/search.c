@@ -55,8 +55,8 @@ static int64_t migrate_savable(const search_req *r, int m)
     return all;
 }
 
-/* A plan of this peak may have the smallest footprint found: nothing fits yet, and no arena planned
- * so far is below its peak (no arena is smaller than its plan's peak). */
+/* A basis plan of this peak may have the smallest footprint: nothing fits, and no basis plan's arena
+ * planned so far is below its peak (no arena is smaller than its plan's peak). */
 static bool may_be_least(const search_ctx *c, int64_t peak)
 {
     return c->least && c->basis && (c->basis_least < 0 || peak < c->out->pts[c->basis_least].footprint);

@@ -249,18 +249,19 @@ timing_model timing_share(const timing_model *m)
     return v;
 }
 
-void timing_unshare(timing_model *view)
+static void memo_free(timing_model *m)
 {
-    free(view->memo->entry), free(view->memo->how), free(view->memo);
-    view->memo = NULL;
+    if (m->memo) free(m->memo->entry), free(m->memo->how), free(m->memo);
+    m->memo = NULL;
 }
+
+void timing_unshare(timing_model *view) { memo_free(view); }
 
 double timing_margin(const timing_model *m) { return 1.2816 * sqrt(2.0) / 0.6745 * m->error; }
 
 void timing_free(timing_model *m)
 {
-    if (m->memo) free(m->memo->entry), free(m->memo->how), free(m->memo);
-    m->memo = NULL;
+    memo_free(m);
     for (int i = 0; i < m->n_key; i++) free(m->keys[i].name);
     for (int i = 0; i < m->n_cls; i++) free(m->cls[i].name);
     free(m->keys), free(m->cls);
