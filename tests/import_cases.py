@@ -287,3 +287,46 @@ def linear_on_map():
 
 def gelu_tanh():
     return nn.Sequential(nn.Conv2d(3, 4, 3), nn.GELU(approximate="tanh"), nn.Flatten())
+
+
+class Channels(nn.Module):
+    """Channels taken apart in every form the importer reads — torch.split by sizes, x.narrow, x[:, a:b],
+    x.chunk unpacked — and shuffled in both of ShuffleNet's spellings (view, transpose, view; and
+    reshape, permute, flatten), the groups' sizes read from x.size()."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 12, 3, padding=1)
+        self.conv2 = nn.Conv2d(4, 4, 3, padding=1)
+        self.conv3 = nn.Conv2d(12, 6, 1)
+        self.fc = nn.Linear(6, 5)
+
+    @staticmethod
+    def shuffle(x, g):
+        n, c, h, w = x.size()
+        return x.view(n, g, c // g, h, w).transpose(1, 2).contiguous().view(n, c, h, w)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x))
+        a, b, c = torch.split(x, [4, 6, 2], dim=1)
+        x = torch.cat((a, b, c[:, 1:2], x.narrow(1, 3, 5), self.conv2(x[:, 8:12])), 1)  # 4 + 6 + 1 + 5 + 4 channels
+        x = self.shuffle(x, 4)
+        y1, y2 = x.chunk(2, dim=1)
+        x = torch.cat((y2, y1), 1).reshape(x.shape[0], 5, 4, x.shape[2], x.shape[3]).permute(0, 2, 1, 3, 4).flatten(1, 2)
+        x = self.conv3(x[:, :12])
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def chunk_rows():
+    class ChunkRows(nn.Module):
+        def forward(self, x):
+            a, b = x.chunk(2, dim=2)
+            return a + b
+    return nn.Sequential(nn.Conv2d(3, 4, 3), ChunkRows())
+
+
+def view_5d():  # a 5-d view that is no shuffle's (its groups are not put back together)
+    class View5(nn.Module):
+        def forward(self, x):
+            return x.view(x.size(0), 2, 2, x.size(2), x.size(3)).sum(1)
+    return nn.Sequential(nn.Conv2d(3, 4, 3), View5())

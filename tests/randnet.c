@@ -87,7 +87,8 @@ static void small_net(randnet_rng *g, out *o, int h)
     put(o, "gap g in=l%d\nfc f c=2\nloss loss\n", ops - 1);
 }
 
-/* A residual block on `in` (ch channels) named l<i>: conv, relu, conv, add (every fifth: concat),
+/* A residual block on `in` (ch channels) named l<i>: conv, relu, conv, add (every fifth: concat, and
+ * every tenth that one's channels shuffled; every sixth's branch on a slice of the input's channels),
  * and sometimes a relu on the sum (in place, as in ResNets). A strided block takes a 1x1 stride-2 shortcut and may change
  * the channel count. Returns the block's output channels. */
 static int block(randnet_rng *g, out *o, int i, const char *in, int ch)
@@ -95,7 +96,13 @@ static int block(randnet_rng *g, out *o, int i, const char *in, int ch)
     bool down = randnet_below(g, 3) == 0, relu = randnet_below(g, 2);
     int k = down ? 3 + 2 * randnet_below(g, 3) : 1 + 2 * randnet_below(g, 3);
     int mid = 1 + randnet_below(g, 4), oc = down ? 1 + randnet_below(g, 4) : ch;
-    put(o, "conv l%d_a in=%s c=%d k=%d s=%d p=%d\n", i, in, mid, k, down ? 2 : 1, k / 2);
+    char branch[32];
+    snprintf(branch, sizeof branch, "%s", in);
+    if (!down && ch > 1 && i % 6 == 1) { /* every sixth block's branch reads the input's upper channels (ShuffleNetV2's split) */
+        put(o, "slice l%d_x in=%s start=%d c=%d\n", i, in, ch / 2, ch - ch / 2);
+        snprintf(branch, sizeof branch, "l%d_x", i);
+    }
+    put(o, "conv l%d_a in=%s c=%d k=%d s=%d p=%d\n", i, branch, mid, k, down ? 2 : 1, k / 2);
     put(o, "relu l%d_r in=l%d_a\n", i, i);
     put(o, "conv l%d_b in=l%d_r c=%d k=3 p=1\n", i, i, oc);
     char sc[32];
@@ -118,9 +125,12 @@ static int block(randnet_rng *g, out *o, int i, const char *in, int ch)
     char third[40] = "";
     if (cat) snprintf(third, sizeof third, ",l%d_r", i);
     else if (i % 7 == 6) snprintf(third, sizeof third, ",%s", b);
-    put(o, "%s l%d%s in=%s,%s%s\n", join, i, relu ? "_sum" : "", b, sc, third);
-    if (relu) put(o, "relu l%d in=l%d_sum\n", i, i);
-    return cat ? oc + (down ? oc : ch) + mid : oc;
+    int out_ch = cat ? oc + (down ? oc : ch) + mid : oc;
+    bool shuffle = cat && i % 10 == 9 && out_ch % 2 == 0; /* and every other concat's channels shuffled in two groups */
+    put(o, "%s l%d%s in=%s,%s%s\n", join, i, relu || shuffle ? "_sum" : "", b, sc, third);
+    if (shuffle) put(o, "shuffle l%d%s in=l%d_sum groups=2\n", i, relu ? "_sh" : "", i);
+    if (relu) put(o, "relu l%d in=l%d%s\n", i, i, shuffle ? "_sh" : "_sum");
+    return out_ch;
 }
 
 /* Wider nets for the closed form: the shapes a user's net has (odd sizes, stride-2 convolutions

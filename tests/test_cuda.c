@@ -234,6 +234,7 @@ int main(int argc, char **argv)
         check("updown", NULL, plans, 5, 1e-6, cpu, cu); /* upsampling, skips across heights */
         check("unet-small", NULL, plans, 5, 1e-6, cpu, cu); /* concatenated skips */
         check("squeeze-small", NULL, plans, 5, 1e-6, cpu, cu); /* ceil-mode max pooling: windows past the map's end */
+        check("shuffle-small", "train", plans, 5, 1e-6, cpu, cu); /* channel slices and shuffles */
         codecs(cu);
         char *encoded[] = {"layer+gist", "2ps:4+gist+dpr:bf16", "ckpt-sqrt+dpr:fp8", "vdnn-all+gist:binarize"};
         check("vgg-small", NULL, encoded, 4, 1e-6, cpu, cu);

@@ -164,6 +164,7 @@ static void small_suite(void)
         require_lower = true;
         check_small("unet-small", NULL); /* concatenated skips, upsampling, batch norm in train mode */
         check_small("squeeze-small", NULL); /* ceil-mode max pooling (windows past the map's end), fire modules */
+        check_small("shuffle-small", "train"); /* channel slices and shuffles (ShuffleNetV2's blocks) */
         require_lower = false; /* upconv's skips too: ckpt:2 has no cut inside the encoder-decoder */
         check_small("upconv", NULL); /* transposed convolutions (2x2 stride 2; 3x3 stride 2, output padding, grouped) */
         require_lower = true;

@@ -4,7 +4,8 @@
     python3 tests/test_import.py LRCNN_BINARY
 
 1. Every module it converts — torchvision's mobilenet_v2, mobilenet_v3_large, resnet50, vgg16, densenet121, efficientnet_b0,
-   convnext_tiny, mnasnet1_0, squeezenet1_0 and 1_1 (ceil-mode pooling), googlenet and inception_v3 (their main
+   convnext_tiny, mnasnet1_0, shufflenet_v2_x0_5 and x1_0 (channel slices and shuffles), squeezenet1_0 and 1_1
+   (ceil-mode pooling), googlenet and inception_v3 (their main
    output: the auxiliary heads, which only training runs, are left out and not counted), the segmentation
    models fcn_resnet50, deeplabv3_resnet50 and lraspp_mobilenet_v3_large (a dict's 'out', dilated backbones,
    bilinear interpolation to the input's size) and the test modules
@@ -12,8 +13,11 @@
    of the PyTorch module and its multiply-accumulates per image (counted on the module by forward
    hooks: a convolution's output values x its input channels per group x kernel area, a Linear's
    in x out).
-1b. SqueezeNet 1.1, GoogLeNet, Inception-v3, FCN-ResNet50 and LR-ASPP, imported small, run `layer` and
+1b. SqueezeNet 1.1, GoogLeNet, Inception-v3, FCN-ResNet50, LR-ASPP and ShuffleNetV2, imported small, run `layer` and
    `2ps:4` on the engine for one iteration: measured peak = replay, gradients within 1e-4 of `layer`'s.
+1c. ShuffleNetV2 and tests/import_cases.py:Channels (every spelling of a channel split and shuffle)
+   compute the module's logits: the imported net rebuilt in PyTorch by tests/torch_net.py with the
+   module's weights.
 2. torchvision's vgg16 (without its dropouts) and resnet50 come out as nets/vgg16.net and
    nets/resnet50.net layer for layer: the same kinds, keys (defaults filled in) and connections,
    names aside (the importer names after torchvision's modules, the shipped files after the paper).
@@ -40,6 +44,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 sys.path.insert(0, HERE)
 import import_cases  # noqa: E402
 import netstat  # noqa: E402
+import torch_net  # noqa: E402
 
 TOOL = os.path.join(ROOT, "tools", "torch2net.py")
 CASES = os.path.join(HERE, "import_cases.py")
@@ -87,6 +92,29 @@ def torch_counts(model, image):
     return sum(params.values()), sum(macs)
 
 
+def same_function(path, model, image):
+    """The worst difference between the module's logits and those of the net imported from it, the
+    net rebuilt in PyTorch by tests/torch_net.py (independently of lrcnn) with the module's own
+    weights (the importer names layers after modules), batch norm in eval mode on both sides."""
+    _, layers = torch_net.parse_net(path)
+    ref = torch_net.RefNet(layers)
+    state = model.state_dict()
+    for name, m in ref.module_of.items():
+        for k, t in m.state_dict().items():
+            t.copy_(state[name + "." + k])
+    model.eval(), ref.set_bn("frozen")
+    x = torch.randn(2, 3, image, image, generator=torch.Generator().manual_seed(5))
+    v = {}
+    with torch.no_grad():
+        want = model(x)
+        for l in layers:
+            if l.kind == "loss":
+                got = v[l.inputs[0]]
+                break
+            v[l.name] = ref.layer_out(l, [v[i] for i in l.inputs], x, None)
+    return float((got.reshape(want.shape) - want).abs().max() / want.abs().max())
+
+
 def structure(path):
     """(kind, keys with defaults, input positions) per layer, in the parser's order."""
     layers = netstat.parse(path)
@@ -108,7 +136,10 @@ def main(lrcnn):
               (CASES + ":FunctionalPools", import_cases.FunctionalPools, 15), ("mnasnet1_0", torchvision.models.mnasnet1_0, 224),
               # ceil-mode max pooling; GoogLeNet's and Inception-v3's auxiliary heads left out (their main output)
               ("squeezenet1_0", torchvision.models.squeezenet1_0, 224), ("squeezenet1_1", torchvision.models.squeezenet1_1, 96),
-              ("googlenet", torchvision.models.googlenet, 224), ("inception_v3", torchvision.models.inception_v3, 299)]
+              ("googlenet", torchvision.models.googlenet, 224), ("inception_v3", torchvision.models.inception_v3, 299),
+              # channel slices (x.chunk) and shuffles
+              ("shufflenet_v2_x0_5", torchvision.models.shufflenet_v2_x0_5, 224),
+              ("shufflenet_v2_x1_0", torchvision.models.shufflenet_v2_x1_0, 224), (CASES + ":Channels", import_cases.Channels, 10)]
     seg = torchvision.models.segmentation  # dict outputs, dilated backbones, bilinear interpolation to the input's size
     models += [(name, lambda f=getattr(seg, name): f(weights=None, weights_backbone=None), 64)
                for name in ("fcn_resnet50", "deeplabv3_resnet50", "lraspp_mobilenet_v3_large")]
@@ -132,8 +163,16 @@ def main(lrcnn):
     # the models whose import needed ceil-mode pooling or the main output run, small, on the engine:
     # `layer` and `2ps:4`, one iteration, measured peak = replay, gradients equal (BN frozen: train
     # mode's fp32 floor on an untrained net is far above any tolerance, tools/fp64_floor.py)
+    # channel selections as the module computes them: the imported lines, in PyTorch, give its logits
+    for spec, make, image in ((CASES + ":Channels", import_cases.Channels, 10), ("shufflenet_v2_x0_5", torchvision.models.shufflenet_v2_x0_5, 64)):
+        out = os.path.join(tmp, spec.rsplit(":", 1)[-1] + "-same.net")
+        torch.manual_seed(3)
+        r = convert(spec, out, "--image", str(image))
+        d = same_function(out, make(), image) if not r.returncode else float("inf")
+        check(d <= 1e-5, "%s: the imported net computes the module's logits (worst difference %.1e of their largest)" % (spec, d))
+
     for name, image in (("squeezenet1_1", 64), ("googlenet", 64), ("inception_v3", 80), ("fcn_resnet50", 64),
-                        ("lraspp_mobilenet_v3_large", 64)):
+                        ("lraspp_mobilenet_v3_large", 64), ("shufflenet_v2_x0_5", 64)):
         net, res = os.path.join(tmp, name + "-small.net"), os.path.join(tmp, name + "-small.h5")
         r = convert(name, net, "--image", str(image), *(["--pixel-loss"] if name.endswith(pixel) else []))
         v = subprocess.run([lrcnn, "validate", "--net", net, "--batch", "2", "--plan", "layer,2ps:4", "--iters", "1", "--bn", "frozen",
@@ -169,18 +208,14 @@ def main(lrcnn):
     refusals = [("Cat65", "at most 64"), ("CatRows", "dimension 2"), ("Mul", "only of two tensors"), ("nonsquare", "not square"), ("reflect", "padding_mode"),
                 ("ceil_pool", "ceil_mode"), ("bicubic", "bicubic"), ("linear_on_map", "Linear on a 4-d"),
                 ("gelu_tanh", "approximate"), ("layernorm_last", "LayerNorm over the last"),
-                ("mean_channels", "only over H and W"), ("permute_hw", "only to channels-last")]
+                ("mean_channels", "only over H and W"), ("permute_hw", "only to channels-last"),
+                ("chunk_rows", "chunk along dimension 2"), ("view_5d", "only a channel shuffle")]
     for case, says in refusals:
         out = os.path.join(tmp, case + ".net")
         r = convert(CASES + ":" + case, out)
         lines = r.stderr.strip().splitlines()
         ok = r.returncode == 2 and len(lines) == 1 and says in lines[0] and "node '" in lines[0] and not os.path.exists(out)
         check(ok, "refused %s: exit %d, %s" % (case, r.returncode, lines[-1] if lines else "(no message)"))
-    out = os.path.join(tmp, "shufflenet.net")  # not yet representable: one line naming the module and the construct
-    r = convert("shufflenet_v2_x0_5", out)
-    lines = r.stderr.strip().splitlines()
-    check(r.returncode == 2 and len(lines) == 1 and "module 'stage2.0' (InvertedResidual)" in lines[0] and "chunk" in lines[0]
-          and not os.path.exists(out), "refused shufflenet_v2_x0_5: exit %d, %s" % (r.returncode, lines[-1] if lines else "(no message)"))
     seg = open(os.path.join(tmp, "Seg.net")).read().splitlines()[-1].split()
     check(seg[0] == "loss" and "pixel=1" in seg, "--pixel-loss ends the net in: %s" % " ".join(seg))
     r = convert("resnet50", os.path.join(tmp, "r.net"), "--pixel-loss")

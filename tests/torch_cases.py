@@ -306,6 +306,9 @@ def cases():
         else:
             c.append(("gen-%s/%s" % (g, opt), "gen:" + g, None, 3, opt, "layer", None))
     # last, so that every case above keeps its seed: ceil-mode max pooling (windows past the map's end)
+    sh = os.path.join(NETS, "shuffle-small.net")  # channel slices and shuffles, batch norm in train mode
+    c += [("shuffle-small/sgd/bn-train", sh, None, 4, "sgd", "layer", "train"),
+          ("shuffle-small/adam/2ps:3", sh, None, 4, "adam", "2ps:3", "train")]
     sq = os.path.join(NETS, "squeeze-small.net")
     c += [("squeeze-small/sgd", sq, None, 4, "sgd", "layer", None), ("squeeze-small/adam/2ps:3", sq, None, 4, "adam", "2ps:3", None)]
     return c

@@ -49,6 +49,8 @@ KINDS = {
     "gnorm": (("groups",), {"eps": 1e-5}),
     "lnorm": ((), {"eps": 1e-5}),
     "scale": ((), {}),
+    "slice": (("c",), {"start": 0}),
+    "shuffle": (("groups",), {}),
     "convt": (("c", "k"), {"s": 1, "p": 0, "op": 0, "d": 1, "bias": 1, "groups": 1}),
 }
 FLOAT_KEYS = ("eps", "momentum", "slope")  # and dropout's p (a pool's p is its padding)
@@ -237,6 +239,14 @@ def infer_shapes(path, order, by_name):
             if ins[0][0] != ins[1][0] or (ins[0] != ins[1] and not any(scale)):
                 raise NetError("%s: mul of shapes %s and %s" % (where, ins[0], ins[1]))
             l.shape = ins[1] if scale[0] else ins[0]
+        elif l.kind == "slice":
+            if a["start"] + a["c"] > x[0]:
+                raise NetError("%s: slice of channels %d..%d of %d" % (where, a["start"], a["start"] + a["c"] - 1, x[0]))
+            l.shape = (a["c"],) + x[1:]
+        elif l.kind == "shuffle":
+            if x[0] % a["groups"]:
+                raise NetError("%s: %d groups of %d channels" % (where, a["groups"], x[0]))
+            l.shape = x
         elif l.kind == "concat":
             if any(i[1:] != ins[0][1:] for i in ins):
                 raise NetError("%s: concat of shapes %s" % (where, ins))
@@ -354,6 +364,11 @@ class RefNet(torch.nn.Module):
             y = F.interpolate(src[0], scale_factor=a["scale"], mode="bilinear", align_corners=bool(a["align"]))
         elif l.kind == "concat":
             y = torch.cat(src, 1)
+        elif l.kind == "slice":  # a view, as torch.chunk's and torch.narrow's
+            y = src[0].narrow(1, a["start"], a["c"])
+        elif l.kind == "shuffle":  # torchvision's channel_shuffle
+            n, ch, h, w = src[0].shape
+            y = src[0].view(n, a["groups"], ch // a["groups"], h, w).transpose(1, 2).contiguous().view(n, ch, h, w)
         elif l.kind == "mul":
             y = src[0] * src[1]  # a (N, C, 1, 1) side broadcasts
         elif l.kind == "loss":

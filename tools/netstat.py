@@ -37,6 +37,8 @@ KEYS = {  # kind: {key: default or None if required}
     "gnorm": {"groups": None, "eps": 1e-5},
     "lnorm": {"eps": 1e-5},
     "concat": {},
+    "slice": {"start": 0, "c": None},
+    "shuffle": {"groups": None},
     "convt": {"c": None, "k": None, "s": 1, "p": 0, "op": 0, "d": 1, "bias": 1, "groups": 1},
 }
 NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
@@ -191,6 +193,12 @@ def infer(layers, path):
             o = (sum(i[0] for i in ins),) + x[1:]
         elif k in ("upsample", "bilinear"):
             o = (x[0], x[1] * a["scale"], x[2] * a["scale"])
+        elif k == "slice":
+            if a["start"] + a["c"] > x[0]:
+                raise NetError(f"{where}: slice past the input's {x[0]} channels")
+            o = (a["c"],) + x[1:]
+        elif k == "shuffle" and x[0] % a["groups"]:
+            raise NetError(f"{where}: {a['groups']} groups do not divide {x[0]} channels")
         else:  # relu and the other activations, loss
             o = x
         if min(o) < 1:

@@ -16,7 +16,9 @@ its values, or with --pixel-loss a segmentation's, (N, classes, H, W) with a lab
 that returns several (a tuple, a dict such as {'out', 'aux'}, a named tuple such as GoogLeNet's and
 Inception-v3's with their auxiliary heads) gives its main output (the first, or 'out'), and the
 layers only the others use are left out, with a note on stderr. Max pooling with ceil_mode=True
-becomes `maxpool ... ceil=1` (SqueezeNet, GoogLeNet).
+becomes `maxpool ... ceil=1` (SqueezeNet, GoogLeNet). Channels taken apart (x.chunk, torch.split,
+x.narrow, x[:, a:b]) become `slice` lines, and a channel shuffle written as ShuffleNet's (view to
+(N, g, C/g, H, W), transpose(1, 2), view back) a `shuffle` line (tools/torch2net_channels.py).
 
 What it cannot represent it refuses, naming the node: a kind the format lacks (bicubic upsampling,
 a permute, LayerNorm, ...), or a module configured beyond it (a non-square pool, reflect padding,
@@ -51,6 +53,7 @@ import torch.fx as fx
 import torch.nn as nn
 from torch.fx.passes.shape_prop import ShapeProp
 
+from torch2net_channels import Channels, UnpackingProxy, is_size
 from torch2net_modules import (ELEMENTWISE, FUNCTIONS, MODULES, NET_MAX_IN, NET_NAME_MAX, Refused,
                                adaptive, fmt_float, is_layernorm2d, keys, main_output, pool, upsample)
 
@@ -78,6 +81,9 @@ class ScopeTracer(fx.Tracer):
         finally:
             self.scope.pop()
 
+    def proxy(self, node):
+        return UnpackingProxy(node, self)
+
     def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None, *rest, **kw):
         proxy = super().create_proxy(kind, target, args, kwargs, name, type_expr, *rest, **kw)
         proxy.node.meta["scope"] = self.scope[-2] if kind == "call_module" else self.scope[-1]
@@ -100,6 +106,7 @@ class Converter:
         self.lines, self.names, self.alias = [], set(), {}
         self.cl = set()     # nodes holding a map permuted to channels-last, (N, H, W, C)
         self.attrs = {}     # get_attr nodes of a (C, 1, 1) parameter: their targets
+        self.channels_of = Channels(self)  # slices and shuffles of channels
 
     def unique(self, base):
         """base, or base_1, base_2, ... when taken; a name longer than the format's 47 characters keeps
@@ -143,7 +150,9 @@ class Converter:
 
     @staticmethod
     def is_shape(node):
-        """x.shape, or an item or slice of it: sizes, not data."""
+        """x.shape, x.size(), or an item, slice or quotient of them: sizes, not data."""
+        if is_size(node):
+            return True
         if node.op != "call_function":
             return False
         if node.target is getattr and len(node.args) == 2 and node.args[1] == "shape":
@@ -207,6 +216,8 @@ class Converter:
         if node.op == "call_method" and node.target == "size":  # x.size(0) for a view: shape, not data
             return
         if self.is_shape(node):  # x.shape, x.shape[-2:]: a size for interpolate, not data
+            return
+        if self.channels_of.handles(node, where):
             return
         if node.op == "call_function" and function_name(node) == "stochastic_depth":
             self.stochastic_depth(node, where)
@@ -379,8 +390,6 @@ class Converter:
             graph = tracer.trace(self.model)
         except Exception as e:  # data-dependent control flow, unsupported Python, a bug in the module
             msg = str(e).strip().split(". ")[0].splitlines()[0] if str(e).strip() else ""
-            if "cannot be iterated" in msg:
-                msg += " (its forward unpacks a tensor's chunks or sizes: x.chunk(...), x.size())"
             where = "module '%s' (%s)" % tracer.failed_in if tracer.failed_in else "it"
             raise Refused("torch.fx cannot trace %s: %s: %s" % (where, type(e).__name__, msg))
         if self.channels is None:

@@ -9,9 +9,6 @@
 
 #include "engine/cpu/ops_cpu.h"
 
-/* Elements of one channel plane in rows [a, b). */
-static int64_t plane_len(const ten *t, int a, int b) { return (int64_t)(b - a) * t->w; }
-
 /* y = (x - mean) * invstd * gamma + beta per channel. Train: mean and biased variance over N,
  * rows [a, b) and W (a band's own statistics); the running ones, when update_running, move by
  * momentum toward the batch mean and the *unbiased* variance (PyTorch). Frozen: running ones.
@@ -21,7 +18,7 @@ void bn_cpu_forward(const ops_call *c)
     const net_layer *l = c->l;
     const ten *x = &c->x[0], *y = &c->y; /* (N, C, H, W) both */
     int C = x->c, a = c->a, b = c->b;
-    int64_t len = plane_len(x, a, b), M = (int64_t)x->n * len; /* values per channel */
+    int64_t len = cpu_plane_len(x, a, b), M = (int64_t)x->n * len; /* values per channel */
     float eps = l->u.bn.eps, mom = l->u.bn.momentum;
     const float *gamma = c->w, *beta = c->w + C;
     CHECK(c->stats != NULL);
@@ -89,7 +86,7 @@ void bn_cpu_backward(const ops_call *c)
     const net_layer *l = c->l;
     const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy;
     int C = dy->c, a = c->a, b = c->b;
-    int64_t len = plane_len(dy, a, b), M = (int64_t)dy->n * len;
+    int64_t len = cpu_plane_len(dy, a, b), M = (int64_t)dy->n * len;
     bool train = c->bn != OPS_BN_FROZEN, map = c->bn == OPS_BN_MAP, need_sums = c->bn == OPS_BN_TRAIN || c->dw;
     int own_a = map ? c->own_a : a, own_b = map ? c->own_b : b;
     if (map) CHECK(c->sums != NULL && own_a >= a && own_b <= b && c->count > 0);
@@ -130,7 +127,7 @@ void bn_cpu_backward(const ops_call *c)
         float k = gamma[ch] * invstd[ch];
         float mdy = (float)(sdy / (double)M), mdyx = (float)(sdyx / (double)M);
         if (map) mdy = (float)(c->sums[ch] / (double)c->count), mdyx = (float)(c->sums[C + ch] / (double)c->count);
-        int64_t own0 = plane_len(dy, a, own_a), own1 = plane_len(dy, a, own_b); /* the owned rows' values */
+        int64_t own0 = cpu_plane_len(dy, a, own_a), own1 = cpu_plane_len(dy, a, own_b); /* the owned rows' values */
         for (int n = 0; n < dy->n; n++) {
             const float *dyr = cpu_row(dy, n, ch, a);
             float *dxr = cpu_row(dx, n, ch, a);
@@ -181,7 +178,7 @@ void bn_cpu_stats(const ops_call *c, ops_stats what)
     bool grad = what == OPS_STATS_DY;
     cpu_check_rows(x, a, b, c->in_h[0]);
     if (grad) cpu_check_rows(dy, a, b, l->h);
-    int64_t len = plane_len(x, a, b);
+    int64_t len = cpu_plane_len(x, a, b);
     const float *mean = c->stats, *invstd = c->stats + C;
 #pragma omp parallel for schedule(static) if (cpu_parallel((int64_t)C * x->n * len))
     for (int ch = 0; ch < C; ch++) {

@@ -51,8 +51,6 @@ bool cpu_dx_store(const ops_call *c, int j)
     return false;
 }
 
-/* Elements of one channel plane in rows [a, b). */
-static int64_t plane_len(const ten *t, int a, int b) { return (int64_t)(b - a) * t->w; }
 
 /* Full maps only (fc, gap, apool, loss): the view holds every row. */
 void cpu_check_full(const ten *t, int full_h)
@@ -85,7 +83,7 @@ static void relu_forward(const ops_call *c)
     cpu_check_rows(x, c->a, c->b, c->in_h[0]);
     cpu_check_rows(y, c->a, c->b, c->l->h);
     if (x->p == y->p) CHECK(x->row0 == y->row0 && x->h == y->h);
-    int64_t len = plane_len(x, c->a, c->b);
+    int64_t len = cpu_plane_len(x, c->a, c->b);
 #pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)x->n * x->c * len))
     for (int n = 0; n < x->n; n++)
         for (int ch = 0; ch < x->c; ch++) {
@@ -106,7 +104,7 @@ static void relu_backward(const ops_call *c)
     if (!dx->p) return;
     int a = c->a, b = c->b;
     bool store = pointwise_dx_begin(c, m, c->l->h);
-    int64_t len = plane_len(dy, a, b);
+    int64_t len = cpu_plane_len(dy, a, b);
 #pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dy->n * dy->c * len))
     for (int n = 0; n < dy->n; n++)
         for (int ch = 0; ch < dy->c; ch++) {
@@ -120,82 +118,6 @@ static void relu_backward(const ops_call *c)
                 dxr[i] = store ? g : dxr[i] + g;
             }
         }
-}
-
-/* --- add and concat --------------------------------------------------------------------------- */
-
-/* y = x0 + x1 + ..., left to right as PyTorch's chain of adds. */
-static void add_forward(const ops_call *c)
-{
-    const ten *y = &c->y; /* (N, C, H, W), as every input */
-    cpu_check_rows(y, c->a, c->b, c->l->h);
-    for (int j = 0; j < c->l->n_in; j++) cpu_check_rows(&c->x[j], c->a, c->b, c->in_h[j]);
-    int64_t len = plane_len(y, c->a, c->b);
-    int m = c->l->n_in;
-#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)y->n * y->c * len * m))
-    for (int n = 0; n < y->n; n++)
-        for (int ch = 0; ch < y->c; ch++) {
-            const float *ar = cpu_row(&c->x[0], n, ch, c->a), *br = cpu_row(&c->x[1], n, ch, c->a);
-            float *yr = cpu_row(y, n, ch, c->a);
-            for (int64_t i = 0; i < len; i++) yr[i] = ar[i] + br[i];
-            for (int j = 2; j < m; j++) {
-                const float *xr = cpu_row(&c->x[j], n, ch, c->a);
-                for (int64_t i = 0; i < len; i++) yr[i] += xr[i];
-            }
-        }
-}
-
-/* Input j's gradient, channels [off, off + C_j) of dy, into the gradient of the tensor it reads:
- * dx[j], or, where the layer read that tensor at an earlier place i (net_input_first), dx[i],
- * which the scheduler gave the gradient and which has its first contribution already. */
-static void dx_from_channels(const ops_call *c, int j, int off)
-{
-    int i = net_input_first(c->l, j);
-    const ten *dx = &c->dx[i], *dy = &c->dy;
-    if (!dx->p) return;
-    bool store = i == j && cpu_dx_store(c, j);
-    cpu_check_rows(dx, c->a, c->b, c->in_h[j]);
-    int64_t len = plane_len(dy, c->a, c->b);
-#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dx->n * dx->c * len))
-    for (int n = 0; n < dx->n; n++)
-        for (int ch = 0; ch < dx->c; ch++) {
-            const float *dyr = cpu_row(dy, n, off + ch, c->a);
-            float *dxr = cpu_row(dx, n, ch, c->a);
-            if (store)
-                for (int64_t k = 0; k < len; k++) dxr[k] = dyr[k];
-            else
-                for (int64_t k = 0; k < len; k++) dxr[k] += dyr[k];
-        }
-}
-
-/* dx_j = dy for every input. */
-static void add_backward(const ops_call *c)
-{
-    cpu_check_rows(&c->dy, c->a, c->b, c->l->h);
-    for (int j = 0; j < c->l->n_in; j++) dx_from_channels(c, j, 0);
-}
-
-/* y = (x0, x1, ...) along channels, rows [a, b). */
-static void concat_forward(const ops_call *c)
-{
-    const ten *y = &c->y;
-    cpu_check_rows(y, c->a, c->b, c->l->h);
-    int64_t len = plane_len(y, c->a, c->b);
-    for (int j = 0, off = 0; j < c->l->n_in; off += c->in_c[j], j++) {
-        const ten *x = &c->x[j];
-        cpu_check_rows(x, c->a, c->b, c->in_h[j]);
-#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)x->n * x->c * len))
-        for (int n = 0; n < x->n; n++)
-            for (int ch = 0; ch < x->c; ch++)
-                memcpy(cpu_row(y, n, off + ch, c->a), cpu_row(x, n, ch, c->a), (size_t)len * sizeof(float));
-    }
-}
-
-/* dx_j = dy's channels of input j. */
-static void concat_backward(const ops_call *c)
-{
-    cpu_check_rows(&c->dy, c->a, c->b, c->l->h);
-    for (int j = 0, off = 0; j < c->l->n_in; off += c->in_c[j], j++) dx_from_channels(c, j, off);
 }
 
 /* --- product (mul) --------------------------------------------------------------------------- */
@@ -256,7 +178,7 @@ static void scale_forward(const ops_call *c)
     const ten *x = &c->x[0], *y = &c->y;
     cpu_check_rows(x, c->a, c->b, c->in_h[0]);
     cpu_check_rows(y, c->a, c->b, c->l->h);
-    int64_t len = plane_len(y, c->a, c->b);
+    int64_t len = cpu_plane_len(y, c->a, c->b);
 #pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)y->n * y->c * len))
     for (int n = 0; n < y->n; n++)
         for (int ch = 0; ch < y->c; ch++) {
@@ -270,7 +192,7 @@ static void scale_forward(const ops_call *c)
 static void scale_backward(const ops_call *c)
 {
     const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy;
-    int64_t len = plane_len(dy, c->a, c->b);
+    int64_t len = cpu_plane_len(dy, c->a, c->b);
     cpu_check_rows(dy, c->a, c->b, c->l->h);
     if (c->dw) {
         cpu_check_rows(x, c->a, c->b, c->in_h[0]);
@@ -391,7 +313,7 @@ static void act_forward(const ops_call *c)
     cpu_check_rows(x, c->a, c->b, c->in_h[0]);
     cpu_check_rows(y, c->a, c->b, c->l->h);
     if (x->p == y->p) CHECK(x->row0 == y->row0 && x->h == y->h);
-    int64_t len = plane_len(x, c->a, c->b);
+    int64_t len = cpu_plane_len(x, c->a, c->b);
     int kind = c->l->kind;
     float slope = ACT_SLOPE(c->l);
 #pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)x->n * x->c * len))
@@ -408,7 +330,7 @@ static void act_backward(const ops_call *c)
     if (!dx->p) return;
     int a = c->a, b = c->b;
     bool store = pointwise_dx_begin(c, m, keeps_y ? c->l->h : c->in_h[0]);
-    int64_t len = plane_len(dy, a, b);
+    int64_t len = cpu_plane_len(dy, a, b);
     int kind = c->l->kind;
     float slope = ACT_SLOPE(c->l);
 #pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dy->n * dy->c * len))
@@ -431,7 +353,7 @@ static void dropout_forward(const ops_call *c)
     bool sample = c->l->u.dropout.sample;
     if (sample && c->mask)
         for (int n = 0; n < x->n; n++) c->mask[n] = (uint8_t)drop_keep(c->key, n, p);
-#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)x->n * x->c * plane_len(x, a, b)))
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)x->n * x->c * cpu_plane_len(x, a, b)))
     for (int n = 0; n < x->n; n++)
         for (int ch = 0; ch < x->c; ch++) {
             const float *xr = cpu_row(x, n, ch, a);
@@ -459,7 +381,7 @@ static void dropout_backward(const ops_call *c)
     cpu_check_rows(dx, a, b, c->in_h[0]);
     bool store = cpu_dx_store(c, 0);
     float scale = drop_scale(c->l->u.dropout.p);
-    int64_t len = plane_len(dy, a, b);
+    int64_t len = cpu_plane_len(dy, a, b);
 #pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dy->n * dy->c * len))
     for (int n = 0; n < dy->n; n++)
         for (int ch = 0; ch < dy->c; ch++) {
@@ -487,7 +409,7 @@ static const struct {
     [NET_CONV] = {conv_cpu_forward, conv_cpu_backward},  [NET_CONVT] = {convt_cpu_forward, convt_cpu_backward},  [NET_RELU] = {relu_forward, relu_backward},
     [NET_MAXPOOL] = {maxpool_cpu_forward, maxpool_cpu_backward}, [NET_AVGPOOL] = {avgpool_cpu_forward, avgpool_cpu_backward},
     [NET_BN] = {bn_cpu_forward, bn_cpu_backward, bn_cpu_stats},  [NET_FC] = {fc_cpu_forward, fc_cpu_backward},
-    [NET_ADD] = {add_forward, add_backward},             [NET_GAP] = {gap_cpu_forward, gap_cpu_backward},
+    [NET_ADD] = {add_cpu_forward, add_cpu_backward},             [NET_GAP] = {gap_cpu_forward, gap_cpu_backward},
     [NET_APOOL] = {apool_cpu_forward, apool_cpu_backward},       [NET_LOSS] = {loss_forward, loss_backward},
     [NET_SIGMOID] = {act_forward, act_backward},         [NET_RELU6] = {act_forward, act_backward},
     [NET_LEAKY] = {act_forward, act_backward},           [NET_SILU] = {act_forward, act_backward},
@@ -495,8 +417,9 @@ static const struct {
     [NET_DROPOUT] = {dropout_forward, dropout_backward}, [NET_UPSAMPLE] = {upsample_cpu_forward, upsample_cpu_backward},
     [NET_BILINEAR] = {bilinear_cpu_forward, bilinear_cpu_backward}, [NET_GNORM] = {gnorm_cpu_forward, gnorm_cpu_backward},
     [NET_LNORM] = {lnorm_cpu_forward, lnorm_cpu_backward}, [NET_SCALE] = {scale_forward, scale_backward},
-    [NET_CONCAT] = {concat_forward, concat_backward}, [NET_HSIGMOID] = {act_forward, act_backward},
-    [NET_MUL] = {mul_forward, mul_backward},
+    [NET_CONCAT] = {concat_cpu_forward, concat_cpu_backward}, [NET_HSIGMOID] = {act_forward, act_backward},
+    [NET_MUL] = {mul_forward, mul_backward}, [NET_SLICE] = {channels_cpu_forward, channels_cpu_backward},
+    [NET_SHUFFLE] = {channels_cpu_forward, channels_cpu_backward},
 };
 
 static void cpu_forward(const ops_call *c)

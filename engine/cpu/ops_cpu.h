@@ -1,7 +1,7 @@
 /* ops_cpu: what the files of the CPU backend share. ops_cpu.c holds the table, the pointwise, loss
  * and dropout kernels and the optimizers; pool_cpu.c pooling and resampling; conv_cpu.c the two
  * kernels that are matrix products (convolution and fully connected), through CBLAS sgemm;
- * bn_cpu.c the normalizations.
+ * bn_cpu.c the normalizations; join_cpu.c add, concat and the channel selections.
  *
  * Conventions (those of ops.h): rows are full-map indices; a tensor view holds rows
  * [row0, row0 + h). Weight gradients are += across bands; an input gradient is = for its first
@@ -33,6 +33,9 @@ void cpu_dx_begin(const ops_call *c, int j);
  * and reading it back; false when it must add (+=), the view zeroed first unless it accumulates. */
 bool cpu_dx_store(const ops_call *c, int j);
 
+/* Elements of one channel plane of view t in rows [a, b). */
+static inline int64_t cpu_plane_len(const ten *t, int a, int b) { return (int64_t)(b - a) * t->w; }
+
 /* CHECKs that view t holds its whole map (fc, gap, apool, loss, mul). */
 void cpu_check_full(const ten *t, int full_h);
 
@@ -61,6 +64,12 @@ void upsample_cpu_forward(const ops_call *c);
 void upsample_cpu_backward(const ops_call *c);
 void bilinear_cpu_forward(const ops_call *c);
 void bilinear_cpu_backward(const ops_call *c);
+void add_cpu_forward(const ops_call *c);
+void add_cpu_backward(const ops_call *c);
+void concat_cpu_forward(const ops_call *c);
+void concat_cpu_backward(const ops_call *c);
+void channels_cpu_forward(const ops_call *c);  /* slice and shuffle */
+void channels_cpu_backward(const ops_call *c);
 
 /* The encodings of kept maps (codec_cpu.c; ops.h: encode, decode). */
 int64_t cpu_codec_encode(const ops_codec *m, const void *x, void *out, void *scratch);

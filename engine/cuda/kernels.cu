@@ -1,4 +1,4 @@
-// kernels: see kernels.h. This file: copies, optimizers, bias, add, product, concat, activations,
+// kernels: see kernels.h. This file: copies, optimizers, bias, add, product, concat, channel selections, activations,
 // dropout and scale; the families beside it: kpool.cu (pooling and resampling), knorm.cu
 // (normalizations), kloss.cu (the loss, fc bias gradient, transposed convolution).
 #include <math.h>
@@ -181,6 +181,32 @@ extern "C" void k_concat_fwd(cudaStream_t st, kview x, kview y, int off, int a, 
     int64_t n = (int64_t)x.n * x.c * (b - a) * x.w;
     if (n) {
         concat_fwd<<<blocks(n), T, 0, st>>>(x, y, off, a, b);
+        LAUNCHED();
+    }
+}
+
+/* channel selections: the input channel output channel o copies (sim/net/net.h: net_channel_src) */
+__device__ static int chan_src(kchan m, int o) { return m.groups ? o % m.groups * (m.in_c / m.groups) + o / m.groups : m.start + o; }
+
+/* forward: y's channel o = x's channel chan_src(o); backward (!fwd, x and y being dx and dy): dx's
+ * channel chan_src(o) += dy's channel o. Rows [a, b), one thread a value of y. */
+__global__ static void channels_k(kview x, kview y, kchan m, int a, int b, bool fwd)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)y.n * y.c * (b - a) * y.w) return;
+    pos q = decompose(i, y.c, a, b, y.w);
+    float *xv = &at(x, q.n, chan_src(m, q.c), q.r)[q.col], *yv = &at(y, q.n, q.c, q.r)[q.col];
+    if (fwd)
+        *yv = *xv;
+    else
+        *xv += *yv;
+}
+
+extern "C" void k_channels(cudaStream_t st, kview x, kview y, kchan m, int a, int b, bool fwd)
+{
+    int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
+    if (n) {
+        channels_k<<<blocks(n), T, 0, st>>>(x, y, m, a, b, fwd);
         LAUNCHED();
     }
 }

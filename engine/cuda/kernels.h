@@ -45,6 +45,10 @@ void k_mul_fwd(cudaStream_t st, kview a, kview b, kview y);
 void k_mul_bwd(cudaStream_t st, kview dx, kview dy, kview o, kview x2);
 /* concat: y's channels [off, off + x.c) = x, rows [a, b) */
 void k_concat_fwd(cudaStream_t st, kview x, kview y, int off, int a, int b);
+/* slice (groups 0: channels [start, start + y.c) of in_c) and shuffle (groups > 0): net_channel_src */
+typedef struct { int start, groups, in_c; } kchan;
+/* fwd: y rows [a, b) = x's selected channels; else x rows [a, b) (a gradient) += y's (dy) at them */
+void k_channels(cudaStream_t st, kview x, kview y, kchan m, int a, int b, bool fwd);
 /* dx rows [a, b) += scale * dy's channels [off, off + dx.c) (add: off 0; concat: its input's place) */
 void k_acc_rows(cudaStream_t st, kview dx, kview dy, int off, int a, int b);
 /* elementwise activations (engine/act.h) on rows [a, b): y = f(x); dx = (or with store false +=)

@@ -275,3 +275,25 @@ void mem_cuda_synced(void)
 }
 
 void mem_cuda_host(int64_t *arena, int64_t *outside) { *arena = m.host_fit.size + m.planned_bytes[1], *outside = m.spilled_high; }
+
+static cudaMemPool_t default_pool(void)
+{
+    cudaMemPool_t pool;
+    CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
+    return pool;
+}
+
+void mem_cuda_pool_high(int64_t *reserved, int64_t *used)
+{
+    uint64_t r = 0, u = 0;
+    CUDA_CHECK(cudaMemPoolGetAttribute(default_pool(), cudaMemPoolAttrReservedMemHigh, &r));
+    CUDA_CHECK(cudaMemPoolGetAttribute(default_pool(), cudaMemPoolAttrUsedMemHigh, &u));
+    *reserved = (int64_t)r, *used = (int64_t)u;
+}
+
+void mem_cuda_pool_restart(void)
+{
+    uint64_t zero = 0; /* a high-water mark can only be reset to zero: it restarts from what is held now */
+    CUDA_CHECK(cudaMemPoolSetAttribute(default_pool(), cudaMemPoolAttrReservedMemHigh, &zero));
+    CUDA_CHECK(cudaMemPoolSetAttribute(default_pool(), cudaMemPoolAttrUsedMemHigh, &zero));
+}

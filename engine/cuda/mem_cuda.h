@@ -26,6 +26,10 @@ void mem_cuda_synced(void);
 /* The pinned arenas' bytes (the first-fit one for moves the plan does not place, and the plan's own
  * in arena mode), and the most pinned apart (past them) since the last prepare. */
 void mem_cuda_host(int64_t *arena, int64_t *outside);
+/* The stream-ordered pool's high-water marks since the last restart: reserved bytes, and bytes in
+ * use (what the engine allocated from it). A restart sets both to what is held now. */
+void mem_cuda_pool_high(int64_t *reserved, int64_t *used);
+void mem_cuda_pool_restart(void);
 /* Host to device and back, in compute order, waiting until done (the host buffer may be reused). */
 void mem_cuda_upload(void *dst, const void *host, int64_t bytes);
 void mem_cuda_download(void *host, const void *src, int64_t bytes);

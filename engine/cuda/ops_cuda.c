@@ -124,6 +124,13 @@ static void zero_rows(const ten *t, int r0, int r1)
 
 /* Before a backward writes dx[j] (ops.h): the whole view is zeroed unless accumulating; kernels
  * then always add. */
+/* A channel selection's map from output to input channels (net_channel_src). */
+static kchan kchan_of(const ops_call *c)
+{
+    const net_layer *l = c->l;
+    return l->kind == NET_SHUFFLE ? (kchan){0, l->u.shuffle.groups, c->in_c[0]} : (kchan){l->u.slice.start, 0, c->in_c[0]};
+}
+
 static void dx_begin(const ops_call *c, int j)
 {
     const ten *dx = &c->dx[j];
@@ -272,6 +279,8 @@ static void cuda_forward(const ops_call *c)
     case NET_CONCAT:
         for (int j = 0, off = 0; j < l->n_in; off += c->in_c[j], j++) k_concat_fwd(g.compute, kv(&c->x[j]), kv(&c->y), off, c->a, c->b);
         break;
+    case NET_SLICE:
+    case NET_SHUFFLE: k_channels(g.compute, kv(&c->x[0]), kv(&c->y), kchan_of(c), c->a, c->b, true); break;
     case NET_UPSAMPLE: k_upsample_fwd(g.compute, kv(&c->x[0]), kv(&c->y), l->u.up.scale, c->a, c->b); break;
     case NET_GNORM: k_gnorm_fwd(g.compute, kv(&c->x[0]), kv(&c->y), c->stats, c->w, l->u.norm.groups, l->u.norm.eps); break;
     case NET_LNORM: k_lnorm_fwd(g.compute, kv(&c->x[0]), kv(&c->y), c->stats, c->w, l->u.norm.eps, c->a, c->b); break;
@@ -299,6 +308,23 @@ static void cuda_forward(const ops_call *c)
     step_checked(c, "forward");
 }
 
+/* The backward of a join (add, concat: input j's channels of dy; a tensor read at several places
+ * gets one gradient, net_input_first) or a channel selection (slice, shuffle). */
+static void joins_backward(const ops_call *c)
+{
+    const net_layer *l = c->l;
+    if (l->kind == NET_SLICE || l->kind == NET_SHUFFLE) {
+        if (c->dx[0].p) dx_begin(c, 0), k_channels(g.compute, kv(&c->dx[0]), kv(&c->dy), kchan_of(c), c->a, c->b, false);
+        return;
+    }
+    for (int j = 0, off = 0; j < l->n_in; off += l->kind == NET_CONCAT ? c->in_c[j] : 0, j++) {
+        int i = net_input_first(l, j);
+        if (!c->dx[i].p) continue;
+        if (i == j) dx_begin(c, j);
+        k_acc_rows(g.compute, kv(&c->dx[i]), kv(&c->dy), off, c->a, c->b);
+    }
+}
+
 static void cuda_backward(const ops_call *c)
 {
     const net_layer *l = c->l;
@@ -320,14 +346,9 @@ static void cuda_backward(const ops_call *c)
     case NET_BN: bn_backward(c); break;
     case NET_FC: fc_backward(c); break;
     case NET_ADD:
-    case NET_CONCAT: /* input j's channels of dy; a tensor read at several places gets one gradient (net_input_first) */
-        for (int j = 0, off = 0; j < l->n_in; off += l->kind == NET_CONCAT ? c->in_c[j] : 0, j++) {
-            int i = net_input_first(l, j);
-            if (!c->dx[i].p) continue;
-            if (i == j) dx_begin(c, j);
-            k_acc_rows(g.compute, kv(&c->dx[i]), kv(&c->dy), off, c->a, c->b);
-        }
-        break;
+    case NET_CONCAT:
+    case NET_SLICE:
+    case NET_SHUFFLE: joins_backward(c); break;
     case NET_MAXPOOL:
         if (c->dx[0].p) dx_begin(c, 0), k_maxpool_bwd(g.compute, kv(&c->dx[0]), kv(&c->dy), c->argmax, kw(l->win), c->in_h[0], c->a, c->b);
         break;
@@ -413,20 +434,6 @@ static void cuda_stats(const ops_call *c, ops_stats what)
 
 /* --- the device itself (ops_table.device_mark, device_report) ----------------------------------- */
 
-static cudaMemPool_t default_pool(void)
-{
-    cudaMemPool_t pool;
-    CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
-    return pool;
-}
-
-static int64_t pool_attr(enum cudaMemPoolAttr what)
-{
-    uint64_t v = 0;
-    CUDA_CHECK(cudaMemPoolGetAttribute(default_pool(), what, &v));
-    return (int64_t)v;
-}
-
 /* CUDNN_VERSION and CUBLAS_VERSION are both major * 10000 + minor * 100 + patch. */
 static void version(char out[16], int v) { snprintf(out, 16, "%d.%d.%d", v / 10000, v % 10000 / 100, v % 100); }
 
@@ -449,9 +456,7 @@ static void describe(ops_device *d)
 static void cu_device_mark(void)
 {
     CUDA_CHECK(cudaDeviceSynchronize());
-    uint64_t zero = 0; /* a high-water mark can only be reset to zero: it restarts from what is held now */
-    CUDA_CHECK(cudaMemPoolSetAttribute(default_pool(), cudaMemPoolAttrReservedMemHigh, &zero));
-    CUDA_CHECK(cudaMemPoolSetAttribute(default_pool(), cudaMemPoolAttrUsedMemHigh, &zero));
+    mem_cuda_pool_restart();
     g.device_peak = device_used();
     conv_cuda_restart(); /* a net run before: every convolution records again */
     err e;
@@ -465,8 +470,7 @@ static void cu_device_report(ops_device *d, ops_device_layer *layers, int n_laye
     describe(d);
     d->context_bytes = g.context_bytes;
     d->device_peak = g.profile ? g.device_peak : -1;
-    d->pool_reserved_peak = pool_attr(cudaMemPoolAttrReservedMemHigh);
-    d->pool_used_peak = pool_attr(cudaMemPoolAttrUsedMemHigh);
+    mem_cuda_pool_high(&d->pool_reserved_peak, &d->pool_used_peak);
     d->outside_pool = (int64_t)sizeof(float) + g.scratch_cap * (int64_t)sizeof(double) + codec_cuda_bytes() + (g.blas_ws ? BLAS_WS_BYTES : 0);
     mem_cuda_host(&d->host_arena, &d->host_outside);
     d->cupti_reserved_peak = d->cupti_suballoc_peak = d->dropped = -1, d->kernel_us = -1;

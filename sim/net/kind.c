@@ -187,6 +187,24 @@ static int infer_concat(net *n, int i, const char *where, err *e)
     return 0;
 }
 
+/* slice: c channels of its input from `start`; shuffle: all of them, in groups that divide them. */
+static int infer_channels(net *n, int i, const char *where, err *e)
+{
+    net_layer *l = &n->layers[i];
+    const net_layer *x = input_of(n, i, 0);
+    same_shape(l, x);
+    if (l->kind == NET_SHUFFLE) {
+        if (x->c % l->u.shuffle.groups)
+            return err_set(e, "%s: groups=%d must divide the input's %d channels", where, l->u.shuffle.groups, x->c);
+        return 0;
+    }
+    if ((int64_t)l->u.slice.start + l->u.slice.c > x->c)
+        return err_set(e, "%s: channels %d to %lld are past the input's %d (start=%d c=%d)", where, l->u.slice.start,
+                       (long long)l->u.slice.start + l->u.slice.c - 1, x->c, l->u.slice.start, l->u.slice.c);
+    l->c = l->u.slice.c;
+    return 0;
+}
+
 /* Elementwise product of two maps of one shape, or of a map and one value a channel (C, 1, 1) in
  * either place, which scales each channel of the other (squeeze-and-excitation). */
 static int infer_mul(net *n, int i, const char *where, err *e)
@@ -425,6 +443,13 @@ const kind_traits kind_table[NET_NKIND] = {
     /* copies its inputs' channels into one map; its backward hands each input its channels of the
      * gradient, reading nothing kept */
     [NET_CONCAT] = {.name = "concat", .min_in = 2, .max_in = NET_MAX_IN, .rowwise = true, .infer = infer_concat, .flops = flops_one},
+    /* channel selections copy each output channel from one input channel (net_channel_src); their
+     * backward hands each its gradient back (zero to the channels a slice leaves), reading nothing kept */
+    [NET_SLICE] = {.name = "slice", .min_in = 1, .max_in = 1, .rowwise = true, .infer = infer_channels, .flops = flops_one,
+                   .keys = {{"start", KIND_KEY_SIZE, OFF(u.slice.start), false, 0, NULL},
+                            {"c", KIND_KEY_COUNT, OFF(u.slice.c), true}}},
+    [NET_SHUFFLE] = {.name = "shuffle", .min_in = 1, .max_in = 1, .rowwise = true, .infer = infer_channels, .flops = flops_one,
+                     .keys = {{"groups", KIND_KEY_COUNT, OFF(u.shuffle.groups), true}}},
     [NET_HSIGMOID] = {.name = "hardsigmoid", .min_in = 1, .max_in = 1, .rowwise = true, .keeps_x = true, .infer = infer_pointwise,
                       .flops = flops_one},
     /* keeps both inputs (each one's gradient is the other times dy); whole maps: a channel scale

@@ -50,6 +50,9 @@ typedef enum {
     NET_GNORM,    /* group normalization (GroupNorm): each image's channel groups over the whole map */
     NET_LNORM,    /* layer normalization over the channels at each place (ConvNeXt's LayerNorm2d) */
     NET_SCALE,    /* a learned factor a channel (ConvNeXt's layer scale) */
+    NET_SLICE,    /* channels [start, start + c) of its input (torch.chunk, split or narrow along the channels) */
+    NET_SHUFFLE,  /* channel shuffle in groups (ShuffleNet): output channel o is input channel
+                     (o mod groups) * (C / groups) + o / groups */
     NET_NKIND
 } net_kind;
 
@@ -88,6 +91,8 @@ typedef struct {
         struct { float p; bool sample; } dropout; /* sample: one draw an image (StochasticDepth) */
         struct { int scale; bool align; } up; /* upsample, bilinear (align: align_corners) */
         struct { bool pixel; } loss;
+        struct { int start, c; } slice;
+        struct { int groups; } shuffle;
     } u;
     /* inferred by net_infer */
     int c, h, w;            /* output shape per image */
@@ -131,6 +136,17 @@ static inline int net_input_first(const net_layer *l, int j)
     return j;
 }
 static inline bool net_input_repeats(const net_layer *l, int j) { return net_input_first(l, j) != j; }
+
+/* The input channel that output channel o of a channel selection (slice, shuffle) copies; its input
+ * has in_c channels. */
+static inline int net_channel_src(const net_layer *l, int in_c, int o)
+{
+    if (l->kind == NET_SHUFFLE) {
+        int g = l->u.shuffle.groups;
+        return o % g * (in_c / g) + o / g;
+    }
+    return l->u.slice.start + o;
+}
 
 /* Input window of a layer along H (identity for pointwise layers); valid only when rowwise. */
 net_window net_layer_window(const net_layer *l);
