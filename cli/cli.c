@@ -398,7 +398,7 @@ int cli_load_net(net *n, const char *name, int h, int w, err *e)
 int cli_simulate(const net *n, const char *plan_text, const sched_cfg *cfg, const sim_device *d, sim_result *r, err *e)
 {
     plan p;
-    if (plan_parse(&p, n, plan_text, e)) return -1;
+    if (cli_plan_parse(&p, n, plan_text, NULL, cfg, d, e)) return -1;
     int rc = sim_run(n, &p, cfg, d, r, NULL, e);
     plan_free(&p);
     return rc;

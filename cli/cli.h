@@ -64,6 +64,15 @@ const char *cli_optimizer_name(sched_optimizer o);
  * its own bn= (which wins) or bn is NULL or "". */
 void cli_plan_text(const char *item, const char *bn, char *buf, size_t len);
 
+/* Parses plan item (with bn as cli_plan_text) for net n, resolving a plan a search names
+ * (`ckpt-opt[:B]`, cli_named.c) for cfg's batch and optimizer on device d; p->text stays as written.
+ * 0; 1 when a named plan has nothing that fits its budget (e says so; nothing to free); -1 on bad text. */
+int cli_plan_parse(plan *p, const net *n, const char *item, const char *bn, const sched_cfg *cfg, const sim_device *d, err *e);
+/* Whether item names a plan a search finds (ckpt-opt[:B]). */
+bool cli_plan_named(const char *item);
+/* Whether item (with bn) is a plan for n, without the search a named plan needs: 0 or -1. */
+int cli_plan_check(const net *n, const char *item, const char *bn, err *e);
+
 /* The closed form's bytes of category cat (-1: the peak), and its error in percent against ref
  * bytes, as text: "n/a" where it does not model the plan (sim_result.closed_ok). */
 const char *cli_fmt_closed(const sim_result *r, int cat, char *buf, size_t len);

@@ -33,8 +33,8 @@ static const char *usage =
     "split of the rest, each with and without gist's lossless encodings, and where a faster plan could\n"
     "fit by moving parameters, gradients or optimizer state off the device between uses, with +migrate;\n"
     "every candidate is replayed, so the answer fits. --space narrows it: a comma list of ckpt, offload,\n"
-    "rows, gist, presets, migrate (all: the default; --space ckpt alone is optimal checkpointing, the\n"
-    "ckpt-opt baseline). The presets of the kinds named are always candidates (presets alone: every one),\n"
+    "rows, gist, presets, migrate (all: the default; --space ckpt alone is optimal checkpointing, which\n"
+    "every command takes as the plan ckpt-opt:B). The presets of the kinds named are always candidates (presets alone: every one),\n"
     "so the answer is never slower (predicted) than the fastest of them that fits, and the search never\n"
     "refuses a budget one of them meets. Times come from --profile (lrcnn calibrate), else the roofline of --device\n"
     "(cpu, the default; h100-pcie4, h100-pcie5 and gh200 differ in the host link offload uses).\n"
@@ -358,14 +358,13 @@ static int plan_capacity(const cli_config *o, cli_probe *pr, const char *plans, 
      * that (more bands than a small input has rows), at a large one */
     char (*texts)[PLAN_TEXT_LEN + 64] = err_calloc((size_t)count, sizeof *texts);
     for (int k = 0; k < count; k++) {
-        plan p;
         cli_plan_text(items[k], bn, texts[k], sizeof texts[k]);
-        int bad = plan_parse(&p, &n, texts[k], &e);
+        int bad = cli_plan_check(&n, items[k], bn, &e);
         if (bad && mode == 2) {
             net big;
             err e2;
             if (!cli_load_net(&big, pr->net_name, 4096, 0, &e2)) {
-                if (!(bad = plan_parse(&p, &big, texts[k], &e2))) plan_free(&p);
+                bad = cli_plan_check(&big, items[k], bn, &e2);
                 net_free(&big);
             }
             if (!bad) continue;
@@ -377,7 +376,6 @@ static int plan_capacity(const cli_config *o, cli_probe *pr, const char *plans, 
             free(texts);
             return cli_fail("plan", "%s", e.msg);
         }
-        plan_free(&p);
     }
     /* every row found before anything prints: when no plan fits, one line on stderr and nothing here */
     cli_probe *rows = err_calloc((size_t)count, sizeof *rows);

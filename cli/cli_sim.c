@@ -20,7 +20,9 @@ static const char *usage =
     "Predicts peak memory (by category) and compute for each plan: 'replay' walks the lowered schedule\n"
     "(the engine's allocated bytes, exactly), 'closed' evaluates the closed-form equations of\n"
     "paper/model.md. PLANS is a comma-separated list; ranges expand (2ps:2..8).\n"
-    "Presets: layer ckpt-sqrt ckpt:K vdnn-all vdnn-conv 2ps:R overl:R 2ps-h[:R] overl-h[:R];\n"
+    "Presets: layer ckpt-sqrt ckpt:K vdnn-all vdnn-conv 2ps:R overl:R 2ps-h[:R] overl-h[:R], and\n"
+    "ckpt-opt[:B], optimal checkpointing: the fastest checkpoint split within B (bytes, or 60% of layer's\n"
+    "footprint; without B the smallest), found by the planner (plan --space ckpt) when the plan is used;\n"
     "custom plans: docs/plans.md. Defaults: --plan layer --batch 8 --optimizer sgd --bn auto --device cpu.\n"
     "Modifiers store kept maps encoded: +gist, +dpr:fp16|bf16|fp8, +zfp:rate=R|acc=E (e.g. 2ps:4+gist+dpr:fp16);\n"
     "+migrate[:grads][:optim][:weights] moves parameters, gradients and optimizer state off the device\n"
@@ -75,7 +77,7 @@ static int sim_one(const net *n, const char *item, const char *bn, const sched_c
     sim_result r;
     int64_t *tl = NULL;
     plan p;
-    if (plan_parse(&p, n, text, e)) return -1;
+    if (cli_plan_parse(&p, n, item, bn, cfg, d, e)) return -1;
     if (sim_run(n, &p, cfg, d, &r, f ? &tl : NULL, e)) {
         plan_free(&p);
         return -1;
@@ -137,8 +139,7 @@ int cli_sim(int argc, char **argv)
     char text[PLAN_TEXT_LEN + 64];
     for (int k = 0; k < count; k++) {
         plan p;
-        cli_plan_text(items[k], o.bn, text, sizeof text);
-        if (plan_parse(&p, n, text, &e)) {
+        if (cli_plan_parse(&p, n, items[k], o.bn, &cfg, d, &e)) {
             rc = cli_fail("sim", "%s", e.msg);
             goto done;
         }

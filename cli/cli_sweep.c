@@ -76,8 +76,9 @@ static void sweep_compute(const spec *s, const net *n, const sim_device *d, cons
     cli_parse_optimizer(s->optimizers[o], &j->cfg.optimizer);
     char text[PLAN_TEXT_LEN + 64];
     cli_plan_text(s->plans[p], s->bn, text, sizeof text);
-    if (plan_parse(&j->pl, n, text, &j->e)) {
-        j->rc = -1;
+    int parsed = cli_plan_parse(&j->pl, n, s->plans[p], s->bn, &j->cfg, d, &j->e);
+    if (parsed) { /* 1: a named plan with nothing that fits its budget here */
+        j->rc = parsed > 0 ? SWEEP_INFEASIBLE : -1;
         return;
     }
     if (pipeline_lower(&j->sc, n, &j->pl, &j->cfg, &j->e)) {
@@ -370,8 +371,10 @@ static int sweep_check(const spec *s, net *nets, const enc_calib *cal, err *e)
         for (int p = 0; p < s->n_plans; p++) {
             plan pl;
             cli_plan_text(s->plans[p], s->bn, text, sizeof text);
-            if (plan_parse(&pl, &nets[i], text, e))
+            if (cli_plan_check(&nets[i], s->plans[p], s->bn, e))
                 return err_wrap(e, "%s:%d: %s at %dx%d", s->path, s->plans_line, nets[i].name, nets[i].layers[0].h, nets[i].layers[0].w);
+            if (cli_plan_named(s->plans[p])) continue; /* found per cell: one where nothing fits is infeasible */
+            if (plan_parse(&pl, &nets[i], text, e)) return -1;
             int rc = 0;
             for (int o = 0; o < s->n_optimizers && !rc; o++) {
                 sched sc;

@@ -151,10 +151,10 @@ int cli_train_run(const cli_train_job *j, h5_file *f, err *e)
     data d = {0};
     run r;
     int rc = CLI_OK;
-    if (plan_parse(&p, n, text, e)) return CLI_USAGE;
+    const sim_device *dev = j->dev ? j->dev : &sim_device_cpu;
+    if (cli_plan_parse(&p, n, j->plan, j->bn, &cfg, dev, e)) return CLI_USAGE;
     cli_warn_plan(&p, n);
     plan_describe(&p, n, resolved, sizeof resolved);
-    const sim_device *dev = j->dev ? j->dev : &sim_device_cpu;
     if (sim_run(n, &p, &cfg, dev, &pred, NULL, e) || cli_check_memory(&pred, j->host_budget, j->ops == &ops_cpu, text, e)) {
         rc = CLI_USAGE;
         goto done_plan;

@@ -192,7 +192,7 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
     run_summary *meas = err_calloc((size_t)count, sizeof(run_summary)), *cmpr = err_calloc((size_t)count, sizeof(run_summary));
     for (char text[PLAN_TEXT_LEN + 64]; parsed < count; parsed++) { /* everything checked before anything runs */
         cli_plan_text(items[parsed], j->bn, text, sizeof text);
-        if (plan_parse(&ps[parsed], n, text, e)) {
+        if (cli_plan_parse(&ps[parsed], n, items[parsed], j->bn, &cfg, j->dev ? j->dev : &sim_device_cpu, e)) {
             rc = CLI_USAGE;
             goto done;
         }

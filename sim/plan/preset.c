@@ -128,7 +128,7 @@ int preset_parse(plan *p, const net *n, const char *t, err *e)
         int k = (int)lround(sqrt((double)(last - end)));
         push_ckpt(p, n, end + 1, k < 2 ? 2 : k);
     } else {
-        return err_set(e, "unknown plan '%s' (presets: layer ckpt-sqrt ckpt:K vdnn-all vdnn-conv 2ps:R overl:R 2ps-h[:R] "
+        return err_set(e, "unknown plan '%s' (presets: layer ckpt-sqrt ckpt:K ckpt-opt[:B] vdnn-all vdnn-conv 2ps:R overl:R 2ps-h[:R] "
                           "overl-h[:R] authors-2ps authors-overl authors-2ps-h authors-overl-h; or a custom plan, see "
                           "docs/plans.md)", t);
     }
