@@ -13,7 +13,8 @@
    of the PyTorch module and its multiply-accumulates per image (counted on the module by forward
    hooks: a convolution's output values x its input channels per group x kernel area, a Linear's
    in x out).
-1b. SqueezeNet 1.1, GoogLeNet, Inception-v3, FCN-ResNet50, LR-ASPP and ShuffleNetV2, imported small, run `layer` and
+1b. SqueezeNet 1.0 and 1.1, GoogLeNet, Inception-v3, FCN-ResNet50, DeepLabV3-ResNet50, LR-ASPP and ShuffleNetV2
+   x0.5 and x1.0, imported small, run `layer` and
    `2ps:4` on the engine for one iteration: measured peak = replay, gradients within 1e-4 of `layer`'s.
 1c. ShuffleNetV2 and tests/import_cases.py:Channels (every spelling of a channel split and shuffle)
    compute the module's logits: the imported net rebuilt in PyTorch by tests/torch_net.py with the
@@ -171,8 +172,9 @@ def main(lrcnn):
         d = same_function(out, make(), image) if not r.returncode else float("inf")
         check(d <= 1e-5, "%s: the imported net computes the module's logits (worst difference %.1e of their largest)" % (spec, d))
 
-    for name, image in (("squeezenet1_1", 64), ("googlenet", 64), ("inception_v3", 80), ("fcn_resnet50", 64),
-                        ("lraspp_mobilenet_v3_large", 64), ("shufflenet_v2_x0_5", 64)):
+    for name, image in (("squeezenet1_0", 64), ("squeezenet1_1", 64), ("googlenet", 64), ("inception_v3", 80),
+                        ("fcn_resnet50", 64), ("deeplabv3_resnet50", 64), ("lraspp_mobilenet_v3_large", 64),
+                        ("shufflenet_v2_x0_5", 64), ("shufflenet_v2_x1_0", 64)):
         net, res = os.path.join(tmp, name + "-small.net"), os.path.join(tmp, name + "-small.h5")
         r = convert(name, net, "--image", str(image), *(["--pixel-loss"] if name.endswith(pixel) else []))
         v = subprocess.run([lrcnn, "validate", "--net", net, "--batch", "2", "--plan", "layer,2ps:4", "--iters", "1", "--bn", "frozen",
