@@ -4,7 +4,7 @@
 # experiments/planner_cpu.sh):
 #  1. the planner against the fastest preset that fits, at budgets from the smallest reachable
 #     peak to layer's;
-#  2. ckpt-opt (lrcnn plan --space ckpt) against ckpt-sqrt at ckpt-sqrt's own peak;
+#  2. ckpt-opt:B (the plan lrcnn plan --space ckpt finds) against ckpt-sqrt at B = ckpt-sqrt's own peak;
 #  3. the offload space (--space offload: the chain DP's offload segments and the offload lists of
 #     sim/planner/offsel.h's heuristics) against vdnn-all and vdnn-conv at their peaks, on the H100 roofline
 #     over PCIe 4, PCIe 5 and NVLink-C2C links (uncalibrated: no GPU here; moves overlap compute;
@@ -46,14 +46,15 @@ tfield() { sed -n 's/^  time  *\([0-9.]*\) ms per iteration.*/\1/p' | head -1; }
     done
   done; done; done
   echo
-  echo "# 2. ckpt-opt (plan --space ckpt) vs ckpt-sqrt at ckpt-sqrt's peak (predicted, $prof)"
+  echo "# 2. ckpt-opt:B (the plan --space ckpt finds) vs ckpt-sqrt at B = ckpt-sqrt's peak (predicted, $prof)"
   for net in vgg16 resnet50; do for batch in 8 32 64; do for opt in sgd adam; do
     s=$("$lrcnn" sim --net $net --image 224 --batch $batch --optimizer $opt --plan ckpt-sqrt --profile $prof)
     peak=$(sed -n 's/^  peak (device) *\([0-9.]* [KMGT]*i*B\).*/\1/p' <<<"$s"); st=$(sed -n 's/^  time \([0-9.]*\) ms.*/\1/p' <<<"$s")
-    o=$("$lrcnn" plan --net $net --image 224 --batch $batch --optimizer $opt --budget "$(bytes "$peak")" --space ckpt,presets --profile $prof)
+    o=$("$lrcnn" sim --net $net --image 224 --batch $batch --optimizer $opt --plan "ckpt-opt:$(bytes "$peak")" --profile $prof)
+    ot=$(sed -n 's/^  time \([0-9.]*\) ms.*/\1/p' <<<"$o")
     printf '%-9s %3d %-5s ckpt-sqrt %9s %9s ms | ckpt-opt %9s %9s ms  %.3fx  %s\n' $net $batch $opt "$peak" "$st" \
-      "$(field peak <<<"$o" | sed 's/ (replay)//')" "$(tfield <<<"$o")" \
-      "$(/usr/bin/python3 -c "print($st / $(tfield <<<"$o"))")" "$(field plan <<<"$o")"
+      "$(sed -n 's/^  peak (device) *\([0-9.]* [KMGT]*i*B\).*/\1/p' <<<"$o")" "$ot" \
+      "$(/usr/bin/python3 -c "print($st / $ot)")" "$(sed -n '2s/^  //p' <<<"$o")"
   done; done; done
   echo
   echo "# 3. the offload space vs vDNN on three host links (H100 roofline, uncalibrated; moves overlap compute on a copy engine)"
