@@ -301,12 +301,6 @@ int cli_parse_optimizer(const char *s, sched_optimizer *o)
 
 const char *cli_optimizer_name(sched_optimizer o) { return o == SCHED_ADAM ? "adam" : "sgd"; }
 
-void cli_plan_text(const char *item, const char *bn, char *buf, size_t len)
-{
-    bool add = bn && bn[0] && !strstr(item, " bn=");
-    snprintf(buf, len, "%s%s%s", item, add ? " bn=" : "", add ? bn : "");
-}
-
 const char *cli_fmt_closed(const sim_result *r, int cat, char *buf, size_t len)
 {
     if (!r->closed_ok) return "n/a";

@@ -1,4 +1,5 @@
-/* cli_named: plans a search names (cli.h: cli_plan_parse). `ckpt-opt[:B]` is optimal
+/* cli_named: plan items as the commands take them (cli.h: cli_plan_text, cli_plan_parse,
+ * cli_plan_check), and the plans a search names among them. `ckpt-opt[:B]` is optimal
  * checkpointing for budget B: what `lrcnn plan --space ckpt --budget B` answers — the chain's
  * dynamic program (Rotor's, over the net's clean cuts) and the checkpoint presets, every candidate
  * lowered and replayed — so the plan found fits B (its footprint: what its arena reserves) and is
@@ -54,7 +55,11 @@ static int named_budget(const net *n, const char *text, size_t base, const char 
     char layer[64];
     snprintf(layer, sizeof layer, "layer%s%s", bn ? " bn=" : "", bn ? bn : "");
     sim_result r;
-    if (cli_simulate(n, layer, cfg, d, &r, e)) return -1;
+    plan p;
+    if (plan_parse(&p, n, layer, e)) return -1;
+    int rc = sim_run(n, &p, cfg, d, &r, NULL, e);
+    plan_free(&p);
+    if (rc) return -1;
     *budget = (int64_t)floor((double)(r.arena.size + r.arena.apart) * share / 100);
     return 0;
 }
@@ -92,6 +97,12 @@ static int resolve(const net *n, const char *text, const sched_cfg *cfg, const s
     }
     search_free(&r);
     return rc;
+}
+
+void cli_plan_text(const char *item, const char *bn, char *buf, size_t len)
+{
+    bool add = bn && bn[0] && !strstr(item, " bn=");
+    snprintf(buf, len, "%s%s%s", item, add ? " bn=" : "", add ? bn : "");
 }
 
 int cli_plan_parse(plan *p, const net *n, const char *item, const char *bn, const sched_cfg *cfg, const sim_device *d, err *e)
