@@ -246,9 +246,10 @@ def spec_cases():
 
 def option_cases():
     out = []
-    for cmd in ("sim", "plan", "train", "validate"):
+    for cmd in ("sim", "plan", "train", "validate", "lower"):
         base = {"sim": ["--net", "vgg-small"], "plan": ["--net", "vgg-small", "--budget", "1GiB"],
-                "train": ["--net", "vgg-small", "--iters", "1"], "validate": ["--net", "vgg-small", "--plan", "layer"]}[cmd]
+                "train": ["--net", "vgg-small", "--iters", "1"], "validate": ["--net", "vgg-small", "--plan", "layer"],
+                "lower": ["--net", "vgg-small", "--plan", "2ps:2"]}[cmd]
         for opt in ("--batch", "--image"):
             for v in ["0", "-1", "abc", "99999999999", "1.5", "1e9"] + (["64x", "x64", "0x64", "64x0", "64x32x2", "64X32", "64x99999999"] if opt == "--image" else []):
                 out.append((cmd, "%s %s %s" % (cmd, opt, v), [cmd] + base + [opt, v, "-o", "{o}"] if cmd != "plan" else [cmd] + base + [opt, v]))
@@ -269,6 +270,14 @@ def option_cases():
         ("train", "train --image 65536", ["train", "--net", "vgg-small", "--image", "65536", "--iters", "1", "-o", "{o}"]),
         ("train", "train --host-budget abc", ["train", "--net", "vgg-small", "--host-budget", "abc", "-o", "{o}"]),
         ("train", "train too large for this machine", ["train", "--net", "vgg-small", "--image", "16384", "--batch", "256", "-o", "{o}"]),
+        ("lower", "lower without --plan", ["lower", "--net", "vgg-small", "-o", "{o}"]),
+        ("lower", "lower --iters", ["lower", "--net", "vgg-small", "--plan", "layer", "--iters", "2", "-o", "{o}"]),
+        ("lower", "lower ckpt-opt:B nothing fits", ["lower", "--net", "vgg-small", "--plan", "ckpt-opt:1KiB", "-o", "{o}"]),
+        ("sim", "sim ckpt-opt:B not bytes", ["sim", "--net", "vgg-small", "--plan", "ckpt-opt:1.5", "-o", "{o}"]),
+        ("sim", "sim ckpt-opt:2000%", ["sim", "--net", "vgg-small", "--plan", "ckpt-opt:2000%", "-o", "{o}"]),
+        ("sim", "sim ckpt-opt: (empty B)", ["sim", "--net", "vgg-small", "--plan", "ckpt-opt:", "-o", "{o}"]),
+        ("sim", "sim ckpt-optimal (no such plan)", ["sim", "--net", "vgg-small", "--plan", "ckpt-optimal", "-o", "{o}"]),
+        ("sim", "sim ckpt-opt with a bad modifier", ["sim", "--net", "vgg-small", "--plan", "ckpt-opt+nosuch", "-o", "{o}"]),
         ("plan", "plan --budget abc", ["plan", "--net", "vgg-small", "--budget", "abc"]),
         ("plan", "plan --budget -1GiB", ["plan", "--net", "vgg-small", "--budget", "-1GiB"]),
         ("plan", "plan --budget 1 byte", ["plan", "--net", "vgg-small", "--budget", "1"]),
