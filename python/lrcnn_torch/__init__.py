@@ -1,0 +1,137 @@
+"""lrcnn_torch: an lrcnn plan applied to a PyTorch module.
+
+    import sys; sys.path.insert(0, "python")          # or: pip install ./python
+    from lrcnn_torch import apply_plan
+    model = apply_plan(model, image=(3, 224, 224), batch=32, plan="ckpt-opt:60%")
+    loss = criterion(model(x), y); loss.backward()     # the rest of your loop unchanged
+
+The module is imported as lrcnn imports it (tools/torch2net.py: torch.fx, the same layer names),
+the plan lowered for that net, batch and optimizer by `lrcnn lower` (its segments as JSON), and the
+traced graph split at the plan's segment boundaries (torch.fx's split_module: one submodule per
+segment, in order). A `ckpt` segment runs under torch.utils.checkpoint (non-reentrant): only its
+input is kept, the rest recomputed in backward, with the RNG state of the forward (dropout draws the
+same mask) and BatchNorm's running statistics updated once, not again by the recomputation (as
+lrcnn's engine). `layer` segments run as they are. Gradients equal the plain module's.
+
+Not yet: row segments (2PS, OverL: band by band), offload segments and the encodings of kept maps;
+a plan with them is refused with a PlanError naming the segment. lrcnn's own engine runs them
+(`lrcnn train`).
+"""
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+from torch.fx.passes.split_module import split_module
+from torch.utils.checkpoint import checkpoint
+
+# the repository: this file's, or $LRCNN_ROOT when the package is installed elsewhere (pip install ./python)
+ROOT = os.environ.get("LRCNN_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import torch2net  # noqa: E402  (the importer: the same trace and layer names as `lrcnn import`)
+
+__all__ = ["apply_plan", "lower", "PlanError"]
+
+
+class PlanError(Exception):
+    """A plan lrcnn refuses for this module, or one this package cannot run yet."""
+
+
+def binary():
+    """lrcnn's binary: $LRCNN_BINARY, else the repository's build, else its wrapper."""
+    for path in (os.environ.get("LRCNN_BINARY"), os.path.join(ROOT, "build", "lrcnn"), os.path.join(ROOT, "lrcnn")):
+        if path and os.access(path, os.X_OK):
+            return path
+    raise PlanError("no lrcnn binary: build the repository (./lrcnn test) or set LRCNN_BINARY")
+
+
+def lower(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
+    """(converter, lowering): the module as the importer sees it (converter.alias maps each traced
+    node to its net layer) and `lrcnn lower`'s JSON for plan at this batch and image (C, H, W)."""
+    try:
+        conv = torch2net.Converter(model, tuple(image[1:]), image[0], False)
+        lines = conv.run()
+    except torch2net.Refused as e:
+        raise PlanError("the module is not one lrcnn can import: %s" % e) from None
+    with tempfile.TemporaryDirectory(prefix="lrcnn_torch.") as d:
+        path = os.path.join(d, "module.net")
+        with open(path, "w") as f:
+            f.write(torch2net.render(lines, "module", ["made by lrcnn_torch"]))
+        cmd = [lrcnn or binary(), "lower", "--net", path, "--plan", plan, "--batch", str(batch), "--optimizer", optimizer,
+               "--image", "%dx%d" % tuple(image[1:])] + (["--bn", bn] if bn else [])
+        r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise PlanError(r.stderr.strip().replace("lrcnn lower: ", ""))
+    return conv, json.loads(r.stdout)
+
+
+@contextlib.contextmanager
+def _running_kept(module):
+    """BatchNorm's running statistics left as they are (momentum 0, the batch count restored)."""
+    bns = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    saved = [(m.momentum, None if m.num_batches_tracked is None else m.num_batches_tracked.clone()) for m in bns]
+    for m in bns:
+        m.momentum = 0.0
+    try:
+        yield
+    finally:
+        for m, (mom, count) in zip(bns, saved):
+            m.momentum = mom
+            if count is not None:
+                m.num_batches_tracked.copy_(count)
+
+
+class Checkpointed(torch.nn.Module):
+    """A segment kept only by its input: torch.utils.checkpoint, non-reentrant. The first call of
+    each forward is the forward itself; later calls are backward's recomputation."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, *args):
+        calls = [0]
+
+        def run(*a):
+            calls[0] += 1
+            if calls[0] == 1:
+                return self.inner(*a)
+            with _running_kept(self.inner):
+                return self.inner(*a)
+        return checkpoint(run, *args, use_reentrant=False, preserve_rng_state=True)
+
+
+def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
+    """A module computing what model does, under plan (an lrcnn plan string: `ckpt-sqrt`,
+    `ckpt-opt:60%`, `ckpt@a..b; layer@c..d`, ...) as lowered for batch and image (C, H, W).
+    Its parameters are model's own (shared, not copied). The plan's segments are in .lowering."""
+    conv, low = lower(model, image, batch, plan, optimizer, bn, lrcnn)
+    unsupported = [s for s in low["segments"] if s["mode"] not in ("layer", "ckpt")]
+    if unsupported or low["encodings"] or any(low["migrate"].values()):
+        what = ("%s segment %s..%s" % (unsupported[0]["mode"], unsupported[0]["first"], unsupported[0]["last"]) if unsupported
+                else "encodings %s" % low["encodings"] if low["encodings"] else "migration")
+        raise PlanError("plan '%s': %s: not run in PyTorch yet (layer and ckpt segments are; lrcnn train runs the rest)"
+                        % (plan, what))
+    names = [l["name"] for l in low["layers"]]
+    segment = {}
+    for k, s in enumerate(low["segments"]):
+        for name in names[names.index(s["first"]):names.index(s["last"]) + 1]:
+            segment[name] = k
+    graph = next(iter(conv.alias)).graph
+    part = {}
+    for node in graph.nodes:  # a node is in its layer's segment; one without a layer (a size, a view) follows its inputs
+        if node.op in ("placeholder", "output"):
+            continue
+        layer = conv.alias.get(node)
+        ins = [part[a] for a in node.all_input_nodes if a in part]
+        part[node] = segment[layer] if layer in segment else max(ins) if ins else 0
+    gm = torch.fx.GraphModule(model, graph)
+    split = split_module(gm, model, lambda node: part[node])
+    for k, s in enumerate(low["segments"]):
+        if s["mode"] == "ckpt" and hasattr(split, "submod_%d" % k):
+            setattr(split, "submod_%d" % k, Checkpointed(getattr(split, "submod_%d" % k)))
+    split.lowering = low
+    return split

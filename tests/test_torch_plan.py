@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""python/lrcnn_torch against the plain PyTorch module (PyTorch 1.13, CPU).
+
+    python3 tests/test_torch_plan.py LRCNN_BINARY
+
+For torchvision's resnet18 and mobilenet_v2 (batch norm in train mode, dropout) and the importer's
+channel-slicing test module, under checkpointing plans lrcnn lowers (ckpt-sqrt, ckpt:3, ckpt-opt,
+ckpt-opt:70%, and layer): the wrapped module's logits and every parameter's gradient equal the
+plain module's (same weights, same dropout draws), its BatchNorm running statistics after the step
+equal the plain module's (updated once, not again by the recomputation), and the bytes autograd
+keeps from the forward (saved tensors, each storage once, parameters aside) are fewer under a
+checkpointing plan. Plans it cannot run yet (rows) and plans lrcnn refuses are a PlanError.
+"""
+import copy
+import os
+import sys
+
+import torch
+import torchvision
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+sys.path.insert(0, HERE)
+import import_cases  # noqa: E402
+from lrcnn_torch import PlanError, apply_plan  # noqa: E402
+
+failures = 0
+
+
+def check(ok, what):
+    global failures
+    print("%s %s" % ("ok  " if ok else "FAIL", what))
+    failures += not ok
+
+
+def kept_bytes(model, x):
+    """Bytes of the tensors autograd saves in model's forward on x (each storage once, parameters
+    excluded), and the output."""
+    params = {p.data_ptr() for p in model.parameters()}
+    seen = {}
+
+    def pack(t):
+        s = t.storage()
+        if s.data_ptr() not in params:
+            seen[s.data_ptr()] = s.nbytes()
+        return t
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        y = model(x)
+    return sum(seen.values()), y
+
+
+def step(model, x, seed):
+    torch.manual_seed(seed)
+    kept, y = kept_bytes(model, x)
+    (y.float() ** 2).mean().backward()
+    return kept, y.detach()
+
+
+def worst(a, b):
+    return float((a - b).abs().max() / max(b.abs().max(), 1e-30))
+
+
+def compare(name, make, image, plans, lrcnn):
+    torch.manual_seed(1)
+    plain = make()
+    plain.train()
+    x = torch.randn(2, *image, generator=torch.Generator().manual_seed(2))
+    kept0, y0 = step(plain, x, 3)
+    for plan in plans:
+        torch.manual_seed(1)
+        model = make()
+        model.train()
+        try:
+            wrapped = apply_plan(model, image, 2, plan, lrcnn=lrcnn)
+        except PlanError as e:
+            check(False, "%s %s: %s" % (name, plan, e))
+            continue
+        kept, y = step(wrapped, x, 3)
+        modes = [s["mode"] for s in wrapped.lowering["segments"]]
+        grads = max(worst(p.grad, q.grad) for (_, p), (_, q) in zip(model.named_parameters(), plain.named_parameters()))
+        stats = [worst(a, b) for a, b in zip(model.buffers(), plain.buffers()) if a.dtype.is_floating_point]
+        counts = all(torch.equal(a, b) for a, b in zip(model.buffers(), plain.buffers()) if not a.dtype.is_floating_point)
+        ok = worst(y, y0) <= 1e-6 and grads <= 1e-6 and max(stats or [0]) <= 1e-6 and counts
+        check(ok, "%s %s (%d ckpt of %d segments): logits %.1e, worst gradient %.1e, running statistics %.1e%s of the plain module's"
+              % (name, plan, modes.count("ckpt"), len(modes), worst(y, y0), grads, max(stats or [0]),
+                 "" if counts else ", batch counts differ"))
+        if "ckpt" in modes:
+            check(kept < kept0, "%s %s: keeps %.2f MiB from the forward, the plain module %.2f MiB" % (name, plan, kept / 2**20, kept0 / 2**20))
+
+
+def main(lrcnn):
+    plans = ["layer", "ckpt-sqrt", "ckpt:3", "ckpt-opt", "ckpt-opt:99%"]
+    compare("resnet18", lambda: torchvision.models.resnet18(), (3, 64, 64), plans, lrcnn)
+    compare("mobilenet_v2", lambda: torchvision.models.mobilenet_v2(), (3, 64, 64), plans[1:3], lrcnn)
+    compare("import_cases.Channels", import_cases.Channels, (3, 10, 10), ["ckpt:2"], lrcnn)
+    for plan, says in (("2ps:2", "rows segment"), ("ckpt-opt:1KiB", "no checkpointing plan fits"), ("nosuch", "unknown plan")):
+        try:
+            apply_plan(torchvision.models.resnet18(), (3, 64, 64), 2, plan, lrcnn=lrcnn)
+            got = "no error"
+        except PlanError as e:
+            got = str(e)
+        check(says in got, "%s: refused (%s)" % (plan, got))
+    print("FAILED" if failures else "all plans run as planned")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
