@@ -11,11 +11,13 @@ traced graph split at the plan's segment boundaries (torch.fx's split_module: on
 segment, in order). A `ckpt` segment runs under torch.utils.checkpoint (non-reentrant): only its
 input is kept, the rest recomputed in backward, with the RNG state of the forward (dropout draws the
 same mask) and BatchNorm's running statistics updated once, not again by the recomputation (as
-lrcnn's engine). `layer` segments run as they are. Gradients equal the plain module's.
+lrcnn's engine). An OverL `rows` segment runs band by band with lrcnn's band geometry, each band
+recomputed in backward (rows.py). `layer` segments run as they are. Gradients equal the plain
+module's (bit for bit under checkpointing; to fp32 rounding in bands).
 
-Not yet: row segments (2PS, OverL: band by band), offload segments and the encodings of kept maps;
-a plan with them is refused with a PlanError naming the segment. lrcnn's own engine runs them
-(`lrcnn train`).
+Not yet: 2PS row segments (bands that hand rows on), BatchNorm in train mode inside bands (its
+whole-map statistics; bn=frozen runs), offload segments and the encodings of kept maps; a plan with
+them is refused with a PlanError naming the segment. lrcnn's own engine runs them (`lrcnn train`).
 """
 import contextlib
 import json
@@ -32,6 +34,8 @@ from torch.utils.checkpoint import checkpoint
 ROOT = os.environ.get("LRCNN_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import torch2net  # noqa: E402  (the importer: the same trace and layer names as `lrcnn import`)
+
+from lrcnn_torch.rows import OverlSegment, Unsupported  # noqa: E402
 
 __all__ = ["apply_plan", "lower", "PlanError"]
 
@@ -109,7 +113,7 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
     `ckpt-opt:60%`, `ckpt@a..b; layer@c..d`, ...) as lowered for batch and image (C, H, W).
     Its parameters are model's own (shared, not copied). The plan's segments are in .lowering."""
     conv, low = lower(model, image, batch, plan, optimizer, bn, lrcnn)
-    unsupported = [s for s in low["segments"] if s["mode"] not in ("layer", "ckpt")]
+    unsupported = [s for s in low["segments"] if s["mode"] not in ("layer", "ckpt", "rows")]
     if unsupported or low["encodings"] or any(low["migrate"].values()):
         what = ("%s segment %s..%s" % (unsupported[0]["mode"], unsupported[0]["first"], unsupported[0]["last"]) if unsupported
                 else "encodings %s" % low["encodings"] if low["encodings"] else "migration")
@@ -130,8 +134,16 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
         part[node] = segment[layer] if layer in segment else max(ins) if ins else 0
     gm = torch.fx.GraphModule(model, graph)
     split = split_module(gm, model, lambda node: part[node])
+    layer_of = {node.name: layer for node, layer in conv.alias.items()}
     for k, s in enumerate(low["segments"]):
-        if s["mode"] == "ckpt" and hasattr(split, "submod_%d" % k):
-            setattr(split, "submod_%d" % k, Checkpointed(getattr(split, "submod_%d" % k)))
+        name = "submod_%d" % k
+        if s["mode"] == "ckpt" and hasattr(split, name):
+            setattr(split, name, Checkpointed(getattr(split, name)))
+        elif s["mode"] == "rows":
+            try:
+                setattr(split, name, OverlSegment(getattr(split, name), s, layer_of, low["bn"]))
+            except Unsupported as e:
+                raise PlanError("plan '%s': rows segment %s..%s: %s: not run in PyTorch yet (lrcnn train runs it)"
+                                % (plan, s["first"], s["last"], e)) from None
     split.lowering = low
     return split

@@ -1,0 +1,150 @@
+"""Row segments in PyTorch: an OverL segment run band by band with the geometry `lrcnn lower` gives.
+
+Band r computes, at every layer of the segment, the rows lrcnn says it computes (`out`), reading
+from each producer the rows that layer's window needs — the halo — from what the band holds of it,
+or from the segment input; zero padding (for a max pool, -inf) is added only at the image's borders,
+never at a band's inner edges. The bands' outputs, each its cut of the segment's last layer, are
+joined along H. Each band runs under torch.utils.checkpoint (non-reentrant): backward recomputes
+it from the segment input, band by band, and the input's gradient sums the bands'. So only the
+segment input and output are kept, as lrcnn's OverL keeps them.
+
+What a band computes: convolutions (any stride, dilation, groups; padding along W as the module's),
+max and average pooling (floor mode; average counting the padding), BatchNorm with its running
+statistics (the plan's bn=frozen: the only mode whose statistics a band can use alone), the
+elementwise modules and functions, sums and channel concatenations. Anything else in a row segment,
+and 2PS segments (bands that hand rows on), are refused by name for now.
+"""
+import operator
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+ELEMENTWISE = (nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.Sigmoid, nn.SiLU, nn.GELU, nn.Hardswish, nn.Hardsigmoid, nn.Identity)
+FUNCTIONS = {F.relu, torch.relu, F.relu6, torch.sigmoid, F.silu, F.gelu, F.hardswish, F.hardsigmoid}
+METHODS = {"relu", "relu_", "sigmoid"}
+
+
+class Unsupported(Exception):
+    pass
+
+
+def pair(v):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+
+
+def window(node, m):
+    """(k, s, p, d) along H of node (module m or None): a convolution's or a pool's; 1, 1, 0, 1 else."""
+    if isinstance(m, nn.Conv2d):
+        return m.kernel_size[0], m.stride[0], m.padding[0], m.dilation[0]
+    if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)):
+        return pair(m.kernel_size)[0], pair(m.stride or m.kernel_size)[0], pair(m.padding)[0], pair(getattr(m, "dilation", 1))[0]
+    return 1, 1, 0, 1
+
+
+def check_node(node, m, where):
+    """Refuses what a band cannot compute here."""
+    if node.op == "call_module":
+        if isinstance(m, nn.Conv2d) and m.padding_mode != "zeros":
+            raise Unsupported("%s: padding_mode %s" % (where, m.padding_mode))
+        if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)) and m.ceil_mode:
+            raise Unsupported("%s: a ceil-mode pool" % where)
+        if isinstance(m, nn.AvgPool2d) and not m.count_include_pad:
+            raise Unsupported("%s: average pooling without the padding counted" % where)
+        if not isinstance(m, (nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d, nn.BatchNorm2d) + ELEMENTWISE):
+            raise Unsupported("%s: %s" % (where, type(m).__name__))
+    elif node.op == "call_function":
+        if node.target not in FUNCTIONS and node.target not in (operator.add, torch.add, torch.cat):
+            raise Unsupported("%s: %s" % (where, getattr(node.target, "__name__", node.target)))
+        if node.target is torch.cat and (node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)) not in (1, -3):
+            raise Unsupported("%s: a concatenation along another dimension than the channels" % where)
+    elif node.op == "call_method" and node.target not in METHODS:
+        raise Unsupported("%s: method %s" % (where, node.target))
+
+
+class OverlSegment(nn.Module):
+    """One OverL row segment of a split module (`inner`, its submodule), band by band."""
+
+    def __init__(self, inner, seg, layer_of, bn):
+        super().__init__()
+        if seg["policy"] != "overl":
+            raise Unsupported("a 2PS segment (bands that hand rows on)")
+        if seg["backward"] != "forward":
+            raise Unsupported("backward band counts other than the forward's")
+        self.inner, self.geo = inner, seg["forward"]
+        self.modules_of = dict(inner.named_modules())
+        self.layer_of = layer_of
+        for node in inner.graph.nodes:
+            if node.op in ("placeholder", "output", "get_attr"):
+                continue
+            m = self.modules_of.get(node.target) if node.op == "call_module" else None
+            check_node(node, m, "node '%s'" % node.name)
+            if isinstance(m, nn.BatchNorm2d) and bn != "frozen":
+                raise Unsupported("node '%s': BatchNorm with bn=%s (a band normalizes with running statistics only: bn=frozen)"
+                                  % (node.name, bn))
+            if self.layer_of.get(node.name) not in self.geo["band"][0]["layers"]:
+                raise Unsupported("node '%s' has no layer of the segment" % node.name)
+        inputs = [n for n in inner.graph.nodes if n.op == "placeholder"]
+        if len(inputs) != 1:
+            raise Unsupported("a row segment reading %d tensors" % len(inputs))
+
+    def rows_of(self, value, lo, hi, fill):
+        """Rows [lo, hi) of a band value (tensor, first row, full height): the rows it holds, and
+        `fill` for those past the map's borders."""
+        t, row0, h = value
+        a, b = max(lo, 0), min(hi, h)
+        assert row0 <= a and b <= row0 + t.shape[2], "a band must hold what its layers read"
+        x = t[:, :, a - row0:b - row0]
+        if lo < 0 or hi > h:
+            x = F.pad(x, (0, 0, max(-lo, 0), max(hi - h, 0)), value=fill)
+        return x
+
+    def band(self, x, r):
+        geo = self.geo["band"][r]["layers"]
+        env = {}
+        for node in self.inner.graph.nodes:
+            if node.op == "placeholder":
+                env[node] = (x, 0, x.shape[2])
+                continue
+            if node.op == "output":
+                t, row0, _ = env[node.args[0]]
+                cut = self.geo["cuts"][r:r + 2]
+                return t[:, :, cut[0] - row0:cut[1] - row0]
+            m = self.modules_of.get(node.target) if node.op == "call_module" else None
+            srcs = list(node.args[0]) if node.target is torch.cat else [i for i in node.args if isinstance(i, torch.fx.Node)]
+            k, s, p, d = window(node, m)
+            h = (env[srcs[0]][2] + 2 * p - d * (k - 1) - 1) // s + 1  # the layer's full height
+            a, b = geo[self.layer_of[node.name]]["out"]
+            if b <= a:  # nothing of this layer in this band (nor of what reads it)
+                env[node] = (None, a, h)
+                continue
+            lo, hi = a * s - p, (b - 1) * s - p + d * (k - 1) + 1
+            fill = float("-inf") if isinstance(m, nn.MaxPool2d) else 0.0
+            env[node] = (self.compute(node, m, [self.rows_of(env[i], lo, hi, fill) for i in srcs]), a, h)
+
+    @staticmethod
+    def compute(node, m, ins):
+        x = ins[0]
+        if isinstance(m, nn.Conv2d):
+            return F.conv2d(x, m.weight, m.bias, m.stride, (0, m.padding[1]), m.dilation, m.groups)
+        if isinstance(m, nn.MaxPool2d):
+            return F.max_pool2d(x, m.kernel_size, m.stride, (0, pair(m.padding)[1]), m.dilation)
+        if isinstance(m, nn.AvgPool2d):
+            return F.avg_pool2d(x, m.kernel_size, m.stride, (0, pair(m.padding)[1]), count_include_pad=True,
+                                divisor_override=m.divisor_override)
+        if isinstance(m, nn.BatchNorm2d):
+            return F.batch_norm(x, m.running_mean, m.running_var, m.weight, m.bias, False, 0.0, m.eps)
+        if m is not None:  # elementwise: never in place (the band's input may be another band's view)
+            return m(x.clone()) if getattr(m, "inplace", False) else m(x)
+        if node.target is torch.cat:
+            return torch.cat(ins, 1)
+        if node.target in (operator.add, torch.add):
+            return ins[0] + ins[1]
+        if node.op == "call_method":
+            return getattr(torch, node.target.rstrip("_"))(x)
+        return node.target(x)
+
+    def forward(self, x):
+        bands = [checkpoint(self.band, x, r, use_reentrant=False) for r in range(self.geo["bands"])]
+        return torch.cat(bands, 2)
