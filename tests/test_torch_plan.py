@@ -5,14 +5,14 @@
 
 For torchvision's resnet18 and mobilenet_v2 (batch norm in train mode, dropout) and the importer's
 channel-slicing test module, under checkpointing plans lrcnn lowers (ckpt-sqrt, ckpt:3, ckpt-opt,
-ckpt-opt:99%, and layer), and for vgg11 and resnet18 (bn=frozen, an odd 67x67 input) under OverL
-row plans run band by band: the wrapped module's logits and every parameter's gradient equal the
+ckpt-opt:99%, and layer), and for vgg11, resnet18 (an odd 67x67 input) and mobilenet_v2 (bn=frozen)
+under 2PS and OverL row plans run band by band: the wrapped module's logits and every parameter's gradient equal the
 plain module's (same weights, same dropout draws; bit for bit under checkpointing, within 1e-5 in
 bands, whose convolutions sum in another order), its BatchNorm running statistics after the step
 equal the plain module's (updated once, not again by the recomputation), and the bytes autograd
 saves outside the checkpointed segments and bands (saved-tensor hooks, each storage once,
-parameters aside) are fewer than the plain module's. Plans it cannot run yet (2PS, BatchNorm in
-train mode inside bands) and plans lrcnn refuses are a PlanError.
+parameters aside) are fewer than the plain module's. Plans it cannot run yet (BatchNorm in train
+mode inside bands, a ceil-mode pool in a band) and plans lrcnn refuses are a PlanError.
 """
 import copy
 import os
@@ -100,9 +100,17 @@ def main(lrcnn):
     compare("import_cases.Channels", import_cases.Channels, (3, 10, 10), ["ckpt:2"], lrcnn)
     # OverL band by band: convolutions in bands reassociate their sums (a band's shape picks its own
     # kernel), so gradients agree to fp32 rounding rather than bit for bit
-    compare("vgg11", lambda: torchvision.models.vgg11(), (3, 64, 64), ["overl:4", "overl:7"], lrcnn, "frozen", 1e-5)
-    compare("resnet18", lambda: torchvision.models.resnet18(), (3, 67, 67), ["overl:3", "overl-h:2"], lrcnn, "frozen", 1e-5)
-    for plan, says in (("2ps:2", "a 2PS segment"), ("overl:2", "BatchNorm with bn=train"), ("ckpt-opt:1KiB", "no checkpointing plan fits"), ("nosuch", "unknown plan")):
+    compare("vgg11", lambda: torchvision.models.vgg11(), (3, 64, 64), ["2ps:4", "overl:4", "overl:7"], lrcnn, "frozen", 1e-5)
+    compare("resnet18", lambda: torchvision.models.resnet18(), (3, 67, 67), ["2ps:3", "overl:3", "2ps-h:2", "overl-h:2"], lrcnn,
+            "frozen", 1e-5)
+    compare("mobilenet_v2", lambda: torchvision.models.mobilenet_v2(), (3, 64, 64), ["2ps:4"], lrcnn, "frozen", 1e-5)
+    try:
+        apply_plan(torchvision.models.squeezenet1_1(), (3, 64, 64), 2, "2ps:2", lrcnn=lrcnn)
+        got = "no error"
+    except PlanError as e:
+        got = str(e)
+    check("ceil-mode pool" in got, "squeezenet1_1 2ps:2: refused (%s)" % got)
+    for plan, says in (("overl:2", "BatchNorm with bn=train"), ("ckpt-opt:1KiB", "no checkpointing plan fits"), ("nosuch", "unknown plan")):
         try:
             apply_plan(torchvision.models.resnet18(), (3, 64, 64), 2, plan, lrcnn=lrcnn)
             got = "no error"

@@ -11,13 +11,13 @@ traced graph split at the plan's segment boundaries (torch.fx's split_module: on
 segment, in order). A `ckpt` segment runs under torch.utils.checkpoint (non-reentrant): only its
 input is kept, the rest recomputed in backward, with the RNG state of the forward (dropout draws the
 same mask) and BatchNorm's running statistics updated once, not again by the recomputation (as
-lrcnn's engine). An OverL `rows` segment runs band by band with lrcnn's band geometry, each band
-recomputed in backward (rows.py). `layer` segments run as they are. Gradients equal the plain
+lrcnn's engine). A `rows` segment, 2PS or OverL, runs band by band with lrcnn's band geometry, each
+band recomputed in backward (rows.py). `layer` segments run as they are. Gradients equal the plain
 module's (bit for bit under checkpointing; to fp32 rounding in bands).
 
-Not yet: 2PS row segments (bands that hand rows on), BatchNorm in train mode inside bands (its
-whole-map statistics; bn=frozen runs), offload segments and the encodings of kept maps; a plan with
-them is refused with a PlanError naming the segment. lrcnn's own engine runs them (`lrcnn train`).
+Not yet: BatchNorm in train mode inside bands (its whole-map statistics; bn=frozen runs), offload
+segments and the encodings of kept maps; a plan with them is refused with a PlanError naming the
+segment. lrcnn's own engine runs them (`lrcnn train`).
 """
 import contextlib
 import json
@@ -35,7 +35,7 @@ ROOT = os.environ.get("LRCNN_ROOT") or os.path.dirname(os.path.dirname(os.path.d
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import torch2net  # noqa: E402  (the importer: the same trace and layer names as `lrcnn import`)
 
-from lrcnn_torch.rows import OverlSegment, Unsupported  # noqa: E402
+from lrcnn_torch.rows import RowSegment, Unsupported  # noqa: E402
 
 __all__ = ["apply_plan", "lower", "PlanError"]
 
@@ -141,7 +141,7 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
             setattr(split, name, Checkpointed(getattr(split, name)))
         elif s["mode"] == "rows":
             try:
-                setattr(split, name, OverlSegment(getattr(split, name), s, layer_of, low["bn"]))
+                setattr(split, name, RowSegment(getattr(split, name), s, layer_of, low["bn"]))
             except Unsupported as e:
                 raise PlanError("plan '%s': rows segment %s..%s: %s: not run in PyTorch yet (lrcnn train runs it)"
                                 % (plan, s["first"], s["last"], e)) from None

@@ -1,18 +1,20 @@
-"""Row segments in PyTorch: an OverL segment run band by band with the geometry `lrcnn lower` gives.
+"""Row segments in PyTorch: 2PS and OverL segments run band by band with the geometry `lrcnn lower` gives.
 
 Band r computes, at every layer of the segment, the rows lrcnn says it computes (`out`), reading
 from each producer the rows that layer's window needs — the halo — from what the band holds of it,
 or from the segment input; zero padding (for a max pool, -inf) is added only at the image's borders,
 never at a band's inner edges. The bands' outputs, each its cut of the segment's last layer, are
-joined along H. Each band runs under torch.utils.checkpoint (non-reentrant): backward recomputes
-it from the segment input, band by band, and the input's gradient sums the bands'. So only the
-segment input and output are kept, as lrcnn's OverL keeps them.
+joined along H. A 2PS band also hands the next the rows it computed that the next reads (its
+boundary), which the next holds above its own rows; no row is computed twice. Each band runs under
+torch.utils.checkpoint (non-reentrant): backward recomputes it from the segment input and the
+boundaries it received, band by band, and gradients flow back through the boundaries. So the
+segment input, the boundaries and the output are kept, as lrcnn keeps them.
 
 What a band computes: convolutions (any stride, dilation, groups; padding along W as the module's),
 max and average pooling (floor mode; average counting the padding), BatchNorm with its running
 statistics (the plan's bn=frozen: the only mode whose statistics a band can use alone), the
-elementwise modules and functions, sums and channel concatenations. Anything else in a row segment,
-and 2PS segments (bands that hand rows on), are refused by name for now.
+elementwise modules and functions, sums and channel concatenations. Anything else in a row segment
+is refused by name for now.
 """
 import operator
 
@@ -63,13 +65,13 @@ def check_node(node, m, where):
         raise Unsupported("%s: method %s" % (where, node.target))
 
 
-class OverlSegment(nn.Module):
-    """One OverL row segment of a split module (`inner`, its submodule), band by band."""
+class RowSegment(nn.Module):
+    """One row segment of a split module (`inner`, its submodule), band by band: OverL's bands each
+    on its own, 2PS's in order, each handing the next the rows it computed that the next reads
+    (`keep`: its boundary), which the next holds above the rows it computes itself."""
 
     def __init__(self, inner, seg, layer_of, bn):
         super().__init__()
-        if seg["policy"] != "overl":
-            raise Unsupported("a 2PS segment (bands that hand rows on)")
         if seg["backward"] != "forward":
             raise Unsupported("backward band counts other than the forward's")
         self.inner, self.geo = inner, seg["forward"]
@@ -88,40 +90,61 @@ class OverlSegment(nn.Module):
         inputs = [n for n in inner.graph.nodes if n.op == "placeholder"]
         if len(inputs) != 1:
             raise Unsupported("a row segment reading %d tensors" % len(inputs))
+        bands = self.geo["band"]
+        rows = lambda v: v[1] > v[0]  # noqa: E731
+        self.bounded = [n for n in inner.graph.nodes if n.name in layer_of and layer_of[n.name] in bands[0]["layers"]
+                        and any(rows(b["layers"][layer_of[n.name]]["keep"]) for b in bands)]
 
     def rows_of(self, value, lo, hi, fill):
         """Rows [lo, hi) of a band value (tensor, first row, full height): the rows it holds, and
         `fill` for those past the map's borders."""
         t, row0, h = value
         a, b = max(lo, 0), min(hi, h)
-        assert row0 <= a and b <= row0 + t.shape[2], "a band must hold what its layers read"
+        assert t is not None and row0 <= a and b <= row0 + t.shape[2], "a band must hold what its layers read"
         x = t[:, :, a - row0:b - row0]
         if lo < 0 or hi > h:
             x = F.pad(x, (0, 0, max(-lo, 0), max(hi - h, 0)), value=fill)
         return x
 
-    def band(self, x, r):
-        geo = self.geo["band"][r]["layers"]
+    def band(self, r, x, *received):
+        """Band r: the rows it computes of the segment's last layer, then the boundaries it hands
+        on (one per layer in self.bounded, zero rows where it hands none)."""
+        geo, prev = self.geo["band"][r]["layers"], self.geo["band"][r - 1]["layers"] if r else None
+        got = dict(zip(self.bounded, received))
         env = {}
         for node in self.inner.graph.nodes:
             if node.op == "placeholder":
                 env[node] = (x, 0, x.shape[2])
                 continue
             if node.op == "output":
-                t, row0, _ = env[node.args[0]]
-                cut = self.geo["cuts"][r:r + 2]
-                return t[:, :, cut[0] - row0:cut[1] - row0]
+                last = node.args[0]
+                t, row0, _ = env[last]
+                a, b = geo[self.layer_of[last.name]]["out"]
+                return (t[:, :, a - row0:b - row0],) + tuple(self.boundary(env[n], geo[self.layer_of[n.name]]["keep"])
+                                                            for n in self.bounded)
             m = self.modules_of.get(node.target) if node.op == "call_module" else None
             srcs = list(node.args[0]) if node.target is torch.cat else [i for i in node.args if isinstance(i, torch.fx.Node)]
             k, s, p, d = window(node, m)
             h = (env[srcs[0]][2] + 2 * p - d * (k - 1) - 1) // s + 1  # the layer's full height
             a, b = geo[self.layer_of[node.name]]["out"]
-            if b <= a:  # nothing of this layer in this band (nor of what reads it)
-                env[node] = (None, a, h)
-                continue
-            lo, hi = a * s - p, (b - 1) * s - p + d * (k - 1) + 1
-            fill = float("-inf") if isinstance(m, nn.MaxPool2d) else 0.0
-            env[node] = (self.compute(node, m, [self.rows_of(env[i], lo, hi, fill) for i in srcs]), a, h)
+            y = None
+            if b > a:
+                lo, hi = a * s - p, (b - 1) * s - p + d * (k - 1) + 1
+                fill = float("-inf") if isinstance(m, nn.MaxPool2d) else 0.0
+                y = self.compute(node, m, [self.rows_of(env[i], lo, hi, fill) for i in srcs])
+            ka, kb = prev[self.layer_of[node.name]]["keep"] if prev and node in got else (a, a)
+            if kb > ka:  # the boundary received, above the rows computed
+                assert y is None or kb == a, "a boundary must end where the band's own rows begin"
+                env[node] = (got[node] if y is None else torch.cat((got[node], y), 2), ka, h)
+            else:
+                env[node] = (y, a, h)
+
+    @staticmethod
+    def boundary(value, keep):
+        t, row0, _ = value
+        if keep[1] <= keep[0]:
+            return t[:, :, :0] if t is not None else torch.zeros(0)
+        return t[:, :, keep[0] - row0:keep[1] - row0]
 
     @staticmethod
     def compute(node, m, ins):
@@ -146,5 +169,9 @@ class OverlSegment(nn.Module):
         return node.target(x)
 
     def forward(self, x):
-        bands = [checkpoint(self.band, x, r, use_reentrant=False) for r in range(self.geo["bands"])]
+        bands, received = [], ()
+        for r in range(self.geo["bands"]):  # each band recomputed in backward from what it received
+            out = checkpoint(self.band, r, x, *received, use_reentrant=False)
+            bands.append(out[0])
+            received = out[1:]
         return torch.cat(bands, 2)
