@@ -5,7 +5,8 @@
 
 For torchvision's resnet18 and mobilenet_v2 (batch norm in train mode, dropout) and the importer's
 channel-slicing test module, under checkpointing plans lrcnn lowers (ckpt-sqrt, ckpt:3, ckpt-opt,
-ckpt-opt:99%, and layer), and for vgg11, resnet18 (an odd 67x67 input) and mobilenet_v2 (bn=frozen)
+ckpt-opt:99%, and layer) and offload plans (vdnn-all, vdnn-conv, an offload list: every map autograd
+saves in the layers they select copied to host memory and back), and for vgg11, resnet18 (an odd 67x67 input) and mobilenet_v2 (bn=frozen)
 under 2PS and OverL row plans run band by band: the wrapped module's logits and every parameter's gradient equal the
 plain module's (same weights, same dropout draws; bit for bit under checkpointing, within 1e-5 in
 bands, whose convolutions sum in another order), its BatchNorm running statistics after the step
@@ -63,6 +64,9 @@ def worst(a, b):
     return float((a - b).abs().max() / max(b.abs().max(), 1e-30))
 
 
+results = {}
+
+
 def compare(name, make, image, plans, lrcnn, bn=None, tol=1e-6):
     """bn=frozen: both modules in eval mode (BatchNorm on its running statistics, dropout off)."""
     torch.manual_seed(1)
@@ -86,8 +90,12 @@ def compare(name, make, image, plans, lrcnn, bn=None, tol=1e-6):
         counts = all(torch.equal(a, b) for a, b in zip(model.buffers(), plain.buffers()) if not a.dtype.is_floating_point)
         ok = worst(y, y0) <= tol and grads <= tol and max(stats or [0]) <= tol and counts
         check(ok, "%s %s (%s): logits %.1e, worst gradient %.1e, running statistics %.1e%s of the plain module's"
-              % (name, plan, ", ".join("%d %s" % (modes.count(k), k) for k in ("rows", "ckpt", "layer") if k in modes),
+              % (name, plan, ", ".join("%d %s" % (modes.count(k), k) for k in ("rows", "ckpt", "offload", "layer") if k in modes),
                  worst(y, y0), grads, max(stats or [0]), "" if counts else ", batch counts differ"))
+        moved = sum(getattr(c, "moved", 0) for c in wrapped.children())
+        if "offload" in modes:
+            check(moved > 0, "%s %s: %.2f MiB of saved maps sent to host memory and back" % (name, plan, moved / 2**20))
+            results[(name, plan)] = moved
         if "ckpt" in modes or "rows" in modes:
             check(kept < kept0, "%s %s: autograd saves %.2f MiB outside its checkpoints, the plain module %.2f MiB"
                   % (name, plan, kept / 2**20, kept0 / 2**20))
@@ -98,6 +106,9 @@ def main(lrcnn):
     compare("resnet18", lambda: torchvision.models.resnet18(), (3, 64, 64), plans, lrcnn)
     compare("mobilenet_v2", lambda: torchvision.models.mobilenet_v2(), (3, 64, 64), plans[1:3], lrcnn)
     compare("import_cases.Channels", import_cases.Channels, (3, 10, 10), ["ckpt:2"], lrcnn)
+    compare("resnet18", lambda: torchvision.models.resnet18(), (3, 64, 64),
+            ["vdnn-all", "vdnn-conv", "offload(conv1:0:1, layer1.0.conv1)@conv1..fc"], lrcnn)
+    check(results[("resnet18", "vdnn-conv")] < results[("resnet18", "vdnn-all")], "vdnn-conv moves less than vdnn-all")
     # OverL band by band: convolutions in bands reassociate their sums (a band's shape picks its own
     # kernel), so gradients agree to fp32 rounding rather than bit for bit
     compare("vgg11", lambda: torchvision.models.vgg11(), (3, 64, 64), ["2ps:4", "overl:4", "overl:7"], lrcnn, "frozen", 1e-5)

@@ -12,12 +12,13 @@ segment, in order). A `ckpt` segment runs under torch.utils.checkpoint (non-reen
 input is kept, the rest recomputed in backward, with the RNG state of the forward (dropout draws the
 same mask) and BatchNorm's running statistics updated once, not again by the recomputation (as
 lrcnn's engine). A `rows` segment, 2PS or OverL, runs band by band with lrcnn's band geometry, each
-band recomputed in backward (rows.py). `layer` segments run as they are. Gradients equal the plain
+band recomputed in backward (rows.py). An `offload` segment's saved maps go to host memory and
+come back for backward (saved-tensor hooks; Offloaded says which). `layer` segments run as they are. Gradients equal the plain
 module's (bit for bit under checkpointing; to fp32 rounding in bands).
 
-Not yet: BatchNorm in train mode inside bands (its whole-map statistics; bn=frozen runs), offload
-segments and the encodings of kept maps; a plan with them is refused with a PlanError naming the
-segment. lrcnn's own engine runs them (`lrcnn train`).
+Not yet: BatchNorm in train mode inside bands (its whole-map statistics; bn=frozen runs), the
+encodings of kept maps, migration, and a side stream for the moves; a plan with them is refused with
+a PlanError naming the segment. lrcnn's own engine runs them (`lrcnn train`).
 """
 import contextlib
 import json
@@ -88,6 +89,56 @@ def _running_kept(module):
                 m.num_batches_tracked.copy_(count)
 
 
+class Offloaded(torch.nn.Module):
+    """An offload segment: the tensors autograd saves in its selected layers (every layer for
+    offload(all); the convolutions for offload(conv), whose inputs are what vDNN moves; the layers
+    an offload list names) are copied to host memory when saved — pinned where there is a GPU — and
+    brought back when backward reads them (saved_tensors_hooks); parameters stay. An offload list's
+    release and fetch delays are not honoured: PyTorch moves a map when it is saved and fetches it
+    when it is used. `moved` counts the bytes sent to the host by the last forward."""
+
+    def __init__(self, inner, seg, layer_of, params):
+        super().__init__()
+        self.inner, self.layer_of, self.params, self.moved = inner, layer_of, params, 0
+        self.kind = seg["offload"]
+        self.picked = {m["layer"] for m in seg.get("maps", [])}
+        self.modules_of = dict(inner.named_modules())
+
+    def selected(self, node):
+        if node.op not in ("call_module", "call_function", "call_method"):
+            return False
+        if self.kind == "all":
+            return True
+        if self.kind == "conv":
+            return node.op == "call_module" and isinstance(self.modules_of.get(node.target), torch.nn.Conv2d)
+        return self.layer_of.get(node.name) in self.picked
+
+    def pack(self, t):
+        if t.data_ptr() in self.params:
+            return t, None
+        host = torch.empty(t.size(), dtype=t.dtype, pin_memory=torch.cuda.is_available())
+        host.copy_(t, non_blocking=t.is_cuda)
+        self.moved += t.numel() * t.element_size()
+        return host, t.device
+
+    @staticmethod
+    def unpack(p):
+        t, device = p
+        return t if device is None else t.to(device, non_blocking=True)
+
+    def forward(self, *args):
+        self.moved = 0
+        outer = self
+
+        class Run(torch.fx.Interpreter):
+            def run_node(self, node):
+                if not outer.selected(node):
+                    return super().run_node(node)
+                with torch.autograd.graph.saved_tensors_hooks(outer.pack, outer.unpack):
+                    return super().run_node(node)
+        return Run(self.inner).run(*args)
+
+
 class Checkpointed(torch.nn.Module):
     """A segment kept only by its input: torch.utils.checkpoint, non-reentrant. The first call of
     each forward is the forward itself; later calls are backward's recomputation."""
@@ -113,7 +164,7 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
     `ckpt-opt:60%`, `ckpt@a..b; layer@c..d`, ...) as lowered for batch and image (C, H, W).
     Its parameters are model's own (shared, not copied). The plan's segments are in .lowering."""
     conv, low = lower(model, image, batch, plan, optimizer, bn, lrcnn)
-    unsupported = [s for s in low["segments"] if s["mode"] not in ("layer", "ckpt", "rows")]
+    unsupported = [s for s in low["segments"] if s["mode"] not in ("layer", "ckpt", "rows", "offload")]
     if unsupported or low["encodings"] or any(low["migrate"].values()):
         what = ("%s segment %s..%s" % (unsupported[0]["mode"], unsupported[0]["first"], unsupported[0]["last"]) if unsupported
                 else "encodings %s" % low["encodings"] if low["encodings"] else "migration")
@@ -139,6 +190,8 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
         name = "submod_%d" % k
         if s["mode"] == "ckpt" and hasattr(split, name):
             setattr(split, name, Checkpointed(getattr(split, name)))
+        elif s["mode"] == "offload":
+            setattr(split, name, Offloaded(getattr(split, name), s, layer_of, {p.data_ptr() for p in model.parameters()}))
         elif s["mode"] == "rows":
             try:
                 setattr(split, name, RowSegment(getattr(split, name), s, layer_of, low["bn"]))
