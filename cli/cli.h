@@ -167,6 +167,7 @@ int cli_reproduce(int argc, char **argv);
 int cli_demo(int argc, char **argv);
 int cli_import(int argc, char **argv);
 int cli_lower(int argc, char **argv);
+int cli_torch_plan(int argc, char **argv);
 
 /* What `lrcnn validate` does for one configuration, shared with specs' run = validate: every plan
  * checked (parsed, predicted, host budget) before anything runs; `layer` first (added if the list

@@ -25,6 +25,7 @@ static const struct {
     {"merge", cli_merge, "join the shards of a sweep (sweep --shard I/N) into one file"},
     {"export", cli_export, "HDF5 result -> TSV for gnuplot"},
     {"lower", cli_lower, "a plan's segments and band geometry as JSON, for a runtime outside lrcnn"},
+    {"torch-plan", cli_torch_plan, "a PyTorch training script under an lrcnn plan (python/lrcnn_torch)"},
     {"import", cli_import, "a PyTorch model (torchvision name, or FILE.py:FACTORY) as a net file (tools/torch2net.py)"},
     {"reproduce", cli_reproduce, "every result and figure from scratch (about 30 minutes on 2 cores)"},
     {"demo", cli_demo, "the default experiment: every preset trained briefly on the CPU engine, measured vs predicted"},

@@ -14,10 +14,16 @@ equal the plain module's (updated once, not again by the recomputation), and the
 saves outside the checkpointed segments and bands (saved-tensor hooks, each storage once,
 parameters aside) are fewer than the plain module's. Plans it cannot run yet (BatchNorm in train
 mode inside bands, a ceil-mode pool in a band) and plans lrcnn refuses are a PlanError.
+`lrcnn torch-plan` writes scripts that train under ckpt-sqrt, ckpt-opt:B (--budget), 2ps:4
+(bn=frozen) and vdnn-conv, each printing its first step's gradients equal to the plain module's; a
+model the importer refuses, a plan nothing fits, train-mode BatchNorm in bands, no plan, and an
+existing file are refused: exit 2, one line, no file.
 """
 import copy
 import os
+import subprocess
 import sys
+import tempfile
 
 import torch
 import torchvision
@@ -101,6 +107,36 @@ def compare(name, make, image, plans, lrcnn, bn=None, tol=1e-6):
                   % (name, plan, kept / 2**20, kept0 / 2**20))
 
 
+def script_cases(lrcnn):
+    """lrcnn torch-plan: the script it writes trains, and matches the plain module's gradients."""
+    tmp = tempfile.mkdtemp(prefix="lrcnn-torch-plan-")
+    for args, tol in ((["--plan", "ckpt-sqrt"], 1e-6), (["--budget", "1GiB"], 1e-6), (["--plan", "2ps:4", "--bn", "frozen"], 1e-5),
+                      (["--plan", "vdnn-conv"], 1e-6)):
+        out = os.path.join(tmp, "train_%d.py" % len(os.listdir(tmp)))
+        r = subprocess.run([lrcnn, "torch-plan", "--model", "torchvision:resnet18", "--batch", "4", "--image", "64", *args, "-o", out],
+                           capture_output=True, text=True)
+        run = subprocess.run([sys.executable, out, "--steps", "2", "--check-grads"], capture_output=True, text=True) \
+            if r.returncode == 0 else r
+        last = (run.stdout.strip().splitlines() or ["(nothing)"])[-1]
+        dev = float(last.rsplit(" ", 1)[-1]) if run.returncode == 0 and "deviation" in last else float("inf")
+        check(dev <= tol, "torch-plan %s: the script trains 2 steps, %s" % (" ".join(args), last if dev < 1 else (run.stderr or last).strip()[-300:]))
+    keep = os.path.join(tmp, "train_0.py")
+    for args, says in ((["--model", "no_such_model", "--plan", "layer"], "not a torchvision model"),
+                       (["--model", "torchvision:resnet18", "--plan", "2ps:2"], "BatchNorm with bn=train"),
+                       (["--model", "torchvision:resnet18", "--budget", "1KiB"], "no checkpointing plan fits"),
+                       (["--model", "torchvision:resnet18"], "--plan PLAN or --budget B"),
+                       (["--model", os.path.join(HERE, "import_cases.py") + ":bicubic", "--plan", "layer"], "bicubic")):
+        out = os.path.join(tmp, "bad.py")
+        r = subprocess.run([lrcnn, "torch-plan", "--batch", "4", "--image", "64", *args, "-o", out], capture_output=True, text=True)
+        lines = r.stderr.strip().splitlines()
+        check(r.returncode == 2 and len(lines) == 1 and says in lines[0] and not os.path.exists(out),
+              "torch-plan %s: exit %d, %s" % (" ".join(args), r.returncode, lines[-1] if lines else "(no message)"))
+    before = open(keep).read()
+    r = subprocess.run([lrcnn, "torch-plan", "--model", "torchvision:resnet18", "--batch", "4", "--image", "64", "--plan", "layer",
+                        "-o", keep], capture_output=True, text=True)
+    check(r.returncode == 2 and open(keep).read() == before, "torch-plan keeps an existing script without --force: %s" % r.stderr.strip())
+
+
 def main(lrcnn):
     plans = ["layer", "ckpt-sqrt", "ckpt:3", "ckpt-opt", "ckpt-opt:99%"]
     compare("resnet18", lambda: torchvision.models.resnet18(), (3, 64, 64), plans, lrcnn)
@@ -128,6 +164,7 @@ def main(lrcnn):
         except PlanError as e:
             got = str(e)
         check(says in got, "%s: refused (%s)" % (plan, got))
+    script_cases(lrcnn)
     print("FAILED" if failures else "all plans run as planned")
     return 1 if failures else 0
 

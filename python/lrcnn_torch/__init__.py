@@ -38,11 +38,19 @@ import torch2net  # noqa: E402  (the importer: the same trace and layer names as
 
 from lrcnn_torch.rows import RowSegment, Unsupported  # noqa: E402
 
-__all__ = ["apply_plan", "lower", "PlanError"]
+__all__ = ["apply_plan", "lower", "load_model", "PlanError"]
 
 
 class PlanError(Exception):
     """A plan lrcnn refuses for this module, or one this package cannot run yet."""
+
+
+def load_model(spec):
+    """A module as `lrcnn import` takes it: torchvision:NAME (untrained), or PATH.py:FACTORY."""
+    try:
+        return torch2net.load_model(spec)
+    except torch2net.Refused as e:
+        raise PlanError(str(e)) from None
 
 
 def binary():
