@@ -6,14 +6,16 @@
 For torchvision's resnet18 and mobilenet_v2 (batch norm in train mode, dropout) and the importer's
 channel-slicing test module, under checkpointing plans lrcnn lowers (ckpt-sqrt, ckpt:3, ckpt-opt,
 ckpt-opt:99%, and layer) and offload plans (vdnn-all, vdnn-conv, an offload list: every map autograd
-saves in the layers they select copied to host memory and back), and for vgg11, resnet18 (an odd 67x67 input) and mobilenet_v2 (bn=frozen)
-under 2PS and OverL row plans run band by band: the wrapped module's logits and every parameter's gradient equal the
-plain module's (same weights, same dropout draws; bit for bit under checkpointing, within 1e-5 in
-bands, whose convolutions sum in another order), its BatchNorm running statistics after the step
-equal the plain module's (updated once, not again by the recomputation), and the bytes autograd
-saves outside the checkpointed segments and bands (saved-tensor hooks, each storage once,
-parameters aside) are fewer than the plain module's. Plans it cannot run yet (BatchNorm in train
-mode inside bands, a ceil-mode pool in a band) and plans lrcnn refuses are a PlanError.
+saves in the layers they select copied to host memory and back), and for vgg11, resnet18 (an odd
+67x67 input) and mobilenet_v2 (bn=frozen) under 2PS and OverL row plans run band by band: the
+wrapped module's logits and every parameter's gradient equal the plain module's (same weights, same
+dropout draws; bit for bit under checkpointing and offload, within 1e-5 in bands, whose convolutions
+sum in another order), its BatchNorm running statistics after the step equal the plain module's
+(updated once, not again by the recomputation), and the bytes autograd saves outside the
+checkpointed segments and bands (saved-tensor hooks, each storage once, parameters aside) are fewer
+than the plain module's. +dpr:fp16 and bf16 move the gradients by their rounding (at most 1e-2 and
+5e-2 in norm, never not at all) and keep fewer bytes. Plans it cannot run yet (BatchNorm in train
+mode inside bands, a ceil-mode pool in a band, gist) and plans lrcnn refuses are a PlanError.
 `lrcnn torch-plan` writes scripts that train under ckpt-sqrt, ckpt-opt:B (--budget), 2ps:4
 (bn=frozen) and vdnn-conv, each printing its first step's gradients equal to the plain module's; a
 model the importer refuses, a plan nothing fits, train-mode BatchNorm in bands, no plan, and an
@@ -107,6 +109,23 @@ def compare(name, make, image, plans, lrcnn, bn=None, tol=1e-6):
                   % (name, plan, kept / 2**20, kept0 / 2**20))
 
 
+def encoded(lrcnn):
+    """+dpr: saved maps kept in half precision; gradients move by what the rounding makes them,
+    never not at all, and within fp16's / bf16's few units of their last place through a net."""
+    torch.manual_seed(1)
+    plain = torchvision.models.resnet18()
+    x = torch.randn(2, 3, 64, 64, generator=torch.Generator().manual_seed(2))
+    kept0, _ = step(plain, x, 3)
+    for plan, tol in (("layer+dpr:fp16", 1e-2), ("layer+dpr:bf16", 5e-2), ("ckpt-sqrt+dpr:fp16", 1e-2)):
+        torch.manual_seed(1)
+        model = torchvision.models.resnet18()
+        wrapped = apply_plan(model, (3, 64, 64), 2, plan, lrcnn=lrcnn)
+        step(wrapped, x, 3)
+        dev = max(float((p.grad - q.grad).norm() / q.grad.norm()) for p, q in zip(model.parameters(), plain.parameters()))
+        check(0 < dev <= tol and wrapped.kept < kept0, "resnet18 %s: gradients %.1e from the plain module's (norm, worst tensor), "
+              "%.2f MiB kept encoded against %.2f MiB saved plain" % (plan, dev, wrapped.kept / 2**20, kept0 / 2**20))
+
+
 def script_cases(lrcnn):
     """lrcnn torch-plan: the script it writes trains, and matches the plain module's gradients."""
     tmp = tempfile.mkdtemp(prefix="lrcnn-torch-plan-")
@@ -145,6 +164,7 @@ def main(lrcnn):
     compare("resnet18", lambda: torchvision.models.resnet18(), (3, 64, 64),
             ["vdnn-all", "vdnn-conv", "offload(conv1:0:1, layer1.0.conv1)@conv1..fc"], lrcnn)
     check(results[("resnet18", "vdnn-conv")] < results[("resnet18", "vdnn-all")], "vdnn-conv moves less than vdnn-all")
+    encoded(lrcnn)
     # OverL band by band: convolutions in bands reassociate their sums (a band's shape picks its own
     # kernel), so gradients agree to fp32 rounding rather than bit for bit
     compare("vgg11", lambda: torchvision.models.vgg11(), (3, 64, 64), ["2ps:4", "overl:4", "overl:7"], lrcnn, "frozen", 1e-5)
@@ -157,7 +177,7 @@ def main(lrcnn):
     except PlanError as e:
         got = str(e)
     check("ceil-mode pool" in got, "squeezenet1_1 2ps:2: refused (%s)" % got)
-    for plan, says in (("overl:2", "BatchNorm with bn=train"), ("ckpt-opt:1KiB", "no checkpointing plan fits"), ("nosuch", "unknown plan")):
+    for plan, says in (("overl:2", "BatchNorm with bn=train"), ("layer+gist", "the encoding gist"), ("ckpt-opt:1KiB", "no checkpointing plan fits"), ("nosuch", "unknown plan")):
         try:
             apply_plan(torchvision.models.resnet18(), (3, 64, 64), 2, plan, lrcnn=lrcnn)
             got = "no error"

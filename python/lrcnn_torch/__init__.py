@@ -13,11 +13,12 @@ input is kept, the rest recomputed in backward, with the RNG state of the forwar
 same mask) and BatchNorm's running statistics updated once, not again by the recomputation (as
 lrcnn's engine). A `rows` segment, 2PS or OverL, runs band by band with lrcnn's band geometry, each
 band recomputed in backward (rows.py). An `offload` segment's saved maps go to host memory and
-come back for backward (saved-tensor hooks; Offloaded says which). `layer` segments run as they are. Gradients equal the plain
+come back for backward (saved-tensor hooks; Offloaded says which). `+dpr:fp16|bf16` keeps the
+saved maps in half precision (Encoded). `layer` segments run as they are. Gradients equal the plain
 module's (bit for bit under checkpointing; to fp32 rounding in bands).
 
-Not yet: BatchNorm in train mode inside bands (its whole-map statistics; bn=frozen runs), the
-encodings of kept maps, migration, and a side stream for the moves; a plan with them is refused with
+Not yet: BatchNorm in train mode inside bands (its whole-map statistics; bn=frozen runs), gist's
+and ZFP's encodings, migration, and a side stream for the moves; a plan with them is refused with
 a PlanError naming the segment. lrcnn's own engine runs them (`lrcnn train`).
 """
 import contextlib
@@ -147,6 +148,41 @@ class Offloaded(torch.nn.Module):
         return Run(self.inner).run(*args)
 
 
+DPR = {"dpr:fp16": torch.float16, "dpr:bf16": torch.bfloat16}
+if hasattr(torch, "float8_e4m3fn"):  # PyTorch 2.1 and later
+    DPR["dpr:fp8"] = torch.float8_e4m3fn
+
+
+class Encoded(torch.nn.Module):
+    """Delayed precision reduction (+dpr): every fp32 tensor autograd saves (parameters aside) kept
+    in half, bfloat16 or (PyTorch 2.1+) FP8 E4M3 and widened back when backward reads it (saved-
+    tensor hooks); the forward computes in fp32. Unlike lrcnn's engine, a relu output's sign is not
+    kept apart (a positive value that rounds to zero in fp16 turns its gradient off), the maps an
+    offload segment moves or a checkpoint keeps are not encoded, and FP8 does not saturate.
+    `kept` counts the encoded bytes of the last forward."""
+
+    def __init__(self, inner, mod, params):
+        super().__init__()
+        self.inner, self.dtype, self.params, self.kept = inner, DPR[mod], params, 0
+
+    def pack(self, t):
+        if t.data_ptr() in self.params or t.dtype != torch.float32:
+            return t, None
+        e = t.to(self.dtype)
+        self.kept += e.numel() * e.element_size()
+        return e, t.dtype
+
+    @staticmethod
+    def unpack(p):
+        e, dtype = p
+        return e if dtype is None else e.to(dtype)
+
+    def forward(self, *args):
+        self.kept = 0
+        with torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack):
+            return self.inner(*args)
+
+
 class Checkpointed(torch.nn.Module):
     """A segment kept only by its input: torch.utils.checkpoint, non-reentrant. The first call of
     each forward is the forward itself; later calls are backward's recomputation."""
@@ -173,10 +209,12 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
     Its parameters are model's own (shared, not copied). The plan's segments are in .lowering."""
     conv, low = lower(model, image, batch, plan, optimizer, bn, lrcnn)
     unsupported = [s for s in low["segments"] if s["mode"] not in ("layer", "ckpt", "rows", "offload")]
-    if unsupported or low["encodings"] or any(low["migrate"].values()):
+    other = [m for m in low["encodings"] if m not in DPR]
+    if unsupported or other or len(low["encodings"]) > 1 or any(low["migrate"].values()):
         what = ("%s segment %s..%s" % (unsupported[0]["mode"], unsupported[0]["first"], unsupported[0]["last"]) if unsupported
-                else "encodings %s" % low["encodings"] if low["encodings"] else "migration")
-        raise PlanError("plan '%s': %s: not run in PyTorch yet (layer and ckpt segments are; lrcnn train runs the rest)"
+                else "the encoding %s" % (other or low["encodings"])[0] if low["encodings"] else "migration")
+        raise PlanError("plan '%s': %s: not run in PyTorch yet (layer, ckpt, offload and row segments and "
+                        "+dpr:fp16|bf16 are; lrcnn train runs the rest)"
                         % (plan, what))
     names = [l["name"] for l in low["layers"]]
     segment = {}
@@ -206,5 +244,7 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
             except Unsupported as e:
                 raise PlanError("plan '%s': rows segment %s..%s: %s: not run in PyTorch yet (lrcnn train runs it)"
                                 % (plan, s["first"], s["last"], e)) from None
+    if low["encodings"]:
+        split = Encoded(split, low["encodings"][0], {p.data_ptr() for p in model.parameters()})
     split.lowering = low
     return split
