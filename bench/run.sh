@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ./lrcnn bench: the simulator benchmark, the codecs of kept maps against memcpy (and each plan
 # modifier's cost on an iteration), the CPU engine benchmark (its arena against its pool too) and
-# its PyTorch 1.13 peer, in one
+# its PyTorch 1.13 peer, then each plan's cost in PyTorch (python/lrcnn_torch) beside lrcnn's, in one
 # run on this machine, then the engine/PyTorch ratios of time and of memory. Each net runs in its
 # own process, ours and PyTorch's, so each RSS high-water mark belongs to that net alone.
 # Usage: bench/run.sh BUILD_DIR
@@ -25,3 +25,5 @@ for net in vgg16 resnet50; do
     <<<"$engine"$'\n'"$peer")"$'\n'
 done
 printf '%s' "$summary"
+echo
+/usr/bin/python3 "$here/torch_plan.py" "$build/lrcnn"
