@@ -7,7 +7,7 @@ For torchvision's resnet18 and mobilenet_v2 (batch norm in train mode, dropout) 
 channel-slicing test module, under checkpointing plans lrcnn lowers (ckpt-sqrt, ckpt:3, ckpt-opt,
 ckpt-opt:99%, and layer) and offload plans (vdnn-all, vdnn-conv, an offload list: every map autograd
 saves in the layers they select copied to host memory and back), and for vgg11, resnet18 (an odd
-67x67 input) and mobilenet_v2 (bn=frozen) under 2PS and OverL row plans run band by band: the
+67x67 input), mobilenet_v2 and the U-Net (bn=frozen) under 2PS and OverL row plans run band by band: the
 wrapped module's logits and every parameter's gradient equal the plain module's (same weights, same
 dropout draws; bit for bit under checkpointing and offload, within 1e-5 in bands, whose convolutions
 sum in another order), its BatchNorm running statistics after the step equal the plain module's
@@ -171,6 +171,9 @@ def main(lrcnn):
     compare("resnet18", lambda: torchvision.models.resnet18(), (3, 67, 67), ["2ps:3", "overl:3", "2ps-h:2", "overl-h:2"], lrcnn,
             "frozen", 1e-5)
     compare("mobilenet_v2", lambda: torchvision.models.mobilenet_v2(), (3, 64, 64), ["2ps:4"], lrcnn, "frozen", 1e-5)
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools"))
+    import unet  # the shipped U-Net (tools/unet.py): skips concatenated to upsampled maps, all of it one row segment
+    compare("unet", unet.unet, (3, 64, 64), ["2ps:4", "overl:4", "ckpt-sqrt", "vdnn-conv"], lrcnn, "frozen", 1e-5)
     try:
         apply_plan(torchvision.models.squeezenet1_1(), (3, 64, 64), 2, "2ps:2", lrcnn=lrcnn)
         got = "no error"

@@ -11,7 +11,8 @@ boundaries it received, band by band, and gradients flow back through the bounda
 segment input, the boundaries and the output are kept, as lrcnn keeps them.
 
 What a band computes: convolutions (any stride, dilation, groups; padding along W as the module's),
-max and average pooling (floor mode; average counting the padding), BatchNorm with its running
+max and average pooling (floor mode; average counting the padding), nearest upsampling by a whole
+scale, BatchNorm with its running
 statistics (the plan's bn=frozen: the only mode whose statistics a band can use alone), the
 elementwise modules and functions, sums and channel concatenations. Anything else in a row segment
 is refused by name for now.
@@ -45,6 +46,15 @@ def window(node, m):
     return 1, 1, 0, 1
 
 
+def upsample_scale(m):
+    """A nearest Upsample's whole scale, the same along H and W; None otherwise (or sized by size=)."""
+    s = m.scale_factor
+    if m.size is not None or s is None:
+        return None
+    h, w = pair(s)
+    return int(h) if h == w and float(h) == int(h) and h >= 1 else None
+
+
 def check_node(node, m, where):
     """Refuses what a band cannot compute here."""
     if node.op == "call_module":
@@ -54,7 +64,9 @@ def check_node(node, m, where):
             raise Unsupported("%s: a ceil-mode pool" % where)
         if isinstance(m, nn.AvgPool2d) and not m.count_include_pad:
             raise Unsupported("%s: average pooling without the padding counted" % where)
-        if not isinstance(m, (nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d, nn.BatchNorm2d) + ELEMENTWISE):
+        if isinstance(m, nn.Upsample) and (m.mode != "nearest" or upsample_scale(m) is None):
+            raise Unsupported("%s: %s upsampling (only nearest, by a whole scale along H and W)" % (where, m.mode))
+        if not isinstance(m, (nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d, nn.BatchNorm2d, nn.Upsample) + ELEMENTWISE):
             raise Unsupported("%s: %s" % (where, type(m).__name__))
     elif node.op == "call_function":
         if node.target not in FUNCTIONS and node.target not in (operator.add, torch.add, torch.cat):
@@ -125,10 +137,15 @@ class RowSegment(nn.Module):
             m = self.modules_of.get(node.target) if node.op == "call_module" else None
             srcs = list(node.args[0]) if node.target is torch.cat else [i for i in node.args if isinstance(i, torch.fx.Node)]
             k, s, p, d = window(node, m)
-            h = (env[srcs[0]][2] + 2 * p - d * (k - 1) - 1) // s + 1  # the layer's full height
+            u = upsample_scale(m) if isinstance(m, nn.Upsample) else None
+            h = env[srcs[0]][2] * u if u else (env[srcs[0]][2] + 2 * p - d * (k - 1) - 1) // s + 1  # the layer's full height
             a, b = geo[self.layer_of[node.name]]["out"]
             y = None
-            if b > a:
+            if b > a and u:  # output row o repeats input row o // u: the rows under [a, b), repeated, cut to it
+                lo = a // u
+                y = F.interpolate(self.rows_of(env[srcs[0]], lo, (b - 1) // u + 1, 0.0), scale_factor=u, mode="nearest")
+                y = y[:, :, a - lo * u:b - lo * u]
+            elif b > a:
                 lo, hi = a * s - p, (b - 1) * s - p + d * (k - 1) + 1
                 fill = float("-inf") if isinstance(m, nn.MaxPool2d) else 0.0
                 y = self.compute(node, m, [self.rows_of(env[i], lo, hi, fill) for i in srcs])
