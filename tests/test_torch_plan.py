@@ -192,5 +192,20 @@ def main(lrcnn):
     return 1 if failures else 0
 
 
+def full(lrcnn):
+    """The issue's table, at full size (minutes; experiments/torch_plan_cpu.sh): VGG-16, ResNet-50,
+    MobileNetV2 and the U-Net at 224x224, batch 2, BatchNorm frozen (bands need it) and dropout off,
+    under layer, ckpt-sqrt, 2ps:4, overl:4, 2ps-h, vdnn-conv and layer+dpr:fp16."""
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools"))
+    import unet
+    plans = ["layer", "ckpt-sqrt", "2ps:4", "overl:4", "2ps-h", "vdnn-conv"]
+    for name, make in (("vgg16", torchvision.models.vgg16), ("resnet50", torchvision.models.resnet50),
+                       ("mobilenet_v2", torchvision.models.mobilenet_v2), ("unet", unet.unet)):
+        compare(name, make, (3, 224, 224), plans, lrcnn, "frozen", 1e-5)
+        compare(name, make, (3, 224, 224), ["layer+dpr:fp16"], lrcnn, "frozen", 1e-2)
+    print("FAILED" if failures else "all plans run as planned")
+    return 1 if failures else 0
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(full(sys.argv[1]) if sys.argv[2:] == ["full"] else main(sys.argv[1]))
