@@ -7,19 +7,21 @@ For torchvision's resnet18 and mobilenet_v2 (batch norm in train mode, dropout) 
 channel-slicing test module, under checkpointing plans lrcnn lowers (ckpt-sqrt, ckpt:3, ckpt-opt,
 ckpt-opt:99%, and layer) and offload plans (vdnn-all, vdnn-conv, an offload list: every map autograd
 saves in the layers they select copied to host memory and back), and for vgg11, resnet18 (an odd
-67x67 input), mobilenet_v2 and the U-Net (bn=frozen) under 2PS and OverL row plans run band by band: the
-wrapped module's logits and every parameter's gradient equal the plain module's (same weights, same
-dropout draws; bit for bit under checkpointing and offload, within 1e-5 in bands, whose convolutions
-sum in another order), its BatchNorm running statistics after the step equal the plain module's
-(updated once, not again by the recomputation), and the bytes autograd saves outside the
-checkpointed segments and bands (saved-tensor hooks, each storage once, parameters aside) are fewer
-than the plain module's. +dpr:fp16 and bf16 move the gradients by their rounding (at most 1e-2 and
-5e-2 in norm, never not at all) and keep fewer bytes. Plans it cannot run yet (BatchNorm in train
-mode inside bands, a ceil-mode pool in a band, gist) and plans lrcnn refuses are a PlanError.
-`lrcnn torch-plan` writes scripts that train under ckpt-sqrt, ckpt-opt:B (--budget), 2ps:4
-(bn=frozen) and vdnn-conv, each printing its first step's gradients equal to the plain module's; a
-model the importer refuses, a plan nothing fits, train-mode BatchNorm in bands, no plan, and an
-existing file are refused: exit 2, one line, no file.
+67x67 input), mobilenet_v2 and the U-Net (bn=frozen) under 2PS and OverL row plans run band by
+band: the wrapped module's logits and every parameter's gradient (per tensor, in norm) equal the
+plain module's (same weights, same dropout draws; bit for bit under checkpointing and offload,
+within 1e-5 in bands, whose convolutions sum in another order), its BatchNorm running statistics
+after the step equal the plain module's (updated once, not again by the recomputation), and the
+bytes autograd saves outside the checkpointed segments and bands (saved-tensor hooks, each storage
+once, parameters aside) are fewer than the plain module's. +dpr:fp16 and bf16 move the gradients by
+their rounding (at most 1e-2 and 5e-2 in norm, never not at all) and keep fewer bytes. Plans it
+cannot run yet (BatchNorm in train mode inside bands, a ceil-mode pool in a band, gist) and plans
+lrcnn refuses are a PlanError. `lrcnn torch-plan` writes scripts that train under ckpt-sqrt,
+ckpt-opt:B (--budget), 2ps:4 (bn=frozen) and vdnn-conv, each printing its first step's gradients
+equal to the plain module's; a model the importer refuses, a plan nothing fits, train-mode
+BatchNorm in bands, no plan, and an existing file are refused: exit 2, one line, no file.
+`full` (experiments/torch_plan_cpu.sh): the same at full size, VGG-16, ResNet-50, MobileNetV2 and
+the U-Net at 224x224 under seven plans, against the plain module's own fp32 error.
 """
 import copy
 import os
@@ -72,6 +74,28 @@ def worst(a, b):
     return float((a - b).abs().max() / max(b.abs().max(), 1e-30))
 
 
+def grad_dev(model, ref):
+    """The worst gradient deviation over parameter tensors, each in norm relative to its own, a
+    tensor whose gradient is below 1e-6 of the largest one's against that floor (an untrained net's
+    vanishing gradients are noise on both sides)."""
+    pairs = [(p.grad.double(), q.grad.double()) for p, q in zip(model.parameters(), ref.parameters()) if q.grad is not None]
+    floor = 1e-6 * max(float(q.norm()) for _, q in pairs)
+    return max(float((p - q).norm()) / max(float(q.norm()), floor) for p, q in pairs)
+
+
+def fp32_floor(make, image, seed=2):
+    """How far the plain module's fp32 gradients are from its fp64 ones (grad_dev), on the batch
+    compare() uses (eval mode): the error any fp32 computation of them may have."""
+    torch.manual_seed(1)
+    m = make().eval()
+    m64 = copy.deepcopy(m).double()
+    x = torch.randn(2, *image, generator=torch.Generator().manual_seed(seed))
+    for net, inp in ((m, x), (m64, x.double())):
+        torch.manual_seed(3)
+        net(inp).float().square().mean().backward()
+    return grad_dev(m, m64)
+
+
 results = {}
 
 
@@ -93,7 +117,7 @@ def compare(name, make, image, plans, lrcnn, bn=None, tol=1e-6):
             continue
         kept, y = step(wrapped, x, 3)
         modes = [s["mode"] for s in wrapped.lowering["segments"]]
-        grads = max(worst(p.grad, q.grad) for (_, p), (_, q) in zip(model.named_parameters(), plain.named_parameters()))
+        grads = grad_dev(model, plain)
         stats = [worst(a, b) for a, b in zip(model.buffers(), plain.buffers()) if a.dtype.is_floating_point]
         counts = all(torch.equal(a, b) for a, b in zip(model.buffers(), plain.buffers()) if not a.dtype.is_floating_point)
         ok = worst(y, y0) <= tol and grads <= tol and max(stats or [0]) <= tol and counts
@@ -195,14 +219,17 @@ def main(lrcnn):
 def full(lrcnn):
     """The issue's table, at full size (minutes; experiments/torch_plan_cpu.sh): VGG-16, ResNet-50,
     MobileNetV2 and the U-Net at 224x224, batch 2, BatchNorm frozen (bands need it) and dropout off,
-    under layer, ckpt-sqrt, 2ps:4, overl:4, 2ps-h, vdnn-conv and layer+dpr:fp16."""
+    under layer, ckpt-sqrt, 2ps:4, overl:4, 2ps-h, vdnn-conv and layer+dpr:fp16: gradients within
+    4x the plain module's own fp32 error (fp32 against fp64) or 1e-5 (dpr: 1e-2), whichever is more."""
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools"))
     import unet
     plans = ["layer", "ckpt-sqrt", "2ps:4", "overl:4", "2ps-h", "vdnn-conv"]
     for name, make in (("vgg16", torchvision.models.vgg16), ("resnet50", torchvision.models.resnet50),
                        ("mobilenet_v2", torchvision.models.mobilenet_v2), ("unet", unet.unet)):
-        compare(name, make, (3, 224, 224), plans, lrcnn, "frozen", 1e-5)
-        compare(name, make, (3, 224, 224), ["layer+dpr:fp16"], lrcnn, "frozen", 1e-2)
+        floor = fp32_floor(make, (3, 224, 224))  # bands sum in another order: within a few of fp32's own error
+        print("%s: the plain module's fp32 gradients are %.1e from its fp64 ones" % (name, floor))
+        compare(name, make, (3, 224, 224), plans, lrcnn, "frozen", max(1e-5, 4 * floor))
+        compare(name, make, (3, 224, 224), ["layer+dpr:fp16"], lrcnn, "frozen", max(1e-2, 4 * floor))
     print("FAILED" if failures else "all plans run as planned")
     return 1 if failures else 0
 
