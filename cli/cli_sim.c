@@ -67,24 +67,22 @@ static void print_breakdown(const net *n, const sched_cfg *cfg, const sim_device
     cli_print_calib(r, cfg);
 }
 
-/* One plan of the list: simulated, printed (its breakdown when it is the only one, else a row
- * against `layer`'s base) and written to f if given. */
-static int sim_one(const net *n, const char *item, const char *bn, const sched_cfg *cfg, const sim_device *d,
+/* One plan of the list, item parsed into p (freed here): simulated, printed (its breakdown when it
+ * is the only one, else a row against `layer`'s base) and written to f if given. */
+static int sim_one(const net *n, const char *item, plan *pp, const sched_cfg *cfg, const sim_device *d,
                    const sim_result *base, bool alone, h5_file *f, err *e)
 {
-    char text[PLAN_TEXT_LEN + 64], resolved[2 * PLAN_TEXT_LEN], a[32], b[32], c[32];
-    cli_plan_text(item, bn, text, sizeof text);
+    char resolved[2 * PLAN_TEXT_LEN], a[32], b[32], c[32];
     sim_result r;
     int64_t *tl = NULL;
-    plan p;
-    if (cli_plan_parse(&p, n, item, bn, cfg, d, e)) return -1;
+    plan p = *pp;
     if (sim_run(n, &p, cfg, d, &r, f ? &tl : NULL, e)) {
         plan_free(&p);
         return -1;
     }
     plan_describe(&p, n, resolved, sizeof resolved);
     if (alone) {
-        print_breakdown(n, cfg, d, text, resolved, &r);
+        print_breakdown(n, cfg, d, p.text, resolved, &r);
     } else {
         double red = 100.0 * (1.0 - (double)r.replay.peak / (double)base->replay.peak);
         char ar[32];
@@ -135,16 +133,16 @@ int cli_sim(int argc, char **argv)
         cli_inputs_free(&in);
         return cli_fail("sim", "--plan: %s", e.msg);
     }
-    /* every plan checked before anything is written */
+    /* every plan parsed (a named one found) before anything is written; each simulated from its parse */
     char text[PLAN_TEXT_LEN + 64];
-    for (int k = 0; k < count; k++) {
-        plan p;
-        if (cli_plan_parse(&p, n, items[k], o.bn, &cfg, d, &e)) {
+    plan *ps = err_calloc((size_t)count, sizeof(plan));
+    int parsed = 0;
+    for (; parsed < count; parsed++) {
+        if (cli_plan_parse(&ps[parsed], n, items[parsed], o.bn, &cfg, d, &e)) {
             rc = cli_fail("sim", "%s", e.msg);
             goto done;
         }
-        cli_warn_plan(&p, n);
-        plan_free(&p);
+        cli_warn_plan(&ps[parsed], n);
     }
     h5_file *f = NULL;
     if (o.out && h5_create(&f, o.out, o.force, &e)) {
@@ -165,8 +163,11 @@ int cli_sim(int argc, char **argv)
         printf("  %-16s %12s %12s %8s %12s %8s %10s %12s %9s %12s %9s\n", "plan", "replay peak", "arena", "gap", "closed peak", "closed",
                "vs layer", "FLOPs", "vs layer", "time/it", "vs layer");
     }
-    for (int k = 0; k < count && rc == CLI_OK; k++)
-        if (sim_one(n, items[k], o.bn, &cfg, d, &base, count == 1, f, &e)) rc = cli_fail("sim", "%s", e.msg);
+    for (int k = 0; k < count; k++) { /* each plan freed by sim_one, the rest here after a failure */
+        if (rc == CLI_OK && sim_one(n, items[k], &ps[k], &cfg, d, &base, count == 1, f, &e)) rc = cli_fail("sim", "%s", e.msg);
+        else if (rc != CLI_OK) plan_free(&ps[k]);
+    }
+    parsed = 0;
     if (count > 1 && rc == CLI_OK)
         printf("\n  reduction, FLOPs and time are against 'layer' (%s replay peak); closed = closed-form error vs replay;\n"
                "  arena = the device memory a static plan of the schedule reserves, gap = its excess over the live peak\n",
@@ -178,6 +179,8 @@ done_file:
         else fprintf(stderr, "wrote %s\n", o.out);
     }
 done:
+    for (int k = 0; k < parsed; k++) plan_free(&ps[k]); /* those not handed to sim_one */
+    free(ps);
     plan_list_free(items, count);
     cli_inputs_free(&in);
     return rc;

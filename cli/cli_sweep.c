@@ -371,10 +371,10 @@ static int sweep_check(const spec *s, net *nets, const enc_calib *cal, err *e)
         for (int p = 0; p < s->n_plans; p++) {
             plan pl;
             cli_plan_text(s->plans[p], s->bn, text, sizeof text);
-            if (cli_plan_check(&nets[i], s->plans[p], s->bn, e))
+            bool named = cli_plan_named(s->plans[p]); /* found per cell: one where nothing fits is infeasible */
+            if (named ? cli_plan_check(&nets[i], s->plans[p], s->bn, e) : plan_parse(&pl, &nets[i], text, e))
                 return err_wrap(e, "%s:%d: %s at %dx%d", s->path, s->plans_line, nets[i].name, nets[i].layers[0].h, nets[i].layers[0].w);
-            if (cli_plan_named(s->plans[p])) continue; /* found per cell: one where nothing fits is infeasible */
-            if (plan_parse(&pl, &nets[i], text, e)) return -1;
+            if (named) continue;
             int rc = 0;
             for (int o = 0; o < s->n_optimizers && !rc; o++) {
                 sched sc;

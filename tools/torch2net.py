@@ -492,10 +492,12 @@ def render(lines, name, header):
 
 
 class Args(argparse.ArgumentParser):
-    """argparse, its errors in one line and exit status 2 (the project's rule for bad input)."""
+    """argparse, its errors in one line and exit status 2 (the project's rule for bad input),
+    named after the tool (`who`)."""
+    who, help_hint = "torch2net", "torch2net.py --help"
 
     def error(self, message):
-        print("torch2net: %s (torch2net.py --help)" % message, file=sys.stderr)
+        print("%s: %s (%s)" % (self.who, message, self.help_hint), file=sys.stderr)
         sys.exit(2)
 
 

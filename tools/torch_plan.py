@@ -102,11 +102,8 @@ if __name__ == "__main__":
 def main(argv):
     import torch2net
     from lrcnn_torch import PlanError, apply_plan, load_model
-    class Args(torch2net.Args):
-        def error(self, message):
-            print("lrcnn torch-plan: %s (lrcnn torch-plan --help)" % message, file=sys.stderr)
-            sys.exit(2)
-    ap = Args(prog="lrcnn torch-plan", description=__doc__.split("\n\n")[0])
+    ap = torch2net.Args(prog="lrcnn torch-plan", description=__doc__.split("\n\n")[0])
+    ap.who, ap.help_hint = "lrcnn torch-plan", "lrcnn torch-plan --help"
     ap.add_argument("--model", required=True)
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--image", default="224")

@@ -137,15 +137,21 @@ class Offloaded(torch.nn.Module):
 
     def forward(self, *args):
         self.moved = 0
-        outer = self
+        return _Moving(self).run(*args)
 
-        class Run(torch.fx.Interpreter):
-            def run_node(self, node):
-                if not outer.selected(node):
-                    return super().run_node(node)
-                with torch.autograd.graph.saved_tensors_hooks(outer.pack, outer.unpack):
-                    return super().run_node(node)
-        return Run(self.inner).run(*args)
+
+class _Moving(torch.fx.Interpreter):
+    """Runs an offload segment's graph node by node, the selected nodes under its hooks."""
+
+    def __init__(self, seg):
+        super().__init__(seg.inner)
+        self.seg = seg
+
+    def run_node(self, node):
+        if not self.seg.selected(node):
+            return super().run_node(node)
+        with torch.autograd.graph.saved_tensors_hooks(self.seg.pack, self.seg.unpack):
+            return super().run_node(node)
 
 
 DPR = {"dpr:fp16": torch.float16, "dpr:bf16": torch.bfloat16}
