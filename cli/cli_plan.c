@@ -27,28 +27,30 @@ static const char *usage =
     "\n"
     "The planner (first form): the plan with the least predicted iteration time whose predicted peak\n"
     "(replay: the engine's allocated bytes) fits BYTES (16GiB, 12G, 80e9 ...), as a plan any command\n"
-    "takes, with its peak and time, beside the fastest preset that fits. It searches every preset, a\n"
-    "dynamic program over the net's clean cuts choosing layer, ckpt or offload(all) per segment, and\n"
-    "each row stage (2PS or OverL, 2..8 bands, from the input to each clean cut) followed by the DP's\n"
-    "split of the rest, each with and without gist's lossless encodings, and where a faster plan could\n"
-    "fit by moving parameters, gradients or optimizer state off the device between uses, with +migrate;\n"
-    "every candidate is replayed, so the answer fits. --space narrows it: a comma list of ckpt, offload,\n"
-    "rows, gist, presets, migrate (all: the default; --space ckpt alone is optimal checkpointing, which\n"
-    "every command takes as the plan ckpt-opt:B). The presets of the kinds named are always candidates (presets alone: every one),\n"
-    "so the answer is never slower (predicted) than the fastest of them that fits, and the search never\n"
-    "refuses a budget one of them meets. Times come from --profile (lrcnn calibrate), else the roofline of --device\n"
-    "(cpu, the default; h100-pcie4, h100-pcie5 and gh200 differ in the host link offload uses).\n"
+    "takes, with its peak and time, beside the fastest preset that fits. It searches one set of plans that\n"
+    "does not depend on the budget: every preset of the space; the splits of a dynamic program over the\n"
+    "net's clean cuts (layer, ckpt, offload(all) or offload(conv) per segment; one table answers every\n"
+    "memory); and each row stage (2PS or OverL, 2..8 bands, from the input to the first clean cut at each\n"
+    "height, and to the last) followed by the DP's splits of the rest. A plan that does not fit is tried\n"
+    "with its variants (bn=train-offload and bn=train-recompute for a row plan's BatchNorm stages unless\n"
+    "--bn names a mode, +gist's lossless encodings) and, where moving parameters, gradients or optimizer\n"
+    "state off the device between uses could make it fit, +migrate. Every candidate is replayed and the\n"
+    "answer is the fastest whose arena fits. So the answer's time never rises when the budget grows (by\n"
+    "at most the margin below), it is never slower (predicted) than a preset of the space that fits, a\n"
+    "budget a preset meets is never refused, and a refused budget names the space's smallest footprint,\n"
+    "the same at every budget (tests/test_search.c guarantees). --space narrows it: a comma list of ckpt,\n"
+    "offload, rows, gist, presets, migrate (all: the default; --space ckpt alone is optimal checkpointing,\n"
+    "which every command takes as the plan ckpt-opt:B; presets alone: every preset). Times come from\n"
+    "--profile (lrcnn calibrate), else the roofline of --device (cpu, the default; h100-pcie4, h100-pcie5\n"
+    "and gh200 differ in the host link offload uses).\n"
     "--pareto writes every candidate and the memory/time frontier to OUT.h5 (searched at budgets from\n"
     "the smallest peak to layer's).\n"
     "A plan of the search is answered over the fastest preset that fits only when predicted faster by\n"
     "more than the time model can tell apart: 2.69x the median error of the profile's held-out checks\n"
     "(90% confidence that two predictions differ; sim/predict/timing.h), or --margin PCT percent (--margin 0:\n"
     "the predicted fastest, however close). Without --profile there is no such error, so the margin is 0.\n"
-    "A row plan whose train-mode BatchNorm stages (bn=train) do not fit is tried with bn=train-offload,\n"
-    "then bn=train-recompute, unless --bn names a mode. The answer's legend explains its source tag.\n"
-    "A budget below every plan's peak exits 2 and names the smallest footprint found among plans no budget\n"
-    "chooses (the presets, the DP's least-keeping splits, each row stage at every band count): the same\n"
-    "at every budget refused. --measure K runs the\n"
+    "The answer's legend explains its source tag (preset, dp, rows, rows+dp, migrate). A budget below\n"
+    "every plan's footprint exits 2 and names the smallest. --measure K runs the\n"
     "planner's plan and that preset on the CPU engine (K iterations each, in child processes) and prints\n"
     "their measured peaks and median times.\n"
     "\n"
@@ -95,6 +97,7 @@ static void pareto_points(search_req rq, const search_result *first, search_resu
     int cap = first->n_pts * 2 + 64, n = 0;
     search_point *pts = err_calloc((size_t)cap, sizeof *pts);
     int64_t lo = first->pts[first->least].footprint, hi = first->pts[0].footprint; /* pts[0] is layer */
+    rq.place_all = true;
     for (int k = 0; k <= 16; k++) {
         rq.budget = (int64_t)((double)lo * pow((double)hi / (double)lo, k / 16.0)) + 1;
         search_result r;
@@ -242,8 +245,8 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
             printf("  measured   speed-up over the preset: %.3fx\n", m[1].median_us / m[0].median_us);
         run_summary_free(&m[0]), run_summary_free(&m[1]);
         /* the legend: where a plan comes from, and the margin it was chosen with */
-        printf("\n  (%s): where the plan came from: preset; dp, the dynamic program over clean cuts; rows+dp, a row stage\n"
-               "  then the DP; offsel, offload selection; migrate, a plan +migrate. A plan other than a preset is answered\n"
+        printf("\n  (%s): where the plan came from: preset; dp, the dynamic program over clean cuts; rows, a row stage;\n"
+               "  rows+dp, a row stage then the DP; migrate, a plan +migrate. A plan other than a preset is answered\n"
                "  only when predicted faster than the fastest preset that fits by more than the margin: %.1f%%,\n  %s.\n",
                p->source, 100 * r.margin,
                margin ? "set by --margin" : dev->model ? "2.69x the median error of the time model's held-out checks"

@@ -18,15 +18,9 @@
  * layers up to it keep (the later ones' are freed by then) plus its output and input gradients
  * and workspace, and at each layer's forward, what the earlier ones keep plus its input, output
  * and workspace. The image is in c->cn->base. */
-typedef struct {
-    int64_t stash, local;
-    int64_t conv_in;     /* of the stash, what convolutions read (offload(conv) moves it) */
-    bool reads_in, conv_reads_in;
-} seg_model;
-
-static seg_model segment(chain *c, int a, int b)
+static chain_seg segment(chain *c, int a, int b)
 {
-    seg_model s = {0};
+    chain_seg s = {0};
     const chain_net *cn = c->cn;
     int in = a > 0 ? cn->tensor[a - 1] : -1;
     c->stamp_now++;
@@ -54,6 +48,7 @@ static seg_model segment(chain *c, int a, int b)
         int64_t bwd = s.stash + cn->bytes[L] + (l->inplace ? 0 : x) + sched_cfg_workspace(&c->r->cfg, c->n, L, l->h, true);
         if (fwd > s.local) s.local = fwd;
         if (bwd > s.local) s.local = bwd;
+        s.recompute += cn->fwd_us[L];
     }
     return s;
 }
@@ -109,11 +104,73 @@ int chain_net_init(chain_net *cn, const search_req *r, err *e)
     }
     for (int b = 0; b < s.n_buf; b++)
         if (s.bufs[b].persistent || s.bufs[b].kind == BUF_INPUT || s.bufs[b].kind == BUF_LABEL) cn->base += s.bufs[b].bytes;
+    sim_mem mem;
+    sim_replay(&s, &mem, NULL);
     sched_free(&s);
+    int64_t above = mem.peak > cn->base ? mem.peak - cn->base : 1;
+    cn->quantum = (above + DP_BUCKETS - 1) / DP_BUCKETS;
     return 0;
 }
 
-static size_t dp_row(void) { return (size_t)(DP_BUCKETS + 1) * N_MODES; }
+static size_t cells_per_k(void) { return 2 * (size_t)(DP_BUCKETS + 1); }
+#define CELL(c, k, had, M) ((size_t)(k) * cells_per_k() + (size_t)(had) * (DP_BUCKETS + 1) + (size_t)(M))
+
+/* What segment [a, b) in `mode` keeps on the device (bytes), costs in time, and holds at its
+ * fullest, after a segment that did (`had`) or did not keep the tensor crossing cut a. */
+typedef struct {
+    int64_t keep, local;
+    double cost;
+} seg_choice;
+
+static seg_choice choose(const chain *c, int a, int b, int mode, bool had)
+{
+    const chain_seg *sm = &c->seg[(size_t)a * (size_t)(c->m + 1) + (size_t)b];
+    int la = c->pos[a];
+    int64_t in = la > 1 ? c->cn->bytes[c->cn->tensor[la - 1]] : 0;
+    bool needs_in = mode == MODE_CKPT || sm->reads_in;
+    /* the input stays on the device unless this segment offloads it */
+    bool in_moved = mode == MODE_OFFLOAD || (mode == MODE_OFFLOAD_CONV && sm->conv_reads_in);
+    int64_t in_now = needs_in && !had ? in : 0;
+    int64_t keep = mode == MODE_LAYER ? sm->stash : mode == MODE_OFFLOAD_CONV ? sm->stash - sm->conv_in : 0;
+    double cost = mode == MODE_CKPT ? sm->recompute : mode == MODE_OFFLOAD ? sm->move_all : mode == MODE_OFFLOAD_CONV ? sm->move_conv : 0;
+    return (seg_choice){keep + (in_moved ? 0 : in_now), sm->local + in_now, cost};
+}
+
+/* The table, from the last position back: the rest of the chain from position k, with M buckets
+ * left, is its first segment [k, b) in some mode (which needs its `local` bytes within M and
+ * leaves M less what it keeps for the segments after it) and the best of the rest from b. The
+ * tensor crossing a cut is charged once: to the segment before it when that one is `layer` and
+ * keeps it, else to the segment after it if that one keeps it (its checkpoint, or a layer's
+ * saved input). */
+static void fill(chain *c)
+{
+    const int m = c->m, NB = DP_BUCKETS;
+    const int64_t q = c->cn->quantum;
+    bool off = (c->r->space & SEARCH_OFFLOAD) != 0;
+    bool allowed[N_MODES] = {true, (c->r->space & SEARCH_CKPT) != 0, off, off};
+    for (size_t i = 0; i < (size_t)(m + 1) * cells_per_k(); i++) c->cost[i] = INFINITY;
+    for (int had = 0; had < 2; had++)
+        for (int M = 0; M <= NB; M++) c->cost[CELL(c, m, had, M)] = 0;
+    for (int a = m - 1; a >= 0; a--)
+        for (int had = 0; had < 2; had++) {
+            if (a == 0 && !had) continue; /* the image: nothing to charge */
+            double *row = &c->cost[CELL(c, a, had, 0)];
+            int *pick = &c->choice[CELL(c, a, had, 0)];
+            for (int b = a + 1; b <= m; b++)
+                for (int mode = 0; mode < N_MODES; mode++) {
+                    if (!allowed[mode] || (b == m && mode != MODE_LAYER)) continue; /* the last backs up at once */
+                    seg_choice s = choose(c, a, b, mode, had || a == 0);
+                    int64_t kq = (s.keep + q - 1) / q, lq = (s.local + q - 1) / q;
+                    if (kq > NB || lq > NB) continue;
+                    int M0 = (int)(kq > lq ? kq : lq);
+                    const double *next = &c->cost[CELL(c, b, mode == MODE_LAYER && c->out_kept[b], 0)];
+                    for (int M = M0; M <= NB; M++) {
+                        double t = s.cost + next[M - kq];
+                        if (t < row[M]) row[M] = t, pick[M] = b * N_MODES + mode;
+                    }
+                }
+        }
+}
 
 void chain_init(chain *c, const search_req *r, const chain_net *cn, int first)
 {
@@ -126,114 +183,70 @@ void chain_init(chain *c, const search_req *r, const chain_net *cn, int first)
     for (int L = first + 1; L < n->n; L++)
         if (n->layers[L].cut_before) c->pos[c->m++] = L;
     c->pos[c->m] = n->n;
-    c->out_kept = err_calloc((size_t)c->m + 1, sizeof(bool));
+    int m = c->m;
+    c->out_kept = err_calloc((size_t)m + 1, sizeof(bool));
     c->stamp = err_calloc((size_t)n->n, sizeof(int));
     c->conv_stamp = err_calloc((size_t)n->n, sizeof(int));
-    for (int k = 1; k <= c->m; k++) /* the layers sharing the crossing tensor precede the cut */
+    for (int k = 1; k <= m; k++) /* the layers sharing the crossing tensor precede the cut */
         for (int L = c->pos[k] - 1; L >= 1 && c->cn->tensor[L] == c->cn->tensor[c->pos[k] - 1]; L--)
             if (kind_of(&n->layers[L])->keeps_y) c->out_kept[k] = true;
-    size_t cells = (size_t)(c->m + 1) * dp_row();
-    c->best = err_calloc(cells, sizeof *c->best);
-    c->from = err_calloc(cells, sizeof *c->from);
+    c->seg = err_calloc((size_t)m * (size_t)(m + 1), sizeof *c->seg);
+    bool off = (r->space & SEARCH_OFFLOAD) != 0;
+    for (int a = 0; a < m; a++)
+        for (int b = a + 1; b <= m; b++) {
+            chain_seg *s = &c->seg[(size_t)a * (size_t)(m + 1) + (size_t)b];
+            *s = segment(c, c->pos[a], c->pos[b]);
+            if (off) s->move_all = link_us(c, s->stash), s->move_conv = link_us(c, s->conv_in);
+        }
+    c->cost = err_calloc((size_t)(m + 1) * cells_per_k(), sizeof *c->cost);
+    c->choice = err_calloc((size_t)(m + 1) * cells_per_k(), sizeof *c->choice);
+    fill(c);
 }
 
 void chain_free(chain *c)
 {
-    free(c->pos), free(c->out_kept), free(c->stamp), free(c->conv_stamp), free(c->best), free(c->from);
+    free(c->pos), free(c->out_kept), free(c->stamp), free(c->conv_stamp), free(c->seg), free(c->cost), free(c->choice);
+    memset(c, 0, sizeof *c);
 }
 
-/* The DP over (position, kept bytes in buckets of q, the mode of the segment ending there):
- * best[cell(k, j, mode)] the least extra time of a split of positions [0, k) keeping j buckets,
- * from[] how it got there. The tensor crossing a cut is charged once: to the segment before it when
- * that one is `layer` and keeps it, else to the segment after it if that one keeps it (its
- * checkpoint, or a layer's saved input). */
-int chain_dp(chain *c, int64_t extra, char *buf, size_t len)
+int chain_at(const chain *c, int M, char *buf, size_t len)
 {
-    const search_req *r = c->r;
-    int m = c->m, NB = DP_BUCKETS;
-    int64_t avail = r->budget - c->cn->base - extra;
     buf[0] = 0;
-    if (avail <= 0) return -1;
-    int64_t q = (avail + NB - 1) / NB;
-    size_t row = dp_row(), cells = (size_t)(m + 1) * row;
-#define CELL(k, j, md) ((size_t)(k) * row + (size_t)(j) * N_MODES + (size_t)(md))
-    double *best = c->best;
-    int *from = c->from;
-    for (size_t i = 0; i < cells; i++) best[i] = INFINITY;
-    /* the buckets reached at each (position, mode), lo[] to hi[]: the loops over buckets skip the rest */
-    int *lo = err_calloc((size_t)(m + 1) * N_MODES, sizeof *lo), *hi = err_calloc((size_t)(m + 1) * N_MODES, sizeof *hi);
-    for (int i = 0; i < (m + 1) * N_MODES; i++) lo[i] = NB + 1, hi[i] = -1;
-    best[CELL(0, 0, MODE_CKPT)] = 0; /* the image: nothing to charge */
-    lo[MODE_CKPT] = hi[MODE_CKPT] = 0;
-    bool off = (r->space & SEARCH_OFFLOAD) != 0;
-    bool allowed[N_MODES] = {true, (r->space & SEARCH_CKPT) != 0, off, off};
-    for (int a = 0; a < m; a++)
-        for (int b = a + 1; b <= m; b++) {
-            int la = c->pos[a], lb = c->pos[b];
-            seg_model sm = segment(c, la, lb);
-            int64_t stash = sm.stash, in = la > 1 ? c->cn->bytes[c->cn->tensor[la - 1]] : 0;
-            double recompute = 0;
-            for (int L = la; L < lb; L++) recompute += c->cn->fwd_us[L];
-            for (int mode = 0; mode < N_MODES; mode++) {
-                if (!allowed[mode] || (b == m && mode != MODE_LAYER)) continue; /* the last backs up at once */
-                bool needs_in = mode == MODE_CKPT || sm.reads_in;
-                int64_t keep = mode == MODE_LAYER ? stash : mode == MODE_OFFLOAD_CONV ? stash - sm.conv_in : 0;
-                double cost = mode == MODE_CKPT ? recompute : mode == MODE_OFFLOAD ? link_us(c, stash)
-                              : mode == MODE_OFFLOAD_CONV ? link_us(c, sm.conv_in) : 0;
-                /* the input stays on the device unless this segment offloads it */
-                bool in_moved = mode == MODE_OFFLOAD || (mode == MODE_OFFLOAD_CONV && sm.conv_reads_in);
-                for (int pm = 0; pm < N_MODES; pm++) {
-                    /* the input: already in the prefix when the previous layer segment keeps it */
-                    bool had = a == 0 || (pm == MODE_LAYER && c->out_kept[a]);
-                    int64_t in_now = needs_in && !had ? in : 0;
-                    int64_t local = sm.local + in_now;
-                    int64_t kq = (keep + (in_moved ? 0 : in_now) + q - 1) / q;
-                    if (local > avail || kq > NB) continue;
-                    /* j buckets kept before: j * q + local must fit, j + kq must be a bucket */
-                    int64_t top = (avail - local) / q < NB - kq ? (avail - local) / q : NB - kq;
-                    int j0 = lo[a * N_MODES + pm], j1 = hi[a * N_MODES + pm] < top ? hi[a * N_MODES + pm] : (int)top;
-                    for (int j = j0; j <= j1; j++) {
-                        double t = best[CELL(a, j, pm)];
-                        if (t == INFINITY) continue;
-                        size_t to = CELL(b, j + kq, mode);
-                        if (t + cost < best[to]) {
-                            best[to] = t + cost, from[to] = (int)CELL(a, j, pm);
-                            int *l = &lo[b * N_MODES + mode], *h = &hi[b * N_MODES + mode];
-                            if (j + kq < *l) *l = (int)(j + kq);
-                            if (j + kq > *h) *h = (int)(j + kq);
-                        }
-                    }
-                }
-            }
-        }
-    size_t end = 0;
-    for (int j = 0; j <= NB; j++)
-        if (best[CELL(m, j, MODE_LAYER)] < (end ? best[end] : INFINITY)) end = CELL(m, j, MODE_LAYER);
-    int found = end ? 0 : -1;
-    if (end) {
-        /* walk back, then write the segments in order */
-        int segs[256][3], ns = 0;
-        for (size_t at = end; at / row > 0 && ns < 256;) {
-            size_t prev = (size_t)from[at];
-            segs[ns][0] = c->pos[prev / row], segs[ns][1] = c->pos[at / row] - 1, segs[ns][2] = (int)(at % N_MODES), ns++;
-            at = prev;
-        }
-        size_t at = 0;
-        for (int i = ns - 1; i >= 0 && at < len; i--) {
-            if (segs[i][2] == MODE_LAYER) continue;
-            /* offloaded neighbours of one policy are one offload segment (the policy is per activation) */
-            int md = segs[i][2];
-            while (md != MODE_CKPT && i > 0 && segs[i - 1][2] == md) segs[i - 1][0] = segs[i][0], i--;
-            at += (size_t)snprintf(buf + at, len - at, "%s%s@%s..%s", at ? "; " : "",
-                                   md == MODE_CKPT ? "ckpt" : md == MODE_OFFLOAD ? "offload(all)" : "offload(conv)",
-                                   c->n->layers[segs[i][0]].name, c->n->layers[segs[i][1]].name);
-        }
-        if (at >= len) found = -1; /* too long to say */
+    if (M < 0) return -1;
+    if (M > DP_BUCKETS) M = DP_BUCKETS;
+    if (c->cost[CELL(c, 0, 1, M)] == INFINITY) return -1;
+    int segs[256][3], ns = 0;
+    for (int a = 0, had = 1; a < c->m && ns < 256;) {
+        int pick = c->choice[CELL(c, a, had, M)], b = pick / N_MODES, mode = pick % N_MODES;
+        seg_choice s = choose(c, a, b, mode, had);
+        segs[ns][0] = c->pos[a], segs[ns][1] = c->pos[b] - 1, segs[ns][2] = mode, ns++;
+        M -= (int)((s.keep + c->cn->quantum - 1) / c->cn->quantum);
+        had = mode == MODE_LAYER && c->out_kept[b], a = b;
     }
-#undef CELL
-    free(lo), free(hi);
-    return found;
+    size_t at = 0;
+    for (int i = 0; i < ns && at < len; i++) {
+        if (segs[i][2] == MODE_LAYER) continue;
+        /* offloaded neighbours of one policy are one offload segment (the policy is per activation) */
+        int md = segs[i][2], from = segs[i][0];
+        while (md != MODE_CKPT && i + 1 < ns && segs[i + 1][2] == md) i++;
+        at += (size_t)snprintf(buf + at, len - at, "%s%s@%s..%s", at ? "; " : "",
+                               md == MODE_CKPT ? "ckpt" : md == MODE_OFFLOAD ? "offload(all)" : "offload(conv)",
+                               c->n->layers[from].name, c->n->layers[segs[i][1]].name);
+    }
+    return at >= len ? -1 : 0; /* too long to say */
 }
+
+int chain_breaks(const chain *c, double thin, int *at, int most)
+{
+    double step = thin * c->seg[c->m].recompute, last = INFINITY; /* seg[0][m]: the whole chain */
+    int k = 0;
+    for (int M = 0; M <= DP_BUCKETS && k < most; M++) {
+        double t = c->cost[CELL(c, 0, 1, M)];
+        if (t < last - step || (last == INFINITY && t < INFINITY)) at[k++] = M, last = t;
+    }
+    return k;
+}
+#undef CELL
 
 /* The split that keeps least from the forward: every segment but the last offloaded (when the space
  * has offload) or checkpointed, one segment per clean cut. */

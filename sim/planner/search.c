@@ -3,6 +3,7 @@
 #include "sim/lower/pipeline.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,19 +13,6 @@
 #include "sim/predict/closed.h"
 #include "sim/net/kind.h"
 #include "sim/planner/chain.h"
-#include "sim/planner/offsel.h"
-
-int search_chain(const search_req *r, int first, int64_t extra, char *buf, size_t len)
-{
-    chain_net cn;
-    chain c;
-    err e;
-    if (chain_net_init(&cn, r, &e)) return -1;
-    chain_init(&c, r, &cn, first);
-    int rc = chain_dp(&c, extra, buf, len);
-    chain_free(&c), chain_net_free(&cn);
-    return rc;
-}
 
 /* --- candidates -------------------------------------------------------------------------------- */
 
@@ -32,9 +20,10 @@ typedef struct {
     const search_req *r;
     search_result *out;
     int cap;
-    bool least;           /* nothing fits: looking for the smallest peak (every encoding tried) */
-    bool basis;           /* the plans evaluated now are basis plans (search_point.basis) */
-    int basis_least;      /* the basis plan of the smallest footprint placed so far, -1 none */
+    bool least;           /* nothing fits: looking for the smallest footprint (every variant tried) */
+    int least_at;         /* the point of the smallest footprint placed so far, -1 none */
+    int *slots;           /* texts seen: an open-addressed table of point indices (-1 free) */
+    int n_slots;
     const chain_net *cn;  /* NULL: the space has neither checkpoints nor offload (no DP) */
     err *e;
 } search_ctx;
@@ -42,8 +31,6 @@ typedef struct {
 /* Migrations, cheapest first (sim/plan/plan.h): gradients released at their layer's update (no moves);
  * optimizer state on the host too; parameters too. */
 static const char *const migrations[] = {"migrate:grads", "migrate:grads:optim", "migrate"};
-#define MIGRATE_TRIES 16 /* candidates tried per migration */
-#define MIGRATE_FITS 4   /* ... of which this many fitting end it */
 
 /* The most migration m can take off the device at a plan's peak: all it moves (at some moments no
  * layer is at work; a closer bound would have to know the moment of the peak). */
@@ -55,74 +42,96 @@ static int64_t migrate_savable(const search_req *r, int m)
     return all;
 }
 
-/* A basis plan of this peak may have the smallest footprint: nothing fits, and no basis plan's arena
- * planned so far is below its peak (no arena is smaller than its plan's peak). */
+/* A plan of this peak may have the smallest footprint: nothing fits, and no arena planned so far is
+ * below its peak (no arena is smaller than its plan's peak). */
 static bool may_be_least(const search_ctx *c, int64_t peak)
 {
-    return c->least && c->basis && (c->basis_least < 0 || peak < c->out->pts[c->basis_least].footprint);
+    return c->least && (c->least_at < 0 || peak < c->out->pts[c->least_at].footprint);
 }
 
-/* Point i evaluated while c->basis: marked so, and the smallest basis footprint kept. */
-static int basis_mark(search_ctx *c, int i)
+static bool fits(const search_ctx *c, int i) { return c->out->pts[i].placed && c->out->pts[i].footprint <= c->r->budget; }
+
+static uint64_t text_hash(const char *s)
 {
-    search_point *pt = &c->out->pts[i];
-    if (!c->basis) return i;
-    pt->basis = true;
-    if (pt->placed && (c->basis_least < 0 || pt->footprint < c->out->pts[c->basis_least].footprint)) c->basis_least = i;
-    return i;
+    uint64_t h = 1469598103934665603u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
 }
 
-/* Lowers, replays and times `text` with BatchNorm mode `bn` (NULL: the default), and plans its
- * arena where its peak may fit and it may be the answer, or be the smallest footprint found (once: a text seen before returns its
- * index, unless nothing fits and it has no arena yet though its peak is below the smallest
- * footprint found: then it is evaluated again, so that the smallest footprint reported is an
- * arena's); -1 if it is not a plan for this net. */
+/* The slot of text in the table of texts seen: its point's index there, or -1 where it would go. */
+static int *slot_of(search_ctx *c, const char *text)
+{
+    if (2 * (c->out->n_pts + 1) > c->n_slots) { /* grow, and put every point back */
+        free(c->slots);
+        c->n_slots = c->n_slots ? 2 * c->n_slots : 1024;
+        c->slots = err_calloc((size_t)c->n_slots, sizeof *c->slots);
+        for (int k = 0; k < c->n_slots; k++) c->slots[k] = -1;
+        for (int i = 0; i < c->out->n_pts; i++) *slot_of(c, c->out->pts[i].text) = i;
+    }
+    for (uint64_t k = text_hash(text);; k++) {
+        int *s = &c->slots[k & (uint64_t)(c->n_slots - 1)];
+        if (*s < 0 || !strcmp(c->out->pts[*s].text, text)) return s;
+    }
+}
+
+/* Point i's arena, from its schedule lowered again (and its time, if it had none): what it
+ * reserves decides whether it fits. */
+static void place(search_ctx *c, int i)
+{
+    const search_req *r = c->r;
+    search_point *pt = &c->out->pts[i];
+    plan p;
+    sched s;
+    err e;
+    if (plan_parse(&p, r->n, pt->text, &e)) return;
+    int rc = pipeline_lower(&s, r->n, &p, &r->cfg, &e);
+    plan_free(&p);
+    if (rc) return;
+    if (isnan(pt->time_us)) pt->time_us = sim_time_us(r->n, &s, r->dev, NULL);
+    arena a;
+    arena_plan(&s, &a);
+    pt->footprint = a.size + a.apart, pt->placed = true;
+    arena_free(&a), sched_free(&s);
+    if (c->least && (c->least_at < 0 || pt->footprint < c->out->pts[c->least_at].footprint)) c->least_at = i;
+}
+
+/* Lowers, replays and times `text` with BatchNorm mode `bn` (NULL: the default), once (a text seen
+ * before returns its index). A plan without encodings or migration whose closed-form peak (equal to
+ * the replay: tests/test_closed.c) is over the budget is not lowered (no schedule), unless
+ * migration could bring it under (the migration pass orders candidates by time). Its arena waits
+ * for settle(), which plans it only for the plans that may answer, except when nothing fits (the
+ * arena of every plan that may be the smallest footprint) or r->place_all. Returns the index of
+ * its point; -1 if it is not a plan for this net. */
 static int eval_bn(search_ctx *c, const char *text, const char *bn, const char *source)
 {
     const search_req *r = c->r;
     char full[PLAN_TEXT_LEN];
     if ((size_t)snprintf(full, sizeof full, "%s%s%s", text, bn ? " bn=" : "", bn ? bn : "") >= sizeof full) return -1;
-    int redo = -1;
-    const search_result *o0 = c->out;
-    for (int i = 0; i < o0->n_pts && redo < 0; i++)
-        if (!strcmp(o0->pts[i].text, full)) {
-            if (o0->pts[i].placed || !may_be_least(c, o0->pts[i].peak)) return basis_mark(c, i);
-            redo = i;
-        }
+    int *slot = slot_of(c, full);
+    if (*slot >= 0) {
+        int i = *slot;
+        if (!c->out->pts[i].placed && may_be_least(c, c->out->pts[i].peak)) place(c, i);
+        return i;
+    }
     plan p;
     sched s;
     err e;
     sim_mem mem;
     double us = NAN;
-    int64_t foot;
-    bool placed = false;
     if (plan_parse(&p, r->n, full, &e)) return -1;
     bool staged = false;
     for (int k = 0; k < p.n_seg; k++) staged |= p.segs[k].passes.staged;
-    /* the closed form equals the replay for plans without encodings (tests/test_closed.c) and
-     * costs no schedule: a plan it says does not fit is not lowered, nor timed, unless migration
-     * could make it fit (the migration pass orders candidates by time) */
-    if (!plan_modified(&p)) closed_predict(r->n, &p, &r->cfg, &mem);
-    bool may_migrate = !plan_modified(&p) && (r->space & SEARCH_MIGRATE) && mem.peak - migrate_savable(r, 2) <= r->budget;
-    if (!plan_modified(&p) && mem.peak > r->budget && !may_migrate && !may_be_least(c, mem.peak)) {
+    bool closed = !plan_modified(&p);
+    if (closed) closed_predict(r->n, &p, &r->cfg, &mem);
+    bool may_migrate = closed && (r->space & SEARCH_MIGRATE) && mem.peak - migrate_savable(r, 2) <= r->budget;
+    if (closed && mem.peak > r->budget && !may_migrate && !may_be_least(c, mem.peak)) {
         plan_free(&p);
-        foot = mem.peak;
     } else {
         int rc = pipeline_lower(&s, r->n, &p, &r->cfg, &e);
         plan_free(&p);
         if (rc) return -1;
         sim_replay(&s, &mem, NULL);
         us = sim_time_us(r->n, &s, r->dev, NULL);
-        /* no arena is smaller than the peak: one is planned only where it may fit and be the answer (a
-         * preset, or faster than the best so far), or be the smallest footprint */
-        foot = mem.peak;
-        bool may_answer = !strcmp(source, "preset") || o0->best < 0 || us < o0->pts[o0->best].time_us * (1 - 1e-3);
-        if ((mem.peak <= r->budget && may_answer) || may_be_least(c, mem.peak)) {
-            arena a; /* what it reserves decides whether it fits */
-            arena_plan(&s, &a);
-            foot = a.size + a.apart, placed = true;
-            arena_free(&a);
-        }
         sched_free(&s);
     }
     search_result *o = c->out;
@@ -130,95 +139,90 @@ static int eval_bn(search_ctx *c, const char *text, const char *bn, const char *
         c->cap = c->cap ? 2 * c->cap : 256;
         o->pts = err_realloc(o->pts, (size_t)c->cap * sizeof *o->pts);
     }
-    int at = redo >= 0 ? redo : o->n_pts;
-    if (redo >= 0) source = o->pts[at].source, free(o->pts[at].text);
+    int at = o->n_pts++;
     /* what encodings could save at the peak at most: every kept activation and boundary there */
     int64_t savable = mem.at_peak[MEM_ACT] + mem.at_peak[MEM_BOUNDARY];
-    bool basis = redo >= 0 && o->pts[at].basis;
-    o->pts[at] = (search_point){err_strdup(full), mem.peak, foot, us, source, mem.peak - savable, staged, placed, basis};
-    /* faster by more than the model's resolution, else the earlier (simpler: presets come first) stays */
-    if (foot <= r->budget && (o->best < 0 || us < o->pts[o->best].time_us * (1 - 1e-3))) o->best = at;
-    /* the smallest footprint: an arena's (a plan without one has only its peak, which its arena may exceed) */
-    if (placed && (o->least < 0 || foot < o->pts[o->least].footprint)) o->least = at;
-    if (redo < 0) o->n_pts++;
-    return basis_mark(c, at);
+    o->pts[at] = (search_point){err_strdup(full), mem.peak, mem.peak, us, source, mem.peak - savable, staged, false, false};
+    *slot_of(c, full) = at;
+    if (!isnan(us) && (may_be_least(c, mem.peak) || (r->place_all && mem.peak <= r->budget))) place(c, at);
+    return at;
 }
 
 static int eval(search_ctx *c, const char *text, const char *source) { return eval_bn(c, text, c->r->bn, source); }
 
-/* text; when it does not fit, BatchNorm's statistics are gathered in stages (bn=train) and the
- * user named no mode, its bn=train-offload variant, else its bn=train-recompute one (less memory,
- * more time); when none fits and the space has gist,
- * text+gist too (gist's encodings only ever cost time, so a plan that fits without them is never
- * faster with them). Returns the index of the one that fits, else of the last tried (-1: not a
- * plan for this net). */
+/* The variants of base plan `text` (point i), each of which only ever costs time, so that a plan
+ * that fits is never beaten by one of its own variants and they are tried only where it does not
+ * fit: with BatchNorm's statistics gathered in stages (bn=train) and no mode named by the user,
+ * bn=train-offload and bn=train-recompute (less memory, more time); with gist in the space,
+ * text+gist, where the encodings could bring it under (its floor). When nothing fits (c->least),
+ * every variant that could be the smallest footprint, +migrate ones too. */
+static void eval_variants(search_ctx *c, const char *text, int i)
+{
+    const search_req *r = c->r;
+    int64_t peak = c->out->pts[i].peak, floor = c->out->pts[i].floor;
+    c->out->pts[i].variants = true;
+    int first = c->out->n_pts;
+    static const char *const modes[] = {"train-offload", "train-recompute"};
+    bool searched = !r->bn || !strcmp(r->bn, "auto"); /* a mode the user named is kept */
+    int n_modes = c->out->pts[i].staged && searched ? 2 : 0;
+    const char *source = c->out->pts[i].source;
+    int64_t peaks[3] = {peak, INT64_MAX, INT64_MAX}; /* text's, in each mode */
+    for (int k = 0; k < n_modes; k++) {
+        int j = eval_bn(c, text, modes[k], source);
+        if (j >= 0) peaks[k + 1] = c->out->pts[j].peak;
+    }
+    char g[PLAN_TEXT_LEN], m[PLAN_TEXT_LEN];
+    bool gist = (r->space & SEARCH_GIST) && (size_t)snprintf(g, sizeof g, "%s+gist", text) < sizeof g;
+    /* no encoding takes a plan under its floor, no migration under its peak less all it moves */
+    if (gist && (floor <= r->budget || may_be_least(c, floor))) eval(c, g, source);
+    int64_t all = migrate_savable(r, 2);
+    if (c->least && (r->space & SEARCH_MIGRATE) && (size_t)snprintf(m, sizeof m, "%s+migrate", text) < sizeof m) {
+        /* the migration pass's plans (eval_migrations) that keep least: each above with all moved */
+        for (int k = 0; k <= n_modes; k++)
+            if (may_be_least(c, peaks[k] - all)) eval_bn(c, m, k ? modes[k - 1] : r->bn, source);
+        if (gist && may_be_least(c, floor - all) && (size_t)snprintf(m, sizeof m, "%s+gist+migrate", text) < sizeof m) eval(c, m, source);
+    }
+    for (int k = first; k < c->out->n_pts; k++) c->out->pts[k].variants = true; /* variants have none of their own */
+}
+
+/* text, and its variants unless its peak fits (its arena may not: settle() tries them then). */
 static int eval_both(search_ctx *c, const char *text, const char *source)
 {
-    int i = eval(c, text, source), j = -1;
-    if (i < 0 || c->out->pts[i].footprint <= c->r->budget) return i;
-    bool searched = !c->r->bn || !strcmp(c->r->bn, "auto"); /* a mode the user named is kept */
-    if (c->out->pts[i].staged && searched) {
-        /* the passes recompute the bands once per level, the offload moves each kept map twice: the
-         * passes only where the offload does not fit */
-        static const char *const modes[] = {"train-offload", "train-recompute"};
-        for (int m = 0; m < 2; m++) {
-            int k = eval_bn(c, text, modes[m], source);
-            if (k >= 0 && c->out->pts[k].footprint <= c->r->budget) return k;
+    int i = eval(c, text, source);
+    if (i >= 0 && (c->out->pts[i].peak > c->r->budget || (c->out->pts[i].placed && !fits(c, i)))) eval_variants(c, text, i);
+    return i;
+}
+
+/* The answer among the points so far: the fastest whose arena fits, arenas planned fastest first
+ * (no arena is smaller than its peak, so only plans whose peak fits and that are faster than the
+ * best so far are placed); a base plan whose arena does not fit has its variants tried (they join
+ * the race). With `presets`, among the presets, into out->preset; else into out->best. */
+static void settle(search_ctx *c, bool presets)
+{
+    const search_req *r = c->r;
+    int *best = presets ? &c->out->preset : &c->out->best;
+    for (;;) {
+        const search_point *pts = c->out->pts;
+        int next = -1;
+        for (int i = 0; i < c->out->n_pts; i++) {
+            if (isnan(pts[i].time_us) || pts[i].peak > r->budget || (pts[i].placed && pts[i].footprint > r->budget)) continue;
+            if (presets && strcmp(pts[i].source, "preset")) continue;
+            if (*best >= 0 && !(pts[i].time_us < pts[*best].time_us)) continue;
+            if (next < 0 || pts[i].time_us < pts[next].time_us) next = i; /* between equals the earlier: presets come first */
         }
-    }
-    char g[PLAN_TEXT_LEN];
-    bool gist = (c->r->space & SEARCH_GIST) && (size_t)snprintf(g, sizeof g, "%s+gist", text) < sizeof g;
-    if (gist && (c->out->pts[i].floor <= c->r->budget || c->least)) j = eval(c, g, source); /* else no encoding brings it under */
-    if (c->least && (c->r->space & SEARCH_MIGRATE)) { /* the least-keeping plans: with migration too */
-        char m[PLAN_TEXT_LEN];
-        if ((size_t)snprintf(m, sizeof m, "%s+migrate", text) < sizeof m) eval(c, m, source);
-        if (gist && (size_t)snprintf(m, sizeof m, "%s+gist+migrate", text) < sizeof m) eval(c, m, source);
-    }
-    return j < 0 ? i : j;
-}
-
-/* One DP split for `stage` at DP budget r->budget - extra, evaluated: the index of the plan that
- * fits (-1: none), and its overshoot in *over (> 0 when it does not fit). */
-static int chain_try(search_ctx *c, chain *ch, const char *stage, const char *source, int64_t extra, int64_t *over)
-{
-    char rest[PLAN_TEXT_LEN / 2], text[PLAN_TEXT_LEN];
-    *over = INT64_MAX;
-    if (chain_dp(ch, extra, rest, sizeof rest)) return -1;
-    if ((size_t)snprintf(text, sizeof text, "%.*s%s%s", PLAN_TEXT_LEN / 4, stage, *stage && *rest ? "; " : "",
-                         *stage || *rest ? rest : "layer") >= sizeof text)
-        return -1;
-    int i = eval_both(c, text, source);
-    if (i < 0) return -1;
-    *over = c->out->pts[i].footprint - c->r->budget;
-    return *over <= 0 ? i : -1;
-}
-
-/* `stage` followed by the DP's split of the rest: the DP budget drops by each overshoot of the
- * replayed peak until the plan fits (or, with `refine`, rises while the model finds no split);
- * then, `refine` times, a bisection raises it again while the
- * plan still fits (the segment model is conservative: a looser split may fit too, and recompute
- * less). Returns whether a plan fits. */
-static bool eval_with_chain(search_ctx *c, chain *ch, const char *stage, const char *source, int refine)
-{
-    int64_t extra = 0, last_over = INT64_MAX, over;
-    for (int tries = 0;; tries++) {
-        if (chain_try(c, ch, stage, source, extra, &over) >= 0) break;
-        if (over == INT64_MAX && extra <= 0 && tries < 4 && refine) {
-            /* no split fits the model: it errs on the safe side, so loosen it (1%, 2%, 4%, 8% of
-             * the budget) and let the replay judge (the whole net's DP only: row stages have many) */
-            extra = -((c->r->budget / 100) << tries);
+        if (next < 0) return;
+        if (!pts[next].placed) place(c, next);
+        if (fits(c, next)) {
+            *best = next;
             continue;
         }
-        if (tries >= 7 || over == INT64_MAX || over >= last_over) return false; /* the rest is not what overshoots */
-        extra += over, last_over = over;
+        const search_point *pt = &c->out->pts[next];
+        if (presets || pt->variants || !strcmp(pt->source, "migrate")) continue;
+        const char *bn = r->bn ? strstr(pt->text, " bn=") : NULL; /* the base text, without the mode every plan carries */
+        char base[PLAN_TEXT_LEN];
+        snprintf(base, sizeof base, "%.*s", bn ? (int)(bn - pt->text) : (int)strlen(pt->text), pt->text);
+        eval_variants(c, base, next);
     }
-    int64_t fits = extra, loose = extra - c->r->budget; /* at `loose` the DP keeps everything it likes */
-    for (int k = 0; k < refine; k++) {
-        int64_t mid = loose + (fits - loose) / 2;
-        if (chain_try(c, ch, stage, source, mid, &over) >= 0) fits = mid;
-        else loose = mid;
-    }
-    return true;
 }
 
 static const char *const presets_ckpt[] = {"ckpt-sqrt", "ckpt:2", "ckpt:3", "ckpt:4", "ckpt:6", "ckpt:8"};
@@ -273,43 +277,66 @@ static void eval_presets(search_ctx *c)
         eval_both(c, presets_rows[i], "preset");
 }
 
-/* The candidates that keep least, none chosen by the budget (the basis plans: search_point.basis):
- * the presets again (each with every encoding, and an arena where it may be the smallest); the
- * whole net's least-keeping split, and the DP's splits at LEAST_LADDER model budgets spaced evenly in
- * log from the replayed peak of that split down to half of it (the DP's model is conservative: a
- * split it says keeps more may replay smaller); and each row stage at every band count followed by
- * the least-keeping split of the rest. */
-#define LEAST_LADDER 16
-static void eval_least(search_ctx *c)
+/* The chain DP's splits: one per bucket count where the table's time falls by more than `thin` of
+ * the chain's forward time (DP_THIN for the whole net, ROW_THIN behind a row stage), and the
+ * least-keeping split, into texts[] (at most `most`, each PLAN_TEXT_LEN / 2); returns how many. */
+#define DP_THIN 0.001
+#define ROW_THIN 0.02
+static int chain_splits(const search_ctx *c, int first, double thin, char (*texts)[PLAN_TEXT_LEN / 2], int most)
+{
+    chain ch;
+    chain_init(&ch, c->r, c->cn, first);
+    int *at = err_calloc(DP_BUCKETS + 1, sizeof *at), k = chain_breaks(&ch, thin, at, DP_BUCKETS + 1), n = 0;
+    for (int i = 0; i < k && n < most; i++)
+        if (!chain_at(&ch, at[i], texts[n], sizeof texts[n])) n++;
+    if (n < most) chain_min(&ch, texts[n], sizeof texts[n]), n++;
+    free(at);
+    chain_free(&ch);
+    return n;
+}
+
+/* The clean cuts a row stage from the input may end at (row_stage_bands), each the first at its
+ * height (the stage takes in the layer that brought the rows down, so what crosses the cut is
+ * small), and the last of them (the longest stage), into ends[]; returns how many. */
+static int row_stage_ends(const net *n, int *ends)
+{
+    int k = 0, last = -1;
+    for (int end = 1; end < n->n; end++) {
+        if (!row_stage_bands(n, end)) continue;
+        if (last < 0 || n->layers[end].h != n->layers[last].h) ends[k++] = end;
+        last = end;
+    }
+    if (last >= 0 && ends[k - 1] != last) ends[k++] = last;
+    return k;
+}
+
+/* The space's plans, none chosen by the budget (so that a larger budget sees every plan a smaller
+ * one did, and the answer's time can only fall): the presets; the chain DP's splits of the whole
+ * net; and each row stage (2PS or OverL, every band count, over the rowwise layers from the input
+ * to each of row_stage_ends) followed by each of the DP's splits of the rest — each plan with its
+ * variants where it does not fit (eval_both). */
+#define MOST_SPLITS 512
+static void eval_space(search_ctx *c)
 {
     const search_req *r = c->r;
     const net *n = r->n;
-    char text[PLAN_TEXT_LEN], rest[PLAN_TEXT_LEN / 2];
-    chain ch;
-    c->basis = true;
+    char text[PLAN_TEXT_LEN], (*rest)[PLAN_TEXT_LEN / 2] = err_calloc(MOST_SPLITS, sizeof *rest);
+    int *ends = err_calloc((size_t)n->n + 1, sizeof *ends), n_ends = (r->space & SEARCH_ROWS) ? row_stage_ends(n, ends) : 0;
     eval_presets(c);
-    if (c->cn) {
-        chain_init(&ch, r, c->cn, 1);
-        chain_min(&ch, text, sizeof text);
-        int i = *text ? eval_both(c, text, "dp") : -1;
-        for (int k = 0; i >= 0 && k < LEAST_LADDER; k++) {
-            int64_t model = (int64_t)((double)c->out->pts[i].peak * pow(0.5, (double)k / (LEAST_LADDER - 1)));
-            if (!chain_dp(&ch, r->budget - model, text, sizeof text) && *text) eval_both(c, text, "dp");
-        }
-        chain_free(&ch);
+    int k = c->cn ? chain_splits(c, 1, DP_THIN, rest, MOST_SPLITS) : 0;
+    for (int i = 0; i < k; i++) eval_both(c, *rest[i] ? rest[i] : "layer", "dp");
+    for (int e = 0; e < n_ends; e++) {
+        int end = ends[e], most = row_stage_bands(n, end);
+        k = c->cn ? chain_splits(c, end + 1, ROW_THIN, rest, MOST_SPLITS) : (*rest[0] = 0, 1);
+        for (int i = 0; i < k; i++)
+            for (int pol = 0; pol < 2; pol++)
+                for (size_t b = 0; b < sizeof row_counts / sizeof *row_counts && row_counts[b] <= most; b++) {
+                    snprintf(text, sizeof text, "rows(%s,%d)@%s..%s%s%s", row_policies[pol], row_counts[b], n->layers[1].name,
+                             n->layers[end].name, *rest[i] ? "; " : "", rest[i]);
+                    eval_both(c, text, c->cn ? "rows+dp" : "rows");
+                }
     }
-    for (int end = 1; (r->space & SEARCH_ROWS) && end < n->n; end++) {
-        int most = row_stage_bands(n, end);
-        if (!most) continue;
-        rest[0] = 0;
-        if (c->cn) chain_init(&ch, r, c->cn, end + 1), chain_min(&ch, rest, sizeof rest), chain_free(&ch);
-        for (int pol = 0; pol < 2; pol++) /* every band count: more bands keep less, but their halos may not */
-            for (size_t k = 0; k < sizeof row_counts / sizeof *row_counts && row_counts[k] <= most; k++) {
-                snprintf(text, sizeof text, "rows(%s,%d)@%s..%s%s%.*s", row_policies[pol], row_counts[k], n->layers[1].name,
-                         n->layers[end].name, *rest ? "; " : "", PLAN_TEXT_LEN / 2 - 1, rest);
-                eval_both(c, text, "rows+dp");
-            }
-    }
+    free(rest), free(ends);
 }
 
 static const search_point *order_pts;
@@ -320,39 +347,37 @@ static int by_time(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Migration where it could make a faster plan fit: for each migration (when a plan already fits,
- * only the gradients' release, which moves nothing: the others' moves cost time a fitting plan
- * need not spend), the candidates so far that do not fit, are not known to be slower than the
- * best that does, carry no migration yet and could fit with it (peak minus all it moves),
- * fastest first (a migration adds about the same moves to every plan); at most MIGRATE_TRIES
- * each, until MIGRATE_FITS fit.
- * Every migration is tried when nothing fits without one: which is faster, moving more or
- * recomputing more, depends on the link (on a CPU, moves are copies within one memory). */
+/* Migration, for each migration (sim/plan/plan.h: the gradients' release at their layer's update,
+ * which moves nothing; optimizer state on the host too; parameters too): every plan evaluated that
+ * does not fit, carries no migration and could fit with it (peak minus all it moves), fastest
+ * first, until the next is no faster than the best that fits: a migration only adds moves, so a
+ * plan no faster than that best is no faster with one. */
 static void eval_migrations(search_ctx *c)
 {
     const search_req *r = c->r;
     int n = c->out->n_pts;
     int *idx = err_calloc((size_t)n + 1, sizeof(int));
     char text[PLAN_TEXT_LEN];
-    bool fitted = c->out->best >= 0;
     for (int m = 0; m < (int)(sizeof migrations / sizeof *migrations); m++) {
-        if (m > 0 && fitted) break;
         int64_t savable = migrate_savable(r, m), k = 0;
         const search_point *pts = c->out->pts;
-        double best_us = fitted ? pts[c->out->best].time_us : INFINITY;
         for (int i = 0; i < n; i++)
-            if (pts[i].footprint > r->budget && pts[i].peak - savable <= r->budget && !strstr(pts[i].text, "+migrate") &&
-                !(pts[i].time_us >= best_us))
+            if (!fits(c, i) && pts[i].peak - savable <= r->budget && !strstr(pts[i].text, "+migrate") && !isnan(pts[i].time_us))
                 idx[k++] = i;
         order_pts = pts;
         qsort(idx, (size_t)k, sizeof *idx, by_time);
-        for (int j = 0, tried = 0, fits = 0; j < k && tried < MIGRATE_TRIES && fits < MIGRATE_FITS; j++) {
-            const char *base = c->out->pts[idx[j]].text, *bn = strstr(base, " bn=");
-            int len = bn ? (int)(bn - base) : (int)strlen(base);
-            if ((size_t)snprintf(text, sizeof text, "%.*s+%s", len, base, migrations[m]) >= sizeof text) continue;
-            int i = eval(c, text, "migrate");
-            tried++;
-            fits += i >= 0 && c->out->pts[i].footprint <= r->budget;
+        for (int j = 0; j < k; j++) {
+            const search_point *p = &c->out->pts[idx[j]];
+            if (c->out->best >= 0 && p->time_us >= c->out->pts[c->out->best].time_us) break;
+            const char *bn = strstr(p->text, " bn=");
+            int len = bn ? (int)(bn - p->text) : (int)strlen(p->text);
+            if ((size_t)snprintf(text, sizeof text, "%.*s+%s", len, p->text, migrations[m]) >= sizeof text) continue;
+            int i = eval_bn(c, text, bn ? bn + 4 : NULL, "migrate");
+            const search_point *q = i >= 0 ? &c->out->pts[i] : NULL;
+            if (q && q->peak <= r->budget && (c->out->best < 0 || q->time_us < c->out->pts[c->out->best].time_us)) {
+                place(c, i);
+                if (fits(c, i)) c->out->best = i;
+            }
         }
     }
     free(idx);
@@ -362,73 +387,34 @@ int search_run(const search_req *r, search_result *out, err *e)
 {
     double t0 = now_s();
     memset(out, 0, sizeof *out);
-    out->best = out->least = -1;
-    search_ctx c = {.r = r, .out = out, .e = e, .basis_least = -1};
-    const net *n = r->n;
-    char text[PLAN_TEXT_LEN];
-    if (eval(&c, "layer", "preset") < 0) return err_set(e, "plan 'layer' does not lower for %s", n->name);
-    c.basis = true;
-    eval_presets(&c);
-    c.basis = false;
+    out->best = out->least = out->preset = -1;
+    search_ctx c = {.r = r, .out = out, .e = e, .least_at = -1};
+    int rc = 0;
     chain_net cn;
-    if (r->space & (SEARCH_CKPT | SEARCH_OFFLOAD)) {
-        if (chain_net_init(&cn, r, e)) return -1;
-        c.cn = &cn;
-        chain ch;
-        chain_init(&ch, r, c.cn, 1);
-        eval_with_chain(&c, &ch, "", "dp", 8);
-        chain_min(&ch, text, sizeof text);
-        if (*text) eval_both(&c, text, "dp");
-        chain_free(&ch);
-    }
-    if (r->space & SEARCH_OFFLOAD) /* which maps move and when (Beaumont et al.), by both relaxations */
-        for (int m = OFFSEL_ROUND; m <= OFFSEL_DIVE; m++) {
-            offsel_req oq = {.n = n, .cfg = r->cfg, .dev = r->dev, .prefix = "", .first = 1, .bn = r->bn, .budget = r->budget,
-                             .window = m == OFFSEL_ROUND ? 2 : 1}; /* ResNet-50 under a second */
-            offsel_result o;
-            if (!offsel_solve(&oq, (offsel_method)m, &o, e) && o.found && o.chosen) eval_both(&c, o.text, "offsel");
-            offsel_result_free(&o);
+    if (eval(&c, "layer", "preset") < 0) rc = err_set(e, "plan 'layer' does not lower for %s", r->n->name);
+    else if ((r->space & (SEARCH_CKPT | SEARCH_OFFLOAD)) && !(rc = chain_net_init(&cn, r, e))) c.cn = &cn;
+    if (!rc) {
+        eval_space(&c);
+        settle(&c, false);
+        if (r->space & SEARCH_MIGRATE) eval_migrations(&c), settle(&c, false);
+        if (out->best < 0) {
+            /* nothing fits: the space again, each plan with every variant that could keep less, so
+             * that the smallest footprint reported is the space's, not that of what this budget tried */
+            c.least = true;
+            for (int i = 0; i < out->n_pts; i++) /* the arenas planned so far */
+                if (out->pts[i].placed && (c.least_at < 0 || out->pts[i].footprint < out->pts[c.least_at].footprint)) c.least_at = i;
+            eval_space(&c);
         }
-    for (int end = 1; (r->space & SEARCH_ROWS) && end < n->n; end++) {
-        int most = row_stage_bands(n, end);
-        if (!most) continue;
-        chain ch;
-        bool dp = c.cn != NULL;
-        if (dp) chain_init(&ch, r, c.cn, end + 1);
-        /* more bands cost more time for less memory: per policy, the fewest bands that fit; none
-         * when the most bands with the least-keeping rest do not */
-        for (int pol = 0; pol < 2; pol++) {
-            char rest[PLAN_TEXT_LEN / 2] = "";
-            if (dp) chain_min(&ch, rest, sizeof rest);
-            snprintf(text, sizeof text, "rows(%s,%d)@%s..%s%s%s", row_policies[pol], most, n->layers[1].name,
-                     n->layers[end].name, *rest ? "; " : "", rest);
-            int i = eval_both(&c, text, "rows+dp");
-            if (i < 0 || c.out->pts[i].footprint > r->budget) continue;
-            for (size_t k = 0; k < sizeof row_counts / sizeof *row_counts && row_counts[k] <= most; k++) {
-                snprintf(text, sizeof text, "rows(%s,%d)@%s..%s", row_policies[pol], row_counts[k], n->layers[1].name,
-                         n->layers[end].name);
-                if (dp ? eval_with_chain(&c, &ch, text, "rows+dp", 0)
-                       : ((i = eval_both(&c, text, "rows")) >= 0 && c.out->pts[i].footprint <= r->budget))
-                    break;
-            }
-        }
-        if (dp) chain_free(&ch);
-    }
-    if (r->space & SEARCH_MIGRATE) eval_migrations(&c);
-    if (out->best < 0 && !c.least) {
-        /* nothing fits: the least-keeping candidates, each with every encoding, so that the smallest
-         * footprint reported is the space's (the basis plans'), not that of what this budget tried */
-        c.least = true;
-        eval_least(&c);
-        if (c.basis_least >= 0) out->least = c.basis_least;
+        settle(&c, true);
     }
     if (c.cn) chain_net_free(&cn);
+    free(c.slots);
+    if (rc) return search_free(out), -1;
+    out->least = c.least_at;
+    for (int i = 0; i < out->n_pts && !c.least; i++) /* else the smallest arena planned */
+        if (out->pts[i].placed && (out->least < 0 || out->pts[i].footprint < out->pts[out->least].footprint)) out->least = i;
     /* a preset is kept unless the plan found is faster by more than the model can tell apart */
-    out->fastest = out->best, out->preset = -1;
-    for (int i = 0; i < out->n_pts; i++)
-        if (!strcmp(out->pts[i].source, "preset") && out->pts[i].footprint <= r->budget &&
-            (out->preset < 0 || out->pts[i].time_us < out->pts[out->preset].time_us))
-            out->preset = i;
+    out->fastest = out->best;
     out->margin = r->margin ? *r->margin : r->dev->model ? timing_margin(r->dev->model) : 0;
     if (out->preset >= 0 && out->best >= 0 && out->pts[out->preset].time_us <= out->pts[out->best].time_us * (1 + out->margin))
         out->best = out->preset;

@@ -1,23 +1,22 @@
-/* search: the planner — the plan with the least predicted iteration time whose predicted peak fits
- * a memory budget, over row stages × checkpoints × offload × encodings.
+/* search: the planner — the plan with the least predicted iteration time whose footprint fits a
+ * memory budget, over row stages × checkpoints × offload × encodings × migration.
  *
- * Two parts:
- *   chain DP   over the net's clean cuts (the places one tensor crosses), each segment between two
- *              cuts runs as layer, ckpt or offload(all): a dynamic program over (cut, bytes kept so
- *              far) in the style of Rotor's, exact for its segment model — kept bytes add up over
- *              the segments before the one running backward, whose stash and gradient working set
- *              come on top; recomputation costs the segment's forward time, offload its bytes at
- *              the link's rate. It answers "the fastest checkpoint/offload split under B" directly.
- *   candidates every preset; the DP's plan for the whole net; the offload lists of sim/planner/offsel.h's
- *              two relaxation heuristics (which maps move, and when); and each row stage (2PS or OverL,
- *              R bands, over the rowwise layers from the input to each clean cut with enough rows)
- *              followed by the DP's plan for the rest; each with gist's lossless encodings when
- *              the space allows them; and, where a faster plan could fit by moving parameters,
- *              gradients or optimizer state off the device between uses, those plans +migrate.
- * Every candidate is then lowered and replayed (the same schedule the engine executes), and timed
- * by the device's model (sim/predict/timing.h): a plan is accepted only on its replayed peak, so the answer
- * fits whatever the DP's segment model got wrong; a DP plan that overshoots is searched again with
- * the budget lowered by the overshoot.
+ * It searches one set of plans that the budget does not choose (the budget only decides which fit),
+ * so that a larger budget sees every plan a smaller one did:
+ *   presets    every preset of the space's kinds;
+ *   chain DP   over the net's clean cuts, each segment layer, ckpt, offload(all) or offload(conv):
+ *              sim/planner/chain.h's table, which answers every memory at once; its splits where
+ *              its time falls, and the least-keeping one;
+ *   row stages 2PS or OverL, every band count, from the input to the first clean cut at each height
+ *              (and the last), followed by the DP's splits of the rest;
+ *   variants   of a plan that does not fit: bn=train-offload/-recompute, +gist (they only cost time);
+ *   migration  +migrate of the plans that do not fit and could with it, fastest first, until none
+ *              left could beat the best that fits.
+ * Every candidate is lowered and replayed (the schedule the engine executes) and timed by the
+ * device's model (sim/predict/timing.h); arenas are planned fastest first until one fits. Promised
+ * (tests/test_search.c guarantees): the answer fits; its time never rises with the budget (by more
+ * than the margin); never slower than a preset that fits, never refused while one does; a refusal
+ * names the set's smallest footprint, the same at every budget.
  * Not done here: I/O (cli/cli_plan.c) or measuring (the engine). */
 #ifndef LRCNN_SEARCH_H
 #define LRCNN_SEARCH_H
@@ -41,6 +40,8 @@ typedef struct {
     int64_t budget;
     unsigned space;       /* SEARCH_* flags */
     const char *bn;       /* appended as " bn=..." to every candidate (NULL: the default) */
+    bool place_all;       /* plan the arena of every candidate whose peak fits (the memory/time frontier),
+                             not only of those that may answer */
     const double *margin; /* how much faster (relative) a plan must be predicted than the fastest preset
                              that fits to be answered instead (NULL: the time model's, timing_margin;
                              0 without a model) */
@@ -54,13 +55,12 @@ typedef struct {
                              apart from it (sim/predict/arena.h); for a plan not placed (below), its
                              peak (no arena is smaller) */
     double time_us;       /* the device's model; NAN for a plan not lowered */
-    const char *source;   /* "preset", "dp", "rows+dp", "offsel", "migrate" */
+    const char *source;   /* "preset", "dp", "rows", "rows+dp", "migrate" */
     int64_t floor;        /* below what no encoding of its kept maps takes its peak */
     bool staged;          /* a row segment gathers BatchNorm statistics in stages (bn=train) */
     bool placed;          /* footprint is its arena's (else its peak: it was over the budget, or slower
                              than a plan that fit, so no arena was planned) */
-    bool basis;           /* one of the space's own plans, whatever the budget: a preset of its kinds, or a
-                             plan the search for the smallest footprint tries (search_result.least) */
+    bool variants;        /* its variants were tried, or it is one (search.c: eval_variants) */
 } search_point;
 
 typedef struct {
@@ -69,9 +69,9 @@ typedef struct {
                              of it: then that preset */
     int fastest;          /* the fastest that fits, preset or not (-1 if none) */
     int preset;           /* the fastest preset that fits (-1 if none) */
-    int least;            /* index of the smallest footprint evaluated; when nothing fits, of the smallest
-                             among the basis plans (search_point.basis), which the budget does not choose:
-                             the smallest footprint of the space as far as the search knows it */
+    int least;            /* index of the smallest arena planned; when nothing fits, of the smallest
+                             footprint of the whole set (each plan with every variant that could keep
+                             less), the same at every budget refused */
     search_point *pts;    /* every distinct candidate evaluated */
     int n_pts;
     double seconds;       /* the search's own wall time */
@@ -85,10 +85,5 @@ void search_free(search_result *r);
  * time, by increasing footprint (malloc'd; *count of them). */
 int *search_frontier(const search_point *pts, int n, int *count);
 
-/* The chain DP alone: the fastest split of layers [first, n-1] into layer, ckpt and (with
- * SEARCH_OFFLOAD) offload(all) segments whose modelled peak, on top of `extra` bytes kept from
- * before `first`, fits r->budget. Writes the plan's segments ("ckpt@a..b; offload(all)@c..d", or
- * "" when all layer) into buf; -1 when no split fits the model. */
-int search_chain(const search_req *r, int first, int64_t extra, char *buf, size_t len);
 
 #endif
