@@ -5,8 +5,8 @@
 #  1. the planner against the fastest preset that fits, at budgets from the smallest reachable
 #     peak to layer's;
 #  2. ckpt-opt:B (the plan lrcnn plan --space ckpt finds) against ckpt-sqrt at B = ckpt-sqrt's own peak;
-#  3. the offload space (--space offload: the chain DP's offload segments and the offload lists of
-#     sim/planner/offsel.h's heuristics) against vdnn-all and vdnn-conv at their peaks, on the H100 roofline
+#  3. the offload space (--space offload: the chain DP's offload(all) and offload(conv) segments)
+#     against vdnn-all and vdnn-conv at their peaks, on the H100 roofline
 #     over PCIe 4, PCIe 5 and NVLink-C2C links (uncalibrated: no GPU here; moves overlap compute;
 #     experiments/offload_select.sh compares the selections themselves);
 #  4. the memory/time frontiers at batch 8 with Adam (results/pareto_*.h5, paper/figures/pareto.png).
