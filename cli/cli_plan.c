@@ -60,10 +60,11 @@ static const char *usage =
     "Third form, offload selection (Beaumont, Eyraud-Dubois and Shilova's problem: which kept maps to move\n"
     "to the host, and when, so the iteration fits BYTES at the least time): vDNN's two policies beside a\n"
     "GLPK model of the problem solved by two relaxation heuristics (round: the LP relaxation rounded;\n"
-    "dive: LP diving) and exactly (branch and bound, within --time-limit S seconds, default 60), each\n"
-    "as an offload(...) plan any command takes, with its replayed peak and its time on the device (on\n"
-    "a GPU device moves overlap compute; sim/planner/offsel.h). --window W (1..8, default 8): the release\n"
-    "delays and prefetch leads tried per layer.\n"
+    "dive: LP diving) and exactly (branch and bound, within --time-limit S seconds, default 10, against\n"
+    "round's plan: when the limit stops it, its answer and the bound it proved, so the gap to the optimum\n"
+    "is printed), each as an offload(...) plan any command takes, with its replayed peak and its time on\n"
+    "the device (on a GPU device moves overlap compute; sim/planner/offsel.h). --window W (1..8, default\n"
+    "8): the release delays and prefetch leads tried per layer.\n"
     "Defaults: --batch 8 --optimizer sgd --space all; --plan layer,ckpt-sqrt,vdnn-all,vdnn-conv,2ps:4,\n"
     "overl:4,2ps-h,overl-h.\n"
     "\n"
@@ -282,7 +283,8 @@ static int plan_offload_select(const cli_config *o, int64_t budget, const char *
     printf("  %-10s %12s %5s %11s %11s %9s %6s  %s\n", "method", "peak", "fits", "time (ms)", "model (ms)", "solver", "maps",
            "plan");
     int rc = CLI_OK;
-    double bound = NAN;
+    double bound = NAN, exact_us = NAN;
+    bool proven = false;
     for (int k = 0; k < 5 && rc == CLI_OK; k++) {
         offsel_result r = {0};
         const char *name = k < 2 ? (k ? "vdnn-conv" : "vdnn-all") : offsel_method_name((offsel_method)(k - 2));
@@ -295,6 +297,7 @@ static int plan_offload_select(const cli_config *o, int64_t budget, const char *
                 break;
             }
             bound = r.bound_us;
+            if (k == 4 && r.found) exact_us = r.model_us, proven = r.optimal;
             snprintf(solver, sizeof solver, "%.2f s%s", r.seconds, k == 4 && r.found && !r.optimal ? "+" : "");
             snprintf(maps, sizeof maps, "%d/%d", r.chosen, r.candidates);
             if (!r.found) {
@@ -318,11 +321,16 @@ static int plan_offload_select(const cli_config *o, int64_t budget, const char *
         if (k >= 2 && rc == CLI_OK) fprintf(stderr, "%s: %s\n", name, r.text); /* whole, for scripts */
         offsel_result_free(&r);
     }
-    if (rc == CLI_OK)
-        printf("\n  LP relaxation (no plan of the model is faster): %s ms; solver + = time limit reached before proof\n"
-               "  peak = replay; time = the device's model of the plan's schedule%s\n",
-               isnan(bound) ? "-" : (snprintf(b, sizeof b, "%.1f", bound / 1e3), b),
+    if (rc == CLI_OK) {
+        printf("\n  bound: no plan of the model is faster than %s ms (the LP relaxation's, raised by exact's branch and\n"
+               "  bound as far as it got)", isnan(bound) ? "-" : (snprintf(b, sizeof b, "%.1f", bound / 1e3), b));
+        if (proven) printf("; exact's plan is optimal for the model\n");
+        else if (!isnan(exact_us) && !isnan(bound)) printf("; exact's plan is within %.1f%% of the optimum\n", 100 * (exact_us - bound) / exact_us);
+        else printf("\n");
+        printf("  solver + = time limit (--time-limit, default %.0f s) reached before proof; exact starts from round's plan\n"
+               "  peak = replay; time = the device's model of the plan's schedule%s\n", OFFSEL_LIMIT_S,
                inputs.dev.overlap ? " (two streams: compute, and the link)" : "");
+    }
     cli_inputs_free(&inputs);
     return cli_status("plan", rc, &e);
 }

@@ -26,8 +26,9 @@
  * (plus 1e-3 us per chosen layer and per step of delay or lead, so that ties go to moving less, as
  * vDNN times it).
  *
- * Methods: EXACT is GLPK's branch and bound on that MILP (optimal for the model when it finishes in
- * the time limit; small instances); ROUND solves the LP relaxation (fractional offloads) once,
+ * Methods: EXACT is GLPK's branch and bound on that MILP, started from ROUND's answer as its first
+ * incumbent (optimal for the model when it finishes in the time limit; else its incumbent, with the
+ * tree's best bound: the gap between them is proven); ROUND solves the LP relaxation (fractional offloads) once,
  * keeps the layers at x >= 1/2 at their likeliest timing, and adds more by decreasing x until the
  * memory model fits; DIVE fixes the relaxation's largest fractional binary to 1 (0 when that is
  * infeasible) and solves again until every binary is whole. Beaumont et al.'s own two heuristics are
@@ -42,6 +43,7 @@
 typedef enum { OFFSEL_ROUND, OFFSEL_DIVE, OFFSEL_EXACT } offsel_method;
 
 #define OFFSEL_WINDOW 8 /* most release delays and prefetch leads tried per layer */
+#define OFFSEL_LIMIT_S 10.0 /* EXACT's default time limit */
 
 typedef struct {
     const net *n;
@@ -53,14 +55,15 @@ typedef struct {
     int64_t budget;
     int window;           /* 1..OFFSEL_WINDOW (0: all of it); 1 on a device without overlap, where
                              vDNN's timing (release at once, fetch one step ahead) is never beaten */
-    double time_limit_s;  /* EXACT: GLPK's limit (0: 60 s) */
+    double time_limit_s;  /* EXACT: the limit of the whole solve (0: OFFSEL_LIMIT_S) */
 } offsel_req;
 
 typedef struct {
     bool found;           /* a plan whose modelled peak fits */
     char *text;           /* the plan (malloc'd; NULL when none) */
     double model_us;      /* its modelled iteration time: compute plus stalls */
-    double bound_us;      /* the LP relaxation's: no plan of the model is faster */
+    double bound_us;      /* no plan of the model is faster: the LP relaxation's, or (EXACT) the branch
+                             and bound's best bound when it stopped, the optimum itself when proven */
     bool optimal;         /* EXACT: proven optimal for the model */
     int candidates, chosen, binaries, rows;
     double seconds;
