@@ -2,12 +2,12 @@
 # Offload selection (issue: Beaumont, Eyraud-Dubois and Shilova's problem): which kept maps to move
 # to the host, and when. For VGG-16 and ResNet-50 at 224x224, batch 32, Adam, at three budgets
 # between vdnn-all's peak and layer's, `lrcnn plan --offload-select` puts vDNN's two policies beside
-# GLPK's exact answer (60 s limit) and the two relaxation heuristics (round, dive), on four devices:
+# GLPK's exact answer (its default 10 s limit, against round's plan, with the gap it proved) and the two relaxation heuristics (round, dive), on four devices:
 # the H100 roofline over PCIe 4, PCIe 5 and NVLink-C2C (uncalibrated: no GPU here; moves overlap
 # compute on a copy engine) and this CPU's profile (results/profile_cpu.h5; moves in line). Then,
 # on the CPU engine at batch 8, the exact plan is trained for 3 iterations and its measured peak and
 # time printed beside the prediction (the dive's plan where exact finds none in its time limit). Output: results/offload_select.txt, with every command.
-# About 30 minutes on 2 cores. Usage: experiments/offload_select.sh [BUILD_DIR]
+# About 15 minutes on 2 cores. Usage: experiments/offload_select.sh [BUILD_DIR]
 set -euo pipefail
 build="${1:-build}"
 lrcnn="$build/lrcnn"
@@ -26,7 +26,7 @@ run() { echo "\$ $*"; "$@"; echo; }
     for dev in "--device h100-pcie4" "--device h100-pcie5" "--device gh200" "--profile $prof"; do
       for f in 25 50 75; do
         run "$lrcnn" plan --offload-select --net $net --image 224 --batch 32 --optimizer adam \
-          --budget $((lo + (hi - lo) * f / 100)) $dev --time-limit 60 2>/dev/null
+          --budget $((lo + (hi - lo) * f / 100)) $dev 2>/dev/null
       done
     done
   done
@@ -34,9 +34,9 @@ run() { echo "\$ $*"; "$@"; echo; }
   for net in vgg16 resnet50; do
     lo=$(bytes "$(peak $net 8 vdnn-all)"); hi=$(bytes "$(peak $net 8 layer)")
     b=$((lo + (hi - lo) / 2))
-    echo "\$ $lrcnn plan --offload-select --net $net --image 224 --batch 8 --optimizer adam --budget $b --profile $prof --time-limit 60"
+    echo "\$ $lrcnn plan --offload-select --net $net --image 224 --batch 8 --optimizer adam --budget $b --profile $prof"
     out=$("$lrcnn" plan --offload-select --net $net --image 224 --batch 8 --optimizer adam --budget $b --profile $prof \
-          --time-limit 60 2>&1 >/dev/null)
+          2>&1 >/dev/null)
     sel=$(sed -n 's/^exact: //p' <<<"$out"); how=exact
     [ -n "$sel" ] || { sel=$(sed -n 's/^dive: //p' <<<"$out"); how="dive (exact found none in the time limit)"; }
     echo "$how: $sel"
