@@ -114,6 +114,8 @@ void cli_inputs_free(cli_inputs *in);
 
 /* "calibrated on the cpu backend (FILE)" or "cpu roofline (uncalibrated ...)", into buf. */
 const char *cli_time_source(const sim_device *d, char *buf, size_t len);
+/* Prints plan `text` layer by layer (lrcnn plan --explain: cli/cli_explain.c); -1 (e) if it does not lower. */
+int cli_explain(const net *n, const char *text, const sched_cfg *cfg, const sim_device *d, err *e);
 
 /* The arena's gap above its live peak, in percent; and its lines of a breakdown (device, and the
  * host's and the bytes apart when there are any). */

@@ -19,7 +19,7 @@
 static const char *usage =
     "usage: lrcnn plan --budget BYTES --net NET [--image S|HxW] [--batch N] [--optimizer sgd|adam] [--bn MODE]\n"
     "                  [--profile PROFILE.h5 | --device NAME|PROFILE.h5] [--space KINDS] [--pareto OUT.h5] [--force]\n"
-    "                  [--margin PCT] [--measure K]\n"
+    "                  [--margin PCT] [--measure K] [--explain]\n"
     "       lrcnn plan --budget BYTES --net NET (--max-batch | --max-image) [--plan PLANS] [--image S|HxW] [--batch N]\n"
     "                  [--optimizer sgd|adam] [--bn MODE] [--calibrate RUNS.h5]\n"
     "       lrcnn plan --budget BYTES --net NET --offload-select [--window W] [--time-limit S] [--image S|HxW] [--batch N]\n"
@@ -52,7 +52,9 @@ static const char *usage =
     "The answer's legend explains its source tag (preset, dp, rows, rows+dp, migrate). A budget below\n"
     "every plan's footprint exits 2 and names the smallest. --measure K runs the\n"
     "planner's plan and that preset on the CPU engine (K iterations each, in child processes) and prints\n"
-    "their measured peaks and median times.\n"
+    "their measured peaks and median times. --explain prints the plan layer by layer: how each runs (layer,\n"
+    "ckpt, offload, rows and its bands), the bytes it keeps from forward to backward, moves to the host,\n"
+    "its encoding, its migrated bytes, and the time of its steps, of which recomputation.\n"
     "\n"
     "Second form: for each plan, the largest batch (at --image, default the net's) or the largest square\n"
     "input (at --batch) whose predicted peak fits BYTES.\n"
@@ -181,8 +183,19 @@ static int measure_plan(const search_req *rq, const char *text, int iters, run_s
     return 0;
 }
 
+/* The profile the planner times plans with when neither --profile nor --device names one: the
+ * user's ($LRCNN_PROFILE), else the project's own CPU profile (calibrated at batch 8 and 32), where
+ * the build's source tree has it; NULL: the roofline. */
+static const char *default_profile(void)
+{
+    const char *user = getenv("LRCNN_PROFILE");
+    if (user && *user) return user;
+    static const char committed[] = LRCNN_SOURCE_DIR "/results/profile_cpu_b8_32.h5";
+    return access(committed, R_OK) == 0 ? committed : NULL;
+}
+
 static int plan_search(const cli_config *o, int64_t budget, const char *space_list, const char *pareto, const char *device,
-                       const double *margin)
+                       const double *margin, bool explain)
 {
     heap_tune(HEAP_SWEEP); /* hundreds of schedules: page faults were a third of the search */
     unsigned space;
@@ -194,7 +207,10 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
     cli_inputs inputs;
     search_req rq = {.cfg = {.batch = o->batch, .optimizer = o->optimizer}, .budget = budget, .space = space, .bn = o->bn,
                      .margin = margin};
-    if (cli_inputs_load(&inputs, o, device, &rq.cfg, &e)) return cli_fail("plan", "%s", e.msg);
+    cli_config oc = *o;
+    const char *dflt = !o->profile && !device ? default_profile() : NULL;
+    if (dflt) oc.profile = dflt;
+    if (cli_inputs_load(&inputs, &oc, device, &rq.cfg, &e)) return cli_fail("plan", "%s", e.msg);
     const net *n = &inputs.n;
     const sim_device *dev = &inputs.dev;
     rq.n = n, rq.dev = dev;
@@ -214,8 +230,12 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
     } else {
         const search_point *p = &r.pts[r.best];
         int pre = r.preset;
-        printf("%s @ %dx%d, batch %d, %s, budget %s\n  time model: %s\n\n", n->name, in->h, in->w, o->batch,
+        printf("%s @ %dx%d, batch %d, %s, budget %s\n  time model: %s\n", n->name, in->h, in->w, o->batch,
                cli_optimizer_name(o->optimizer), units_fmt_bytes(budget, a, sizeof a), cli_time_source(dev, t, sizeof t));
+        if (dflt)
+            printf("  (the default profile: %s; --profile FILE for one of this machine, lrcnn calibrate; --device cpu for the roofline)\n",
+                   dflt == getenv("LRCNN_PROFILE") ? "$LRCNN_PROFILE" : "the project's own, measured on a 2-core AMD EPYC VM");
+        printf("\n");
         printf("  plan       %s\n  peak       %s (replay)\n  arena      %s (what it reserves: the budget is held to this)\n"
                "  time       %.1f ms per iteration (%s)\n", p->text, units_fmt_bytes(p->peak, a, sizeof a),
                units_fmt_bytes(p->footprint, b, sizeof b), p->time_us / 1e3, p->source);
@@ -229,6 +249,7 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
         else if (pre < 0 && (space & SEARCH_PRESETS))
             printf("  vs preset  none fits\n");
         printf("  searched   %d plans in %.3f s\n", r.n_pts, r.seconds);
+        if (explain && cli_explain(n, p->text, &rq.cfg, dev, &e)) rc = CLI_USAGE;
         /* --measure: both on the engine, the planner's first */
         int which[2] = {r.best, pre};
         run_summary m[2] = {0};
@@ -252,6 +273,11 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
                p->source, 100 * r.margin,
                margin ? "set by --margin" : dev->model ? "2.69x the median error of the time model's held-out checks"
                                                        : "no calibrated time model, so the predicted fastest however close (--profile gives one)");
+        if (!dev->model && !margin && pre >= 0 && pre != r.best)
+            printf("  NOTE: uncalibrated roofline times: this plan is answered over %s on a predicted %.1f%% edge that no\n"
+                   "  measurement backs (a roofline is often tens of percent off); calibrate (lrcnn calibrate) and pass\n"
+                   "  --profile, or --margin PCT to ask for a larger edge.\n",
+                   r.pts[pre].text, 100 * (1 - p->time_us / r.pts[pre].time_us));
     }
     if (rc == CLI_OK && pareto) {
         search_result all;
@@ -439,13 +465,13 @@ int cli_plan(int argc, char **argv)
     const char *budget = NULL, *space = NULL, *pareto = NULL, *device = NULL, *v;
     int mode = 0, window = 0;
     double limit = 0;
-    bool select = false;
+    bool select = false, explain = false;
     const char *window_s = NULL, *limit_s = NULL, *margin_s = NULL;
     double margin = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
-        if (!strcmp(argv[i], "--offload-select")) {
-            select = true;
+        if (!strcmp(argv[i], "--offload-select") || !strcmp(argv[i], "--explain")) {
+            *(argv[i][2] == 'o' ? &select : &explain) = true;
             continue;
         }
         if (!strcmp(argv[i], "--max-batch") || !strcmp(argv[i], "--max-image")) {
@@ -492,17 +518,17 @@ int cli_plan(int argc, char **argv)
     }
     if (select) {
         const char *bad = mode ? "--max-batch/--max-image" : o.plan ? "--plan" : o.calibrate ? "--calibrate" : space ? "--space"
-                          : pareto ? "--pareto" : o.iters ? "--measure" : o.force ? "--force" : NULL;
+                          : pareto ? "--pareto" : o.iters ? "--measure" : o.force ? "--force" : explain ? "--explain" : NULL;
         if (bad) return cli_fail("plan", "%s does not apply with --offload-select", bad);
         return plan_offload_select(&o, pr.budget, device, window, limit);
     }
     if (mode == 0) {
         if (o.plan || o.calibrate) return cli_fail("plan", "%s applies with --max-batch or --max-image", o.plan ? "--plan" : "--calibrate");
-        return plan_search(&o, pr.budget, space ? space : "all", pareto, device, margin_s ? &margin : NULL);
+        return plan_search(&o, pr.budget, space ? space : "all", pareto, device, margin_s ? &margin : NULL, explain);
     }
-    if (space || pareto || o.profile || o.force || o.iters || device)
+    if (space || pareto || o.profile || o.force || o.iters || device || explain)
         return cli_fail("plan", "%s applies to the planner (without --max-batch or --max-image)",
                         space ? "--space" : pareto ? "--pareto" : o.profile ? "--profile" : o.force ? "--force"
-                        : o.iters ? "--measure" : "--device");
+                        : o.iters ? "--measure" : device ? "--device" : "--explain");
     return plan_capacity(&o, &pr, plans, mode);
 }

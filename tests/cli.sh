@@ -59,6 +59,22 @@ expect_fail "plan --max-batch, no plan fits" "the smallest footprint is 1.59 GiB
 [ -s "$tmp/out" ] && bad "plan printed on stdout before failing: $(head -1 "$tmp/out")" || ok "... and nothing on stdout"
 expect_fail "plan (the planner), nothing fits" "the smallest footprint found is" -- plan --budget 10MiB --net vgg16
 [ -s "$tmp/out" ] && bad "plan printed on stdout before failing: $(head -1 "$tmp/out")" || ok "... and nothing on stdout"
+# the planner's time model: the project's calibrated CPU profile unless --profile or --device names one
+expect_ok "plan, default time model" -- plan --budget 3MiB --net vgg-small --batch 4
+grep -q "calibrated on the cpu backend" "$tmp/out" && grep -q "(the default profile:" "$tmp/out" && ok "... the committed profile, said so" || bad "plan default profile: $(sed -n 2,3p "$tmp/out")"
+expect_ok "plan --device cpu" -- plan --budget 3MiB --net vgg-small --batch 4 --device cpu
+grep -q "cpu roofline" "$tmp/out" && ! grep -q "default profile" "$tmp/out" && ok "... the roofline" || bad "plan --device cpu: $(sed -n 2p "$tmp/out")"
+# --explain: the answer layer by layer, its rows adding up to the plan's time
+expect_ok "plan --explain" -- plan --budget 3MiB --net vgg-small --batch 4 --explain --device cpu
+"$python" - "$tmp/out" <<'PY' && ok "... a row per layer, the total the plan's time" || bad "plan --explain table"
+import re, sys
+t = open(sys.argv[1]).read()
+want = float(re.search(r"^  time +([0-9.]+) ms per iteration", t, re.M).group(1))
+rows = re.findall(r"^  (\S+) +(layer|ckpt|offload\(\w+\)|rows\(\w+,\d+\)) .* ([0-9.]+) +([0-9.]+)$", t, re.M)
+total = float(re.search(r"^  all \(\+ load, update\) .* ([0-9.]+) +[0-9.]+$", t, re.M).group(1))
+sys.exit(0 if len(rows) >= 10 and abs(total - want) <= 0.05 + 0.01 * want else 1)  # the time is printed to 0.1 ms
+PY
+expect_fail "plan --explain with --max-batch" "--explain applies to the planner" -- plan --max-batch --budget 3MiB --net vgg-small --explain
 
 # --- ckpt-opt[:B]: optimal checkpointing, a plan the planner finds ----------------------------------
 expect_ok "sim ckpt-opt at budgets" -- sim --net resnet50 --batch 32 --plan 'ckpt-opt:70%,ckpt-opt:85%,ckpt-opt:2.2GiB,ckpt-opt,ckpt-sqrt,layer' -o "$tmp/opt.h5"
