@@ -3,8 +3,9 @@
  * checkpointing for budget B: what `lrcnn plan --space ckpt --budget B` answers — the chain's
  * dynamic program (Rotor's, over the net's clean cuts) and the checkpoint presets, every candidate
  * lowered and replayed — so the plan found fits B (its footprint: what its arena reserves) and is
- * the fastest of them by the device's time model. B is bytes (`1.5GiB`) or a share of `layer`'s
- * footprint (`60%`); without B, the smallest footprint the space reaches. Modifiers and bn= apply
+ * the fastest of them by the device's time model. B is bytes (`1.5GiB`), a share of `layer`'s
+ * footprint (`60%`), or another plan, whose footprint it is (`ckpt-opt:ckpt-sqrt`: optimal
+ * checkpointing at sqrt(n)'s memory); without B, the smallest footprint the space reaches. Modifiers and bn= apply
  * to the plan found (the budget to it without them). Every other plan passes through unchanged. */
 #include <math.h>
 #include <stdio.h>
@@ -25,12 +26,13 @@ static bool is_named(const char *text, size_t *base)
     return !strncmp(text, NAMED, k) && (*base == k || text[k] == ':');
 }
 
-/* B of ckpt-opt:B (text's base its first `base` characters): bytes, or a share of layer's footprint in
- * percent; both 0 when absent. */
-static int parse_budget(const char *text, size_t base, int64_t *bytes, double *share, err *e)
+/* B of ckpt-opt:B (text's base its first `base` characters): bytes; or a share in percent of the
+ * footprint of plan `ref` (64 bytes: `layer`, or the plan B names, at 100%); all 0 when absent. */
+static int parse_budget(const char *text, size_t base, int64_t *bytes, double *share, char *ref, err *e)
 {
     size_t k = strlen(NAMED);
     *bytes = 0, *share = 0;
+    snprintf(ref, 64, "layer");
     if (base == k) return 0;
     char arg[64], *end;
     snprintf(arg, sizeof arg, "%.*s", (int)(base - k - 1), text + k + 1);
@@ -41,22 +43,26 @@ static int parse_budget(const char *text, size_t base, int64_t *bytes, double *s
         if (end != arg && !*end && *share > 0 && *share <= 1000) return 0;
     } else if (len && !units_parse_bytes(arg, bytes) && *bytes > 0) {
         return 0;
+    } else if (len && strncmp(arg, NAMED, k)) { /* not bytes: a plan (unknown, it says so) */
+        snprintf(ref, 64, "%s", arg), *share = 100; /* another plan's footprint */
+        return 0;
     }
-    return err_set(e, "plan '%s': %s:B takes bytes (1.5GiB) or a share of layer's footprint above 0 and at most 1000%%", text, NAMED);
+    return err_set(e, "plan '%s': %s:B takes bytes (1.5GiB), a share of layer's footprint above 0 and at most 1000%%, or "
+                      "another plan (ckpt-opt:ckpt-sqrt)", text, NAMED);
 }
 
-/* The budget of a named plan in bytes: B, or its share of `layer`'s footprint; 0 without B. */
+/* The budget of a named plan in bytes: B, or its share of a plan's footprint; 0 without B. */
 static int named_budget(const net *n, const char *text, size_t base, const char *bn, const sched_cfg *cfg,
                         const sim_device *d, int64_t *budget, err *e)
 {
     double share;
-    if (parse_budget(text, base, budget, &share, e)) return -1;
+    char ref[64], full[160];
+    if (parse_budget(text, base, budget, &share, ref, e)) return -1;
     if (!share) return 0;
-    char layer[64];
-    snprintf(layer, sizeof layer, "layer%s%s", bn ? " bn=" : "", bn ? bn : "");
+    snprintf(full, sizeof full, "%s%s%s", ref, bn ? " bn=" : "", bn ? bn : "");
     sim_result r;
     plan p;
-    if (plan_parse(&p, n, layer, e)) return -1;
+    if (plan_parse(&p, n, full, e)) return err_wrap(e, "plan '%s'", text);
     int rc = sim_run(n, &p, cfg, d, &r, NULL, e);
     plan_free(&p);
     if (rc) return -1;
@@ -134,7 +140,11 @@ int cli_plan_check(const net *n, const char *item, const char *bn, err *e)
     if (named) { /* its budget's syntax, and its modifiers and bn= on `layer` */
         int64_t bytes;
         double share;
-        if (parse_budget(text, base, &bytes, &share, e)) return -1;
+        char ref[64];
+        if (parse_budget(text, base, &bytes, &share, ref, e)) return -1;
+        plan r;
+        if (plan_parse(&r, n, ref, e)) return err_wrap(e, "plan '%s'", text);
+        plan_free(&r);
         snprintf(sub, sizeof sub, "layer%s", text + base);
     }
     plan p;

@@ -77,13 +77,14 @@ PY
 expect_fail "plan --explain with --max-batch" "--explain applies to the planner" -- plan --max-batch --budget 3MiB --net vgg-small --explain
 
 # --- ckpt-opt[:B]: optimal checkpointing, a plan the planner finds ----------------------------------
-expect_ok "sim ckpt-opt at budgets" -- sim --net resnet50 --batch 32 --plan 'ckpt-opt:70%,ckpt-opt:85%,ckpt-opt:2.2GiB,ckpt-opt,ckpt-sqrt,layer' -o "$tmp/opt.h5"
+expect_ok "sim ckpt-opt at budgets" -- sim --net resnet50 --batch 32 --plan 'ckpt-opt:70%,ckpt-opt:85%,ckpt-opt:2.2GiB,ckpt-opt:ckpt-sqrt,ckpt-opt,ckpt-sqrt,layer' -o "$tmp/opt.h5"
 if "$python" - "$tmp/opt.h5" >"$tmp/err" 2>&1 <<'PY'
 import sys, h5py
 runs = {g.attrs["plan"]: g for g in h5py.File(sys.argv[1])["runs"].values()}
 foot = {k: int(g["prediction/arena"].attrs["size"]) + int(g["prediction/arena"].attrs["apart"]) for k, g in runs.items()}
 time = {k: float(g.attrs["time_us"]) for k, g in runs.items()}
-budget = {"ckpt-opt:70%": 0.70 * foot["layer"], "ckpt-opt:85%": 0.85 * foot["layer"], "ckpt-opt:2.2GiB": 2.2 * 2**30}
+budget = {"ckpt-opt:70%": 0.70 * foot["layer"], "ckpt-opt:85%": 0.85 * foot["layer"], "ckpt-opt:2.2GiB": 2.2 * 2**30,
+          "ckpt-opt:ckpt-sqrt": foot["ckpt-sqrt"]}
 for k, b in budget.items():
     assert foot[k] <= b, (k, foot[k], b)  # fits its budget
     for pre in ("ckpt-sqrt", "layer"):  # never slower than a checkpointing preset that fits
@@ -93,9 +94,10 @@ for k in list(budget) + ["ckpt-opt"]:
     g = runs[k]
     assert g.attrs["plan_preset"] == "ckpt-opt" and "ckpt@" in g.attrs["plan_resolved"], dict(g.attrs)
 PY
-then ok "ckpt-opt:B fits B, is no slower than a preset that fits, ckpt-opt no larger than ckpt-sqrt; the plan found recorded"; else bad "ckpt-opt: $(tail -1 "$tmp/err")"; fi
+then ok "ckpt-opt:B (bytes, share, a plan's footprint) fits B, is no slower than a preset that fits, ckpt-opt no larger than ckpt-sqrt; the plan found recorded"; else bad "ckpt-opt: $(tail -1 "$tmp/err")"; fi
 expect_fail "ckpt-opt:B below what checkpointing reaches" "no checkpointing plan fits 10.00 MiB" -- sim --net vgg16 --plan ckpt-opt:10MiB -o "$tmp/x.h5"; no_file "$tmp/x.h5" "ckpt-opt:10MiB"
-expect_fail "ckpt-opt:B, B not bytes" "ckpt-opt:B takes bytes" -- sim --net vgg16 --plan ckpt-opt:lots
+expect_fail "ckpt-opt:B, B neither bytes nor a plan" "plan 'ckpt-opt:lots': unknown plan 'lots'" -- sim --net vgg16 --plan ckpt-opt:lots
+expect_fail "ckpt-opt:ckpt-opt" "ckpt-opt:B takes bytes" -- sim --net vgg16 --plan ckpt-opt:ckpt-opt
 expect_fail "ckpt-opt:0%" "above 0 and at most 1000%" -- sim --net vgg16 --plan ckpt-opt:0%
 expect_ok "train ckpt-opt (the engine runs the plan found)" -- train --net vgg-small --batch 4 --iters 1 --plan ckpt-opt -o "$tmp/opt_train.h5"
 "$python" -c "import h5py,sys; r=h5py.File('$tmp/opt_train.h5')['runs/00000']; sys.exit(0 if r['measured'].attrs['peak'] == r['prediction/replay'].attrs['peak'] and 'ckpt@' in r.attrs['plan_resolved'] else 1)" && ok "... measured peak = replay of the plan found" || bad "ckpt-opt train: measured peak != replay"

@@ -57,6 +57,11 @@ plans = layer, 2ps:2, overl:2
 search = image
 budgets = 2MiB, 4MiB, 8MiB
 """,
+    "ckpt": """nets = vgg-small
+batch = 8
+optimizer = adam
+plans = layer, ckpt-sqrt, ckpt-opt:ckpt-sqrt, ckpt-opt, ckpt-opt:80%, ckpt-opt:95%
+""",
     "train": """run = train
 nets = vgg-small
 batch = 4
@@ -218,6 +223,7 @@ def body(lrcnn, tmp, t0):
         "convergence": [h5["train"]],
         "unet": [h5["grid"], h5["cap_image"]],  # any net's band sweep and image search
         "arena": [h5["grid"], h5["validate"], h5["gpu"]],
+        "ckpt_opt": [h5["ckpt"]],
     }
     figs = os.path.join(tmp, "figs")
     procs = {}
