@@ -13,6 +13,7 @@
 #include "sim/predict/closed.h"
 #include "sim/net/kind.h"
 #include "sim/planner/chain.h"
+#include "sim/planner/offsel.h"
 
 /* --- candidates -------------------------------------------------------------------------------- */
 
@@ -25,6 +26,8 @@ typedef struct {
     int *slots;           /* texts seen: an open-addressed table of point indices (-1 free) */
     int n_slots;
     const chain_net *cn;  /* NULL: the space has neither checkpoints nor offload (no DP) */
+    char *lists[4];       /* the offload lists eval_lists found (NULL: none), kept for a second pass */
+    bool listed;
     err *e;
 } search_ctx;
 
@@ -310,9 +313,37 @@ static int row_stage_ends(const net *n, int *ends)
     return k;
 }
 
+/* Offload lists (sim/planner/offsel.h: which maps move, and when), on a device whose moves overlap
+ * compute (elsewhere a move costs the same wherever it stands): the two relaxation heuristics'
+ * answers (ROUND with two timings a layer, DIVE with one: ResNet-50 b32 in about a second) at the
+ * peaks of vDNN's two policies, budgets the net fixes, not the request. */
+static void eval_lists(search_ctx *c)
+{
+    const search_req *r = c->r;
+    if (!(r->space & SEARCH_OFFLOAD) || !r->dev->overlap) return;
+    if (!c->listed) {
+        c->listed = true;
+        static const char *const vdnn[] = {"vdnn-all", "vdnn-conv"};
+        for (int v = 0; v < 2; v++) {
+            int i = eval(c, vdnn[v], "preset");
+            if (i < 0) continue;
+            for (int m = OFFSEL_ROUND; m <= OFFSEL_DIVE; m++) {
+                offsel_req oq = {.n = r->n, .cfg = r->cfg, .dev = r->dev, .prefix = "", .first = 1, .bn = r->bn,
+                                 .budget = c->out->pts[i].peak, .window = m == OFFSEL_ROUND ? 2 : 1};
+                offsel_result o;
+                err e;
+                if (!offsel_solve(&oq, (offsel_method)m, &o, &e) && o.found && o.chosen) c->lists[2 * v + m] = o.text, o.text = NULL;
+                offsel_result_free(&o);
+            }
+        }
+    }
+    for (int k = 0; k < 4; k++)
+        if (c->lists[k]) eval_both(c, c->lists[k], "offsel");
+}
+
 /* The space's plans, none chosen by the budget (so that a larger budget sees every plan a smaller
- * one did, and the answer's time can only fall): the presets; the chain DP's splits of the whole
- * net; and each row stage (2PS or OverL, every band count, over the rowwise layers from the input
+ * one did, and the answer's time can only fall): the presets; the offload lists of eval_lists;
+ * the chain DP's splits of the whole net; and each row stage (2PS or OverL, every band count, over the rowwise layers from the input
  * to each of row_stage_ends) followed by each of the DP's splits of the rest — each plan with its
  * variants where it does not fit (eval_both). */
 #define MOST_SPLITS 512
@@ -323,6 +354,7 @@ static void eval_space(search_ctx *c)
     char text[PLAN_TEXT_LEN], (*rest)[PLAN_TEXT_LEN / 2] = err_calloc(MOST_SPLITS, sizeof *rest);
     int *ends = err_calloc((size_t)n->n + 1, sizeof *ends), n_ends = (r->space & SEARCH_ROWS) ? row_stage_ends(n, ends) : 0;
     eval_presets(c);
+    eval_lists(c);
     int k = c->cn ? chain_splits(c, 1, DP_THIN, rest, MOST_SPLITS) : 0;
     for (int i = 0; i < k; i++) eval_both(c, *rest[i] ? rest[i] : "layer", "dp");
     for (int e = 0; e < n_ends; e++) {
@@ -409,6 +441,7 @@ int search_run(const search_req *r, search_result *out, err *e)
     }
     if (c.cn) chain_net_free(&cn);
     free(c.slots);
+    for (int k = 0; k < 4; k++) free(c.lists[k]);
     if (rc) return search_free(out), -1;
     out->least = c.least_at;
     for (int i = 0; i < out->n_pts && !c.least; i++) /* else the smallest arena planned */

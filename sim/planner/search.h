@@ -9,6 +9,8 @@
  *              its time falls, and the least-keeping one;
  *   row stages 2PS or OverL, every band count, from the input to the first clean cut at each height
  *              (and the last), followed by the DP's splits of the rest;
+ *   lists      on a device whose moves overlap compute, the offload lists sim/planner/offsel.h's two
+ *              heuristics find at the peaks of vdnn-all and vdnn-conv;
  *   variants   of a plan that does not fit: bn=train-offload/-recompute, +gist (they only cost time);
  *   migration  +migrate of the plans that do not fit and could with it, fastest first, until none
  *              left could beat the best that fits.
@@ -55,7 +57,7 @@ typedef struct {
                              apart from it (sim/predict/arena.h); for a plan not placed (below), its
                              peak (no arena is smaller) */
     double time_us;       /* the device's model; NAN for a plan not lowered */
-    const char *source;   /* "preset", "dp", "rows", "rows+dp", "migrate" */
+    const char *source;   /* "preset", "dp", "rows", "rows+dp", "offsel", "migrate" */
     int64_t floor;        /* below what no encoding of its kept maps takes its peak */
     bool staged;          /* a row segment gathers BatchNorm statistics in stages (bn=train) */
     bool placed;          /* footprint is its arena's (else its peak: it was over the budget, or slower
