@@ -5,7 +5,8 @@
 #  1. the planner against the fastest preset that fits, at budgets from the smallest reachable
 #     peak to layer's;
 #  2. ckpt-opt:B (the plan lrcnn plan --space ckpt finds) against ckpt-sqrt at B = ckpt-sqrt's own peak;
-#  3. the offload space (--space offload: the chain DP's offload(all) and offload(conv) segments)
+#  3. the offload space (--space offload: the chain DP's offload(all) and offload(conv) segments and,
+#     on these devices, the offload lists of sim/planner/offsel.h's heuristics at vDNN's two peaks)
 #     against vdnn-all and vdnn-conv at their peaks, on the H100 roofline
 #     over PCIe 4, PCIe 5 and NVLink-C2C links (uncalibrated: no GPU here; moves overlap compute;
 #     experiments/offload_select.sh compares the selections themselves);
