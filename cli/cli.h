@@ -169,6 +169,7 @@ int cli_reproduce(int argc, char **argv);
 int cli_demo(int argc, char **argv);
 int cli_import(int argc, char **argv);
 int cli_lower(int argc, char **argv);
+int cli_pipe(int argc, char **argv);
 int cli_torch_plan(int argc, char **argv);
 
 /* What `lrcnn validate` does for one configuration, shared with specs' run = validate: every plan

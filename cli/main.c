@@ -24,6 +24,7 @@ static const struct {
     {"calibrate", cli_calibrate, "measure this machine's step times: the device profile --profile takes"},
     {"merge", cli_merge, "join the shards of a sweep (sweep --shard I/N) into one file"},
     {"export", cli_export, "HDF5 result -> TSV for gnuplot"},
+    {"pipe", cli_pipe, "pipelined model parallelism: per-device peaks and the iteration's time (GPipe, 1F1B, interleaved)"},
     {"lower", cli_lower, "a plan's segments and band geometry as JSON, for a runtime outside lrcnn"},
     {"torch-plan", cli_torch_plan, "a PyTorch training script under an lrcnn plan (python/lrcnn_torch)"},
     {"import", cli_import, "a PyTorch model (torchvision name, or FILE.py:FACTORY) as a net file (tools/torch2net.py)"},

@@ -40,7 +40,7 @@ PY
 then ok "spec image = 32, 48x24 -> runs at 32x32 and 48x24"; else bad "spec image HxW"; fi
 "$lrcnn" sim --net unet-small --image 48x24 --plan 2ps:2 >"$tmp/out" 2>"$tmp/err"
 if grep -q "unet-small @ 48x24" "$tmp/out"; then ok "sim --image 48x24"; else bad "sim --image 48x24"; fi
-for c in sim train validate sweep merge plan calibrate export demo reproduce import; do expect_ok "lrcnn $c --help" -- "$c" --help; done
+for c in sim train validate sweep merge plan calibrate export demo reproduce import pipe; do expect_ok "lrcnn $c --help" -- "$c" --help; done
 # import runs the importer with Debian's Python whatever PATH holds: a refusal is its one line, exit 2
 PATH="/nonexistent:$PATH" expect_fail "import: not a torchvision model" "'nosuch' is not a torchvision model" -- import torchvision:nosuch
 expect_ok "sim vgg16 2ps:6" -- sim --net vgg16 --batch 8 --image 224 --plan 2ps:6
@@ -75,6 +75,16 @@ total = float(re.search(r"^  all \(\+ load, update\) .* ([0-9.]+) +[0-9.]+$", t,
 sys.exit(0 if len(rows) >= 10 and abs(total - want) <= 0.05 + 0.01 * want else 1)  # the time is printed to 0.1 ms
 PY
 expect_fail "plan --explain with --max-batch" "--explain applies to the planner" -- plan --max-batch --budget 3MiB --net vgg-small --explain
+
+# --- pipe: pipelined model parallelism ------------------------------------------------------------
+expect_ok "pipe 1f1b" -- pipe --net resnet-small --devices 3 --micro-batches 4 --batch 8
+[ "$(grep -cE '^  [0-2] ' "$tmp/out")" -eq 3 ] && grep -qE "^  iteration .*bubble" "$tmp/out" && ok "... a row per device, the iteration and its bubble" || bad "pipe table: $(head -8 "$tmp/out")"
+expect_ok "pipe interleaved under a plan" -- pipe --net vgg-small --devices 2 --micro-batches 4 --batch 8 --schedule interleaved --chunks 2 --plan ckpt-sqrt --link pcie4
+expect_fail "pipe interleaved, micro-batches not a multiple of devices" "a multiple of the devices" -- pipe --net vgg-small --devices 2 --micro-batches 3 --batch 6 --schedule interleaved --chunks 2
+expect_fail "pipe batch not a multiple" "is not a multiple of --micro-batches" -- pipe --net vgg-small --devices 2 --micro-batches 3 --batch 8
+expect_fail "pipe more stages than clean cuts" "too few for" -- pipe --net vgg-small --devices 64 --micro-batches 64 --batch 64
+expect_fail "pipe unknown schedule" "--schedule zigzag" -- pipe --net vgg-small --devices 2 --micro-batches 2 --schedule zigzag
+expect_fail "pipe bad link" "--link fast" -- pipe --net vgg-small --devices 2 --micro-batches 2 --link fast
 
 # --- ckpt-opt[:B]: optimal checkpointing, a plan the planner finds ----------------------------------
 expect_ok "sim ckpt-opt at budgets" -- sim --net resnet50 --batch 32 --plan 'ckpt-opt:70%,ckpt-opt:85%,ckpt-opt:2.2GiB,ckpt-opt:ckpt-sqrt,ckpt-opt,ckpt-sqrt,layer' -o "$tmp/opt.h5"
