@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Pipelined model parallelism, predicted (lrcnn pipe; no engine runs, seconds): VGG-16 and ResNet-50 at
+# 224x224, batch 32 in 8 micro-batches of 4, SGD, over 4 devices (8 stages, 2 a device, interleaved),
+# under GPipe, 1F1B and interleaved 1F1B, each stage under layer and ckpt-sqrt, the link NVLink 4
+# (450 GB/s) and PCIe 4 (25 GB/s); stage times from the H100 roofline (uncalibrated: no GPU here).
+# Output: results/pipe_sim.txt, with every command. Usage: experiments/pipe_sim.sh [BUILD_DIR]
+set -euo pipefail
+build="${1:-build}"
+lrcnn="$build/lrcnn"
+{
+  echo "# commit $(git rev-parse --short HEAD)"
+  for net in vgg16 resnet50; do
+    for plan in layer ckpt-sqrt; do
+      for link in nvlink pcie4; do
+        for sched in "gpipe" "1f1b" "interleaved --chunks 2"; do
+          echo "\$ $lrcnn pipe --net $net --devices 4 --micro-batches 8 --batch 32 --schedule $sched --plan $plan --device h100 --link $link"
+          # shellcheck disable=SC2086
+          "$lrcnn" pipe --net "$net" --devices 4 --micro-batches 8 --batch 32 --schedule $sched --plan "$plan" --device h100 --link "$link"
+          echo
+        done
+      done
+    done
+  done
+} 2>&1 | tee results/pipe_sim.txt
