@@ -8,12 +8,12 @@
 
 #include "cli/cli.h"
 #include "io/units.h"
-#include "sim/predict/pipe.h"
+#include "sim/planner/pipe_split.h"
 
 static const char usage[] =
     "usage: lrcnn pipe --net NET --devices P --micro-batches M [--schedule gpipe|1f1b|interleaved] [--chunks V]\n"
     "                  [--batch N] [--image S|HxW] [--optimizer sgd|adam] [--plan PLAN] [--bn MODE]\n"
-    "                  [--profile PROFILE.h5 | --device NAME] [--link nvlink|pcie4|pcie5|ib|GBPS]\n"
+    "                  [--profile PROFILE.h5 | --device NAME] [--link nvlink|pcie4|pcie5|ib|GBPS] [--budget BYTES]\n"
     "\n"
     "Pipelined model parallelism: the net cut at clean cuts into P stages (V a device, interleaved)\n"
     "balancing their forward times, the batch N into M micro-batches of N/M, and each device running its\n"
@@ -26,11 +26,15 @@ static const char usage[] =
     "receives; then the iteration's time (each device in its order, an op when its input has crossed the\n"
     "link) and the bubble. Stage times come from the device's model (--profile, else the --device\n"
     "roofline, cpu by default); the link between devices: nvlink 450 GB/s (NVLink 4, H100), pcie4 25,\n"
-    "pcie5 50, ib 50 (InfiniBand NDR 400 Gb/s), or GB/s. Defaults: --schedule 1f1b --chunks 1 --plan\n"
-    "layer --batch 32 --optimizer sgd --link nvlink.\n"
+    "pcie5 50, ib 50 (InfiniBand NDR 400 Gb/s), or GB/s. --budget B (GPipe and 1F1B): the stages instead\n"
+    "from a dynamic program over the clean cuts, the split whose slowest stage (forward and backward of\n"
+    "a micro-batch) is fastest with every device's peak within B; exit 2 naming the least budget any\n"
+    "split needs when none fits. Defaults: --schedule 1f1b --chunks 1 --plan layer --batch 32\n"
+    "--optimizer sgd --link nvlink.\n"
     "\n"
     "example: lrcnn pipe --net resnet50 --devices 4 --micro-batches 8 --batch 32 --schedule 1f1b\n"
-    "example: lrcnn pipe --net vgg16 --devices 2 --micro-batches 4 --schedule interleaved --chunks 2 --plan ckpt-sqrt\n";
+    "example: lrcnn pipe --net vgg16 --devices 2 --micro-batches 4 --schedule interleaved --chunks 2 --plan ckpt-sqrt\n"
+    "example: lrcnn pipe --net resnet50 --devices 4 --micro-batches 8 --batch 32 --budget 300MiB --plan ckpt-sqrt\n";
 
 /* GB/s of a named link, or a number; -1 if neither. */
 static double link_gbps(const char *s)
@@ -75,7 +79,7 @@ static void print_devices(const pipe_cfg *c, const net *n, const pipe_stage *st,
 int cli_pipe(int argc, char **argv)
 {
     cli_config o = {.batch = 32, .optimizer = SCHED_SGD, .host_budget = -1};
-    const char *devices = NULL, *micro = NULL, *sched_name = "1f1b", *chunks = NULL, *device = NULL, *link = "nvlink", *v;
+    const char *devices = NULL, *micro = NULL, *sched_name = "1f1b", *chunks = NULL, *device = NULL, *link = "nvlink", *budget_s = NULL, *v;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
         int got = cli_common(argc, argv, &i, "pipe", &o);
@@ -87,6 +91,7 @@ int cli_pipe(int argc, char **argv)
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--chunks", &v)) > 0) chunks = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--device", &v)) > 0) device = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--link", &v)) > 0) link = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--budget", &v)) > 0) budget_s = v;
         if (got <= 0) return cli_unknown("pipe", argc, argv, i, got);
     }
     pipe_cfg c = {.chunks = 1};
@@ -101,6 +106,8 @@ int cli_pipe(int argc, char **argv)
     if (gbps < 0) return cli_fail("pipe", "--link %s: expected nvlink, pcie4, pcie5, ib or GB/s", link);
     if (o.iters || o.seed || o.host || o.calibrate || o.out) return cli_fail("pipe", "it predicts: --iters, --seed, -o and the like do not apply");
     err e;
+    int64_t budget = 0;
+    if (budget_s && units_parse_bytes(budget_s, &budget)) return cli_fail("pipe", "--budget %s: expected bytes like 16GiB, 12G, 80e9", budget_s);
     if (pipe_check(&c, &e)) return cli_fail("pipe", "%s", e.msg);
     if (o.batch % c.micro) return cli_fail("pipe", "--batch %d is not a multiple of --micro-batches %d", o.batch, c.micro);
     sched_cfg cfg = {.batch = o.batch / c.micro, .optimizer = o.optimizer};
@@ -112,8 +119,11 @@ int cli_pipe(int argc, char **argv)
     double *fw = calloc((size_t)S + 1, sizeof *fw), *bw = calloc((size_t)S + 1, sizeof *bw), *lk = calloc((size_t)S + 1, sizeof *lk);
     plan p;
     if (!first || !st || !fw || !bw || !lk) abort();
-    if (pipe_balanced_cuts(&in.n, &cfg, &in.dev, S, first, &e) || cli_plan_parse(&p, &in.n, o.plan ? o.plan : "layer", o.bn, &cfg, &in.dev, &e)) {
+    if (cli_plan_parse(&p, &in.n, o.plan ? o.plan : "layer", o.bn, &cfg, &in.dev, &e)) {
         rc = cli_fail("pipe", "%s", e.msg);
+    } else if (budget ? pipe_split(&in.n, &p, &cfg, &in.dev, &c, budget, first, &e) : pipe_balanced_cuts(&in.n, &cfg, &in.dev, S, first, &e)) {
+        rc = cli_fail("pipe", "%s", e.msg);
+        plan_free(&p);
     } else {
         if (pipe_stage_costs(&in.n, &p, &cfg, &in.dev, first, S, st, &e)) rc = cli_fail("pipe", "%s", e.msg);
         plan_free(&p);
@@ -130,6 +140,10 @@ int cli_pipe(int argc, char **argv)
                in.n.name, in.n.layers[0].h, in.n.layers[0].w, o.batch, c.micro, cfg.batch, cli_optimizer_name(o.optimizer),
                o.plan ? o.plan : "layer", pipe_kind_name(c.kind), c.devices, c.kind == PIPE_INTERLEAVED ? ", interleaved" : "",
                cli_time_source(&in.dev, t, sizeof t), gbps);
+        if (budget) {
+            char b[32];
+            printf("  stages: the split whose slowest stage is fastest with every device's peak within %s\n\n", units_fmt_bytes(budget, b, sizeof b));
+        }
         print_devices(&c, &in.n, st, cfg.batch, busy, span);
     }
     free(first), free(st), free(fw), free(bw), free(lk);

@@ -2,7 +2,8 @@
 # Pipelined model parallelism, predicted (lrcnn pipe; no engine runs, seconds): VGG-16 and ResNet-50 at
 # 224x224, batch 32 in 8 micro-batches of 4, SGD, over 4 devices (8 stages, 2 a device, interleaved),
 # under GPipe, 1F1B and interleaved 1F1B, each stage under layer and ckpt-sqrt, the link NVLink 4
-# (450 GB/s) and PCIe 4 (25 GB/s); stage times from the H100 roofline (uncalibrated: no GPU here).
+# (450 GB/s) and PCIe 4 (25 GB/s); stage times from the H100 roofline (uncalibrated: no GPU here);
+# then ResNet-50's split under a per-device budget against the balanced one.
 # Output: results/pipe_sim.txt, with every command. Usage: experiments/pipe_sim.sh [BUILD_DIR]
 set -euo pipefail
 build="${1:-build}"
@@ -20,5 +21,13 @@ lrcnn="$build/lrcnn"
         done
       done
     done
+  done
+  # the split under a per-device budget (--budget: the dynamic program over the clean cuts) against the
+  # balanced one, ResNet-50 on the CPU roofline; and a budget under what any split needs
+  for budget in "" "--budget 400MiB" "--budget 300MiB"; do
+    echo "\$ $lrcnn pipe --net resnet50 --devices 4 --micro-batches 8 --batch 32 $budget"
+    # shellcheck disable=SC2086
+    "$lrcnn" pipe --net resnet50 --devices 4 --micro-batches 8 --batch 32 $budget || true
+    echo
   done
 } 2>&1 | tee results/pipe_sim.txt

@@ -85,6 +85,16 @@ expect_fail "pipe batch not a multiple" "is not a multiple of --micro-batches" -
 expect_fail "pipe more stages than clean cuts" "too few for" -- pipe --net vgg-small --devices 64 --micro-batches 64 --batch 64
 expect_fail "pipe unknown schedule" "--schedule zigzag" -- pipe --net vgg-small --devices 2 --micro-batches 2 --schedule zigzag
 expect_fail "pipe bad link" "--link fast" -- pipe --net vgg-small --devices 2 --micro-batches 2 --link fast
+expect_ok "pipe --budget: the split under a budget" -- pipe --net resnet-small --devices 3 --micro-batches 4 --batch 8 --budget 3MiB
+"$python" - "$tmp/out" <<'PY' && ok "... every device's peak within it" || bad "pipe --budget peaks: $(grep -E '^  [0-2] ' "$tmp/out")"
+import re, sys
+u = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+peaks = [float(a) * u[b] for a, b in re.findall(r"^  [0-2] .* ([0-9.]+) (B|KiB|MiB|GiB)$", open(sys.argv[1]).read(), re.M)]
+sys.exit(0 if len(peaks) == 3 and max(peaks) <= 3 * 2**20 else 1)
+PY
+expect_fail "pipe --budget nothing fits" "the least any needs is" -- pipe --net resnet-small --devices 3 --micro-batches 4 --batch 8 --budget 10KiB
+expect_fail "pipe --budget interleaved" "not interleaved" -- pipe --net vgg-small --devices 2 --micro-batches 4 --batch 8 --schedule interleaved --chunks 2 --budget 1GiB
+expect_fail "pipe --budget abc" "--budget abc" -- pipe --net vgg-small --devices 2 --micro-batches 2 --budget abc
 
 # --- ckpt-opt[:B]: optimal checkpointing, a plan the planner finds ----------------------------------
 expect_ok "sim ckpt-opt at budgets" -- sim --net resnet50 --batch 32 --plan 'ckpt-opt:70%,ckpt-opt:85%,ckpt-opt:2.2GiB,ckpt-opt:ckpt-sqrt,ckpt-opt,ckpt-sqrt,layer' -o "$tmp/opt.h5"

@@ -15,7 +15,10 @@
  * (persistent bytes, the stash, the working bytes) equals the replay's and its time the schedule's,
  * under layer, ckpt-sqrt, vdnn-conv, 2ps:4 and overl:4 on VGG-16, ResNet-50, MobileNetV2 and the
  * small U-Net; cut into 2..4 stages, the stages' parameters add up to the net's and their times to
- * the single device's. */
+ * the single device's. The split under a budget (sim/planner/pipe_split.h) against brute force over
+ * every split of vgg-small and resnet-small into 2..4 stages, 1F1B and GPipe, at budgets from under
+ * the least to above the most: the same slowest stage where one fits, every device within the
+ * budget, and a refusal exactly where no split fits. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +26,7 @@
 
 #include "sim/net/load.h"
 #include "sim/plan/plan.h"
-#include "sim/predict/pipe.h"
+#include "sim/planner/pipe_split.h"
 
 static int failures, checks;
 
@@ -145,12 +148,100 @@ static void check_net(const char *name)
     net_free(&n);
 }
 
+/* Every way to put P - 1 cuts among the clean cuts of n: the fastest slowest stage whose devices all
+ * fit, and the least largest peak of any. */
+static void brute_split(const net *n, const plan *p, const sched_cfg *cfg, const pipe_cfg *c, int64_t budget, double *best,
+                        int64_t *least)
+{
+    int pos[64], m = 0, P = c->devices, pick[8];
+    pos[m++] = 1;
+    for (int L = 2; L < n->n && m < 63; L++)
+        if (n->layers[L].cut_before) pos[m++] = L;
+    *best = INFINITY, *least = INT64_MAX;
+    for (int k = 0; k < P - 1; k++) pick[k] = k + 1;
+    err e;
+    for (;;) {
+        int first[9];
+        pipe_stage st[8];
+        first[0] = 1, first[P] = n->n;
+        for (int k = 0; k < P - 1; k++) first[k + 1] = pos[pick[k]];
+        if (!pipe_stage_costs(n, p, cfg, &sim_device_cpu, first, P, st, &e)) {
+            double slow = 0;
+            int64_t most = 0;
+            for (int k = 0; k < P; k++) {
+                int fl = pipe_in_flight(c, k, NULL, NULL, NULL);
+                int64_t bytes = st[k].persistent + fl * st[k].stash + st[k].working + (k > 0 ? st[k - 1].boundary : 0) + (k < P - 1 ? st[k].boundary : 0);
+                slow = fmax(slow, st[k].fwd_us + st[k].bwd_us), most = bytes > most ? bytes : most;
+            }
+            if (most < *least) *least = most;
+            if (most <= budget && slow < *best) *best = slow;
+        }
+        int k = P - 2; /* the next combination */
+        while (k >= 0 && pick[k] == m - (P - 1 - k)) k--;
+        if (k < 0) break;
+        pick[k]++;
+        for (int j = k + 1; j < P - 1; j++) pick[j] = pick[j - 1] + 1;
+    }
+}
+
+static void check_split(const char *name)
+{
+    net n;
+    err e;
+    plan p;
+    if (net_load_named(&n, name, &e) || plan_parse(&p, &n, "layer", &e)) {
+        EXPECT(0, "%s: %s", name, e.msg);
+        return;
+    }
+    sched_cfg cfg = {.batch = 2, .optimizer = SCHED_SGD};
+    for (int P = 2; P <= 4; P++)
+        for (int k = 0; k < 2; k++) {
+            pipe_cfg c = {k ? PIPE_GPIPE : PIPE_1F1B, P, 4, 1};
+            double any;
+            int64_t least;
+            brute_split(&n, &p, &cfg, &c, INT64_MAX, &any, &least);
+            for (int f = 0; f < 6; f++) {
+                int64_t budget = (int64_t)((double)least * (0.9 + 0.1 * f));
+                double want;
+                int64_t l2;
+                brute_split(&n, &p, &cfg, &c, budget, &want, &l2);
+                int first[9];
+                int rc = pipe_split(&n, &p, &cfg, &sim_device_cpu, &c, budget, first, &e);
+                if (isinf(want)) {
+                    EXPECT(rc == 1, "%s %s P=%d budget %lld: no split fits, the search answered (%d)", name, pipe_kind_name(c.kind), P,
+                           (long long)budget, rc);
+                    continue;
+                }
+                EXPECT(rc == 0, "%s %s P=%d budget %lld: refused, yet a split fits: %s", name, pipe_kind_name(c.kind), P, (long long)budget,
+                       e.msg);
+                if (rc) continue;
+                pipe_stage st[8];
+                pipe_stage_costs(&n, &p, &cfg, &sim_device_cpu, first, P, st, &e);
+                double slow = 0;
+                for (int s = 0; s < P; s++) {
+                    int fl = pipe_in_flight(&c, s, NULL, NULL, NULL);
+                    int64_t bytes = st[s].persistent + fl * st[s].stash + st[s].working + (s > 0 ? st[s - 1].boundary : 0) +
+                                    (s < P - 1 ? st[s].boundary : 0);
+                    EXPECT(bytes <= budget, "%s P=%d: device %d peaks %lld over %lld", name, P, s, (long long)bytes, (long long)budget);
+                    slow = fmax(slow, st[s].fwd_us + st[s].bwd_us);
+                }
+                EXPECT(fabs(slow - want) <= 1e-9 * want, "%s %s P=%d budget %lld: slowest stage %g, brute force %g", name,
+                       pipe_kind_name(c.kind), P, (long long)budget, slow, want);
+            }
+        }
+    plan_free(&p);
+    net_free(&n);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && !strcmp(argv[1], "nets")) {
         static const char *const nets[] = {"vgg16", "resnet50", "mobilenetv2", "unet-small"};
         for (size_t i = 0; i < sizeof nets / sizeof *nets; i++) check_net(nets[i]);
-        printf("%s pipelines on real nets: one device, one micro-batch = the replay's peak; stage times and parameters add up (%d checks)\n",
+        check_split("vgg-small");
+        check_split("resnet-small");
+        printf("%s pipelines on real nets: one device, one micro-batch = the replay's peak; stage times and parameters add up;\n"
+               "     the split under a budget = brute force on vgg-small and resnet-small (%d checks)\n",
                failures ? "FAIL" : "ok  ", checks);
         return failures != 0;
     }

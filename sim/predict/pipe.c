@@ -3,6 +3,7 @@
 #include "sim/lower/pipeline.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,104 +124,156 @@ double pipe_makespan(const pipe_cfg *c, const double *fwd_us, const double *bwd_
     return done ? end : -1;
 }
 
-/* Which buffers are on the device after each step: allocated or fetched back, not yet freed or moved
- * to the host. Calls visit(ctx, i, on) before step i takes effect. */
-static void walk_on(const sched *s, bool *on, void (*visit)(void *, int, const bool *), void *ctx)
-{
-    memset(on, 0, (size_t)s->n_buf * sizeof *on);
-    for (int i = 0; i < s->n_step; i++) {
-        visit(ctx, i, on);
-        const sched_step *t = &s->steps[i];
-        if (t->op == SCHED_ALLOC || t->op == SCHED_PREFETCH) on[t->buf] = true;
-        if (t->op == SCHED_FREE || t->op == SCHED_OFFLOAD) on[t->buf] = false;
-    }
-}
-
-typedef struct {
-    const sched *s;
-    const int *stage;      /* [n]: the stage of each layer */
-    const bool *read_by;   /* [n_buf * S]: a backward step of stage k uses buffer b */
-    int S, turn;
-    pipe_stage *out;
-} costs_ctx;
-
 static bool counts(const sched_buf *b) { return !b->persistent && b->cat != MEM_HOST; }
 
-/* At the turn: every buffer on the device goes to the stages whose backward reads it, or its layer's. */
-static void at_turn(void *ctx, int i, const bool *on)
+/* The lowest of the sorted layers v[0..n) at or above a. */
+static int lower_bound(const int *v, int n, int a)
 {
-    costs_ctx *c = ctx;
-    if (i != c->turn) return;
-    for (int b = 0; b < c->s->n_buf; b++) {
-        const sched_buf *bf = &c->s->bufs[b];
-        if (!on[b] || !counts(bf)) continue;
-        bool any = false;
-        for (int k = 0; k < c->S; k++)
-            if (c->read_by[(size_t)b * (size_t)c->S + (size_t)k]) c->out[k].stash += bf->bytes, any = true;
-        if (!any) c->out[bf->layer >= 0 ? c->stage[bf->layer] : 0].stash += bf->bytes;
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (v[mid] < a) lo = mid + 1;
+        else hi = mid;
     }
+    return lo;
 }
 
-/* At each step of a stage: the bytes on the device it owns or its backward uses, less its stash. */
-static void at_step(void *ctx, int i, const bool *on)
+/* Buffer b belongs to layers [a, z): a backward step of one of them uses it, or its own layer is one. */
+static bool belongs(const pipe_net *pn, int b, int a, int z)
 {
-    costs_ctx *c = ctx;
-    const sched_step *t = &c->s->steps[i];
-    if (t->layer < 0) return;
-    int k = c->stage[t->layer];
-    int64_t held = 0;
-    for (int b = 0; b < c->s->n_buf; b++) {
-        const sched_buf *bf = &c->s->bufs[b];
-        if (on[b] && counts(bf) && ((bf->layer >= 0 && c->stage[bf->layer] == k) || c->read_by[(size_t)b * (size_t)c->S + (size_t)k]))
-            held += bf->bytes;
+    const int *r = pn->rd + pn->rd0[b];
+    int n = pn->rd0[b + 1] - pn->rd0[b], L = pn->s.bufs[b].layer;
+    if ((L >= a && L < z) || (n && lower_bound(r, n, a) < n && r[lower_bound(r, n, a)] < z)) return true;
+    return false;
+}
+
+int pipe_net_init(pipe_net *pn, const net *n, const plan *p, const sched_cfg *cfg, const sim_device *d, err *e)
+{
+    memset(pn, 0, sizeof *pn);
+    pn->n = n, pn->batch = cfg->batch;
+    if (pipeline_lower(&pn->s, n, p, cfg, e)) return -1;
+    const sched *s = &pn->s;
+    size_t nl = (size_t)n->n + 1, nb = (size_t)s->n_buf + 1;
+    pn->fwd = calloc(nl, sizeof(double)), pn->bwd = calloc(nl, sizeof(double)), pn->upd = calloc(nl, sizeof(double));
+    pn->persistent = calloc(nl, sizeof(int64_t)), pn->rd0 = calloc(nb + 1, sizeof(int)), pn->at_turn = calloc(nb, sizeof(bool));
+    pn->on0 = calloc((size_t)s->n_step + 2, sizeof(int));
+    bool *on = calloc(nb, sizeof(bool));
+    if (!pn->fwd || !pn->bwd || !pn->upd || !pn->persistent || !pn->rd0 || !pn->at_turn || !pn->on0 || !on) abort();
+    int64_t params = 0;
+    for (int L = 0; L < n->n; L++) params += n->layers[L].params;
+    int turn = s->n_step, uses[SCHED_MAX_USES];
+    for (int i = s->n_step - 1; i >= 0; i--)
+        if (s->steps[i].bwd_phase) turn = i; /* the first step of the backward pass */
+    /* times by layer; the batch's arrival on the first stage, the optimizer's step over every layer by parameters */
+    for (int i = 0; i < s->n_step; i++) {
+        const sched_step *t = &s->steps[i];
+        timing_how how;
+        double us = sim_step_us(n, s, i, d, &how);
+        if (t->layer < 0) {
+            for (int L = 1; L < n->n; L++)
+                pn->upd[L] += t->op == SCHED_UPDATE ? (params ? us * (double)n->layers[L].params / (double)params : L == 1 ? us : 0) : L == 1 ? us : 0;
+            continue;
+        }
+        int L = t->layer > 0 ? t->layer : 1;
+        if (t->op == SCHED_UPDATE) pn->upd[L] += us;
+        else if (t->bwd_phase) pn->bwd[L] += us;
+        else pn->fwd[L] += us;
+        if (t->op == SCHED_BWD) pn->rd0[0] += sched_step_uses(t, uses); /* an upper bound of the readers, to size rd */
     }
-    if (held - c->out[k].stash > c->out[k].working) c->out[k].working = held - c->out[k].stash;
+    for (int b = 0; b < s->n_buf; b++) {
+        const sched_buf *bf = &s->bufs[b];
+        if (bf->persistent && bf->kind != BUF_INPUT && bf->kind != BUF_LABEL && !bf->host_home)
+            pn->persistent[bf->layer > 0 ? bf->layer : 1] += bf->bytes;
+    }
+    /* the readers of each buffer: the layers whose backward steps use it, sorted, once each */
+    int cap = pn->rd0[0] + 1, *pairs = calloc((size_t)cap * 2 + 2, sizeof(int)), np = 0;
+    pn->rd = calloc((size_t)cap + 1, sizeof(int));
+    if (!pairs || !pn->rd) abort();
+    for (int i = 0; i < s->n_step; i++)
+        if (s->steps[i].op == SCHED_BWD && s->steps[i].layer >= 0)
+            for (int u = 0, nu = sched_step_uses(&s->steps[i], uses); u < nu; u++) pairs[2 * np] = uses[u], pairs[2 * np + 1] = s->steps[i].layer, np++;
+    memset(pn->rd0, 0, (nb + 1) * sizeof(int));
+    for (int k = 0; k < np; k++) pn->rd0[pairs[2 * k] + 1]++;
+    for (int b = 0; b < s->n_buf; b++) pn->rd0[b + 1] += pn->rd0[b];
+    int *fill = calloc(nb, sizeof(int));
+    if (!fill) abort();
+    for (int k = 0; k < np; k++) {
+        int b = pairs[2 * k];
+        pn->rd[pn->rd0[b] + fill[b]++] = pairs[2 * k + 1];
+    }
+    for (int b = 0; b < s->n_buf; b++) { /* sort and drop repeats, in place */
+        int *r = pn->rd + pn->rd0[b], m = fill[b], w = 0;
+        for (int i = 1; i < m; i++)
+            for (int j = i; j > 0 && r[j - 1] > r[j]; j--) { int x = r[j]; r[j] = r[j - 1], r[j - 1] = x; }
+        for (int i = 0; i < m; i++)
+            if (!w || r[w - 1] != r[i]) r[w++] = r[i];
+        for (int i = w; i < m; i++) r[i] = INT32_MAX; /* repeats: past every layer */
+    }
+    free(pairs), free(fill);
+    /* which counted buffers are on the device before each step (allocated or fetched back, not yet
+     * freed or moved to the host), and at the turn */
+    int total = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        memset(on, 0, nb * sizeof(bool));
+        for (int i = 0; i < s->n_step; i++) {
+            if (pass) pn->on0[i] = total;
+            for (int b = 0; b < s->n_buf; b++) /* the live list: scanned only where the step is a layer's */
+                if (on[b] && s->steps[i].layer >= 0) {
+                    if (pass) pn->on[total] = b;
+                    total++;
+                }
+            if (pass && i == turn)
+                for (int b = 0; b < s->n_buf; b++) pn->at_turn[b] = on[b];
+            const sched_step *t = &s->steps[i];
+            if (t->op == SCHED_ALLOC || t->op == SCHED_PREFETCH) on[t->buf] = counts(&s->bufs[t->buf]);
+            if (t->op == SCHED_FREE || t->op == SCHED_OFFLOAD) on[t->buf] = false;
+        }
+        if (!pass) {
+            pn->on = calloc((size_t)total + 1, sizeof(int));
+            if (!pn->on) abort();
+            total = 0;
+        } else {
+            pn->on0[s->n_step] = total;
+        }
+    }
+    free(on);
+    return 0;
+}
+
+void pipe_net_free(pipe_net *pn)
+{
+    sched_free(&pn->s);
+    free(pn->fwd), free(pn->bwd), free(pn->upd), free(pn->persistent), free(pn->rd0), free(pn->rd), free(pn->at_turn), free(pn->on0),
+        free(pn->on);
+    memset(pn, 0, sizeof *pn);
+}
+
+void pipe_range(const pipe_net *pn, int a, int z, pipe_stage *out)
+{
+    const sched *s = &pn->s;
+    *out = (pipe_stage){.first = a, .last = z - 1};
+    for (int L = a; L < z; L++)
+        out->fwd_us += pn->fwd[L], out->bwd_us += pn->bwd[L], out->update_us += pn->upd[L], out->persistent += pn->persistent[L];
+    for (int b = 0; b < s->n_buf; b++)
+        if (pn->at_turn[b] && belongs(pn, b, a, z)) out->stash += s->bufs[b].bytes;
+    for (int i = 0; i < s->n_step; i++) {
+        int L = s->steps[i].layer;
+        if (L < a || L >= z) continue;
+        int64_t held = 0;
+        for (int k = pn->on0[i]; k < pn->on0[i + 1]; k++)
+            if (belongs(pn, pn->on[k], a, z)) held += s->bufs[pn->on[k]].bytes;
+        if (held - out->stash > out->working) out->working = held - out->stash;
+    }
+    out->boundary = pn->batch * net_layer_values(&pn->n->layers[z - 1]) * 4;
 }
 
 int pipe_stage_costs(const net *n, const plan *p, const sched_cfg *cfg, const sim_device *d, const int *first, int S,
                      pipe_stage *out, err *e)
 {
-    sched s;
-    if (pipeline_lower(&s, n, p, cfg, e)) return -1;
-    int *stage = calloc((size_t)n->n + 1, sizeof *stage);
-    bool *read_by = calloc((size_t)s.n_buf * (size_t)S + 1, sizeof *read_by), *on = calloc((size_t)s.n_buf + 1, sizeof *on);
-    if (!stage || !read_by || !on) abort();
-    int64_t params = 0, *own = calloc((size_t)S + 1, sizeof *own);
-    if (!own) abort();
-    for (int k = 0; k < S; k++) {
-        out[k] = (pipe_stage){.first = first[k], .last = first[k + 1] - 1};
-        for (int L = first[k]; L < first[k + 1]; L++) stage[L] = k, own[k] += n->layers[L].params, params += n->layers[L].params;
-    }
-    costs_ctx c = {&s, stage, read_by, S, s.n_step, out};
-    for (int i = s.n_step - 1; i >= 0; i--)
-        if (s.steps[i].bwd_phase) c.turn = i; /* the first step of the backward pass */
-    int uses[SCHED_MAX_USES];
-    for (int i = 0; i < s.n_step; i++) {
-        const sched_step *t = &s.steps[i];
-        timing_how how;
-        double us = sim_step_us(n, &s, i, d, &how);
-        if (t->layer < 0) { /* the batch's arrival (stage 0), the optimizer's step over every layer (by parameters) */
-            for (int k = 0; k < S; k++)
-                out[k].update_us += t->op == SCHED_UPDATE ? (params ? us * (double)own[k] / (double)params : us / S) : k == 0 ? us : 0;
-            continue;
-        }
-        int k = stage[t->layer];
-        if (t->op == SCHED_UPDATE) out[k].update_us += us;
-        else if (t->bwd_phase) out[k].bwd_us += us;
-        else out[k].fwd_us += us;
-        if (t->op == SCHED_BWD)
-            for (int u = 0, nu = sched_step_uses(t, uses); u < nu; u++) read_by[(size_t)uses[u] * (size_t)S + (size_t)k] = true;
-    }
-    for (int b = 0; b < s.n_buf; b++) {
-        const sched_buf *bf = &s.bufs[b];
-        if (bf->persistent && bf->kind != BUF_INPUT && bf->kind != BUF_LABEL && !bf->host_home)
-            out[bf->layer >= 0 ? stage[bf->layer] : 0].persistent += bf->bytes;
-    }
-    walk_on(&s, on, at_turn, &c);
-    walk_on(&s, on, at_step, &c);
-    for (int k = 0; k < S; k++) out[k].boundary = cfg->batch * net_layer_values(&n->layers[out[k].last]) * 4;
-    free(stage), free(read_by), free(on), free(own);
-    sched_free(&s);
+    pipe_net pn;
+    if (pipe_net_init(&pn, n, p, cfg, d, e)) return -1;
+    for (int k = 0; k < S; k++) pipe_range(&pn, first[k], first[k + 1], &out[k]);
+    pipe_net_free(&pn);
     return 0;
 }
 

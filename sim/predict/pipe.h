@@ -93,6 +93,25 @@ typedef struct {
 } pipe_stage;
 
 
+/* A net lowered once for ranges of its layers to be costed as stages: times and persistent bytes by
+ * layer, the layers whose backward reads each buffer, the buffers on the device before each step and
+ * at the iteration's turn. */
+typedef struct {
+    const net *n;
+    int batch;
+    sched s;
+    double *fwd, *bwd, *upd;   /* [n] by layer (the batch's arrival and layerless steps with layer 1) */
+    int64_t *persistent;       /* [n] */
+    int *rd0, *rd;             /* buffer b's readers: rd[rd0[b] .. rd0[b+1]), sorted */
+    bool *at_turn;             /* [n_buf]: on the device when the backward pass begins */
+    int *on0, *on;             /* step i's buffers on the device: on[on0[i] .. on0[i+1]) (layers' steps) */
+} pipe_net;
+
+int pipe_net_init(pipe_net *pn, const net *n, const plan *p, const sched_cfg *cfg, const sim_device *d, err *e);
+void pipe_net_free(pipe_net *pn);
+/* Layers [a, z) as one stage, into out. */
+void pipe_range(const pipe_net *pn, int a, int z, pipe_stage *out);
+
 /* Stages [first[s], first[s+1]) of net n (first[0] = 1, first[S] = n->n; each a clean cut) under plan
  * p at micro-batch cfg->batch, on device d, into out[S]; -1 (e) if the plan does not lower. */
 int pipe_stage_costs(const net *n, const plan *p, const sched_cfg *cfg, const sim_device *d, const int *first, int S,
