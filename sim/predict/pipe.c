@@ -142,9 +142,96 @@ static int lower_bound(const int *v, int n, int a)
 static bool belongs(const pipe_net *pn, int b, int a, int z)
 {
     const int *r = pn->rd + pn->rd0[b];
-    int n = pn->rd0[b + 1] - pn->rd0[b], L = pn->s.bufs[b].layer;
-    if ((L >= a && L < z) || (n && lower_bound(r, n, a) < n && r[lower_bound(r, n, a)] < z)) return true;
-    return false;
+    int n = pn->rd0[b + 1] - pn->rd0[b], L = pn->s.bufs[b].layer, k = lower_bound(r, n, a);
+    return (L >= a && L < z) || (k < n && r[k] < z);
+}
+
+/* Each layer's times on device d (its forward steps, its backward's with recomputation and moves,
+ * its updates); the batch's arrival goes to layer 1, the optimizer's step over every layer by
+ * parameters. */
+static void times_by_layer(pipe_net *pn, const sim_device *d)
+{
+    const net *n = pn->n;
+    const sched *s = &pn->s;
+    int64_t params = 0;
+    for (int L = 0; L < n->n; L++) params += n->layers[L].params;
+    for (int i = 0; i < s->n_step; i++) {
+        const sched_step *t = &s->steps[i];
+        timing_how how;
+        double us = sim_step_us(n, s, i, d, &how);
+        if (t->layer < 0 && t->op == SCHED_UPDATE && params) {
+            for (int L = 1; L < n->n; L++) pn->upd[L] += us * (double)n->layers[L].params / (double)params;
+            continue;
+        }
+        int L = t->layer > 0 ? t->layer : 1;
+        if (t->layer < 0 || t->op == SCHED_UPDATE) pn->upd[L] += us;
+        else if (t->bwd_phase) pn->bwd[L] += us;
+        else pn->fwd[L] += us;
+    }
+}
+
+static int by_int(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
+
+/* The readers of each buffer: the layers whose backward steps use it, sorted, once each (rd0, rd). */
+static void readers(pipe_net *pn)
+{
+    const sched *s = &pn->s;
+    int uses[SCHED_MAX_USES], *count = calloc((size_t)s->n_buf + 1, sizeof *count), total = 0;
+    if (!count) abort();
+    for (int pass = 0; pass < 2; pass++) { /* count, then fill */
+        for (int i = 0; i < s->n_step; i++) {
+            const sched_step *t = &s->steps[i];
+            if (t->op != SCHED_BWD || t->layer < 0) continue;
+            for (int u = 0, nu = sched_step_uses(t, uses); u < nu; u++)
+                if (pass) pn->rd[pn->rd0[uses[u]] + count[uses[u]]++] = t->layer;
+                else count[uses[u]]++, total++;
+        }
+        if (pass) break;
+        pn->rd = calloc((size_t)total + 1, sizeof *pn->rd);
+        if (!pn->rd) abort();
+        for (int b = 0; b < s->n_buf; b++) pn->rd0[b + 1] = pn->rd0[b] + count[b], count[b] = 0;
+    }
+    int w = 0; /* sorted, repeats dropped, compacted */
+    for (int b = 0; b < s->n_buf; b++) {
+        int *r = pn->rd + pn->rd0[b], m = pn->rd0[b + 1] - pn->rd0[b], start = w;
+        qsort(r, (size_t)m, sizeof *r, by_int);
+        for (int i = 0; i < m; i++)
+            if (w == start || pn->rd[w - 1] != r[i]) pn->rd[w++] = r[i];
+        pn->rd0[b] = start;
+    }
+    pn->rd0[s->n_buf] = w;
+    free(count);
+}
+
+/* Which counted buffers are on the device (allocated or fetched back, not yet freed or moved to the
+ * host) before each layer's step (on0, on), and when the backward pass begins (at_turn). */
+static void on_device(pipe_net *pn)
+{
+    const sched *s = &pn->s;
+    bool *on = calloc((size_t)s->n_buf + 1, sizeof *on);
+    if (!on) abort();
+    int turn = s->n_step, total = 0;
+    for (int i = s->n_step - 1; i >= 0; i--)
+        if (s->steps[i].bwd_phase) turn = i;
+    for (int pass = 0; pass < 2; pass++) { /* count, then fill */
+        memset(on, 0, (size_t)s->n_buf * sizeof *on);
+        total = 0;
+        for (int i = 0; i < s->n_step; i++) {
+            const sched_step *t = &s->steps[i];
+            if (pass) pn->on0[i] = total;
+            for (int b = 0; t->layer >= 0 && b < s->n_buf; b++)
+                if (on[b]) {
+                    if (pass) pn->on[total] = b;
+                    total++;
+                }
+            if (pass && i == turn) memcpy(pn->at_turn, on, (size_t)s->n_buf * sizeof *on);
+            if (t->op == SCHED_ALLOC || t->op == SCHED_PREFETCH) on[t->buf] = counts(&s->bufs[t->buf]);
+            if (t->op == SCHED_FREE || t->op == SCHED_OFFLOAD) on[t->buf] = false;
+        }
+        if (!pass && !(pn->on = calloc((size_t)total + 1, sizeof *pn->on))) abort();
+    }
+    pn->on0[s->n_step] = total;
+    free(on);
 }
 
 int pipe_net_init(pipe_net *pn, const net *n, const plan *p, const sched_cfg *cfg, const sim_device *d, err *e)
@@ -157,86 +244,15 @@ int pipe_net_init(pipe_net *pn, const net *n, const plan *p, const sched_cfg *cf
     pn->fwd = calloc(nl, sizeof(double)), pn->bwd = calloc(nl, sizeof(double)), pn->upd = calloc(nl, sizeof(double));
     pn->persistent = calloc(nl, sizeof(int64_t)), pn->rd0 = calloc(nb + 1, sizeof(int)), pn->at_turn = calloc(nb, sizeof(bool));
     pn->on0 = calloc((size_t)s->n_step + 2, sizeof(int));
-    bool *on = calloc(nb, sizeof(bool));
-    if (!pn->fwd || !pn->bwd || !pn->upd || !pn->persistent || !pn->rd0 || !pn->at_turn || !pn->on0 || !on) abort();
-    int64_t params = 0;
-    for (int L = 0; L < n->n; L++) params += n->layers[L].params;
-    int turn = s->n_step, uses[SCHED_MAX_USES];
-    for (int i = s->n_step - 1; i >= 0; i--)
-        if (s->steps[i].bwd_phase) turn = i; /* the first step of the backward pass */
-    /* times by layer; the batch's arrival on the first stage, the optimizer's step over every layer by parameters */
-    for (int i = 0; i < s->n_step; i++) {
-        const sched_step *t = &s->steps[i];
-        timing_how how;
-        double us = sim_step_us(n, s, i, d, &how);
-        if (t->layer < 0) {
-            for (int L = 1; L < n->n; L++)
-                pn->upd[L] += t->op == SCHED_UPDATE ? (params ? us * (double)n->layers[L].params / (double)params : L == 1 ? us : 0) : L == 1 ? us : 0;
-            continue;
-        }
-        int L = t->layer > 0 ? t->layer : 1;
-        if (t->op == SCHED_UPDATE) pn->upd[L] += us;
-        else if (t->bwd_phase) pn->bwd[L] += us;
-        else pn->fwd[L] += us;
-        if (t->op == SCHED_BWD) pn->rd0[0] += sched_step_uses(t, uses); /* an upper bound of the readers, to size rd */
-    }
-    for (int b = 0; b < s->n_buf; b++) {
+    if (!pn->fwd || !pn->bwd || !pn->upd || !pn->persistent || !pn->rd0 || !pn->at_turn || !pn->on0) abort();
+    times_by_layer(pn, d);
+    for (int b = 0; b < s->n_buf; b++) { /* parameters, gradients, optimizer state and statistics kept on the device */
         const sched_buf *bf = &s->bufs[b];
         if (bf->persistent && bf->kind != BUF_INPUT && bf->kind != BUF_LABEL && !bf->host_home)
             pn->persistent[bf->layer > 0 ? bf->layer : 1] += bf->bytes;
     }
-    /* the readers of each buffer: the layers whose backward steps use it, sorted, once each */
-    int cap = pn->rd0[0] + 1, *pairs = calloc((size_t)cap * 2 + 2, sizeof(int)), np = 0;
-    pn->rd = calloc((size_t)cap + 1, sizeof(int));
-    if (!pairs || !pn->rd) abort();
-    for (int i = 0; i < s->n_step; i++)
-        if (s->steps[i].op == SCHED_BWD && s->steps[i].layer >= 0)
-            for (int u = 0, nu = sched_step_uses(&s->steps[i], uses); u < nu; u++) pairs[2 * np] = uses[u], pairs[2 * np + 1] = s->steps[i].layer, np++;
-    memset(pn->rd0, 0, (nb + 1) * sizeof(int));
-    for (int k = 0; k < np; k++) pn->rd0[pairs[2 * k] + 1]++;
-    for (int b = 0; b < s->n_buf; b++) pn->rd0[b + 1] += pn->rd0[b];
-    int *fill = calloc(nb, sizeof(int));
-    if (!fill) abort();
-    for (int k = 0; k < np; k++) {
-        int b = pairs[2 * k];
-        pn->rd[pn->rd0[b] + fill[b]++] = pairs[2 * k + 1];
-    }
-    for (int b = 0; b < s->n_buf; b++) { /* sort and drop repeats, in place */
-        int *r = pn->rd + pn->rd0[b], m = fill[b], w = 0;
-        for (int i = 1; i < m; i++)
-            for (int j = i; j > 0 && r[j - 1] > r[j]; j--) { int x = r[j]; r[j] = r[j - 1], r[j - 1] = x; }
-        for (int i = 0; i < m; i++)
-            if (!w || r[w - 1] != r[i]) r[w++] = r[i];
-        for (int i = w; i < m; i++) r[i] = INT32_MAX; /* repeats: past every layer */
-    }
-    free(pairs), free(fill);
-    /* which counted buffers are on the device before each step (allocated or fetched back, not yet
-     * freed or moved to the host), and at the turn */
-    int total = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        memset(on, 0, nb * sizeof(bool));
-        for (int i = 0; i < s->n_step; i++) {
-            if (pass) pn->on0[i] = total;
-            for (int b = 0; b < s->n_buf; b++) /* the live list: scanned only where the step is a layer's */
-                if (on[b] && s->steps[i].layer >= 0) {
-                    if (pass) pn->on[total] = b;
-                    total++;
-                }
-            if (pass && i == turn)
-                for (int b = 0; b < s->n_buf; b++) pn->at_turn[b] = on[b];
-            const sched_step *t = &s->steps[i];
-            if (t->op == SCHED_ALLOC || t->op == SCHED_PREFETCH) on[t->buf] = counts(&s->bufs[t->buf]);
-            if (t->op == SCHED_FREE || t->op == SCHED_OFFLOAD) on[t->buf] = false;
-        }
-        if (!pass) {
-            pn->on = calloc((size_t)total + 1, sizeof(int));
-            if (!pn->on) abort();
-            total = 0;
-        } else {
-            pn->on0[s->n_step] = total;
-        }
-    }
-    free(on);
+    readers(pn);
+    on_device(pn);
     return 0;
 }
 
