@@ -52,28 +52,23 @@ static void print_devices(const pipe_cfg *c, const net *n, const pipe_stage *st,
     char a[32], b[32], d[32];
     printf("  %-6s %-40s %9s %12s %12s %12s\n", "device", "stages (layers)", "in flight", "stash / mb", "persistent", "peak");
     int S = pipe_stages(c);
-    int64_t *stash = calloc((size_t)S + 1, sizeof *stash), *working = calloc((size_t)S + 1, sizeof *working);
-    if (!stash || !working) abort();
-    for (int s = 0; s < S; s++) stash[s] = st[s].stash, working[s] = st[s].working;
     for (int dev = 0; dev < c->devices; dev++) {
-        int64_t persistent = 0, kept = 0, bufs = 0, peak;
+        int64_t persistent = 0, kept = 0;
         char names[256] = "";
         size_t at = 0;
         for (int s = dev; s < S; s += c->devices) {
             persistent += st[s].persistent, kept += st[s].stash;
-            bufs += (s > 0 ? st[s - 1].boundary : 0) + (s + 1 < S ? st[s].boundary : 0); /* received activation, gradient */
             at += (size_t)snprintf(names + at, sizeof names - (at < sizeof names ? at : sizeof names), "%s%s..%s", at ? ", " : "",
                                    n->layers[st[s].first].name, n->layers[st[s].last].name);
         }
-        int flight = pipe_in_flight(c, dev, stash, working, &peak);
-        printf("  %-6d %-40.40s %9d %12s %12s %12s\n", dev, names, flight, units_fmt_bytes(kept, a, sizeof a),
-               units_fmt_bytes(persistent, b, sizeof b), units_fmt_bytes(peak + persistent + bufs, d, sizeof d));
+        printf("  %-6d %-40.40s %9d %12s %12s %12s\n", dev, names, pipe_in_flight(c, dev, NULL, NULL, NULL),
+               units_fmt_bytes(kept, a, sizeof a), units_fmt_bytes(persistent, b, sizeof b),
+               units_fmt_bytes(pipe_device_peak(c, dev, st), d, sizeof d));
     }
     printf("\n  iteration  %.1f ms (%d micro-batches of %d); the devices compute %.1f%% of it (bubble %.1f%%)\n", span / 1e3, c->micro,
            mb_size, 100 * busy, 100 * (1 - busy));
     printf("  peak = persistent + the stashes of the micro-batches in flight + the running stage's working bytes\n"
            "  + a buffer for each activation and gradient the device receives (predicted, per device)\n");
-    free(stash), free(working);
 }
 
 int cli_pipe(int argc, char **argv)

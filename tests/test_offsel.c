@@ -18,18 +18,7 @@
 #include "sim/planner/offsel.h"
 #include "sim/lower/pipeline.h"
 #include "sim/net/load.h"
-
-static int failures;
-
-#define EXPECT(cond, ...)                               \
-    do {                                                \
-        if (!(cond)) {                                  \
-            failures++;                                 \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-        }                                               \
-    } while (0)
+#include "tests/expect.h"
 
 static const sim_device *pcie4(void) { return sim_device_find("h100-pcie4"); }
 

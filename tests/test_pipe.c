@@ -27,19 +27,7 @@
 #include "sim/net/load.h"
 #include "sim/plan/plan.h"
 #include "sim/planner/pipe_split.h"
-
-static int failures, checks;
-
-#define EXPECT(cond, ...)                                \
-    do {                                                 \
-        checks++;                                        \
-        if (!(cond)) {                                   \
-            failures++;                                  \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);  \
-            printf(__VA_ARGS__);                         \
-            printf("\n");                                \
-        }                                                \
-    } while (0)
+#include "tests/expect.h"
 
 static int imin(int a, int b) { return a < b ? a : b; }
 
@@ -169,8 +157,7 @@ static void brute_split(const net *n, const plan *p, const sched_cfg *cfg, const
             double slow = 0;
             int64_t most = 0;
             for (int k = 0; k < P; k++) {
-                int fl = pipe_in_flight(c, k, NULL, NULL, NULL);
-                int64_t bytes = st[k].persistent + fl * st[k].stash + st[k].working + (k > 0 ? st[k - 1].boundary : 0) + (k < P - 1 ? st[k].boundary : 0);
+                int64_t bytes = pipe_device_peak(c, k, st);
                 slow = fmax(slow, st[k].fwd_us + st[k].bwd_us), most = bytes > most ? bytes : most;
             }
             if (most < *least) *least = most;
@@ -219,9 +206,7 @@ static void check_split(const char *name)
                 pipe_stage_costs(&n, &p, &cfg, &sim_device_cpu, first, P, st, &e);
                 double slow = 0;
                 for (int s = 0; s < P; s++) {
-                    int fl = pipe_in_flight(&c, s, NULL, NULL, NULL);
-                    int64_t bytes = st[s].persistent + fl * st[s].stash + st[s].working + (s > 0 ? st[s - 1].boundary : 0) +
-                                    (s < P - 1 ? st[s].boundary : 0);
+                    int64_t bytes = pipe_device_peak(&c, s, st);
                     EXPECT(bytes <= budget, "%s P=%d: device %d peaks %lld over %lld", name, P, s, (long long)bytes, (long long)budget);
                     slow = fmax(slow, st[s].fwd_us + st[s].bwd_us);
                 }

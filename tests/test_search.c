@@ -33,19 +33,9 @@
 #include "sim/lower/pipeline.h"
 #include "sim/net/load.h"
 #include "tests/randnet.h"
+#include "tests/expect.h"
 
-static int failures;
 static int margin_kept; /* budgets where a 10% margin kept a preset over the plan found */
-
-#define EXPECT(cond, ...)                                \
-    do {                                                 \
-        if (!(cond)) {                                   \
-            failures++;                                  \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);  \
-            printf(__VA_ARGS__);                         \
-            printf("\n");                                \
-        }                                                \
-    } while (0)
 
 static void test_fit(void)
 {

@@ -242,7 +242,7 @@ int chain_breaks(const chain *c, double thin, int *at, int most)
     int k = 0;
     for (int M = 0; M <= DP_BUCKETS && k < most; M++) {
         double t = c->cost[CELL(c, 0, 1, M)];
-        if (t < last - step || (last == INFINITY && t < INFINITY)) at[k++] = M, last = t;
+        if (t < last - step) at[k++] = M, last = t; /* the first finite one: anything is below INFINITY */
     }
     return k;
 }

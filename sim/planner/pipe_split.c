@@ -6,18 +6,11 @@
 #include <string.h>
 
 
-/* A range of positions as a stage on device k: its peak (pipe.h: persistent, the stashes in
- * flight, its working bytes, a buffer for the activation and the gradient it receives) and its
- * time for one micro-batch. */
+/* A range of positions as a stage: its costs, and the activation it receives. */
 typedef struct {
-    int64_t persistent, stash, working, in_bytes, out_bytes;
-    double us;
+    pipe_stage st;
+    int64_t in_bytes;
 } range_cost;
-
-static int64_t peak_on(const range_cost *r, int k, int P, int flight)
-{
-    return r->persistent + flight * r->stash + r->working + (k > 0 ? r->in_bytes : 0) + (k < P - 1 ? r->out_bytes : 0);
-}
 
 int pipe_split(const net *n, const plan *p, const sched_cfg *cfg, const sim_device *d, const pipe_cfg *c, int64_t budget,
                int *first, err *e)
@@ -43,10 +36,9 @@ int pipe_split(const net *n, const plan *p, const sched_cfg *cfg, const sim_devi
     for (int k = 0; k < P; k++) flight[k] = pipe_in_flight(c, k, NULL, NULL, NULL);
     for (int i = 0; i < m; i++)
         for (int j = i + 1; j <= m; j++) {
-            pipe_stage st;
-            pipe_range(&pn, pos[i], pos[j], &st);
-            int64_t in = pos[i] > 1 ? cfg->batch * net_layer_values(&n->layers[pos[i] - 1]) * 4 : 0;
-            rc[(size_t)i * W + (size_t)j] = (range_cost){st.persistent, st.stash, st.working, in, st.boundary, st.fwd_us + st.bwd_us};
+            range_cost *r = &rc[(size_t)i * W + (size_t)j];
+            pipe_range(&pn, pos[i], pos[j], &r->st);
+            r->in_bytes = pos[i] > 1 ? cfg->batch * net_layer_values(&n->layers[pos[i] - 1]) * 4 : 0;
         }
     pipe_net_free(&pn);
     /* best[k][j]: the least slowest-stage time of k stages over positions [0, j) whose devices fit;
@@ -61,12 +53,12 @@ int pipe_split(const net *n, const plan *p, const sched_cfg *cfg, const sim_devi
         for (int j = k; j <= m - (P - k); j++)
             for (int i = k - 1; i < j; i++) {
                 const range_cost *r = &rc[(size_t)i * W + (size_t)j];
-                int64_t pk = peak_on(r, k - 1, P, flight[k - 1]), prev = least[(size_t)(k - 1) * W + (size_t)i];
+                int64_t pk = pipe_stage_peak(&r->st, k - 1, P, flight[k - 1], r->in_bytes), prev = least[(size_t)(k - 1) * W + (size_t)i];
                 if (prev != INT64_MAX) {
                     int64_t most = pk > prev ? pk : prev;
                     if (most < least[(size_t)k * W + (size_t)j]) least[(size_t)k * W + (size_t)j] = most;
                 }
-                double t = fmax(best[(size_t)(k - 1) * W + (size_t)i], r->us);
+                double t = fmax(best[(size_t)(k - 1) * W + (size_t)i], r->st.fwd_us + r->st.bwd_us);
                 if (pk <= budget && t < best[(size_t)k * W + (size_t)j]) best[(size_t)k * W + (size_t)j] = t, from[(size_t)k * W + (size_t)j] = i;
             }
     int rc_out = 0;

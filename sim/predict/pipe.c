@@ -293,6 +293,19 @@ int pipe_stage_costs(const net *n, const plan *p, const sched_cfg *cfg, const si
     return 0;
 }
 
+int64_t pipe_device_peak(const pipe_cfg *c, int d, const pipe_stage *st)
+{
+    int S = pipe_stages(c);
+    int64_t *stash = calloc((size_t)S + 1, sizeof *stash), *working = calloc((size_t)S + 1, sizeof *working), peak = 0, bytes;
+    if (!stash || !working) abort();
+    for (int s = 0; s < S; s++) stash[s] = st[s].stash, working[s] = st[s].working;
+    pipe_in_flight(c, d, stash, working, &bytes);
+    for (int s = d; s < S; s += c->devices) /* its stages' state, what it receives */
+        peak += st[s].persistent + (s > 0 ? st[s - 1].boundary : 0) + (s + 1 < S ? st[s].boundary : 0);
+    free(stash), free(working);
+    return peak + bytes;
+}
+
 int pipe_balanced_cuts(const net *n, const sched_cfg *cfg, const sim_device *d, int S, int *first, err *e)
 {
     plan p;

@@ -112,6 +112,18 @@ void pipe_net_free(pipe_net *pn);
 /* Layers [a, z) as one stage, into out. */
 void pipe_range(const pipe_net *pn, int a, int z, pipe_stage *out);
 
+/* Device d's peak: its stages' persistent bytes, the stashes of the micro-batches in flight with
+ * the running stage's working bytes (pipe_in_flight), and a buffer for each activation it receives
+ * (stage s-1's boundary) and each gradient (stage s's own boundary, from s+1). st: every stage. */
+int64_t pipe_device_peak(const pipe_cfg *c, int d, const pipe_stage *st);
+
+/* The same for a device with one stage s (GPipe, 1F1B: s = d of P), `flight` micro-batches in
+ * flight (pipe_in_flight's count), in_bytes the activation it receives. */
+static inline int64_t pipe_stage_peak(const pipe_stage *s, int d, int P, int flight, int64_t in_bytes)
+{
+    return s->persistent + flight * s->stash + s->working + (d > 0 ? in_bytes : 0) + (d < P - 1 ? s->boundary : 0);
+}
+
 /* Stages [first[s], first[s+1]) of net n (first[0] = 1, first[S] = n->n; each a clean cut) under plan
  * p at micro-batch cfg->batch, on device d, into out[S]; -1 (e) if the plan does not lower. */
 int pipe_stage_costs(const net *n, const plan *p, const sched_cfg *cfg, const sim_device *d, const int *first, int S,
