@@ -303,20 +303,24 @@ static void memory_step(exec *x, const sched_step *t, int i)
     }
 }
 
-void exec_iteration(exec *x, const float *images, const int64_t *labels)
+void exec_begin(exec *x)
 {
-    const sched *s = x->s;
-    const net *n = x->n;
-    memset(x->layer_us, 0, (size_t)n->n * 2 * sizeof(double));
+    memset(x->layer_us, 0, (size_t)x->n->n * 2 * sizeof(double));
     x->codec_us = 0;
     x->iter++;
     exec_start(x);
     alloc_reset_peaks(&x->mem);
     x->mem.record = true;
+}
+
+void exec_run(exec *x, int from, int to, const float *images, const int64_t *labels)
+{
+    const sched *s = x->s;
+    const net *n = x->n;
     double step_t0 = now_us();
     const alloc_mem *mem = x->ops->mem;
     bool overlap = mem->stage && !x->sync_steps; /* calibrating: each move is timed whole, in line */
-    for (int i = 0; i < s->n_step; i++) {
+    for (int i = from; i < to; i++) {
         const sched_step *t = &s->steps[i];
         if (mem->ready && t->op != SCHED_ALLOC && t->op != SCHED_OFFLOAD && t->op != SCHED_PREFETCH) {
             int uses[SCHED_MAX_USES], nu = sched_step_uses(t, uses);
@@ -328,10 +332,17 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
         case SCHED_ALLOC:
         case SCHED_FREE:
         case SCHED_OFFLOAD:
-        case SCHED_PREFETCH: memory_step(x, t, i); break;
+        case SCHED_PREFETCH:
+            if (t->op == SCHED_FREE && x->depart) x->depart(x, t->buf, x->hook_ctx);
+            memory_step(x, t, i);
+            break;
         case SCHED_ENCODE:
         case SCHED_DECODE: code(x, t); break;
         case SCHED_LOAD:
+            if (x->arrive) {
+                x->arrive(x, i, x->hook_ctx);
+                break;
+            }
             x->ops->upload(fptr(x, t->y), images, s->bufs[t->y].bytes);
             x->ops->upload(x->ptr[t->aux], labels, s->bufs[t->aux].bytes);
             break;
@@ -381,10 +392,21 @@ void exec_iteration(exec *x, const float *images, const int64_t *labels)
         double step_t1 = now_us();
         x->step_us[i] = step_t1 - step_t0, step_t0 = step_t1;
     }
+}
+
+void exec_end(exec *x)
+{
     x->ops->sync();
-    memset(x->arriving, 0, (size_t)s->n_buf * sizeof(bool)); /* everything has arrived */
+    memset(x->arriving, 0, (size_t)x->s->n_buf * sizeof(bool)); /* everything has arrived */
     x->mem.record = false;
     x->updating = false;
+}
+
+void exec_iteration(exec *x, const float *images, const int64_t *labels)
+{
+    exec_begin(x);
+    exec_run(x, 0, x->s->n_step, images, labels);
+    exec_end(x);
 }
 
 static int param_buf(const exec *x, buf_kind kind, int L)

@@ -54,6 +54,12 @@ typedef struct exec {
      * each layer before its own step, when that layer's gradient is complete. */
     void (*before_update)(struct exec *x, int layer, void *ctx);
     void *before_update_ctx;
+    /* A schedule run with others (a pipeline's devices: engine/pipe_run.h): where set, arrive fills
+     * the buffers of LOAD step i in place of the images and labels, and depart sees buffer b just
+     * before its FREE. */
+    void (*arrive)(struct exec *x, int step, void *ctx);
+    void (*depart)(struct exec *x, int buf, void *ctx);
+    void *hook_ctx;
 } exec;
 
 exec_hparams exec_default_hparams(sched_optimizer o);
@@ -67,8 +73,13 @@ int exec_use_arena(exec *x, err *e);
 /* Allocates and initializes the persistent buffers (parameters, gradients, optimizer state, bn
  * running statistics); the first exec_iteration does it if this was not called. */
 void exec_start(exec *x);
-/* One training iteration on images (N, C, H, W) and labels (N). */
+/* One training iteration on images (N, C, H, W) and labels (N): exec_begin, exec_run over every
+ * step, exec_end. */
 void exec_iteration(exec *x, const float *images, const int64_t *labels);
+/* An iteration in pieces: begin (peaks cleared), steps [from, to) in order, end (all work done). */
+void exec_begin(exec *x);
+void exec_run(exec *x, int from, int to, const float *images, const int64_t *labels);
+void exec_end(exec *x);
 void exec_free(exec *x);
 
 /* A host copy of the persistent buffer of `kind` (BUF_PARAM, BUF_PGRAD, BUF_RUNSTAT) for layer L

@@ -114,7 +114,7 @@ static void check_net(const char *name)
             pipe_cfg c = {PIPE_1F1B, S, 1, 1};
             int first[8];
             pipe_stage st[8];
-            if (pipe_balanced_cuts(&n, &cfg, &sim_device_cpu, S, first, &e) || pipe_stage_costs(&n, &p, &cfg, &sim_device_cpu, first, S, st, &e)) {
+            if (pipe_balanced_cuts(&n, &p, &cfg, &sim_device_cpu, S, first, &e) || pipe_stage_costs(&n, &p, &cfg, &sim_device_cpu, first, S, st, &e)) {
                 EXPECT(S > 1, "%s %s: %s", name, plans[i], e.msg);
                 continue;
             }

@@ -6,12 +6,6 @@
 #include <string.h>
 
 
-/* A range of positions as a stage: its costs, and the activation it receives. */
-typedef struct {
-    pipe_stage st;
-    int64_t in_bytes;
-} range_cost;
-
 int pipe_split(const net *n, const plan *p, const sched_cfg *cfg, const sim_device *d, const pipe_cfg *c, int64_t budget,
                int *first, err *e)
 {
@@ -21,24 +15,22 @@ int pipe_split(const net *n, const plan *p, const sched_cfg *cfg, const sim_devi
     if (!pos) abort();
     pos[m++] = 1;
     for (int L = 2; L < n->n; L++)
-        if (n->layers[L].cut_before) pos[m++] = L;
+        if (pipe_cut_ok(n, p, L)) pos[m++] = L;
     pos[m] = n->n;
     if (m < P) {
         free(pos);
-        return err_set(e, "pipeline: %s has %d clean cuts, too few for %d stages", n->name, m - 1, P);
+        return err_set(e, "pipeline: %s has %d clean cuts outside the plan's segments, too few for %d stages", n->name, m - 1, P);
     }
     pipe_net pn;
     if (pipe_net_init(&pn, n, p, cfg, d, e)) return free(pos), -1;
     size_t W = (size_t)m + 1;
-    range_cost *rc = calloc(W * W, sizeof *rc);
+    pipe_stage *rc = calloc(W * W, sizeof *rc);
     int *flight = calloc((size_t)P + 1, sizeof *flight);
     if (!rc || !flight) abort();
     for (int k = 0; k < P; k++) flight[k] = pipe_in_flight(c, k, NULL, NULL, NULL);
     for (int i = 0; i < m; i++)
         for (int j = i + 1; j <= m; j++) {
-            range_cost *r = &rc[(size_t)i * W + (size_t)j];
-            pipe_range(&pn, pos[i], pos[j], &r->st);
-            r->in_bytes = pos[i] > 1 ? cfg->batch * net_layer_values(&n->layers[pos[i] - 1]) * 4 : 0;
+            pipe_range(&pn, pos[i], pos[j], &rc[(size_t)i * W + (size_t)j]);
         }
     pipe_net_free(&pn);
     /* best[k][j]: the least slowest-stage time of k stages over positions [0, j) whose devices fit;
@@ -52,13 +44,13 @@ int pipe_split(const net *n, const plan *p, const sched_cfg *cfg, const sim_devi
     for (int k = 1; k <= P; k++)
         for (int j = k; j <= m - (P - k); j++)
             for (int i = k - 1; i < j; i++) {
-                const range_cost *r = &rc[(size_t)i * W + (size_t)j];
-                int64_t pk = pipe_stage_peak(&r->st, k - 1, P, flight[k - 1], r->in_bytes), prev = least[(size_t)(k - 1) * W + (size_t)i];
+                const pipe_stage *r = &rc[(size_t)i * W + (size_t)j];
+                int64_t pk = pipe_stage_peak(r, flight[k - 1]), prev = least[(size_t)(k - 1) * W + (size_t)i];
                 if (prev != INT64_MAX) {
                     int64_t most = pk > prev ? pk : prev;
                     if (most < least[(size_t)k * W + (size_t)j]) least[(size_t)k * W + (size_t)j] = most;
                 }
-                double t = fmax(best[(size_t)(k - 1) * W + (size_t)i], r->st.fwd_us + r->st.bwd_us);
+                double t = fmax(best[(size_t)(k - 1) * W + (size_t)i], r->fwd_us + r->bwd_us);
                 if (pk <= budget && t < best[(size_t)k * W + (size_t)j]) best[(size_t)k * W + (size_t)j] = t, from[(size_t)k * W + (size_t)j] = i;
             }
     int rc_out = 0;

@@ -300,13 +300,20 @@ int64_t pipe_device_peak(const pipe_cfg *c, int d, const pipe_stage *st)
     if (!stash || !working) abort();
     for (int s = 0; s < S; s++) stash[s] = st[s].stash, working[s] = st[s].working;
     pipe_in_flight(c, d, stash, working, &bytes);
-    for (int s = d; s < S; s += c->devices) /* its stages' state, what it receives */
-        peak += st[s].persistent + (s > 0 ? st[s - 1].boundary : 0) + (s + 1 < S ? st[s].boundary : 0);
+    for (int s = d; s < S; s += c->devices) peak += st[s].persistent; /* its stages' state */
     free(stash), free(working);
     return peak + bytes;
 }
 
-int pipe_balanced_cuts(const net *n, const sched_cfg *cfg, const sim_device *d, int S, int *first, err *e)
+bool pipe_cut_ok(const net *n, const plan *p, int L)
+{
+    if (L < 2 || L >= n->n || !n->layers[L].cut_before) return false;
+    for (int i = 0; p && i < p->n_seg; i++)
+        if ((p->segs[i].mode == PLAN_ROWS || p->segs[i].mode == PLAN_CKPT) && p->segs[i].first < L && L <= p->segs[i].last) return false;
+    return true;
+}
+
+int pipe_balanced_cuts(const net *n, const plan *within, const sched_cfg *cfg, const sim_device *d, int S, int *first, err *e)
 {
     plan p;
     sched s;
@@ -330,13 +337,13 @@ int pipe_balanced_cuts(const net *n, const sched_cfg *cfg, const sim_device *d, 
     double *before = calloc((size_t)n->n + 1, sizeof *before), sum = 0;
     if (!cut || !before) abort();
     for (int L = 1; L < n->n; L++) {
-        if (L >= 2 && n->layers[L].cut_before) before[nc] = sum, cut[nc++] = L;
+        if (pipe_cut_ok(n, within, L)) before[nc] = sum, cut[nc++] = L;
         sum += us[L];
     }
     free(us);
     if (nc < S - 1) {
         free(cut), free(before);
-        return err_set(e, "pipeline: %s has %d clean cuts, too few for %d stages", n->name, nc, S);
+        return err_set(e, "pipeline: %s has %d clean cuts%s, too few for %d stages", n->name, nc, within ? " outside the plan's segments" : "", S);
     }
     first[0] = 1, first[S] = n->n;
     for (int k = 1, lo = 0; k < S; k++) {

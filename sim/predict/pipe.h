@@ -112,25 +112,29 @@ void pipe_net_free(pipe_net *pn);
 /* Layers [a, z) as one stage, into out. */
 void pipe_range(const pipe_net *pn, int a, int z, pipe_stage *out);
 
-/* Device d's peak: its stages' persistent bytes, the stashes of the micro-batches in flight with
- * the running stage's working bytes (pipe_in_flight), and a buffer for each activation it receives
- * (stage s-1's boundary) and each gradient (stage s's own boundary, from s+1). st: every stage. */
+/* Device d's peak: its stages' persistent bytes, and the stashes of the micro-batches in flight with
+ * the running stage's working bytes (pipe_in_flight). What a stage receives needs no buffer of its
+ * own: the activation is the tensor its first layers read (in its stash, or working), the gradient
+ * its last layer's output gradient (working). pipe_sched.h composes the device's schedule step by
+ * step, and tests/test_pipe.c checks its replay, and the engine running it, against this. st: every
+ * stage. */
 int64_t pipe_device_peak(const pipe_cfg *c, int d, const pipe_stage *st);
 
-/* The same for a device with one stage s (GPipe, 1F1B: s = d of P), `flight` micro-batches in
- * flight (pipe_in_flight's count), in_bytes the activation it receives. */
-static inline int64_t pipe_stage_peak(const pipe_stage *s, int d, int P, int flight, int64_t in_bytes)
-{
-    return s->persistent + flight * s->stash + s->working + (d > 0 ? in_bytes : 0) + (d < P - 1 ? s->boundary : 0);
-}
+/* The same for a device with one stage s (GPipe, 1F1B), `flight` micro-batches in flight
+ * (pipe_in_flight's count). */
+static inline int64_t pipe_stage_peak(const pipe_stage *s, int flight) { return s->persistent + flight * s->stash + s->working; }
 
 /* Stages [first[s], first[s+1]) of net n (first[0] = 1, first[S] = n->n; each a clean cut) under plan
  * p at micro-batch cfg->batch, on device d, into out[S]; -1 (e) if the plan does not lower. */
 int pipe_stage_costs(const net *n, const plan *p, const sched_cfg *cfg, const sim_device *d, const int *first, int S,
                      pipe_stage *out, err *e);
 
-/* S stage starts (first[0..S]) at the net's clean cuts balancing the stages' forward times (greedy
+/* S stage starts (first[0..S]) at the net's clean cuts (pipe_cut_ok under p) balancing the stages' forward times (greedy
  * over the `layer` lowering's per-layer times); -1 (e) when the net has fewer than S - 1 clean cuts. */
-int pipe_balanced_cuts(const net *n, const sched_cfg *cfg, const sim_device *d, int S, int *first, err *e);
+int pipe_balanced_cuts(const net *n, const plan *p, const sched_cfg *cfg, const sim_device *d, int S, int *first, err *e);
+
+/* Whether a stage may begin at layer L: a clean cut, and not inside one of p's row or checkpoint
+ * segments (whose recomputation would cross devices; p NULL: any clean cut). */
+bool pipe_cut_ok(const net *n, const plan *p, int L);
 
 #endif
