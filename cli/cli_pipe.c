@@ -7,13 +7,16 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "engine/pipe_run.h"
+#include "io/data.h"
 #include "io/units.h"
+#include "sim/lower/pipeline.h"
 #include "sim/planner/pipe_split.h"
 
 static const char usage[] =
     "usage: lrcnn pipe --net NET --devices P --micro-batches M [--schedule gpipe|1f1b|interleaved] [--chunks V]\n"
     "                  [--batch N] [--image S|HxW] [--optimizer sgd|adam] [--plan PLAN] [--bn MODE]\n"
-    "                  [--profile PROFILE.h5 | --device NAME] [--link nvlink|pcie4|pcie5|ib|GBPS] [--budget BYTES]\n"
+    "                  [--profile PROFILE.h5 | --device NAME] [--link nvlink|pcie4|pcie5|ib|GBPS] [--budget BYTES] [--run]\n"
     "\n"
     "Pipelined model parallelism: the net cut at clean cuts into P stages (V a device, interleaved)\n"
     "balancing their forward times, the batch N into M micro-batches of N/M, and each device running its\n"
@@ -21,9 +24,13 @@ static const char usage[] =
     "1f1b: PipeDream-Flush; interleaved: Megatron-LM's 1F1B over V chunks a device, M a multiple of P).\n"
     "From that order the command walks how many micro-batches each device holds at once, and prints per\n"
     "device: its stages, micro-batches in flight at the peak, what a stage keeps per micro-batch (its\n"
-    "backward's reads under PLAN), its parameters, gradients and optimizer state, and its peak: those, the\n"
-    "stashes in flight, the running stage's working bytes and a buffer for each activation and gradient it\n"
-    "receives; then the iteration's time (each device in its order, an op when its input has crossed the\n"
+    "backward's reads under PLAN), its parameters, gradients and optimizer state, and two peaks: the replay\n"
+    "of the device's own schedule, step by step (its ops in order, each micro-batch on its own buffers,\n"
+    "what it receives arriving before its first use: exact), and the stage sums the --budget search\n"
+    "counts with (persistent + the stashes in flight + the running stage's working bytes: at or over\n"
+    "the replay wherever tested). --run: one iteration on the CPU engine, P engines in one process exchanging the\n"
+    "activations and gradients at the cuts, on a synthetic batch, each device's measured peak beside\n"
+    "them. Then the iteration's time (each device in its order, an op when its input has crossed the\n"
     "link) and the bubble. Stage times come from the device's model (--profile, else the --device\n"
     "roofline, cpu by default); the link between devices: nvlink 450 GB/s (NVLink 4, H100), pcie4 25,\n"
     "pcie5 50, ib 50 (InfiniBand NDR 400 Gb/s), or GB/s. --budget B (GPipe and 1F1B): the stages instead\n"
@@ -34,7 +41,8 @@ static const char usage[] =
     "\n"
     "example: lrcnn pipe --net resnet50 --devices 4 --micro-batches 8 --batch 32 --schedule 1f1b\n"
     "example: lrcnn pipe --net vgg16 --devices 2 --micro-batches 4 --schedule interleaved --chunks 2 --plan ckpt-sqrt\n"
-    "example: lrcnn pipe --net resnet50 --devices 4 --micro-batches 8 --batch 32 --budget 300MiB --plan ckpt-sqrt\n";
+    "example: lrcnn pipe --net resnet50 --devices 4 --micro-batches 8 --batch 32 --budget 300MiB --plan ckpt-sqrt\n"
+    "example: lrcnn pipe --net vgg16 --image 64 --batch 8 --devices 2 --micro-batches 4 --run\n";
 
 /* GB/s of a named link, or a number; -1 if neither. */
 static double link_gbps(const char *s)
@@ -47,10 +55,49 @@ static double link_gbps(const char *s)
     return end != s && !*end && v > 0 && v < 1e6 ? v : -1;
 }
 
-static void print_devices(const pipe_cfg *c, const net *n, const pipe_stage *st, int mb_size, double busy, double span)
+/* Each device's schedule replayed (pipe_sched.h), into replay[P]; and with `run`, one iteration on
+ * the CPU engine, its measured peaks into measured[P]. -1 (e) when the plan's schedule does not
+ * compose (a segment across a cut, moves to the host). */
+static int exact_peaks(const net *n, const plan *p, const sched_cfg *cfg, const pipe_cfg *c, const int *first, bool run, int64_t *replay,
+                       int64_t *measured, err *e)
 {
-    char a[32], b[32], d[32];
-    printf("  %-6s %-40s %9s %12s %12s %12s\n", "device", "stages (layers)", "in flight", "stash / mb", "persistent", "peak");
+    if (run) {
+        data dt;
+        data_synthetic_for(&dt, n, 7);
+        int N = cfg->batch * c->micro;
+        float *img = calloc((size_t)N * n->layers[0].c * n->layers[0].h * n->layers[0].w + 1, sizeof *img);
+        int64_t *lab = calloc((size_t)(N * net_labels_per_image(n)) + 1, sizeof *lab);
+        if (!img || !lab) abort();
+        data_batch(&dt, 0, N, img, lab);
+        pipe_run_result r;
+        int rc = pipe_run(n, p, cfg->optimizer, N, c, first, &ops_cpu, img, lab, 3, &r, e);
+        for (int d = 0; !rc && d < c->devices; d++) replay[d] = r.dev[d].replay, measured[d] = r.dev[d].measured;
+        if (!rc) pipe_run_free(&r);
+        free(img), free(lab);
+        data_free(&dt);
+        return rc;
+    }
+    sched whole;
+    if (pipeline_lower(&whole, n, p, cfg, e)) return -1;
+    int rc = 0;
+    for (int d = 0; !rc && d < c->devices; d++) {
+        sched s;
+        pipe_dev pd;
+        sim_mem m;
+        if ((rc = pipe_sched_device(&s, &pd, &whole, n, cfg, c, first, d, e))) break;
+        sim_replay(&s, &m, NULL);
+        replay[d] = m.peak;
+        sched_free(&s), pipe_dev_free(&pd);
+    }
+    sched_free(&whole);
+    return rc;
+}
+
+static void print_devices(const pipe_cfg *c, const net *n, const pipe_stage *st, const int64_t *replay, const int64_t *measured)
+{
+    char a[32], b[32], d[32], r[32], m[32];
+    printf("  %-6s %-36s %9s %11s %11s %11s %11s%s\n", "device", "stages (layers)", "in flight", "stash / mb", "persistent", "peak",
+           "stage sums", measured ? "    measured" : "");
     int S = pipe_stages(c);
     for (int dev = 0; dev < c->devices; dev++) {
         int64_t persistent = 0, kept = 0;
@@ -61,20 +108,19 @@ static void print_devices(const pipe_cfg *c, const net *n, const pipe_stage *st,
             at += (size_t)snprintf(names + at, sizeof names - (at < sizeof names ? at : sizeof names), "%s%s..%s", at ? ", " : "",
                                    n->layers[st[s].first].name, n->layers[st[s].last].name);
         }
-        printf("  %-6d %-40.40s %9d %12s %12s %12s\n", dev, names, pipe_in_flight(c, dev, NULL, NULL, NULL),
-               units_fmt_bytes(kept, a, sizeof a), units_fmt_bytes(persistent, b, sizeof b),
+        printf("  %-6d %-36.36s %9d %11s %11s %11s %11s", dev, names, pipe_in_flight(c, dev, NULL, NULL, NULL),
+               units_fmt_bytes(kept, a, sizeof a), units_fmt_bytes(persistent, b, sizeof b), replay[dev] < 0 ? "n/a" : units_fmt_bytes(replay[dev], r, sizeof r),
                units_fmt_bytes(pipe_device_peak(c, dev, st), d, sizeof d));
+        if (measured) printf(" %11s", units_fmt_bytes(measured[dev], m, sizeof m));
+        printf("\n");
     }
-    printf("\n  iteration  %.1f ms (%d micro-batches of %d); the devices compute %.1f%% of it (bubble %.1f%%)\n", span / 1e3, c->micro,
-           mb_size, 100 * busy, 100 * (1 - busy));
-    printf("  peak = persistent + the stashes of the micro-batches in flight + the running stage's working bytes\n"
-           "  + a buffer for each activation and gradient the device receives (predicted, per device)\n");
 }
 
 int cli_pipe(int argc, char **argv)
 {
     cli_config o = {.batch = 32, .optimizer = SCHED_SGD, .host_budget = -1};
     const char *devices = NULL, *micro = NULL, *sched_name = "1f1b", *chunks = NULL, *device = NULL, *link = "nvlink", *budget_s = NULL, *v;
+    bool run = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
         int got = cli_common(argc, argv, &i, "pipe", &o);
@@ -87,6 +133,7 @@ int cli_pipe(int argc, char **argv)
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--device", &v)) > 0) device = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--link", &v)) > 0) link = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--budget", &v)) > 0) budget_s = v;
+        else if (got == 0 && !strcmp(argv[i], "--run")) run = true, got = 1;
         if (got <= 0) return cli_unknown("pipe", argc, argv, i, got);
     }
     pipe_cfg c = {.chunks = 1};
@@ -100,10 +147,11 @@ int cli_pipe(int argc, char **argv)
     double gbps = link_gbps(link);
     if (gbps < 0) return cli_fail("pipe", "--link %s: expected nvlink, pcie4, pcie5, ib or GB/s", link);
     if (o.iters || o.seed || o.host || o.calibrate || o.out) return cli_fail("pipe", "it predicts: --iters, --seed, -o and the like do not apply");
-    err e;
+    err e, why = {0};
     int64_t budget = 0;
     if (budget_s && units_parse_bytes(budget_s, &budget)) return cli_fail("pipe", "--budget %s: expected bytes like 16GiB, 12G, 80e9", budget_s);
     if (pipe_check(&c, &e)) return cli_fail("pipe", "%s", e.msg);
+    if (run && (device || o.profile)) return cli_fail("pipe", "--run runs the CPU engine: its peaks are the cpu device's (no --device or --profile)");
     if (o.batch % c.micro) return cli_fail("pipe", "--batch %d is not a multiple of --micro-batches %d", o.batch, c.micro);
     sched_cfg cfg = {.batch = o.batch / c.micro, .optimizer = o.optimizer};
     cli_inputs in;
@@ -113,16 +161,18 @@ int cli_pipe(int argc, char **argv)
     pipe_stage *st = calloc((size_t)S + 1, sizeof *st);
     double *fw = calloc((size_t)S + 1, sizeof *fw), *bw = calloc((size_t)S + 1, sizeof *bw), *lk = calloc((size_t)S + 1, sizeof *lk);
     plan p;
-    if (!first || !st || !fw || !bw || !lk) abort();
-    if (cli_plan_parse(&p, &in.n, o.plan ? o.plan : "layer", o.bn, &cfg, &in.dev, &e)) {
+    bool parsed = false;
+    int64_t *replay = calloc((size_t)c.devices + 1, sizeof *replay), *measured = calloc((size_t)c.devices + 1, sizeof *measured);
+    if (!first || !st || !fw || !bw || !lk || !replay || !measured) abort();
+    if (cli_plan_parse(&p, &in.n, o.plan ? o.plan : "layer", o.bn, &cfg, &in.dev, &e)) rc = cli_fail("pipe", "%s", e.msg);
+    else if (parsed = true, budget ? pipe_split(&in.n, &p, &cfg, &in.dev, &c, budget, first, &e) : pipe_balanced_cuts(&in.n, &p, &cfg, &in.dev, S, first, &e))
         rc = cli_fail("pipe", "%s", e.msg);
-    } else if (budget ? pipe_split(&in.n, &p, &cfg, &in.dev, &c, budget, first, &e) : pipe_balanced_cuts(&in.n, &cfg, &in.dev, S, first, &e)) {
-        rc = cli_fail("pipe", "%s", e.msg);
-        plan_free(&p);
-    } else {
-        if (pipe_stage_costs(&in.n, &p, &cfg, &in.dev, first, S, st, &e)) rc = cli_fail("pipe", "%s", e.msg);
-        plan_free(&p);
+    else if (pipe_stage_costs(&in.n, &p, &cfg, &in.dev, first, S, st, &e)) rc = cli_fail("pipe", "%s", e.msg);
+    else if (exact_peaks(&in.n, &p, &cfg, &c, first, run, replay, measured, &why)) {
+        if (run) rc = cli_fail("pipe", "%s", why.msg);
+        for (int d = 0; d < c.devices; d++) replay[d] = -1; /* the stage sums alone, and why */
     }
+    if (parsed) plan_free(&p);
     if (rc == CLI_OK) {
         double *tail = calloc((size_t)c.devices + 1, sizeof *tail);
         if (!tail) abort();
@@ -137,10 +187,17 @@ int cli_pipe(int argc, char **argv)
                cli_time_source(&in.dev, t, sizeof t), gbps);
         if (budget) {
             char b[32];
-            printf("  stages: the split whose slowest stage is fastest with every device's peak within %s\n\n", units_fmt_bytes(budget, b, sizeof b));
+            printf("  stages: the split whose slowest stage is fastest with every device's stage sums within %s\n\n", units_fmt_bytes(budget, b, sizeof b));
         }
-        print_devices(&c, &in.n, st, cfg.batch, busy, span);
+        print_devices(&c, &in.n, st, replay, run ? measured : NULL);
+        if (replay[0] < 0) printf("  peak n/a: %s\n", why.msg);
+        printf("\n  iteration  %.1f ms (%d micro-batches of %d); the devices compute %.1f%% of it (bubble %.1f%%)\n", span / 1e3, c.micro,
+               cfg.batch, 100 * busy, 100 * (1 - busy));
+        printf("  peak: the replay of the device's schedule, step by step; stage sums: persistent + the stashes of the\n"
+               "  micro-batches in flight + the running stage's working bytes (over it or equal wherever tested)%s\n",
+               run ? "; measured: the CPU engine's\n  accounting allocator over one iteration, P engines in one process" : "");
     }
+    free(replay), free(measured);
     free(first), free(st), free(fw), free(bw), free(lk);
     cli_inputs_free(&in);
     return rc;

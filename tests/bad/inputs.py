@@ -277,6 +277,8 @@ def option_cases():
         ("pipe", "pipe --plan nosuch", ["pipe", "--net", "vgg-small", "--devices", "2", "--micro-batches", "2", "--batch", "4", "--plan", "nosuch"]),
         ("pipe", "pipe --net nosuch", ["pipe", "--net", "nosuch", "--devices", "2", "--micro-batches", "2"]),
         ("pipe", "pipe -o", ["pipe", "--net", "vgg-small", "--devices", "2", "--micro-batches", "2", "-o", "{o}"]),
+        ("pipe", "pipe --run on a GPU profile", ["pipe", "--net", "vgg-small", "--devices", "2", "--micro-batches", "2", "--batch", "4", "--run", "--device", "h100"]),
+        ("pipe", "pipe --run of a plan that offloads", ["pipe", "--net", "vgg-small", "--devices", "2", "--micro-batches", "2", "--batch", "4", "--run", "--plan", "vdnn-all"]),
         ("lower", "lower without --plan", ["lower", "--net", "vgg-small", "-o", "{o}"]),
         ("lower", "lower --iters", ["lower", "--net", "vgg-small", "--plan", "layer", "--iters", "2", "-o", "{o}"]),
         ("lower", "lower ckpt-opt:B nothing fits", ["lower", "--net", "vgg-small", "--plan", "ckpt-opt:1KiB", "-o", "{o}"]),
