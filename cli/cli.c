@@ -463,3 +463,10 @@ int cli_max_fit(cli_probe *pr, bool by_image)
     pr->least = 0, pr->least_at = 0;
     return search(pr, by_image, by_image ? 1 << 15 : 1 << 20);
 }
+
+double cli_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}

@@ -169,6 +169,8 @@ int cli_reproduce(int argc, char **argv);
 int cli_demo(int argc, char **argv);
 int cli_import(int argc, char **argv);
 int cli_lower(int argc, char **argv);
+/* The plans a pipeline stage may run when lrcnn plan --pipeline names none (--candidates default). */
+#define PIPE_CANDIDATES "layer,ckpt-sqrt,2ps:4,2ps:8,overl:4,overl:8"
 int cli_pipe(int argc, char **argv);
 int cli_torch_plan(int argc, char **argv);
 
@@ -223,5 +225,8 @@ int cli_train_run(const cli_train_job *j, h5_file *f, err *e);
 /* An experiment spec into one HDF5 file (out NULL: the spec's own), for sweep, demo and reproduce;
  * cmd names the command in messages. Returns a CLI status. */
 int cli_sweep_run(const char *cmd, const char *spec_path, const char *out, bool overwrite, bool quiet);
+
+/* Seconds on the monotonic clock. */
+double cli_now(void);
 
 #endif

@@ -16,7 +16,8 @@
 static const char usage[] =
     "usage: lrcnn pipe --net NET --devices P --micro-batches M [--schedule gpipe|1f1b|interleaved] [--chunks V]\n"
     "                  [--batch N] [--image S|HxW] [--optimizer sgd|adam] [--plan PLAN] [--bn MODE]\n"
-    "                  [--profile PROFILE.h5 | --device NAME] [--link nvlink|pcie4|pcie5|ib|GBPS] [--budget BYTES] [--run]\n"
+    "                  [--profile PROFILE.h5 | --device NAME] [--link nvlink|pcie4|pcie5|ib|GBPS] [--run]\n"
+    "                  [--budget BYTES [--candidates PLAN,PLAN,... [--solver dp|ilp]]]\n"
     "\n"
     "Pipelined model parallelism: the net cut at clean cuts into P stages (V a device, interleaved)\n"
     "balancing their forward times, the batch N into M micro-batches of N/M, and each device running its\n"
@@ -36,13 +37,19 @@ static const char usage[] =
     "pcie5 50, ib 50 (InfiniBand NDR 400 Gb/s), or GB/s. --budget B (GPipe and 1F1B): the stages instead\n"
     "from a dynamic program over the clean cuts, the split whose slowest stage (forward and backward of\n"
     "a micro-batch) is fastest with every device's peak within B; exit 2 naming the least budget any\n"
-    "split needs when none fits. Defaults: --schedule 1f1b --chunks 1 --plan layer --batch 32\n"
+    "split needs when none fits. --candidates LIST (with --budget): each stage may run its own plan, any\n"
+    "candidate's segments over its layers (its ends outside that candidate's row and checkpoint segments);\n"
+    "the split and the plans chosen together, by a dynamic program (--solver dp) or an integer program\n"
+    "through GLPK (--solver ilp), the same answer; each stage's plan is printed, and the whole net's\n"
+    "runs as --plan would; --candidates default: " PIPE_CANDIDATES ", those the net's sizes allow.\n"
+    "lrcnn plan --pipeline P is this with --devices P (and --candidates default). Defaults: --schedule 1f1b --chunks 1 --plan layer --batch 32\n"
     "--optimizer sgd --link nvlink.\n"
     "\n"
     "example: lrcnn pipe --net resnet50 --devices 4 --micro-batches 8 --batch 32 --schedule 1f1b\n"
     "example: lrcnn pipe --net vgg16 --devices 2 --micro-batches 4 --schedule interleaved --chunks 2 --plan ckpt-sqrt\n"
     "example: lrcnn pipe --net resnet50 --devices 4 --micro-batches 8 --batch 32 --budget 300MiB --plan ckpt-sqrt\n"
-    "example: lrcnn pipe --net vgg16 --image 64 --batch 8 --devices 2 --micro-batches 4 --run\n";
+    "example: lrcnn pipe --net vgg16 --image 64 --batch 8 --devices 2 --micro-batches 4 --run\n"
+    "example: lrcnn pipe --net vgg16 --devices 4 --micro-batches 8 --batch 32 --budget 1GiB --candidates layer,ckpt-sqrt,2ps:4,overl:4\n";
 
 /* GB/s of a named link, or a number; -1 if neither. */
 static double link_gbps(const char *s)
@@ -116,10 +123,121 @@ static void print_devices(const pipe_cfg *c, const net *n, const pipe_stage *st,
     }
 }
 
+/* --candidates: the stages and a plan a stage (pipe_split.h, by dp or ilp) within `budget`; the whole
+ * net's plan, each stage's share of a candidate, into *p (texts[k]: stage k's share). 0; 1 (e) when
+ * nothing fits, naming the least budget; -1 (e) on bad input. */
+static int search_stages(const net *n, const char *list, const char *bn, const sched_cfg *cfg, const sim_device *d, const pipe_cfg *c,
+                         int64_t budget, bool ilp, plan *p, int *first, char **texts, char *how, size_t how_len, err *e)
+{
+    char **items;
+    bool lenient = !strcmp(list, "default"); /* the default list: a candidate the net's sizes refuse is left out */
+    int Q, rc = 0, P = c->devices, parsed = 0;
+    if (plan_list_expand(lenient ? PIPE_CANDIDATES : list, &items, &Q, e)) return -1;
+    int n_items = Q;
+    plan *cand = calloc((size_t)Q, sizeof *cand);
+    if (!cand) abort();
+    for (int q = 0; q < Q && !rc; q++) {
+        if (cli_plan_parse(&cand[parsed], n, items[q], bn, cfg, d, e)) {
+            if (!lenient) rc = -1;
+            continue;
+        }
+        char *keep = items[q]; /* the names of the candidates kept, in order */
+        items[q] = items[parsed], items[parsed++] = keep;
+    }
+    if (!rc && !parsed) rc = err_set(e, "no candidate plan applies to %s at this size", n->name);
+    Q = parsed;
+    pipe_table t = {0};
+    pipe_answer a;
+    pipe_answer_init(&a, P);
+    double t0 = cli_now();
+    if (!rc && !(rc = pipe_table_build(&t, n, cand, Q, cfg, d, c, e))) {
+        double t1 = cli_now();
+        rc = ilp ? pipe_split_ilp(&t, budget, 60, &a, e) : pipe_split_dp(&t, budget, &a);
+        int ranges = 0;
+        for (size_t k = 0; k < (size_t)(t.m + 1) * (size_t)(t.m + 1) * (size_t)Q; k++) ranges += t.ok[k];
+        snprintf(how, how_len, "%d (range, candidate) pairs over %d clean cuts costed in %.0f ms; %s solved in %.1f ms", ranges, t.m - 1,
+                 1e3 * (t1 - t0), ilp ? "the integer program (GLPK)" : "the dynamic program", 1e3 * (cli_now() - t1));
+        if (rc == 1) {
+            pipe_split_dp(&t, INT64_MAX, &a); /* nothing fits: the least any choice needs, from the dp's table */
+            err_set(e, "pipeline: no split of %s into %d stages with a plan each from the %d candidates fits %.2f MiB a device; the least any needs is %.2f MiB",
+                    n->name, P, Q, (double)budget / 1048576.0, (double)a.least / 1048576.0);
+        }
+    }
+    if (!rc) { /* the whole net's plan: each stage's share of its candidate */
+        char whole[PLAN_TEXT_LEN * 4] = "";
+        size_t at = 0;
+        for (int k = 0; k < P; k++) {
+            char part[PLAN_TEXT_LEN * 2];
+            plan_describe_range(&cand[a.which[k]], n, a.first[k], a.first[k + 1] - 1, part, sizeof part);
+            texts[k] = malloc(strlen(part) + strlen(items[a.which[k]]) + 8);
+            if (!texts[k]) abort();
+            sprintf(texts[k], "%s (%s)", part, items[a.which[k]]);
+            at += (size_t)snprintf(whole + at, sizeof whole - (at < sizeof whole ? at : sizeof whole), "%s%s", k ? "; " : "", part);
+        }
+        snprintf(whole + (at < sizeof whole ? at : sizeof whole - 1), sizeof whole - (at < sizeof whole ? at : sizeof whole - 1), " bn=%s",
+                 plan_bn_name(cand[0].bn));
+        memcpy(first, a.first, sizeof(int) * (size_t)(P + 1));
+        if (plan_parse(p, n, whole, e)) rc = -1;
+    }
+    pipe_answer_free(&a);
+    pipe_table_free(&t);
+    for (int q = 0; q < parsed; q++) plan_free(&cand[q]);
+    free(cand);
+    plan_list_free(items, n_items);
+    return rc;
+}
+
+/* What the command found: the stages' costs, each device's exact peak (-1: n/a, for `why`) and
+ * measured one (NULL: not run), each stage's share of the plan where one was chosen a stage (NULL:
+ * one plan) with what the search cost, and the search's settings. */
+typedef struct {
+    const pipe_stage *st;
+    const int64_t *replay, *measured;
+    char **texts;
+    const char *how, *why, *cands, *solver;
+    int64_t budget;
+    double gbps;
+} pipe_found;
+
+/* What the command prints: the configuration, each device, each stage's plan where one was chosen
+ * a stage, the iteration's time. */
+static void report(const cli_config *o, const cli_inputs *in, const pipe_cfg *c, const sched_cfg *cfg, const pipe_found *f)
+{
+    int S = pipe_stages(c);
+    double *fw = calloc((size_t)S + 1, sizeof *fw), *bw = calloc((size_t)S + 1, sizeof *bw), *lk = calloc((size_t)S + 1, sizeof *lk);
+    double *tail = calloc((size_t)c->devices + 1, sizeof *tail);
+    if (!fw || !bw || !lk || !tail) abort();
+    for (int s = 0; s < S; s++)
+        fw[s] = f->st[s].fwd_us, bw[s] = f->st[s].bwd_us, lk[s] = (double)f->st[s].boundary / (f->gbps * 1e3),
+        tail[pipe_device_of(c, s)] += f->st[s].update_us;
+    double busy, span = pipe_makespan(c, fw, bw, lk, tail, &busy);
+    char t[600];
+    printf("%s @ %dx%d, batch %d in %d micro-batches of %d, %s, plan %s: %s over %d devices%s\n  time model: %s; link %g GB/s\n\n",
+           in->n.name, in->n.layers[0].h, in->n.layers[0].w, o->batch, c->micro, cfg->batch, cli_optimizer_name(o->optimizer),
+           f->cands ? "one a stage (below)" : o->plan ? o->plan : "layer", pipe_kind_name(c->kind), c->devices,
+           c->kind == PIPE_INTERLEAVED ? ", interleaved" : "", cli_time_source(&in->dev, t, sizeof t), f->gbps);
+    if (f->budget) {
+        char b[32];
+        printf("  stages: the split%s whose slowest stage is fastest with every device's stage sums within %s (%s)\n\n",
+               f->cands ? ", and a plan a stage from the candidates," : "", units_fmt_bytes(f->budget, b, sizeof b), f->solver);
+    }
+    print_devices(c, &in->n, f->st, f->replay, f->measured);
+    for (int k = 0; f->texts && k < S; k++) printf("  stage %d plan: %s\n", k, f->texts[k]);
+    if (f->texts) printf("  search: %s\n", f->how);
+    if (f->replay[0] < 0) printf("  peak n/a: %s\n", f->why);
+    printf("\n  iteration  %.1f ms (%d micro-batches of %d); the devices compute %.1f%% of it (bubble %.1f%%)\n", span / 1e3, c->micro,
+           cfg->batch, 100 * busy, 100 * (1 - busy));
+    printf("  peak: the replay of the device's schedule, step by step; stage sums: persistent + the stashes of the\n"
+           "  micro-batches in flight + the running stage's working bytes (over it or equal wherever tested)%s\n",
+           f->measured ? "; measured: the CPU engine's\n  accounting allocator over one iteration, P engines in one process" : "");
+    free(fw), free(bw), free(lk), free(tail);
+}
+
 int cli_pipe(int argc, char **argv)
 {
     cli_config o = {.batch = 32, .optimizer = SCHED_SGD, .host_budget = -1};
     const char *devices = NULL, *micro = NULL, *sched_name = "1f1b", *chunks = NULL, *device = NULL, *link = "nvlink", *budget_s = NULL, *v;
+    const char *cands = NULL, *solver = "dp";
     bool run = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
@@ -133,6 +251,8 @@ int cli_pipe(int argc, char **argv)
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--device", &v)) > 0) device = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--link", &v)) > 0) link = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--budget", &v)) > 0) budget_s = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--candidates", &v)) > 0) cands = v;
+        else if (got == 0 && (got = cli_opt(argc, argv, &i, "--solver", &v)) > 0) solver = v;
         else if (got == 0 && !strcmp(argv[i], "--run")) run = true, got = 1;
         if (got <= 0) return cli_unknown("pipe", argc, argv, i, got);
     }
@@ -151,6 +271,9 @@ int cli_pipe(int argc, char **argv)
     int64_t budget = 0;
     if (budget_s && units_parse_bytes(budget_s, &budget)) return cli_fail("pipe", "--budget %s: expected bytes like 16GiB, 12G, 80e9", budget_s);
     if (pipe_check(&c, &e)) return cli_fail("pipe", "%s", e.msg);
+    if (strcmp(solver, "dp") && strcmp(solver, "ilp")) return cli_fail("pipe", "--solver %s: expected dp or ilp", solver);
+    if ((cands || strcmp(solver, "dp")) && !budget) return cli_fail("pipe", "--candidates and --solver choose stages under a --budget");
+    if (cands && o.plan) return cli_fail("pipe", "--candidates and --plan: the candidates are the plans a stage may run");
     if (run && (device || o.profile)) return cli_fail("pipe", "--run runs the CPU engine: its peaks are the cpu device's (no --device or --profile)");
     if (o.batch % c.micro) return cli_fail("pipe", "--batch %d is not a multiple of --micro-batches %d", o.batch, c.micro);
     sched_cfg cfg = {.batch = o.batch / c.micro, .optimizer = o.optimizer};
@@ -159,46 +282,33 @@ int cli_pipe(int argc, char **argv)
     int S = pipe_stages(&c), rc = CLI_OK;
     int *first = calloc((size_t)S + 1, sizeof *first);
     pipe_stage *st = calloc((size_t)S + 1, sizeof *st);
-    double *fw = calloc((size_t)S + 1, sizeof *fw), *bw = calloc((size_t)S + 1, sizeof *bw), *lk = calloc((size_t)S + 1, sizeof *lk);
     plan p;
     bool parsed = false;
+    char **texts = NULL, how[256] = ""; /* a stage's share of the plan, where candidates were searched; the search's cost */
     int64_t *replay = calloc((size_t)c.devices + 1, sizeof *replay), *measured = calloc((size_t)c.devices + 1, sizeof *measured);
-    if (!first || !st || !fw || !bw || !lk || !replay || !measured) abort();
-    if (cli_plan_parse(&p, &in.n, o.plan ? o.plan : "layer", o.bn, &cfg, &in.dev, &e)) rc = cli_fail("pipe", "%s", e.msg);
-    else if (parsed = true, budget ? pipe_split(&in.n, &p, &cfg, &in.dev, &c, budget, first, &e) : pipe_balanced_cuts(&in.n, &p, &cfg, &in.dev, S, first, &e))
+    if (!first || !st || !replay || !measured) abort();
+    if (cands) {
+        texts = calloc((size_t)S, sizeof *texts);
+        if (!texts) abort();
+        int r = search_stages(&in.n, cands, o.bn, &cfg, &in.dev, &c, budget, !strcmp(solver, "ilp"), &p, first, texts, how, sizeof how, &e);
+        if (r) rc = cli_fail("pipe", "%s", e.msg);
+        parsed = !r;
+    } else if (cli_plan_parse(&p, &in.n, o.plan ? o.plan : "layer", o.bn, &cfg, &in.dev, &e)) {
         rc = cli_fail("pipe", "%s", e.msg);
-    else if (pipe_stage_costs(&in.n, &p, &cfg, &in.dev, first, S, st, &e)) rc = cli_fail("pipe", "%s", e.msg);
-    else if (exact_peaks(&in.n, &p, &cfg, &c, first, run, replay, measured, &why)) {
+    } else if (parsed = true, budget ? pipe_split(&in.n, &p, &cfg, &in.dev, &c, budget, first, &e) : pipe_balanced_cuts(&in.n, &p, &cfg, &in.dev, S, first, &e)) {
+        rc = cli_fail("pipe", "%s", e.msg);
+    }
+    if (rc == CLI_OK && pipe_stage_costs(&in.n, &p, &cfg, &in.dev, first, S, st, &e)) rc = cli_fail("pipe", "%s", e.msg);
+    else if (rc == CLI_OK && exact_peaks(&in.n, &p, &cfg, &c, first, run, replay, measured, &why)) {
         if (run) rc = cli_fail("pipe", "%s", why.msg);
         for (int d = 0; d < c.devices; d++) replay[d] = -1; /* the stage sums alone, and why */
     }
     if (parsed) plan_free(&p);
-    if (rc == CLI_OK) {
-        double *tail = calloc((size_t)c.devices + 1, sizeof *tail);
-        if (!tail) abort();
-        for (int s = 0; s < S; s++)
-            fw[s] = st[s].fwd_us, bw[s] = st[s].bwd_us, lk[s] = (double)st[s].boundary / (gbps * 1e3), tail[pipe_device_of(&c, s)] += st[s].update_us;
-        double busy, span = pipe_makespan(&c, fw, bw, lk, tail, &busy);
-        free(tail);
-        char t[600];
-        printf("%s @ %dx%d, batch %d in %d micro-batches of %d, %s, plan %s: %s over %d devices%s\n  time model: %s; link %g GB/s\n\n",
-               in.n.name, in.n.layers[0].h, in.n.layers[0].w, o.batch, c.micro, cfg.batch, cli_optimizer_name(o.optimizer),
-               o.plan ? o.plan : "layer", pipe_kind_name(c.kind), c.devices, c.kind == PIPE_INTERLEAVED ? ", interleaved" : "",
-               cli_time_source(&in.dev, t, sizeof t), gbps);
-        if (budget) {
-            char b[32];
-            printf("  stages: the split whose slowest stage is fastest with every device's stage sums within %s\n\n", units_fmt_bytes(budget, b, sizeof b));
-        }
-        print_devices(&c, &in.n, st, replay, run ? measured : NULL);
-        if (replay[0] < 0) printf("  peak n/a: %s\n", why.msg);
-        printf("\n  iteration  %.1f ms (%d micro-batches of %d); the devices compute %.1f%% of it (bubble %.1f%%)\n", span / 1e3, c.micro,
-               cfg.batch, 100 * busy, 100 * (1 - busy));
-        printf("  peak: the replay of the device's schedule, step by step; stage sums: persistent + the stashes of the\n"
-               "  micro-batches in flight + the running stage's working bytes (over it or equal wherever tested)%s\n",
-               run ? "; measured: the CPU engine's\n  accounting allocator over one iteration, P engines in one process" : "");
-    }
-    free(replay), free(measured);
-    free(first), free(st), free(fw), free(bw), free(lk);
+    pipe_found f = {st, replay, run ? measured : NULL, texts, how, why.msg, cands, solver, budget, gbps};
+    if (rc == CLI_OK) report(&o, &in, &c, &cfg, &f);
+    for (int k = 0; texts && k < S; k++) free(texts[k]);
+    free(texts), free(replay), free(measured);
+    free(first), free(st);
     cli_inputs_free(&in);
     return rc;
 }

@@ -24,6 +24,12 @@ static const char *usage =
     "                  [--optimizer sgd|adam] [--bn MODE] [--calibrate RUNS.h5]\n"
     "       lrcnn plan --budget BYTES --net NET --offload-select [--window W] [--time-limit S] [--image S|HxW] [--batch N]\n"
     "                  [--optimizer sgd|adam] [--bn MODE] [--profile PROFILE.h5 | --device NAME|PROFILE.h5]\n"
+    "       lrcnn plan --pipeline P --micro-batches M --budget BYTES --net NET [--schedule gpipe|1f1b]\n"
+    "                  [--candidates PLANS] [--solver dp|ilp] [lrcnn pipe's options]\n"
+    "\n"
+    "--pipeline P (the fourth form): P devices in a pipeline, the stages and a plan a stage chosen\n"
+    "together so that the slowest stage is fastest with every device within BYTES: lrcnn pipe --devices P\n"
+    "--candidates PLANS (default: " PIPE_CANDIDATES ", those the net's sizes allow); see lrcnn pipe --help.\n"
     "\n"
     "The planner (first form): the plan with the least predicted iteration time whose predicted peak\n"
     "(replay: the engine's allocated bytes) fits BYTES (16GiB, 12G, 80e9 ...), as a plan any command\n"
@@ -462,8 +468,29 @@ static int plan_capacity(const cli_config *o, cli_probe *pr, const char *plans, 
     return rc;
 }
 
+/* lrcnn plan --pipeline P: lrcnn pipe --devices P, a plan a stage chosen from the candidates
+ * (--candidates, else PIPELINE_CANDIDATES) under --budget. */
+
+static int plan_pipeline(int argc, char **argv)
+{
+    char **v = calloc((size_t)argc + 3, sizeof *v);
+    bool chosen = false;
+    if (!v) abort();
+    for (int i = 0; i < argc; i++) {
+        v[i] = !strcmp(argv[i], "--pipeline") ? "--devices" : argv[i];
+        chosen |= !strcmp(argv[i], "--candidates") || !strcmp(argv[i], "--plan");
+    }
+    int n = argc;
+    if (!chosen) v[n++] = "--candidates", v[n++] = "default";
+    int rc = cli_pipe(n, v);
+    free(v);
+    return rc;
+}
+
 int cli_plan(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--pipeline")) return plan_pipeline(argc, argv);
     cli_config o = {.batch = 8, .optimizer = SCHED_SGD, .host_budget = -1};
     const char *budget = NULL, *space = NULL, *pareto = NULL, *device = NULL, *v;
     int mode = 0, window = 0;

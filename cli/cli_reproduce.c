@@ -41,13 +41,6 @@ typedef struct {
     int n_figures;
 } experiments;
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static int run_shell(const char *what, const char *cmd)
 {
     fprintf(stderr, "  %s\n", what);
@@ -184,7 +177,7 @@ int cli_reproduce(int argc, char **argv)
         experiments_free(&x);
         return cli_fail("reproduce", "--backend %s: %s", backend, e.msg);
     }
-    double t0 = now();
+    double t0 = cli_now();
     int failed = 0;
     char path[512], cmd[8192], what[512];
     for (int i = 0; i < x.n && !quick; i++) {
@@ -213,7 +206,7 @@ int cli_reproduce(int argc, char **argv)
     } else {
         fprintf(stderr, "  paper/report.pdf not built: pandoc and weasyprint are not installed (./lrcnn reproduce installs them)\n");
     }
-    printf("\nwritten in %.0f s:\n", now() - t0);
+    printf("\nwritten in %.0f s:\n", cli_now() - t0);
     for (int i = 0; i < x.n; i++)
         if (x.written[i]) list_file(x.outputs[i]);
     for (int f = 0; f < x.n_figures; f++)

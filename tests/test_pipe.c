@@ -26,7 +26,9 @@
 
 #include "sim/net/load.h"
 #include "sim/plan/plan.h"
+#include "sim/lower/pipeline.h"
 #include "sim/planner/pipe_split.h"
+#include "sim/predict/pipe_sched.h"
 #include "tests/expect.h"
 
 static int imin(int a, int b) { return a < b ? a : b; }
@@ -136,29 +138,38 @@ static void check_net(const char *name)
     net_free(&n);
 }
 
-/* Every way to put P - 1 cuts among the clean cuts of n: the fastest slowest stage whose devices all
- * fit, and the least largest peak of any. */
-static void brute_split(const net *n, const plan *p, const sched_cfg *cfg, const pipe_cfg *c, int64_t budget, double *best,
+/* Every way to put P - 1 cuts among the clean cuts of n and to give each stage one of the Q
+ * candidates (its ends outside that candidate's row and checkpoint segments): the fastest slowest
+ * stage whose devices all fit, and the least largest device of any. pn: each candidate's lowering. */
+static void brute_split(const net *n, const plan *cand, const pipe_net *pn, int Q, const pipe_cfg *c, int64_t budget, double *best,
                         int64_t *least)
 {
-    int pos[64], m = 0, P = c->devices, pick[8];
+    int pos[64], m = 0, P = c->devices, pick[8], which[8];
     pos[m++] = 1;
     for (int L = 2; L < n->n && m < 63; L++)
         if (n->layers[L].cut_before) pos[m++] = L;
     *best = INFINITY, *least = INT64_MAX;
     for (int k = 0; k < P - 1; k++) pick[k] = k + 1;
-    err e;
     for (;;) {
         int first[9];
-        pipe_stage st[8];
         first[0] = 1, first[P] = n->n;
         for (int k = 0; k < P - 1; k++) first[k + 1] = pos[pick[k]];
-        if (!pipe_stage_costs(n, p, cfg, &sim_device_cpu, first, P, st, &e)) {
+        int ways = 1;
+        for (int k = 0; k < P; k++) ways *= Q;
+        for (int w = 0; w < ways; w++) {
+            bool ok = true;
+            for (int k = 0, x = w; k < P; k++, x /= Q) {
+                which[k] = x % Q;
+                ok &= (k == 0 || pipe_cut_ok(n, &cand[which[k]], first[k])) && (k == P - 1 || pipe_cut_ok(n, &cand[which[k]], first[k + 1]));
+            }
+            if (!ok) continue;
             double slow = 0;
             int64_t most = 0;
             for (int k = 0; k < P; k++) {
-                int64_t bytes = pipe_device_peak(c, k, st);
-                slow = fmax(slow, st[k].fwd_us + st[k].bwd_us), most = bytes > most ? bytes : most;
+                pipe_stage st;
+                pipe_range(&pn[which[k]], first[k], first[k + 1], &st);
+                int64_t bytes = pipe_stage_peak(&st, pipe_in_flight(c, k, NULL, NULL, NULL));
+                slow = fmax(slow, st.fwd_us + st.bwd_us), most = bytes > most ? bytes : most;
             }
             if (most < *least) *least = most;
             if (most <= budget && slow < *best) *best = slow;
@@ -171,50 +182,121 @@ static void brute_split(const net *n, const plan *p, const sched_cfg *cfg, const
     }
 }
 
+/* An answer of the search: every device within the budget, its slowest stage `want`. */
+static void check_answer(const net *n, const plan *cand, const pipe_net *pn, const pipe_cfg *c, int64_t budget, const pipe_answer *a,
+                         double want, const char *how)
+{
+    double slow = 0;
+    for (int k = 0; k < c->devices; k++) {
+        pipe_stage st;
+        EXPECT(a->first[k] < a->first[k + 1], "%s %s: stage %d empty", n->name, how, k);
+        EXPECT((k == 0 || pipe_cut_ok(n, &cand[a->which[k]], a->first[k])) && pipe_cut_ok(n, NULL, a->first[k]) == (k > 0),
+               "%s %s: stage %d begins at %d, inside its plan's segment", n->name, how, k, a->first[k]);
+        pipe_range(&pn[a->which[k]], a->first[k], a->first[k + 1], &st);
+        int64_t bytes = pipe_stage_peak(&st, pipe_in_flight(c, k, NULL, NULL, NULL));
+        EXPECT(bytes <= budget, "%s %s: device %d holds %lld over %lld", n->name, how, k, (long long)bytes, (long long)budget);
+        slow = fmax(slow, st.fwd_us + st.bwd_us);
+    }
+    EXPECT(fabs(slow - want) <= 1e-9 * want && fabs(a->slowest - want) <= 1e-9 * want, "%s %s P=%d budget %lld: slowest stage %g (said %g), brute force %g",
+           n->name, how, c->devices, (long long)budget, slow, a->slowest, want);
+}
+
+/* The whole net's plan an answer makes (each stage's share of its candidate): every stage costs
+ * what the search counted, and each device's schedule composes with its replay within its stage
+ * sums. */
+static void check_whole(const net *n, const plan *cand, const pipe_net *pn, const pipe_cfg *c, const sched_cfg *cfg, const pipe_answer *a)
+{
+    char text[PLAN_TEXT_LEN] = "", part[PLAN_TEXT_LEN];
+    size_t at = 0;
+    for (int k = 0; k < c->devices; k++) {
+        plan_describe_range(&cand[a->which[k]], n, a->first[k], a->first[k + 1] - 1, part, sizeof part);
+        at += (size_t)snprintf(text + at, sizeof text - at, "%s%s", k ? "; " : "", part);
+    }
+    snprintf(text + at, sizeof text - at, " bn=%s", plan_bn_name(cand[0].bn));
+    plan whole;
+    err e;
+    if (plan_parse(&whole, n, text, &e)) return (void)printf("FAIL %s: '%s': %s\n", n->name, text, e.msg), (void)failures++;
+    pipe_stage st[8];
+    sched w;
+    EXPECT(!pipe_stage_costs(n, &whole, cfg, &sim_device_cpu, a->first, c->devices, st, &e) && !pipeline_lower(&w, n, &whole, cfg, &e),
+           "%s '%s': %s", n->name, text, e.msg);
+    for (int k = 0; k < c->devices; k++) {
+        pipe_stage want;
+        pipe_range(&pn[a->which[k]], a->first[k], a->first[k + 1], &want);
+        EXPECT(st[k].stash == want.stash && st[k].working == want.working && st[k].persistent == want.persistent &&
+                   fabs(st[k].fwd_us + st[k].bwd_us - want.fwd_us - want.bwd_us) <= 1e-9 * (want.fwd_us + want.bwd_us),
+               "%s '%s' stage %d: costs %lld/%lld/%lld, the search's %lld/%lld/%lld", n->name, text, k, (long long)st[k].stash,
+               (long long)st[k].working, (long long)st[k].persistent, (long long)want.stash, (long long)want.working, (long long)want.persistent);
+        sched s;
+        pipe_dev pd;
+        sim_mem m;
+        if (pipe_sched_device(&s, &pd, &w, n, cfg, c, a->first, k, &e)) {
+            EXPECT(0, "%s '%s' device %d: %s", n->name, text, k, e.msg);
+            continue;
+        }
+        sim_replay(&s, &m, NULL);
+        EXPECT(m.peak <= pipe_device_peak(c, k, st), "%s '%s' device %d: replay %lld over the stage sums %lld", n->name, text, k,
+               (long long)m.peak, (long long)pipe_device_peak(c, k, st));
+        sched_free(&s), pipe_dev_free(&pd);
+    }
+    sched_free(&w);
+    plan_free(&whole);
+}
+
+/* The split search, by dynamic program and by integer program, against brute force: one plan
+ * (layer), and three candidates a stage (layer, ckpt-sqrt, a 2PS preset). */
 static void check_split(const char *name)
 {
     net n;
     err e;
-    plan p;
-    if (net_load_named(&n, name, &e) || plan_parse(&p, &n, "layer", &e)) {
+    if (net_load_named(&n, name, &e)) {
         EXPECT(0, "%s: %s", name, e.msg);
         return;
     }
+    static const char *const texts[] = {"layer", "ckpt-sqrt", "2ps:2"};
+    plan cand[3];
+    pipe_net pn[3];
     sched_cfg cfg = {.batch = 2, .optimizer = SCHED_SGD};
-    for (int P = 2; P <= 4; P++)
-        for (int k = 0; k < 2; k++) {
-            pipe_cfg c = {k ? PIPE_GPIPE : PIPE_1F1B, P, 4, 1};
-            double any;
-            int64_t least;
-            brute_split(&n, &p, &cfg, &c, INT64_MAX, &any, &least);
-            for (int f = 0; f < 6; f++) {
-                int64_t budget = (int64_t)((double)least * (0.9 + 0.1 * f));
-                double want;
-                int64_t l2;
-                brute_split(&n, &p, &cfg, &c, budget, &want, &l2);
-                int first[9];
-                int rc = pipe_split(&n, &p, &cfg, &sim_device_cpu, &c, budget, first, &e);
-                if (isinf(want)) {
-                    EXPECT(rc == 1, "%s %s P=%d budget %lld: no split fits, the search answered (%d)", name, pipe_kind_name(c.kind), P,
-                           (long long)budget, rc);
+    for (int q = 0; q < 3; q++)
+        if (plan_parse(&cand[q], &n, texts[q], &e) || pipe_net_init(&pn[q], &n, &cand[q], &cfg, &sim_device_cpu, &e)) {
+            EXPECT(0, "%s %s: %s", name, texts[q], e.msg);
+            return;
+        }
+    for (int Q = 1; Q <= 3; Q += 2)
+        for (int P = 2; P <= 4; P++)
+            for (int k = 0; k < 2; k++) {
+                pipe_cfg c = {k ? PIPE_GPIPE : PIPE_1F1B, P, 4, 1};
+                double any;
+                int64_t least;
+                pipe_table t;
+                if (pipe_table_build(&t, &n, cand, Q, &cfg, &sim_device_cpu, &c, &e)) {
+                    EXPECT(0, "%s: %s", name, e.msg);
                     continue;
                 }
-                EXPECT(rc == 0, "%s %s P=%d budget %lld: refused, yet a split fits: %s", name, pipe_kind_name(c.kind), P, (long long)budget,
-                       e.msg);
-                if (rc) continue;
-                pipe_stage st[8];
-                pipe_stage_costs(&n, &p, &cfg, &sim_device_cpu, first, P, st, &e);
-                double slow = 0;
-                for (int s = 0; s < P; s++) {
-                    int64_t bytes = pipe_device_peak(&c, s, st);
-                    EXPECT(bytes <= budget, "%s P=%d: device %d peaks %lld over %lld", name, P, s, (long long)bytes, (long long)budget);
-                    slow = fmax(slow, st[s].fwd_us + st[s].bwd_us);
+                brute_split(&n, cand, pn, Q, &c, INT64_MAX, &any, &least);
+                for (int f = 0; f < 6; f++) {
+                    int64_t budget = (int64_t)((double)least * (0.9 + 0.1 * f));
+                    double want;
+                    int64_t l2;
+                    brute_split(&n, cand, pn, Q, &c, budget, &want, &l2);
+                    pipe_answer dp, ilp;
+                    pipe_answer_init(&dp, P), pipe_answer_init(&ilp, P);
+                    int rd = pipe_split_dp(&t, budget, &dp), ri = pipe_split_ilp(&t, budget, 10, &ilp, &e);
+                    if (isinf(want)) {
+                        EXPECT(rd == 1 && ri == 1 && dp.least == least, "%s Q=%d %s P=%d budget %lld: none fits, yet dp %d, ilp %d (least %lld, %lld)",
+                               name, Q, pipe_kind_name(c.kind), P, (long long)budget, rd, ri, (long long)dp.least, (long long)least);
+                    } else {
+                        EXPECT(rd == 0 && ri == 0, "%s Q=%d %s P=%d budget %lld: refused (dp %d, ilp %d), yet a split fits", name, Q,
+                               pipe_kind_name(c.kind), P, (long long)budget, rd, ri);
+                        if (!rd) check_answer(&n, cand, pn, &c, budget, &dp, want, Q > 1 ? "dp, candidates" : "dp");
+                        if (!rd) check_whole(&n, cand, pn, &c, &cfg, &dp);
+                        if (!ri) check_answer(&n, cand, pn, &c, budget, &ilp, want, Q > 1 ? "ilp, candidates" : "ilp");
+                    }
+                    pipe_answer_free(&dp), pipe_answer_free(&ilp);
                 }
-                EXPECT(fabs(slow - want) <= 1e-9 * want, "%s %s P=%d budget %lld: slowest stage %g, brute force %g", name,
-                       pipe_kind_name(c.kind), P, (long long)budget, slow, want);
+                pipe_table_free(&t);
             }
-        }
-    plan_free(&p);
+    for (int q = 0; q < 3; q++) plan_free(&cand[q]), pipe_net_free(&pn[q]);
     net_free(&n);
 }
 
@@ -226,7 +308,7 @@ int main(int argc, char **argv)
         check_split("vgg-small");
         check_split("resnet-small");
         printf("%s pipelines on real nets: one device, one micro-batch = the replay's peak; stage times and parameters add up;\n"
-               "     the split under a budget = brute force on vgg-small and resnet-small (%d checks)\n",
+               "     the split under a budget (dp and ilp, one plan or three a stage) = brute force on vgg-small and resnet-small (%d checks)\n",
                failures ? "FAIL" : "ok  ", checks);
         return failures != 0;
     }

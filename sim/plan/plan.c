@@ -366,26 +366,31 @@ const char *plan_family(const plan *p)
     return offload ? "vdnn" : ckpt ? "ckpt" : "layer";
 }
 
+/* Segment s over layers [a, b] of it, in the custom syntax, appended at buf + at; the new length. */
+static size_t describe_seg(const plan_seg *s, const net *n, int a, int b, char *buf, size_t at, size_t len)
+{
+    if (at >= len) return at;
+    if (s->mode == PLAN_ROWS)
+        at += (size_t)snprintf(buf + at, len - at, "rows(%s,fp=%d,bp=%d)", band_policy_name(s->policy), s->fp, s->bp);
+    else if (s->mode == PLAN_OFFLOAD && s->offload != PLAN_OFFLOAD_PICK)
+        at += (size_t)snprintf(buf + at, len - at, "offload(%s)", s->offload == PLAN_OFFLOAD_ALL ? "all" : "conv");
+    else if (s->mode == PLAN_OFFLOAD) /* every pick with its timing */
+        for (int k = 0; k < s->n_pick && at < len; k++)
+            at += (size_t)snprintf(buf + at, len - at, "%s%s:%d:%d%s", k ? ", " : "offload(", n->layers[s->picks[k].layer].name,
+                                   s->picks[k].free, s->picks[k].fetch, k + 1 == s->n_pick ? ")" : "");
+    else
+        at += (size_t)snprintf(buf + at, len - at, "%s", syntax_mode_names[s->mode]);
+    if (at < len) at += (size_t)snprintf(buf + at, len - at, "@%s..%s", n->layers[a].name, n->layers[b].name);
+    return at;
+}
+
 void plan_describe(const plan *p, const net *n, char *buf, size_t len)
 {
     size_t at = 0;
     buf[0] = 0;
     for (int i = 0; i < p->n_seg && at < len; i++) {
-        const plan_seg *s = &p->segs[i];
-        at += (size_t)snprintf(buf + at, len - at, "%s", i ? "; " : "");
-        if (at >= len) break;
-        if (s->mode == PLAN_ROWS)
-            at += (size_t)snprintf(buf + at, len - at, "rows(%s,fp=%d,bp=%d)", band_policy_name(s->policy), s->fp, s->bp);
-        else if (s->mode == PLAN_OFFLOAD && s->offload != PLAN_OFFLOAD_PICK)
-            at += (size_t)snprintf(buf + at, len - at, "offload(%s)", s->offload == PLAN_OFFLOAD_ALL ? "all" : "conv");
-        else if (s->mode == PLAN_OFFLOAD) /* every pick with its timing */
-            for (int k = 0; k < s->n_pick && at < len; k++)
-                at += (size_t)snprintf(buf + at, len - at, "%s%s:%d:%d%s", k ? ", " : "offload(", n->layers[s->picks[k].layer].name,
-                                       s->picks[k].free, s->picks[k].fetch, k + 1 == s->n_pick ? ")" : "");
-        else
-            at += (size_t)snprintf(buf + at, len - at, "%s", syntax_mode_names[s->mode]);
-        if (at < len)
-            at += (size_t)snprintf(buf + at, len - at, "@%s..%s", n->layers[s->first].name, n->layers[s->last].name);
+        if (i) at += (size_t)snprintf(buf + at, len - at, "; ");
+        at = describe_seg(&p->segs[i], n, p->segs[i].first, p->segs[i].last, buf, at, len);
     }
     for (int i = 0; i < p->n_mod && at < len; i++) {
         char m[64];
@@ -394,6 +399,19 @@ void plan_describe(const plan *p, const net *n, char *buf, size_t len)
     }
     if (p->migrate && at < len) at += describe_migrate(p->migrate, buf + at, len - at);
     if (at < len) snprintf(buf + at, len - at, " bn=%s", bn_names[p->bn]);
+}
+
+void plan_describe_range(const plan *p, const net *n, int a, int b, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < p->n_seg && at < len; i++) {
+        const plan_seg *s = &p->segs[i];
+        int lo = s->first > a ? s->first : a, hi = s->last < b ? s->last : b;
+        if (lo > hi) continue;
+        if (at) at += (size_t)snprintf(buf + at, len - at, "; ");
+        at = describe_seg(s, n, lo, hi, buf, at, len);
+    }
 }
 
 int plan_list_expand(const char *list, char ***out, int *count, err *e)

@@ -127,6 +127,9 @@ void plan_free(plan *p);
 
 /* One line describing the plan's segments, e.g. "rows(2ps,fp=6,bp=6)@conv1_1..pool3; layer@conv4_1..loss". */
 void plan_describe(const plan *p, const net *n, char *buf, size_t len);
+/* Its segments over layers [a, b] alone, each clipped to them, in the custom syntax ("" for none;
+ * no modifiers, no bn=): a pipeline stage's share of the plan. */
+void plan_describe_range(const plan *p, const net *n, int a, int b, char *buf, size_t len);
 
 const char *plan_bn_name(plan_bn b);
 /* The plan's gist modifier, and its lossy one (dpr or zfp); NULL where it has none. */

@@ -1,67 +1,209 @@
 /* pipe_split: see pipe_split.h. */
 #include "sim/planner/pipe_split.h"
 
+#include <glpk.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-
-int pipe_split(const net *n, const plan *p, const sched_cfg *cfg, const sim_device *d, const pipe_cfg *c, int64_t budget,
-               int *first, err *e)
+int pipe_table_build(pipe_table *t, const net *n, const plan *cand, int Q, const sched_cfg *cfg, const sim_device *d, const pipe_cfg *c,
+                     err *e)
 {
-    if (c->kind == PIPE_INTERLEAVED) return err_set(e, "pipeline: --budget searches GPipe and 1F1B splits (a stage a device), not interleaved");
+    memset(t, 0, sizeof *t);
+    if (c->kind == PIPE_INTERLEAVED) return err_set(e, "pipeline: the split search covers GPipe and 1F1B (a stage a device), not interleaved");
     int P = c->devices;
-    int *pos = calloc((size_t)n->n + 2, sizeof *pos), m = 0;
-    if (!pos) abort();
-    pos[m++] = 1;
+    t->n = n, t->P = P, t->Q = Q;
+    t->pos = err_calloc((size_t)n->n + 2, sizeof(int));
+    t->pos[t->m++] = 1;
     for (int L = 2; L < n->n; L++)
-        if (pipe_cut_ok(n, p, L)) pos[m++] = L;
-    pos[m] = n->n;
-    if (m < P) {
-        free(pos);
-        return err_set(e, "pipeline: %s has %d clean cuts outside the plan's segments, too few for %d stages", n->name, m - 1, P);
-    }
-    pipe_net pn;
-    if (pipe_net_init(&pn, n, p, cfg, d, e)) return free(pos), -1;
-    size_t W = (size_t)m + 1;
-    pipe_stage *rc = calloc(W * W, sizeof *rc);
-    int *flight = calloc((size_t)P + 1, sizeof *flight);
-    if (!rc || !flight) abort();
-    for (int k = 0; k < P; k++) flight[k] = pipe_in_flight(c, k, NULL, NULL, NULL);
-    for (int i = 0; i < m; i++)
-        for (int j = i + 1; j <= m; j++) {
-            pipe_range(&pn, pos[i], pos[j], &rc[(size_t)i * W + (size_t)j]);
+        if (pipe_cut_ok(n, NULL, L)) t->pos[t->m++] = L;
+    t->pos[t->m] = n->n;
+    if (t->m < P) return err_set(e, "pipeline: %s has %d clean cuts, too few for %d stages", n->name, t->m - 1, P);
+    size_t W = (size_t)t->m + 1;
+    t->st = err_calloc(W * W * (size_t)Q, sizeof *t->st), t->ok = err_calloc(W * W * (size_t)Q, sizeof *t->ok);
+    t->flight = err_calloc((size_t)P, sizeof(int));
+    for (int k = 0; k < P; k++) t->flight[k] = pipe_in_flight(c, k, NULL, NULL, NULL);
+    for (int q = 0; q < Q; q++) {
+        pipe_net pn;
+        if (pipe_net_init(&pn, n, &cand[q], cfg, d, e)) return -1;
+        for (int i = 0; i < t->m; i++) {
+            if (i && !pipe_cut_ok(n, &cand[q], t->pos[i])) continue;
+            for (int j = i + 1; j <= t->m; j++) {
+                if (j < t->m && !pipe_cut_ok(n, &cand[q], t->pos[j])) continue;
+                size_t at = ((size_t)i * W + (size_t)j) * (size_t)Q + (size_t)q;
+                pipe_range(&pn, t->pos[i], t->pos[j], &t->st[at]);
+                t->ok[at] = true;
+            }
         }
-    pipe_net_free(&pn);
+        pipe_net_free(&pn);
+    }
+    return 0;
+}
+
+void pipe_table_free(pipe_table *t)
+{
+    free(t->pos), free(t->st), free(t->ok), free(t->flight);
+    memset(t, 0, sizeof *t);
+}
+
+void pipe_answer_init(pipe_answer *a, int P)
+{
+    memset(a, 0, sizeof *a);
+    a->first = err_calloc((size_t)P + 1, sizeof(int)), a->which = err_calloc((size_t)P, sizeof(int));
+}
+
+void pipe_answer_free(pipe_answer *a)
+{
+    free(a->first), free(a->which);
+    memset(a, 0, sizeof *a);
+}
+
+static double stage_us(const pipe_stage *s) { return s->fwd_us + s->bwd_us; }
+
+int pipe_split_dp(const pipe_table *t, int64_t budget, pipe_answer *a)
+{
+    int P = t->P, m = t->m, Q = t->Q;
+    size_t W = (size_t)m + 1;
     /* best[k][j]: the least slowest-stage time of k stages over positions [0, j) whose devices fit;
-     * least[k][j]: the least largest peak of any such split (for the refusal) */
-    double *best = malloc(sizeof(double) * (size_t)(P + 1) * W);
-    int64_t *least = malloc(sizeof(int64_t) * (size_t)(P + 1) * W);
-    int *from = calloc((size_t)(P + 1) * W, sizeof *from);
-    if (!best || !least || !from) abort();
+     * least[k][j]: the least largest device of any such choice (for the refusal) */
+    double *best = err_calloc((size_t)(P + 1) * W, sizeof(double));
+    int64_t *least = err_calloc((size_t)(P + 1) * W, sizeof(int64_t));
+    int *from = err_calloc((size_t)(P + 1) * W, sizeof(int)), *pick = err_calloc((size_t)(P + 1) * W, sizeof(int));
     for (size_t i = 0; i < (size_t)(P + 1) * W; i++) best[i] = INFINITY, least[i] = INT64_MAX;
     best[0] = 0, least[0] = 0;
     for (int k = 1; k <= P; k++)
         for (int j = k; j <= m - (P - k); j++)
-            for (int i = k - 1; i < j; i++) {
-                const pipe_stage *r = &rc[(size_t)i * W + (size_t)j];
-                int64_t pk = pipe_stage_peak(r, flight[k - 1]), prev = least[(size_t)(k - 1) * W + (size_t)i];
-                if (prev != INT64_MAX) {
-                    int64_t most = pk > prev ? pk : prev;
-                    if (most < least[(size_t)k * W + (size_t)j]) least[(size_t)k * W + (size_t)j] = most;
+            for (int i = k - 1; i < j; i++)
+                for (int q = 0; q < Q; q++) {
+                    if (!t->ok[((size_t)i * W + (size_t)j) * (size_t)Q + (size_t)q]) continue;
+                    const pipe_stage *r = pipe_table_at(t, i, j, q);
+                    size_t here = (size_t)k * W + (size_t)j, prev = (size_t)(k - 1) * W + (size_t)i;
+                    int64_t pk = pipe_stage_peak(r, t->flight[k - 1]);
+                    if (least[prev] != INT64_MAX && (pk > least[prev] ? pk : least[prev]) < least[here]) least[here] = pk > least[prev] ? pk : least[prev];
+                    double us = fmax(best[prev], stage_us(r));
+                    if (pk <= budget && us < best[here]) best[here] = us, from[here] = i, pick[here] = q;
                 }
-                double t = fmax(best[(size_t)(k - 1) * W + (size_t)i], r->fwd_us + r->bwd_us);
-                if (pk <= budget && t < best[(size_t)k * W + (size_t)j]) best[(size_t)k * W + (size_t)j] = t, from[(size_t)k * W + (size_t)j] = i;
-            }
-    int rc_out = 0;
-    if (isinf(best[(size_t)P * W + (size_t)m])) {
-        rc_out = 1;
-        err_set(e, "pipeline: no split of %s into %d stages fits %.2f MiB a device; the least any needs is %.2f MiB", n->name, P,
-                (double)budget / 1048576.0, (double)least[(size_t)P * W + (size_t)m] / 1048576.0);
-    } else {
-        first[P] = n->n;
-        for (int k = P, j = m; k > 0; k--) j = from[(size_t)k * W + (size_t)j], first[k - 1] = pos[j];
+    size_t end = (size_t)P * W + (size_t)m;
+    int rc = isinf(best[end]) ? 1 : 0;
+    a->least = least[end], a->slowest = best[end];
+    if (!rc) {
+        a->first[P] = t->n->n;
+        for (int k = P, j = m; k > 0; k--) {
+            size_t here = (size_t)k * W + (size_t)j;
+            a->which[k - 1] = pick[here], j = from[here], a->first[k - 1] = t->pos[j];
+        }
     }
-    free(pos), free(rc), free(flight), free(best), free(least), free(from);
-    return rc_out;
+    free(best), free(least), free(from), free(pick);
+    return rc;
+}
+
+/* The columns of the integer program: x[k][i][j][q] for every stage k, range and candidate that
+ * fits the budget there (col[...] its GLPK column, 0 where none), then T. */
+typedef struct {
+    int *col;
+    int n_col, T;
+} ilp_cols;
+
+static size_t col_at(const pipe_table *t, int k, int i, int j, int q)
+{
+    size_t W = (size_t)t->m + 1;
+    return (((size_t)k * W + (size_t)i) * W + (size_t)j) * (size_t)t->Q + (size_t)q;
+}
+
+static void ilp_columns(glp_prob *lp, const pipe_table *t, int64_t budget, ilp_cols *c)
+{
+    int P = t->P, m = t->m, Q = t->Q;
+    size_t W = (size_t)m + 1;
+    c->col = err_calloc((size_t)P * W * W * (size_t)Q, sizeof(int)), c->n_col = 0;
+    for (int k = 0; k < P; k++)
+        for (int i = k; i <= m - (P - k); i++)       /* stage k starts at i >= k and leaves a position for each after it */
+            for (int j = i + 1; j <= m - (P - k - 1); j++)
+                for (int q = 0; q < Q; q++)
+                    if (t->ok[((size_t)i * W + (size_t)j) * (size_t)Q + (size_t)q] && pipe_stage_peak(pipe_table_at(t, i, j, q), t->flight[k]) <= budget)
+                        c->col[col_at(t, k, i, j, q)] = ++c->n_col;
+    glp_add_cols(lp, c->n_col + 1);
+    for (int j = 1; j <= c->n_col; j++) glp_set_col_kind(lp, j, GLP_BV);
+    c->T = c->n_col + 1;
+    glp_set_col_bnds(lp, c->T, GLP_LO, 0, 0);
+    glp_set_obj_coef(lp, c->T, 1.0);
+}
+
+/* Rows: stage 0 leaves position 0 once; stage k ends where stage k + 1 begins; the last ends at m;
+ * T at least each stage's time. */
+static void ilp_rows(glp_prob *lp, const pipe_table *t, const ilp_cols *c)
+{
+    int P = t->P, m = t->m, Q = t->Q, cap = c->n_col + 2, *ind = err_calloc((size_t)cap, sizeof(int));
+    double *val = err_calloc((size_t)cap, sizeof(double));
+    for (int k = 0; k <= P; k++)        /* boundary k at position p: stage k-1 ends there = stage k begins there */
+        for (int p = 0; p <= m; p++) {
+            int n = 0;
+            for (int x = 0; x <= m; x++)
+                for (int q = 0; q < Q; q++) {
+                    int in = k > 0 && x < p ? c->col[col_at(t, k - 1, x, p, q)] : 0, out = k < P && x > p ? c->col[col_at(t, k, p, x, q)] : 0;
+                    if (in) ind[++n] = in, val[n] = 1;
+                    if (out) ind[++n] = out, val[n] = -1;
+                }
+            double rhs = k == 0 && p == 0 ? -1 : k == P && p == m ? 1 : 0; /* in - out */
+            if (!n && rhs == 0) continue;
+            int r = glp_add_rows(lp, 1);
+            glp_set_row_bnds(lp, r, GLP_FX, rhs, rhs);
+            glp_set_mat_row(lp, r, n, ind, val);
+        }
+    for (int k = 0; k < P; k++) {
+        int n = 0;
+        for (int i = 0; i <= m; i++)
+            for (int j = i + 1; j <= m; j++)
+                for (int q = 0; q < Q; q++)
+                    if (c->col[col_at(t, k, i, j, q)]) ind[++n] = c->col[col_at(t, k, i, j, q)], val[n] = stage_us(pipe_table_at(t, i, j, q));
+        ind[++n] = c->T, val[n] = -1;
+        int r = glp_add_rows(lp, 1);
+        glp_set_row_bnds(lp, r, GLP_UP, 0, 0); /* sum t x - T <= 0 */
+        glp_set_mat_row(lp, r, n, ind, val);
+    }
+    free(ind), free(val);
+}
+
+int pipe_split_ilp(const pipe_table *t, int64_t budget, double limit_s, pipe_answer *a, err *e)
+{
+    glp_prob *lp = glp_create_prob();
+    glp_set_obj_dir(lp, GLP_MIN);
+    ilp_cols c;
+    ilp_columns(lp, t, budget, &c);
+    ilp_rows(lp, t, &c);
+    glp_iocp io;
+    glp_init_iocp(&io);
+    io.presolve = GLP_ON, io.msg_lev = GLP_MSG_OFF, io.tm_lim = (int)(limit_s * 1000);
+    int rc = glp_intopt(lp, &io), st = glp_mip_status(lp);
+    if (rc == GLP_ENOPFS || rc == GLP_ENODFS || st == GLP_NOFEAS) rc = 1;
+    else if (rc || st != GLP_OPT) rc = err_set(e, "pipeline: GLPK stopped before proving its answer (status %d, code %d)", st, rc);
+    else {
+        a->slowest = 0, a->first[t->P] = t->n->n;
+        for (int k = 0; k < t->P; k++)
+            for (int i = 0; i <= t->m; i++)
+                for (int j = i + 1; j <= t->m; j++)
+                    for (int q = 0; q < t->Q; q++) {
+                        int col = c.col[col_at(t, k, i, j, q)];
+                        if (col && glp_mip_col_val(lp, col) > 0.5)
+                            a->first[k] = t->pos[i], a->which[k] = q, a->slowest = fmax(a->slowest, stage_us(pipe_table_at(t, i, j, q)));
+                    }
+    }
+    free(c.col);
+    glp_delete_prob(lp);
+    return rc;
+}
+
+int pipe_split(const net *n, const plan *p, const sched_cfg *cfg, const sim_device *d, const pipe_cfg *c, int64_t budget,
+               int *first, err *e)
+{
+    pipe_table t;
+    pipe_answer a;
+    if (pipe_table_build(&t, n, p, 1, cfg, d, c, e)) return pipe_table_free(&t), -1;
+    pipe_answer_init(&a, c->devices);
+    int rc = pipe_split_dp(&t, budget, &a);
+    if (rc) err_set(e, "pipeline: no split of %s into %d stages fits %.2f MiB a device; the least any needs is %.2f MiB", n->name, c->devices,
+                    (double)budget / 1048576.0, (double)a.least / 1048576.0);
+    else memcpy(first, a.first, sizeof(int) * (size_t)(c->devices + 1));
+    pipe_answer_free(&a);
+    pipe_table_free(&t);
+    return rc;
 }

@@ -278,6 +278,12 @@ void pipe_range(const pipe_net *pn, int a, int z, pipe_stage *out)
         int64_t held = 0;
         for (int k = pn->on0[i]; k < pn->on0[i + 1]; k++)
             if (belongs(pn, pn->on[k], a, z)) held += s->bufs[pn->on[k]].bytes;
+        int uses[SCHED_MAX_USES], nu = sched_step_uses(&s->steps[i], uses);
+        for (int u = 0; u < nu; u++) { /* another stage's tensor this step reads (a forward's received input): held while read */
+            bool again = false;
+            for (int v = 0; v < u; v++) again |= uses[v] == uses[u];
+            if (!again && counts(&s->bufs[uses[u]]) && !belongs(pn, uses[u], a, z)) held += s->bufs[uses[u]].bytes;
+        }
         if (held - out->stash > out->working) out->working = held - out->stash;
     }
     out->boundary = pn->batch * net_layer_values(&pn->n->layers[z - 1]) * 4;
