@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Pipelines under a per-device budget, predicted (lrcnn plan --pipeline; no engine runs, a minute):
-VGG-16 and ResNet-50 at 224x224, batch 32 in 8 micro-batches of 4, SGD, over 4 devices, 1F1B,
+VGG-16, VGG-16 with a global-average-pooling classifier (its memory is the convolutions', where
+VGG-16's is its 102 M-parameter fc6) and ResNet-50 at 224x224, batch 32 in 8 micro-batches of 4, SGD, over 4 devices, 1F1B,
 stage times from the H100 roofline (uncalibrated: no GPU here), NVLink 4. For each per-device budget
 from the least any choice needs to 2.5 times it, two searches: stages that all run `layer`, and
 stages that each run a plan of their own from the default candidates (layer, ckpt-sqrt, 2ps:4,
@@ -8,6 +9,7 @@ stages that each run a plan of their own from the default candidates (layer, ckp
 included) and the largest device's exact peak. Then the two solvers at 8 devices (16 micro-batches
 of 2), their answers and solve times. Output: results/pipe_plan.txt (every command, then a table
 the figure reads: plots/pipe_plan.py). Usage: experiments/pipe_plan.py [BUILD_DIR]"""
+import math
 import os
 import re
 import subprocess
@@ -49,11 +51,11 @@ def parse(out):
 def main():
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     log, rows = ["# commit " + commit, "# " + " ".join(sys.argv)], []
-    for net in ["vgg16", "resnet50"]:
+    for net in ["vgg16", "vgg16-gap", "resnet50"]:
         rc, out = run(["4", "--net", net, "--budget", "1"] + BASE, log)
         least = float(re.search(r"least any needs is ([\d.]+) MiB", out).group(1))
         for k in range(31):
-            budget = least * (1 + 0.05 * k)
+            budget = math.ceil(least * (1 + 0.05 * k) * 100) / 100 # MiB, rounded up as printed
             for label, extra in [("layer", ["--candidates", "layer"]), ("a plan a stage", [])]:
                 rc, out = run(["4", "--net", net, "--budget", "%.2fMiB" % budget] + BASE + extra, log)
                 if rc == 0:

@@ -56,11 +56,12 @@ def main():
                     label="every stage layer" if stages == "layer" else "a plan a stage (rows, checkpoints, layer)")
         ax.set_xlabel("memory a device (GiB)")
         ax.set_ylabel("images / s (predicted)")
-        ax.set_title(f"{C.net_label(net)}, batch 32 in 8 micro-batches, 4 devices, 1F1B", fontsize=7.5)
+        ax.set_title(C.net_label(net), fontsize=8)
         ax.set_ylim(bottom=0)
     C.figure_legend(fig, [C.legend_handle("every stage layer", color=colors["layer"], marker="o"),
                           C.legend_handle("a plan a stage from the candidates", color=colors["a plan a stage"], marker="o")], ncol=2)
-    fig.suptitle("Pipeline throughput against per-device memory (H100 roofline, NVLink 4, SGD, 224x224)")
+    fig.suptitle("Pipeline throughput against per-device memory: 4 devices, 1F1B, batch 32 in 8 micro-batches, 224x224, SGD\n"
+                 "(predicted: H100 roofline, NVLink 4; batch norm in train mode, exact)")
     C.save(fig, args, "pipe_plan", [{"file": args.file, "file_attrs": {"git_commit": commit}}])
 
 
