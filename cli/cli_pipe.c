@@ -169,9 +169,9 @@ static int search_stages(const net *n, const char *list, const char *bn, const s
         for (int k = 0; k < P; k++) {
             char part[PLAN_TEXT_LEN * 2];
             plan_describe_range(&cand[a.which[k]], n, a.first[k], a.first[k + 1] - 1, part, sizeof part);
-            texts[k] = malloc(strlen(part) + strlen(items[a.which[k]]) + 8);
+            texts[k] = malloc(strlen(part) + strlen(items[a.which[k]]) + 16);
             if (!texts[k]) abort();
-            sprintf(texts[k], "%s (%s)", part, items[a.which[k]]);
+            sprintf(texts[k], "%s (from %s)", part, items[a.which[k]]);
             at += (size_t)snprintf(whole + at, sizeof whole - (at < sizeof whole ? at : sizeof whole), "%s%s", k ? "; " : "", part);
         }
         snprintf(whole + (at < sizeof whole ? at : sizeof whole - 1), sizeof whole - (at < sizeof whole ? at : sizeof whole - 1), " bn=%s",

@@ -44,7 +44,7 @@ def parse(out):
         if m:
             peaks.append(mib(m.group(3)))
             sums.append(mib(m.group(4)))
-    plans = re.findall(r"stage \d plan: .*\((\S+)\)$", out, re.M)
+    plans = re.findall(r"stage \d plan: .*\(from (\S+)\)$", out, re.M)
     return it, max(peaks), max(sums), plans
 
 

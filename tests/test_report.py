@@ -75,7 +75,7 @@ def caption_settings(caption):
     for s in specs:
         for f in glob.glob(os.path.join(SRC, "experiments", s)):
             nets |= spec_nets(f)
-    return [("source (spec or result file)", bool(specs) or ".h5" in caption),
+    return [("source (spec or result file)", bool(specs) or ".h5" in caption or re.search(r"results/\w+\.txt", caption) is not None),
             ("optimizer", re.search(r"\b(Adam|SGD)\b", caption) is not None),
             ("batch", re.search(r"\bbatch|\bb\d+\b", caption) is not None),
             ("measured or predicted", re.search(r"measured|predicted|simulated", caption) is not None),
