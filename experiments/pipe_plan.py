@@ -55,7 +55,7 @@ def main():
         rc, out = run(["4", "--net", net, "--budget", "1"] + BASE, log)
         least = float(re.search(r"least any needs is ([\d.]+) MiB", out).group(1))
         for k in range(31):
-            budget = math.ceil(least * (1 + 0.05 * k) * 100) / 100 # MiB, rounded up as printed
+            budget = math.ceil(least * (1 + 0.05 * k) * 100) / 100 + 0.01  # MiB: the least is printed rounded
             for label, extra in [("layer", ["--candidates", "layer"]), ("a plan a stage", [])]:
                 rc, out = run(["4", "--net", net, "--budget", "%.2fMiB" % budget] + BASE + extra, log)
                 if rc == 0:
