@@ -33,8 +33,9 @@ static const char *usage =
     "Sparse and zfp:acc sizes depend on the values: they are\n"
     "predicted from the modifier's density=/ratio=, or per layer from the engine's measurements in RUNS.h5\n"
     "(any validate or train result of the same net with those encodings) with --calibrate.\n"
-    "Time: the roofline of --device (cpu, h100, h100-pcie4, h100-pcie5, gh200: the last three differ in\n"
-    "their host link), or the model lrcnn calibrate measured on a machine (--profile FILE, or --device FILE).\n"
+    "Time: the roofline of --device (cpu, h100, h100-pcie4, h100-pcie5, gh200: those three differ in\n"
+    "their host link; gtx1650, a 4 GB GPU; jetson-nano and rpi4, edge boards offloading to a microSD\n"
+    "card), or the model lrcnn calibrate measured on a machine (--profile FILE, or --device FILE).\n"
     "\n"
     "example: lrcnn sim --net vgg16 --batch 8 --image 224 --plan 2ps:6\n"
     "         lrcnn sim --net resnet50 --batch 32 --plan layer,layer+gist,2ps:8+zfp:rate=8\n";

@@ -28,8 +28,8 @@ def panel_title(r):
         return C.config_title(r, ("net", "image", "optimizer", "bn"))
     return C.config_title(r, ("net", "batch", "optimizer", "bn"))
 
-def main():
-    args, runs = C.parse_args("capacity", __doc__)
+def main(name="capacity", title="What fits a memory budget (the footprint of its static memory plan, predicted)"):
+    args, runs = C.parse_args(name, __doc__)
     runs = [r for r in runs if r.get("search") in WHAT and "max_value" in r and "budget" in r]
     if not runs:
         C.die("no capacity search in the files (runs with search, budget and max_value: "
@@ -82,8 +82,8 @@ def main():
                                               for b, p in sorted(none_fit.items())),
                         fontsize=6, transform=ax.transAxes, va="top", color="0.3")
     C.figure_legend(fig, list(handles.values()), ncol=min(len(handles), 8))
-    fig.suptitle("What fits a memory budget (the footprint of its static memory plan, predicted)")
-    C.save(fig, args, "capacity", runs)
+    fig.suptitle(title)
+    C.save(fig, args, name, runs)
 
 def best_line(rs):
     """'\\nat 80 GiB: 2ps:8 fits 3.9× layer' (the plan fitting most at the largest budget)."""

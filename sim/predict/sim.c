@@ -19,7 +19,17 @@ const sim_device sim_device_h100 = {"h100", 40000.0, 2500.0, 25.0, NULL, true};
 static const sim_device h100_pcie4 = {"h100-pcie4", 40000.0, 2500.0, 25.0, NULL, true};
 static const sim_device h100_pcie5 = {"h100-pcie5", 40000.0, 2500.0, 50.0, NULL, true};
 static const sim_device gh200 = {"gh200", 40000.0, 2500.0, 450.0, NULL, true};
-static const sim_device *const devices[] = {&sim_device_cpu, &sim_device_h100, &h100_pcie4, &h100_pcie5, &gh200};
+/* Memory-poor devices, from their makers' figures (uncalibrated peaks): a 4 GB laptop-class GPU
+ * (GeForce GTX 1650: 896 cores at 1.665 GHz, 2.98 TFLOPS fp32, 128 GB/s GDDR5, PCIe 3.0 x16 at about
+ * 80% of 15.75 GB/s); Jetson Nano, an edge board whose GPU shares 4 GB of LPDDR4 with its CPU (128
+ * cores at 0.921 GHz, 0.236 TFLOPS fp32, 25.6 GB/s), so that what it offloads goes to storage, a
+ * UHS-I microSD card at about 0.09 GB/s; Raspberry Pi 4, a CPU-only board (four Cortex-A72 at 1.5
+ * GHz, 4-wide fp32 FMA: 48 GFLOPS; LPDDR4-3200 on 32 bits, 12.8 GB/s), offloading to the same kind
+ * of card, its copies on the cores that compute (no overlap). */
+static const sim_device gtx1650 = {"gtx1650", 2980.0, 128.0, 12.6, NULL, true};
+static const sim_device jetson_nano = {"jetson-nano", 236.0, 25.6, 0.09, NULL, true};
+static const sim_device rpi4 = {"rpi4", 48.0, 12.8, 0.09, NULL, false};
+static const sim_device *const devices[] = {&sim_device_cpu, &sim_device_h100, &h100_pcie4, &h100_pcie5, &gh200, &gtx1650, &jetson_nano, &rpi4};
 
 const sim_device *sim_device_find(const char *name)
 {
@@ -28,7 +38,7 @@ const sim_device *sim_device_find(const char *name)
     return NULL;
 }
 
-const char *sim_device_names(void) { return "cpu, h100, h100-pcie4, h100-pcie5, gh200"; }
+const char *sim_device_names(void) { return "cpu, h100, h100-pcie4, h100-pcie5, gh200, gtx1650, jetson-nano, rpi4"; }
 
 typedef struct {
     sim_mem *m;
