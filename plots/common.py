@@ -214,7 +214,7 @@ def read_runs(paths):
 
 NET_NAMES = {"vgg16": "VGG-16", "resnet50": "ResNet-50", "vgg-small": "VGG-small",
              "resnet-small": "ResNet-small", "vgg16-gap": "VGG-16 (GAP head)",
-             "kernels": "kernels"}
+             "kernels": "kernels", "mobilenetv2": "MobileNetV2"}
 
 
 def net_label(net):
