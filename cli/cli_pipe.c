@@ -27,9 +27,9 @@ static const char usage[] =
     "device: its stages, micro-batches in flight at the peak, what a stage keeps per micro-batch (its\n"
     "backward's reads under PLAN), its parameters, gradients and optimizer state, and two peaks: the replay\n"
     "of the device's own schedule, step by step (its ops in order, each micro-batch on its own buffers,\n"
-    "what it receives arriving before its first use: exact), and the stage sums the --budget search\n"
-    "counts with (persistent + the stashes in flight + the running stage's working bytes: at or over\n"
-    "the replay wherever tested). --run: one iteration on the CPU engine, P engines in one process exchanging the\n"
+    "what it receives arriving before its first use: exact, what the --budget search holds to B), and\n"
+    "the stage sums (persistent + the stashes in flight + the running stage's working bytes: a quick\n"
+    "bound, at or over the replay wherever tested). --run: one iteration on the CPU engine, P engines in one process exchanging the\n"
     "activations and gradients at the cuts, on a synthetic batch, each device's measured peak beside\n"
     "them. Then the iteration's time (each device in its order, an op when its input has crossed the\n"
     "link) and the bubble. Stage times come from the device's model (--profile, else the --device\n"
@@ -218,7 +218,7 @@ static void report(const cli_config *o, const cli_inputs *in, const pipe_cfg *c,
            c->kind == PIPE_INTERLEAVED ? ", interleaved" : "", cli_time_source(&in->dev, t, sizeof t), f->gbps);
     if (f->budget) {
         char b[32];
-        printf("  stages: the split%s whose slowest stage is fastest with every device's stage sums within %s (%s)\n\n",
+        printf("  stages: the split%s whose slowest stage is fastest with every device's peak within %s (%s)\n\n",
                f->cands ? ", and a plan a stage from the candidates," : "", units_fmt_bytes(f->budget, b, sizeof b), f->solver);
     }
     print_devices(c, &in->n, f->st, f->replay, f->measured);

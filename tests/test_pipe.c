@@ -138,6 +138,20 @@ static void check_net(const char *name)
     net_free(&n);
 }
 
+/* Device k's exact peak with layers [a, z) under candidate pn's plan as its stage. */
+static int64_t exact_peak(const net *n, const pipe_net *pn, const pipe_cfg *c, int a, int z, int k)
+{
+    sched s;
+    pipe_dev pd;
+    sim_mem m;
+    err e;
+    sched_cfg cfg = {.batch = pn->batch, .optimizer = SCHED_SGD};
+    if (pipe_sched_stage(&s, &pd, &pn->s, n, &cfg, c, a, z, k, &e)) return INT64_MAX;
+    sim_replay(&s, &m, NULL);
+    sched_free(&s), pipe_dev_free(&pd);
+    return m.peak;
+}
+
 /* Every way to put P - 1 cuts among the clean cuts of n and to give each stage one of the Q
  * candidates (its ends outside that candidate's row and checkpoint segments): the fastest slowest
  * stage whose devices all fit, and the least largest device of any. pn: each candidate's lowering. */
@@ -168,7 +182,7 @@ static void brute_split(const net *n, const plan *cand, const pipe_net *pn, int 
             for (int k = 0; k < P; k++) {
                 pipe_stage st;
                 pipe_range(&pn[which[k]], first[k], first[k + 1], &st);
-                int64_t bytes = pipe_stage_peak(&st, pipe_in_flight(c, k, NULL, NULL, NULL));
+                int64_t bytes = exact_peak(n, &pn[which[k]], c, first[k], first[k + 1], k);
                 slow = fmax(slow, st.fwd_us + st.bwd_us), most = bytes > most ? bytes : most;
             }
             if (most < *least) *least = most;
@@ -193,7 +207,7 @@ static void check_answer(const net *n, const plan *cand, const pipe_net *pn, con
         EXPECT((k == 0 || pipe_cut_ok(n, &cand[a->which[k]], a->first[k])) && pipe_cut_ok(n, NULL, a->first[k]) == (k > 0),
                "%s %s: stage %d begins at %d, inside its plan's segment", n->name, how, k, a->first[k]);
         pipe_range(&pn[a->which[k]], a->first[k], a->first[k + 1], &st);
-        int64_t bytes = pipe_stage_peak(&st, pipe_in_flight(c, k, NULL, NULL, NULL));
+        int64_t bytes = exact_peak(n, &pn[a->which[k]], c, a->first[k], a->first[k + 1], k);
         EXPECT(bytes <= budget, "%s %s: device %d holds %lld over %lld", n->name, how, k, (long long)bytes, (long long)budget);
         slow = fmax(slow, st.fwd_us + st.bwd_us);
     }
@@ -235,8 +249,9 @@ static void check_whole(const net *n, const plan *cand, const pipe_net *pn, cons
             continue;
         }
         sim_replay(&s, &m, NULL);
-        EXPECT(m.peak <= pipe_device_peak(c, k, st), "%s '%s' device %d: replay %lld over the stage sums %lld", n->name, text, k,
-               (long long)m.peak, (long long)pipe_device_peak(c, k, st));
+        int64_t alone = exact_peak(n, &pn[a->which[k]], c, a->first[k], a->first[k + 1], k);
+        EXPECT(m.peak == alone && m.peak <= pipe_device_peak(c, k, st), "%s '%s' device %d: replay %lld, its stage composed alone %lld, stage sums %lld",
+               n->name, text, k, (long long)m.peak, (long long)alone, (long long)pipe_device_peak(c, k, st));
         sched_free(&s), pipe_dev_free(&pd);
     }
     sched_free(&w);

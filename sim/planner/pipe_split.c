@@ -6,10 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/predict/pipe_sched.h"
+
 int pipe_table_build(pipe_table *t, const net *n, const plan *cand, int Q, const sched_cfg *cfg, const sim_device *d, const pipe_cfg *c,
                      err *e)
 {
     memset(t, 0, sizeof *t);
+    t->c = *c, t->cfg = *cfg;
     if (c->kind == PIPE_INTERLEAVED) return err_set(e, "pipeline: the split search covers GPipe and 1F1B (a stage a device), not interleaved");
     int P = c->devices;
     t->n = n, t->P = P, t->Q = Q;
@@ -21,28 +24,48 @@ int pipe_table_build(pipe_table *t, const net *n, const plan *cand, int Q, const
     if (t->m < P) return err_set(e, "pipeline: %s has %d clean cuts, too few for %d stages", n->name, t->m - 1, P);
     size_t W = (size_t)t->m + 1;
     t->st = err_calloc(W * W * (size_t)Q, sizeof *t->st), t->ok = err_calloc(W * W * (size_t)Q, sizeof *t->ok);
-    t->flight = err_calloc((size_t)P, sizeof(int));
-    for (int k = 0; k < P; k++) t->flight[k] = pipe_in_flight(c, k, NULL, NULL, NULL);
+    t->exact = err_calloc(W * W * (size_t)Q * (size_t)P, sizeof(int64_t));
+    memset(t->exact, -1, W * W * (size_t)Q * (size_t)P * sizeof(int64_t));
+    t->pn = err_calloc((size_t)Q, sizeof(pipe_net));
     for (int q = 0; q < Q; q++) {
-        pipe_net pn;
-        if (pipe_net_init(&pn, n, &cand[q], cfg, d, e)) return -1;
+        pipe_net *pn = &t->pn[q];
+        if (pipe_net_init(pn, n, &cand[q], cfg, d, e)) return -1;
         for (int i = 0; i < t->m; i++) {
             if (i && !pipe_cut_ok(n, &cand[q], t->pos[i])) continue;
             for (int j = i + 1; j <= t->m; j++) {
                 if (j < t->m && !pipe_cut_ok(n, &cand[q], t->pos[j])) continue;
                 size_t at = ((size_t)i * W + (size_t)j) * (size_t)Q + (size_t)q;
-                pipe_range(&pn, t->pos[i], t->pos[j], &t->st[at]);
+                pipe_range(pn, t->pos[i], t->pos[j], &t->st[at]);
                 t->ok[at] = true;
             }
         }
-        pipe_net_free(&pn);
     }
     return 0;
 }
 
+int64_t pipe_table_peak(pipe_table *t, int i, int j, int q, int k)
+{
+    size_t W = (size_t)t->m + 1, at = (((size_t)i * W + (size_t)j) * (size_t)t->Q + (size_t)q) * (size_t)t->P + (size_t)k;
+    if (t->exact[at] >= 0) return t->exact[at];
+    sched s;
+    pipe_dev pd;
+    sim_mem m;
+    err e;
+    t->exact[at] = INT64_MAX;
+    if (!pipe_sched_stage(&s, &pd, &t->pn[q].s, t->n, &t->cfg, &t->c, t->pos[i], t->pos[j], k, &e)) {
+        sim_replay(&s, &m, NULL);
+        t->exact[at] = m.peak;
+        sched_free(&s), pipe_dev_free(&pd);
+    }
+    return t->exact[at];
+}
+
 void pipe_table_free(pipe_table *t)
 {
-    free(t->pos), free(t->st), free(t->ok), free(t->flight);
+    for (int q = 0; t->pn && q < t->Q; q++)
+        if (t->pn[q].n) pipe_net_free(&t->pn[q]);
+    free(t->pn), free(t->exact);
+    free(t->pos), free(t->st), free(t->ok);
     memset(t, 0, sizeof *t);
 }
 
@@ -60,40 +83,54 @@ void pipe_answer_free(pipe_answer *a)
 
 static double stage_us(const pipe_stage *s) { return s->fwd_us + s->bwd_us; }
 
-int pipe_split_dp(const pipe_table *t, int64_t budget, pipe_answer *a)
+/* One pass of the dynamic program: best[k][j], the least slowest-stage time of k stages over
+ * positions [0, j) whose devices fit (from, pick: its last stage); or, `least`, least[k][j], the least
+ * largest device of any choice (every exact peak composed: for a refusal). */
+static void dp_pass(pipe_table *t, int64_t budget, bool least, double *best, int64_t *most, int *from, int *pick)
 {
     int P = t->P, m = t->m, Q = t->Q;
     size_t W = (size_t)m + 1;
-    /* best[k][j]: the least slowest-stage time of k stages over positions [0, j) whose devices fit;
-     * least[k][j]: the least largest device of any such choice (for the refusal) */
-    double *best = err_calloc((size_t)(P + 1) * W, sizeof(double));
-    int64_t *least = err_calloc((size_t)(P + 1) * W, sizeof(int64_t));
-    int *from = err_calloc((size_t)(P + 1) * W, sizeof(int)), *pick = err_calloc((size_t)(P + 1) * W, sizeof(int));
-    for (size_t i = 0; i < (size_t)(P + 1) * W; i++) best[i] = INFINITY, least[i] = INT64_MAX;
-    best[0] = 0, least[0] = 0;
+    for (size_t i = 0; i < (size_t)(P + 1) * W; i++) best[i] = INFINITY, most[i] = INT64_MAX;
+    best[0] = 0, most[0] = 0;
     for (int k = 1; k <= P; k++)
         for (int j = k; j <= m - (P - k); j++)
             for (int i = k - 1; i < j; i++)
                 for (int q = 0; q < Q; q++) {
                     if (!t->ok[((size_t)i * W + (size_t)j) * (size_t)Q + (size_t)q]) continue;
-                    const pipe_stage *r = pipe_table_at(t, i, j, q);
                     size_t here = (size_t)k * W + (size_t)j, prev = (size_t)(k - 1) * W + (size_t)i;
-                    int64_t pk = pipe_stage_peak(r, t->flight[k - 1]);
-                    if (least[prev] != INT64_MAX && (pk > least[prev] ? pk : least[prev]) < least[here]) least[here] = pk > least[prev] ? pk : least[prev];
-                    double us = fmax(best[prev], stage_us(r));
-                    if (pk <= budget && us < best[here]) best[here] = us, from[here] = i, pick[here] = q;
+                    if (least) {
+                        int64_t pk = most[prev] == INT64_MAX ? INT64_MAX : pipe_table_peak(t, i, j, q, k - 1);
+                        if (pk != INT64_MAX && (pk > most[prev] ? pk : most[prev]) < most[here]) most[here] = pk > most[prev] ? pk : most[prev];
+                        continue;
+                    }
+                    double us = fmax(best[prev], stage_us(pipe_table_at(t, i, j, q)));
+                    if (us < best[here] && pipe_table_peak(t, i, j, q, k - 1) <= budget) best[here] = us, from[here] = i, pick[here] = q;
                 }
-    size_t end = (size_t)P * W + (size_t)m;
+}
+
+int pipe_split_dp(pipe_table *t, int64_t budget, pipe_answer *a)
+{
+    int P = t->P, m = t->m;
+    size_t W = (size_t)m + 1, end = (size_t)P * W + (size_t)m;
+    double *best = err_calloc((size_t)(P + 1) * W, sizeof(double));
+    int64_t *most = err_calloc((size_t)(P + 1) * W, sizeof(int64_t));
+    int *from = err_calloc((size_t)(P + 1) * W, sizeof(int)), *pick = err_calloc((size_t)(P + 1) * W, sizeof(int));
+    dp_pass(t, budget, false, best, most, from, pick);
     int rc = isinf(best[end]) ? 1 : 0;
-    a->least = least[end], a->slowest = best[end];
+    a->slowest = best[end];
     if (!rc) {
         a->first[P] = t->n->n;
         for (int k = P, j = m; k > 0; k--) {
             size_t here = (size_t)k * W + (size_t)j;
             a->which[k - 1] = pick[here], j = from[here], a->first[k - 1] = t->pos[j];
         }
+    } else {
+        double *b2 = err_calloc((size_t)(P + 1) * W, sizeof(double));
+        dp_pass(t, budget, true, b2, most, from, pick);
+        a->least = most[end];
+        free(b2);
     }
-    free(best), free(least), free(from), free(pick);
+    free(best), free(most), free(from), free(pick);
     return rc;
 }
 
@@ -110,7 +147,7 @@ static size_t col_at(const pipe_table *t, int k, int i, int j, int q)
     return (((size_t)k * W + (size_t)i) * W + (size_t)j) * (size_t)t->Q + (size_t)q;
 }
 
-static void ilp_columns(glp_prob *lp, const pipe_table *t, int64_t budget, ilp_cols *c)
+static void ilp_columns(glp_prob *lp, pipe_table *t, int64_t budget, ilp_cols *c)
 {
     int P = t->P, m = t->m, Q = t->Q;
     size_t W = (size_t)m + 1;
@@ -119,7 +156,7 @@ static void ilp_columns(glp_prob *lp, const pipe_table *t, int64_t budget, ilp_c
         for (int i = k; i <= m - (P - k); i++)       /* stage k starts at i >= k and leaves a position for each after it */
             for (int j = i + 1; j <= m - (P - k - 1); j++)
                 for (int q = 0; q < Q; q++)
-                    if (t->ok[((size_t)i * W + (size_t)j) * (size_t)Q + (size_t)q] && pipe_stage_peak(pipe_table_at(t, i, j, q), t->flight[k]) <= budget)
+                    if (t->ok[((size_t)i * W + (size_t)j) * (size_t)Q + (size_t)q] && pipe_table_peak(t, i, j, q, k) <= budget)
                         c->col[col_at(t, k, i, j, q)] = ++c->n_col;
     glp_add_cols(lp, c->n_col + 1);
     for (int j = 1; j <= c->n_col; j++) glp_set_col_kind(lp, j, GLP_BV);
@@ -163,7 +200,7 @@ static void ilp_rows(glp_prob *lp, const pipe_table *t, const ilp_cols *c)
     free(ind), free(val);
 }
 
-int pipe_split_ilp(const pipe_table *t, int64_t budget, double limit_s, pipe_answer *a, err *e)
+int pipe_split_ilp(pipe_table *t, int64_t budget, double limit_s, pipe_answer *a, err *e)
 {
     glp_prob *lp = glp_create_prob();
     glp_set_obj_dir(lp, GLP_MIN);

@@ -6,8 +6,9 @@
  * run any candidate's segments over its own layers, provided its ends fall outside that
  * candidate's row and checkpoint segments (pipe_cut_ok). A table costs every range of clean cuts
  * under every candidate from one lowering each (pipe_range: stash, working and persistent bytes,
- * times); a device's bytes are its stage sums with the micro-batches its schedule keeps in flight
- * (pipe_stage_peak). Two exact solvers of the same problem over that table:
+ * times), and a device's exact peak with it as its stage — the replay of the device's own schedule
+ * (sim/predict/pipe_sched.h, what the engine measures), composed when the search first asks. A
+ * device fits when its exact peak does. Two exact solvers of the same problem over that table:
  *   dp   a dynamic program over (stages placed, position reached): the least slowest stage,
  *        since the objective is a maximum and each stage's budget is its own (microseconds);
  *   ilp  an integer program through GLPK: a binary per (stage, range, candidate), a path of ranges
@@ -22,12 +23,16 @@
 
 typedef struct {
     const net *n;
+    pipe_cfg c;
+    sched_cfg cfg;
+    pipe_net *pn;        /* [Q]: each candidate's lowering at the micro-batch size */
+    int64_t *exact;      /* [index * P + k]: the replay of device k's schedule with that stage (pipe_sched_stage),
+                            -1 until asked (INT64_MAX: it does not compose) */
     int P, Q;            /* stages (devices); candidates */
     int m;               /* positions 0..m: pos[0] = 1, pos[m] = n->n, the clean cuts between */
     int *pos;
     pipe_stage *st;      /* [(i * (m + 1) + j) * Q + q]: layers [pos[i], pos[j]) under candidate q */
     bool *ok;            /* same index: both ends outside q's row and checkpoint segments */
-    int *flight;         /* [P]: micro-batches stage k's device holds at once */
 } pipe_table;
 
 /* The table for net n cut for c (GPipe or 1F1B) under candidates cand[0..Q) at cfg->batch (the
@@ -42,14 +47,16 @@ static inline const pipe_stage *pipe_table_at(const pipe_table *t, int i, int j,
 typedef struct {
     int *first, *which;  /* [P + 1], [P] */
     double slowest;      /* its slowest stage's forward and backward of a micro-batch, us */
-    int64_t least;       /* refused: the least budget any choice needs (largest device's stage sums) */
+    int64_t least;       /* refused: the least budget any choice needs (its largest device's exact peak) */
 } pipe_answer;
 
+/* Device k's exact peak with layers [pos[i], pos[j]) under candidate q as its stage (composed once). */
+int64_t pipe_table_peak(pipe_table *t, int i, int j, int q, int k);
 /* The exact answer within `budget` by the dynamic program: 0; 1 when nothing fits (a->least set). */
-int pipe_split_dp(const pipe_table *t, int64_t budget, pipe_answer *a);
+int pipe_split_dp(pipe_table *t, int64_t budget, pipe_answer *a);
 /* The same by the integer program (GLPK, at most limit_s seconds): 0; 1 when nothing fits (a->least
  * unset); -1 (e) when GLPK stops before proving its answer. */
-int pipe_split_ilp(const pipe_table *t, int64_t budget, double limit_s, pipe_answer *a, err *e);
+int pipe_split_ilp(pipe_table *t, int64_t budget, double limit_s, pipe_answer *a, err *e);
 void pipe_answer_init(pipe_answer *a, int P);
 void pipe_answer_free(pipe_answer *a);
 

@@ -25,16 +25,11 @@ static void sorted_free(sorted *so)
     free(so->list), free(so->count), free(so->stage_of), free(so->home), free(so->home_bwd), free(so->leaves);
 }
 
-static int sort_steps(sorted *so, const sched *w, const net *n, const pipe_cfg *c, const int *first, err *e)
+/* The whole lowering sorted for stage_of (taken: freed with so), a stage a layer, 0..S-1. */
+static int sort_steps(sorted *so, const sched *w, const net *n, const pipe_cfg *c, int *stage_of, err *e)
 {
     int S = pipe_stages(c);
-    *so = (sorted){.S = S, .update = -1};
-    if (first[0] != 1 || first[S] != n->n) return err_set(e, "pipeline: the stages must cover layers 1 .. %d", n->n - 1);
-    so->stage_of = err_calloc((size_t)n->n, sizeof(int));
-    for (int s = 0; s < S; s++) {
-        if (first[s + 1] <= first[s]) return err_set(e, "pipeline: stage %d has no layer", s);
-        for (int L = first[s]; L < first[s + 1]; L++) so->stage_of[L] = s;
-    }
+    *so = (sorted){.S = S, .update = -1, .stage_of = stage_of};
     so->list = err_calloc((size_t)2 * S, sizeof(int *)), so->count = err_calloc((size_t)2 * S, sizeof(int));
     for (int k = 0; k < 2 * S; k++) so->list[k] = err_calloc((size_t)w->n_step + 1, sizeof(int));
     so->home = err_calloc((size_t)w->n_buf + 1, sizeof(int)), so->leaves = err_calloc((size_t)w->n_buf + 1, sizeof(bool));
@@ -181,14 +176,14 @@ static void op_starts(const build *bd, pipe_dev *pd)
     free(owner);
 }
 
-int pipe_sched_device(sched *out, pipe_dev *pd, const sched *whole, const net *n, const sched_cfg *cfg, const pipe_cfg *c,
-                      const int *first, int d, err *e)
+/* Device d's schedule, each layer in stage stage_of[L] (taken). */
+static int compose(sched *out, pipe_dev *pd, const sched *whole, const net *n, const sched_cfg *cfg, const pipe_cfg *c, int *stage_of,
+                   int d, err *e)
 {
     memset(out, 0, sizeof *out);
     memset(pd, 0, sizeof *pd);
-    if (pipe_check(c, e)) return -1;
     sorted so;
-    if (sort_steps(&so, whole, n, c, first, e)) return sorted_free(&so), -1;
+    if (sort_steps(&so, whole, n, c, stage_of, e)) return sorted_free(&so), -1;
     int per = 2 * c->micro * (so.S / c->devices);
     pd->ops = err_calloc((size_t)per + 1, sizeof(pipe_op)), pd->op_start = err_calloc((size_t)per + 2, sizeof(int));
     pd->n_op = pipe_order(c, d, pd->ops);
@@ -220,6 +215,37 @@ int pipe_sched_device(sched *out, pipe_dev *pd, const sched *whole, const net *n
     free(bd.copy), free(bd.tag);
     sorted_free(&so);
     return 0;
+}
+
+int pipe_sched_device(sched *out, pipe_dev *pd, const sched *whole, const net *n, const sched_cfg *cfg, const pipe_cfg *c,
+                      const int *first, int d, err *e)
+{
+    memset(out, 0, sizeof *out);
+    memset(pd, 0, sizeof *pd);
+    int S = pipe_stages(c);
+    if (pipe_check(c, e)) return -1;
+    if (first[0] != 1 || first[S] != n->n) return err_set(e, "pipeline: the stages must cover layers 1 .. %d", n->n - 1);
+    for (int s = 0; s < S; s++)
+        if (first[s + 1] <= first[s]) return err_set(e, "pipeline: stage %d has no layer", s);
+    int *stage_of = err_calloc((size_t)n->n, sizeof(int));
+    for (int s = 0; s < S; s++)
+        for (int L = first[s]; L < first[s + 1]; L++) stage_of[L] = s;
+    return compose(out, pd, whole, n, cfg, c, stage_of, d, e);
+}
+
+int pipe_sched_stage(sched *out, pipe_dev *pd, const sched *whole, const net *n, const sched_cfg *cfg, const pipe_cfg *c, int a, int z,
+                     int k, err *e)
+{
+    memset(out, 0, sizeof *out);
+    memset(pd, 0, sizeof *pd);
+    if (pipe_check(c, e)) return -1;
+    if (c->kind == PIPE_INTERLEAVED) return err_set(e, "pipeline: a stage alone is composed for GPipe and 1F1B (a stage a device)");
+    if (a < 1 || z > n->n || a >= z || (k == 0) != (a == 1) || (k == c->devices - 1) != (z == n->n))
+        return err_set(e, "pipeline: layers %d..%d cannot be stage %d of %d", a, z - 1, k, c->devices);
+    int *stage_of = err_calloc((size_t)n->n, sizeof(int));
+    for (int L = 1; L < n->n; L++) stage_of[L] = L < a ? k - 1 : L < z ? k : k + 1; /* the stages around it, lumped */
+    stage_of[0] = k ? k - 1 : 0;
+    return compose(out, pd, whole, n, cfg, c, stage_of, k, e);
 }
 
 void pipe_dev_free(pipe_dev *pd)

@@ -38,6 +38,10 @@ typedef struct {
  * its ops and buffers described in *pd. 0, or -1 with e saying why not. */
 int pipe_sched_device(sched *out, pipe_dev *pd, const sched *whole, const net *n, const sched_cfg *cfg, const pipe_cfg *c,
                       const int *first, int d, err *e);
+/* Device k's schedule when its stage (GPipe or 1F1B: one a device) is layers [a, z), whatever the
+ * other stages are: it holds only its own (a = 1 exactly for k = 0, z = n->n for the last). */
+int pipe_sched_stage(sched *out, pipe_dev *pd, const sched *whole, const net *n, const sched_cfg *cfg, const pipe_cfg *c, int a, int z,
+                     int k, err *e);
 void pipe_dev_free(pipe_dev *pd);
 
 #endif
