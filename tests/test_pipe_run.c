@@ -4,7 +4,7 @@
  *
  * For VGG-16 and ResNet-50 (batch 8, 32x32: the shapes are the nets', the maps small enough for a
  * test), P = 2 and 4, m = 4 and 8, GPipe and 1F1B at balanced cuts, VGG-16 interleaved too (P = 2,
- * v = 2), and a 2PS row segment on the first stage of each:
+ * v = 2), a 2PS row segment on the first stage of each, and checkpointed stages (ckpt-sqrt):
  *   - every device's measured peak (the engine's accounting allocator) = the replay of its schedule;
  *   - pipe_device_peak (what `lrcnn pipe` and the split search count: per-stage sums) against that
  *     replay: never under it; its largest excess printed;
@@ -129,6 +129,13 @@ static void check_net(const char *name)
         if (run_one(&b, text, (pipe_kind)k, 1, 4, 1, NULL, &one)) {
             if (run_one(&b, text, (pipe_kind)k, 2, 4, 1, cuts, &rows)) same_grads(&rows, &one, 1, 0, "rows on stage 0 vs one device"), pipe_run_free(&rows);
             if (have_whole) same_grads(&one, &whole, 4, bn ? 1e30 : 1e-5, "rows in micro-batches vs the whole batch");
+            pipe_run_free(&one);
+        }
+    }
+    for (int k = PIPE_GPIPE; k <= PIPE_1F1B; k++) { /* checkpointed stages: sqrt(n) segments, the cuts between them */
+        pipe_run_result one, ckpt;
+        if (run_one(&b, "ckpt-sqrt", (pipe_kind)k, 1, 4, 1, NULL, &one)) {
+            if (run_one(&b, "ckpt-sqrt", (pipe_kind)k, 2, 4, 1, NULL, &ckpt)) same_grads(&ckpt, &one, 1, 0, "checkpointed stages vs one device"), pipe_run_free(&ckpt);
             pipe_run_free(&one);
         }
     }
