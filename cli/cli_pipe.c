@@ -29,9 +29,9 @@ static const char usage[] =
     "of the device's own schedule, step by step (its ops in order, each micro-batch on its own buffers,\n"
     "what it receives arriving before its first use: exact, what the --budget search holds to B), and\n"
     "the stage sums (persistent + the stashes in flight + the running stage's working bytes: a quick\n"
-    "bound, at or over the replay wherever tested). --run: one iteration on the CPU engine, P engines in one process exchanging the\n"
-    "activations and gradients at the cuts, on a synthetic batch, each device's measured peak beside\n"
-    "them. Then the iteration's time (each device in its order, an op when its input has crossed the\n"
+    "estimate, most often equal or over). --run: one iteration on the CPU engine, P engines in one\n"
+    "process exchanging the activations and gradients at the cuts, on a synthetic batch, each device's\n"
+    "measured peak beside them. Then the iteration's time (each device in its order, an op when its input has crossed the\n"
     "link) and the bubble. Stage times come from the device's model (--profile, else the --device\n"
     "roofline, cpu by default); the link between devices: nvlink 450 GB/s (NVLink 4, H100), pcie4 25,\n"
     "pcie5 50, ib 50 (InfiniBand NDR 400 Gb/s), or GB/s. --budget B (GPipe and 1F1B): the stages instead\n"
@@ -228,7 +228,7 @@ static void report(const cli_config *o, const cli_inputs *in, const pipe_cfg *c,
     printf("\n  iteration  %.1f ms (%d micro-batches of %d); the devices compute %.1f%% of it (bubble %.1f%%)\n", span / 1e3, c->micro,
            cfg->batch, 100 * busy, 100 * (1 - busy));
     printf("  peak: the replay of the device's schedule, step by step; stage sums: persistent + the stashes of the\n"
-           "  micro-batches in flight + the running stage's working bytes (over it or equal wherever tested)%s\n",
+           "  micro-batches in flight + the running stage's working bytes (a quick estimate)%s\n",
            f->measured ? "; measured: the CPU engine's\n  accounting allocator over one iteration, P engines in one process" : "");
     free(fw), free(bw), free(lk), free(tail);
 }

@@ -103,7 +103,7 @@ int pipe_run(const net *n, const plan *p, sched_optimizer opt, int batch, const 
         for (int b = 0; b < s[d].n_buf; b++) dv[d].last_write[b] = -1;
         for (int k = 0; k < pd[d].n_op; k++)
             for (int i = pd[d].op_start[k]; i < pd[d].op_start[k + 1]; i++) {
-                int w[SCHED_MAX_USES], nw = sched_step_writes(&s[d].steps[i], w);
+                int w[SCHED_MAX_USES], nw = s[d].steps[i].op == SCHED_PREFETCH ? 0 : sched_step_writes(&s[d].steps[i], w); /* a move changes no value */
                 for (int q = 0; q < nw; q++) dv[d].last_write[w[q]] = k;
             }
         exec_init(&x[d], n, p, &s[d], ops, opt, exec_default_hparams(opt), seed);
@@ -127,9 +127,12 @@ int pipe_run(const net *n, const plan *p, sched_optimizer opt, int batch, const 
         if (!rc) {
             exec_run(&x[d], pd[d].op_start[pd[d].n_op], s[d].n_step, NULL, NULL); /* the optimizer's step */
             exec_end(&x[d]);
-            sim_mem m;
+            sim_mem m, stored;
             sim_replay(&s[d], &m, NULL);
-            r->dev[d] = (pipe_run_dev){x[d].mem.peak, m.peak, pipe_device_peak(c, d, st), s[d].n_step};
+            for (int b = 0; b < s[d].n_buf; b++) /* a data-sized encoding at the bytes the codec stored */
+                if (s[d].bufs[b].kind == BUF_ENC && enc_data_sized(s[d].bufs[b].enc)) s[d].bufs[b].bytes = x[d].bytes[b];
+            sim_replay(&s[d], &stored, NULL);
+            r->dev[d] = (pipe_run_dev){x[d].mem.peak, m.peak, stored.peak, pipe_device_peak(c, d, st), s[d].n_step};
         }
         exec_free(&x[d]);
         free(dv[d].last_write), free(dv[d].sent);

@@ -16,7 +16,9 @@
 
 typedef struct {
     int64_t measured;  /* the engine's device peak */
-    int64_t replay;    /* the replay of the device's schedule */
+    int64_t replay;    /* the replay of the device's schedule: the prediction */
+    int64_t stored;    /* the same with each data-sized encoding (sparse, zfp:acc) at the bytes the engine
+                          stored rather than those predicted: what `measured` must equal */
     int64_t model;     /* pipe_device_peak from the stages' sums */
     int n_step;
 } pipe_run_dev;

@@ -141,9 +141,10 @@ static int lower_bound(const int *v, int n, int a)
 /* Buffer b belongs to layers [a, z): a backward step of one of them uses it, or its own layer is one. */
 static bool belongs(const pipe_net *pn, int b, int a, int z)
 {
-    const int *r = pn->rd + pn->rd0[b];
-    int n = pn->rd0[b + 1] - pn->rd0[b], L = pn->s.bufs[b].layer, k = lower_bound(r, n, a);
-    return (L >= a && L < z) || (k < n && r[k] < z);
+    int by = pn->decoded[b]; /* a codec's buffer (an encoded copy, a decoded map): the stages that read the map */
+    const int *r = pn->rd + pn->rd0[by >= 0 ? by : b];
+    int n = pn->rd0[(by >= 0 ? by : b) + 1] - pn->rd0[by >= 0 ? by : b], L = pn->s.bufs[b].layer, k = lower_bound(r, n, a);
+    return (by < 0 && L >= a && L < z) || (k < n && r[k] < z);
 }
 
 /* Each layer's times on device d (its forward steps, its backward's with recomputation and moves,
@@ -251,6 +252,11 @@ int pipe_net_init(pipe_net *pn, const net *n, const plan *p, const sched_cfg *cf
         if (bf->persistent && bf->kind != BUF_INPUT && bf->kind != BUF_LABEL && !bf->host_home)
             pn->persistent[bf->layer > 0 ? bf->layer : 1] += bf->bytes;
     }
+    pn->decoded = malloc(sizeof(int) * nb);
+    if (!pn->decoded) abort();
+    for (size_t b = 0; b < nb; b++) pn->decoded[b] = -1;
+    for (int i = 0; i < s->n_step; i++) /* each device that reads a decoded map encodes and decodes its own copy */
+        if (s->steps[i].op == SCHED_DECODE) pn->decoded[s->steps[i].src] = pn->decoded[s->steps[i].dst] = s->steps[i].dst;
     readers(pn);
     on_device(pn);
     return 0;
@@ -259,7 +265,7 @@ int pipe_net_init(pipe_net *pn, const net *n, const plan *p, const sched_cfg *cf
 void pipe_net_free(pipe_net *pn)
 {
     sched_free(&pn->s);
-    free(pn->fwd), free(pn->bwd), free(pn->upd), free(pn->persistent), free(pn->rd0), free(pn->rd), free(pn->at_turn), free(pn->on0),
+    free(pn->fwd), free(pn->bwd), free(pn->upd), free(pn->persistent), free(pn->rd0), free(pn->rd), free(pn->at_turn), free(pn->on0), free(pn->decoded),
         free(pn->on);
     memset(pn, 0, sizeof *pn);
 }

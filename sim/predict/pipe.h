@@ -74,7 +74,8 @@ double pipe_makespan(const pipe_cfg *c, const double *fwd_us, const double *bwd_
  *   stash       every buffer alive across the iteration's turn (forward to backward) that a backward
  *               step of its layers uses — what autograd keeps; a tensor two stages' backwards read
  *               counts in both (each device holds its copy: the received activation too); one no
- *               backward reads (an encoded copy) counts with its layer's stage
+ *               backward reads counts with its layer's stage; an encoded copy and its decoded map with
+ *               the stages whose backward reads the map (each device holds its own)
  *   persistent  parameters, their gradients, optimizer state, running statistics of its layers
  *   working     the most its steps hold at once besides those (their outputs, gradients,
  *               workspaces): the live bytes its steps use or its layers own, at its fullest step,
@@ -105,6 +106,8 @@ typedef struct {
     int *rd0, *rd;             /* buffer b's readers: rd[rd0[b] .. rd0[b+1]), sorted */
     bool *at_turn;             /* [n_buf]: on the device when the backward pass begins */
     int *on0, *on;             /* step i's buffers on the device: on[on0[i] .. on0[i+1]) (layers' steps) */
+    int *decoded;              /* [n_buf]: for an encoded copy and its decoded map, the map (held where it is
+                                  read, as pipe_sched.h composes it); else -1 */
 } pipe_net;
 
 int pipe_net_init(pipe_net *pn, const net *n, const plan *p, const sched_cfg *cfg, const sim_device *d, err *e);

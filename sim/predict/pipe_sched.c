@@ -16,13 +16,15 @@ typedef struct {
     int *home;          /* [n_buf] */
     bool *home_bwd;     /* [n_buf]: its home stage makes it in its backward */
     bool *leaves;       /* [n_buf]: a stage on another device uses it */
+    int *reader;        /* [2 * n_buf]: the stages (at most two, else -1) whose backward reads a buffer */
+    bool *local;        /* [n_buf]: made on every device that uses it (an encoded copy, a decoded map) */
     int update;         /* the optimizer's step over every layer, or -1 */
 } sorted;
 
 static void sorted_free(sorted *so)
 {
     for (int k = 0; so->list && k < 2 * so->S; k++) free(so->list[k]);
-    free(so->list), free(so->count), free(so->stage_of), free(so->home), free(so->home_bwd), free(so->leaves);
+    free(so->list), free(so->count), free(so->stage_of), free(so->home), free(so->home_bwd), free(so->leaves), free(so->reader), free(so->local);
 }
 
 /* The whole lowering sorted for stage_of (taken: freed with so), a stage a layer, 0..S-1. */
@@ -33,13 +35,47 @@ static int sort_steps(sorted *so, const sched *w, const net *n, const pipe_cfg *
     so->list = err_calloc((size_t)2 * S, sizeof(int *)), so->count = err_calloc((size_t)2 * S, sizeof(int));
     for (int k = 0; k < 2 * S; k++) so->list[k] = err_calloc((size_t)w->n_step + 1, sizeof(int));
     so->home = err_calloc((size_t)w->n_buf + 1, sizeof(int)), so->leaves = err_calloc((size_t)w->n_buf + 1, sizeof(bool));
-    so->home_bwd = err_calloc((size_t)w->n_buf + 1, sizeof(bool));
+    so->home_bwd = err_calloc((size_t)w->n_buf + 1, sizeof(bool)), so->local = err_calloc((size_t)w->n_buf + 1, sizeof(bool));
     for (int b = 0; b < w->n_buf; b++) so->home[b] = w->bufs[b].persistent ? so->stage_of[w->bufs[b].layer] : -1;
+    int *reader = so->reader = err_calloc((size_t)w->n_buf * 2 + 2, sizeof(int)); /* the (at most two) stages whose backward reads a buffer */
+    memset(reader, -1, ((size_t)w->n_buf * 2 + 2) * sizeof(int));
+    for (int i = 0; i < w->n_step; i++) {
+        const sched_step *t = &w->steps[i];
+        bool real = t->op != SCHED_OFFLOAD && t->op != SCHED_PREFETCH && t->op != SCHED_ENCODE && t->op != SCHED_DECODE;
+        int us[SCHED_MAX_USES], nu = t->bwd_phase && t->layer >= 1 && real ? sched_step_uses(t, us) : 0;
+        for (int q = 0, st = nu ? so->stage_of[t->layer] : 0; q < nu; q++) {
+            int *r = &reader[2 * us[q]];
+            if (r[0] != st && r[1] != st) *(r[0] < 0 ? &r[0] : &r[1]) = r[1] < 0 ? st : r[1];
+        }
+    }
+    for (int i = 0; i < w->n_step; i++) { /* an encoded copy is read where its decoded map is */
+        const sched_step *t = &w->steps[i];
+        if (t->op == SCHED_DECODE) reader[2 * t->src] = reader[2 * t->dst], reader[2 * t->src + 1] = reader[2 * t->dst + 1];
+    }
     for (int i = 0; i < w->n_step; i++) {
         const sched_step *t = &w->steps[i];
         if (t->op == SCHED_ALLOC || t->op == SCHED_FREE) continue;
-        if (t->op == SCHED_OFFLOAD || t->op == SCHED_PREFETCH)
-            return err_set(e, "pipeline: the plan moves maps to the host (offload or +migrate), which a device's schedule does not compose yet");
+        if (t->op == SCHED_ENCODE || t->op == SCHED_DECODE) { /* on each device whose backward reads the map */
+            int enc = t->op == SCHED_ENCODE ? t->dst : t->src;
+            so->local[enc] = true; /* each device encodes and decodes its own copy */
+            if (t->op == SCHED_DECODE) so->local[t->dst] = true;
+            for (int k = 0; k < 2; k++)
+                if (reader[2 * enc + k] >= 0) {
+                    int list = 2 * reader[2 * enc + k] + (t->op == SCHED_DECODE);
+                    so->list[list][so->count[list]++] = i;
+                }
+            continue;
+        }
+        if (t->op == SCHED_OFFLOAD || t->op == SCHED_PREFETCH) { /* a kept map's move: on each device that keeps it for its backward */
+            if (w->bufs[t->buf].host_home)
+                return err_set(e, "pipeline: +migrate keeps parameters, gradients or state on the host, which a device's schedule does not compose yet");
+            for (int k = 0; k < 2; k++)
+                if (reader[2 * t->buf + k] >= 0) {
+                    int list = 2 * reader[2 * t->buf + k] + (t->op == SCHED_PREFETCH);
+                    so->list[list][so->count[list]++] = i;
+                }
+            continue;
+        }
         if (t->op == SCHED_LOAD) {
             if (t->y >= 0) so->home[t->y] = -2;
             if (t->aux >= 0) so->home[t->aux] = -2;
@@ -58,6 +94,7 @@ static int sort_steps(sorted *so, const sched *w, const net *n, const pipe_cfg *
             if (so->home[wr[q]] == -1) so->home[wr[q]] = s, so->home_bwd[wr[q]] = t->bwd_phase;
         for (int q = 0; q < nu; q++) {
             int b = us[q], h = so->home[b];
+            if (so->local[b]) continue;
             if (h == -1) so->home[b] = s, so->home_bwd[b] = t->bwd_phase; /* scratch: its first user's */
             /* what another stage made must flow as a pipeline carries it: activations on, gradients back */
             else if (h >= 0 && h != s && !((h < s && !so->home_bwd[b]) || (h > s && t->bwd_phase && so->home_bwd[b]))) {
@@ -70,10 +107,12 @@ static int sort_steps(sorted *so, const sched *w, const net *n, const pipe_cfg *
     }
     for (int i = 0; i < w->n_step; i++) { /* who leaves: a buffer another device's stage uses */
         const sched_step *t = &w->steps[i];
-        if (t->op == SCHED_ALLOC || t->op == SCHED_FREE || t->op == SCHED_LOAD || t->op == SCHED_UPDATE) continue;
+        if (t->op == SCHED_ALLOC || t->op == SCHED_FREE || t->op == SCHED_LOAD || t->op == SCHED_UPDATE || t->op == SCHED_OFFLOAD ||
+            t->op == SCHED_PREFETCH || t->op == SCHED_ENCODE || t->op == SCHED_DECODE)
+            continue;
         int us[SCHED_MAX_USES], nu = sched_step_uses(t, us), dev = pipe_device_of(c, so->stage_of[t->layer]);
         for (int q = 0; q < nu; q++)
-            if (so->home[us[q]] >= 0 && pipe_device_of(c, so->home[us[q]]) != dev) {
+            if (!so->local[us[q]] && so->home[us[q]] >= 0 && pipe_device_of(c, so->home[us[q]]) != dev) {
                 if (w->bufs[us[q]].persistent) return err_set(e, "pipeline: a layer's parameters are used in another stage");
                 so->leaves[us[q]] = true;
             }
@@ -133,7 +172,7 @@ static int here(build *bd, int b, int mb, int k)
     if (at >= 0) return at;
     int home = bd->so->home[b];
     at = new_buf(bd, b, mb);
-    if (!persistent && (home == -2 || pipe_device_of(bd->c, home) != bd->d)) {
+    if (!persistent && !bd->so->local[b] && (home == -2 || pipe_device_of(bd->c, home) != bd->d)) {
         sched_step t = {.op = SCHED_LOAD, .layer = bd->w->bufs[b].layer, .band = -1, .y = at, .aux = -1, .w = -1, .dw = -1, .ws = -1,
                         .dy = -1, .src = -1, .dst = -1, .sums = -1, .buf = -1, .rows = bd->w->bufs[b].rows};
         add_step(bd, &t, k);
@@ -146,7 +185,7 @@ static int here(build *bd, int b, int mb, int k)
 static void add_copy(build *bd, const sched_step *t, int mb, int k)
 {
     sched_step nt = *t;
-    int *f[] = {&nt.y, &nt.aux, &nt.w, &nt.dw, &nt.ws, &nt.dy, &nt.src, &nt.dst, &nt.sums};
+    int *f[] = {&nt.y, &nt.aux, &nt.w, &nt.dw, &nt.ws, &nt.dy, &nt.src, &nt.dst, &nt.sums, &nt.buf};
     for (size_t q = 0; q < sizeof f / sizeof *f; q++) *f[q] = here(bd, *f[q], mb, k);
     if (t->n_x) {
         sched_step_slots(bd->out, &nt, t->n_x);

@@ -13,9 +13,11 @@
  * (its last use on this device). The last pass (liveness.h) places every ALLOC and FREE, so a
  * device holds a micro-batch's maps exactly from its first use to its last, as one device does.
  *
- * Refused with a reason: a plan that moves maps to the host (offload, prefetch, +migrate: not
- * composed yet), a step or buffer that crosses a cut (a segment of the plan spans two stages: the
- * cuts must fall between its segments). */
+ * A kept map's moves (offload, prefetch) and its codec steps (encode, decode) go to every device
+ * whose backward reads the map — a map at a cut is read on both sides, and each device moves, or
+ * encodes and decodes, its own copy. Refused with a reason: +migrate (parameters, gradients or state
+ * on the host between their uses: not composed yet), a step or buffer that crosses a cut (a segment
+ * of the plan spans two stages: the cuts must fall between its segments). */
 #ifndef LRCNN_PIPE_SCHED_H
 #define LRCNN_PIPE_SCHED_H
 

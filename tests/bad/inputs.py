@@ -285,7 +285,7 @@ def option_cases():
         ("pipe", "plan --pipeline --solver nosuch", ["plan", "--pipeline", "2", "--micro-batches", "2", "--batch", "4", "--net", "vgg-small", "--budget", "1GiB", "--solver", "nosuch"]),
         ("pipe", "plan --pipeline --candidates with an unknown plan", ["plan", "--pipeline", "2", "--micro-batches", "2", "--batch", "4", "--net", "vgg-small", "--budget", "1GiB", "--candidates", "layer,nosuch"]),
         ("pipe", "plan --pipeline interleaved", ["plan", "--pipeline", "2", "--micro-batches", "2", "--batch", "4", "--net", "vgg-small", "--budget", "1GiB", "--schedule", "interleaved", "--chunks", "2"]),
-        ("pipe", "pipe --run of a plan that offloads", ["pipe", "--net", "vgg-small", "--devices", "2", "--micro-batches", "2", "--batch", "4", "--run", "--plan", "vdnn-all"]),
+        ("pipe", "pipe --run of a plan that migrates", ["pipe", "--net", "vgg-small", "--devices", "2", "--micro-batches", "2", "--batch", "4", "--run", "--plan", "layer+migrate"]),
         ("lower", "lower without --plan", ["lower", "--net", "vgg-small", "-o", "{o}"]),
         ("lower", "lower --iters", ["lower", "--net", "vgg-small", "--plan", "layer", "--iters", "2", "-o", "{o}"]),
         ("lower", "lower ckpt-opt:B nothing fits", ["lower", "--net", "vgg-small", "--plan", "ckpt-opt:1KiB", "-o", "{o}"]),
