@@ -172,6 +172,8 @@ int cli_lower(int argc, char **argv);
 /* The plans a pipeline stage may run when lrcnn plan --pipeline names none (--candidates default). */
 #define PIPE_CANDIDATES "layer,ckpt-sqrt,2ps:4,2ps:8,overl:4,overl:8"
 int cli_pipe(int argc, char **argv);
+/* The same, its messages naming command `who` (lrcnn plan --pipeline forwards here). */
+int cli_pipe_as(const char *who, int argc, char **argv);
 int cli_torch_plan(int argc, char **argv);
 
 /* What `lrcnn validate` does for one configuration, shared with specs' run = validate: every plan

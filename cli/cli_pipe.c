@@ -233,7 +233,7 @@ static void report(const cli_config *o, const cli_inputs *in, const pipe_cfg *c,
     free(fw), free(bw), free(lk), free(tail);
 }
 
-int cli_pipe(int argc, char **argv)
+int cli_pipe_as(const char *who, int argc, char **argv)
 {
     cli_config o = {.batch = 32, .optimizer = SCHED_SGD, .host_budget = -1};
     const char *devices = NULL, *micro = NULL, *sched_name = "1f1b", *chunks = NULL, *device = NULL, *link = "nvlink", *budget_s = NULL, *v;
@@ -241,7 +241,7 @@ int cli_pipe(int argc, char **argv)
     bool run = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
-        int got = cli_common(argc, argv, &i, "pipe", &o);
+        int got = cli_common(argc, argv, &i, who, &o);
         if (got < 0) return CLI_USAGE;
         if (got) continue;
         if ((got = cli_opt(argc, argv, &i, "--devices", &v)) > 0) devices = v;
@@ -254,31 +254,31 @@ int cli_pipe(int argc, char **argv)
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--candidates", &v)) > 0) cands = v;
         else if (got == 0 && (got = cli_opt(argc, argv, &i, "--solver", &v)) > 0) solver = v;
         else if (got == 0 && !strcmp(argv[i], "--run")) run = true, got = 1;
-        if (got <= 0) return cli_unknown("pipe", argc, argv, i, got);
+        if (got <= 0) return cli_unknown(who, argc, argv, i, got);
     }
     pipe_cfg c = {.chunks = 1};
-    if (!o.net || !devices || !micro) return cli_fail("pipe", "--net, --devices and --micro-batches are required (see lrcnn pipe --help)");
-    if (cli_parse_int(devices, 1, 64, &c.devices)) return cli_fail("pipe", "--devices %s: expected 1..64", devices);
-    if (cli_parse_int(micro, 1, 4096, &c.micro)) return cli_fail("pipe", "--micro-batches %s: expected 1..4096", micro);
-    if (chunks && cli_parse_int(chunks, 1, 16, &c.chunks)) return cli_fail("pipe", "--chunks %s: expected 1..16", chunks);
+    if (!o.net || !devices || !micro) return cli_fail(who, "--net, --devices and --micro-batches are required (see lrcnn pipe --help)");
+    if (cli_parse_int(devices, 1, 64, &c.devices)) return cli_fail(who, "--devices %s: expected 1..64", devices);
+    if (cli_parse_int(micro, 1, 4096, &c.micro)) return cli_fail(who, "--micro-batches %s: expected 1..4096", micro);
+    if (chunks && cli_parse_int(chunks, 1, 16, &c.chunks)) return cli_fail(who, "--chunks %s: expected 1..16", chunks);
     int kind = pipe_kind_of(sched_name);
-    if (kind < 0) return cli_fail("pipe", "--schedule %s: expected gpipe, 1f1b or interleaved", sched_name);
+    if (kind < 0) return cli_fail(who, "--schedule %s: expected gpipe, 1f1b or interleaved", sched_name);
     c.kind = (pipe_kind)kind;
     double gbps = link_gbps(link);
-    if (gbps < 0) return cli_fail("pipe", "--link %s: expected nvlink, pcie4, pcie5, ib or GB/s", link);
-    if (o.iters || o.seed || o.host || o.calibrate || o.out) return cli_fail("pipe", "it predicts: --iters, --seed, -o and the like do not apply");
+    if (gbps < 0) return cli_fail(who, "--link %s: expected nvlink, pcie4, pcie5, ib or GB/s", link);
+    if (o.iters || o.seed || o.host || o.calibrate || o.out) return cli_fail(who, "it predicts: --iters, --seed, -o and the like do not apply");
     err e, why = {0};
     int64_t budget = 0;
-    if (budget_s && units_parse_bytes(budget_s, &budget)) return cli_fail("pipe", "--budget %s: expected bytes like 16GiB, 12G, 80e9", budget_s);
-    if (pipe_check(&c, &e)) return cli_fail("pipe", "%s", e.msg);
-    if (strcmp(solver, "dp") && strcmp(solver, "ilp")) return cli_fail("pipe", "--solver %s: expected dp or ilp", solver);
-    if ((cands || strcmp(solver, "dp")) && !budget) return cli_fail("pipe", "--candidates and --solver choose stages under a --budget");
-    if (cands && o.plan) return cli_fail("pipe", "--candidates and --plan: the candidates are the plans a stage may run");
-    if (run && (device || o.profile)) return cli_fail("pipe", "--run runs the CPU engine: its peaks are the cpu device's (no --device or --profile)");
-    if (o.batch % c.micro) return cli_fail("pipe", "--batch %d is not a multiple of --micro-batches %d", o.batch, c.micro);
+    if (budget_s && units_parse_bytes(budget_s, &budget)) return cli_fail(who, "--budget %s: expected bytes like 16GiB, 12G, 80e9", budget_s);
+    if (pipe_check(&c, &e)) return cli_fail(who, "%s", e.msg);
+    if (strcmp(solver, "dp") && strcmp(solver, "ilp")) return cli_fail(who, "--solver %s: expected dp or ilp", solver);
+    if ((cands || strcmp(solver, "dp")) && !budget) return cli_fail(who, "--candidates and --solver choose stages under a --budget");
+    if (cands && o.plan) return cli_fail(who, "--candidates and --plan: the candidates are the plans a stage may run");
+    if (run && (device || o.profile)) return cli_fail(who, "--run runs the CPU engine: its peaks are the cpu device's (no --device or --profile)");
+    if (o.batch % c.micro) return cli_fail(who, "--batch %d is not a multiple of --micro-batches %d", o.batch, c.micro);
     sched_cfg cfg = {.batch = o.batch / c.micro, .optimizer = o.optimizer};
     cli_inputs in;
-    if (cli_inputs_load(&in, &o, device, &cfg, &e)) return cli_fail("pipe", "%s", e.msg);
+    if (cli_inputs_load(&in, &o, device, &cfg, &e)) return cli_fail(who, "%s", e.msg);
     int S = pipe_stages(&c), rc = CLI_OK;
     int *first = calloc((size_t)S + 1, sizeof *first);
     pipe_stage *st = calloc((size_t)S + 1, sizeof *st);
@@ -291,16 +291,16 @@ int cli_pipe(int argc, char **argv)
         texts = calloc((size_t)S, sizeof *texts);
         if (!texts) abort();
         int r = search_stages(&in.n, cands, o.bn, &cfg, &in.dev, &c, budget, !strcmp(solver, "ilp"), &p, first, texts, how, sizeof how, &e);
-        if (r) rc = cli_fail("pipe", "%s", e.msg);
+        if (r) rc = cli_fail(who, "%s", e.msg);
         parsed = !r;
     } else if (cli_plan_parse(&p, &in.n, o.plan ? o.plan : "layer", o.bn, &cfg, &in.dev, &e)) {
-        rc = cli_fail("pipe", "%s", e.msg);
+        rc = cli_fail(who, "%s", e.msg);
     } else if (parsed = true, budget ? pipe_split(&in.n, &p, &cfg, &in.dev, &c, budget, first, &e) : pipe_balanced_cuts(&in.n, &p, &cfg, &in.dev, S, first, &e)) {
-        rc = cli_fail("pipe", "%s", e.msg);
+        rc = cli_fail(who, "%s", e.msg);
     }
-    if (rc == CLI_OK && pipe_stage_costs(&in.n, &p, &cfg, &in.dev, first, S, st, &e)) rc = cli_fail("pipe", "%s", e.msg);
+    if (rc == CLI_OK && pipe_stage_costs(&in.n, &p, &cfg, &in.dev, first, S, st, &e)) rc = cli_fail(who, "%s", e.msg);
     else if (rc == CLI_OK && exact_peaks(&in.n, &p, &cfg, &c, first, run, replay, measured, &why)) {
-        if (run) rc = cli_fail("pipe", "%s", why.msg);
+        if (run) rc = cli_fail(who, "%s", why.msg);
         for (int d = 0; d < c.devices; d++) replay[d] = -1; /* the stage sums alone, and why */
     }
     if (parsed) plan_free(&p);
@@ -312,3 +312,5 @@ int cli_pipe(int argc, char **argv)
     cli_inputs_free(&in);
     return rc;
 }
+
+int cli_pipe(int argc, char **argv) { return cli_pipe_as("pipe", argc, argv); }

@@ -483,7 +483,7 @@ static int plan_pipeline(int argc, char **argv)
     }
     int n = argc;
     if (!chosen) v[n++] = "--candidates", v[n++] = "default";
-    int rc = cli_pipe(n, v);
+    int rc = cli_pipe_as("plan", n, v);
     free(v);
     return rc;
 }
