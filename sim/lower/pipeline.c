@@ -42,8 +42,7 @@ int pipeline_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, 
     }
     if (p->migrate) migrate_updates(&c);
     else segment_update(&c);
-    for (int i = 0; i < s->n_step; i++) /* compute: the passes' FLOPs, not the optimizer's */
-        if (s->steps[i].op == SCHED_FWD || s->steps[i].op == SCHED_BWD || s->steps[i].op == SCHED_STATS) s->flops += s->steps[i].flops;
+    s->flops = sched_compute_flops(s);
     stash_mark_offloads(&c);
     int rc = stash_encode(&c, e);
     if (!rc) rc = stash_place_moves(&c, e);

@@ -211,3 +211,11 @@ void sched_bytes_by_category(const sched *s, int64_t *out)
     sched_walk(s, fill_rows, &c);
     fill_rows(&c, s->n_step, c.last); /* steps after the last event keep its values */
 }
+
+double sched_compute_flops(const sched *s)
+{
+    double f = 0;
+    for (int i = 0; i < s->n_step; i++)
+        if (s->steps[i].op == SCHED_FWD || s->steps[i].op == SCHED_BWD || s->steps[i].op == SCHED_STATS) f += s->steps[i].flops;
+    return f;
+}

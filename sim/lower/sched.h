@@ -178,6 +178,8 @@ void sched_walk(const sched *s, sched_visit visit, void *ctx);
 void sched_bytes_by_category(const sched *s, int64_t *out);
 
 /* The optimizer step's FLOPs and memory traffic over `params` parameters (time model). */
+/* The passes' FLOPs: every FWD, BWD and STATS step's, recomputation included, not the optimizer's. */
+double sched_compute_flops(const sched *s);
 double sched_update_flops(const sched_cfg *cfg, int64_t params);
 double sched_update_bytes(const sched_cfg *cfg, int64_t params);
 

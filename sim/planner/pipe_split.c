@@ -8,6 +8,9 @@
 
 #include "sim/predict/pipe_sched.h"
 
+/* Where layers [pos[i], pos[j]) under candidate q sit in the table's st and ok. */
+static size_t pair(const pipe_table *t, int i, int j, int q) { return ((size_t)i * (size_t)(t->m + 1) + (size_t)j) * (size_t)t->Q + (size_t)q; }
+
 int pipe_table_build(pipe_table *t, const net *n, const plan *cand, int Q, const sched_cfg *cfg, const sim_device *d, const pipe_cfg *c,
                      err *e)
 {
@@ -34,7 +37,7 @@ int pipe_table_build(pipe_table *t, const net *n, const plan *cand, int Q, const
             if (i && !pipe_cut_ok(n, &cand[q], t->pos[i])) continue;
             for (int j = i + 1; j <= t->m; j++) {
                 if (j < t->m && !pipe_cut_ok(n, &cand[q], t->pos[j])) continue;
-                size_t at = ((size_t)i * W + (size_t)j) * (size_t)Q + (size_t)q;
+                size_t at = pair(t, i, j, q);
                 pipe_range(pn, t->pos[i], t->pos[j], &t->st[at]);
                 t->ok[at] = true;
             }
@@ -45,7 +48,7 @@ int pipe_table_build(pipe_table *t, const net *n, const plan *cand, int Q, const
 
 int64_t pipe_table_peak(pipe_table *t, int i, int j, int q, int k)
 {
-    size_t W = (size_t)t->m + 1, at = (((size_t)i * W + (size_t)j) * (size_t)t->Q + (size_t)q) * (size_t)t->P + (size_t)k;
+    size_t at = pair(t, i, j, q) * (size_t)t->P + (size_t)k;
     if (t->exact[at] >= 0) return t->exact[at];
     sched s;
     pipe_dev pd;
@@ -96,7 +99,7 @@ static void dp_pass(pipe_table *t, int64_t budget, bool least, double *best, int
         for (int j = k; j <= m - (P - k); j++)
             for (int i = k - 1; i < j; i++)
                 for (int q = 0; q < Q; q++) {
-                    if (!t->ok[((size_t)i * W + (size_t)j) * (size_t)Q + (size_t)q]) continue;
+                    if (!t->ok[pair(t, i, j, q)]) continue;
                     size_t here = (size_t)k * W + (size_t)j, prev = (size_t)(k - 1) * W + (size_t)i;
                     if (least) {
                         int64_t pk = most[prev] == INT64_MAX ? INT64_MAX : pipe_table_peak(t, i, j, q, k - 1);
@@ -125,10 +128,8 @@ int pipe_split_dp(pipe_table *t, int64_t budget, pipe_answer *a)
             a->which[k - 1] = pick[here], j = from[here], a->first[k - 1] = t->pos[j];
         }
     } else {
-        double *b2 = err_calloc((size_t)(P + 1) * W, sizeof(double));
-        dp_pass(t, budget, true, b2, most, from, pick);
+        dp_pass(t, budget, true, best, most, from, pick);
         a->least = most[end];
-        free(b2);
     }
     free(best), free(most), free(from), free(pick);
     return rc;
@@ -156,7 +157,7 @@ static void ilp_columns(glp_prob *lp, pipe_table *t, int64_t budget, ilp_cols *c
         for (int i = k; i <= m - (P - k); i++)       /* stage k starts at i >= k and leaves a position for each after it */
             for (int j = i + 1; j <= m - (P - k - 1); j++)
                 for (int q = 0; q < Q; q++)
-                    if (t->ok[((size_t)i * W + (size_t)j) * (size_t)Q + (size_t)q] && pipe_table_peak(t, i, j, q, k) <= budget)
+                    if (t->ok[pair(t, i, j, q)] && pipe_table_peak(t, i, j, q, k) <= budget)
                         c->col[col_at(t, k, i, j, q)] = ++c->n_col;
     glp_add_cols(lp, c->n_col + 1);
     for (int j = 1; j <= c->n_col; j++) glp_set_col_kind(lp, j, GLP_BV);

@@ -41,7 +41,10 @@ typedef struct {
 int pipe_table_build(pipe_table *t, const net *n, const plan *cand, int Q, const sched_cfg *cfg, const sim_device *d, const pipe_cfg *c,
                      err *e);
 void pipe_table_free(pipe_table *t);
-static inline const pipe_stage *pipe_table_at(const pipe_table *t, int i, int j, int q) { return &t->st[((size_t)i * (size_t)(t->m + 1) + (size_t)j) * (size_t)t->Q + (size_t)q]; }
+static inline const pipe_stage *pipe_table_at(const pipe_table *t, int i, int j, int q)
+{
+    return &t->st[((size_t)i * (size_t)(t->m + 1) + (size_t)j) * (size_t)t->Q + (size_t)q];
+}
 
 /* An answer: stage k is layers [first[k], first[k+1]) under candidate which[k]. */
 typedef struct {

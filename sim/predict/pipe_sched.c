@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sim/lower/liveness.h"
+#include "sim/lower/lower.h"
 
 /* The whole-net lowering sorted out: each stage's steps of each pass (by index, in order), the
  * stage each buffer belongs to (home: the stage that writes it, or first uses it; -2: data the LOAD
@@ -139,12 +140,11 @@ static int new_buf(build *bd, int b, int mb)
         bd->cap_buf = bd->cap_buf * 2 + 64;
         o->bufs = err_realloc(o->bufs, (size_t)bd->cap_buf * sizeof *o->bufs);
         pd->orig = err_realloc(pd->orig, (size_t)bd->cap_buf * sizeof(int)), pd->mb = err_realloc(pd->mb, (size_t)bd->cap_buf * sizeof(int));
-        pd->arrives = err_realloc(pd->arrives, (size_t)bd->cap_buf * sizeof(bool));
         pd->leaves = err_realloc(pd->leaves, (size_t)bd->cap_buf * sizeof(bool));
     }
     int k = o->n_buf++;
     o->bufs[k] = bd->w->bufs[b];
-    pd->orig[k] = b, pd->mb[k] = bd->w->bufs[b].persistent ? -1 : mb, pd->arrives[k] = false;
+    pd->orig[k] = b, pd->mb[k] = bd->w->bufs[b].persistent ? -1 : mb;
     pd->leaves[k] = bd->so->leaves[b] && bd->so->home[b] >= 0 && pipe_device_of(bd->c, bd->so->home[b]) == bd->d;
     bd->copy[(int64_t)b * bd->c->micro + (mb < 0 ? 0 : mb)] = k;
     return k;
@@ -173,10 +173,9 @@ static int here(build *bd, int b, int mb, int k)
     int home = bd->so->home[b];
     at = new_buf(bd, b, mb);
     if (!persistent && !bd->so->local[b] && (home == -2 || pipe_device_of(bd->c, home) != bd->d)) {
-        sched_step t = {.op = SCHED_LOAD, .layer = bd->w->bufs[b].layer, .band = -1, .y = at, .aux = -1, .w = -1, .dw = -1, .ws = -1,
-                        .dy = -1, .src = -1, .dst = -1, .sums = -1, .buf = -1, .rows = bd->w->bufs[b].rows};
+        sched_step t = lower_buffer_step(bd->out, SCHED_LOAD, at, -1, 0);
+        t.buf = -1, t.y = at, t.rows = bd->w->bufs[b].rows;
         add_step(bd, &t, k);
-        bd->pd->arrives[at] = true;
     }
     return at;
 }
@@ -246,11 +245,9 @@ static int compose(sched *out, pipe_dev *pd, const sched *whole, const net *n, c
         u.flops = sched_update_flops(cfg, params), u.bytes_moved = sched_update_bytes(cfg, params);
         add_step(&bd, &u, pd->n_op);
     }
-    for (int i = 0; i < out->n_step; i++)
-        if (out->steps[i].op == SCHED_FWD || out->steps[i].op == SCHED_BWD || out->steps[i].op == SCHED_STATS) out->flops += out->steps[i].flops;
+    out->flops = sched_compute_flops(out);
     liveness_place(out);
     op_starts(&bd, pd);
-    pd->n_buf = out->n_buf;
     free(bd.copy), free(bd.tag);
     sorted_free(&so);
     return 0;
@@ -289,6 +286,6 @@ int pipe_sched_stage(sched *out, pipe_dev *pd, const sched *whole, const net *n,
 
 void pipe_dev_free(pipe_dev *pd)
 {
-    free(pd->ops), free(pd->op_start), free(pd->orig), free(pd->mb), free(pd->arrives), free(pd->leaves);
+    free(pd->ops), free(pd->op_start), free(pd->orig), free(pd->mb), free(pd->leaves);
     memset(pd, 0, sizeof *pd);
 }

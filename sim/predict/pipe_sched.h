@@ -28,10 +28,9 @@ typedef struct {
     pipe_op *ops;
     int *op_start;     /* [n_op + 1]: op k runs steps [op_start[k], op_start[k + 1]); the optimizer's step
                           and the persistent FREEs follow op_start[n_op] */
-    int n_buf;
-    int *orig, *mb;    /* [n_buf]: the whole-net lowering's buffer each one copies, and its micro-batch
-                          (-1: persistent, shared by all) */
-    bool *arrives;     /* [n_buf]: filled by a LOAD from outside this device (data or another device) */
+    int *orig, *mb;    /* [the schedule's n_buf]: the whole-net lowering's buffer each one copies, and its
+                          micro-batch (-1: persistent, shared by all); what a LOAD fills comes from outside
+                          this device (data or another device) */
     bool *leaves;      /* [n_buf]: read by another device once complete: sent when freed here */
 } pipe_dev;
 
