@@ -1,8 +1,8 @@
 /* CPU engine speed, measured against peers in the same run (figures, not assertions):
  *   1. every VGG-16 convolution at 224x224 (batch 2): forward and backward GFLOP/s against
  *      OpenBLAS sgemm on a matrix product of the conv's own shape (M = C_out, N = H*W,
- *      K = C_in*k*k) timed right before it (target: >= 70% of sgemm for the large layers);
- *   2. one training iteration (layer plan, SGD, batch 2) of VGG-16 and ResNet-50 at 224x224:
+ *      K = C_in*k*k) timed right before it (goal: >= 85% of sgemm for every layer);
+ *   2. one training iteration (layer plan, SGD, the batch given) of VGG-16 and ResNet-50 at 224x224:
  *      time and peak, and where the time goes (the heaviest layers, forward + backward).
  *   3. `alloc`: the arena against the pool (engine/exec.h: --alloc arena|pool) in the same process,
  *      runs alternating so that neither gets the warmer machine: the median iteration of each,

@@ -56,13 +56,14 @@ static void valid_cols(net_window win, int kj, int w_in, int w_out, int *lo, int
 /* col (C_in*kh*kw, R*W_out), rows ld floats apart <- the input values each output position
  * [a, b) x [0, W_out) of image n reads through window win along H and ww along W; zero where the
  * window hangs over the padding, or over input rows outside [v0, v1) (a conv: the map, [0, in_h);
- * a transposed conv's backward: the rows of the gradient its band holds). Channels are
- * independent: one per thread. */
+ * a transposed conv's backward: the rows of the gradient its band holds). Each tap (channel, ki,
+ * kj) fills its own row of col: the taps are shared out among the threads (a first layer has
+ * three channels but 27 taps). */
 static void im2col(float *col, int64_t ld, const ten *x, int n, net_window win, net_window ww, int v0, int v1, int a, int b,
                    int w_out)
 {
     int kh = win.k, kw = ww.k, w_in = x->w;
-#pragma omp parallel for schedule(static) if (cpu_parallel((int64_t)x->c * kh * kw * (b - a) * w_out))
+#pragma omp parallel for collapse(3) schedule(static) if (cpu_parallel((int64_t)x->c * kh * kw * (b - a) * w_out))
     for (int ci = 0; ci < x->c; ci++)
         for (int ki = 0; ki < kh; ki++)
             for (int kj = 0; kj < kw; kj++) {
@@ -88,27 +89,33 @@ static void im2col(float *col, int64_t ld, const ten *x, int n, net_window win, 
 }
 
 /* dx of image n += col2im(col): the transpose of im2col (same ld); padding positions, and rows
- * outside [v0, v1), are dropped. Each thread owns whole input channels, so no two threads add into
- * the same element. */
+ * outside [v0, v1), are dropped. A thread owns a stretch of one input channel's rows (several a
+ * channel where channels are fewer than the threads need), so no two threads add into the same
+ * element, and each element takes its terms in the same order however the rows are shared out. */
 static void col2im(const float *col, int64_t ld, const ten *dx, int n, net_window win, net_window ww, int v0, int v1, int a, int b,
                    int w_out)
 {
-    int kh = win.k, kw = ww.k, w_in = dx->w;
-#pragma omp parallel for schedule(static) if (cpu_parallel((int64_t)dx->c * kh * kw * (b - a) * w_out))
+    int kh = win.k, kw = ww.k, w_in = dx->w, h = v1 - v0;
+    int parts = dx->c >= 16 || h < 2 ? 1 : (16 + dx->c - 1) / dx->c; /* stretches a channel */
+    if (parts > h) parts = h;
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dx->c * kh * kw * (b - a) * w_out))
     for (int ci = 0; ci < dx->c; ci++)
-        for (int ki = 0; ki < kh; ki++)
-            for (int kj = 0; kj < kw; kj++) {
-                const float *src = col + ((int64_t)(ci * kh + ki) * kw + kj) * ld;
-                int lo, hi, off = ww.d * kj - ww.p;
-                valid_cols(ww, kj, w_in, w_out, &lo, &hi);
-                for (int o = a; o < b; o++) {
-                    int ih = o * win.s - win.p + win.d * ki;
-                    if (ih < v0 || ih >= v1) continue;
-                    const float *srow = src + (int64_t)(o - a) * w_out;
-                    float *dxrow = cpu_row(dx, n, ci, ih);
-                    for (int ow = lo; ow < hi; ow++) dxrow[ow * ww.s + off] += srow[ow];
+        for (int part = 0; part < parts; part++) {
+            int r0 = v0 + (int)((int64_t)h * part / parts), r1 = v0 + (int)((int64_t)h * (part + 1) / parts);
+            for (int ki = 0; ki < kh; ki++)
+                for (int kj = 0; kj < kw; kj++) {
+                    const float *src = col + ((int64_t)(ci * kh + ki) * kw + kj) * ld;
+                    int lo, hi, off = ww.d * kj - ww.p;
+                    valid_cols(ww, kj, w_in, w_out, &lo, &hi);
+                    for (int o = a; o < b; o++) {
+                        int ih = o * win.s - win.p + win.d * ki;
+                        if (ih < r0 || ih >= r1) continue;
+                        const float *srow = src + (int64_t)(o - a) * w_out;
+                        float *dxrow = cpu_row(dx, n, ci, ih);
+                        for (int ow = lo; ow < hi; ow++) dxrow[ow * ww.s + off] += srow[ow];
+                    }
                 }
-            }
+        }
 }
 
 /* Between a group's (C, g*cols) matrix m and rows [a, a + R) of images n0.. of view t (R*W = cols):
@@ -120,6 +127,33 @@ static void group_copy(float *m, const ten *t, int n0, int g, int a, int cols, b
             float *mrow = m + (int64_t)ch * g * cols + (int64_t)i * cols, *trow = cpu_row(t, n0 + i, ch, a);
             if (to_t) memcpy(trow, mrow, (size_t)cols * sizeof(float));
             else memcpy(mrow, trow, (size_t)cols * sizeof(float));
+        }
+}
+
+/* An image's product runs over stretches of output rows whose col (K rows) fits in about this many
+ * bytes, written and read back from the cache instead of memory (the whole col of VGG-16's conv1_2
+ * is 115 MB an image, and copying it cost the product a quarter of its time), but of no fewer
+ * columns than the second constant (narrower products lose more in sgemm than the cache saves:
+ * VGG-16's 28x28 layers). Tuned on a 2-core EPYC (1 MiB L2 a core, 32 MiB L3; ./lrcnn bench's
+ * conv table). The workspace stays what sched_workspace_bytes() says, of which a stretch uses a part. */
+enum { COL_STRETCH_BYTES = 4 << 20, COL_STRETCH_MIN_COLS = 2048 };
+
+static int stretch_rows(int K, int w_out)
+{
+    int64_t rows = COL_STRETCH_BYTES / ((int64_t)K * w_out * (int64_t)sizeof(float));
+    if (rows * w_out < COL_STRETCH_MIN_COLS) rows = (COL_STRETCH_MIN_COLS + w_out - 1) / w_out;
+    return rows < 1 ? 1 : rows > INT32_MAX ? INT32_MAX : (int)rows;
+}
+
+/* rows [a, b) of images n0 .. n0 + g - 1 of y += the bias of their channel */
+static void add_bias(const ten *y, const float *bias, int n0, int g, int a, int b)
+{
+    int64_t len = (int64_t)(b - a) * y->w;
+#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel(g * y->c * len))
+    for (int i = 0; i < g; i++)
+        for (int co = 0; co < y->c; co++) {
+            float *yr = cpu_row(y, n0 + i, co, a);
+            for (int64_t j = 0; j < len; j++) yr[j] += bias[co];
         }
 }
 
@@ -153,22 +187,22 @@ void conv_cpu_forward(const ops_call *c)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c_out, cols, K, 1.0f, wt, K, xn,
                         (int)x_plane, 0.0f, yn, (int)y_plane);
         } else {
-            for (int i = 0; i < g; i++) im2col(col + (int64_t)i * cols, ld, x, n0 + i, win, ww, 0, in_h, a, b, w_out);
             if (g == 1)
-                grouped_sgemm(Q, CblasNoTrans, CblasNoTrans, cq, cols, Kq, wt, Kq, (int64_t)cq * Kq, col, ld, (int64_t)Kq * ld, 0.0f,
-                              yn, (int)y_plane, cq * y_plane);
+                for (int r0 = a, step = stretch_rows(K, w_out); r0 < b; r0 += step) {
+                    int r1 = b - r0 < step ? b : r0 + step, cc = (r1 - r0) * w_out;
+                    im2col(col, cc, x, n0, win, ww, 0, in_h, r0, r1, w_out);
+                    grouped_sgemm(Q, CblasNoTrans, CblasNoTrans, cq, cc, Kq, wt, Kq, (int64_t)cq * Kq, col, cc, (int64_t)Kq * cc, 0.0f,
+                                  cpu_row(y, n0, 0, r0), (int)y_plane, cq * y_plane);
+                    if (bias) add_bias(y, bias, n0, 1, r0, r1); /* while the stretch is in the cache */
+                }
             else {
+                for (int i = 0; i < g; i++) im2col(col + (int64_t)i * cols, ld, x, n0 + i, win, ww, 0, in_h, a, b, w_out);
                 grouped_sgemm(Q, CblasNoTrans, CblasNoTrans, cq, ld, Kq, wt, Kq, (int64_t)cq * Kq, col, ld, (int64_t)Kq * ld, 0.0f,
                               out, ld, (int64_t)cq * ld);
                 group_copy(out, y, n0, g, a, cols, true);
             }
         }
-        if (bias)
-            for (int i = 0; i < g; i++)
-                for (int co = 0; co < c_out; co++) {
-                    float *yr = cpu_row(y, n0 + i, co, a);
-                    for (int j = 0; j < cols; j++) yr[j] += bias[co];
-                }
+        if (bias && (direct || g > 1)) add_bias(y, bias, n0, g, a, b);
     }
 }
 
@@ -206,35 +240,49 @@ void conv_cpu_backward(const ops_call *c)
             group_copy(dyg, dy, n0, g, a, cols, false);
             dyn = dyg, dy_ld = ld;
         }
-        if (dwt) {
-            if (l->u.conv.bias) {
-                float *db = dwt + (int64_t)c_out * Kq;
-                for (int i = 0; i < g; i++)
-                    for (int co = 0; co < c_out; co++) {
-                        const float *dyr = cpu_row(dy, n0 + i, co, a);
-                        float s = 0.0f;
-                        for (int j = 0; j < cols; j++) s += dyr[j];
-                        db[co] += s;
-                    }
-            }
-            /* dw (C_out, K) += dy (C_out, g*cols) x col^T (g*cols, K) */
-            if (direct) {
-                const float *xn = cpu_row(x, n0, 0, a);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c_out, K, cols, 1.0f, dyn, dy_ld, xn,
+        if (dwt && l->u.conv.bias) { /* a thread a channel: each channel's sum in the same order as on one */
+            float *db = dwt + (int64_t)c_out * Kq;
+#pragma omp parallel for schedule(static) if (cpu_parallel((int64_t)g * c_out * cols))
+            for (int co = 0; co < c_out; co++)
+                for (int i = 0; i < g; i++) {
+                    const float *dyr = cpu_row(dy, n0 + i, co, a);
+                    float s = 0.0f;
+                    for (int j = 0; j < cols; j++) s += dyr[j];
+                    db[co] += s;
+                }
+        }
+        if (direct) {
+            /* dw (C_out, K) += dy (C_out, cols) x x^T; dx (K, cols) += w^T (K, C_out) x dy: the rows in place */
+            if (dwt)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c_out, K, cols, 1.0f, dyn, dy_ld, cpu_row(x, n0, 0, a),
                             (int)((int64_t)x->h * x->w), 1.0f, dwt, K);
-            } else {
+            if (dx->p)
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, cols, c_out, 1.0f, wt, K, dyn, dy_ld,
+                            store ? 0.0f : 1.0f, cpu_row(dx, n0, 0, a), (int)((int64_t)dx->h * dx->w));
+        } else if (g == 1) /* an image, a stretch of rows at a time */
+            for (int r0 = a, step = stretch_rows(K, w_out); r0 < b; r0 += step) {
+                int r1 = b - r0 < step ? b : r0 + step, cc = (r1 - r0) * w_out;
+                const float *dyc = cpu_row(dy, n0, 0, r0);
+                if (dwt) { /* dw (C_out, K) += dy (C_out, cc) x col^T (cc, K) */
+                    im2col(col, cc, x, n0, win, ww, 0, in_h, r0, r1, w_out);
+                    grouped_sgemm(Q, CblasNoTrans, CblasTrans, cq, Kq, cc, dyc, dy_ld, (int64_t)cq * dy_ld, col, cc,
+                                  (int64_t)Kq * cc, 1.0f, dwt, Kq, (int64_t)cq * Kq);
+                }
+                if (dx->p) { /* col (K, cc) = w^T (K, C_out) x dy (C_out, cc), scattered back onto the rows it reads */
+                    int v0, v1;
+                    net_window_rows(win, r0, r1, &v0, &v1);
+                    grouped_sgemm(Q, CblasTrans, CblasNoTrans, Kq, cc, cq, wt, Kq, (int64_t)cq * Kq, dyc, dy_ld,
+                                  (int64_t)cq * dy_ld, 0.0f, col, cc, (int64_t)Kq * cc);
+                    col2im(col, cc, dx, n0, win, ww, v0 > 0 ? v0 : 0, v1 < in_h ? v1 : in_h, r0, r1, w_out);
+                }
+            }
+        else { /* g images gathered side by side */
+            if (dwt) {
                 for (int i = 0; i < g; i++) im2col(col + (int64_t)i * cols, ld, x, n0 + i, win, ww, 0, in_h, a, b, w_out);
                 grouped_sgemm(Q, CblasNoTrans, CblasTrans, cq, Kq, ld, dyn, dy_ld, (int64_t)cq * dy_ld, col, ld, (int64_t)Kq * ld,
                               1.0f, dwt, Kq, (int64_t)cq * Kq);
             }
-        }
-        if (dx->p) {
-            /* col (K, g*cols) = w^T (K, C_out) x dy (C_out, g*cols), then scattered back */
-            if (direct) {
-                float *dxn = cpu_row(dx, n0, 0, a);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, cols, c_out, 1.0f, wt, K, dyn, dy_ld,
-                            store ? 0.0f : 1.0f, dxn, (int)((int64_t)dx->h * dx->w));
-            } else {
+            if (dx->p) {
                 grouped_sgemm(Q, CblasTrans, CblasNoTrans, Kq, ld, cq, wt, Kq, (int64_t)cq * Kq, dyn, dy_ld, (int64_t)cq * dy_ld,
                               0.0f, col, ld, (int64_t)Kq * ld);
                 for (int i = 0; i < g; i++) col2im(col + (int64_t)i * cols, ld, dx, n0 + i, win, ww, 0, in_h, a, b, w_out);
