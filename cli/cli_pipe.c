@@ -87,15 +87,8 @@ static int exact_peaks(const net *n, const plan *p, const sched_cfg *cfg, const 
     sched whole;
     if (pipeline_lower(&whole, n, p, cfg, e)) return -1;
     int rc = 0;
-    for (int d = 0; !rc && d < c->devices; d++) {
-        sched s;
-        pipe_dev pd;
-        sim_mem m;
-        if ((rc = pipe_sched_device(&s, &pd, &whole, n, cfg, c, first, d, e))) break;
-        sim_replay(&s, &m, NULL);
-        replay[d] = m.peak;
-        sched_free(&s), pipe_dev_free(&pd);
-    }
+    for (int d = 0; !rc && d < c->devices; d++)
+        if ((replay[d] = pipe_device_peak_exact(&whole, n, cfg, c, first, d, e)) < 0) rc = -1;
     sched_free(&whole);
     return rc;
 }

@@ -141,15 +141,10 @@ static void check_net(const char *name)
 /* Device k's exact peak with layers [a, z) under candidate pn's plan as its stage. */
 static int64_t exact_peak(const net *n, const pipe_net *pn, const pipe_cfg *c, int a, int z, int k)
 {
-    sched s;
-    pipe_dev pd;
-    sim_mem m;
     err e;
     sched_cfg cfg = {.batch = pn->batch, .optimizer = SCHED_SGD};
-    if (pipe_sched_stage(&s, &pd, &pn->s, n, &cfg, c, a, z, k, &e)) return INT64_MAX;
-    sim_replay(&s, &m, NULL);
-    sched_free(&s), pipe_dev_free(&pd);
-    return m.peak;
+    int64_t peak = pipe_stage_peak_exact(&pn->s, n, &cfg, c, a, z, k, &e);
+    return peak < 0 ? INT64_MAX : peak;
 }
 
 /* Every way to put P - 1 cuts among the clean cuts of n and to give each stage one of the Q
@@ -241,18 +236,14 @@ static void check_whole(const net *n, const plan *cand, const pipe_net *pn, cons
                    fabs(st[k].fwd_us + st[k].bwd_us - want.fwd_us - want.bwd_us) <= 1e-9 * (want.fwd_us + want.bwd_us),
                "%s '%s' stage %d: costs %lld/%lld/%lld, the search's %lld/%lld/%lld", n->name, text, k, (long long)st[k].stash,
                (long long)st[k].working, (long long)st[k].persistent, (long long)want.stash, (long long)want.working, (long long)want.persistent);
-        sched s;
-        pipe_dev pd;
-        sim_mem m;
-        if (pipe_sched_device(&s, &pd, &w, n, cfg, c, a->first, k, &e)) {
+        int64_t peak = pipe_device_peak_exact(&w, n, cfg, c, a->first, k, &e);
+        if (peak < 0) {
             EXPECT(0, "%s '%s' device %d: %s", n->name, text, k, e.msg);
             continue;
         }
-        sim_replay(&s, &m, NULL);
         int64_t alone = exact_peak(n, &pn[a->which[k]], c, a->first[k], a->first[k + 1], k);
-        EXPECT(m.peak == alone && m.peak <= pipe_device_peak(c, k, st), "%s '%s' device %d: replay %lld, its stage composed alone %lld, stage sums %lld",
-               n->name, text, k, (long long)m.peak, (long long)alone, (long long)pipe_device_peak(c, k, st));
-        sched_free(&s), pipe_dev_free(&pd);
+        EXPECT(peak == alone && peak <= pipe_device_peak(c, k, st), "%s '%s' device %d: replay %lld, its stage composed alone %lld, stage sums %lld",
+               n->name, text, k, (long long)peak, (long long)alone, (long long)pipe_device_peak(c, k, st));
     }
     sched_free(&w);
     plan_free(&whole);

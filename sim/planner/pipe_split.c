@@ -50,17 +50,9 @@ int64_t pipe_table_peak(pipe_table *t, int i, int j, int q, int k)
 {
     size_t at = pair(t, i, j, q) * (size_t)t->P + (size_t)k;
     if (t->exact[at] >= 0) return t->exact[at];
-    sched s;
-    pipe_dev pd;
-    sim_mem m;
     err e;
-    t->exact[at] = INT64_MAX;
-    if (!pipe_sched_stage(&s, &pd, &t->pn[q].s, t->n, &t->cfg, &t->c, t->pos[i], t->pos[j], k, &e)) {
-        sim_replay(&s, &m, NULL);
-        t->exact[at] = m.peak;
-        sched_free(&s), pipe_dev_free(&pd);
-    }
-    return t->exact[at];
+    int64_t peak = pipe_stage_peak_exact(&t->pn[q].s, t->n, &t->cfg, &t->c, t->pos[i], t->pos[j], k, &e);
+    return t->exact[at] = peak < 0 ? INT64_MAX : peak;
 }
 
 void pipe_table_free(pipe_table *t)

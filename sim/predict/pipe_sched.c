@@ -6,6 +6,7 @@
 
 #include "sim/lower/liveness.h"
 #include "sim/lower/lower.h"
+#include "sim/predict/sim.h"
 
 /* The whole-net lowering sorted out: each stage's steps of each pass (by index, in order), the
  * stage each buffer belongs to (home: the stage that writes it, or first uses it; -2: data the LOAD
@@ -288,4 +289,28 @@ void pipe_dev_free(pipe_dev *pd)
 {
     free(pd->ops), free(pd->op_start), free(pd->orig), free(pd->mb), free(pd->leaves);
     memset(pd, 0, sizeof *pd);
+}
+
+static int64_t replayed(sched *s, pipe_dev *pd)
+{
+    sim_mem m;
+    sim_replay(s, &m, NULL);
+    sched_free(s), pipe_dev_free(pd);
+    return m.peak;
+}
+
+int64_t pipe_device_peak_exact(const sched *whole, const net *n, const sched_cfg *cfg, const pipe_cfg *c, const int *first, int d,
+                               err *e)
+{
+    sched s;
+    pipe_dev pd;
+    return pipe_sched_device(&s, &pd, whole, n, cfg, c, first, d, e) ? -1 : replayed(&s, &pd);
+}
+
+int64_t pipe_stage_peak_exact(const sched *whole, const net *n, const sched_cfg *cfg, const pipe_cfg *c, int a, int z, int k,
+                              err *e)
+{
+    sched s;
+    pipe_dev pd;
+    return pipe_sched_stage(&s, &pd, whole, n, cfg, c, a, z, k, e) ? -1 : replayed(&s, &pd);
 }

@@ -44,5 +44,11 @@ int pipe_sched_device(sched *out, pipe_dev *pd, const sched *whole, const net *n
 int pipe_sched_stage(sched *out, pipe_dev *pd, const sched *whole, const net *n, const sched_cfg *cfg, const pipe_cfg *c, int a, int z,
                      int k, err *e);
 void pipe_dev_free(pipe_dev *pd);
+/* The replayed peak of pipe_sched_device's and pipe_sched_stage's schedules (composed, replayed,
+ * freed): -1 with e saying why where the schedule is not composed. */
+int64_t pipe_device_peak_exact(const sched *whole, const net *n, const sched_cfg *cfg, const pipe_cfg *c, const int *first, int d,
+                               err *e);
+int64_t pipe_stage_peak_exact(const sched *whole, const net *n, const sched_cfg *cfg, const pipe_cfg *c, int a, int z, int k,
+                              err *e);
 
 #endif
