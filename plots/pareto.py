@@ -5,7 +5,8 @@
 
 Reads files written by `lrcnn plan --pareto` (results/SCHEMA.md: root kind = pareto), one panel
 each. Grey dots: every plan the planner evaluated and timed; the step line: the frontier (no plan
-has both a smaller peak and a smaller predicted time); coloured markers: the presets, labelled.
+has both a smaller peak and a smaller predicted time); diamonds: the presets in their family's colour,
+the common ones named where no other name or marker is. A time axis spanning 3x or more is logarithmic.
 x: predicted peak (replay, the engine's allocated bytes); y: predicted iteration time, from the
 file's time model (a calibrated profile, or the named roofline).
 """

@@ -96,7 +96,7 @@ static void col2im(const float *col, int64_t ld, const ten *dx, int n, net_windo
                    int w_out)
 {
     int kh = win.k, kw = ww.k, w_in = dx->w, h = v1 - v0;
-    int parts = dx->c >= 16 || h < 2 ? 1 : (16 + dx->c - 1) / dx->c; /* stretches a channel */
+    int parts = dx->c >= 16 || h < 2 ? 1 : (16 + dx->c - 1) / dx->c; /* stretches a channel: 16 pieces or more in all */
     if (parts > h) parts = h;
 #pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dx->c * kh * kw * (b - a) * w_out))
     for (int ci = 0; ci < dx->c; ci++)
