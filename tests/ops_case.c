@@ -13,7 +13,7 @@
 
 int oc_failures;
 
-worst oc_w_fd, oc_w_band_fwd, oc_w_band_bwd, oc_w_opt;
+worst oc_w_fd, oc_w_band_fwd, oc_w_band_bwd, oc_w_ref, oc_w_opt;
 
 /* Fails where |got - want| > rtol * |want| + atol * max|want|. */
 void oc_compare(worst *acc, const char *what, const float *got, const float *want, int64_t n, double atol,

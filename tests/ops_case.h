@@ -39,6 +39,10 @@
 /* Batch-norm statistics against a double reference: a double sum rounded once, then a few fp32
  * operations (the running-average update). */
 #define STAT_TOL 1e-6
+/* A convolution against a direct double-precision reference: fp32 sums of a few hundred products
+ * (K = C_in * k * k), each rounded ~1e-7 relative, in sgemm's order; relative to the element and,
+ * for sums that cancel, to the tensor's largest value. */
+#define REF_TOL 1e-5
 #define OPT_MOMENT_TOL 3e-5
 
 /* Worst differences seen per test family, for the summary. */
@@ -70,7 +74,7 @@ typedef struct {
 
 /* Checks that failed so far, and the worst differences per family. */
 extern int oc_failures;
-extern worst oc_w_fd, oc_w_band_fwd, oc_w_band_bwd, oc_w_opt;
+extern worst oc_w_fd, oc_w_band_fwd, oc_w_band_bwd, oc_w_ref, oc_w_opt;
 
 /* Fails where |got - want| > rtol * |want| + atol * max|want|; prints one line either way. */
 void oc_compare(worst *acc, const char *what, const float *got, const float *want, int64_t n, double atol, double rtol);

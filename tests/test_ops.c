@@ -10,6 +10,9 @@
  *     rows sums to the whole-map dx and dw, both accumulating into one whole-map dx (dx_acc
  *     after the first band) and writing band views (whose rows the band does not reach must
  *     come back zero). The relu runs in place too (its backward leaves rows outside [a, b) alone).
+ *  2b. Convolutions large enough that conv_cpu runs them a stretch of output rows at a time (and
+ *     a band whose edges fall inside stretches) against a direct double-precision convolution:
+ *     y, dx, dw and the bias gradient.
  *  3. Batch-norm statistics (train: batch ones and the running update; frozen: running ones)
  *     against a double reference, and two SGD-momentum and two Adam steps against torch.optim
  *     (PyTorch 1.13).
@@ -235,7 +238,7 @@ static void band_case(const char *name, const char *text, ops_bn bn, int N)
     lcase k;
     oc_init(&k, text, N, bn);
     oc_analytic(&k); /* whole-map y, argmax, dx, dw */
-    int Ho = k.l->h, cuts[64], n = 0;
+    int Ho = k.l->h, n = 0, *cuts = malloc(((size_t)Ho + 2) * sizeof(int));
     /* an uneven partition: the first row alone, then two halves */
     cuts[n++] = 0;
     if (Ho > 1) cuts[n++] = 1;
@@ -245,10 +248,66 @@ static void band_case(const char *name, const char *text, ops_bn bn, int N)
     /* one row per band */
     for (int i = 0; i <= Ho; i++) cuts[i] = i;
     band_partition(&k, name, cuts, Ho);
+    free(cuts);
     oc_free(&k);
 }
 
 /* --- relu in place ---------------------------------------------------------------------------- */
+
+/* y, dx, dw (bias last) of conv layer k->l by direct loops in double, dy = k->r. */
+static void conv_reference(const lcase *k, float *y, float *dx, float *dw)
+{
+    const net_layer *l = k->l;
+    const ten *x = &k->x[0];
+    int co_n = l->u.conv.c_out, ci_n = x->c, kh = l->win.k, kw = l->win_w.k, s = l->win.s, p = l->win.p, d = l->win.d;
+    int H = l->h, W = l->w, K = ci_n * kh * kw;
+    int64_t nx = oc_ten_len(x);
+    double *dxd = calloc((size_t)nx, sizeof(double)), *dwd = calloc((size_t)co_n * (K + 1), sizeof(double));
+    for (int n = 0; n < x->n; n++)
+        for (int co = 0; co < co_n; co++)
+            for (int oh = 0; oh < H; oh++)
+                for (int ow = 0; ow < W; ow++) {
+                    int64_t at = (((int64_t)n * co_n + co) * H + oh) * W + ow;
+                    double acc = l->u.conv.bias ? k->w[(int64_t)co_n * K + co] : 0.0, g = k->r[at];
+                    for (int ci = 0; ci < ci_n; ci++)
+                        for (int ki = 0; ki < kh; ki++)
+                            for (int kj = 0; kj < kw; kj++) {
+                                int ih = oh * s - p + d * ki, iw = ow * l->win_w.s - l->win_w.p + l->win_w.d * kj;
+                                if (ih < 0 || ih >= x->h || iw < 0 || iw >= x->w) continue;
+                                int64_t xi = (((int64_t)n * ci_n + ci) * x->h + ih) * x->w + iw, wi = ((int64_t)co * ci_n + ci) * kh * kw + ki * kw + kj;
+                                acc += (double)k->w[wi] * x->p[xi];
+                                dxd[xi] += (double)k->w[wi] * g;
+                                dwd[wi] += g * x->p[xi];
+                            }
+                    y[at] = (float)acc;
+                    if (l->u.conv.bias) dwd[(int64_t)co_n * K + co] += g;
+                }
+    for (int64_t i = 0; i < nx; i++) dx[i] = (float)dxd[i];
+    for (int64_t i = 0; i < k->nw; i++) dw[i] = (float)dwd[i];
+    free(dxd), free(dwd);
+}
+
+/* Convolutions whose products run in several stretches of rows: whole maps against the direct
+ * reference, then bands against the whole map (band edges inside stretches). */
+static void stretch_case(const char *name, const char *text)
+{
+    lcase k;
+    char what[160];
+    oc_init(&k, text, 2, OPS_BN_TRAIN);
+    oc_analytic(&k);
+    int64_t ny = oc_ten_len(&k.y), nx = oc_ten_len(&k.x[0]);
+    float *y = malloc((size_t)ny * sizeof(float)), *dx = malloc((size_t)nx * sizeof(float)), *dw = malloc((size_t)k.nw * sizeof(float));
+    conv_reference(&k, y, dx, dw);
+    snprintf(what, sizeof what, "%s: y against a direct convolution", name);
+    oc_compare(&oc_w_ref, what, k.y.p, y, ny, REF_TOL, REF_TOL);
+    snprintf(what, sizeof what, "%s: dx against a direct convolution", name);
+    oc_compare(&oc_w_ref, what, k.dx[0].p, dx, nx, REF_TOL, REF_TOL);
+    snprintf(what, sizeof what, "%s: dw and bias gradient against a direct convolution", name);
+    oc_compare(&oc_w_ref, what, k.dw, dw, k.nw, REF_TOL, REF_TOL);
+    free(y), free(dx), free(dw);
+    oc_free(&k);
+    band_case(name, text, OPS_BN_TRAIN, 2);
+}
 
 static void inplace_case(const char *kind, const char *keys)
 {
@@ -481,12 +540,16 @@ int main(void)
     inplace_case("leakyrelu", "slope=0.2");
     for (int i = 0; i < nc; i++)
         if (cases[i].band) band_case(cases[i].name, cases[i].text, cases[i].bn, cases[i].n ? cases[i].n : 2);
+    /* K = 576 over 48x48 (stretches of 43 and 5 rows); K = 288 over 100x100, dilated (36, 36, 28 rows) */
+    stretch_case("conv k3 p1, 64 channels in, 48x48", "input x c=64 h=48 w=48\nconv t c=8 k=3 p=1\n" END);
+    stretch_case("conv k3 p2 d2, 32 channels in, 100x100", "input x c=32 h=100 w=100\nconv t c=4 k=3 p=2 d=2\n" END);
     bn_statistics();
     dropout_masks();
     optimizers();
     printf("\nworst differences: fd abs %.2e rel %.2e | band forward abs %.2e rel %.2e | band backward abs %.2e "
-           "rel %.2e | bn statistics and optimizers abs %.2e rel %.2e\n",
-           oc_w_fd.abs, oc_w_fd.rel, oc_w_band_fwd.abs, oc_w_band_fwd.rel, oc_w_band_bwd.abs, oc_w_band_bwd.rel, oc_w_opt.abs, oc_w_opt.rel);
+           "rel %.2e | conv against direct abs %.2e rel %.2e | bn statistics and optimizers abs %.2e rel %.2e\n",
+           oc_w_fd.abs, oc_w_fd.rel, oc_w_band_fwd.abs, oc_w_band_fwd.rel, oc_w_band_bwd.abs, oc_w_band_bwd.rel, oc_w_ref.abs, oc_w_ref.rel,
+           oc_w_opt.abs, oc_w_opt.rel);
     if (oc_failures) {
         printf("test_ops: %d check(s) FAILED\n", oc_failures);
         return 1;
