@@ -141,9 +141,9 @@ static int lower_bound(const int *v, int n, int a)
 /* Buffer b belongs to layers [a, z): a backward step of one of them uses it, or its own layer is one. */
 static bool belongs(const pipe_net *pn, int b, int a, int z)
 {
-    int by = pn->decoded[b]; /* a codec's buffer (an encoded copy, a decoded map): the stages that read the map */
-    const int *r = pn->rd + pn->rd0[by >= 0 ? by : b];
-    int n = pn->rd0[(by >= 0 ? by : b) + 1] - pn->rd0[by >= 0 ? by : b], L = pn->s.bufs[b].layer, k = lower_bound(r, n, a);
+    int by = pn->decoded[b], m = by >= 0 ? by : b; /* a codec's buffer (an encoded copy, a decoded map): the stages that read map m */
+    const int *r = pn->rd + pn->rd0[m];
+    int n = pn->rd0[m + 1] - pn->rd0[m], L = pn->s.bufs[b].layer, k = lower_bound(r, n, a);
     return (by < 0 && L >= a && L < z) || (k < n && r[k] < z);
 }
 

@@ -29,6 +29,17 @@ static void sorted_free(sorted *so)
     free(so->list), free(so->count), free(so->stage_of), free(so->home), free(so->home_bwd), free(so->leaves), free(so->reader), free(so->local);
 }
 
+/* Step i (a move or a codec step of buffer b) into the lists of the stages whose backward reads b:
+ * their forward's (the offload, the encode) or, `bwd`, their backward's (the prefetch, the decode). */
+static void to_readers(sorted *so, int b, bool bwd, int i)
+{
+    for (int k = 0; k < 2; k++)
+        if (so->reader[2 * b + k] >= 0) {
+            int list = 2 * so->reader[2 * b + k] + bwd;
+            so->list[list][so->count[list]++] = i;
+        }
+}
+
 /* The whole lowering sorted for stage_of (taken: freed with so), a stage a layer, 0..S-1. */
 static int sort_steps(sorted *so, const sched *w, const net *n, const pipe_cfg *c, int *stage_of, err *e)
 {
@@ -47,7 +58,8 @@ static int sort_steps(sorted *so, const sched *w, const net *n, const pipe_cfg *
         int us[SCHED_MAX_USES], nu = t->bwd_phase && t->layer >= 1 && real ? sched_step_uses(t, us) : 0;
         for (int q = 0, st = nu ? so->stage_of[t->layer] : 0; q < nu; q++) {
             int *r = &reader[2 * us[q]];
-            if (r[0] != st && r[1] != st) *(r[0] < 0 ? &r[0] : &r[1]) = r[1] < 0 ? st : r[1];
+            if (r[0] < 0) r[0] = st;
+            else if (r[0] != st && r[1] < 0) r[1] = st;
         }
     }
     for (int i = 0; i < w->n_step; i++) { /* an encoded copy is read where its decoded map is */
@@ -61,21 +73,13 @@ static int sort_steps(sorted *so, const sched *w, const net *n, const pipe_cfg *
             int enc = t->op == SCHED_ENCODE ? t->dst : t->src;
             so->local[enc] = true; /* each device encodes and decodes its own copy */
             if (t->op == SCHED_DECODE) so->local[t->dst] = true;
-            for (int k = 0; k < 2; k++)
-                if (reader[2 * enc + k] >= 0) {
-                    int list = 2 * reader[2 * enc + k] + (t->op == SCHED_DECODE);
-                    so->list[list][so->count[list]++] = i;
-                }
+            to_readers(so, enc, t->op == SCHED_DECODE, i);
             continue;
         }
         if (t->op == SCHED_OFFLOAD || t->op == SCHED_PREFETCH) { /* a kept map's move: on each device that keeps it for its backward */
             if (w->bufs[t->buf].host_home)
                 return err_set(e, "pipeline: +migrate keeps parameters, gradients or state on the host, which a device's schedule does not compose yet");
-            for (int k = 0; k < 2; k++)
-                if (reader[2 * t->buf + k] >= 0) {
-                    int list = 2 * reader[2 * t->buf + k] + (t->op == SCHED_PREFETCH);
-                    so->list[list][so->count[list]++] = i;
-                }
+            to_readers(so, t->buf, t->op == SCHED_PREFETCH, i);
             continue;
         }
         if (t->op == SCHED_LOAD) {
