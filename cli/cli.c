@@ -177,6 +177,7 @@ int cli_inputs_load(cli_inputs *in, const cli_config *c, const char *device, sch
 {
     memset(in, 0, sizeof *in);
     if (cli_load_device(device, c->profile, &in->dev, &in->tm, e)) return -1;
+    cfg->gpu = in->dev.overlap; /* a copy engine beside compute: a GPU */
     if (cli_load_calib(c->calibrate, &in->cal, cfg, e)) {
         timing_free(&in->tm);
         return -1;

@@ -52,6 +52,16 @@ static bool map_stats(const lower *c, int L) { return c->stats[L] >= 0; }
  * picks — not modelled. Run on an engine, the torch plan takes the engine's. */
 static bool torch_scratch(const lower *c) { return !c->p->torch || c->cfg->ws; }
 
+/* Whether layer L keeps its auxiliary for backward. A torch plan predicting PyTorch (no engine)
+ * keeps no statistics for a frozen BatchNorm: PyTorch's eval-mode batch norm saves none, its
+ * backward reads the running ones. An engine's backward reads the statistics it normalized with. */
+static bool keeps_aux(const lower *c, const net_layer *l, bool keep_aux)
+{
+    const kind_traits *k = kind_of(l);
+    if (!k->aux || (!keep_aux && k->aux_optional)) return false;
+    return !(c->p->torch && !c->cfg->ws && l->kind == NET_BN && c->p->bn == PLAN_BN_FROZEN);
+}
+
 int lower_fwd(lower *c, int L, int band, band_rows r, band_rows hold, int y, bool keep_aux)
 {
     const net *n = c->n;
@@ -76,11 +86,14 @@ int lower_fwd(lower *c, int L, int band, band_rows r, band_rows hold, int y, boo
     const kind_traits *k = kind_of(l);
     if (map_stats(c, L)) {
         t->map_stats = true, t->aux = c->stats[L]; /* normalizes with the segment's statistics */
-    } else if (k->aux && (keep_aux || !k->aux_optional)) {
+    } else if (keeps_aux(c, l, keep_aux)) {
         static const buf_kind aux_kind[] = {[KIND_AUX_ARGMAX] = BUF_IDX, [KIND_AUX_STATS] = BUF_STAT, [KIND_AUX_PROBS] = BUF_PROB,
                                             [KIND_AUX_MASK] = BUF_MASK, [KIND_AUX_PLACE] = BUF_STAT};
         band_rows ar = k->aux == KIND_AUX_STATS ? (band_rows){0, 0} : r;
-        t->aux = lower_buf(c, aux_kind[k->aux], MEM_ACT, L, band, ar, kind_aux_bytes(n, L, band_rows_len(r), c->cfg->batch));
+        int64_t bytes = kind_aux_bytes(n, L, band_rows_len(r), c->cfg->batch);
+        if (c->p->torch && k->aux == KIND_AUX_MASK && (l->u.dropout.sample || !c->cfg->gpu))
+            bytes *= 4; /* PyTorch keeps fp32 noise: its CPU dropout, and torchvision's stochastic depth anywhere */
+        t->aux = lower_buf(c, aux_kind[k->aux], MEM_ACT, L, band, ar, bytes);
     }
     if (k->labels) t->x[l->n_in] = c->label;
     /* the workspace for the views the step runs with: y may be a buffer that holds more rows (a

@@ -151,6 +151,8 @@ typedef struct {
     sched_optimizer optimizer;
     const sched_ws_model *ws;   /* NULL: the CPU backend's (sched_workspace_bytes) */
     const enc_calib *calib;     /* measured densities and ratios of data-sized encodings, or NULL */
+    bool gpu;                   /* the device is a GPU: the torch plans keep a dropout's mask as
+                                   PyTorch's CUDA kernel does (bool), not as its CPU kernel (fp32) */
 } sched_cfg;
 
 typedef struct {

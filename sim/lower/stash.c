@@ -58,6 +58,7 @@ typedef struct {
     int reads; /* rank: 0 shape, 1 sign, 2 values (read_rank) */
     bool sign; /* some backward reads its sign (a relu's mask) */
     bool bwd_writes, relu_out;
+    bool recomputed_from; /* a recomputation in the backward pass reads it */
 } use_info;
 
 static int read_rank(kind_reads r) { return r == KIND_READS_SHAPE ? 0 : r == KIND_READS_SIGN ? 1 : 2; }
@@ -106,6 +107,7 @@ static void use_scan(const lower *c, use_info *u)
                 continue;
             }
             if (ub->first_bwd < 0) ub->first_bwd = i;
+            ub->recomputed_from |= read && t->op != SCHED_BWD; /* a recomputation, a boundary's copy */
             if (!read) {
                 ub->bwd_writes = true;
                 continue;
@@ -155,13 +157,16 @@ int stash_encode(lower *c, err *e)
         bool map = sb->kind == BUF_ACT || sb->kind == BUF_BOUND || sb->kind == BUF_IDX;
         /* kept across the passes, with steps in between, and only read by the backward */
         if (!map || sb->persistent || u[b].last_fwd < 0 || u[b].first_bwd < u[b].last_fwd + 2 || u[b].bwd_writes) continue;
+        /* in PyTorch a checkpoint (a ckpt segment, a band) holds its inputs as they are, outside
+         * the saved-tensor hooks that encode: lrcnn_torch leaves those maps plain */
+        if (p->torch && u[b].recomputed_from) continue;
         int mod;
         enc_kind k = choose(c, sb, &u[b], &mod);
         if (k == ENC_NONE) continue;
         claimed[mod]++;
         const net_layer *l = &c->n->layers[sb->layer];
         enc_shape shape = {s->batch, l->w, (int64_t)l->c * band_rows_len(sb->rows), k == ENC_ARGMAX ? enc_argmax_bits(l) : 0,
-                           !enc_lossless(k) && u[b].sign};
+                           !enc_lossless(k) && u[b].sign && !p->torch}; /* lrcnn_torch keeps no sign bitmap */
         /* a data-sized encoding's prediction takes the layer's calibrated factor where there is one */
         double cal = enc_calib_factor(c->cfg->calib, l->name, k, p->mods[mod].acc);
         enc_mod used = cal > 0 ? enc_with_factor(&p->mods[mod], k, cal) : p->mods[mod];

@@ -263,6 +263,11 @@ static int parse_mods(plan *p, char *list, err *e)
             if (parse_migrate(p, m, e)) return -1;
             continue;
         }
+        if (!strcmp(m, "torch") || !strcmp(m, "torch2")) { /* the plan as lrcnn_torch runs it in PyTorch */
+            if (p->torch) return err_set(e, "+torch or +torch2 given twice");
+            p->torch = m[5] ? PLAN_TORCH_2 : PLAN_TORCH_1;
+            continue;
+        }
         if (p->n_mod == ENC_MAX_MODS) return err_set(e, "more than %d modifiers", ENC_MAX_MODS);
         enc_mod *d = &p->mods[p->n_mod];
         if (enc_mod_parse(d, m, e)) return -1;
@@ -331,6 +336,8 @@ int plan_parse(plan *p, const net *n, const char *text, err *e)
         if (parse_mods(p, plus + 1, e)) return err_wrap(e, "plan '%s'", text);
     }
     syntax_trim(buf);
+    if (p->torch && (!strcmp(buf, "torch") || !strcmp(buf, "torch2")))
+        return err_set(e, "plan '%s': +torch or +torch2 given to a torch preset (which is layer+torch)", text);
     int rc = strchr(buf, '@') ? syntax_custom(p, n, buf, e) : preset_parse(p, n, buf, e);
     if (!rc) rc = validate(p, n, e);
     if (rc) plan_free(p);
@@ -353,7 +360,7 @@ void plan_free(plan *p)
 
 const char *plan_family(const plan *p)
 {
-    if (p->torch) return "torch";
+    if (p->torch && p->n_seg == 1 && p->segs[0].mode == PLAN_LAYER) return "torch";
     int rows = 0, ckpt = 0, offload = 0;
     const char *policy = "2ps";
     for (int i = 0; i < p->n_seg; i++) {
@@ -398,6 +405,7 @@ void plan_describe(const plan *p, const net *n, char *buf, size_t len)
         at += (size_t)snprintf(buf + at, len - at, " +%s", m);
     }
     if (p->migrate && at < len) at += describe_migrate(p->migrate, buf + at, len - at);
+    if (p->torch && at < len) at += (size_t)snprintf(buf + at, len - at, " +%s", p->torch == PLAN_TORCH_2 ? "torch2" : "torch");
     if (at < len) snprintf(buf + at, len - at, " bn=%s", bn_names[p->bn]);
 }
 

@@ -101,7 +101,10 @@ typedef struct {
  * torch (1.13, the version the LR-CNN authors used): .grad persists between iterations
  * (zero_grad fills it with zeros), so each layer's weight gradient is a temporary added to it.
  * torch2 (2.x): zero_grad frees .grad, so a weight gradient lives from its layer's backward to the
- * optimizer step, and is written in place. */
+ * optimizer step, and is written in place.
+ * The modifiers +torch and +torch2 give any plan the same rules: the plan as python/lrcnn_torch
+ * runs it in PyTorch (a ckpt segment under torch.utils.checkpoint, bands as checkpointed
+ * functions, offload and encodings through saved-tensor hooks), whose saved bytes it predicts. */
 typedef enum { PLAN_TORCH_NONE, PLAN_TORCH_1, PLAN_TORCH_2 } plan_torch;
 
 typedef struct {

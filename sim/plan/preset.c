@@ -105,7 +105,7 @@ int preset_parse(plan *p, const net *n, const char *t, err *e)
 #define IS(name) (base == strlen(name) && !strncmp(t, name, base))
     if ((IS("layer") || IS("torch") || IS("torch2")) && !colon) {
         syntax_seg_push(p, PLAN_LAYER, 1, last);
-        p->torch = IS("torch") ? PLAN_TORCH_1 : IS("torch2") ? PLAN_TORCH_2 : PLAN_TORCH_NONE;
+        if (!IS("layer")) p->torch = IS("torch") ? PLAN_TORCH_1 : PLAN_TORCH_2;
     } else if (IS("ckpt-sqrt") && !colon) {
         int k = (int)lround(sqrt((double)(n->n - 1)));
         push_ckpt(p, n, 1, k < 2 ? 2 : k);
