@@ -4,8 +4,9 @@
  * per band and layer the output rows it computes, the rows it holds (its halo: what its consumers
  * in the band read), the 2PS boundary it hands on and the rows it owns for whole-map statistics,
  * forward and (OverL with other counts) backward — plus the plan's BatchNorm mode, encodings and
- * migration. Rows are [a, b) of the full map, as everywhere in lrcnn (sim/geometry/band.h). The
- * schema is `lrcnn-lowering` version 1 (docs/commands.md). Not here: the schedule's steps. */
+ * migration; and the replay's prediction of the memory it takes. Rows are [a, b) of the full map,
+ * as everywhere in lrcnn (sim/geometry/band.h). The schema is `lrcnn-lowering` version 1
+ * (docs/commands.md). Not here: the schedule's steps. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,13 +18,16 @@
 
 static const char usage[] =
     "usage: lrcnn lower --net NET --plan PLAN [--batch N] [--image S|HxW] [--bn MODE] [--optimizer sgd|adam]\n"
-    "                   [-o FILE.json [--force]]\n"
+    "                   [--device NAME] [-o FILE.json [--force]]\n"
     "\n"
     "Writes a plan's segments and band geometry as JSON (stdout without -o): what a runtime outside lrcnn\n"
     "needs to execute it — the layers, each segment's mode (layer, ckpt, offload and which maps, rows),\n"
     "and per row segment, band and layer the rows computed, held (with the halo its consumers read),\n"
     "handed to the next band (2PS) and owned for BatchNorm's statistics; rows are [a, b) of the full map.\n"
-    "ckpt-opt[:B] is resolved first (for --batch and --optimizer). Schema: docs/commands.md.\n"
+    "ckpt-opt[:B] is resolved first (for --batch and --optimizer). With it, the replay's prediction:\n"
+    "the peak and the bytes by category when the backward begins (on --device, default cpu); with\n"
+    "+torch or +torch2 (PyTorch 1.13's or 2.x's rules), what python/lrcnn_torch keeps running the plan\n"
+    "in PyTorch. Schema: docs/commands.md.\n"
     "example: lrcnn lower --net vgg16 --plan 2ps-h:4 --batch 8 -o /tmp/plan.json\n";
 
 /* A growing text. */
@@ -115,7 +119,20 @@ static void segment(buf *b, const net *n, const plan_seg *ps)
     put(b, "}");
 }
 
-static void lowering(buf *b, const net *n, const plan *p, const sched_cfg *cfg)
+/* The replay's prediction: device bytes at the peak and by category when the backward begins (what
+ * the forward kept, and the persistent bytes; host: the moved maps), and, for a torch plan, what
+ * PyTorch's CUDA caching allocator would reserve. */
+static void prediction(buf *b, const sim_result *r)
+{
+    put(b, ",\n  \"prediction\": {\"peak\": %lld, \"at_backward\": {", (long long)r->replay.peak);
+    for (int c = 0; c < MEM_NCAT; c++)
+        put(b, "%s\"%s\": %lld", c ? ", " : "", mem_cat_name((mem_cat)c), (long long)r->replay.at_backward[c]);
+    put(b, "}");
+    if (r->reserved) put(b, ", \"reserved\": %lld", (long long)r->reserved);
+    put(b, "}");
+}
+
+static void lowering(buf *b, const net *n, const plan *p, const sched_cfg *cfg, const sim_result *r)
 {
     char text[2 * PLAN_TEXT_LEN];
     put(b, "{\"schema\": \"lrcnn-lowering\", \"version\": 1, \"net\": "), str(b, n->name);
@@ -141,7 +158,9 @@ static void lowering(buf *b, const net *n, const plan *p, const sched_cfg *cfg)
     }
     put(b, "],\n  \"segments\": [");
     for (int k = 0; k < p->n_seg; k++) put(b, "%s", k ? "," : ""), segment(b, n, &p->segs[k]);
-    put(b, "]}\n");
+    put(b, "]");
+    prediction(b, r);
+    put(b, "}\n");
 }
 
 static int fill(void *ctx, void *bytes, size_t size, err *e)
@@ -154,27 +173,37 @@ static int fill(void *ctx, void *bytes, size_t size, err *e)
 int cli_lower(int argc, char **argv)
 {
     cli_config o = {.batch = 8, .optimizer = SCHED_SGD, .host_budget = -1};
+    const char *dev = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(usage, stdout), CLI_OK;
         int got = cli_common(argc, argv, &i, "lower", &o);
         if (got < 0) return CLI_USAGE;
-        if (!got) return cli_unknown("lower", argc, argv, i, got);
+        if (got) continue;
+        if ((got = cli_opt(argc, argv, &i, "--device", &dev)) > 0) continue;
+        return cli_unknown("lower", argc, argv, i, got);
     }
     if (!o.net || !o.plan) return cli_fail("lower", "--net and --plan are required (see lrcnn lower --help)");
-    if (o.iters || o.seed || o.host || o.calibrate) return cli_fail("lower", "only --net --plan --batch --image --bn --optimizer -o --force apply");
+    if (o.iters || o.seed || o.host || o.calibrate || o.profile)
+        return cli_fail("lower", "only --net --plan --batch --image --bn --optimizer --device -o --force apply");
     err e;
     if (o.out && outfile_check(o.out, o.force, &e)) return cli_fail("lower", "%s", e.msg);
     sched_cfg cfg = {.batch = o.batch, .optimizer = o.optimizer};
     cli_inputs in;
-    if (cli_inputs_load(&in, &o, NULL, &cfg, &e)) return cli_fail("lower", "%s", e.msg);
+    if (cli_inputs_load(&in, &o, dev, &cfg, &e)) return cli_fail("lower", "%s", e.msg);
     plan p;
     int rc = cli_plan_parse(&p, &in.n, o.plan, o.bn, &cfg, &in.dev, &e);
     if (rc) {
         cli_inputs_free(&in);
         return cli_fail("lower", "%s", e.msg);
     }
+    sim_result r;
+    if (sim_run(&in.n, &p, &cfg, &in.dev, &r, NULL, &e)) {
+        plan_free(&p);
+        cli_inputs_free(&in);
+        return cli_fail("lower", "%s", e.msg);
+    }
     buf b = {0};
-    lowering(&b, &in.n, &p, &cfg);
+    lowering(&b, &in.n, &p, &cfg, &r);
     plan_free(&p);
     cli_inputs_free(&in);
     outfile f = {0};

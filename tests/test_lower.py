@@ -13,7 +13,9 @@ BatchNorm in train mode), the JSON must describe an executable plan:
     2PS: no row of any layer is computed by two bands, and the last layer's rows are all computed;
   * the rows owned for statistics partition every layer's map over the bands, in order;
   * a 2PS boundary handed on lies inside what the band holds.
-Also: ckpt, offload lists and modifiers come through; bad input is exit 2 with one line.
+Also: ckpt, offload lists and modifiers come through; the prediction is `lrcnn sim`'s replay (its
+peak, the bytes by category when the backward begins, a torch plan's reserved bytes); bad input is
+exit 2 with one line.
 """
 import json
 import os
@@ -130,6 +132,20 @@ def main(lrcnn):
     check(maps == [{"layer": "conv1_1", "free": 1, "fetch": 2}, {"layer": "pool1", "free": 0, "fetch": 1}],
           "an offload list: which maps, released and fetched when: %s" % maps)
     tmp = tempfile.mkdtemp(prefix="lrcnn-lower-")
+    import h5py
+    for plan, device in (("2ps:3", "cpu"), ("ckpt-sqrt+dpr:fp16+torch", "cpu"), ("overl:2+torch2", "h100")):
+        args = ["--net", "resnet-small", "--plan", plan, "--batch", "4", "--bn", "frozen", "--device", device]
+        r, d = lower(lrcnn, *args)
+        h5 = os.path.join(tmp, "sim_%s.h5" % device)
+        subprocess.run([lrcnn, "sim", *args, "-o", h5, "--force"], check=True, capture_output=True)
+        with h5py.File(h5, "r") as f:
+            rep = f["runs/00000/prediction/replay"]
+            cats = [c.decode() if isinstance(c, bytes) else c for c in f["categories"][()]]
+            want = {"peak": int(rep.attrs["peak"]), "at_backward": dict(zip(cats, (int(v) for v in rep["at_backward"][()])))}
+            if "reserved" in rep.attrs:
+                want["reserved"] = int(rep.attrs["reserved"])
+        check(d is not None and d["prediction"] == want, "%s on %s: the prediction is lrcnn sim's replay (%s)" % (
+            plan, device, d["prediction"] if d else r.stderr.strip()))
     out = os.path.join(tmp, "p.json")
     r, _ = lower(lrcnn, "--net", "vgg-small", "--plan", "2ps:3", "-o", out)
     check(r.returncode == 0 and json.load(open(out))["plan"] == "2ps:3", "-o writes the file")
