@@ -175,6 +175,8 @@ class Converter:
                 raise Refused("the model returns %s, not one tensor of logits" % type(out).__name__)
             src = self.source(out, node)
             inp = "" if src == self.lines[-1][1] else " in=" + src
+            if self.pixel is None:  # as the module's output says: (N, classes, H, W) logits are a pixel's
+                self.pixel = len(out.meta["tensor_meta"].shape) == 4
             if self.pixel and len(out.meta["tensor_meta"].shape) != 4:
                 raise Refused("--pixel-loss: the model returns a %d-d tensor, not (N, classes, H, W) logits"
                               % len(out.meta["tensor_meta"].shape))
@@ -400,7 +402,7 @@ class Converter:
         gm = fx.GraphModule(self.model, graph)
         if main_output(graph):
             gm.recompile()
-        was = self.model.training
+        was = {m: m.training for m in self.model.modules()}  # each module's own (BatchNorm frozen in a training net)
         try:  # every node's output shape, for the checks of rank (batch 2: BatchNorm in eval mode either way)
             self.model.eval()
             ShapeProp(gm).propagate(torch.zeros(2, self.channels, *self.image))
@@ -411,7 +413,8 @@ class Converter:
             lines = [ln for ln in str(root).strip().splitlines() if ln.strip()] or [type(root).__name__]
             raise Refused("running it on a %dx%dx%d input failed: %s" % (self.channels, *self.image, lines[0]))
         finally:
-            self.model.train(was)
+            for m, training in was.items():
+                m.training = training
         modules = dict(self.model.named_modules())
         for node in graph.nodes:
             self.convert_node(node, modules)

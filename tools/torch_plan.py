@@ -9,12 +9,14 @@ package runs (layer, ckpt-sqrt, ckpt-opt[:B], vdnn-conv, 2ps:4 with --bn frozen,
 the plan is ckpt-opt:B, the fastest checkpointing plan lrcnn finds within B for this batch. The
 plan is applied once here (so a module the importer cannot represent, a plan that does not fit it
 or a BatchNorm mode bands cannot run is one line on stderr and exit 2, and no file), its segments
-printed, and the script written whole (an existing file only with --force). The script:
+and lrcnn's prediction of what it holds printed, and the script written whole (an existing file
+only with --force). The script:
 
     /usr/bin/python3 FILE.py [--steps N] [--data DIR] [--check-grads] [--lr LR]
 
-trains with SGD on synthetic data (random images and labels; --data DIR: an ImageFolder, resized
-and cropped to the image size), printing loss and time per step; --check-grads compares the first
+prints the prediction for where it runs, then trains with SGD on synthetic data (random images and
+labels; --data DIR: an ImageFolder, resized and cropped to the image size), printing loss and time
+per step; --check-grads compares the first
 step's gradients with the plain module's (same weights, same batch) and prints the worst relative
 deviation on its last line.
 """
@@ -66,10 +68,14 @@ def main():
     args = ap.parse_args()
     torch.manual_seed(0)
     model = load_model(MODEL)
-    if BN == "frozen":
-        model.eval()  # BatchNorm on its running statistics (the plan's bn=frozen), dropout off
+    for m in model.modules():
+        if BN == "frozen" and isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+            m.eval()  # on its running statistics (the plan's bn=frozen); dropout still draws
     plain = copy.deepcopy(model) if args.check_grads else None
     model = apply_plan(model, IMAGE, BATCH, PLAN, bn=BN)
+    p = model.predicted
+    print("lrcnn predicts: %.1f MiB kept for backward on the device and %.1f MiB in host memory, %.1f MiB persistent, "
+          "a %.1f MiB peak" % (p["kept"] / 2**20, p["host"] / 2**20, p["persistent"] / 2**20, p["peak"] / 2**20))
     layers = {{l["name"]: l for l in model.lowering["layers"]}}
     classes = layers[model.lowering["layers"][-1]["in"][0]]["shape"][0]  # the logits the loss reads
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
@@ -122,8 +128,9 @@ def main(argv):
         plan = a.plan or "ckpt-opt:%s" % a.budget
         torch2net.check_output(a.output, a.force)
         model = load_model(a.model)
-        if a.bn == "frozen":
-            model.eval()
+        for m in model.modules():
+            if a.bn == "frozen" and isinstance(m, torch2net.nn.modules.batchnorm._BatchNorm):
+                m.eval()
         c = next(m for m in model.modules() if isinstance(m, torch2net.nn.Conv2d)).in_channels
         wrapped = apply_plan(model, (c, h, w), a.batch, plan, bn=a.bn)
     except (PlanError, torch2net.Refused) as e:
@@ -131,6 +138,9 @@ def main(argv):
         return 2
     low = wrapped.lowering
     print("plan %s (bn %s): %s" % (plan, low["bn"], low["resolved"]))
+    p = wrapped.predicted
+    print("lrcnn predicts on the CPU: %.1f MiB kept for backward on the device and %.1f MiB in host memory, %.1f MiB "
+          "persistent, a %.1f MiB peak" % (p["kept"] / 2**20, p["host"] / 2**20, p["persistent"] / 2**20, p["peak"] / 2**20))
     text = SCRIPT.format(model=a.model, plan=plan, batch=a.batch, c=c, h=h, w=w, bn=low["bn"], bn_arg=a.bn,
                          resolved=low["resolved"], python=os.path.join(ROOT, "python"), name=os.path.basename(a.output),
                          command="./lrcnn torch-plan " + " ".join(torch2net.one_line(x) for x in argv))

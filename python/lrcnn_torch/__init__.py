@@ -17,6 +17,13 @@ come back for backward (saved-tensor hooks; Offloaded says which). `+dpr:fp16|bf
 saved maps in half precision (Encoded). `layer` segments run as they are. Gradients equal the plain
 module's (bit for bit under checkpointing; to fp32 rounding in bands).
 
+What it keeps is what lrcnn predicts: the plan is lowered under this PyTorch's rules (`+torch`,
+1.13; `+torch2`, 2.x: sim/plan/plan.h), and `.predicted` on the wrapped module says what its forward
+leaves for backward, what it moves to host memory, its persistent bytes and its peak. To hold to
+that, a map is moved or encoded once however many nodes save it, a 2PS boundary is a copy of its
+rows (a view would keep the band's whole map), a checkpoint keeps the generator's state only where
+a random layer needs it, and an encoding leaves plain what a checkpoint holds anyway (its inputs).
+
 Not yet: BatchNorm in train mode inside bands (its whole-map statistics; bn=frozen runs), gist's
 and ZFP's encodings, migration, and a side stream for the moves; a plan with them is refused with
 a PlanError naming the segment. lrcnn's own engine runs them (`lrcnn train`).
@@ -27,16 +34,23 @@ import os
 import subprocess
 import sys
 import tempfile
+import weakref
 
 import torch
 from torch.fx.passes.split_module import split_module
 from torch.utils.checkpoint import checkpoint
+
+try:
+    import torchvision.ops as torchvision_ops
+except ImportError:
+    torchvision_ops = None
 
 # the repository: this file's, or $LRCNN_ROOT when the package is installed elsewhere (pip install ./python)
 ROOT = os.environ.get("LRCNN_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import torch2net  # noqa: E402  (the importer: the same trace and layer names as `lrcnn import`)
 
+from lrcnn_torch import rows  # noqa: E402
 from lrcnn_torch.rows import RowSegment, Unsupported  # noqa: E402
 
 __all__ = ["apply_plan", "lower", "load_model", "PlanError"]
@@ -62,11 +76,23 @@ def binary():
     raise PlanError("no lrcnn binary: build the repository (./lrcnn test) or set LRCNN_BINARY")
 
 
-def lower(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
+def torch_rules(plan):
+    """plan under the rules of this PyTorch (+torch: 1.13's, +torch2: 2.x's), unless it names them:
+    what lrcnn predicts then is what this package keeps running the plan."""
+    if any(m in ("torch", "torch2") for m in plan.split(" bn=")[0].split("+")):  # the torch presets too
+        return plan
+    rules = "+torch2" if int(torch.__version__.split(".")[0]) >= 2 else "+torch"
+    head, bn = plan.split(" bn=", 1) if " bn=" in plan else (plan, None)
+    return head + rules + ("" if bn is None else " bn=" + bn)
+
+
+def lower(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None, device="cpu"):
     """(converter, lowering): the module as the importer sees it (converter.alias maps each traced
-    node to its net layer) and `lrcnn lower`'s JSON for plan at this batch and image (C, H, W)."""
+    node to its net layer) and `lrcnn lower`'s JSON for plan at this batch and image (C, H, W),
+    under this PyTorch's rules (torch_rules), with the prediction for device ("cpu" or "cuda")."""
+    plan = torch_rules(plan)
     try:
-        conv = torch2net.Converter(model, tuple(image[1:]), image[0], False)
+        conv = torch2net.Converter(model, tuple(image[1:]), image[0], False, pixel=None)
         lines = conv.run()
     except torch2net.Refused as e:
         raise PlanError("the module is not one lrcnn can import: %s" % e) from None
@@ -75,7 +101,7 @@ def lower(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
         with open(path, "w") as f:
             f.write(torch2net.render(lines, "module", ["made by lrcnn_torch"]))
         cmd = [lrcnn or binary(), "lower", "--net", path, "--plan", plan, "--batch", str(batch), "--optimizer", optimizer,
-               "--image", "%dx%d" % tuple(image[1:])] + (["--bn", bn] if bn else [])
+               "--image", "%dx%d" % tuple(image[1:]), "--device", "h100" if device == "cuda" else "cpu"] + (["--bn", bn] if bn else [])
         r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         raise PlanError(r.stderr.strip().replace("lrcnn lower: ", ""))
@@ -123,36 +149,73 @@ class Offloaded(torch.nn.Module):
         return self.layer_of.get(node.name) in self.picked
 
     def pack(self, t):
+        """Every tensor the segment saves is held by a _Held; those of the maps a selected node
+        saves go to host memory when the segment's forward ends (move), each map once, so that a
+        map another node saves too (a relu's output, a convolution's input) leaves the device."""
         if t.data_ptr() in self.params:
-            return t, None
-        host = torch.empty(t.size(), dtype=t.dtype, pin_memory=torch.cuda.is_available())
-        host.copy_(t, non_blocking=t.is_cuda)
-        self.moved += t.numel() * t.element_size()
-        return host, t.device
+            return _Held(t)
+        held = _Held(t)
+        self.held.append(held)
+        if self.packing_selected:
+            self.chosen.add(rows.view_key(t))
+        return held
 
     @staticmethod
-    def unpack(p):
-        t, device = p
-        return t if device is None else t.to(device, non_blocking=True)
+    def unpack(held):
+        return held.get()
+
+    def move(self):
+        copies = {}
+        for held in self.held:
+            key = rows.view_key(held.t)
+            if key not in self.chosen:
+                continue
+            if key not in copies:
+                t = held.t
+                host = torch.empty(t.size(), dtype=t.dtype, pin_memory=torch.cuda.is_available())
+                host.copy_(t, non_blocking=t.is_cuda)
+                copies[key] = host
+                self.moved += t.numel() * t.element_size()
+            held.t, held.device = copies[key], held.t.device
+        self.held, self.chosen = [], set()
 
     def forward(self, *args):
-        self.moved = 0
-        return _Moving(self).run(*args)
+        self.moved, self.held, self.chosen, self.packing_selected = 0, [], set(), False
+        with torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack):
+            out = _Moving(self).run(*args)
+        self.move()
+        return out
+
+
+class _Held:
+    """A saved tensor: on the device, or moved to host memory (`device`: where it is brought back
+    to when read), or encoded (`dtype`: what it is widened to when read)."""
+    __slots__ = ("t", "device", "dtype")
+
+    def __init__(self, t):
+        self.t, self.device, self.dtype = t, None, None
+
+    def get(self):
+        t = self.t if self.device is None else self.t.to(self.device, non_blocking=True)
+        return t if self.dtype is None else t.to(self.dtype)
 
 
 class _Moving(torch.fx.Interpreter):
-    """Runs an offload segment's graph node by node, the selected nodes under its hooks."""
+    """Runs an offload segment's graph node by node, telling its hooks which nodes are selected."""
 
     def __init__(self, seg):
         super().__init__(seg.inner)
         self.seg = seg
 
     def run_node(self, node):
-        if not self.seg.selected(node):
+        self.seg.packing_selected = self.seg.selected(node)
+        try:
             return super().run_node(node)
-        with torch.autograd.graph.saved_tensors_hooks(self.seg.pack, self.seg.unpack):
-            return super().run_node(node)
+        finally:
+            self.seg.packing_selected = False
 
+
+RANDOM = (torch.nn.modules.dropout._DropoutNd,) + ((torchvision_ops.StochasticDepth,) if torchvision_ops else ())
 
 DPR = {"dpr:fp16": torch.float16, "dpr:bf16": torch.bfloat16}
 if hasattr(torch, "float8_e4m3fn"):  # PyTorch 2.1 and later
@@ -172,21 +235,37 @@ class Encoded(torch.nn.Module):
         self.inner, self.dtype, self.params, self.kept = inner, DPR[mod], params, 0
 
     def pack(self, t):
-        if t.data_ptr() in self.params or t.dtype != torch.float32:
-            return t, None
-        e = t.to(self.dtype)
-        self.kept += e.numel() * e.element_size()
-        return e, t.dtype
+        key = rows.view_key(t)
+        if not t.requires_grad or t.dtype != torch.float32 or t.data_ptr() in self.params or key in self.inputs:
+            # only the maps the graph computes: not constants it made (BatchNorm's statistics, a
+            # dropout's mask), nor parameters, nor the batch, which the caller holds anyway
+            return _Held(t)
+        # a map saved by several nodes is encoded once; the entry names the tensor weakly, since a
+        # later map may take a freed one's address
+        ref, held = self.encoded.get(key, (None, None))
+        if ref is None or ref() is not t:
+            held = _Held(t.to(self.dtype))
+            held.dtype = t.dtype
+            self.encoded[key] = weakref.ref(t), held
+        return held
 
     @staticmethod
-    def unpack(p):
-        e, dtype = p
-        return e if dtype is None else e.to(dtype)
+    def unpack(held):
+        return held.get()
 
     def forward(self, *args):
+        self.encoded, self.inputs = {}, {rows.view_key(a) for a in args if torch.is_tensor(a)}
+        with rows.plain_maps() as plain:
+            with torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack):
+                out = self.inner(*args)
         self.kept = 0
-        with torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack):
-            return self.inner(*args)
+        for key, (ref, held) in self.encoded.items():
+            if key in plain and ref() is not None:  # a checkpoint holds it as it is: the encoding would add to it
+                held.t, held.dtype = ref(), None
+            else:
+                self.kept += held.t.numel() * held.t.element_size()
+        self.encoded = {}
+        return out
 
 
 class Checkpointed(torch.nn.Module):
@@ -196,8 +275,13 @@ class Checkpointed(torch.nn.Module):
     def __init__(self, inner):
         super().__init__()
         self.inner = inner
+        # the generator's state is kept (5 KB on the CPU) only where a random layer needs the
+        # forward's draws again
+        self.random = any(isinstance(m, RANDOM) for m in inner.modules()) or any(
+            n.op == "call_function" and "dropout" in getattr(n.target, "__name__", "") for n in inner.graph.nodes)
 
     def forward(self, *args):
+        rows.hold_plain(*args)
         calls = [0]
 
         def run(*a):
@@ -206,14 +290,16 @@ class Checkpointed(torch.nn.Module):
                 return self.inner(*a)
             with _running_kept(self.inner):
                 return self.inner(*a)
-        return checkpoint(run, *args, use_reentrant=False, preserve_rng_state=True)
+        return checkpoint(run, *args, use_reentrant=False, preserve_rng_state=self.random)
 
 
 def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
     """A module computing what model does, under plan (an lrcnn plan string: `ckpt-sqrt`,
     `ckpt-opt:60%`, `ckpt@a..b; layer@c..d`, ...) as lowered for batch and image (C, H, W).
     Its parameters are model's own (shared, not copied). The plan's segments are in .lowering."""
-    conv, low = lower(model, image, batch, plan, optimizer, bn, lrcnn)
+    params = list(model.parameters())
+    device = params[0].device.type if params else "cpu"
+    conv, low = lower(model, image, batch, plan, optimizer, bn, lrcnn, device)
     unsupported = [s for s in low["segments"] if s["mode"] not in ("layer", "ckpt", "rows", "offload")]
     other = [m for m in low["encodings"] if m not in DPR]
     if unsupported or other or len(low["encodings"]) > 1 or any(low["migrate"].values()):
@@ -237,13 +323,14 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
         part[node] = segment[layer] if layer in segment else max(ins) if ins else 0
     gm = torch.fx.GraphModule(model, graph)
     split = split_module(gm, model, lambda node: part[node])
+    held = {t.data_ptr() for t in list(model.parameters()) + list(model.buffers())}  # the module's own: never moved or encoded
     layer_of = {node.name: layer for node, layer in conv.alias.items()}
     for k, s in enumerate(low["segments"]):
         name = "submod_%d" % k
         if s["mode"] == "ckpt" and hasattr(split, name):
             setattr(split, name, Checkpointed(getattr(split, name)))
         elif s["mode"] == "offload":
-            setattr(split, name, Offloaded(getattr(split, name), s, layer_of, {p.data_ptr() for p in model.parameters()}))
+            setattr(split, name, Offloaded(getattr(split, name), s, layer_of, held))
         elif s["mode"] == "rows":
             try:
                 setattr(split, name, RowSegment(getattr(split, name), s, layer_of, low["bn"]))
@@ -251,6 +338,19 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
                 raise PlanError("plan '%s': rows segment %s..%s: %s: not run in PyTorch yet (lrcnn train runs it)"
                                 % (plan, s["first"], s["last"], e)) from None
     if low["encodings"]:
-        split = Encoded(split, low["encodings"][0], {p.data_ptr() for p in model.parameters()})
-    split.lowering = low
+        split = Encoded(split, low["encodings"][0], held)
+    split.lowering, split.predicted = low, predicted(low)
     return split
+
+
+def predicted(low):
+    """What lrcnn predicts the wrapped module holds on `lrcnn lower`'s device (bytes): `kept`, what
+    the forward leaves allocated for backward (the maps autograd saves, those a checkpoint or a band
+    holds for its recomputation, 2PS boundaries, encoded copies, the batch and its labels); `host`,
+    the maps an offload segment moved to host memory; `persistent`, parameters, gradients,
+    optimizer state and BatchNorm's buffers; `peak`, the iteration's allocated peak; `reserved`,
+    what PyTorch's CUDA caching allocator would reserve for it."""
+    at = low["prediction"]["at_backward"]
+    persistent = at["weights"] + at["weight_grads"] + at["optimizer"]
+    return {"kept": sum(at.values()) - persistent - at["host"], "host": at["host"], "persistent": persistent,
+            "peak": low["prediction"]["peak"], "reserved": low["prediction"].get("reserved")}

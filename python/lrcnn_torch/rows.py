@@ -17,6 +17,7 @@ statistics (the plan's bn=frozen: the only mode whose statistics a band can use 
 elementwise modules and functions, sums and channel concatenations. Anything else in a row segment
 is refused by name for now.
 """
+import contextlib
 import operator
 
 import torch
@@ -31,6 +32,32 @@ METHODS = {"relu", "relu_", "sigmoid"}
 
 class Unsupported(Exception):
     pass
+
+
+_PLAIN = []  # a stack: the maps checkpoints hold as they are, noted while an encoding's forward runs
+
+
+@contextlib.contextmanager
+def plain_maps():
+    """The maps (their view keys) that checkpoints — ckpt segments, bands — take as inputs during
+    the block: held by the checkpoint itself for backward's recomputation, outside saved-tensor
+    hooks, so an encoding of theirs would only add to them."""
+    _PLAIN.append(set())
+    try:
+        yield _PLAIN[-1]
+    finally:
+        _PLAIN.pop()
+
+
+def view_key(t):
+    """A tensor's identity as a view: the same storage, offset, shape and strides."""
+    return t.storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride()
+
+
+def hold_plain(*ts):
+    for t in ts:
+        if _PLAIN and torch.is_tensor(t):
+            _PLAIN[-1].add(view_key(t))
 
 
 def pair(v):
@@ -159,9 +186,11 @@ class RowSegment(nn.Module):
     @staticmethod
     def boundary(value, keep):
         t, row0, _ = value
+        # its own storage (none for no rows): a view would keep the whole band of that layer alive
+        # until backward, in the next band's checkpoint
         if keep[1] <= keep[0]:
-            return t[:, :, :0] if t is not None else torch.zeros(0)
-        return t[:, :, keep[0] - row0:keep[1] - row0]
+            return t[:, :, :0].clone() if t is not None else torch.zeros(0)
+        return t[:, :, keep[0] - row0:keep[1] - row0].clone()
 
     @staticmethod
     def compute(node, m, ins):
@@ -188,7 +217,9 @@ class RowSegment(nn.Module):
     def forward(self, x):
         bands, received = [], ()
         for r in range(self.geo["bands"]):  # each band recomputed in backward from what it received
-            out = checkpoint(self.band, r, x, *received, use_reentrant=False)
+            # no random layer runs in a band: no generator state to keep (5 KB a band on the CPU)
+            hold_plain(x, *received)
+            out = checkpoint(self.band, r, x, *received, use_reentrant=False, preserve_rng_state=False)
             bands.append(out[0])
             received = out[1:]
         return torch.cat(bands, 2)
