@@ -6,6 +6,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$here/build}"
+tmp="$(mktemp)"  # the result is written whole at the end, so the tree is clean while the run records it
+trap 'rm -f "$tmp"' EXIT
 nets=(vgg-small.net resnet-small.net bn-cover.net kernels.net kinds.net vgg16-gap.net vgg16.net resnet50.net)
 {
   echo "# tools/torch_peak.py over every shipped net (experiments/torch_peak_cpu.sh), $(date -u +%Y-%m-%dT%H:%M:%SZ),"
@@ -16,4 +18,5 @@ nets=(vgg-small.net resnet-small.net bn-cover.net kernels.net kinds.net vgg16-ga
     /usr/bin/python3 "$here/tools/torch_peak.py" "${nets[@]/#/$here/nets/}" --batch 1,8,32 --plan $1 --optimizer $2 \
       --lrcnn "$build/lrcnn" 2>/dev/null | grep -v '^wrote '
   done
-} | tee "$here/results/torch_peak_cpu.txt"
+} | tee "$tmp"
+install -m 0644 "$tmp" "$here/results/torch_peak_cpu.txt"
