@@ -119,14 +119,18 @@ static void segment(buf *b, const net *n, const plan_seg *ps)
     put(b, "}");
 }
 
-/* The replay's prediction: device bytes at the peak and by category when the backward begins (what
- * the forward kept, and the persistent bytes; host: the moved maps), and, for a torch plan, what
+/* The replay's prediction: device bytes at the peak, by category when the backward begins (what
+ * the forward kept, and the persistent bytes; host: the moved maps not yet fetched back) and each
+ * category's own maximum (host: every map the forward moves), and, for a torch plan, what
  * PyTorch's CUDA caching allocator would reserve. */
 static void prediction(buf *b, const sim_result *r)
 {
     put(b, ",\n  \"prediction\": {\"peak\": %lld, \"at_backward\": {", (long long)r->replay.peak);
     for (int c = 0; c < MEM_NCAT; c++)
         put(b, "%s\"%s\": %lld", c ? ", " : "", mem_cat_name((mem_cat)c), (long long)r->replay.at_backward[c]);
+    put(b, "}, \"max\": {");
+    for (int c = 0; c < MEM_NCAT; c++)
+        put(b, "%s\"%s\": %lld", c ? ", " : "", mem_cat_name((mem_cat)c), (long long)r->replay.max[c]);
     put(b, "}");
     if (r->reserved) put(b, ", \"reserved\": %lld", (long long)r->reserved);
     put(b, "}");

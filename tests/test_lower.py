@@ -14,7 +14,8 @@ BatchNorm in train mode), the JSON must describe an executable plan:
   * the rows owned for statistics partition every layer's map over the bands, in order;
   * a 2PS boundary handed on lies inside what the band holds.
 Also: ckpt, offload lists and modifiers come through; the prediction is `lrcnn sim`'s replay (its
-peak, the bytes by category when the backward begins, a torch plan's reserved bytes); bad input is
+peak, the bytes by category when the backward begins and at their most, a torch plan's reserved
+bytes); bad input is
 exit 2 with one line.
 """
 import json
@@ -141,7 +142,8 @@ def main(lrcnn):
         with h5py.File(h5, "r") as f:
             rep = f["runs/00000/prediction/replay"]
             cats = [c.decode() if isinstance(c, bytes) else c for c in f["categories"][()]]
-            want = {"peak": int(rep.attrs["peak"]), "at_backward": dict(zip(cats, (int(v) for v in rep["at_backward"][()])))}
+            want = {"peak": int(rep.attrs["peak"]), "at_backward": dict(zip(cats, (int(v) for v in rep["at_backward"][()]))),
+                    "max": dict(zip(cats, (int(v) for v in rep["max"][()])))}
             if "reserved" in rep.attrs:
                 want["reserved"] = int(rep.attrs["reserved"])
         check(d is not None and d["prediction"] == want, "%s on %s: the prediction is lrcnn sim's replay (%s)" % (

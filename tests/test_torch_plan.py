@@ -106,12 +106,14 @@ def held_as_predicted(name, plan, model, wrapped, x, views=False):
     kept, pred = forward_bytes(wrapped, x, 4), wrapped.predicted
     moved = sum(getattr(c, "moved", 0) for c in wrapped.modules() if c is not wrapped)
     persistent = persistent_bytes(model)
-    what = ("%s %s: kept for backward %d B (predicted %d on the device + %d moved to the host; moved %d), "
-            "persistent %d B (predicted %d)" % (name, plan, kept, pred["kept"], pred["host"], moved, persistent, pred["persistent"]))
+    what = ("%s %s: kept for backward %d B (predicted %d on the device + %d in host memory), moved to host memory %d B "
+            "(predicted %d), persistent %d B (predicted %d)" % (name, plan, kept, pred["kept"], pred["host"], moved, pred["moved"],
+                                                              persistent, pred["persistent"]))
+    same = moved == pred["moved"] and persistent == pred["persistent"]
     if views:
-        check(persistent == pred["persistent"] and moved == pred["host"], what + "; kept not compared: slices are views in PyTorch")
+        check(same, what + "; kept not compared: slices are views in PyTorch")
     else:
-        check(kept == pred["kept"] + pred["host"] and moved == pred["host"] and persistent == pred["persistent"], what)
+        check(same and kept == pred["kept"] + pred["host"], what)
 
 
 def frozen_bn(model):

@@ -125,12 +125,13 @@ def _running_kept(module):
 
 
 class Offloaded(torch.nn.Module):
-    """An offload segment: the tensors autograd saves in its selected layers (every layer for
-    offload(all); the convolutions for offload(conv), whose inputs are what vDNN moves; the layers
-    an offload list names) are copied to host memory when saved — pinned where there is a GPU — and
-    brought back when backward reads them (saved_tensors_hooks); parameters stay. An offload list's
-    release and fetch delays are not honoured: PyTorch moves a map when it is saved and fetches it
-    when it is used. `moved` counts the bytes sent to the host by the last forward."""
+    """An offload segment: the maps autograd saves in its selected layers (every layer for
+    offload(all); the convolutions for offload(conv), whose inputs are what vDNN moves), or the
+    outputs of the layers an offload list names, are copied to host memory — pinned where there is
+    a GPU — when the segment's forward ends, whichever nodes saved them, and brought back when
+    backward reads them (saved_tensors_hooks); parameters and buffers stay. An offload list's
+    release and fetch delays are not honoured: PyTorch fetches a map when backward reads it.
+    `moved` counts the bytes sent to the host by the last forward."""
 
     def __init__(self, inner, seg, layer_of, params):
         super().__init__()
@@ -146,7 +147,7 @@ class Offloaded(torch.nn.Module):
             return True
         if self.kind == "conv":
             return node.op == "call_module" and isinstance(self.modules_of.get(node.target), torch.nn.Conv2d)
-        return self.layer_of.get(node.name) in self.picked
+        return False  # an offload list names outputs (run_node)
 
     def pack(self, t):
         """Every tensor the segment saves is held by a _Held; those of the maps a selected node
@@ -201,7 +202,8 @@ class _Held:
 
 
 class _Moving(torch.fx.Interpreter):
-    """Runs an offload segment's graph node by node, telling its hooks which nodes are selected."""
+    """Runs an offload segment's graph node by node, telling its hooks which nodes are selected and
+    which outputs an offload list names."""
 
     def __init__(self, seg):
         super().__init__(seg.inner)
@@ -210,9 +212,12 @@ class _Moving(torch.fx.Interpreter):
     def run_node(self, node):
         self.seg.packing_selected = self.seg.selected(node)
         try:
-            return super().run_node(node)
+            out = super().run_node(node)
         finally:
             self.seg.packing_selected = False
+        if torch.is_tensor(out) and self.seg.layer_of.get(node.name) in self.seg.picked:
+            self.seg.chosen.add(rows.view_key(out))
+        return out
 
 
 RANDOM = (torch.nn.modules.dropout._DropoutNd,) + ((torchvision_ops.StochasticDepth,) if torchvision_ops else ())
@@ -345,12 +350,15 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
 
 def predicted(low):
     """What lrcnn predicts the wrapped module holds on `lrcnn lower`'s device (bytes): `kept`, what
-    the forward leaves allocated for backward (the maps autograd saves, those a checkpoint or a band
-    holds for its recomputation, 2PS boundaries, encoded copies, the batch and its labels); `host`,
-    the maps an offload segment moved to host memory; `persistent`, parameters, gradients,
+    the forward leaves allocated for backward on the device (the maps autograd saves, those a
+    checkpoint or a band holds for its recomputation, 2PS boundaries, encoded copies, the batch and
+    its labels); `host`, the maps an offload segment moved to host memory that are still there when
+    the backward begins (lrcnn fetches a map one backward step ahead of its use, so one the first
+    backward step reads is back already: `kept` + `host` is what the forward leaves in all);
+    `moved`, every map the forward sends to host memory; `persistent`, parameters, gradients,
     optimizer state and BatchNorm's buffers; `peak`, the iteration's allocated peak; `reserved`,
     what PyTorch's CUDA caching allocator would reserve for it."""
-    at = low["prediction"]["at_backward"]
+    at, most = low["prediction"]["at_backward"], low["prediction"]["max"]
     persistent = at["weights"] + at["weight_grads"] + at["optimizer"]
-    return {"kept": sum(at.values()) - persistent - at["host"], "host": at["host"], "persistent": persistent,
-            "peak": low["prediction"]["peak"], "reserved": low["prediction"].get("reserved")}
+    return {"kept": sum(at.values()) - persistent - at["host"], "host": at["host"], "moved": most["host"],
+            "persistent": persistent, "peak": low["prediction"]["peak"], "reserved": low["prediction"].get("reserved")}
