@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "io/outfile.h"
+#include "sim/lower/pipeline.h"
 #include "sim/net/kind.h"
 
 static const char usage[] =
@@ -136,7 +137,21 @@ static void prediction(buf *b, const sim_result *r)
     put(b, "}");
 }
 
-static void lowering(buf *b, const net *n, const plan *p, const sched_cfg *cfg, const sim_result *r)
+/* The whole maps the schedule keeps encoded from the forward to the backward, and how: what a
+ * runtime's saved-tensor hooks encode (band pieces, which a runtime recomputes, are not listed). */
+static void encoded(buf *b, const net *n, const sched *s)
+{
+    put(b, ",\n  \"encoded\": [");
+    for (int i = 0, k = 0; i < s->n_buf; i++) {
+        const sched_buf *sb = &s->bufs[i];
+        if (sb->kind != BUF_ENC || sb->band >= 0) continue;
+        put(b, "%s{\"layer\": ", k++ ? ", " : ""), str(b, n->layers[sb->layer].name);
+        put(b, ", \"encoding\": \"%s\", \"bytes\": %lld}", enc_name(sb->enc), (long long)sb->bytes);
+    }
+    put(b, "]");
+}
+
+static void lowering(buf *b, const net *n, const plan *p, const sched_cfg *cfg, const sched *s, const sim_result *r)
 {
     char text[2 * PLAN_TEXT_LEN];
     put(b, "{\"schema\": \"lrcnn-lowering\", \"version\": 1, \"net\": "), str(b, n->name);
@@ -163,6 +178,7 @@ static void lowering(buf *b, const net *n, const plan *p, const sched_cfg *cfg, 
     put(b, "],\n  \"segments\": [");
     for (int k = 0; k < p->n_seg; k++) put(b, "%s", k ? "," : ""), segment(b, n, &p->segs[k]);
     put(b, "]");
+    encoded(b, n, s);
     prediction(b, r);
     put(b, "}\n");
 }
@@ -200,14 +216,17 @@ int cli_lower(int argc, char **argv)
         cli_inputs_free(&in);
         return cli_fail("lower", "%s", e.msg);
     }
-    sim_result r;
-    if (sim_run(&in.n, &p, &cfg, &in.dev, &r, NULL, &e)) {
+    sched s;
+    if (pipeline_lower(&s, &in.n, &p, &cfg, &e)) {
         plan_free(&p);
         cli_inputs_free(&in);
         return cli_fail("lower", "%s", e.msg);
     }
+    sim_result r;
+    sim_predict(&in.n, &p, &cfg, &s, &in.dev, &r, NULL);
     buf b = {0};
-    lowering(&b, &in.n, &p, &cfg, &r);
+    lowering(&b, &in.n, &p, &cfg, &s, &r);
+    sched_free(&s);
     plan_free(&p);
     cli_inputs_free(&in);
     outfile f = {0};

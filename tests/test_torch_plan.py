@@ -14,7 +14,9 @@ within 1e-5 in bands, whose convolutions sum in another order), its BatchNorm ru
 after the step equal the plain module's (updated once, not again by the recomputation), and the
 bytes autograd saves outside the checkpointed segments and bands (saved-tensor hooks, each storage
 once, parameters aside) are fewer than the plain module's. +dpr:fp16 and bf16 move the gradients by
-their rounding (at most 1e-2 and 5e-2 in norm, never not at all) and keep fewer bytes. For every
+their rounding (at most 1e-2 and 5e-2 in norm, never not at all) and keep fewer bytes;
++gist:binarize (resnet18, vgg11 under four plans) keeps a relu output read back only for its sign
+as bits and changes no gradient. For every
 plan, what the forward leaves allocated for backward (PyTorch's CPU allocator, counted by the
 profiler) and the persistent bytes equal lrcnn's prediction for the plan under PyTorch's rules
 (`lrcnn lower --plan PLAN+torch`) to the byte, host copies included (on the CPU they are in the
@@ -25,7 +27,7 @@ ckpt-opt:B (--budget), 2ps:4 (bn=frozen) and vdnn-conv, each printing its first 
 equal to the plain module's; a model the importer refuses, a plan nothing fits, train-mode
 BatchNorm in bands, no plan, and an existing file are refused: exit 2, one line, no file.
 `full` (experiments/torch_plan_cpu.sh): the same at full size, VGG-16, ResNet-50, MobileNetV2 and
-the U-Net at 224x224 under seven plans, against the plain module's own fp32 error.
+the U-Net at 224x224 under eight plans, against the plain module's own fp32 error.
 """
 import copy
 import os
@@ -258,6 +260,10 @@ def main(lrcnn):
     compare("resnet18", lambda: torchvision.models.resnet18(), (3, 67, 67), ["2ps:3", "overl:3", "2ps-h:2", "overl-h:2"], lrcnn,
             "frozen", 1e-5)
     compare("mobilenet_v2", lambda: torchvision.models.mobilenet_v2(), (3, 64, 64), ["2ps:4"], lrcnn, "frozen", 1e-5)
+    # gist's binarize: a relu output read back only for its sign or shape kept as bits, exactly
+    compare("resnet18", lambda: torchvision.models.resnet18(), (3, 64, 64), ["layer+gist:binarize"], lrcnn)
+    compare("vgg11", lambda: torchvision.models.vgg11(), (3, 64, 64),
+            ["layer+gist:binarize", "ckpt-sqrt+gist:binarize", "2ps:4+gist:binarize", "overl:4+gist:binarize"], lrcnn, "frozen", 1e-5)
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools"))
     import unet  # the shipped U-Net (tools/unet.py): skips concatenated to upsampled maps, all of it one row segment
     compare("unet", unet.unet, (3, 64, 64), ["2ps:4", "overl:4", "ckpt-sqrt", "vdnn-conv"], lrcnn, "frozen", 1e-5)
@@ -267,7 +273,9 @@ def main(lrcnn):
     except PlanError as e:
         got = str(e)
     check("ceil-mode pool" in got, "squeezenet1_1 2ps:2: refused (%s)" % got)
-    for plan, says in (("overl:2", "BatchNorm with bn=train"), ("layer+gist", "the encoding gist"), ("ckpt-opt:1KiB", "no checkpointing plan fits"), ("nosuch", "unknown plan")):
+    for plan, says in (("overl:2", "BatchNorm with bn=train"), ("layer+gist", "the encoding gist"), ("ckpt-opt:1KiB", "no checkpointing plan fits"),
+                       ("nosuch", "unknown plan"), ("vdnn-conv+gist:binarize", "an encoding with an offload segment"),
+                       ("layer+gist:binarize+dpr:fp16", "the encodings gist:binarize and dpr:fp16 together"), ("2ps:2+gist:binarize bn=frozen", "encodes nothing")):
         try:
             apply_plan(torchvision.models.resnet18(), (3, 64, 64), 2, plan, lrcnn=lrcnn)
             got = "no error"
@@ -282,7 +290,7 @@ def main(lrcnn):
 def full(lrcnn):
     """The issue's table, at full size (minutes; experiments/torch_plan_cpu.sh): VGG-16, ResNet-50,
     MobileNetV2 and the U-Net at 224x224, batch 2, BatchNorm frozen (bands need it), dropout drawing,
-    under layer, ckpt-sqrt, 2ps:4, overl:4, 2ps-h, vdnn-conv and layer+dpr:bf16: gradients within
+    under layer, ckpt-sqrt, 2ps:4, overl:4, 2ps-h, vdnn-conv, layer+dpr:bf16 and layer+gist:binarize: gradients within
     4x the plain module's own fp32 error (fp32 against fp64) or 1e-5 (dpr: 5e-2), whichever is more."""
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools"))
     import unet
@@ -294,6 +302,7 @@ def full(lrcnn):
         compare(name, make, (3, 224, 224), plans, lrcnn, "frozen", max(1e-5, 4 * floor))
         # bfloat16, fp32's range: untrained in eval mode MobileNetV2's deep maps fall below fp16's (1e-8), to zero
         compare(name, make, (3, 224, 224), ["layer+dpr:bf16"], lrcnn, "frozen", max(5e-2, 4 * floor))
+        compare(name, make, (3, 224, 224), ["layer+gist:binarize"], lrcnn, "frozen")  # lossless: bit for bit
     print("FAILED" if failures else "all plans run as planned")
     return 1 if failures else 0
 

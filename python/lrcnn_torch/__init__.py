@@ -24,9 +24,12 @@ that, a map is moved or encoded once however many nodes save it, a 2PS boundary 
 rows (a view would keep the band's whole map), a checkpoint keeps the generator's state only where
 a random layer needs it, and an encoding leaves plain what a checkpoint holds anyway (its inputs).
 
+`+gist:binarize` keeps the maps lrcnn binarizes as bitmaps (Binarized).
+
 Not yet: BatchNorm in train mode inside bands (its whole-map statistics; bn=frozen runs), gist's
-and ZFP's encodings, migration, and a side stream for the moves; a plan with them is refused with
-a PlanError naming the segment. lrcnn's own engine runs them (`lrcnn train`).
+sparse encoding, gist beside another encoding, an encoding with an offload segment, the max pools' argmax in fewer bits (PyTorch's
+int64 indices stay), ZFP, migration, and a side stream for the moves; a plan with them is refused
+with a PlanError naming what. lrcnn's own engine runs them (`lrcnn train`).
 """
 import contextlib
 import json
@@ -90,7 +93,7 @@ def lower(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None, devic
     """(converter, lowering): the module as the importer sees it (converter.alias maps each traced
     node to its net layer) and `lrcnn lower`'s JSON for plan at this batch and image (C, H, W),
     under this PyTorch's rules (torch_rules), with the prediction for device ("cpu" or "cuda")."""
-    plan = torch_rules(plan)
+    asked, plan = plan, torch_rules(plan)
     try:
         conv = torch2net.Converter(model, tuple(image[1:]), image[0], False, pixel=None)
         lines = conv.run()
@@ -104,7 +107,7 @@ def lower(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None, devic
                "--image", "%dx%d" % tuple(image[1:]), "--device", "h100" if device == "cuda" else "cpu"] + (["--bn", bn] if bn else [])
         r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
-        raise PlanError(r.stderr.strip().replace("lrcnn lower: ", ""))
+        raise PlanError(r.stderr.strip().replace("lrcnn lower: ", "").replace(plan, asked))  # the plan as the caller wrote it
     return conv, json.loads(r.stdout)
 
 
@@ -190,14 +193,16 @@ class Offloaded(torch.nn.Module):
 
 class _Held:
     """A saved tensor: on the device, or moved to host memory (`device`: where it is brought back
-    to when read), or encoded (`dtype`: what it is widened to when read)."""
-    __slots__ = ("t", "device", "dtype")
+    to when read), or encoded (`dtype`: what it is widened to when read; `decode`: what rebuilds
+    it)."""
+    __slots__ = ("t", "device", "dtype", "decode")
 
     def __init__(self, t):
-        self.t, self.device, self.dtype = t, None, None
+        self.t, self.device, self.dtype, self.decode = t, None, None, None
 
     def get(self):
         t = self.t if self.device is None else self.t.to(self.device, non_blocking=True)
+        t = t if self.decode is None else self.decode(t)
         return t if self.dtype is None else t.to(self.dtype)
 
 
@@ -273,6 +278,69 @@ class Encoded(torch.nn.Module):
         return out
 
 
+class Binarized(torch.nn.Module):
+    """Gist's binarize (+gist:binarize): the maps lrcnn keeps as their sign alone — a ReLU's output
+    that the backward reads only for its sign (the ReLU's) or its shape (a max pool's) — kept as a
+    bitmap, a bit a value, each image's bits padded to a byte (lrcnn's format), and rebuilt as
+    ones and zeros when backward reads them: the ReLU's gradient is unchanged, exactly. The maps
+    are the outputs of `modules` (lrcnn lower's `encoded` list), seen by forward hooks; a map is
+    turned to bits when the forward ends (a module may save its own output before its hook runs),
+    once however many nodes save it, unless a checkpoint holds it as it is. `kept` counts the bits'
+    bytes of the last forward."""
+
+    def __init__(self, inner, modules, params):
+        super().__init__()
+        self.inner, self.hooked, self.params, self.kept = inner, modules, params, 0
+
+    def pack(self, t):
+        held = _Held(t)
+        if t.data_ptr() not in self.params:
+            self.held.append(held)
+        return held
+
+    @staticmethod
+    def unpack(held):
+        return held.get()
+
+    def forward(self, *args):
+        self.held, signs = [], set()
+        hooks = [m.register_forward_hook(lambda m, i, out: signs.add(rows.view_key(out))) for m in self.hooked]
+        try:
+            with rows.plain_maps() as plain:
+                with torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack):
+                    out = self.inner(*args)
+        finally:
+            for h in hooks:
+                h.remove()
+        bits, self.kept = {}, 0
+        for held in self.held:
+            key = rows.view_key(held.t)
+            if key not in signs or key in plain:
+                continue
+            if key not in bits:
+                bits[key] = _sign_bits(held.t)
+                self.kept += bits[key][0].numel()
+            held.t, held.decode = bits[key]
+        self.held = []
+        return out
+
+
+_BIT = torch.tensor([1 << j for j in range(8)], dtype=torch.uint8)
+
+
+def _sign_bits(t):
+    """t's signs, a bit a value (set: positive), each image's bits in bytes of their own (N, ceil(n / 8)),
+    and the function that rebuilds t's shape from them: 1 where positive, 0 elsewhere."""
+    shape, dtype, n = tuple(t.shape), t.dtype, t[0].numel()
+    m = torch.nn.functional.pad((t.detach().reshape(shape[0], -1) > 0).to(torch.uint8), (0, (-n) % 8))
+    packed = (m.view(shape[0], -1, 8) * _BIT.to(t.device)).sum(-1, dtype=torch.uint8)
+
+    def decode(b):
+        ones = (b.unsqueeze(-1) >> torch.arange(8, dtype=torch.uint8, device=b.device)) & 1
+        return ones.view(shape[0], -1)[:, :n].to(dtype).view(shape)
+    return packed, decode
+
+
 class Checkpointed(torch.nn.Module):
     """A segment kept only by its input: torch.utils.checkpoint, non-reentrant. The first call of
     each forward is the forward itself; later calls are backward's recomputation."""
@@ -306,12 +374,15 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
     device = params[0].device.type if params else "cpu"
     conv, low = lower(model, image, batch, plan, optimizer, bn, lrcnn, device)
     unsupported = [s for s in low["segments"] if s["mode"] not in ("layer", "ckpt", "rows", "offload")]
-    other = [m for m in low["encodings"] if m not in DPR]
-    if unsupported or other or len(low["encodings"]) > 1 or any(low["migrate"].values()):
+    other = [m for m in low["encodings"] if m not in DPR and m != "gist:binarize"]
+    moving = low["encodings"] and any(s["mode"] == "offload" for s in low["segments"])
+    if unsupported or other or len(low["encodings"]) > 1 or any(low["migrate"].values()) or moving:
         what = ("%s segment %s..%s" % (unsupported[0]["mode"], unsupported[0]["first"], unsupported[0]["last"]) if unsupported
-                else "the encoding %s" % (other or low["encodings"])[0] if low["encodings"] else "migration")
-        raise PlanError("plan '%s': %s: not run in PyTorch yet (layer, ckpt, offload and row segments and "
-                        "+dpr:fp16|bf16 are; lrcnn train runs the rest)"
+                else "the encoding %s" % other[0] if other
+                else "the encodings %s together" % " and ".join(low["encodings"]) if len(low["encodings"]) > 1
+                else "an encoding with an offload segment" if moving else "migration")
+        raise PlanError("plan '%s': %s: not run in PyTorch yet (layer, ckpt, offload and row segments, "
+                        "+dpr:fp16|bf16 and +gist:binarize alone are; lrcnn train runs the rest)"
                         % (plan, what))
     names = [l["name"] for l in low["layers"]]
     segment = {}
@@ -342,7 +413,21 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
             except Unsupported as e:
                 raise PlanError("plan '%s': rows segment %s..%s: %s: not run in PyTorch yet (lrcnn train runs it)"
                                 % (plan, s["first"], s["last"], e)) from None
-    if low["encodings"]:
+    if low["encodings"] == ["gist:binarize"]:
+        modules = dict(model.named_modules())
+        hooked = []
+        for m in low["encoded"]:
+            k = segment[m["layer"]]
+            if low["segments"][k]["mode"] == "rows" and low["segments"][k]["last"] == m["layer"]:
+                hooked.append(getattr(split, "submod_%d" % k))  # the whole map is the bands' output, joined
+                continue
+            nodes = [node for node, layer in conv.alias.items() if layer == m["layer"]]
+            if m["encoding"] != "sign" or not nodes or nodes[0].op != "call_module":
+                raise PlanError("plan '%s': +gist:binarize: layer %s (%s) is not a module's output: not run in PyTorch yet"
+                                % (plan, m["layer"], m["encoding"]))
+            hooked.append(modules[nodes[0].target])
+        split = Binarized(split, hooked, held)
+    elif low["encodings"]:
         split = Encoded(split, low["encodings"][0], held)
     split.lowering, split.predicted = low, predicted(low)
     return split

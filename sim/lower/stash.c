@@ -127,7 +127,8 @@ static enc_kind choose(const lower *c, const sched_buf *sb, const use_info *u, i
     const plan *p = c->p;
     const enc_mod *gist = plan_gist(p), *lossy = plan_lossy(p);
     *mod = gist ? (int)(gist - p->mods) : -1;
-    if (sb->kind == BUF_IDX) return gist && gist->binarize ? ENC_ARGMAX : ENC_NONE;
+    /* lrcnn_torch keeps PyTorch's int64 argmax as it is */
+    if (sb->kind == BUF_IDX) return gist && gist->binarize && !p->torch ? ENC_ARGMAX : ENC_NONE;
     if (gist && gist->binarize && u->reads <= read_rank(KIND_READS_SIGN)) return ENC_SIGN;
     if (gist && gist->sparse && u->relu_out) return ENC_SPARSE;
     *mod = lossy ? (int)(lossy - p->mods) : -1;
