@@ -25,10 +25,10 @@ static const char usage[] =
     "needs to execute it — the layers, each segment's mode (layer, ckpt, offload and which maps, rows),\n"
     "and per row segment, band and layer the rows computed, held (with the halo its consumers read),\n"
     "handed to the next band (2PS) and owned for BatchNorm's statistics; rows are [a, b) of the full map.\n"
-    "ckpt-opt[:B] is resolved first (for --batch and --optimizer). With it, the replay's prediction:\n"
-    "the peak and the bytes by category when the backward begins (on --device, default cpu); with\n"
-    "+torch or +torch2 (PyTorch 1.13's or 2.x's rules), what python/lrcnn_torch keeps running the plan\n"
-    "in PyTorch. Schema: docs/commands.md.\n"
+    "ckpt-opt[:B] is resolved first (for --batch and --optimizer). With it, the whole maps kept encoded\n"
+    "and the replay's prediction: the peak, and the bytes by category when the backward begins and at\n"
+    "their most (on --device, default cpu); with +torch or +torch2 (PyTorch 1.13's or 2.x's rules),\n"
+    "what python/lrcnn_torch keeps running the plan in PyTorch. Schema: docs/commands.md.\n"
     "example: lrcnn lower --net vgg16 --plan 2ps-h:4 --batch 8 -o /tmp/plan.json\n";
 
 /* A growing text. */

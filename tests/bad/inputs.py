@@ -290,6 +290,8 @@ def option_cases():
         ("lower", "lower without --plan", ["lower", "--net", "vgg-small", "-o", "{o}"]),
         ("lower", "lower --iters", ["lower", "--net", "vgg-small", "--plan", "layer", "--iters", "2", "-o", "{o}"]),
         ("lower", "lower ckpt-opt:B nothing fits", ["lower", "--net", "vgg-small", "--plan", "ckpt-opt:1KiB", "-o", "{o}"]),
+        ("lower", "lower --device unknown", ["lower", "--net", "vgg-small", "--plan", "layer", "--device", "nosuch", "-o", "{o}"]),
+        ("lower", "lower --profile", ["lower", "--net", "vgg-small", "--plan", "layer", "--profile", "x.h5", "-o", "{o}"]),
         ("sim", "sim ckpt-opt:B not bytes", ["sim", "--net", "vgg-small", "--plan", "ckpt-opt:1.5", "-o", "{o}"]),
         ("sim", "sim ckpt-opt:2000%", ["sim", "--net", "vgg-small", "--plan", "ckpt-opt:2000%", "-o", "{o}"]),
         ("sim", "sim ckpt-opt: (empty B)", ["sim", "--net", "vgg-small", "--plan", "ckpt-opt:", "-o", "{o}"]),
