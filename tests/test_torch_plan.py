@@ -31,6 +31,7 @@ the U-Net at 224x224 under eight plans (MobileNetV2 has nothing gist's binarize 
 plain module's own fp32 error.
 """
 import copy
+import gc
 import os
 import subprocess
 import sys
@@ -80,13 +81,20 @@ def forward_bytes(model, x, seed):
     host copies, the batch and labels; less the loss's two scalars. Then the backward runs."""
     from torch.profiler import ProfilerActivity, profile
     torch.manual_seed(seed)
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        xs = x.clone()
-        out = model(xs)
-        shape = (x.shape[0],) if out.dim() == 2 else (x.shape[0],) + tuple(out.shape[2:])
-        labels = torch.zeros(shape, dtype=torch.int64)
-        loss = torch.nn.functional.cross_entropy(out, labels)
-        del xs, out, labels
+    # no collection inside: freeing an earlier iteration's cyclic garbage there (a checkpoint's
+    # closures) would count against this forward
+    gc.collect()
+    gc.disable()
+    try:
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            xs = x.clone()
+            out = model(xs)
+            shape = (x.shape[0],) if out.dim() == 2 else (x.shape[0],) + tuple(out.shape[2:])
+            labels = torch.zeros(shape, dtype=torch.int64)
+            loss = torch.nn.functional.cross_entropy(out, labels)
+            del xs, out, labels
+    finally:
+        gc.enable()
     kept = sum(e.nbytes() for e in prof.profiler.kineto_results.events() if e.name() == "[memory]") - LOSS_SCALARS
     loss.backward()
     return kept
