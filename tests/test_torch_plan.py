@@ -254,6 +254,15 @@ def script_cases(lrcnn):
     check(r.returncode == 2 and open(keep).read() == before, "torch-plan keeps an existing script without --force: %s" % r.stderr.strip())
 
 
+def refusal(make, plan, lrcnn, image=(3, 64, 64), bn=None):
+    """The PlanError apply_plan gives for plan on a fresh make() at batch 2, or "no error"."""
+    try:
+        apply_plan(make(), image, 2, plan, bn=bn, lrcnn=lrcnn)
+    except PlanError as e:
+        return str(e)
+    return "no error"
+
+
 def main(lrcnn):
     plans = ["layer", "ckpt-sqrt", "ckpt:3", "ckpt-opt", "ckpt-opt:99%"]
     compare("resnet18", lambda: torchvision.models.resnet18(), (3, 64, 64), plans, lrcnn)
@@ -276,20 +285,12 @@ def main(lrcnn):
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools"))
     import unet  # the shipped U-Net (tools/unet.py): skips concatenated to upsampled maps, all of it one row segment
     compare("unet", unet.unet, (3, 64, 64), ["2ps:4", "overl:4", "ckpt-sqrt", "vdnn-conv"], lrcnn, "frozen", 1e-5)
-    try:
-        apply_plan(torchvision.models.squeezenet1_1(), (3, 64, 64), 2, "2ps:2", lrcnn=lrcnn)
-        got = "no error"
-    except PlanError as e:
-        got = str(e)
+    got = refusal(torchvision.models.squeezenet1_1, "2ps:2", lrcnn)
     check("ceil-mode pool" in got, "squeezenet1_1 2ps:2: refused (%s)" % got)
     for plan, says in (("overl:2", "BatchNorm with bn=train"), ("layer+gist", "the encoding gist"), ("ckpt-opt:1KiB", "no checkpointing plan fits"),
                        ("nosuch", "unknown plan"), ("vdnn-conv+gist:binarize", "an encoding with an offload segment"),
                        ("layer+gist:binarize+dpr:fp16", "the encodings gist:binarize and dpr:fp16 together"), ("2ps:2+gist:binarize bn=frozen", "encodes nothing")):
-        try:
-            apply_plan(torchvision.models.resnet18(), (3, 64, 64), 2, plan, lrcnn=lrcnn)
-            got = "no error"
-        except PlanError as e:
-            got = str(e)
+        got = refusal(torchvision.models.resnet18, plan, lrcnn)
         check(says in got, "%s: refused (%s)" % (plan, got))
     script_cases(lrcnn)
     print("FAILED" if failures else "all plans run as planned")
@@ -314,11 +315,7 @@ def full(lrcnn):
         if name != "mobilenet_v2":  # lossless: bit for bit
             compare(name, make, (3, 224, 224), ["layer+gist:binarize"], lrcnn, "frozen")
         else:  # no max pool, and every relu6 output a convolution's input: nothing to keep as a sign
-            try:
-                apply_plan(make(), (3, 224, 224), 2, "layer+gist:binarize", bn="frozen", lrcnn=lrcnn)
-                got = "no error"
-            except PlanError as e:
-                got = str(e)
+            got = refusal(make, "layer+gist:binarize", lrcnn, (3, 224, 224), "frozen")
             check("encodes nothing" in got, "%s layer+gist:binarize: refused (%s)" % (name, got))
     print("FAILED" if failures else "all plans run as planned")
     return 1 if failures else 0

@@ -156,39 +156,43 @@ class Offloaded(torch.nn.Module):
         """Every tensor the segment saves is held by a _Held; those of the maps a selected node
         saves go to host memory when the segment's forward ends (move), each map once, so that a
         map another node saves too (a relu's output, a convolution's input) leaves the device."""
-        if t.data_ptr() in self.params:
-            return _Held(t)
         held = _Held(t)
-        self.held.append(held)
-        if self.packing_selected:
-            self.chosen.add(rows.view_key(t))
+        if t.data_ptr() not in self.params:
+            self.held.append(held)
+            if self.packing_selected:
+                self.chosen.add(rows.view_key(t))
         return held
 
-    @staticmethod
-    def unpack(held):
-        return held.get()
-
     def move(self):
-        copies = {}
-        for held in self.held:
-            key = rows.view_key(held.t)
-            if key not in self.chosen:
-                continue
-            if key not in copies:
-                t = held.t
-                host = torch.empty(t.size(), dtype=t.dtype, pin_memory=torch.cuda.is_available())
-                host.copy_(t, non_blocking=t.is_cuda)
-                copies[key] = host
-                self.moved += t.numel() * t.element_size()
-            held.t, held.device = copies[key], held.t.device
+        def to_host(held):
+            t = held.t
+            host = torch.empty(t.size(), dtype=t.dtype, pin_memory=torch.cuda.is_available())
+            host.copy_(t, non_blocking=t.is_cuda)
+            return host, t.device, None
+        self.moved = _once(self.held, self.chosen, to_host)
         self.held, self.chosen = [], set()
 
     def forward(self, *args):
         self.moved, self.held, self.chosen, self.packing_selected = 0, [], set(), False
-        with torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack):
+        with torch.autograd.graph.saved_tensors_hooks(self.pack, _Held.get):
             out = _Moving(self).run(*args)
         self.move()
         return out
+
+
+def _once(helds, keys, convert):
+    """Replaces every held tensor whose view key is in keys by convert(held) -> (stored tensor,
+    device, decode), converting each map once however many holders share it; the bytes stored."""
+    done, stored = {}, 0
+    for held in helds:
+        key = rows.view_key(held.t)
+        if key not in keys:
+            continue
+        if key not in done:
+            done[key] = convert(held)
+            stored += done[key][0].numel() * done[key][0].element_size()
+        held.t, held.device, held.decode = done[key]
+    return stored
 
 
 class _Held:
@@ -259,14 +263,10 @@ class Encoded(torch.nn.Module):
             self.encoded[key] = weakref.ref(t), held
         return held
 
-    @staticmethod
-    def unpack(held):
-        return held.get()
-
     def forward(self, *args):
         self.encoded, self.inputs = {}, {rows.view_key(a) for a in args if torch.is_tensor(a)}
         with rows.plain_maps() as plain:
-            with torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack):
+            with torch.autograd.graph.saved_tensors_hooks(self.pack, _Held.get):
                 out = self.inner(*args)
         self.kept = 0
         for key, (ref, held) in self.encoded.items():
@@ -298,31 +298,24 @@ class Binarized(torch.nn.Module):
             self.held.append(held)
         return held
 
-    @staticmethod
-    def unpack(held):
-        return held.get()
-
     def forward(self, *args):
         self.held, signs = [], set()
         hooks = [m.register_forward_hook(lambda m, i, out: signs.add(rows.view_key(out))) for m in self.hooked]
         try:
             with rows.plain_maps() as plain:
-                with torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack):
+                with torch.autograd.graph.saved_tensors_hooks(self.pack, _Held.get):
                     out = self.inner(*args)
         finally:
             for h in hooks:
                 h.remove()
-        bits, self.kept = {}, 0
-        for held in self.held:
-            key = rows.view_key(held.t)
-            if key not in signs or key in plain:
-                continue
-            if key not in bits:
-                bits[key] = _sign_bits(held.t)
-                self.kept += bits[key][0].numel()
-            held.t, held.decode = bits[key]
+        self.kept = _once(self.held, signs - plain, _to_bits)
         self.held = []
         return out
+
+
+def _to_bits(held):
+    packed, decode = _sign_bits(held.t)
+    return packed, None, decode
 
 
 _BIT = torch.tensor([1 << j for j in range(8)], dtype=torch.uint8)
