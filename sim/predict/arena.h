@@ -31,8 +31,8 @@
  * three orders are tried — crowded first with later ends lower, crowded first with earlier starts
  * lower, and size times crowding — stopping at the live peak, which no plan can beat. Where the
  * best still ends above it, a repair: the blocks it left above the peak are placed first, then the
- * rest in the best tree order, for up to ARENA_REPAIRS rounds, each adding the blocks the last round
- * left above. The tree's orders and the repair run as they would without the walk, and the smallest
+ * rest in the best of those orders, for up to ARENA_REPAIRS rounds, each adding the blocks the last round
+ * left above. Those orders and the repair run as they would without the walk, and the smallest
  * arena of all is kept: the walk never makes an arena larger. */
 #ifndef LRCNN_ARENA_H
 #define LRCNN_ARENA_H
