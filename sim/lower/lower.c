@@ -180,14 +180,6 @@ void lower_copy(lower *c, int L, int band, band_rows r, int src, int dst, bool a
     t->bytes_moved = (double)lower_bytes(c, L, r, 4) * 2;
 }
 
-sched_step lower_buffer_step(const sched *s, sched_op op, int b, int band, int seg)
-{
-    bool move = op == SCHED_OFFLOAD || op == SCHED_PREFETCH;
-    return (sched_step){.op = op, .layer = s->bufs[b].layer, .band = band, .seg = seg, .buf = b, .y = -1,
-                        .aux = -1, .w = -1, .dw = -1, .ws = -1, .dy = -1, .src = -1, .dst = -1, .sums = -1,
-                        .bytes_moved = move ? (double)s->bufs[b].bytes : 0};
-}
-
 lower_buckets lower_bucket(const int *key, int n_items, int ns)
 {
     lower_buckets k = {err_calloc((size_t)ns + 1, sizeof(int)), NULL};

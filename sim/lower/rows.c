@@ -28,20 +28,36 @@ static band_rows hold_band(const void *ctx, int P)
     return band_hold(b->bs, b->g, b->c->n, b->band, P);
 }
 
-/* Forward of one band: the layers of `need` (NULL: all). bound[L * R + r]: boundary buffers
+/* The layers a band pass computes, in order (n: how many; at NULL: every layer of the segment). */
+typedef struct {
+    int *at, n;
+} layer_list;
+
+/* The layers of `need` as a list, for the passes over the bands that compute only those; the
+ * others read their whole kept maps (c->whole), set here once for every band (nothing a band
+ * does changes them). NULL: every layer. */
+static layer_list needed(lower *c, const band_seg *bs, const bool *need)
+{
+    layer_list k = {NULL, bs->last - bs->first + 1};
+    if (!need) return k;
+    k.at = err_calloc((size_t)k.n, sizeof(int)), k.n = 0;
+    for (int L = bs->first; L <= bs->last; L++)
+        if (need[L]) k.at[k.n++] = L;
+        else c->act[L] = c->whole[L], c->aux[L] = -1;
+    return k;
+}
+
+/* Forward of one band: the layers of `todo` (needed()). bound[L * R + r]: boundary buffers
  * (2PS), created when `make_bounds`. out_full: the whole output buffer, or -1. A layer with a
  * whole map kept between stages (c->whole) is written into it in the forward and read from it
  * where a band does not compute it. */
 static void band_forward(lower *c, const band_seg *bs, const band_geom *g, int r, int *bound, bool make_bounds,
-                         int out_full, const bool *need)
+                         int out_full, const layer_list *todo)
 {
     const net *n = c->n;
     int L0 = bs->first, R = g->n_bands;
-    for (int L = bs->first; L <= bs->last; L++) {
-        if (need && !need[L]) {
-            c->act[L] = c->whole[L], c->aux[L] = -1;
-            continue;
-        }
+    for (int i = 0; i < todo->n; i++) {
+        int L = todo->at ? todo->at[i] : L0 + i;
         band_rows out = g->out[r * g->n_layers + L - L0];
         band_rows hold = band_hold(bs, g, n, r, L);
         const net_layer *l = &n->layers[L];
@@ -126,14 +142,17 @@ static void stats_forward(lower *c, const plan_seg *ps)
             need[L] = pp->fwd_need[(pass - 1) * pp->nl + L - a];
             if (pp->fwd[L - a] == pass) new_sums(c, L);
         }
+        layer_list todo = needed(c, bs, need);
         for (int r = 0; r < R; r++) {
-            band_forward(c, bs, g, r, bound, true, -1, need);
+            band_forward(c, bs, g, r, bound, true, -1, &todo);
             for (int L = a; L <= bs->last; L++) {
+                if (pp->fwd[L - a] != pass) continue;
                 band_rows own = band_own(g, bs, r, L, n->layers[L].h);
-                if (pp->fwd[L - a] == pass && band_rows_len(own)) emit_stats(c, L, r, own, false);
+                if (band_rows_len(own)) emit_stats(c, L, r, own, false);
             }
             c->act[bs->src] = src;
         }
+        free(todo.at);
         stats_end(c, ps, pass);
     }
     c->stats_pass = false;
@@ -185,14 +204,17 @@ static void staged_forward(lower *c, const plan_seg *ps, int *bound, int out)
             need[L] = pp->fst[L - a] == q;
             if (pp->fwd[L - a] == q) new_sums(c, L);
         }
+        layer_list todo = needed(c, bs, need);
         for (int r = 0; r < g->n_bands; r++) {
-            band_forward(c, bs, g, r, bound, true, q > pp->n_fwd ? out : -1, need);
+            band_forward(c, bs, g, r, bound, true, q > pp->n_fwd ? out : -1, &todo);
             for (int L = a; L <= bs->last; L++) {
+                if (pp->fwd[L - a] != q) continue;
                 band_rows own = band_own(g, bs, r, L, n->layers[L].h);
-                if (pp->fwd[L - a] == q && band_rows_len(own)) emit_stats(c, L, r, own, false);
+                if (band_rows_len(own)) emit_stats(c, L, r, own, false);
             }
             c->act[bs->src] = src;
         }
+        free(todo.at);
         stats_end(c, ps, q);
     }
     free(need);
@@ -216,13 +238,27 @@ static void staged_backward_pass(lower *c, const plan_seg *ps, int *bound, const
     bool *avail = err_calloc((size_t)N, sizeof(bool));
     for (int L = L0; L <= bs->last; L++) mine[L] = pp->bst[L - L0] == s, avail[L] = pp->keep_act[L - L0];
     plan_need(n, L0, bs->last, mine, NULL, avail, true, need);
+    /* the gradients a band may set: the stage's layers' and their inputs' (and the segment
+     * output's); all of them are reset once, those before each band */
+    int *own_l = err_calloc((size_t)N, sizeof(int)), n_own = 0, *reset = err_calloc((size_t)N, sizeof(int)), n_reset = 0;
+    bool *touched = err_calloc((size_t)N, sizeof(bool));
+    for (int L = bs->last; L >= L0; L--)
+        if (mine[L]) {
+            own_l[n_own++] = L, touched[L] = true;
+            for (int j = 0; j < n->layers[L].n_in; j++) touched[n->layers[L].in[j]] = true;
+        }
+    for (int L = L0; L <= bs->last; L++) {
+        c->grad[L] = pp->bst[L - L0] > s ? kgrad[L] : -1;
+        if (touched[L]) reset[n_reset++] = L;
+    }
+    layer_list todo = needed(c, bs, need);
     for (int r = R - 1; r >= 0; r--) {
-        band_forward(c, bs, g, r, bound, false, -1, need);
-        for (int L = L0; L <= bs->last; L++) c->grad[L] = pp->bst[L - L0] > s ? kgrad[L] : -1;
+        band_forward(c, bs, g, r, bound, false, -1, &todo);
+        for (int i = 0; i < n_reset; i++) c->grad[reset[i]] = pp->bst[reset[i] - L0] > s ? kgrad[reset[i]] : -1;
         c->grad[bs->last] = dout;
         band_ctx hc = {c, bs, g, r};
-        for (int L = bs->last; L >= L0; L--) {
-            if (!mine[L]) continue;
+        for (int i = 0; i < n_own; i++) {
+            int L = own_l[i];
             band_rows out = g->out[r * g->n_layers + L - L0], own = band_own(g, bs, r, L, n->layers[L].h);
             if (kgrad[L] >= 0 && band_rows_len(own))
                 lower_copy(c, L, r, own, kgrad[L], lower_grad(c, L, r, band_hold(bs, g, n, r, L), true), true);
@@ -233,6 +269,7 @@ static void staged_backward_pass(lower *c, const plan_seg *ps, int *bound, const
         }
         c->act[bs->src] = src_act;
     }
+    free(todo.at), free(own_l), free(reset), free(touched);
     free(bgrad), free(need), free(mine), free(avail);
 }
 
@@ -287,8 +324,9 @@ void rows_forward(lower *c, const plan_seg *ps, int *bound)
     }
     if (plan_seg_map_stats(ps)) stats_forward(c, ps);
     int src = c->act[bs->src];
+    layer_list all = needed(c, bs, NULL);
     for (int r = 0; r < g->n_bands; r++) {
-        band_forward(c, bs, g, r, bound, true, out, NULL);
+        band_forward(c, bs, g, r, bound, true, out, &all);
         c->act[bs->src] = src;
     }
     c->act[bs->last] = out;
@@ -320,8 +358,9 @@ static void backward_pass(lower *c, const plan_seg *ps, int *bound, int pass)
     } else {
         plan_need(n, bs->first, bs->last, NULL, NULL, NULL, plan_seg_map_stats(ps), need);
     }
+    layer_list todo = needed(c, bs, need);
     for (int r = R - 1; r >= 0; r--) {
-        band_forward(c, bs, g, r, bound, false, -1, need);
+        band_forward(c, bs, g, r, bound, false, -1, &todo);
         for (int L = L0; L <= bs->last; L++) c->grad[L] = -1;
         c->grad[bs->last] = dout;
         band_ctx hc = {c, bs, g, r};
@@ -340,7 +379,7 @@ static void backward_pass(lower *c, const plan_seg *ps, int *bound, int pass)
         }
         c->act[bs->src] = src_act;
     }
-    free(bgrad), free(need), free(bwd), free(target), free(want);
+    free(todo.at), free(bgrad), free(need), free(bwd), free(target), free(want);
 }
 
 void rows_backward(lower *c, const plan_seg *ps, int *bound)
