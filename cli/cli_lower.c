@@ -90,7 +90,6 @@ static void geometry(buf *b, const net *n, const band_seg *s, const band_geom *g
 
 static const char *const modes[] = {"layer", "ckpt", "offload", "rows"};
 static const char *const offloads[] = {"all", "conv", "pick"};
-static const char *const bns[] = {"auto", "train", "frozen", "per-band", "train-recompute", "train-offload"};
 
 static void segment(buf *b, const net *n, const plan_seg *ps)
 {
@@ -160,7 +159,8 @@ static void lowering(buf *b, const net *n, const plan *p, const sched_cfg *cfg, 
     str(b, p->text);
     plan_describe(p, n, text, sizeof text);
     put(b, ", \"resolved\": "), str(b, text);
-    put(b, ", \"bn\": \"%s\", \"encodings\": [", bns[p->bn]);
+    char bn[32];
+    put(b, ", \"bn\": \"%s\", \"encodings\": [", plan_bn_text(p, bn, sizeof bn));
     for (int k = 0; k < p->n_mod; k++) {
         enc_mod_describe(&p->mods[k], text, sizeof text);
         put(b, "%s", k ? ", " : ""), str(b, text);

@@ -134,6 +134,12 @@ static int search_stages(const net *n, const char *list, const char *bn, const s
             if (!lenient) rc = -1;
             continue;
         }
+        if (cand[parsed].bn_levels) { /* levels are counted in a whole segment, which the stages split */
+            rc = err_set(e, "candidate '%s': bn=train-offload:%d counts the levels of a whole row segment, which a pipeline "
+                            "splits across devices; use bn=train-offload", items[q], cand[parsed].bn_levels);
+            plan_free(&cand[parsed]);
+            break;
+        }
         char *keep = items[q]; /* the names of the candidates kept, in order */
         items[q] = items[parsed], items[parsed++] = keep;
     }

@@ -5,8 +5,17 @@
 #include "cli/cli.h"
 #include "cli/cli_sweep.h"
 
+/* The plan column's width: the longest plan's name, 18 at least. */
+static int plan_width(const spec *s)
+{
+    int w = 18;
+    for (int p = 0; p < s->n_plans; p++) w = (int)strlen(s->plans[p]) > w ? (int)strlen(s->plans[p]) : w;
+    return w;
+}
+
 void sweep_print_capacity(const spec *s, const cell *cells, long count)
 {
+    int pw = plan_width(s);
     char a[32];
     bool by_image = !strcmp(s->search, "image");
     for (long i = 0; i < count; i += (long)s->n_plans * s->n_budgets) {
@@ -16,12 +25,12 @@ void sweep_print_capacity(const spec *s, const cell *cells, long count)
         if (by_image) snprintf(at, sizeof at, "batch %d", s->batches[c->batch]);
         else if (!h) snprintf(at, sizeof at, "the net's own input");
         else snprintf(at, sizeof at, "image %dx%d", h, w ? w : h);
-        printf("\n%s: largest %s that fits, %s, %s\n  %-18s", s->nets[c->net], by_image ? "square input" : "batch",
-               s->optimizers[c->opt], at, "plan");
+        printf("\n%s: largest %s that fits, %s, %s\n  %-*s", s->nets[c->net], by_image ? "square input" : "batch",
+               s->optimizers[c->opt], at, pw, "plan");
         for (int g = 0; g < s->n_budgets; g++) printf(" %10s", units_fmt_bytes(s->budgets[g], a, sizeof a));
         printf("\n");
         for (int p = 0; p < s->n_plans; p++) {
-            printf("  %-18s", s->plans[p]);
+            printf("  %-*s", pw, s->plans[p]);
             for (int g = 0; g < s->n_budgets; g++) {
                 const cell *x = &cells[i + (long)p * s->n_budgets + g];
                 if (x->infeasible) printf(" %10s", "infeasible");
@@ -47,6 +56,7 @@ static const char *bn_text(const spec *s, const net *n)
 void sweep_print_tables(const spec *s, const sim_device *d, net *nets, const cell *cells, long count)
 {
     char a[32], b[32], t[600];
+    int pw = plan_width(s);
     for (long i = 0; i < count; i++) {
         const cell *c = &cells[i];
         if (c->plan != 0) continue; /* first plan of each group opens its table */
@@ -54,7 +64,7 @@ void sweep_print_tables(const spec *s, const sim_device *d, net *nets, const cel
         const char *bn = bn_text(s, n);
         printf("\n%s @ %dx%d, batch %d, %s, %s%s; predicted times: %s\n", n->name, n->layers[0].h, n->layers[0].w,
                s->batches[c->batch], s->optimizers[c->opt], bn ? "bn=" : "no BatchNorm", bn ? bn : "", cli_time_source(d, t, sizeof t));
-        printf("  %-18s %12s %12s %7s %12s %8s %9s %10s %9s", "plan", "replay peak", "arena", "gap", "closed peak", "closed", "vs layer",
+        printf("  %-*s %12s %12s %7s %12s %8s %9s %10s %9s", pw, "plan", "replay peak", "arena", "gap", "closed peak", "closed", "vs layer",
                "FLOPs", "vs layer");
         if (s->measure) printf(" %12s %8s %9s %8s", "measured", "replay", "time/iter", "vs layer");
         printf("\n");
@@ -65,7 +75,7 @@ void sweep_print_tables(const spec *s, const sim_device *d, net *nets, const cel
         for (int p = 0; p < s->n_plans; p++) {
             const sim_result *r = &cells[i + p].r;
             if (cells[i + p].infeasible) {
-                printf("  %-18s infeasible (the file's /infeasible table says why)\n", s->plans[p]);
+                printf("  %-*s infeasible (the file's /infeasible table says why)\n", pw, s->plans[p]);
                 continue;
             }
             char red[16] = "-", fl[16] = "-", ce[16];
@@ -74,7 +84,7 @@ void sweep_print_tables(const spec *s, const sim_device *d, net *nets, const cel
                 snprintf(fl, sizeof fl, "%.3fx", r->flops / base->flops);
             }
             char ar[32];
-            printf("  %-18s %12s %12s %6.2f%% %12s %8s %9s %9.4gG %9s", s->plans[p], units_fmt_bytes(r->replay.peak, a, sizeof a),
+            printf("  %-*s %12s %12s %6.2f%% %12s %8s %9s %9.4gG %9s", pw, s->plans[p], units_fmt_bytes(r->replay.peak, a, sizeof a),
                    units_fmt_bytes(r->arena.size, ar, sizeof ar), cli_arena_gap(&r->arena), cli_fmt_closed(r, -1, b, sizeof b),
                    cli_fmt_closed_err(r, r->replay.peak, "%+.1f%%", ce, sizeof ce), red, r->flops / 1e9, fl);
             if (s->measure) {

@@ -44,13 +44,16 @@ static const char *usage =
     "\n"
     "example: lrcnn validate --net vgg-small --batch 16 --plan layer,2ps:2..4,overl-h -o /tmp/v.h5\n";
 
+/* The plan column's width: the longest plan's name of this run, 14 at least (set before printing). */
+static int plan_w = 14;
+
 static void print_header(const cli_validate_job *j)
 {
     const net_layer *in = &j->n->layers[0];
     printf("%s @ %dx%d, batch %d, %s, %d iteration%s per plan (time: median after the first), seed %llu, %s\n\n", j->n->name,
            in->h, in->w, j->cfg.batch, cli_optimizer_name(j->cfg.optimizer), j->iters, j->iters > 1 ? "s" : "",
            (unsigned long long)j->seed, cli_threads_text());
-    printf("  %-14s %10s %10s %10s %8s %8s %8s %9s %7s %9s %-14s %10s\n", "plan", "replay", "closed", "measured", "err rep",
+    printf("  %-*s %10s %10s %10s %8s %8s %8s %9s %7s %9s %-14s %10s\n", plan_w, "plan", "replay", "closed", "measured", "err rep",
            "err cl", "vs layer", "time/it", "vs lay", "grad dev", "(worst)", "RSS");
 }
 
@@ -59,7 +62,7 @@ static void print_row(const char *item, const sim_result *pred, const run_summar
                       const run_summary *m0, bool reference)
 {
     char a[32], b[32], d[32], r[32], ce[16];
-    printf("  %-14s %10s %10s %10s %+7.3f%% %8s %7.1f%% %7.0fms %6.2fx %9.1e %-14s %10s\n", item,
+    printf("  %-*s %10s %10s %10s %+7.3f%% %8s %7.1f%% %7.0fms %6.2fx %9.1e %-14s %10s\n", plan_w, item,
            units_fmt_bytes(pred->replay.peak, a, sizeof a), cli_fmt_closed(pred, -1, b, sizeof b),
            units_fmt_bytes(m->peak, d, sizeof d), 100.0 * (double)(pred->replay.peak - m->peak) / (double)m->peak,
            cli_fmt_closed_err(pred, m->peak, "%+.2f%%", ce, sizeof ce), 100.0 * (1.0 - (double)m->peak / (double)m0->peak),
@@ -79,7 +82,7 @@ static void print_device_table(const char **items, const sim_result *pred, const
     printf("\n  the device's own view, each plan in its own process: %s (compute capability %s; driver %s, CUDA %s, cuDNN %s, "
            "cuBLAS %s); context and libraries %s before the first allocation\n", d0->name, d0->capability, d0->driver, d0->runtime,
            d0->dnn, d0->blas, units_fmt_bytes(d0->context_bytes, a, sizeof a));
-    printf("  %-14s %10s %10s %8s %10s %10s %10s %10s %9s\n", "plan", "replay", "allocated", "err", "reserved", "res-alloc",
+    printf("  %-*s %10s %10s %8s %10s %10s %10s %10s %9s\n", plan_w, "plan", "replay", "allocated", "err", "reserved", "res-alloc",
            "off-pool", "in use", "err dev");
     for (int k = 0; k < count; k++) {
         const run_summary *m = &meas[k];
@@ -89,7 +92,7 @@ static void print_device_table(const char **items, const sim_result *pred, const
         bool pool = d->pool_reserved_peak > 0; /* else the plan ran in its arena (the arena's table) */
         char dev[16] = "-";
         if (pool) snprintf(dev, sizeof dev, "%+8.2f%%", 100.0 * (double)(pred[k].replay.peak - d->pool_reserved_peak) / (double)d->pool_reserved_peak);
-        printf("  %-14s %10s %10s %+7.3f%% %10s %10s %10s %10s %9s\n", items[k], units_fmt_bytes(pred[k].replay.peak, a, sizeof a),
+        printf("  %-*s %10s %10s %+7.3f%% %10s %10s %10s %10s %9s\n", plan_w, items[k], units_fmt_bytes(pred[k].replay.peak, a, sizeof a),
                units_fmt_bytes(m->peak, b, sizeof b), 100.0 * (double)(pred[k].replay.peak - m->peak) / (double)m->peak,
                pool ? units_fmt_bytes(d->pool_reserved_peak, c, sizeof c) : "-",
                pool ? units_fmt_bytes(d->pool_reserved_peak - m->peak, x, sizeof x) : "-", units_fmt_bytes(d->outside_pool, y, sizeof y),
@@ -111,13 +114,13 @@ static void print_arena_table(const char **items, const sim_result *pred, const 
     if (!any) return;
     char a[32], b[32], c[32], x[32], y[32], z[32];
     printf("\n  the arena (--alloc arena): each plan's blocks at the offsets of its static memory plan\n");
-    printf("  %-14s %10s %10s %10s %6s %10s %10s %10s\n", "plan", "predicted", "reserved", "reached", "equal", device ? "+ outside" : "resident",
+    printf("  %-*s %10s %10s %10s %6s %10s %10s %10s\n", plan_w, "plan", "predicted", "reserved", "reached", "equal", device ? "+ outside" : "resident",
            device ? "in use" : "RSS peak", device ? "err" : "rest");
     for (int k = 0; k < count; k++) {
         const run_summary *m = &meas[k];
         if (!m->ok || !m->arena) continue;
         bool eq = m->arena_size == pred[k].arena.size && m->arena_extent == m->arena_size && m->arena_host_size == pred[k].arena.host_size;
-        printf("  %-14s %10s %10s %10s %6s", items[k], units_fmt_bytes(pred[k].arena.size, a, sizeof a),
+        printf("  %-*s %10s %10s %10s %6s", plan_w, items[k], units_fmt_bytes(pred[k].arena.size, a, sizeof a),
                units_fmt_bytes(m->arena_size, b, sizeof b), units_fmt_bytes(m->arena_extent, c, sizeof c), eq ? "yes" : "NO");
         if (!device) {
             printf(" %10s %10s %10s\n", m->arena_resident >= 0 ? units_fmt_bytes(m->arena_resident, x, sizeof x) : "-",
@@ -187,6 +190,8 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
     items[0] = "layer";
     for (int k = 0; k < j->n_plans; k++)
         if (strcmp(j->plans[k], "layer")) items[count++] = j->plans[k];
+    plan_w = 14;
+    for (int k = 0; k < count; k++) plan_w = (int)strlen(items[k]) > plan_w ? (int)strlen(items[k]) : plan_w;
     plan *ps = err_calloc((size_t)count, sizeof(plan));
     sim_result *pred = err_calloc((size_t)count, sizeof(sim_result));
     run_summary *meas = err_calloc((size_t)count, sizeof(run_summary)), *cmpr = err_calloc((size_t)count, sizeof(run_summary));
@@ -231,7 +236,7 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
         meas[k] = two[0], cmpr[k] = two[1];
         if (!meas[k].ok || !cmpr[k].ok) {
             const char *why = meas[k].ok ? cmpr[k].err : meas[k].err;
-            if (!j->quiet) printf("  %-14s engine failed: %s\n", items[k], why);
+            if (!j->quiet) printf("  %-*s engine failed: %s\n", plan_w, items[k], why);
             if (rc == CLI_OK) err_set(e, "plan %s: engine failed: %s", items[k], why);
             rc = CLI_FAILED;
             continue;
@@ -245,11 +250,11 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
     if (!j->quiet) print_arena_table(items, pred, meas, count, device);
     if (!j->quiet && j->dev && j->dev->model) {
         char t[600];
-        printf("\n  time per iteration, %s:\n  %-14s %12s %12s %8s\n", cli_time_source(j->dev, t, sizeof t), "plan",
+        printf("\n  time per iteration, %s:\n  %-*s %12s %12s %8s\n", cli_time_source(j->dev, t, sizeof t), plan_w, "plan",
                "predicted", "measured", "error");
         for (int k = 0; k < count; k++)
             if (meas[k].ok)
-                printf("  %-14s %10.1fms %10.1fms %+7.1f%%\n", items[k], pred[k].time_us / 1e3, meas[k].median_us / 1e3,
+                printf("  %-*s %10.1fms %10.1fms %+7.1f%%\n", plan_w, items[k], pred[k].time_us / 1e3, meas[k].median_us / 1e3,
                        100 * (pred[k].time_us - meas[k].median_us) / meas[k].median_us);
     }
     munmap(shared, shared_bytes);

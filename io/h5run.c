@@ -277,12 +277,13 @@ static int write_run(hid_t g, const h5_run *r, err *e)
     const plan *p = r->p;
     plan_describe(p, n, resolved, sizeof resolved);
     machine_portable_path(n->path, net_path, sizeof net_path);
+    char bn[32];
     int fp = 0, bp = 0; /* of the first row segment */
     for (int i = 0; i < p->n_seg && !fp; i++)
         if (p->segs[i].mode == PLAN_ROWS) fp = p->segs[i].fp, bp = p->segs[i].bp;
     const struct { const char *name, *v; } strs[] = {
         {"kind", r->kind}, {"net", n->name}, {"net_path", net_path}, {"plan", r->plan}, {"plan_resolved", resolved},
-        {"optimizer", r->optimizer}, {"bn", plan_bn_name(p->bn)}, {"device", r->device},
+        {"optimizer", r->optimizer}, {"bn", plan_bn_text(p, bn, sizeof bn)}, {"device", r->device},
     };
     const struct { const char *name; int v; } ints[] = {
         {"image_h", n->layers[0].h}, {"image_w", n->layers[0].w}, {"batch", r->batch},

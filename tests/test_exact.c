@@ -151,6 +151,7 @@ static void small_suite(void)
         check_small("resnet-small", "train"); /* whole-map statistics gathered over the bands, in stages */
         check_small("resnet-small", "train-recompute"); /* ... and in passes from the segment input */
         check_small("resnet-small", "train-offload");   /* ... in stages, their kept maps on the host */
+        check_small("resnet-small", "train-offload:2"); /* ... the first two levels' maps alone */
         require_lower = false;                /* kernels.net: see the header */
         check_small("kernels", NULL);
         require_lower = true;

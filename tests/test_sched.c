@@ -347,6 +347,50 @@ static void check_bn_stages(void)
     }
 }
 
+/* 6. bn=train-offload:K, the maps of the first K levels alone: from K = 1 to the segment's levels the
+ * device peak never rises and the host's never falls; each K moves its levels' maps and no others
+ * (the same FLOPs as bn=train); K at the levels, or past them, is every level's (bn=train-offload). */
+static void check_bn_levels(void)
+{
+    const char *nets[] = {"resnet50", "densenet121"};
+    err e;
+    for (size_t k = 0; k < sizeof nets / sizeof *nets; k++) {
+        net m;
+        plan p;
+        if (net_load_named(&m, nets[k], &e) || plan_parse(&p, &m, "2ps:4", &e)) { FAIL("%s", e.msg); continue; }
+        int levels = p.segs[0].passes.n_fwd;
+        plan_free(&p);
+        sim_mem prev, all;
+        sched s;
+        double flops = 0;
+        if (lower(&m, "2ps:4 bn=train", 2, &s)) { net_free(&m); continue; }
+        sim_replay(&s, &prev, NULL), flops = s.flops, sched_free(&s);
+        if (lower(&m, "2ps:4 bn=train-offload", 2, &s)) { net_free(&m); continue; }
+        sim_replay(&s, &all, NULL), sched_free(&s);
+        bool good = levels > 1;
+        int falls = 0;
+        for (int K = 1; K <= levels + 1 && good; K++) {
+            char text[64];
+            snprintf(text, sizeof text, "2ps:4 bn=train-offload:%d", K);
+            sim_mem mem;
+            if (lower(&m, text, 2, &s)) { good = false; break; }
+            sim_replay(&s, &mem, NULL);
+            good &= mem.peak <= prev.peak && mem.max[MEM_HOST] >= prev.max[MEM_HOST] && s.flops == flops;
+            if (!good) FAIL("%s %s: device peak %lld after %lld, host %lld after %lld", nets[k], text, (long long)mem.peak,
+                            (long long)prev.peak, (long long)mem.max[MEM_HOST], (long long)prev.max[MEM_HOST]);
+            if (K >= levels) good &= mem.peak == all.peak && mem.max[MEM_HOST] == all.max[MEM_HOST];
+            falls += mem.peak < prev.peak;
+            prev = mem;
+            sched_free(&s);
+        }
+        good &= falls > 0;
+        printf("%s %s 2ps:4 bn=train-offload:K, K = 1..%d: device peak falls %d times, to every level's (%.1f MiB) at K = %d\n",
+               good ? "ok  " : "FAIL", nets[k], levels, falls, all.peak / 1048576.0, levels);
+        failures += !good;
+        net_free(&m);
+    }
+}
+
 int main(void)
 {
     net n;
@@ -358,6 +402,7 @@ int main(void)
     check_ordering(&n);
     check_random_nets(400);
     check_bn_stages();
+    check_bn_levels();
     net_free(&n);
     printf("%s\n", failures ? "FAILED" : "all schedule checks passed");
     return failures != 0;

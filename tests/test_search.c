@@ -325,6 +325,59 @@ static void test_guarantees(int cases)
            failures ? "FAIL" : "ok  ", done, answers, refusals, preset_fits, rises, 100 * worst_rise);
 }
 
+/* Offloaded stages with fewer levels: ResNet-50's row plans at budgets between their peaks with
+ * every level's maps offloaded (bn=train-offload) and with none (bn=train), on the H100 over PCIe 4.0
+ * (rows and presets alone): each answer with bn=train-offload:K fits with its arena, and K is the
+ * fewest that does (its base plan with K - 1, or with bn=train for K = 1, peaks over the budget);
+ * some budget is answered so. */
+static void test_bn_levels(void)
+{
+    net n;
+    err e;
+    if (net_load_named(&n, "resnet50", &e)) {
+        EXPECT(0, "%s", e.msg);
+        return;
+    }
+    search_req r = {.n = &n, .cfg = {.batch = 8, .optimizer = SCHED_SGD}, .dev = sim_device_find("h100-pcie4"),
+                    .space = SEARCH_ROWS | SEARCH_PRESETS};
+    double us;
+    int64_t hi = replay(&r, "2ps:4 bn=train", &us), lo = replay(&r, "2ps:4 bn=train-offload", &us);
+    int with_k = 0;
+    for (int q = 1; q <= 4; q++) {
+        r.budget = lo + (hi - lo) * q / 5;
+        search_result s;
+        if (search_run(&r, &s, &e)) {
+            EXPECT(0, "resnet50 budget %lld: %s", (long long)r.budget, e.msg);
+            continue;
+        }
+        const char *text = s.best >= 0 ? s.pts[s.best].text : "", *k = strstr(text, " bn=train-offload:");
+        EXPECT(s.best >= 0, "resnet50 budget %lld: nothing found under %s's", (long long)r.budget, "2ps:4 bn=train");
+        if (k) {
+            int K = atoi(k + strlen(" bn=train-offload:"));
+            char fewer[PLAN_TEXT_LEN];
+            if (K > 1) snprintf(fewer, sizeof fewer, "%.*s bn=train-offload:%d", (int)(k - text), text, K - 1);
+            else snprintf(fewer, sizeof fewer, "%.*s bn=train", (int)(k - text), text);
+            int64_t at = replay(&r, text, &us), over = replay(&r, fewer, &us);
+            EXPECT(at >= 0 && at <= r.budget, "budget %lld: '%s' reserves %lld", (long long)r.budget, text, (long long)at);
+            plan p;
+            sched sc;
+            sim_mem m;
+            if (!plan_parse(&p, &n, fewer, &e) && !pipeline_lower(&sc, &n, &p, &r.cfg, &e)) {
+                sim_replay(&sc, &m, NULL);
+                EXPECT(m.peak > r.budget, "budget %lld: '%s' peaks at %lld, under it: K is not the fewest", (long long)r.budget,
+                       fewer, (long long)m.peak);
+                sched_free(&sc), plan_free(&p);
+            }
+            with_k++;
+            printf("ok   resnet50 budget %.1f MiB: %s (%.1f MiB reserved), one level fewer peaks over it (%.1f MiB reserved)\n",
+                   r.budget / 1048576.0, text, at / 1048576.0, over / 1048576.0);
+        }
+        search_free(&s);
+    }
+    EXPECT(with_k > 0, "resnet50: no budget between bn=train-offload's peak and bn=train's answered with bn=train-offload:K");
+    net_free(&n);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "guarantees")) {
@@ -333,6 +386,7 @@ int main(int argc, char **argv)
         return failures != 0;
     }
     test_fit();
+    test_bn_levels();
     test_planner("vgg-small", 0, 16, SCHED_SGD, true);
     test_planner("vgg-small", 0, 16, SCHED_ADAM, true);
     test_planner("resnet-small", 0, 8, SCHED_ADAM, true);

@@ -20,6 +20,13 @@ const char *const plan_presets[] = {"layer", "torch", "torch2", "ckpt-sqrt", "ck
 static const char *bn_names[] = {"auto", "train", "frozen", "per-band", "train-recompute", "train-offload"};
 const char *plan_bn_name(plan_bn b) { return bn_names[b]; }
 
+const char *plan_bn_text(const plan *p, char *buf, size_t len)
+{
+    if (p->bn_levels) snprintf(buf, len, "%s:%d", bn_names[p->bn], p->bn_levels);
+    else snprintf(buf, len, "%s", bn_names[p->bn]);
+    return buf;
+}
+
 const char *plan_mode_name(plan_mode m) { return syntax_mode_names[m]; }
 
 /* Cuts layers [first, n-1] into k segments at clean cuts, balancing forward activation values;
@@ -323,12 +330,24 @@ int plan_parse(plan *p, const net *n, const char *text, err *e)
     char *bn = strstr(buf, " bn=");
     if (bn) {
         *bn = 0;
+        char *levels = strchr(bn + 4, ':'); /* train-offload:K */
+        if (levels) *levels++ = 0;
         int found = strcmp(bn + 4, "exact") ? -1 : PLAN_BN_TRAIN; /* exact: a synonym of train */
         for (int b = 0; b < (int)(sizeof bn_names / sizeof *bn_names); b++)
             if (!strcmp(bn + 4, bn_names[b])) found = b;
         if (found < 0)
             return err_set(e, "plan '%s': bn=%s is not one of auto train exact train-offload train-recompute frozen per-band", text, bn + 4);
         p->bn = (plan_bn)found;
+        if (levels) {
+            char *end;
+            long k = strtol(levels, &end, 10);
+            if (p->bn != PLAN_BN_OFFLOAD)
+                return err_set(e, "plan '%s': only bn=train-offload takes a count of levels (bn=train-offload:K)", text);
+            if (!*levels || *end || k < 1 || k > PLAN_MAX_BANDS)
+                return err_set(e, "plan '%s': bn=train-offload:%s: K, the levels of statistics offloaded, is a whole number "
+                                  "from 1 to %d (bn=train offloads none)", text, levels, PLAN_MAX_BANDS);
+            p->bn_levels = (int)k;
+        }
     }
     char *plus = strchr(buf, '+');
     if (plus) {
@@ -406,7 +425,8 @@ void plan_describe(const plan *p, const net *n, char *buf, size_t len)
     }
     if (p->migrate && at < len) at += describe_migrate(p->migrate, buf + at, len - at);
     if (p->torch && at < len) at += (size_t)snprintf(buf + at, len - at, " +%s", p->torch == PLAN_TORCH_2 ? "torch2" : "torch");
-    if (at < len) snprintf(buf + at, len - at, " bn=%s", bn_names[p->bn]);
+    char bn[32];
+    if (at < len) snprintf(buf + at, len - at, " bn=%s", plan_bn_text(p, bn, sizeof bn));
 }
 
 void plan_describe_range(const plan *p, const net *n, int a, int b, char *buf, size_t len)

@@ -114,6 +114,9 @@ typedef struct {
     int n_seg;
     plan_seg *segs;
     plan_bn bn;               /* resolved: never AUTO after plan_parse */
+    int bn_levels;            /* bn=train-offload:K: only the maps of each row segment's first K levels
+                                 of statistics are offloaded (K >= 1; all of a segment's where it has
+                                 fewer); 0: every level's */
     /* How kept maps are stored (sim/plan/enc.h): at most one gist and one lossy modifier (dpr or zfp);
      * gist's lossless encodings take the maps they apply to, the lossy one every other kept map. */
     int n_mod;
@@ -124,7 +127,8 @@ typedef struct {
 } plan;
 
 /* Parses a preset or custom plan for net n (at its current input size), then its modifiers
- * ("+gist", "+dpr:fp16", "+zfp:rate=8", "+migrate"). Text may end with " bn=train|frozen|per-band|auto". */
+ * ("+gist", "+dpr:fp16", "+zfp:rate=8", "+migrate"). Text may end with " bn=MODE" (auto, train,
+ * exact, train-offload[:K], train-recompute, frozen, per-band). */
 int plan_parse(plan *p, const net *n, const char *text, err *e);
 void plan_free(plan *p);
 
@@ -135,6 +139,8 @@ void plan_describe(const plan *p, const net *n, char *buf, size_t len);
 void plan_describe_range(const plan *p, const net *n, int a, int b, char *buf, size_t len);
 
 const char *plan_bn_name(plan_bn b);
+/* The plan's BatchNorm mode as bn= takes it: its name, and the levels offloaded ("train-offload:3"). */
+const char *plan_bn_text(const plan *p, char *buf, size_t len);
 /* The plan's gist modifier, and its lossy one (dpr or zfp); NULL where it has none. */
 const enc_mod *plan_gist(const plan *p);
 const enc_mod *plan_lossy(const plan *p);

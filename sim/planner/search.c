@@ -28,6 +28,7 @@ typedef struct {
     const chain_net *cn;  /* NULL: the space has neither checkpoints nor offload (no DP) */
     char *lists[4];       /* the offload lists eval_lists found (NULL: none), kept for a second pass */
     bool listed;
+    int *offl, n_offl, cap_offl; /* base plans whose bn=train-offload variant fits (eval_variants) */
     err *e;
 } search_ctx;
 
@@ -123,7 +124,11 @@ static int eval_bn(search_ctx *c, const char *text, const char *bn, const char *
     double us = NAN;
     if (plan_parse(&p, r->n, full, &e)) return -1;
     bool staged = false;
-    for (int k = 0; k < p.n_seg; k++) staged |= p.segs[k].passes.staged;
+    int levels = 0;
+    for (int k = 0; k < p.n_seg; k++) {
+        staged |= p.segs[k].passes.staged;
+        if (p.segs[k].passes.staged && p.segs[k].passes.n_fwd > levels) levels = p.segs[k].passes.n_fwd;
+    }
     bool closed = !plan_modified(&p);
     if (closed) closed_predict(r->n, &p, &r->cfg, &mem);
     bool may_migrate = closed && (r->space & SEARCH_MIGRATE) && mem.peak - migrate_savable(r, 2) <= r->budget;
@@ -145,7 +150,7 @@ static int eval_bn(search_ctx *c, const char *text, const char *bn, const char *
     int at = o->n_pts++;
     /* what encodings could save at the peak at most: every kept activation and boundary there */
     int64_t savable = mem.at_peak[MEM_ACT] + mem.at_peak[MEM_BOUNDARY];
-    o->pts[at] = (search_point){err_strdup(full), mem.peak, mem.peak, us, source, mem.peak - savable, staged, false, false};
+    o->pts[at] = (search_point){err_strdup(full), mem.peak, mem.peak, us, source, mem.peak - savable, staged, levels, false, false};
     *slot_of(c, full) = at;
     if (!isnan(us) && (may_be_least(c, mem.peak) || (r->place_all && mem.peak <= r->budget))) place(c, at);
     return at;
@@ -156,7 +161,8 @@ static int eval(search_ctx *c, const char *text, const char *source) { return ev
 /* The variants of base plan `text` (point i), each of which only ever costs time, so that a plan
  * that fits is never beaten by one of its own variants and they are tried only where it does not
  * fit: with BatchNorm's statistics gathered in stages (bn=train) and no mode named by the user,
- * bn=train-offload and bn=train-recompute (less memory, more time); with gist in the space,
+ * bn=train-offload and bn=train-recompute (less memory, more time; where offloading every level's
+ * maps fits, fewer levels may: eval_offload_levels); with gist in the space,
  * text+gist, where the encodings could bring it under (its floor). When nothing fits (c->least),
  * every variant that could be the smallest footprint, +migrate ones too. */
 static void eval_variants(search_ctx *c, const char *text, int i)
@@ -173,6 +179,10 @@ static void eval_variants(search_ctx *c, const char *text, int i)
     for (int k = 0; k < n_modes; k++) {
         int j = eval_bn(c, text, modes[k], source);
         if (j >= 0) peaks[k + 1] = c->out->pts[j].peak;
+    }
+    if (n_modes && peaks[1] <= r->budget) { /* offloading every level fits: fewer may (eval_offload_levels) */
+        if (c->n_offl == c->cap_offl) c->offl = err_realloc(c->offl, (size_t)(c->cap_offl = 2 * c->cap_offl + 16) * sizeof(int));
+        c->offl[c->n_offl++] = i;
     }
     char g[PLAN_TEXT_LEN], m[PLAN_TEXT_LEN];
     bool gist = (r->space & SEARCH_GIST) && (size_t)snprintf(g, sizeof g, "%s+gist", text) < sizeof g;
@@ -415,6 +425,35 @@ static void eval_migrations(search_ctx *c)
     free(idx);
 }
 
+/* Offloaded stages with fewer levels (bn=train-offload:K): for each base plan whose every level
+ * offloaded fits (eval_variants), fastest base first, until the next base is no faster than the best
+ * that fits (offloading only adds moves to the base's time): the smallest K that fits, by bisection
+ * (the device's peak falls as K grows, by a level's kept maps at most), each level fewer moving less. */
+static void eval_offload_levels(search_ctx *c)
+{
+    const search_req *r = c->r;
+    order_pts = c->out->pts;
+    qsort(c->offl, (size_t)c->n_offl, sizeof *c->offl, by_time);
+    for (int j = 0; j < c->n_offl; j++) {
+        const search_point *b = &c->out->pts[c->offl[j]];
+        if (c->out->best >= 0 && b->time_us >= c->out->pts[c->out->best].time_us) break;
+        const char *bn = strstr(b->text, " bn=");
+        char base[PLAN_TEXT_LEN], k[32];
+        snprintf(base, sizeof base, "%.*s", bn ? (int)(bn - b->text) : (int)strlen(b->text), b->text);
+        const char *source = b->source;
+        int lo = 1, hi = b->levels;
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            snprintf(k, sizeof k, "train-offload:%d", mid);
+            int i = eval_bn(c, base, k, source);
+            if (i >= 0) c->out->pts[i].variants = true; /* a variant: none of its own */
+            if (i >= 0 && c->out->pts[i].peak <= r->budget) hi = mid;
+            else lo = mid + 1;
+        }
+        order_pts = c->out->pts; /* eval_bn may have moved them */
+    }
+}
+
 int search_run(const search_req *r, search_result *out, err *e)
 {
     double t0 = now_s();
@@ -428,6 +467,7 @@ int search_run(const search_req *r, search_result *out, err *e)
     if (!rc) {
         eval_space(&c);
         settle(&c, false);
+        if (c.n_offl) eval_offload_levels(&c), settle(&c, false);
         if (r->space & SEARCH_MIGRATE) eval_migrations(&c), settle(&c, false);
         if (out->best < 0) {
             /* nothing fits: the space again, each plan with every variant that could keep less, so
@@ -440,7 +480,7 @@ int search_run(const search_req *r, search_result *out, err *e)
         settle(&c, true);
     }
     if (c.cn) chain_net_free(&cn);
-    free(c.slots);
+    free(c.slots), free(c.offl);
     for (int k = 0; k < 4; k++) free(c.lists[k]);
     if (rc) return search_free(out), -1;
     out->least = c.least_at;

@@ -60,6 +60,7 @@ typedef struct {
     const char *source;   /* "preset", "dp", "rows", "rows+dp", "offsel", "migrate" */
     int64_t floor;        /* below what no encoding of its kept maps takes its peak */
     bool staged;          /* a row segment gathers BatchNorm statistics in stages (bn=train) */
+    int levels;           /* then: the most levels of statistics in one of its row segments */
     bool placed;          /* footprint is its arena's (else its peak: it was over the budget, or slower
                              than a plan that fit, so no arena was planned) */
     bool variants;        /* its variants were tried, or it is one (search.c: eval_variants) */
