@@ -472,6 +472,10 @@ static void place_best_fit(side *sd, const int64_t *live, int n_step, int64_t lo
  * and the winning order's name in *how. */
 static int64_t place(blocks *bl, bool host, int n_step, const char **how, int64_t *lower_out)
 {
+    *how = arena_orders[0], *lower_out = 0;
+    int k0 = 0; /* a side without blocks (most plans' host) is empty: no walk over the steps */
+    while (k0 < bl->n && bl->v[k0].host != host) k0++;
+    if (k0 == bl->n) return 0;
     side sd;
     side_open(&sd, bl, host, n_step);
     int64_t *live = err_calloc((size_t)n_step + 2, sizeof(int64_t)), lower = 0;
