@@ -104,51 +104,59 @@ typedef struct {
 } chunk;
 
 struct placed {
-    chunk *ch; /* in order of offset, none empty but a lone first */
+    chunk *pool; /* the chunks, in the order made */
+    int *ord;    /* their order of offset: pool[ord[0]], pool[ord[1]], ...; none empty but a lone first */
     int n_ch, n;
     int n_bucket;
     int **list, *len, *cap;
     int *seen, stamp; /* per position: the query that last met it */
-    int64_t *r;       /* a query's overlapping ranges: lo, hi pairs */
+    int64_t *r, *tmp; /* a query's overlapping ranges: lo, hi pairs; room to sort them */
 };
 
 static void placed_open(placed *pl, int n, int n_time)
 {
-    pl->ch = err_calloc((size_t)(2 * n / ARENA_CHUNK + 2), sizeof(chunk)); /* chunks after a split are half full at least */
+    int most = 2 * n / ARENA_CHUNK + 2; /* chunks after a split are half full at least */
+    pl->pool = err_calloc((size_t)most, sizeof(chunk)), pl->ord = err_calloc((size_t)most, sizeof(int));
     pl->n_bucket = n_time / ARENA_BUCKET + 1;
     pl->list = err_calloc((size_t)pl->n_bucket, sizeof(int *));
     pl->len = err_calloc((size_t)pl->n_bucket, sizeof(int)), pl->cap = err_calloc((size_t)pl->n_bucket, sizeof(int));
     pl->seen = err_calloc((size_t)n + 1, sizeof(int)), pl->stamp = 0;
-    pl->r = err_calloc((size_t)2 * n + 2, sizeof(int64_t));
+    pl->r = err_calloc((size_t)2 * n + 2, sizeof(int64_t)), pl->tmp = err_calloc((size_t)2 * n + 2, sizeof(int64_t));
 }
 
 static void placed_close(placed *pl)
 {
     for (int k = 0; k < pl->n_bucket; k++) free(pl->list[k]);
-    free(pl->ch);
-    free(pl->list), free(pl->len), free(pl->cap), free(pl->seen), free(pl->r);
+    free(pl->pool), free(pl->ord);
+    free(pl->list), free(pl->len), free(pl->cap), free(pl->seen), free(pl->r), free(pl->tmp);
 }
 
 static void placed_clear(placed *pl)
 {
-    pl->n = 0, pl->n_ch = 1, pl->ch[0].n = 0;
+    pl->n = 0, pl->n_ch = 1, pl->ord[0] = 0, pl->pool[0].n = 0;
     for (int k = 0; k < pl->n_bucket; k++) pl->len[k] = 0;
 }
 
 static void placed_add(placed *pl, int p, int64_t lo, int64_t hi, int c0, int c1)
 {
-    int c = 0; /* the first chunk ending above lo, or the last */
-    while (c < pl->n_ch - 1 && pl->ch[c].lo[pl->ch[c].n - 1] <= lo) c++;
-    if (pl->ch[c].n == ARENA_CHUNK) { /* full: its upper half to a new chunk after it */
-        memmove(pl->ch + c + 2, pl->ch + c + 1, (size_t)(pl->n_ch++ - c - 1) * sizeof(chunk));
-        chunk *a = &pl->ch[c], *b = &pl->ch[c + 1];
+    int c = 0, z = pl->n_ch - 1; /* the first chunk ending above lo, or the last */
+    while (c < z) {
+        int m = (c + z) / 2;
+        const chunk *k = &pl->pool[pl->ord[m]];
+        if (k->lo[k->n - 1] <= lo) c = m + 1;
+        else z = m;
+    }
+    if (pl->pool[pl->ord[c]].n == ARENA_CHUNK) { /* full: its upper half to a new chunk after it */
+        memmove(pl->ord + c + 2, pl->ord + c + 1, (size_t)(pl->n_ch - c - 1) * sizeof(int));
+        pl->ord[c + 1] = pl->n_ch++;
+        chunk *a = &pl->pool[pl->ord[c]], *b = &pl->pool[pl->ord[c + 1]];
         int h = ARENA_CHUNK / 2;
         b->n = ARENA_CHUNK - h, a->n = h;
         memcpy(b->c0, a->c0 + h, (size_t)b->n * sizeof(int)), memcpy(b->c1, a->c1 + h, (size_t)b->n * sizeof(int));
         memcpy(b->lo, a->lo + h, (size_t)b->n * sizeof(int64_t)), memcpy(b->hi, a->hi + h, (size_t)b->n * sizeof(int64_t));
         if (a->lo[h - 1] <= lo) c++;
     }
-    chunk *k = &pl->ch[c];
+    chunk *k = &pl->pool[pl->ord[c]];
     int j = k->n; /* after every block starting at or below lo */
     for (; j > 0 && k->lo[j - 1] > lo; j--) k->c0[j] = k->c0[j - 1], k->c1[j] = k->c1[j - 1], k->lo[j] = k->lo[j - 1], k->hi[j] = k->hi[j - 1];
     k->c0[j] = c0, k->c1[j] = c1, k->lo[j] = lo, k->hi[j] = hi, k->n++;
@@ -157,6 +165,29 @@ static void placed_add(placed *pl, int p, int64_t lo, int64_t hi, int c0, int c1
         if (pl->len[t] == pl->cap[t]) pl->list[t] = err_realloc(pl->list[t], (size_t)(pl->cap[t] = pl->cap[t] * 2 + 16) * sizeof(int));
         pl->list[t][pl->len[t]++] = p;
     }
+}
+
+/* Ranges r[0..m) (lo, hi pairs) in order of lo: a merge sort through tmp, insertion below 16. */
+static void sort_ranges(int64_t *r, int64_t *tmp, int m)
+{
+    if (m <= 16) {
+        for (int i = 1; i < m; i++) {
+            int64_t lo = r[2 * i], hi = r[2 * i + 1];
+            int j = i;
+            for (; j > 0 && r[2 * j - 2] > lo; j--) r[2 * j] = r[2 * j - 2], r[2 * j + 1] = r[2 * j - 1];
+            r[2 * j] = lo, r[2 * j + 1] = hi;
+        }
+        return;
+    }
+    int h = m / 2;
+    sort_ranges(r, tmp, h), sort_ranges(r + 2 * h, tmp, m - h);
+    int i = 0, j = h, o = 0;
+    while (i < h && j < m) {
+        int from = r[2 * j] < r[2 * i] ? j++ : i++;
+        tmp[2 * o] = r[2 * from], tmp[2 * o + 1] = r[2 * from + 1], o++;
+    }
+    while (i < h) tmp[2 * o] = r[2 * i], tmp[2 * o + 1] = r[2 * i + 1], o++, i++;
+    memcpy(r, tmp, (size_t)o * 2 * sizeof(int64_t)); /* the rest of the right half is in place */
 }
 
 /* The smallest gap of at least `size` between byte ranges in order of offset (lo, hi pairs, n),
@@ -173,12 +204,6 @@ static void placed_add(placed *pl, int p, int64_t lo, int64_t hi, int c0, int c1
         }                                                                       \
     } while (0)
 
-static int by_lo(const void *x, const void *y)
-{
-    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-    return (a > b) - (a < b);
-}
-
 /* The offset of the smallest gap of at least `size` bytes between the placed blocks that overlap
  * [c0, c1] in time (best fit), or, with none, the offset above them all; from the base up. */
 static int64_t best_fit(const side *sd, int c0, int c1, int64_t size)
@@ -187,9 +212,9 @@ static int64_t best_fit(const side *sd, int c0, int c1, int64_t size)
     int64_t end = sd->base, best = -1, best_gap = INT64_MAX;
     int listed = 0;
     for (int k = c0 / ARENA_BUCKET; k <= c1 / ARENA_BUCKET; k++) listed += pl->len[k];
-    if (4 * listed > pl->n) { /* most placed blocks listed: all of them, in order of offset */
+    if (8 * listed > pl->n) { /* many placed blocks listed: all of them, in order of offset */
         for (int c = 0; c < pl->n_ch; c++) {
-            const chunk *k = &pl->ch[c];
+            const chunk *k = &pl->pool[pl->ord[c]];
             BEST_FIT_SCAN(k->n, k->lo[j], k->hi[j], k->c1[j] < c0 || k->c0[j] > c1);
         }
         return best >= 0 ? best : end;
@@ -203,13 +228,7 @@ static int64_t best_fit(const side *sd, int c0, int c1, int64_t size)
             const block *b = &sd->bl->v[sd->idx[p]];
             pl->r[2 * m] = b->off, pl->r[2 * m + 1] = b->off + b->size, m++;
         }
-    if (m > 16) qsort(pl->r, (size_t)m, 2 * sizeof(int64_t), by_lo);
-    else /* a few: by insertion */
-        for (int i = 1; i < m; i++)
-            for (int j = i; j > 0 && pl->r[2 * j - 2] > pl->r[2 * j]; j--) {
-                int64_t lo = pl->r[2 * j - 2], hi = pl->r[2 * j - 1];
-                pl->r[2 * j - 2] = pl->r[2 * j], pl->r[2 * j - 1] = pl->r[2 * j + 1], pl->r[2 * j] = lo, pl->r[2 * j + 1] = hi;
-            }
+    sort_ranges(pl->r, pl->tmp, m);
     BEST_FIT_SCAN(m, pl->r[2 * j], pl->r[2 * j + 1], false);
     return best >= 0 ? best : end;
 }
