@@ -376,8 +376,9 @@ static void check_bn_levels(void)
             if (lower(&m, text, 2, &s)) { good = false; break; }
             sim_replay(&s, &mem, NULL);
             good &= mem.peak <= prev.peak && mem.max[MEM_HOST] >= prev.max[MEM_HOST] && s.flops == flops;
-            if (!good) FAIL("%s %s: device peak %lld after %lld, host %lld after %lld", nets[k], text, (long long)mem.peak,
-                            (long long)prev.peak, (long long)mem.max[MEM_HOST], (long long)prev.max[MEM_HOST]);
+            if (!good) /* counted once, below */
+                fprintf(stderr, "%s %s: device peak %lld after %lld, host %lld after %lld\n", nets[k], text, (long long)mem.peak,
+                        (long long)prev.peak, (long long)mem.max[MEM_HOST], (long long)prev.max[MEM_HOST]);
             if (K >= levels) good &= mem.peak == all.peak && mem.max[MEM_HOST] == all.max[MEM_HOST];
             falls += mem.peak < prev.peak;
             prev = mem;

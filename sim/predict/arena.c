@@ -190,34 +190,36 @@ static void sort_ranges(int64_t *r, int64_t *tmp, int m)
     memcpy(r, tmp, (size_t)o * 2 * sizeof(int64_t)); /* the rest of the right half is in place */
 }
 
-/* The smallest gap of at least `size` between byte ranges in order of offset (lo, hi pairs, n),
- * from `end` up: the low end of the smallest (the lowest of equal ones), or, with none, the end of
- * them all. A range past all before it opens a gap; one that touches or overlaps them only moves
- * the end up (so ranges with equal ends may come in either order). */
-#define BEST_FIT_SCAN(n, LO, HI, SKIP)                                          \
-    do {                                                                        \
-        for (int j = 0; j < (n); j++) {                                         \
-            if (SKIP) continue;                                                 \
-            int64_t gap = (LO) - end;                                           \
-            if (gap >= size && gap < best_gap) best = end, best_gap = gap;      \
-            if ((HI) > end) end = (HI);                                         \
-        }                                                                       \
-    } while (0)
+/* A best-fit search over byte ranges taken in order of offset, from `end` up: the smallest gap of
+ * at least `size` (the lowest of equal ones) so far in best (-1: none yet). A range past all
+ * before it opens a gap; one that touches or overlaps them only moves the end up (so ranges that
+ * start together may come in either order). */
+typedef struct {
+    int64_t size, end, best, best_gap;
+} fit_scan;
+
+static inline void fit_range(fit_scan *f, int64_t lo, int64_t hi)
+{
+    int64_t gap = lo - f->end;
+    if (gap >= f->size && gap < f->best_gap) f->best = f->end, f->best_gap = gap;
+    if (hi > f->end) f->end = hi;
+}
 
 /* The offset of the smallest gap of at least `size` bytes between the placed blocks that overlap
  * [c0, c1] in time (best fit), or, with none, the offset above them all; from the base up. */
 static int64_t best_fit(const side *sd, int c0, int c1, int64_t size)
 {
     placed *pl = sd->pl;
-    int64_t end = sd->base, best = -1, best_gap = INT64_MAX;
+    fit_scan f = {size, sd->base, -1, INT64_MAX};
     int listed = 0;
     for (int k = c0 / ARENA_BUCKET; k <= c1 / ARENA_BUCKET; k++) listed += pl->len[k];
     if (8 * listed > pl->n) { /* many placed blocks listed: all of them, in order of offset */
         for (int c = 0; c < pl->n_ch; c++) {
             const chunk *k = &pl->pool[pl->ord[c]];
-            BEST_FIT_SCAN(k->n, k->lo[j], k->hi[j], k->c1[j] < c0 || k->c0[j] > c1);
+            for (int j = 0; j < k->n; j++)
+                if (k->c1[j] >= c0 && k->c0[j] <= c1) fit_range(&f, k->lo[j], k->hi[j]);
         }
-        return best >= 0 ? best : end;
+        return f.best >= 0 ? f.best : f.end;
     }
     int m = 0, stamp = ++pl->stamp;
     for (int k = c0 / ARENA_BUCKET; k <= c1 / ARENA_BUCKET; k++)
@@ -229,14 +231,10 @@ static int64_t best_fit(const side *sd, int c0, int c1, int64_t size)
             pl->r[2 * m] = b->off, pl->r[2 * m + 1] = b->off + b->size, m++;
         }
     sort_ranges(pl->r, pl->tmp, m);
-    BEST_FIT_SCAN(m, pl->r[2 * j], pl->r[2 * j + 1], false);
-    return best >= 0 ? best : end;
+    for (int j = 0; j < m; j++) fit_range(&f, pl->r[2 * j], pl->r[2 * j + 1]);
+    return f.best >= 0 ? f.best : f.end;
 }
 
-/* Places the side's blocks in `order` (positions into idx) at the smallest gap left between the
- * blocks placed before that overlap them in time (best fit), or above them all; returns the size,
- * or, as soon as it reaches `limit` (a size found before: this order cannot beat it), that much
- * with the rest unplaced. */
 static int64_t place_in_order(side *sd, const int *order, int64_t limit)
 {
     int64_t size = sd->base;
