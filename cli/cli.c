@@ -471,3 +471,10 @@ double cli_now(void)
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
+
+int cli_plan_width(const char *const *plans, int n, int least)
+{
+    int w = least;
+    for (int k = 0; k < n; k++) w = (int)strlen(plans[k]) > w ? (int)strlen(plans[k]) : w;
+    return w;
+}

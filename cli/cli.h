@@ -89,6 +89,8 @@ void cli_progress(const char *what, int k, int n);
 void cli_warn_load(void);
 /* The engine's threads and why, for a header line: "2 threads (the CPUs free ...)". */
 const char *cli_threads_text(void);
+/* A table's plan column: as wide as the longest of the n plan names, `least` at least. */
+int cli_plan_width(const char *const *plans, int n, int least);
 
 /* The calibration --calibrate names (io/calib.h) into c, and c into cfg; nothing (c zeroed, cfg
  * untouched) when path is NULL. */

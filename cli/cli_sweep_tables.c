@@ -5,17 +5,9 @@
 #include "cli/cli.h"
 #include "cli/cli_sweep.h"
 
-/* The plan column's width: the longest plan's name, 18 at least. */
-static int plan_width(const spec *s)
-{
-    int w = 18;
-    for (int p = 0; p < s->n_plans; p++) w = (int)strlen(s->plans[p]) > w ? (int)strlen(s->plans[p]) : w;
-    return w;
-}
-
 void sweep_print_capacity(const spec *s, const cell *cells, long count)
 {
-    int pw = plan_width(s);
+    int pw = cli_plan_width((const char *const *)s->plans, s->n_plans, 18);
     char a[32];
     bool by_image = !strcmp(s->search, "image");
     for (long i = 0; i < count; i += (long)s->n_plans * s->n_budgets) {
@@ -56,7 +48,7 @@ static const char *bn_text(const spec *s, const net *n)
 void sweep_print_tables(const spec *s, const sim_device *d, net *nets, const cell *cells, long count)
 {
     char a[32], b[32], t[600];
-    int pw = plan_width(s);
+    int pw = cli_plan_width((const char *const *)s->plans, s->n_plans, 18);
     for (long i = 0; i < count; i++) {
         const cell *c = &cells[i];
         if (c->plan != 0) continue; /* first plan of each group opens its table */

@@ -190,8 +190,7 @@ int cli_validate_run(const cli_validate_job *j, h5_file *f, err *e)
     items[0] = "layer";
     for (int k = 0; k < j->n_plans; k++)
         if (strcmp(j->plans[k], "layer")) items[count++] = j->plans[k];
-    plan_w = 14;
-    for (int k = 0; k < count; k++) plan_w = (int)strlen(items[k]) > plan_w ? (int)strlen(items[k]) : plan_w;
+    plan_w = cli_plan_width(items, count, 14);
     plan *ps = err_calloc((size_t)count, sizeof(plan));
     sim_result *pred = err_calloc((size_t)count, sizeof(sim_result));
     run_summary *meas = err_calloc((size_t)count, sizeof(run_summary)), *cmpr = err_calloc((size_t)count, sizeof(run_summary));

@@ -158,6 +158,14 @@ static int eval_bn(search_ctx *c, const char *text, const char *bn, const char *
 
 static int eval(search_ctx *c, const char *text, const char *source) { return eval_bn(c, text, c->r->bn, source); }
 
+/* A point's text without its " bn=MODE" into buf; returns the mode (NULL: none). */
+static const char *base_text(const char *text, char *buf, size_t len)
+{
+    const char *bn = strstr(text, " bn=");
+    snprintf(buf, len, "%.*s", bn ? (int)(bn - text) : (int)strlen(text), text);
+    return bn ? bn + 4 : NULL;
+}
+
 /* The variants of base plan `text` (point i), each of which only ever costs time, so that a plan
  * that fits is never beaten by one of its own variants and they are tried only where it does not
  * fit: with BatchNorm's statistics gathered in stages (bn=train) and no mode named by the user,
@@ -231,9 +239,9 @@ static void settle(search_ctx *c, bool presets)
         }
         const search_point *pt = &c->out->pts[next];
         if (presets || pt->variants || !strcmp(pt->source, "migrate")) continue;
-        const char *bn = r->bn ? strstr(pt->text, " bn=") : NULL; /* the base text, without the mode every plan carries */
-        char base[PLAN_TEXT_LEN];
-        snprintf(base, sizeof base, "%.*s", bn ? (int)(bn - pt->text) : (int)strlen(pt->text), pt->text);
+        char base[PLAN_TEXT_LEN]; /* without the mode every plan carries, when the user named one */
+        if (r->bn) base_text(pt->text, base, sizeof base);
+        else snprintf(base, sizeof base, "%s", pt->text);
         eval_variants(c, base, next);
     }
 }
@@ -411,10 +419,10 @@ static void eval_migrations(search_ctx *c)
         for (int j = 0; j < k; j++) {
             const search_point *p = &c->out->pts[idx[j]];
             if (c->out->best >= 0 && p->time_us >= c->out->pts[c->out->best].time_us) break;
-            const char *bn = strstr(p->text, " bn=");
-            int len = bn ? (int)(bn - p->text) : (int)strlen(p->text);
-            if ((size_t)snprintf(text, sizeof text, "%.*s+%s", len, p->text, migrations[m]) >= sizeof text) continue;
-            int i = eval_bn(c, text, bn ? bn + 4 : NULL, "migrate");
+            char base[PLAN_TEXT_LEN];
+            const char *bn = base_text(p->text, base, sizeof base);
+            if ((size_t)snprintf(text, sizeof text, "%s+%s", base, migrations[m]) >= sizeof text) continue;
+            int i = eval_bn(c, text, bn, "migrate");
             const search_point *q = i >= 0 ? &c->out->pts[i] : NULL;
             if (q && q->peak <= r->budget && (c->out->best < 0 || q->time_us < c->out->pts[c->out->best].time_us)) {
                 place(c, i);
@@ -437,9 +445,8 @@ static void eval_offload_levels(search_ctx *c)
     for (int j = 0; j < c->n_offl; j++) {
         const search_point *b = &c->out->pts[c->offl[j]];
         if (c->out->best >= 0 && b->time_us >= c->out->pts[c->out->best].time_us) break;
-        const char *bn = strstr(b->text, " bn=");
         char base[PLAN_TEXT_LEN], k[32];
-        snprintf(base, sizeof base, "%.*s", bn ? (int)(bn - b->text) : (int)strlen(b->text), b->text);
+        base_text(b->text, base, sizeof base);
         const char *source = b->source;
         int lo = 1, hi = b->levels;
         while (lo < hi) {
@@ -450,7 +457,6 @@ static void eval_offload_levels(search_ctx *c)
             if (i >= 0 && c->out->pts[i].peak <= r->budget) hi = mid;
             else lo = mid + 1;
         }
-        order_pts = c->out->pts; /* eval_bn may have moved them */
     }
 }
 
