@@ -2,12 +2,13 @@
 #include "sim/lower/liveness.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void liveness_place(sched *s)
 {
     int nb = s->n_buf, ns = s->n_step;
-    int *first = err_calloc((size_t)nb, sizeof(int)), *last = err_calloc((size_t)nb, sizeof(int));
-    for (int b = 0; b < nb; b++) first[b] = -1, last[b] = -1;
+    int *first = err_realloc(NULL, (size_t)nb * sizeof(int)), *last = err_realloc(NULL, (size_t)nb * sizeof(int));
+    memset(first, -1, (size_t)nb * sizeof(int)), memset(last, -1, (size_t)nb * sizeof(int));
     for (int i = 0; i < ns; i++) {
         sched_step *t = &s->steps[i];
         int uses[SCHED_MAX_USES], nu = sched_step_uses(t, uses);
@@ -24,8 +25,10 @@ void liveness_place(sched *s)
     lower_buckets al = lower_bucket(first, nb, ns), fr = lower_bucket(last, nb, ns);
     int n_temp = al.start[ns];
     int total = ns + 2 * n_temp + 2 * n_persist;
-    sched_step *steps = err_calloc((size_t)total, sizeof(sched_step)), *o = steps;
-#define MARK(opv, b) (*o++ = lower_buffer_step(s, (opv), (b), s->bufs[b].band, 0))
+    /* every step written below (so no zeroing), an ALLOC or FREE as a copy of one made once */
+    sched_step *steps = err_realloc(NULL, (size_t)total * sizeof(sched_step)), *o = steps;
+    const sched_step proto = lower_buffer_step(s, SCHED_ALLOC, 0, -1, 0);
+#define MARK(opv, b) (*o = proto, o->op = (opv), o->buf = (b), o->layer = s->bufs[b].layer, o->band = s->bufs[b].band, o++)
     for (int b = 0; b < nb; b++)
         if (s->bufs[b].persistent) MARK(SCHED_ALLOC, b);
     for (int i = 0; i < ns; i++) {

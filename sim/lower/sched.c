@@ -102,44 +102,6 @@ void sched_step_slots(sched *s, sched_step *t, int n)
     for (int j = 0; j < n; j++) t->x[j] = t->dx[j] = -1, t->dx_acc[j] = false;
 }
 
-int sched_step_uses(const sched_step *t, int *out)
-{
-    int mid[] = {t->y, t->aux, t->w, t->dw, t->ws, t->dy}, end[] = {t->src, t->dst, t->sums};
-    _Static_assert(sizeof mid / sizeof *mid + sizeof end / sizeof *end + 2 * (NET_MAX_IN + 1) <= SCHED_MAX_USES,
-                   "SCHED_MAX_USES");
-    int n = 0;
-    for (int j = 0; j < t->n_x; j++)
-        if (t->x[j] >= 0) out[n++] = t->x[j];
-    for (size_t u = 0; u < sizeof mid / sizeof *mid; u++)
-        if (mid[u] >= 0) out[n++] = mid[u];
-    for (int j = 0; j < t->n_x; j++)
-        if (t->dx[j] >= 0) out[n++] = t->dx[j];
-    for (size_t u = 0; u < sizeof end / sizeof *end; u++)
-        if (end[u] >= 0) out[n++] = end[u];
-    return n;
-}
-
-int sched_step_writes(const sched_step *t, int *out)
-{
-    int n = 0;
-    switch (t->op) {
-    case SCHED_FWD: out[n++] = t->y; out[n++] = t->map_stats ? -1 : t->aux; out[n++] = t->dw; break;
-    case SCHED_BWD:
-        for (int j = 0; j < t->n_x; j++) out[n++] = t->dx[j];
-        out[n++] = t->dw;
-        break;
-    case SCHED_COPY: case SCHED_ENCODE: case SCHED_DECODE: out[n++] = t->dst; break;
-    case SCHED_STATS: out[n++] = t->sums; break;
-    case SCHED_STATS_END: case SCHED_UPDATE: case SCHED_LOAD: out[n++] = t->w; out[n++] = t->y; out[n++] = t->aux; out[n++] = t->dw; break;
-    case SCHED_PREFETCH: out[n++] = t->buf; break;
-    default: break;
-    }
-    int k = 0;
-    for (int i = 0; i < n; i++)
-        if (out[i] >= 0) out[k++] = out[i];
-    return k;
-}
-
 void sched_move_issue(const sched *s, int *issue)
 {
     int *last = err_calloc((size_t)s->n_buf + 1, sizeof(int));
@@ -173,24 +135,6 @@ void sched_buf_name(const sched *s, const net *n, int b, char *out, size_t len)
         snprintf(out, len, "%s.%s[b%d %d:%d]", layer, kind_tags[x->kind], x->band, x->rows.a, x->rows.b);
     else
         snprintf(out, len, "%s.%s", layer, kind_tags[x->kind]);
-}
-
-void sched_walk(const sched *s, sched_visit visit, void *ctx)
-{
-    int64_t cur[MEM_NCAT] = {0};
-    bool *host = err_calloc((size_t)s->n_buf, sizeof(bool));
-    for (int i = 0; i < s->n_step; i++) {
-        const sched_step *t = &s->steps[i];
-        if (t->op != SCHED_ALLOC && t->op != SCHED_FREE && t->op != SCHED_OFFLOAD && t->op != SCHED_PREFETCH) continue;
-        const sched_buf *b = &s->bufs[t->buf];
-        if (t->op == SCHED_ALLOC && b->host_home) cur[MEM_HOST] += b->bytes, host[t->buf] = true;
-        else if (t->op == SCHED_ALLOC) cur[b->cat] += b->bytes;
-        else if (t->op == SCHED_FREE) cur[host[t->buf] ? MEM_HOST : b->cat] -= b->bytes;
-        else if (t->op == SCHED_OFFLOAD) cur[b->cat] -= b->bytes, cur[MEM_HOST] += b->bytes, host[t->buf] = true;
-        else cur[MEM_HOST] -= b->bytes, cur[b->cat] += b->bytes, host[t->buf] = false;
-        visit(ctx, i, cur);
-    }
-    free(host);
 }
 
 typedef struct {

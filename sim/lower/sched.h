@@ -171,9 +171,26 @@ void sched_free(sched *s);
 
 /* Walks the schedule's memory events (ALLOC, FREE, OFFLOAD, PREFETCH), calling visit after each
  * such step with the bytes held per category (MEM_HOST: on the host): the one place that says what
- * a schedule holds when. The replay (sim.h) and the timelines are built on it. */
+ * a schedule holds when. The replay (sim.h) and the timelines are built on it. Inline, so that a
+ * caller's visit is inlined into its walk. */
 typedef void (*sched_visit)(void *ctx, int step, const int64_t cur[MEM_NCAT]);
-void sched_walk(const sched *s, sched_visit visit, void *ctx);
+static inline void sched_walk(const sched *s, sched_visit visit, void *ctx)
+{
+    int64_t cur[MEM_NCAT] = {0};
+    bool *host = err_calloc((size_t)s->n_buf, sizeof(bool));
+    for (int i = 0; i < s->n_step; i++) {
+        const sched_step *t = &s->steps[i];
+        if (t->op != SCHED_ALLOC && t->op != SCHED_FREE && t->op != SCHED_OFFLOAD && t->op != SCHED_PREFETCH) continue;
+        const sched_buf *b = &s->bufs[t->buf];
+        if (t->op == SCHED_ALLOC && b->host_home) cur[MEM_HOST] += b->bytes, host[t->buf] = true;
+        else if (t->op == SCHED_ALLOC) cur[b->cat] += b->bytes;
+        else if (t->op == SCHED_FREE) cur[host[t->buf] ? MEM_HOST : b->cat] -= b->bytes;
+        else if (t->op == SCHED_OFFLOAD) cur[b->cat] -= b->bytes, cur[MEM_HOST] += b->bytes, host[t->buf] = true;
+        else cur[MEM_HOST] -= b->bytes, cur[b->cat] += b->bytes, host[t->buf] = false;
+        visit(ctx, i, cur);
+    }
+    free(host);
+}
 
 /* Device bytes per category after each step: out[step * MEM_NCAT + cat] (MEM_HOST: bytes on the
  * host), for memory-timeline figures. */
@@ -185,13 +202,48 @@ double sched_compute_flops(const sched *s);
 double sched_update_flops(const sched_cfg *cfg, int64_t params);
 double sched_update_bytes(const sched_cfg *cfg, int64_t params);
 
-/* The buffers step t uses, into out (at most SCHED_MAX_USES); returns how many. */
+/* The buffers step t uses, into out (at most SCHED_MAX_USES); returns how many. Inline, as is
+ * sched_step_writes: every pass over a schedule asks them of each step. */
 #define SCHED_MAX_USES (2 * (NET_MAX_IN + 1) + 11)
-int sched_step_uses(const sched_step *t, int *out);
+static inline int sched_step_uses(const sched_step *t, int *out)
+{
+    int mid[] = {t->y, t->aux, t->w, t->dw, t->ws, t->dy}, end[] = {t->src, t->dst, t->sums};
+    _Static_assert(sizeof mid / sizeof *mid + sizeof end / sizeof *end + 2 * (NET_MAX_IN + 1) <= SCHED_MAX_USES,
+                   "SCHED_MAX_USES");
+    int n = 0;
+    for (int j = 0; j < t->n_x; j++)
+        if (t->x[j] >= 0) out[n++] = t->x[j];
+    for (size_t u = 0; u < sizeof mid / sizeof *mid; u++)
+        if (mid[u] >= 0) out[n++] = mid[u];
+    for (int j = 0; j < t->n_x; j++)
+        if (t->dx[j] >= 0) out[n++] = t->dx[j];
+    for (size_t u = 0; u < sizeof end / sizeof *end; u++)
+        if (end[u] >= 0) out[n++] = end[u];
+    return n;
+}
 
 /* The buffers step t writes (PREFETCH: brings back to the device), into out (at most
  * SCHED_MAX_USES); returns how many. */
-int sched_step_writes(const sched_step *t, int *out);
+static inline int sched_step_writes(const sched_step *t, int *out)
+{
+    int n = 0;
+    switch (t->op) {
+    case SCHED_FWD: out[n++] = t->y; out[n++] = t->map_stats ? -1 : t->aux; out[n++] = t->dw; break;
+    case SCHED_BWD:
+        for (int j = 0; j < t->n_x; j++) out[n++] = t->dx[j];
+        out[n++] = t->dw;
+        break;
+    case SCHED_COPY: case SCHED_ENCODE: case SCHED_DECODE: out[n++] = t->dst; break;
+    case SCHED_STATS: out[n++] = t->sums; break;
+    case SCHED_STATS_END: case SCHED_UPDATE: case SCHED_LOAD: out[n++] = t->w; out[n++] = t->y; out[n++] = t->aux; out[n++] = t->dw; break;
+    case SCHED_PREFETCH: out[n++] = t->buf; break;
+    default: break;
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (out[i] >= 0) out[k++] = out[i];
+    return k;
+}
 
 /* How a schedule's moves overlap compute on a backend with a copy engine (the protocol the CUDA
  * engine follows, engine/alloc.h, and the time model's, sim.h): the copy of an offloaded buffer

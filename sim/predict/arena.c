@@ -32,9 +32,8 @@ bool arena_outside(const sched_buf *b) { return b->kind == BUF_ENC && enc_data_s
  * into *apart as the most device bytes they hold at once. */
 static void find_blocks(const sched *s, blocks *bl, int64_t *at, int64_t *apart)
 {
-    int *issue = err_calloc((size_t)s->n_step + 1, sizeof(int)), *cur = err_calloc((size_t)s->n_buf + 1, sizeof(int));
+    int *issue = NULL, *cur = err_calloc((size_t)s->n_buf + 1, sizeof(int)); /* issue: at the first OFFLOAD */
     int *home = err_calloc((size_t)s->n_buf + 1, sizeof(int));
-    sched_move_issue(s, issue);
     for (int b = 0; b < s->n_buf; b++) cur[b] = home[b] = -1;
     int64_t out_now = 0;
     *apart = 0;
@@ -58,6 +57,7 @@ static void find_blocks(const sched *s, blocks *bl, int64_t *at, int64_t *apart)
             else at[i] = cur[b] = open_block(bl, i, sb->bytes, false, sb->persistent);
             break;
         case SCHED_OFFLOAD:
+            if (!issue) sched_move_issue(s, issue = err_calloc((size_t)s->n_step + 1, sizeof(int)));
             cur[b] = -1;
             if (home[b] >= 0) at[i] = home[b];
             else at[i] = cur[b] = open_block(bl, issue[i] >= 0 && issue[i] < i ? issue[i] : i, sb->bytes, true, false);
