@@ -135,8 +135,9 @@ static int search_stages(const net *n, const char *list, const char *bn, const s
             continue;
         }
         if (cand[parsed].bn_levels) { /* levels are counted in a whole segment, which the stages split */
-            rc = err_set(e, "candidate '%s': bn=train-offload:%d counts the levels of a whole row segment, which a pipeline "
-                            "splits across devices; use bn=train-offload", items[q], cand[parsed].bn_levels);
+            const char *mode = plan_bn_name(cand[parsed].bn);
+            rc = err_set(e, "candidate '%s': bn=%s:%d counts the levels of a whole row segment, which a pipeline "
+                            "splits across devices; use bn=%s", items[q], mode, cand[parsed].bn_levels, mode);
             plan_free(&cand[parsed]);
             break;
         }

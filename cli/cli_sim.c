@@ -12,7 +12,7 @@
 
 static const char *usage =
     "usage: lrcnn sim --net NET [--plan PLANS] [--batch N] [--image S|HxW] [--optimizer sgd|adam]\n"
-    "                 [--bn auto|train|train-offload[:K]|train-recompute|frozen|per-band]\n"
+    "                 [--bn auto|train|train-offload[:K]|train-rebuild[:K]|train-recompute|frozen|per-band]\n"
     "                 [--device NAME|PROFILE.h5] [--profile PROFILE.h5]\n"
     "                 [--calibrate RUNS.h5]\n"
     "                 [-o FILE.h5 [--force]]\n"
@@ -29,7 +29,7 @@ static const char *usage =
     "+migrate[:grads][:optim][:weights] moves parameters, gradients and optimizer state off the device\n"
     "between their uses (Layrub-style; bare: all three); +torch, +torch2: the plan as python/lrcnn_torch\n"
     "runs it in PyTorch 1.13 or 2.x, a prediction of PyTorch's memory. The closed form does not model modifiers yet\n"
-    "(n/a), nor train-mode BatchNorm's stages inside row segments (bn=train, train-offload; the passes of\n"
+    "(n/a), nor train-mode BatchNorm's stages inside row segments (bn=train, train-offload, train-rebuild; the passes of\n"
     "bn=train-recompute it does: docs/plans.md).\n"
     "Sparse and zfp:acc sizes depend on the values: they are\n"
     "predicted from the modifier's density=/ratio=, or per layer from the engine's measurements in RUNS.h5\n"

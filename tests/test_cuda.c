@@ -12,8 +12,9 @@
  *     CUDA schedule, to the byte, and its blocks reach its end; and a few plans run with --alloc
  *     pool train as with the arena (normalized MSE <= 1e-10, the second loss within 1e-6).
  * BatchNorm in each mode inside row segments (train: whole-map statistics over the bands, in stages;
- * train-offload: the stages' kept maps on the host; train-recompute: in passes from the segment
- * input; frozen; per-band: each band's own) under 2ps:4 and overl:4 on ResNet-small, whose fp32 floor is small,
+ * train-offload: the stages' kept maps on the host; train-rebuild: rebuilt in the backward;
+ * train-recompute: in passes from the segment input; frozen; per-band: each band's own) under 2ps:4
+ * and overl:4 on ResNet-small, whose fp32 floor is small,
  * at 32x32 and at 35x35 (odd rows: its stride-2 downsample reads 17 of 18); kernels.net's stride-2
  * and dilated convolutions under every plan.
  * The codecs of kept maps (engine/cuda/codec.cu): every encoding but ZFP's, on maps with zeros,
@@ -226,6 +227,7 @@ int main(int argc, char **argv)
         check("resnet-small", "frozen", plans, 5, 1e-6, cpu, cu);
         check("resnet-small", "train", plans, 5, 1e-6, cpu, cu); /* whole-map statistics over the bands */
         check("resnet-small", "train-offload", plans + 1, 2, 1e-6, cpu, cu);   /* ... the stages' maps on the host */
+        check("resnet-small", "train-rebuild", plans + 1, 2, 1e-6, cpu, cu);   /* ... rebuilt in the backward */
         check("resnet-small", "train-recompute", plans + 1, 2, 1e-6, cpu, cu); /* ... in passes */
         check("resnet-small", "per-band", plans + 1, 2, 1e-6, cpu, cu); /* each band's own statistics */
         check_at("resnet-small", 35, "train", plans, 3, 1e-6, cpu, cu); /* odd rows; the downsample reads 17 of 18 */

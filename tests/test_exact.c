@@ -152,6 +152,8 @@ static void small_suite(void)
         check_small("resnet-small", "train-recompute"); /* ... and in passes from the segment input */
         check_small("resnet-small", "train-offload");   /* ... in stages, their kept maps on the host */
         check_small("resnet-small", "train-offload:2"); /* ... the first two levels' maps alone */
+        check_small("resnet-small", "train-rebuild");   /* ... in stages, their kept maps rebuilt in the backward */
+        check_small("resnet-small", "train-rebuild:2"); /* ... the first two levels' maps alone */
         require_lower = false;                /* kernels.net: see the header */
         check_small("kernels", NULL);
         require_lower = true;
@@ -180,6 +182,7 @@ static void small_suite(void)
         check_small_at("resnet-small", 35, "frozen");
         check_small_at("resnet-small", 35, "train");
         check_small_at("resnet-small", 35, "train-recompute");
+        check_small_at("resnet-small", 35, "train-rebuild:3");
         char *uneven[] = {"rows(2ps,3,cuts=1/7)@conv1_1..pool2", "rows(overl,3,cuts=6/7)@conv1_1..pool2",
                           "rows(overl,fp=2,bp=5)@conv1_1..pool2", "rows(2ps,2)@conv1_1..relu1_2; ckpt@pool1..pool2"};
         check_net("vgg-small", 0, 16, NULL, uneven, 4);
@@ -197,6 +200,7 @@ static void small_suite(void)
         check_cover("train");
         check_cover("train-recompute");
         check_cover("train-offload");
+        check_cover("train-rebuild");
 }
 
 /* One plan's deviation from `layer` (ref), measured = replay checked; -1 when it did not run. */

@@ -19,7 +19,8 @@
  *     bn=train-recompute's forward proper, on the same band geometry (no stage recomputes another's
  *     layers); the iteration costs no more FLOPs than with frozen statistics (OverL's halos are the
  *     policy's own), within 1.5x layer's for 2PS, and less than bn=train-recompute's passes;
- *     bn=train-offload holds no more on the device than bn=train. */
+ *     bn=train-offload holds no more on the device than bn=train;
+ *  6. bn=train-offload:K and bn=train-rebuild:K hold less on the device as K grows (rebuilt: within 1%). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -347,12 +348,14 @@ static void check_bn_stages(void)
     }
 }
 
-/* 6. bn=train-offload:K, the maps of the first K levels alone: from K = 1 to the segment's levels the
- * device peak never rises and the host's never falls; each K moves its levels' maps and no others
- * (the same FLOPs as bn=train); K at the levels, or past them, is every level's (bn=train-offload). */
+/* 6. bn=train-offload:K and bn=train-rebuild:K, the maps of the first K levels alone: from K = 1 to
+ * the segment's levels the device peak never rises (rebuilt: by 1% at most); offloaded, the host's
+ * never falls and the FLOPs are bn=train's (each K moves its levels' maps and no others); rebuilt,
+ * nothing is on the host and the FLOPs never fall (each level rebuilt is recomputed); K at the
+ * levels, or past them, is every level's (bn=train-offload, bn=train-rebuild). */
 static void check_bn_levels(void)
 {
-    const char *nets[] = {"resnet50", "densenet121"};
+    const char *nets[] = {"resnet50", "densenet121"}, *modes[] = {"train-offload", "train-rebuild"};
     err e;
     for (size_t k = 0; k < sizeof nets / sizeof *nets; k++) {
         net m;
@@ -360,34 +363,46 @@ static void check_bn_levels(void)
         if (net_load_named(&m, nets[k], &e) || plan_parse(&p, &m, "2ps:4", &e)) { FAIL("%s", e.msg); continue; }
         int levels = p.segs[0].passes.n_fwd;
         plan_free(&p);
-        sim_mem prev, all;
-        sched s;
-        double flops = 0;
-        if (lower(&m, "2ps:4 bn=train", 2, &s)) { net_free(&m); continue; }
-        sim_replay(&s, &prev, NULL), flops = s.flops, sched_free(&s);
-        if (lower(&m, "2ps:4 bn=train-offload", 2, &s)) { net_free(&m); continue; }
-        sim_replay(&s, &all, NULL), sched_free(&s);
-        bool good = levels > 1;
-        int falls = 0;
-        for (int K = 1; K <= levels + 1 && good; K++) {
+        for (int md = 0; md < 2; md++) {
+            sim_mem prev, all;
+            sched s;
             char text[64];
-            snprintf(text, sizeof text, "2ps:4 bn=train-offload:%d", K);
-            sim_mem mem;
-            if (lower(&m, text, 2, &s)) { good = false; break; }
-            sim_replay(&s, &mem, NULL);
-            good &= mem.peak <= prev.peak && mem.max[MEM_HOST] >= prev.max[MEM_HOST] && s.flops == flops;
-            if (!good) /* counted once, below */
-                fprintf(stderr, "%s %s: device peak %lld after %lld, host %lld after %lld\n", nets[k], text, (long long)mem.peak,
-                        (long long)prev.peak, (long long)mem.max[MEM_HOST], (long long)prev.max[MEM_HOST]);
-            if (K >= levels) good &= mem.peak == all.peak && mem.max[MEM_HOST] == all.max[MEM_HOST];
-            falls += mem.peak < prev.peak;
-            prev = mem;
-            sched_free(&s);
+            bool rebuild = md == 1;
+            if (lower(&m, "2ps:4 bn=train", 2, &s)) break;
+            double flops_train = s.flops, flops = flops_train;
+            sim_replay(&s, &prev, NULL), sched_free(&s);
+            snprintf(text, sizeof text, "2ps:4 bn=%s", modes[md]);
+            if (lower(&m, text, 2, &s)) break;
+            double flops_all = s.flops;
+            sim_replay(&s, &all, NULL), sched_free(&s);
+            bool good = levels > 1;
+            int falls = 0, rises = 0;
+            for (int K = 1; K <= levels + 1 && good; K++) {
+                snprintf(text, sizeof text, "2ps:4 bn=%s:%d", modes[md], K);
+                sim_mem mem;
+                if (lower(&m, text, 2, &s)) { good = false; break; }
+                sim_replay(&s, &mem, NULL);
+                /* a level rebuilt keeps 2PS boundaries in place of its whole map, which may hold more at
+                 * the peak (DenseNet-121, Adam, batch 2: +0.3 MiB at K = 15): rebuilt, within 1% */
+                good &= mem.peak <= prev.peak + (rebuild ? prev.peak / 100 : 0);
+                rises += mem.peak > prev.peak;
+                good &= rebuild ? mem.max[MEM_HOST] == 0 && s.flops >= flops
+                                : mem.max[MEM_HOST] >= prev.max[MEM_HOST] && s.flops == flops_train;
+                if (!good) /* counted once, below */
+                    fprintf(stderr, "%s %s: device peak %lld after %lld, host %lld after %lld, %.4g FLOPs after %.4g\n", nets[k], text,
+                            (long long)mem.peak, (long long)prev.peak, (long long)mem.max[MEM_HOST], (long long)prev.max[MEM_HOST],
+                            s.flops, flops);
+                if (K >= levels) good &= mem.peak == all.peak && mem.max[MEM_HOST] == all.max[MEM_HOST] && s.flops == flops_all;
+                falls += mem.peak < prev.peak;
+                prev = mem, flops = s.flops;
+                sched_free(&s);
+            }
+            good &= falls > 0;
+            printf("%s %s 2ps:4 bn=%s:K, K = 1..%d: device peak falls %d times (rises %d), to every level's (%.1f MiB) at K = %d, "
+                   "%.2fx bn=train's FLOPs\n", good ? "ok  " : "FAIL", nets[k], modes[md], levels, falls, rises, all.peak / 1048576.0,
+                   levels, flops / flops_train);
+            failures += !good;
         }
-        good &= falls > 0;
-        printf("%s %s 2ps:4 bn=train-offload:K, K = 1..%d: device peak falls %d times, to every level's (%.1f MiB) at K = %d\n",
-               good ? "ok  " : "FAIL", nets[k], levels, falls, all.peak / 1048576.0, levels);
-        failures += !good;
         net_free(&m);
     }
 }

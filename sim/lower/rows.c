@@ -74,8 +74,10 @@ static void band_forward(lower *c, const band_seg *bs, const band_geom *g, int r
         if (band_rows_len(out)) lower_fwd(c, L, r, out, hold, y, c->bwd_phase);
         else c->act[L] = y, c->aux[L] = -1;
         band_rows keep = g->keep[r * g->n_layers + L - L0];
-        /* a kept map needs no boundaries, unless the backward rebuilds its auxiliary in bands */
-        bool bounds = !kept || kind_of(l)->aux_rebuilt;
+        /* a kept map needs no boundaries, unless the backward rebuilds it (bn=train-rebuild) or its
+         * auxiliary in bands */
+        const plan_passes *pp = &c->p->segs[c->seg].passes;
+        bool bounds = !kept || kind_of(l)->aux_rebuilt || (pp->rebuilt && pp->rebuilt[L - L0]);
         if (make_bounds && bounds && g->policy == BAND_2PS && r + 1 < R && band_rows_len(keep)) {
             int b = lower_buf(c, BUF_BOUND, MEM_BOUNDARY, L, r, keep, lower_bytes(c, L, keep, 4));
             lower_copy(c, L, r, keep, y, b, false);
@@ -236,7 +238,7 @@ static void staged_backward_pass(lower *c, const plan_seg *ps, int *bound, const
     memset(bgrad, -1, (size_t)N * R * sizeof(int));
     bool *need = err_calloc((size_t)N, sizeof(bool)), *mine = err_calloc((size_t)N, sizeof(bool));
     bool *avail = err_calloc((size_t)N, sizeof(bool));
-    for (int L = L0; L <= bs->last; L++) mine[L] = pp->bst[L - L0] == s, avail[L] = pp->keep_act[L - L0];
+    for (int L = L0; L <= bs->last; L++) mine[L] = pp->bst[L - L0] == s, avail[L] = c->whole[L] >= 0;
     plan_need(n, L0, bs->last, mine, NULL, avail, true, need);
     /* the gradients a band may set: the stage's layers' and their inputs' (and the segment
      * output's); all of them are reset once, those before each band */
@@ -273,9 +275,46 @@ static void staged_backward_pass(lower *c, const plan_seg *ps, int *bound, const
     free(bgrad), free(need), free(mine), free(avail);
 }
 
+/* The gradient sums of stage s's bns from their rebuilt inputs (bn=train-rebuild): the bands
+ * recompute those inputs from the maps kept below them, and each adds the rows it owns, with the
+ * whole kept gradient maps. */
+static void rebuilt_sums(lower *c, const plan_seg *ps, int *bound, const int *kgrad, int dout, int s)
+{
+    const net *n = c->n;
+    const band_seg *bs = &ps->band;
+    const band_geom *g = ps->bwd;
+    const plan_passes *pp = &ps->passes;
+    int L0 = bs->first, src_act = c->act[bs->src];
+    bool *extra = err_calloc((size_t)n->n, sizeof(bool)), *none = err_calloc((size_t)n->n, sizeof(bool));
+    bool *avail = err_calloc((size_t)n->n, sizeof(bool)), *need = err_calloc((size_t)n->n, sizeof(bool));
+    for (int L = L0; L <= bs->last; L++) avail[L] = c->whole[L] >= 0;
+    bool any = false;
+    for (int L = L0; L <= bs->last; L++)
+        if (pp->bwd[L - L0] == s && n->layers[L].in[0] != bs->src && !avail[n->layers[L].in[0]])
+            extra[n->layers[L].in[0]] = any = true, new_sums(c, L);
+    if (!any) {
+        free(extra), free(none), free(avail), free(need);
+        return;
+    }
+    plan_need(n, L0, bs->last, none, extra, avail, true, need);
+    layer_list todo = needed(c, bs, need);
+    for (int r = 0; r < g->n_bands; r++) {
+        band_forward(c, bs, g, r, bound, false, -1, &todo);
+        for (int L = L0; L <= bs->last; L++) {
+            band_rows own = band_own(g, bs, r, L, n->layers[L].h);
+            if (pp->bwd[L - L0] != s || n->layers[L].in[0] == bs->src || !extra[n->layers[L].in[0]] || !band_rows_len(own)) continue;
+            c->grad[L] = L == bs->last ? dout : kgrad[L];
+            emit_stats(c, L, r, own, true);
+        }
+        c->act[bs->src] = src_act;
+    }
+    free(todo.at), free(extra), free(none), free(avail), free(need);
+}
+
 /* The backward in stages: stage s back-propagates the layers level s's gradient sums wait for,
  * then gathers those sums from the kept gradient and input maps of level s's bns, band by band
- * over the rows each owns; the last stage back-propagates the rest. */
+ * over the rows each owns (an input rebuilt, bn=train-rebuild: rebuilt_sums); the last stage
+ * back-propagates the rest. */
 static void staged_backward(lower *c, const plan_seg *ps, int *bound)
 {
     const net *n = c->n;
@@ -284,19 +323,22 @@ static void staged_backward(lower *c, const plan_seg *ps, int *bound)
     int a = bs->first;
     int *kgrad = err_calloc((size_t)n->n, sizeof(int));
     memset(kgrad, -1, (size_t)n->n * sizeof(int));
-    for (int L = a; L <= bs->last; L++)
+    for (int L = a; L <= bs->last; L++) {
         if (pp->keep_grad[L - a]) {
             kgrad[L] = lower_buf(c, BUF_GRAD, MEM_AGRAD, L, -1, lower_full(n, L), lower_bytes(c, L, lower_full(n, L), 4));
             c->s->bufs[kgrad[L]].zero = true;
         }
+        if (pp->rebuilt[L - a]) c->whole[L] = -1; /* the forward's last use of it is past */
+    }
     int dout = c->grad[bs->last];
     for (int s = 1; s <= pp->n_bwd + 1; s++) {
         staged_backward_pass(c, ps, bound, kgrad, s);
+        rebuilt_sums(c, ps, bound, kgrad, dout, s);
         for (int L = a; L <= bs->last; L++) {
-            if (pp->bwd[L - a] != s) continue;
+            int in = n->layers[L].in[0], held = c->act[in];
+            if (pp->bwd[L - a] != s || (in != bs->src && c->whole[in] < 0)) continue;
             new_sums(c, L);
             /* whole maps: its input (kept, or the segment input) and its gradient (kept, or the segment output's) */
-            int in = n->layers[L].in[0], held = c->act[in];
             if (in != bs->src) c->act[in] = c->whole[in];
             c->grad[L] = L == bs->last ? dout : kgrad[L];
             for (int r = 0; r < ps->bwd->n_bands; r++) {

@@ -17,7 +17,7 @@ const char *const plan_presets[] = {"layer", "torch", "torch2", "ckpt-sqrt", "ck
                                     "2ps-h[:R]", "overl-h[:R]", "authors-2ps", "authors-overl", "authors-2ps-h",
                                     "authors-overl-h", NULL};
 
-static const char *bn_names[] = {"auto", "train", "frozen", "per-band", "train-recompute", "train-offload"};
+static const char *bn_names[] = {"auto", "train", "frozen", "per-band", "train-recompute", "train-offload", "train-rebuild"};
 const char *plan_bn_name(plan_bn b) { return bn_names[b]; }
 
 const char *plan_bn_text(const plan *p, char *buf, size_t len)
@@ -148,6 +148,7 @@ static void passes_stage(plan_passes *ps, const plan_seg *s, const net *n)
     ps->staged = true;
     ps->fst = err_calloc((size_t)nl, sizeof(int)), ps->bst = err_calloc((size_t)nl, sizeof(int));
     ps->keep_act = err_calloc((size_t)nl, sizeof(bool)), ps->keep_grad = err_calloc((size_t)nl, sizeof(bool));
+    ps->rebuilt = err_calloc((size_t)nl, sizeof(bool));
     for (int i = 0; i < nl; i++) {
         ps->fst[i] = ps->n_fwd + 1, ps->bst[i] = ps->n_bwd + 1;
         for (int q = ps->n_fwd; q >= 1; q--)
@@ -169,7 +170,7 @@ static void passes_stage(plan_passes *ps, const plan_seg *s, const net *n)
 static void passes_free(plan_passes *ps)
 {
     free(ps->fwd), free(ps->bwd), free(ps->fwd_need), free(ps->bwd_set), free(ps->bwd_need);
-    free(ps->fst), free(ps->bst), free(ps->keep_act), free(ps->keep_grad);
+    free(ps->fst), free(ps->bst), free(ps->keep_act), free(ps->keep_grad), free(ps->rebuilt);
 }
 
 static int validate(plan *p, const net *n, err *e)
@@ -203,6 +204,10 @@ static int validate(plan *p, const net *n, err *e)
         if (seg_geometry(s, n, &bs, e)) return err_wrap(e, "plan '%s'", where);
         passes_init(&s->passes, s, n, plan_bn_batch(p->bn) && seg_has_map_stats(s, n));
         if (plan_bn_staged(p->bn) && plan_seg_map_stats(s)) passes_stage(&s->passes, s, n);
+        /* bn=train-rebuild[:K]: the kept maps of the first K levels (the level a map belongs to: the
+         * stage that computes it), or all */
+        for (int i = 0; s->passes.staged && p->bn == PLAN_BN_REBUILD && i < s->passes.nl; i++)
+            s->passes.rebuilt[i] = s->passes.keep_act[i] && (!p->bn_levels || s->passes.fst[i] <= p->bn_levels);
     }
     return 0;
 }
@@ -330,22 +335,26 @@ int plan_parse(plan *p, const net *n, const char *text, err *e)
     char *bn = strstr(buf, " bn=");
     if (bn) {
         *bn = 0;
-        char *levels = strchr(bn + 4, ':'); /* train-offload:K */
+        char *levels = strchr(bn + 4, ':'); /* train-offload:K, train-rebuild:K */
         if (levels) *levels++ = 0;
         int found = strcmp(bn + 4, "exact") ? -1 : PLAN_BN_TRAIN; /* exact: a synonym of train */
         for (int b = 0; b < (int)(sizeof bn_names / sizeof *bn_names); b++)
             if (!strcmp(bn + 4, bn_names[b])) found = b;
         if (found < 0)
-            return err_set(e, "plan '%s': bn=%s is not one of auto train exact train-offload train-recompute frozen per-band", text, bn + 4);
+            return err_set(e, "plan '%s': bn=%s is not one of auto train exact train-offload train-rebuild train-recompute frozen "
+                              "per-band", text, bn + 4);
         p->bn = (plan_bn)found;
         if (levels) {
             char *end;
             long k = strtol(levels, &end, 10);
-            if (p->bn != PLAN_BN_OFFLOAD)
-                return err_set(e, "plan '%s': only bn=train-offload takes a count of levels (bn=train-offload:K)", text);
+            if (!plan_bn_per_level(p->bn))
+                return err_set(e, "plan '%s': only bn=train-offload and bn=train-rebuild take a count of levels "
+                                  "(bn=train-offload:K)", text);
             if (!*levels || *end || k < 1 || k > PLAN_MAX_BANDS)
-                return err_set(e, "plan '%s': bn=train-offload:%s: K, the levels of statistics offloaded, is a whole number "
-                                  "from 1 to %d (bn=train offloads none)", text, levels, PLAN_MAX_BANDS);
+                return err_set(e, "plan '%s': bn=%s:%s: K, the levels of statistics %s, is a whole number from 1 to %d "
+                                  "(bn=train %s none)", text, bn_names[p->bn], levels,
+                               p->bn == PLAN_BN_OFFLOAD ? "offloaded" : "rebuilt", PLAN_MAX_BANDS,
+                               p->bn == PLAN_BN_OFFLOAD ? "offloads" : "rebuilds");
             p->bn_levels = (int)k;
         }
     }

@@ -30,17 +30,21 @@ typedef struct {
  * inside a row segment gathered exactly in stages over its bands, one per level of bns, each
  * keeping the whole maps a later stage reads (`exact` is a synonym; plan_passes); train-offload = the
  * same stages, their kept maps moved to the host after their last forward use and prefetched
- * before their first backward use; train-recompute =
+ * before their first backward use; train-rebuild = the same stages, their kept maps dropped after
+ * their last forward use and rebuilt band by band in the backward from the nearest map still kept
+ * below them (or the segment input); train-recompute =
  * the same statistics with nothing whole kept inside the segment: every level's pass recomputes
  * its bands from the segment input (least memory, work quadratic in the levels); frozen = running
  * statistics everywhere; per-band = each band normalizes with its own rows' statistics inside row
  * segments (the LR-CNN prototype's approximation: gradients differ), train elsewhere; auto (the
  * default) = train: an approximation is never chosen silently. */
-typedef enum { PLAN_BN_AUTO, PLAN_BN_TRAIN, PLAN_BN_FROZEN, PLAN_BN_PERBAND, PLAN_BN_RECOMPUTE, PLAN_BN_OFFLOAD } plan_bn;
-/* Batch statistics, whichever way a row segment gathers them. */
-static inline bool plan_bn_batch(plan_bn b) { return b == PLAN_BN_TRAIN || b == PLAN_BN_RECOMPUTE || b == PLAN_BN_OFFLOAD; }
+typedef enum { PLAN_BN_AUTO, PLAN_BN_TRAIN, PLAN_BN_FROZEN, PLAN_BN_PERBAND, PLAN_BN_RECOMPUTE, PLAN_BN_OFFLOAD, PLAN_BN_REBUILD } plan_bn;
 /* ... in stages (plan_passes.staged). */
-static inline bool plan_bn_staged(plan_bn b) { return b == PLAN_BN_TRAIN || b == PLAN_BN_OFFLOAD; }
+static inline bool plan_bn_staged(plan_bn b) { return b == PLAN_BN_TRAIN || b == PLAN_BN_OFFLOAD || b == PLAN_BN_REBUILD; }
+/* Batch statistics, whichever way a row segment gathers them. */
+static inline bool plan_bn_batch(plan_bn b) { return plan_bn_staged(b) || b == PLAN_BN_RECOMPUTE; }
+/* A choice per level of the stages' kept maps (bn=MODE:K takes a count of levels). */
+static inline bool plan_bn_per_level(plan_bn b) { return b == PLAN_BN_OFFLOAD || b == PLAN_BN_REBUILD; }
 /* Layrub-style migration (`+migrate[:weights][:grads][:optim]`, all three when bare): which
  * persistent tensors leave the device between their uses. Any of them makes the optimizer step
  * layer by layer, right after a layer's last backward use of its weights (docs/plans.md):
@@ -67,8 +71,9 @@ enum { PLAN_MIGRATE_WEIGHTS = 1, PLAN_MIGRATE_GRADS = 2, PLAN_MIGRATE_OPTIM = 4,
  * pass back-propagating it (n_bwd + 1: the backward proper). keep_act[i]: its whole output map is
  * kept, a later forward stage reads it (and the backward recomputes from it); keep_grad[i]: its
  * whole gradient map is kept, a consumer back-propagated in an earlier backward stage adds to it
- * (a bn's: its statistics pass's dy). Not staged (bn=train-recompute): every pass recomputes from
- * the segment input, nothing whole is kept inside the segment. */
+ * (a bn's: its statistics pass's dy); rebuilt[i] (bn=train-rebuild): kept for the forward stages
+ * only, the backward recomputes it from the maps kept below it. Not staged (bn=train-recompute):
+ * every pass recomputes from the segment input, nothing whole is kept inside the segment. */
 typedef struct {
     int nl, n_fwd, n_bwd;
     int *fwd, *bwd;                     /* [nl]: the pass gathering the layer's statistics, 0 none */
@@ -76,6 +81,7 @@ typedef struct {
     bool staged;
     int *fst, *bst;                     /* [nl], staged only */
     bool *keep_act, *keep_grad;         /* [nl], staged only */
+    bool *rebuilt;                      /* [nl], staged only */
 } plan_passes;
 
 typedef struct {
@@ -114,9 +120,9 @@ typedef struct {
     int n_seg;
     plan_seg *segs;
     plan_bn bn;               /* resolved: never AUTO after plan_parse */
-    int bn_levels;            /* bn=train-offload:K: only the maps of each row segment's first K levels
-                                 of statistics are offloaded (K >= 1; all of a segment's where it has
-                                 fewer); 0: every level's */
+    int bn_levels;            /* bn=train-offload:K, bn=train-rebuild:K: only the maps of each row
+                                 segment's first K levels of statistics are offloaded or rebuilt (K >= 1;
+                                 all of a segment's where it has fewer); 0: every level's */
     /* How kept maps are stored (sim/plan/enc.h): at most one gist and one lossy modifier (dpr or zfp);
      * gist's lossless encodings take the maps they apply to, the lossy one every other kept map. */
     int n_mod;
@@ -128,7 +134,7 @@ typedef struct {
 
 /* Parses a preset or custom plan for net n (at its current input size), then its modifiers
  * ("+gist", "+dpr:fp16", "+zfp:rate=8", "+migrate"). Text may end with " bn=MODE" (auto, train,
- * exact, train-offload[:K], train-recompute, frozen, per-band). */
+ * exact, train-offload[:K], train-rebuild[:K], train-recompute, frozen, per-band). */
 int plan_parse(plan *p, const net *n, const char *text, err *e);
 void plan_free(plan *p);
 
@@ -139,7 +145,7 @@ void plan_describe(const plan *p, const net *n, char *buf, size_t len);
 void plan_describe_range(const plan *p, const net *n, int a, int b, char *buf, size_t len);
 
 const char *plan_bn_name(plan_bn b);
-/* The plan's BatchNorm mode as bn= takes it: its name, and the levels offloaded ("train-offload:3"). */
+/* The plan's BatchNorm mode as bn= takes it: its name, and the levels offloaded or rebuilt ("train-offload:3"). */
 const char *plan_bn_text(const plan *p, char *buf, size_t len);
 /* The plan's gist modifier, and its lossy one (dpr or zfp); NULL where it has none. */
 const enc_mod *plan_gist(const plan *p);

@@ -28,7 +28,8 @@ typedef struct {
     const chain_net *cn;  /* NULL: the space has neither checkpoints nor offload (no DP) */
     char *lists[4];       /* the offload lists eval_lists found (NULL: none), kept for a second pass */
     bool listed;
-    int *offl, n_offl, cap_offl; /* base plans whose bn=train-offload variant fits (eval_variants) */
+    int *lev, n_lev, cap_lev;    /* base plans (even entries) whose variant in mode odd entry (an index into
+                                    bn_modes) with every level offloaded or rebuilt fits (eval_variants) */
     err *e;
 } search_ctx;
 
@@ -166,32 +167,38 @@ static const char *base_text(const char *text, char *buf, size_t len)
     return bn ? bn + 4 : NULL;
 }
 
+/* BatchNorm's modes a base plan in stages (bn=train) is tried in where it does not fit, each with
+ * less memory and more time: the stages' kept maps on the host, rebuilt in the backward, and the
+ * passes; the first two take a count of levels (eval_levels). */
+static const char *const bn_modes[] = {"train-offload", "train-rebuild", "train-recompute"};
+enum { N_BN_MODES = 3, N_BN_LEVELED = 2 };
+
 /* The variants of base plan `text` (point i), each of which only ever costs time, so that a plan
  * that fits is never beaten by one of its own variants and they are tried only where it does not
  * fit: with BatchNorm's statistics gathered in stages (bn=train) and no mode named by the user,
- * bn=train-offload and bn=train-recompute (less memory, more time; where offloading every level's
- * maps fits, fewer levels may: eval_offload_levels); with gist in the space,
- * text+gist, where the encodings could bring it under (its floor). When nothing fits (c->least),
- * every variant that could be the smallest footprint, +migrate ones too. */
+ * bn_modes (where offloading or rebuilding every level's maps fits, fewer levels may:
+ * eval_levels); with gist in the space, text+gist, where the encodings could bring it under (its
+ * floor). When nothing fits (c->least), every variant that could be the smallest footprint,
+ * +migrate ones too. */
 static void eval_variants(search_ctx *c, const char *text, int i)
 {
     const search_req *r = c->r;
     int64_t peak = c->out->pts[i].peak, floor = c->out->pts[i].floor;
     c->out->pts[i].variants = true;
     int first = c->out->n_pts;
-    static const char *const modes[] = {"train-offload", "train-recompute"};
     bool searched = !r->bn || !strcmp(r->bn, "auto"); /* a mode the user named is kept */
-    int n_modes = c->out->pts[i].staged && searched ? 2 : 0;
+    int n_modes = c->out->pts[i].staged && searched ? N_BN_MODES : 0;
     const char *source = c->out->pts[i].source;
-    int64_t peaks[3] = {peak, INT64_MAX, INT64_MAX}; /* text's, in each mode */
+    int64_t peaks[N_BN_MODES + 1] = {peak, INT64_MAX, INT64_MAX, INT64_MAX}; /* text's, in each mode */
     for (int k = 0; k < n_modes; k++) {
-        int j = eval_bn(c, text, modes[k], source);
+        int j = eval_bn(c, text, bn_modes[k], source);
         if (j >= 0) peaks[k + 1] = c->out->pts[j].peak;
     }
-    if (n_modes && peaks[1] <= r->budget) { /* offloading every level fits: fewer may (eval_offload_levels) */
-        if (c->n_offl == c->cap_offl) c->offl = err_realloc(c->offl, (size_t)(c->cap_offl = 2 * c->cap_offl + 16) * sizeof(int));
-        c->offl[c->n_offl++] = i;
-    }
+    for (int k = 0; k < n_modes && k < N_BN_LEVELED; k++)
+        if (peaks[k + 1] <= r->budget) { /* every level's maps moved or rebuilt fits: fewer may (eval_levels) */
+            if (c->n_lev + 2 > c->cap_lev) c->lev = err_realloc(c->lev, (size_t)(c->cap_lev = 2 * c->cap_lev + 16) * sizeof(int));
+            c->lev[c->n_lev++] = i, c->lev[c->n_lev++] = k;
+        }
     char g[PLAN_TEXT_LEN], m[PLAN_TEXT_LEN];
     bool gist = (r->space & SEARCH_GIST) && (size_t)snprintf(g, sizeof g, "%s+gist", text) < sizeof g;
     /* no encoding takes a plan under its floor, no migration under its peak less all it moves */
@@ -200,7 +207,7 @@ static void eval_variants(search_ctx *c, const char *text, int i)
     if (c->least && (r->space & SEARCH_MIGRATE) && (size_t)snprintf(m, sizeof m, "%s+migrate", text) < sizeof m) {
         /* the migration pass's plans (eval_migrations) that keep least: each above with all moved */
         for (int k = 0; k <= n_modes; k++)
-            if (may_be_least(c, peaks[k] - all)) eval_bn(c, m, k ? modes[k - 1] : r->bn, source);
+            if (may_be_least(c, peaks[k] - all)) eval_bn(c, m, k ? bn_modes[k - 1] : r->bn, source);
         if (gist && may_be_least(c, floor - all) && (size_t)snprintf(m, sizeof m, "%s+gist+migrate", text) < sizeof m) eval(c, m, source);
     }
     for (int k = first; k < c->out->n_pts; k++) c->out->pts[k].variants = true; /* variants have none of their own */
@@ -433,17 +440,18 @@ static void eval_migrations(search_ctx *c)
     free(idx);
 }
 
-/* Offloaded stages with fewer levels (bn=train-offload:K): for each base plan whose every level
- * offloaded fits (eval_variants), fastest base first, until the next base is no faster than the best
- * that fits (offloading only adds moves to the base's time): the smallest K that fits, by bisection
- * (the device's peak falls as K grows, by a level's kept maps at most), each level fewer moving less. */
-static void eval_offload_levels(search_ctx *c)
+/* Offloaded or rebuilt stages with fewer levels (bn=train-offload:K, bn=train-rebuild:K): for each
+ * base plan whose every level offloaded or rebuilt fits (eval_variants), fastest base first, until
+ * the next base is no faster than the best that fits (offloading only adds moves to the base's
+ * time, rebuilding only computation): the smallest K that fits, by bisection (the device's peak
+ * falls as K grows, by a level's kept maps at most), each level fewer moving or recomputing less. */
+static void eval_levels(search_ctx *c)
 {
     const search_req *r = c->r;
     order_pts = c->out->pts;
-    qsort(c->offl, (size_t)c->n_offl, sizeof *c->offl, by_time);
-    for (int j = 0; j < c->n_offl; j++) {
-        const search_point *b = &c->out->pts[c->offl[j]];
+    qsort(c->lev, (size_t)c->n_lev / 2, 2 * sizeof *c->lev, by_time); /* by the base: the pair's first */
+    for (int j = 0; j < c->n_lev; j += 2) {
+        const search_point *b = &c->out->pts[c->lev[j]];
         if (c->out->best >= 0 && b->time_us >= c->out->pts[c->out->best].time_us) break;
         char base[PLAN_TEXT_LEN], k[32];
         base_text(b->text, base, sizeof base);
@@ -451,7 +459,7 @@ static void eval_offload_levels(search_ctx *c)
         int lo = 1, hi = b->levels;
         while (lo < hi) {
             int mid = (lo + hi) / 2;
-            snprintf(k, sizeof k, "train-offload:%d", mid);
+            snprintf(k, sizeof k, "%s:%d", bn_modes[c->lev[j + 1]], mid);
             int i = eval_bn(c, base, k, source);
             if (i >= 0) c->out->pts[i].variants = true; /* a variant: none of its own */
             if (i >= 0 && c->out->pts[i].peak <= r->budget) hi = mid;
@@ -473,7 +481,7 @@ int search_run(const search_req *r, search_result *out, err *e)
     if (!rc) {
         eval_space(&c);
         settle(&c, false);
-        if (c.n_offl) eval_offload_levels(&c), settle(&c, false);
+        if (c.n_lev) eval_levels(&c), settle(&c, false);
         if (r->space & SEARCH_MIGRATE) eval_migrations(&c), settle(&c, false);
         if (out->best < 0) {
             /* nothing fits: the space again, each plan with every variant that could keep less, so
@@ -486,7 +494,7 @@ int search_run(const search_req *r, search_result *out, err *e)
         settle(&c, true);
     }
     if (c.cn) chain_net_free(&cn);
-    free(c.slots), free(c.offl);
+    free(c.slots), free(c.lev);
     for (int k = 0; k < 4; k++) free(c.lists[k]);
     if (rc) return search_free(out), -1;
     out->least = c.least_at;
