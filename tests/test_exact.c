@@ -217,7 +217,8 @@ static double deviation(const net *n, const char *text, int batch, const outcome
 
 /* Random nets (tests/randnet.h: residual blocks, bns, odd sizes, strides, squeeze-and-excitation)
  * under row segments over random ranges between clean cuts, each policy and band count, train-mode
- * BatchNorm gathered in stages (bn=train) or offloaded stages: measured = replay, and as exact as the
+ * BatchNorm gathered in stages (bn=train), offloaded stages or stages rebuilt in the backward (all
+ * levels or the first few): measured = replay, and as exact as the
  * statistics passes (bn=train-recompute) — within TOL of `layer`, or within 10x the passes' own
  * deviation where the net's train-mode normalization amplifies fp32 rounding beyond TOL (a
  * normalization over a few values: random nets reach 0.8 relative on a tensor whose gradient
@@ -260,7 +261,11 @@ static void random_suite(int count)
             plan p;
             if (plan_parse(&p, &n, pl, &e)) continue; /* a range the plan language refuses */
             plan_free(&p);
-            snprintf(ps, sizeof ps, "%s bn=%s", pl, randnet_below(&g, 2) ? "train" : "train-offload");
+            static const char *const staged_modes[] = {"train", "train-offload", "train-rebuild"};
+            int mode = randnet_below(&g, 3);
+            snprintf(ps, sizeof ps, "%s bn=%s", pl, staged_modes[mode]);
+            if (mode == 2 && randnet_below(&g, 2)) /* some levels rebuilt, the rest kept */
+                snprintf(ps + strlen(ps), sizeof ps - strlen(ps), ":%d", 1 + randnet_below(&g, 3));
             double staged = deviation(&n, ps, batch, &ref);
             snprintf(pl + strlen(pl), sizeof pl - strlen(pl), " bn=train-recompute");
             double passes = deviation(&n, pl, batch, &ref);
