@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""The report's table of BatchNorm's per-level choice under rows (bn=train-offload:K), from a sim
-result file: one markdown table per (net, image, batch), a row per plan — how many forward levels'
-kept maps go to the host, the device's peak (the replay) against bn=train's, the host's arena, and
-the predicted time against bn=train's; `layer` and bn=train-recompute beside them.
+"""The report's table of BatchNorm's per-level choice under rows (bn=train-offload:K, bn=train-rebuild:K),
+from a sim result file: one markdown table per (net, image, batch), a row per plan — which forward
+levels' kept maps go to the host or are rebuilt in the backward, the device's peak (the replay)
+against bn=train's, the host's arena, the FLOPs and the predicted time against bn=train's; `layer`
+and bn=train-recompute beside them.
 
     /usr/bin/python3 tools/bn_levels_table.py results/bn_levels.h5 [BATCH]
 """
@@ -23,15 +24,16 @@ def pct(x):
 
 
 def levels(bn):
-    """What the bn= text offloads, in words."""
+    """Which levels' kept maps the bn= text moves or rebuilds, and how, in words."""
+    mode, _, k = bn.partition(":")
+    how = {"train-offload": "host", "train-rebuild": "rebuilt"}.get(mode)
     if bn == "train":
         return "none"
-    if bn == "train-offload":
-        return "every level"
-    if bn.startswith("train-offload:"):
-        k = int(bn.split(":")[1])
-        return "the first %d" % k if k > 1 else "the first"
-    return "— (passes)" if bn == "train-recompute" else bn
+    if how is None:
+        return "— (passes)" if bn == "train-recompute" else bn
+    if not k:
+        return "every level: %s" % how
+    return "the first%s: %s" % (" %d" % int(k) if int(k) > 1 else "", how)
 
 
 def table(df, batch=None):
@@ -43,13 +45,13 @@ def table(df, batch=None):
         lines.append("::: keep")
         lines.append("%s at %dx%d, batch %d, %s, %s:" % (net, h, w, b, base.optimizer, base.device))
         lines.append("")
-        lines.append("| plan | levels offloaded | peak (device) | vs `bn=train` | host | time | vs `bn=train` |")
-        lines.append("|---|---|---|---|---|---|---|")
+        lines.append("| plan | levels' kept maps | peak (device) | vs `bn=train` | host | FLOPs | time | vs `bn=train` |")
+        lines.append("|---|---|---|---|---|---|---|---|")
         for _, r in g.iterrows():
             mode = "—" if r.plan == "layer" else levels(r.bn)
-            lines.append("| `%s` | %s | %s | %s | %s | %.1f ms | %.2f× |" % (
+            lines.append("| `%s` | %s | %s | %s | %s | %.2f× | %.1f ms | %.2f× |" % (
                 r.plan, mode, mib(r.replay_peak_bytes), pct(100.0 * (r.replay_peak_bytes / base.replay_peak_bytes - 1)),
-                mib(r.arena_host_size_bytes), r.time_us / 1e3, r.time_us / base.time_us))
+                mib(r.arena_host_size_bytes), r.flops / base.flops, r.time_us / 1e3, r.time_us / base.time_us))
         lines.append(":::")
         lines.append("")
     return "\n".join(lines)
