@@ -20,7 +20,8 @@
  *     layers); the iteration costs no more FLOPs than with frozen statistics (OverL's halos are the
  *     policy's own), within 1.5x layer's for 2PS, and less than bn=train-recompute's passes;
  *     bn=train-offload holds no more on the device than bn=train;
- *  6. bn=train-offload:K and bn=train-rebuild:K hold less on the device as K grows (rebuilt: within 1%). */
+ *  6. bn=train-offload:K and bn=train-rebuild:K hold less on the device as K grows (rebuilt: within 1%);
+ *  7. bn=train-rebuild's peak is never below bn=train-offload's forward peak (the planner's floor). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -407,6 +408,45 @@ static void check_bn_levels(void)
     }
 }
 
+/* 7. The floor the planner prunes bn=train-rebuild by (sim/planner/search.c: eval_variants): the
+ * rebuilt stages run the offloaded stages' forward, each kept map leaving the device at the same
+ * step, plus the rebuilt maps' 2PS boundaries — so their forward peak, and with it their peak, is
+ * never below bn=train-offload's forward peak (plans without encodings). */
+static void check_rebuild_floor(void)
+{
+    const char *nets[] = {"resnet50", "densenet121", "mobilenetv2", "unet-small", "resnet-small", "shuffle-small"};
+    const char *plans[] = {"2ps:2", "2ps:4", "overl:4", "2ps-h", "overl-h", "2ps:8"};
+    int checked = 0, bad = 0;
+    err e;
+    for (size_t k = 0; k < sizeof nets / sizeof *nets; k++) {
+        net m;
+        if (net_load_named(&m, nets[k], &e)) { FAIL("%s", e.msg); continue; }
+        for (size_t q = 0; q < sizeof plans / sizeof *plans; q++) {
+            char off[64], reb[64];
+            snprintf(off, sizeof off, "%s bn=train-offload", plans[q]), snprintf(reb, sizeof reb, "%s bn=train-rebuild", plans[q]);
+            plan p;
+            if (plan_parse(&p, &m, off, &e)) continue; /* more bands than rows */
+            plan_free(&p);
+            sched s;
+            sim_mem a, b;
+            if (lower(&m, off, 2, &s)) continue;
+            sim_replay(&s, &a, NULL), sched_free(&s);
+            if (lower(&m, reb, 2, &s)) continue;
+            sim_replay(&s, &b, NULL), sched_free(&s);
+            checked++;
+            if (b.fwd_peak < a.fwd_peak || b.peak < a.fwd_peak) {
+                bad++;
+                fprintf(stderr, "%s %s: rebuilt forward peak %lld, peak %lld, under the offloaded forward's %lld\n", nets[k], plans[q],
+                        (long long)b.fwd_peak, (long long)b.peak, (long long)a.fwd_peak);
+            }
+        }
+        net_free(&m);
+    }
+    printf("%s bn=train-rebuild's forward peak at or above bn=train-offload's on %d plans of %zu nets\n",
+           bad || !checked ? "FAIL" : "ok  ", checked, sizeof nets / sizeof *nets);
+    failures += bad || !checked;
+}
+
 int main(void)
 {
     net n;
@@ -419,6 +459,7 @@ int main(void)
     check_random_nets(400);
     check_bn_stages();
     check_bn_levels();
+    check_rebuild_floor();
     net_free(&n);
     printf("%s\n", failures ? "FAILED" : "all schedule checks passed");
     return failures != 0;

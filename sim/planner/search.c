@@ -30,6 +30,8 @@ typedef struct {
     bool listed;
     int *lev, n_lev, cap_lev;    /* base plans (even entries) whose variant in mode odd entry (an index into
                                     bn_modes) with every level offloaded or rebuilt fits (eval_variants) */
+    int *defer, n_defer, cap_defer; /* base plans whose bn=train-rebuild variant waits for an answer to
+                                    beat (eval_deferred) */
     err *e;
 } search_ctx;
 
@@ -151,7 +153,9 @@ static int eval_bn(search_ctx *c, const char *text, const char *bn, const char *
     int at = o->n_pts++;
     /* what encodings could save at the peak at most: every kept activation and boundary there */
     int64_t savable = mem.at_peak[MEM_ACT] + mem.at_peak[MEM_BOUNDARY];
-    o->pts[at] = (search_point){err_strdup(full), mem.peak, mem.peak, us, source, mem.peak - savable, staged, levels, false, false};
+    o->pts[at] = (search_point){.text = err_strdup(full), .peak = mem.peak, .footprint = mem.peak, .time_us = us, .source = source,
+                                .floor = mem.peak - savable, .fwd_peak = isnan(us) ? 0 : mem.fwd_peak, .staged = staged,
+                                .levels = levels};
     *slot_of(c, full) = at;
     if (!isnan(us) && (may_be_least(c, mem.peak) || (r->place_all && mem.peak <= r->budget))) place(c, at);
     return at;
@@ -173,13 +177,21 @@ static const char *base_text(const char *text, char *buf, size_t len)
 static const char *const bn_modes[] = {"train-offload", "train-rebuild", "train-recompute"};
 enum { N_BN_MODES = 3, N_BN_LEVELED = 2 };
 
+/* An int appended to a growing list. */
+static void push_int(int **v, int *n, int *cap, int x)
+{
+    if (*n == *cap) *v = err_realloc(*v, (size_t)(*cap = 2 * *cap + 16) * sizeof(int));
+    (*v)[(*n)++] = x;
+}
+
 /* The variants of base plan `text` (point i), each of which only ever costs time, so that a plan
  * that fits is never beaten by one of its own variants and they are tried only where it does not
  * fit: with BatchNorm's statistics gathered in stages (bn=train) and no mode named by the user,
  * bn_modes (where offloading or rebuilding every level's maps fits, fewer levels may:
  * eval_levels); with gist in the space, text+gist, where the encodings could bring it under (its
- * floor). When nothing fits (c->least), every variant that could be the smallest footprint,
- * +migrate ones too. */
+ * floor). The rebuilt stages, the costliest to evaluate (no closed form; ResNet-50's 2ps:4 lowers
+ * to 25k steps), wait for an answer to beat (eval_deferred). When nothing fits (c->least), every
+ * variant that could be the smallest footprint, at once, +migrate ones too. */
 static void eval_variants(search_ctx *c, const char *text, int i)
 {
     const search_req *r = c->r;
@@ -190,15 +202,21 @@ static void eval_variants(search_ctx *c, const char *text, int i)
     int n_modes = c->out->pts[i].staged && searched ? N_BN_MODES : 0;
     const char *source = c->out->pts[i].source;
     int64_t peaks[N_BN_MODES + 1] = {peak, INT64_MAX, INT64_MAX, INT64_MAX}; /* text's, in each mode */
+    int64_t below = 0; /* under the rebuilt stages' peak: the offloaded stages' forward peak (the same
+                          forward, but for the rebuilt maps' 2PS boundaries; encodings aside) */
     for (int k = 0; k < n_modes; k++) {
+        if (k == 1 && (below > r->budget && !may_be_least(c, below))) continue;
+        if (k == 1 && !c->least) { /* rebuilt: later, if this base is faster than the answer then */
+            push_int(&c->defer, &c->n_defer, &c->cap_defer, i);
+            continue;
+        }
         int j = eval_bn(c, text, bn_modes[k], source);
         if (j >= 0) peaks[k + 1] = c->out->pts[j].peak;
+        if (j >= 0 && k == 0 && !strchr(text, '+')) below = c->out->pts[j].fwd_peak;
     }
     for (int k = 0; k < n_modes && k < N_BN_LEVELED; k++)
-        if (peaks[k + 1] <= r->budget) { /* every level's maps moved or rebuilt fits: fewer may (eval_levels) */
-            if (c->n_lev + 2 > c->cap_lev) c->lev = err_realloc(c->lev, (size_t)(c->cap_lev = 2 * c->cap_lev + 16) * sizeof(int));
-            c->lev[c->n_lev++] = i, c->lev[c->n_lev++] = k;
-        }
+        if (peaks[k + 1] <= r->budget) /* every level's maps moved or rebuilt fits: fewer may (eval_levels) */
+            push_int(&c->lev, &c->n_lev, &c->cap_lev, i), push_int(&c->lev, &c->n_lev, &c->cap_lev, k);
     char g[PLAN_TEXT_LEN], m[PLAN_TEXT_LEN];
     bool gist = (r->space & SEARCH_GIST) && (size_t)snprintf(g, sizeof g, "%s+gist", text) < sizeof g;
     /* no encoding takes a plan under its floor, no migration under its peak less all it moves */
@@ -440,6 +458,37 @@ static void eval_migrations(search_ctx *c)
     free(idx);
 }
 
+/* The rebuilt stages (bn=train-rebuild) of the base plans eval_variants left for later, fastest
+ * base first, until the next base is no faster than the answer so far (rebuilding only adds
+ * computation); where every level rebuilt fits, fewer levels may (eval_levels). The list is
+ * consumed: settle() may add to it again. */
+static void eval_deferred(search_ctx *c)
+{
+    int n = c->n_defer, *base = c->defer;
+    c->defer = NULL, c->n_defer = c->cap_defer = 0;
+    order_pts = c->out->pts;
+    qsort(base, (size_t)n, sizeof *base, by_time);
+    for (int q = 0; q < n; q++) {
+        const search_point *b = &c->out->pts[base[q]];
+        if (c->out->best >= 0 && b->time_us >= c->out->pts[c->out->best].time_us) break;
+        char text[PLAN_TEXT_LEN];
+        base_text(b->text, text, sizeof text);
+        int j = eval_bn(c, text, bn_modes[1], b->source);
+        if (j < 0) continue;
+        c->out->pts[j].variants = true; /* a variant: none of its own */
+        if (c->out->pts[j].peak <= c->r->budget)
+            push_int(&c->lev, &c->n_lev, &c->cap_lev, base[q]), push_int(&c->lev, &c->n_lev, &c->cap_lev, 1);
+    }
+    free(base);
+}
+
+/* settle(), then the variants it and eval_variants left for later, until none is left. */
+static void settle_deferred(search_ctx *c)
+{
+    settle(c, false);
+    while (c->n_defer) eval_deferred(c), settle(c, false);
+}
+
 /* Offloaded or rebuilt stages with fewer levels (bn=train-offload:K, bn=train-rebuild:K): for each
  * base plan whose every level offloaded or rebuilt fits (eval_variants), fastest base first, until
  * the next base is no faster than the best that fits (offloading only adds moves to the base's
@@ -480,9 +529,9 @@ int search_run(const search_req *r, search_result *out, err *e)
     else if ((r->space & (SEARCH_CKPT | SEARCH_OFFLOAD)) && !(rc = chain_net_init(&cn, r, e))) c.cn = &cn;
     if (!rc) {
         eval_space(&c);
-        settle(&c, false);
-        if (c.n_lev) eval_levels(&c), settle(&c, false);
-        if (r->space & SEARCH_MIGRATE) eval_migrations(&c), settle(&c, false);
+        settle_deferred(&c);
+        if (c.n_lev) eval_levels(&c), settle_deferred(&c);
+        if (r->space & SEARCH_MIGRATE) eval_migrations(&c), settle_deferred(&c);
         if (out->best < 0) {
             /* nothing fits: the space again, each plan with every variant that could keep less, so
              * that the smallest footprint reported is the space's, not that of what this budget tried */
@@ -494,7 +543,7 @@ int search_run(const search_req *r, search_result *out, err *e)
         settle(&c, true);
     }
     if (c.cn) chain_net_free(&cn);
-    free(c.slots), free(c.lev);
+    free(c.slots), free(c.lev), free(c.defer);
     for (int k = 0; k < 4; k++) free(c.lists[k]);
     if (rc) return search_free(out), -1;
     out->least = c.least_at;

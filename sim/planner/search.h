@@ -59,6 +59,7 @@ typedef struct {
     double time_us;       /* the device's model; NAN for a plan not lowered */
     const char *source;   /* "preset", "dp", "rows", "rows+dp", "offsel", "migrate" */
     int64_t floor;        /* below what no encoding of its kept maps takes its peak */
+    int64_t fwd_peak;     /* the forward's own peak (sim_mem.fwd_peak); 0 where not lowered */
     bool staged;          /* a row segment gathers BatchNorm statistics in stages (bn=train) */
     int levels;           /* then: the most levels of statistics in one of its row segments */
     bool placed;          /* footprint is its arena's (else its peak: it was over the budget, or slower

@@ -59,6 +59,7 @@ static void replay_step(void *ctx, int step, const int64_t cur[MEM_NCAT])
         if (c != MEM_HOST) r->total += cur[c];
         if (cur[c] > r->m->max[c]) r->m->max[c] = cur[c];
     }
+    if (step < r->backward && r->total > r->m->fwd_peak) r->m->fwd_peak = r->total;
     if (r->total > r->m->peak) {
         r->m->peak = r->total, r->m->peak_step = step;
         memcpy(r->m->at_peak, cur, sizeof r->m->at_peak);

@@ -20,6 +20,8 @@ typedef struct {
     int64_t at_backward[MEM_NCAT]; /* replay: by category when the backward begins (before its first
                                     gradient buffer): what the forward kept, the persistent bytes
                                     beside it; all zero for closed */
+    int64_t fwd_peak;            /* replay: device bytes at the forward's own peak (before the backward
+                                    begins); 0 for closed */
 } sim_mem;
 
 /* A device's time model: a roofline (a rate for products, a bandwidth for the rest and the host
