@@ -134,10 +134,12 @@ static int search_stages(const net *n, const char *list, const char *bn, const s
             if (!lenient) rc = -1;
             continue;
         }
-        if (cand[parsed].bn_levels) { /* levels are counted in a whole segment, which the stages split */
-            const char *mode = plan_bn_name(cand[parsed].bn);
-            rc = err_set(e, "candidate '%s': bn=%s:%d counts the levels of a whole row segment, which a pipeline "
-                            "splits across devices; use bn=%s", items[q], mode, cand[parsed].bn_levels, mode);
+        /* levels are counted in a whole segment, which the stages split */
+        if (cand[parsed].bn_levels || cand[parsed].bn_keep_every) {
+            char mode[64];
+            rc = err_set(e, "candidate '%s': bn=%s counts the levels of a whole row segment, which a pipeline "
+                            "splits across devices; use bn=%s", items[q], plan_bn_text(&cand[parsed], mode, sizeof mode),
+                         plan_bn_name(cand[parsed].bn));
             plan_free(&cand[parsed]);
             break;
         }

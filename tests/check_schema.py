@@ -179,7 +179,7 @@ def check_run(run, where, ncat):
         raise Problem("%s: a closed group for a plan the closed form does not model (modifiers, torch)" % pwhere)
     # nor BatchNorm statistics gathered in stages inside a row segment (bn=train, train-offload,
     # train-rebuild on a net with a bn there): a row plan in those modes may go without one
-    staged = str(run.attrs.get("bn", "")).split(":")[0] in ("train", "train-offload", "train-rebuild") and run.attrs.get("plan_family") not in (
+    staged = re.split("[:/]", str(run.attrs.get("bn", "")))[0] in ("train", "train-offload", "train-rebuild") and run.attrs.get("plan_family") not in (
         "layer", "ckpt", "vdnn", "torch")
     for model in ("replay",) if encoded or (staged and "closed" not in pred) else ("replay", "closed"):
         m = check_group(pred, pwhere, model)

@@ -154,6 +154,7 @@ static void small_suite(void)
         check_small("resnet-small", "train-offload:2"); /* ... the first two levels' maps alone */
         check_small("resnet-small", "train-rebuild");   /* ... in stages, their kept maps rebuilt in the backward */
         check_small("resnet-small", "train-rebuild:2"); /* ... the first two levels' maps alone */
+        check_small("resnet-small", "train-rebuild/2"); /* ... every other level's, rebuilt from the one kept below */
         require_lower = false;                /* kernels.net: see the header */
         check_small("kernels", NULL);
         require_lower = true;
@@ -201,6 +202,7 @@ static void small_suite(void)
         check_cover("train-recompute");
         check_cover("train-offload");
         check_cover("train-rebuild");
+        check_cover("train-rebuild:3/2");
 }
 
 /* One plan's deviation from `layer` (ref), measured = replay checked; -1 when it did not run. */
@@ -218,7 +220,7 @@ static double deviation(const net *n, const char *text, int batch, const outcome
 /* Random nets (tests/randnet.h: residual blocks, bns, odd sizes, strides, squeeze-and-excitation)
  * under row segments over random ranges between clean cuts, each policy and band count, train-mode
  * BatchNorm gathered in stages (bn=train), offloaded stages or stages rebuilt in the backward (all
- * levels or the first few): measured = replay, and as exact as the
+ * levels or the first few, one in 2 or 3 kept or none): measured = replay, and as exact as the
  * statistics passes (bn=train-recompute) — within TOL of `layer`, or within 10x the passes' own
  * deviation where the net's train-mode normalization amplifies fp32 rounding beyond TOL (a
  * normalization over a few values: random nets reach 0.8 relative on a tensor whose gradient
@@ -266,6 +268,8 @@ static void random_suite(int count)
             snprintf(ps, sizeof ps, "%s bn=%s", pl, staged_modes[mode]);
             if (mode == 2 && randnet_below(&g, 2)) /* some levels rebuilt, the rest kept */
                 snprintf(ps + strlen(ps), sizeof ps - strlen(ps), ":%d", 1 + randnet_below(&g, 3));
+            if (mode == 2 && randnet_below(&g, 2)) /* one level in 2 or 3 kept */
+                snprintf(ps + strlen(ps), sizeof ps - strlen(ps), "/%d", 2 + randnet_below(&g, 2));
             double staged = deviation(&n, ps, batch, &ref);
             snprintf(pl + strlen(pl), sizeof pl - strlen(pl), " bn=train-recompute");
             double passes = deviation(&n, pl, batch, &ref);

@@ -25,15 +25,15 @@ def pct(x):
 
 def levels(bn):
     """Which levels' kept maps the bn= text moves or rebuilds, and how, in words."""
-    mode, _, k = bn.partition(":")
+    head, _, every = bn.partition("/")
+    mode, _, k = head.partition(":")
     how = {"train-offload": "host", "train-rebuild": "rebuilt"}.get(mode)
     if bn == "train":
         return "none"
     if how is None:
         return "— (passes)" if bn == "train-recompute" else bn
-    if not k:
-        return "every level: %s" % how
-    return "the first%s: %s" % (" %d" % int(k) if int(k) > 1 else "", how)
+    which = "every level" if not k else "the first%s" % (" %d" % int(k) if int(k) > 1 else "")
+    return "%s: %s%s" % (which, how, ", one in %s kept" % every if every else "")
 
 
 def table(df, batch=None):

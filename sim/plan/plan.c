@@ -22,8 +22,9 @@ const char *plan_bn_name(plan_bn b) { return bn_names[b]; }
 
 const char *plan_bn_text(const plan *p, char *buf, size_t len)
 {
-    if (p->bn_levels) snprintf(buf, len, "%s:%d", bn_names[p->bn], p->bn_levels);
-    else snprintf(buf, len, "%s", bn_names[p->bn]);
+    int at = snprintf(buf, len, "%s", bn_names[p->bn]);
+    if (p->bn_levels && at >= 0 && (size_t)at < len) at += snprintf(buf + at, len - (size_t)at, ":%d", p->bn_levels);
+    if (p->bn_keep_every && at >= 0 && (size_t)at < len) snprintf(buf + at, len - (size_t)at, "/%d", p->bn_keep_every);
     return buf;
 }
 
@@ -204,10 +205,13 @@ static int validate(plan *p, const net *n, err *e)
         if (seg_geometry(s, n, &bs, e)) return err_wrap(e, "plan '%s'", where);
         passes_init(&s->passes, s, n, plan_bn_batch(p->bn) && seg_has_map_stats(s, n));
         if (plan_bn_staged(p->bn) && plan_seg_map_stats(s)) passes_stage(&s->passes, s, n);
-        /* bn=train-rebuild[:K]: the kept maps of the first K levels (the level a map belongs to: the
-         * stage that computes it), or all */
-        for (int i = 0; s->passes.staged && p->bn == PLAN_BN_REBUILD && i < s->passes.nl; i++)
-            s->passes.rebuilt[i] = s->passes.keep_act[i] && (!p->bn_levels || s->passes.fst[i] <= p->bn_levels);
+        /* bn=train-rebuild[:K][/M]: the kept maps of the first K levels (the level a map belongs to:
+         * the stage that computes it), or all, but those of every M-th level */
+        for (int i = 0; s->passes.staged && p->bn == PLAN_BN_REBUILD && i < s->passes.nl; i++) {
+            int q = s->passes.fst[i];
+            s->passes.rebuilt[i] = s->passes.keep_act[i] && (!p->bn_levels || q <= p->bn_levels) &&
+                                   !(p->bn_keep_every && q % p->bn_keep_every == 0);
+        }
     }
     return 0;
 }
@@ -324,6 +328,45 @@ static int check_spaces(const char *text, err *e)
     return 0;
 }
 
+/* A whole number from 1 to PLAN_MAX_BANDS, or -1. */
+static long count_of(const char *s)
+{
+    char *end;
+    long k = strtol(s, &end, 10);
+    return *s && !*end && k >= 1 && k <= PLAN_MAX_BANDS ? k : -1;
+}
+
+/* bn=MODE[:K][/M] of plan text (mode: what follows "bn=", cut in place) into p. */
+static int parse_bn(plan *p, const char *text, char *mode, err *e)
+{
+    char given[64];
+    snprintf(given, sizeof given, "%s", mode); /* for the messages */
+    char *every = strchr(mode, '/'); /* train-rebuild:K/M: the count of levels before the stride */
+    if (every) *every++ = 0;
+    char *levels = strchr(mode, ':');
+    if (levels) *levels++ = 0;
+    int found = strcmp(mode, "exact") ? -1 : PLAN_BN_TRAIN; /* exact: a synonym of train */
+    for (int b = 0; b < (int)(sizeof bn_names / sizeof *bn_names); b++)
+        if (!strcmp(mode, bn_names[b])) found = b;
+    if (found < 0)
+        return err_set(e, "plan '%s': bn=%s is not one of auto train exact train-offload train-rebuild train-recompute frozen "
+                          "per-band", text, mode);
+    p->bn = (plan_bn)found;
+    if (every && p->bn != PLAN_BN_REBUILD)
+        return err_set(e, "plan '%s': bn=%s: only bn=train-rebuild keeps one level in M (bn=train-rebuild/M)", text, given);
+    if (levels && !plan_bn_per_level(p->bn))
+        return err_set(e, "plan '%s': bn=%s: only bn=train-offload and bn=train-rebuild take a count of levels "
+                          "(bn=train-offload:K)", text, given);
+    if (levels && (p->bn_levels = (int)count_of(levels)) < 0)
+        return err_set(e, "plan '%s': bn=%s: K, the levels of statistics %s, is a whole number from 1 to %d (bn=train %s none)",
+                       text, given, p->bn == PLAN_BN_OFFLOAD ? "offloaded" : "rebuilt", PLAN_MAX_BANDS,
+                       p->bn == PLAN_BN_OFFLOAD ? "offloads" : "rebuilds");
+    if (every && ((p->bn_keep_every = (int)count_of(every)) < 2))
+        return err_set(e, "plan '%s': bn=%s: M, one level kept in every M rebuilt, is a whole number from 2 to %d (bn=train keeps "
+                          "every level)", text, given, PLAN_MAX_BANDS);
+    return 0;
+}
+
 int plan_parse(plan *p, const net *n, const char *text, err *e)
 {
     memset(p, 0, sizeof *p);
@@ -335,28 +378,7 @@ int plan_parse(plan *p, const net *n, const char *text, err *e)
     char *bn = strstr(buf, " bn=");
     if (bn) {
         *bn = 0;
-        char *levels = strchr(bn + 4, ':'); /* train-offload:K, train-rebuild:K */
-        if (levels) *levels++ = 0;
-        int found = strcmp(bn + 4, "exact") ? -1 : PLAN_BN_TRAIN; /* exact: a synonym of train */
-        for (int b = 0; b < (int)(sizeof bn_names / sizeof *bn_names); b++)
-            if (!strcmp(bn + 4, bn_names[b])) found = b;
-        if (found < 0)
-            return err_set(e, "plan '%s': bn=%s is not one of auto train exact train-offload train-rebuild train-recompute frozen "
-                              "per-band", text, bn + 4);
-        p->bn = (plan_bn)found;
-        if (levels) {
-            char *end;
-            long k = strtol(levels, &end, 10);
-            if (!plan_bn_per_level(p->bn))
-                return err_set(e, "plan '%s': only bn=train-offload and bn=train-rebuild take a count of levels "
-                                  "(bn=train-offload:K)", text);
-            if (!*levels || *end || k < 1 || k > PLAN_MAX_BANDS)
-                return err_set(e, "plan '%s': bn=%s:%s: K, the levels of statistics %s, is a whole number from 1 to %d "
-                                  "(bn=train %s none)", text, bn_names[p->bn], levels,
-                               p->bn == PLAN_BN_OFFLOAD ? "offloaded" : "rebuilt", PLAN_MAX_BANDS,
-                               p->bn == PLAN_BN_OFFLOAD ? "offloads" : "rebuilds");
-            p->bn_levels = (int)k;
-        }
+        if (parse_bn(p, text, bn + 4, e)) return -1;
     }
     char *plus = strchr(buf, '+');
     if (plus) {

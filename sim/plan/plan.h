@@ -123,6 +123,8 @@ typedef struct {
     int bn_levels;            /* bn=train-offload:K, bn=train-rebuild:K: only the maps of each row
                                  segment's first K levels of statistics are offloaded or rebuilt (K >= 1;
                                  all of a segment's where it has fewer); 0: every level's */
+    int bn_keep_every;        /* bn=train-rebuild/M (or :K/M): of those levels, every M-th (M, 2M, ...)
+                                 is kept, so a level is rebuilt from at most M - 1 below it; 0: none */
     /* How kept maps are stored (sim/plan/enc.h): at most one gist and one lossy modifier (dpr or zfp);
      * gist's lossless encodings take the maps they apply to, the lossy one every other kept map. */
     int n_mod;
@@ -134,7 +136,7 @@ typedef struct {
 
 /* Parses a preset or custom plan for net n (at its current input size), then its modifiers
  * ("+gist", "+dpr:fp16", "+zfp:rate=8", "+migrate"). Text may end with " bn=MODE" (auto, train,
- * exact, train-offload[:K], train-rebuild[:K], train-recompute, frozen, per-band). */
+ * exact, train-offload[:K], train-rebuild[:K][/M], train-recompute, frozen, per-band). */
 int plan_parse(plan *p, const net *n, const char *text, err *e);
 void plan_free(plan *p);
 
@@ -145,7 +147,8 @@ void plan_describe(const plan *p, const net *n, char *buf, size_t len);
 void plan_describe_range(const plan *p, const net *n, int a, int b, char *buf, size_t len);
 
 const char *plan_bn_name(plan_bn b);
-/* The plan's BatchNorm mode as bn= takes it: its name, and the levels offloaded or rebuilt ("train-offload:3"). */
+/* The plan's BatchNorm mode as bn= takes it: its name, the levels offloaded or rebuilt and one kept
+ * in M ("train-offload:3", "train-rebuild/2"). */
 const char *plan_bn_text(const plan *p, char *buf, size_t len);
 /* The plan's gist modifier, and its lossy one (dpr or zfp); NULL where it has none. */
 const enc_mod *plan_gist(const plan *p);

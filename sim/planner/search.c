@@ -493,7 +493,9 @@ static void settle_deferred(search_ctx *c)
  * base plan whose every level offloaded or rebuilt fits (eval_variants), fastest base first, until
  * the next base is no faster than the best that fits (offloading only adds moves to the base's
  * time, rebuilding only computation): the smallest K that fits, by bisection (the device's peak
- * falls as K grows, by a level's kept maps at most), each level fewer moving or recomputing less. */
+ * falls as K grows, by a level's kept maps at most), each level fewer moving or recomputing less;
+ * rebuilt, also every level but one in 2 or 3 (bn=train-rebuild/M: each rebuilt from at most M - 1
+ * levels below, where the first K are rebuilt from the segment input). */
 static void eval_levels(search_ctx *c)
 {
     const search_req *r = c->r;
@@ -513,6 +515,11 @@ static void eval_levels(search_ctx *c)
             if (i >= 0) c->out->pts[i].variants = true; /* a variant: none of its own */
             if (i >= 0 && c->out->pts[i].peak <= r->budget) hi = mid;
             else lo = mid + 1;
+        }
+        for (int m = 2; m <= 3 && c->lev[j + 1] == 1; m++) { /* rebuilt: one level kept in 2 or 3, each chain short */
+            snprintf(k, sizeof k, "%s/%d", bn_modes[1], m);
+            int i = eval_bn(c, base, k, source);
+            if (i >= 0) c->out->pts[i].variants = true;
         }
     }
 }
