@@ -164,27 +164,30 @@ static int names_list(char (*out)[64], int *n, const char *where, char *val, err
     return 0;
 }
 
+/* A text value into dst (size bytes), refused when it does not fit rather than cut short. */
+static int set_text(char *dst, size_t size, const char *where, int k, const char *val, err *e)
+{
+    if (strlen(val) >= size)
+        return err_set(e, "%s: %s = %s: longer than the %zu characters it may have", where, key_names[k], val, size - 1);
+    memcpy(dst, val, strlen(val) + 1);
+    return 0;
+}
+
 /* One "key = value" line into s. */
 static int parse_key(spec *s, parse_state *ps, int k, char *val, const char *where, err *e)
 {
     switch (k) {
-    case K_NAME: snprintf(s->name, sizeof s->name, "%s", val); return 0;
-    case K_OUTPUT: snprintf(s->output, sizeof s->output, "%s", val); return 0;
-    case K_CALIBRATE:
-        if (strlen(val) >= sizeof s->calibrate) return err_set(e, "%s: calibrate: path too long", where);
-        snprintf(s->calibrate, sizeof s->calibrate, "%s", val);
-        return 0;
-    case K_PROFILE:
-        if (strlen(val) >= sizeof s->profile) return err_set(e, "%s: profile: path too long", where);
-        snprintf(s->profile, sizeof s->profile, "%s", val);
-        return 0;
-    case K_DEVICE: snprintf(s->device, sizeof s->device, "%s", val); return 0;
+    case K_NAME: return set_text(s->name, sizeof s->name, where, k, val, e);
+    case K_OUTPUT: return set_text(s->output, sizeof s->output, where, k, val, e);
+    case K_CALIBRATE: return set_text(s->calibrate, sizeof s->calibrate, where, k, val, e);
+    case K_PROFILE: return set_text(s->profile, sizeof s->profile, where, k, val, e);
+    case K_DEVICE: return set_text(s->device, sizeof s->device, where, k, val, e);
     case K_BACKEND:
         if (strcmp(val, "cpu") && strcmp(val, "cuda")) return err_set(e, "%s: backend = %s: expected cpu or cuda", where, val);
         snprintf(s->backend, sizeof s->backend, "%s", val);
         return 0;
-    case K_BN: snprintf(s->bn, sizeof s->bn, "%s", val); return 0;
-    case K_PLANS: snprintf(ps->plans, sizeof ps->plans, "%s", val); return 0;
+    case K_BN: return set_text(s->bn, sizeof s->bn, where, k, val, e);
+    case K_PLANS: return set_text(ps->plans, sizeof ps->plans, where, k, val, e);
     case K_NETS: return names_list(s->nets, &s->n_nets, where, val, e);
     case K_BATCH: return int_list(where, "batch", val, s->batches, &s->n_batches, 1, e);
     case K_IMAGE:

@@ -33,7 +33,7 @@ typedef struct {
     char device[16];
     char backend[8];             /* the engine of run = validate and train: "cpu" or "cuda" (lrcnn
                                     reproduce runs the cuda specs only with --backend cuda) */
-    char bn[16];                 /* "" = auto; a plan item's own " bn=" wins */
+    char bn[64];                 /* "" = auto; a plan item's own " bn=" wins */
     spec_run run;
     int n_nets, n_batches, n_images, n_optimizers;
     char nets[SPEC_MAX][64];
