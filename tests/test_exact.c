@@ -311,13 +311,15 @@ static bool imported_suite(const char *name)
     } else if (!strcmp(name, "densenet121")) {
         /* torchvision's DenseNet-121 at 64x64: concats of up to 25 inputs, each layer's output read
          * by every later layer of its block; every preset, then row segments through dense block 1
-         * and its transition (8 rows at features.transition1.pool), batch norm frozen and in train mode */
+         * and its transition (8 rows at features.transition1.pool), batch norm frozen and in train mode
+         * (its stages' kept maps rebuilt too) */
         check_small_at("densenet121", 64, "frozen");
         char *rows[] = {"rows(2ps,4)@features.conv0..features.transition1.pool", "rows(overl,8)@features.conv0..features.transition1.pool",
                         "rows(overl,fp=2,bp=5)@features.conv0..features.transition1.pool; ckpt@features.denseblock2.denselayer1.norm1..features.transition2.pool",
                         "rows(2ps,3)@features.conv0..features.transition1.pool+migrate"};
         check_net("densenet121", 64, 4, "frozen", rows, sizeof rows / sizeof *rows);
         check_net("densenet121", 64, 4, "train", rows, 2);
+        check_net("densenet121", 64, 4, "train-rebuild/2", rows, 1); /* its kept maps rebuilt but one level in two */
     } else if (!strcmp(name, "efficientnetb0")) {
         /* torchvision's EfficientNet-B0 at 64x64: SiLU, squeeze-and-excitation with sigmoid, stochastic
          * depth (dropout a draw an image) on its residual branches; every preset and band count of its
@@ -341,6 +343,7 @@ static bool imported_suite(const char *name)
         char *plans[] = {"ckpt-sqrt", "vdnn-all", "vdnn-conv", "2ps:2", "2ps:5", "overl:3", "overl:8", "2ps-h", "overl-h",
                          "rows(overl,fp=2,bp=4)@inc.0..ups.3.convs.5", "rows(2ps,4)@inc.0..ups.3.convs.5+migrate"};
         check_net("unet", 32, 2, NULL, plans, sizeof plans / sizeof *plans);
+        check_net("unet", 32, 2, "train-rebuild", plans + 3, 2); /* every level's kept maps rebuilt */
         /* the paper's U-Net, its decoder 2x2 transposed up-convolutions of stride 2 */
         char *paper[] = {"ckpt-sqrt", "vdnn-conv", "2ps:4", "overl:6", "rows(overl,fp=2,bp=4)@inc.0..ups.3.convs.5"};
         check_net("unet-paper", 32, 2, NULL, paper, sizeof paper / sizeof *paper);
