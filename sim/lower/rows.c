@@ -56,6 +56,7 @@ static void band_forward(lower *c, const band_seg *bs, const band_geom *g, int r
 {
     const net *n = c->n;
     int L0 = bs->first, R = g->n_bands;
+    const bool *rebuilt = c->p->segs[c->seg].passes.rebuilt; /* bn=train-rebuild's maps; NULL: not staged */
     for (int i = 0; i < todo->n; i++) {
         int L = todo->at ? todo->at[i] : L0 + i;
         band_rows out = g->out[r * g->n_layers + L - L0];
@@ -76,8 +77,7 @@ static void band_forward(lower *c, const band_seg *bs, const band_geom *g, int r
         band_rows keep = g->keep[r * g->n_layers + L - L0];
         /* a kept map needs no boundaries, unless the backward rebuilds it (bn=train-rebuild) or its
          * auxiliary in bands */
-        const plan_passes *pp = &c->p->segs[c->seg].passes;
-        bool bounds = !kept || kind_of(l)->aux_rebuilt || (pp->rebuilt && pp->rebuilt[L - L0]);
+        bool bounds = !kept || kind_of(l)->aux_rebuilt || (rebuilt && rebuilt[L - L0]);
         if (make_bounds && bounds && g->policy == BAND_2PS && r + 1 < R && band_rows_len(keep)) {
             int b = lower_buf(c, BUF_BOUND, MEM_BOUNDARY, L, r, keep, lower_bytes(c, L, keep, 4));
             lower_copy(c, L, r, keep, y, b, false);
@@ -287,28 +287,29 @@ static void rebuilt_sums(lower *c, const plan_seg *ps, int *bound, const int *kg
     int L0 = bs->first, src_act = c->act[bs->src];
     bool *extra = err_calloc((size_t)n->n, sizeof(bool)), *none = err_calloc((size_t)n->n, sizeof(bool));
     bool *avail = err_calloc((size_t)n->n, sizeof(bool)), *need = err_calloc((size_t)n->n, sizeof(bool));
+    int *bns = err_calloc((size_t)n->n, sizeof(int)), n_bns = 0; /* the bns whose input is rebuilt */
     for (int L = L0; L <= bs->last; L++) avail[L] = c->whole[L] >= 0;
-    bool any = false;
     for (int L = L0; L <= bs->last; L++)
         if (pp->bwd[L - L0] == s && n->layers[L].in[0] != bs->src && !avail[n->layers[L].in[0]])
-            extra[n->layers[L].in[0]] = any = true, new_sums(c, L);
-    if (!any) {
-        free(extra), free(none), free(avail), free(need);
+            extra[n->layers[L].in[0]] = true, bns[n_bns++] = L, new_sums(c, L);
+    if (!n_bns) {
+        free(extra), free(none), free(avail), free(need), free(bns);
         return;
     }
     plan_need(n, L0, bs->last, none, extra, avail, true, need);
     layer_list todo = needed(c, bs, need);
     for (int r = 0; r < g->n_bands; r++) {
         band_forward(c, bs, g, r, bound, false, -1, &todo);
-        for (int L = L0; L <= bs->last; L++) {
+        for (int i = 0; i < n_bns; i++) {
+            int L = bns[i];
             band_rows own = band_own(g, bs, r, L, n->layers[L].h);
-            if (pp->bwd[L - L0] != s || n->layers[L].in[0] == bs->src || !extra[n->layers[L].in[0]] || !band_rows_len(own)) continue;
+            if (!band_rows_len(own)) continue;
             c->grad[L] = L == bs->last ? dout : kgrad[L];
             emit_stats(c, L, r, own, true);
         }
         c->act[bs->src] = src_act;
     }
-    free(todo.at), free(extra), free(none), free(avail), free(need);
+    free(todo.at), free(extra), free(none), free(avail), free(need), free(bns);
 }
 
 /* The backward in stages: stage s back-propagates the layers level s's gradient sums wait for,

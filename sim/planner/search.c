@@ -174,8 +174,9 @@ static const char *base_text(const char *text, char *buf, size_t len)
 /* BatchNorm's modes a base plan in stages (bn=train) is tried in where it does not fit, each with
  * less memory and more time: the stages' kept maps on the host, rebuilt in the backward, and the
  * passes; the first two take a count of levels (eval_levels). */
-static const char *const bn_modes[] = {"train-offload", "train-rebuild", "train-recompute"};
-enum { N_BN_MODES = 3, N_BN_LEVELED = 2 };
+enum { BN_OFFLOAD, BN_REBUILD, BN_PASSES, N_BN_MODES, N_BN_LEVELED = BN_PASSES };
+static const char *const bn_modes[N_BN_MODES] = {[BN_OFFLOAD] = "train-offload", [BN_REBUILD] = "train-rebuild",
+                                                 [BN_PASSES] = "train-recompute"};
 
 /* An int appended to a growing list. */
 static void push_int(int **v, int *n, int *cap, int x)
@@ -205,14 +206,14 @@ static void eval_variants(search_ctx *c, const char *text, int i)
     int64_t below = 0; /* under the rebuilt stages' peak: the offloaded stages' forward peak (the same
                           forward, but for the rebuilt maps' 2PS boundaries; encodings aside) */
     for (int k = 0; k < n_modes; k++) {
-        if (k == 1 && (below > r->budget && !may_be_least(c, below))) continue;
-        if (k == 1 && !c->least) { /* rebuilt: later, if this base is faster than the answer then */
+        if (k == BN_REBUILD && (below > r->budget && !may_be_least(c, below))) continue;
+        if (k == BN_REBUILD && !c->least) { /* rebuilt: later, if this base is faster than the answer then */
             push_int(&c->defer, &c->n_defer, &c->cap_defer, i);
             continue;
         }
         int j = eval_bn(c, text, bn_modes[k], source);
         if (j >= 0) peaks[k + 1] = c->out->pts[j].peak;
-        if (j >= 0 && k == 0 && !strchr(text, '+')) below = c->out->pts[j].fwd_peak;
+        if (j >= 0 && k == BN_OFFLOAD && !strchr(text, '+')) below = c->out->pts[j].fwd_peak;
     }
     for (int k = 0; k < n_modes && k < N_BN_LEVELED; k++)
         if (peaks[k + 1] <= r->budget) /* every level's maps moved or rebuilt fits: fewer may (eval_levels) */
@@ -473,11 +474,11 @@ static void eval_deferred(search_ctx *c)
         if (c->out->best >= 0 && b->time_us >= c->out->pts[c->out->best].time_us) break;
         char text[PLAN_TEXT_LEN];
         base_text(b->text, text, sizeof text);
-        int j = eval_bn(c, text, bn_modes[1], b->source);
+        int j = eval_bn(c, text, bn_modes[BN_REBUILD], b->source);
         if (j < 0) continue;
         c->out->pts[j].variants = true; /* a variant: none of its own */
-        if (c->out->pts[j].peak <= c->r->budget)
-            push_int(&c->lev, &c->n_lev, &c->cap_lev, base[q]), push_int(&c->lev, &c->n_lev, &c->cap_lev, 1);
+        if (c->out->pts[j].peak <= c->r->budget) /* fewer levels may fit (eval_levels) */
+            push_int(&c->lev, &c->n_lev, &c->cap_lev, base[q]), push_int(&c->lev, &c->n_lev, &c->cap_lev, BN_REBUILD);
     }
     free(base);
 }
@@ -516,8 +517,8 @@ static void eval_levels(search_ctx *c)
             if (i >= 0 && c->out->pts[i].peak <= r->budget) hi = mid;
             else lo = mid + 1;
         }
-        for (int m = 2; m <= 3 && c->lev[j + 1] == 1; m++) { /* rebuilt: one level kept in 2 or 3, each chain short */
-            snprintf(k, sizeof k, "%s/%d", bn_modes[1], m);
+        for (int m = 2; m <= 3 && c->lev[j + 1] == BN_REBUILD; m++) { /* rebuilt: one level kept in 2 or 3, each chain short */
+            snprintf(k, sizeof k, "%s/%d", bn_modes[BN_REBUILD], m);
             int i = eval_bn(c, base, k, source);
             if (i >= 0) c->out->pts[i].variants = true;
         }
