@@ -159,7 +159,7 @@ static void lowering(buf *b, const net *n, const plan *p, const sched_cfg *cfg, 
     str(b, p->text);
     plan_describe(p, n, text, sizeof text);
     put(b, ", \"resolved\": "), str(b, text);
-    char bn[32];
+    char bn[PLAN_BN_TEXT_LEN];
     put(b, ", \"bn\": \"%s\", \"encodings\": [", plan_bn_text(p, bn, sizeof bn));
     for (int k = 0; k < p->n_mod; k++) {
         enc_mod_describe(&p->mods[k], text, sizeof text);

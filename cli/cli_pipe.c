@@ -135,8 +135,8 @@ static int search_stages(const net *n, const char *list, const char *bn, const s
             continue;
         }
         /* levels are counted in a whole segment, which the stages split */
-        if (cand[parsed].bn_levels || cand[parsed].bn_keep_every) {
-            char mode[64];
+        if (cand[parsed].bn_levels || cand[parsed].bn_keep_every || cand[parsed].bn_pick[0]) {
+            char mode[PLAN_BN_TEXT_LEN];
             rc = err_set(e, "candidate '%s': bn=%s counts the levels of a whole row segment, which a pipeline "
                             "splits across devices; use bn=%s", items[q], plan_bn_text(&cand[parsed], mode, sizeof mode),
                          plan_bn_name(cand[parsed].bn));

@@ -12,7 +12,7 @@
 
 static const char *usage =
     "usage: lrcnn sim --net NET [--plan PLANS] [--batch N] [--image S|HxW] [--optimizer sgd|adam]\n"
-    "                 [--bn auto|train|train-offload[:K]|train-rebuild[:K][/M]|train-recompute|frozen|per-band]\n"
+    "                 [--bn auto|train[:LETTERS]|train-offload[:K]|train-rebuild[:K][/M]|train-recompute|frozen|per-band]\n"
     "                 [--device NAME|PROFILE.h5] [--profile PROFILE.h5]\n"
     "                 [--calibrate RUNS.h5]\n"
     "                 [-o FILE.h5 [--force]]\n"

@@ -132,7 +132,7 @@ static int write_dump(const cli_train_job *j, run *r, const plan *p, const data 
     float *images = err_calloc((size_t)img, sizeof(float));
     int64_t *labels = err_calloc((size_t)(j->cfg.batch * net_labels_per_image(j->n)), sizeof(int64_t));
     data_batch(d, j->iters - 1, j->cfg.batch, images, labels); /* the last iteration's batch again */
-    char bn[32];
+    char bn[PLAN_BN_TEXT_LEN];
     weights_dump_args da = {.plan = j->plan, .optimizer = cli_optimizer_name(j->cfg.optimizer), .bn = plan_bn_text(p, bn, sizeof bn),
                             .iteration = j->iters - 1, .seed = (long long)j->seed, .input = images, .labels = labels,
                             .before = t->before, .grads = t->grads, .run_before = t->run_before};

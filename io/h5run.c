@@ -277,7 +277,7 @@ static int write_run(hid_t g, const h5_run *r, err *e)
     const plan *p = r->p;
     plan_describe(p, n, resolved, sizeof resolved);
     machine_portable_path(n->path, net_path, sizeof net_path);
-    char bn[32];
+    char bn[PLAN_BN_TEXT_LEN];
     int fp = 0, bp = 0; /* of the first row segment */
     for (int i = 0; i < p->n_seg && !fp; i++)
         if (p->segs[i].mode == PLAN_ROWS) fp = p->segs[i].fp, bp = p->segs[i].bp;

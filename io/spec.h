@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "sim/base/err.h"
+#include "sim/plan/plan.h"
 
 #define SPEC_MAX 64
 #define SPEC_FIGURES 16
@@ -33,7 +34,7 @@ typedef struct {
     char device[16];
     char backend[8];             /* the engine of run = validate and train: "cpu" or "cuda" (lrcnn
                                     reproduce runs the cuda specs only with --backend cuda) */
-    char bn[64];                 /* "" = auto; a plan item's own " bn=" wins */
+    char bn[PLAN_BN_TEXT_LEN];   /* "" = auto; a plan item's own " bn=" wins */
     spec_run run;
     int n_nets, n_batches, n_images, n_optimizers;
     char nets[SPEC_MAX][64];

@@ -155,6 +155,8 @@ static void small_suite(void)
         check_small("resnet-small", "train-rebuild");   /* ... in stages, their kept maps rebuilt in the backward */
         check_small("resnet-small", "train-rebuild:2"); /* ... the first two levels' maps alone */
         check_small("resnet-small", "train-rebuild/2"); /* ... every other level's, rebuilt from the one kept below */
+        check_small("resnet-small", "train:ro");        /* a choice a level: the first rebuilt, the second on the host */
+        check_small("resnet-small", "train:or");        /* ... the second rebuilt from the first, which the host holds */
         require_lower = false;                /* kernels.net: see the header */
         check_small("kernels", NULL);
         require_lower = true;
@@ -203,6 +205,7 @@ static void small_suite(void)
         check_cover("train-offload");
         check_cover("train-rebuild");
         check_cover("train-rebuild:3/2");
+        check_cover("train:rokor");
 }
 
 /* One plan's deviation from `layer` (ref), measured = replay checked; -1 when it did not run. */
@@ -263,9 +266,14 @@ static void random_suite(int count)
             plan p;
             if (plan_parse(&p, &n, pl, &e)) continue; /* a range the plan language refuses */
             plan_free(&p);
-            static const char *const staged_modes[] = {"train", "train-offload", "train-rebuild"};
-            int mode = randnet_below(&g, 3);
+            static const char *const staged_modes[] = {"train", "train-offload", "train-rebuild", "train"};
+            int mode = randnet_below(&g, 4);
             snprintf(ps, sizeof ps, "%s bn=%s", pl, staged_modes[mode]);
+            if (mode == 3) { /* a choice a level: kept, offloaded or rebuilt */
+                int k = 1 + randnet_below(&g, 4);
+                strcat(ps, ":");
+                for (int i = 0; i < k; i++) strncat(ps, &"kor"[randnet_below(&g, 3)], 1);
+            }
             if (mode == 2 && randnet_below(&g, 2)) /* some levels rebuilt, the rest kept */
                 snprintf(ps + strlen(ps), sizeof ps - strlen(ps), ":%d", 1 + randnet_below(&g, 3));
             if (mode == 2 && randnet_below(&g, 2)) /* one level in 2 or 3 kept */
@@ -283,7 +291,7 @@ static void random_suite(int count)
         harness_drop(&ref);
         net_free(&n);
     }
-    printf("%s %d random nets with bns, %d row plans in stages: measured = replay, gradients within %.0e of layer's or "
+    printf("%s %d random nets with bns, %d row plans in stages (kept, offloaded, rebuilt, mixed): measured = replay, gradients within %.0e of layer's or "
            "10x the passes' (%d plans past %.0e, the passes with them; worst %.1e)\n", failures ? "FAIL" : "ok  ", nets, plans,
            TOL, loose, TOL, worst);
 }

@@ -408,6 +408,93 @@ static void check_bn_levels(void)
     }
 }
 
+/* Whether two schedules are the same steps over the same buffers. */
+static bool same_sched(const sched *a, const sched *b)
+{
+    if (a->n_step != b->n_step || a->n_buf != b->n_buf || a->flops != b->flops) return false;
+    for (int i = 0; i < a->n_step; i++) {
+        const sched_step *s = &a->steps[i], *t = &b->steps[i];
+        if (s->op != t->op || s->layer != t->layer || s->band != t->band || s->buf != t->buf || s->rows.a != t->rows.a ||
+            s->rows.b != t->rows.b || s->y != t->y || s->recompute != t->recompute || s->flops != t->flops)
+            return false;
+    }
+    for (int k = 0; k < a->n_buf; k++)
+        if (a->bufs[k].bytes != b->bufs[k].bytes || a->bufs[k].offload != b->bufs[k].offload || a->bufs[k].kind != b->bufs[k].kind)
+            return false;
+    return true;
+}
+
+/* 6b. A choice a level (bn=train:LETTERS) is the one mechanism under the counted modes:
+ * train-offload:K is K o's, train-rebuild:K/M the letters its rule gives (the same schedule, step
+ * for step); and levels mixed hold no more than bn=train on the device and no more on the host
+ * than their offloaded levels alone. */
+static void check_bn_letters(void)
+{
+    const char *nets[] = {"resnet50", "densenet121", "unet"}, *plans[] = {"2ps:4", "overl:3"};
+    int same = 0, mixed = 0, bad = 0;
+    err e;
+    for (size_t k = 0; k < sizeof nets / sizeof *nets; k++) {
+        net m;
+        if (net_load_named(&m, nets[k], &e)) { FAIL("%s", e.msg); continue; }
+        for (size_t q = 0; q < sizeof plans / sizeof *plans; q++) {
+            plan p;
+            char text[PLAN_TEXT_LEN], alt[PLAN_TEXT_LEN];
+            snprintf(text, sizeof text, "%s bn=train", plans[q]);
+            if (plan_parse(&p, &m, text, &e)) { FAIL("%s", e.msg); continue; }
+            int levels = p.segs[0].passes.n_fwd;
+            plan_free(&p);
+            sched s, t;
+            sim_mem train, mem, only;
+            if (lower(&m, text, 2, &s)) continue;
+            sim_replay(&s, &train, NULL), sched_free(&s);
+            for (int K = 1; K <= levels; K += 1 + levels / 6) {
+                for (int M = 0; M <= 3; M += M ? 1 : 2) { /* no stride, then 2 and 3 */
+                    char want[PLAN_BN_PICKS + 1] = "";
+                    for (int i = 1; i <= K; i++) strcat(want, M && i % M == 0 ? "k" : "r");
+                    snprintf(text, sizeof text, "%s bn=train-rebuild:%d", plans[q], K);
+                    if (M) snprintf(text + strlen(text), sizeof text - strlen(text), "/%d", M);
+                    snprintf(alt, sizeof alt, "%s bn=train:%s", plans[q], want);
+                    if (lower(&m, text, 2, &s)) continue;
+                    if (lower(&m, alt, 2, &t)) { sched_free(&s); continue; }
+                    same++;
+                    if (!same_sched(&s, &t)) bad++, fprintf(stderr, "%s: %s and %s differ\n", nets[k], text, alt);
+                    sched_free(&s), sched_free(&t);
+                }
+                char o[PLAN_BN_PICKS + 1] = "", mix[PLAN_BN_PICKS + 1] = "";
+                for (int i = 1; i <= K; i++) strcat(o, "o"), strcat(mix, i % 2 ? "o" : "r");
+                snprintf(text, sizeof text, "%s bn=train-offload:%d", plans[q], K);
+                snprintf(alt, sizeof alt, "%s bn=train:%s", plans[q], o);
+                if (!lower(&m, text, 2, &s)) {
+                    if (!lower(&m, alt, 2, &t)) {
+                        same++;
+                        if (!same_sched(&s, &t)) bad++, fprintf(stderr, "%s: %s and %s differ\n", nets[k], text, alt);
+                        sched_free(&t);
+                    }
+                    sched_free(&s);
+                }
+                /* o and r in turn against the o's alone */
+                snprintf(text, sizeof text, "%s bn=train:%s", plans[q], mix);
+                for (int i = 1; i < K; i += 2) o[i] = 'k';
+                snprintf(alt, sizeof alt, "%s bn=train:%s", plans[q], o);
+                if (lower(&m, text, 2, &s)) continue;
+                sim_replay(&s, &mem, NULL), sched_free(&s);
+                if (lower(&m, alt, 2, &s)) continue;
+                sim_replay(&s, &only, NULL), sched_free(&s);
+                mixed++;
+                if (mem.peak > train.peak + train.peak / 100 || mem.max[MEM_HOST] > only.max[MEM_HOST]) {
+                    bad++;
+                    fprintf(stderr, "%s %s: device %lld (bn=train %lld), host %lld (its o's alone %lld)\n", nets[k], text,
+                            (long long)mem.peak, (long long)train.peak, (long long)mem.max[MEM_HOST], (long long)only.max[MEM_HOST]);
+                }
+            }
+        }
+        net_free(&m);
+    }
+    printf("%s bn=train:LETTERS: %d counted plans the same schedule as their letters, %d mixed plans within bn=train's device "
+           "peak (1%%) and their o's host bytes\n", bad || !same || !mixed ? "FAIL" : "ok  ", same, mixed);
+    failures += bad || !same || !mixed;
+}
+
 /* 7. The floor the planner prunes bn=train-rebuild by (sim/planner/search.c: eval_variants): the
  * rebuilt stages run the offloaded stages' forward, each kept map leaving the device at the same
  * step, plus the rebuilt maps' 2PS boundaries — so their forward peak, and with it their peak, is
@@ -460,6 +547,7 @@ int main(void)
     check_bn_stages();
     check_bn_levels();
     check_rebuild_floor();
+    check_bn_letters();
     net_free(&n);
     printf("%s\n", failures ? "FAILED" : "all schedule checks passed");
     return failures != 0;

@@ -14,10 +14,11 @@
  * turns into the statistics; the last stage computes the rest. Backward stage s back-propagates
  * the layers whose gradient no longer waits for a sum, weight gradients included, adding
  * gradients a later stage continues into whole gradient maps, then gathers level s's gradient
- * sums from them. Each layer is computed once each way. bn=train-rebuild (plan_passes.rebuilt):
- * a kept map rebuilt is dropped after the forward; the backward stages recompute it in their bands
- * from the maps still kept below it, and a sweep over the bands recomputes the bns' inputs their
- * gradient sums read. bn=train-recompute, in passes: before the
+ * sums from them. Each layer is computed once each way. A rebuilt level (plan_passes.rebuilt:
+ * bn=train-rebuild, or an r of bn=train:LETTERS): a kept map rebuilt is dropped after the forward;
+ * the backward stages recompute it in their bands from the maps still kept below it (on the
+ * device, or offloaded and back: stash.c moves those by their uses), and a sweep over the bands
+ * recomputes the bns' inputs their gradient sums read. bn=train-recompute, in passes: before the
  * forward, one pass over the bands per level computes from the segment input up to that level
  * and gathers its sums; before the backward, one pass per level from the deepest recomputes the
  * bands and back-propagates down to it, gathering the gradient sums; weight gradients are left

@@ -39,16 +39,16 @@ void stash_mark_offloads(lower *c)
         }
     }
     free(seen);
-    /* bn=train-offload: the whole maps a row segment's stages keep (plan_passes), made by the
-     * first bn_levels stages (the level a map belongs to: the stage that computes it) or by all */
-    for (int b = 0; b < s->n_buf && c->p->bn == PLAN_BN_OFFLOAD; b++) {
+    /* the whole maps a row segment's stages keep (plan_passes) at the levels whose choice is
+     * offloaded (bn=train-offload[:K], bn=train:LETTERS) */
+    for (int b = 0; b < s->n_buf; b++) {
         const sched_buf *sb = &s->bufs[b];
         if (sb->kind != BUF_ACT || sb->band >= 0 || sb->layer < 1) continue;
         for (int k = 0; k < c->p->n_seg; k++) {
             const plan_seg *ps = &c->p->segs[k];
             if (!ps->passes.staged || sb->layer < ps->first || sb->layer >= ps->last) continue;
             int i = sb->layer - ps->first;
-            if (ps->passes.keep_act[i] && (!c->p->bn_levels || ps->passes.fst[i] <= c->p->bn_levels)) s->bufs[b].offload = true;
+            if (ps->passes.offloaded[i]) s->bufs[b].offload = true;
         }
     }
 }

@@ -23,9 +23,21 @@ const char *plan_bn_name(plan_bn b) { return bn_names[b]; }
 const char *plan_bn_text(const plan *p, char *buf, size_t len)
 {
     int at = snprintf(buf, len, "%s", bn_names[p->bn]);
+    if (p->bn_pick[0] && at >= 0 && (size_t)at < len) at += snprintf(buf + at, len - (size_t)at, ":%s", p->bn_pick);
     if (p->bn_levels && at >= 0 && (size_t)at < len) at += snprintf(buf + at, len - (size_t)at, ":%d", p->bn_levels);
     if (p->bn_keep_every && at >= 0 && (size_t)at < len) snprintf(buf + at, len - (size_t)at, "/%d", p->bn_keep_every);
     return buf;
+}
+
+char plan_bn_level(const plan *p, int q)
+{
+    bool within = !p->bn_levels || q <= p->bn_levels;
+    switch (p->bn) {
+    case PLAN_BN_OFFLOAD: return within ? 'o' : 'k';
+    case PLAN_BN_REBUILD: return within && !(p->bn_keep_every && q % p->bn_keep_every == 0) ? 'r' : 'k';
+    case PLAN_BN_TRAIN: return q >= 1 && q <= (int)strlen(p->bn_pick) ? p->bn_pick[q - 1] : 'k';
+    default: return 'k';
+    }
 }
 
 const char *plan_mode_name(plan_mode m) { return syntax_mode_names[m]; }
@@ -149,7 +161,7 @@ static void passes_stage(plan_passes *ps, const plan_seg *s, const net *n)
     ps->staged = true;
     ps->fst = err_calloc((size_t)nl, sizeof(int)), ps->bst = err_calloc((size_t)nl, sizeof(int));
     ps->keep_act = err_calloc((size_t)nl, sizeof(bool)), ps->keep_grad = err_calloc((size_t)nl, sizeof(bool));
-    ps->rebuilt = err_calloc((size_t)nl, sizeof(bool));
+    ps->rebuilt = err_calloc((size_t)nl, sizeof(bool)), ps->offloaded = err_calloc((size_t)nl, sizeof(bool));
     for (int i = 0; i < nl; i++) {
         ps->fst[i] = ps->n_fwd + 1, ps->bst[i] = ps->n_bwd + 1;
         for (int q = ps->n_fwd; q >= 1; q--)
@@ -171,7 +183,7 @@ static void passes_stage(plan_passes *ps, const plan_seg *s, const net *n)
 static void passes_free(plan_passes *ps)
 {
     free(ps->fwd), free(ps->bwd), free(ps->fwd_need), free(ps->bwd_set), free(ps->bwd_need);
-    free(ps->fst), free(ps->bst), free(ps->keep_act), free(ps->keep_grad), free(ps->rebuilt);
+    free(ps->fst), free(ps->bst), free(ps->keep_act), free(ps->keep_grad), free(ps->rebuilt), free(ps->offloaded);
 }
 
 static int validate(plan *p, const net *n, err *e)
@@ -205,12 +217,9 @@ static int validate(plan *p, const net *n, err *e)
         if (seg_geometry(s, n, &bs, e)) return err_wrap(e, "plan '%s'", where);
         passes_init(&s->passes, s, n, plan_bn_batch(p->bn) && seg_has_map_stats(s, n));
         if (plan_bn_staged(p->bn) && plan_seg_map_stats(s)) passes_stage(&s->passes, s, n);
-        /* bn=train-rebuild[:K][/M]: the kept maps of the first K levels (the level a map belongs to:
-         * the stage that computes it), or all, but those of every M-th level */
-        for (int i = 0; s->passes.staged && p->bn == PLAN_BN_REBUILD && i < s->passes.nl; i++) {
-            int q = s->passes.fst[i];
-            s->passes.rebuilt[i] = s->passes.keep_act[i] && (!p->bn_levels || q <= p->bn_levels) &&
-                                   !(p->bn_keep_every && q % p->bn_keep_every == 0);
+        for (int i = 0; s->passes.staged && i < s->passes.nl; i++) { /* a kept map's level: the stage computing it */
+            char how = s->passes.keep_act[i] ? plan_bn_level(p, s->passes.fst[i]) : 'k';
+            s->passes.rebuilt[i] = how == 'r', s->passes.offloaded[i] = how == 'o';
         }
     }
     return 0;
@@ -339,7 +348,7 @@ static long count_of(const char *s)
 /* bn=MODE[:K][/M] of plan text (mode: what follows "bn=", cut in place) into p. */
 static int parse_bn(plan *p, const char *text, char *mode, err *e)
 {
-    char given[64];
+    char given[PLAN_BN_TEXT_LEN];
     snprintf(given, sizeof given, "%s", mode); /* for the messages */
     char *every = strchr(mode, '/'); /* train-rebuild:K/M: the count of levels before the stride */
     if (every) *every++ = 0;
@@ -354,9 +363,22 @@ static int parse_bn(plan *p, const char *text, char *mode, err *e)
     p->bn = (plan_bn)found;
     if (every && p->bn != PLAN_BN_REBUILD)
         return err_set(e, "plan '%s': bn=%s: only bn=train-rebuild keeps one level in M (bn=train-rebuild/M)", text, given);
+    if (levels && p->bn == PLAN_BN_TRAIN) { /* train:LETTERS, a choice a level */
+        size_t k = strlen(levels), good = strspn(levels, "kor");
+        if (!k)
+            return err_set(e, "plan '%s': bn=%s: no letters after ':' (bn=train:oork: a letter a level of statistics, k kept, o "
+                              "offloaded, r rebuilt)", text, given);
+        if (good < k)
+            return err_set(e, "plan '%s': bn=%s: '%c' is not a level's choice: k (kept), o (offloaded) or r (rebuilt), a letter "
+                              "a level of statistics, as in bn=train:oork", text, given, levels[good]);
+        if (k > PLAN_BN_PICKS)
+            return err_set(e, "plan '%s': bn=train: %zu letters, at most %d (one a level of statistics)", text, k, PLAN_BN_PICKS);
+        memcpy(p->bn_pick, levels, k + 1);
+        return 0;
+    }
     if (levels && !plan_bn_per_level(p->bn))
         return err_set(e, "plan '%s': bn=%s: only bn=train-offload and bn=train-rebuild take a count of levels "
-                          "(bn=train-offload:K)", text, given);
+                          "(bn=train-offload:K), and bn=train letters (bn=train:oork)", text, given);
     if (levels && (p->bn_levels = (int)count_of(levels)) < 0)
         return err_set(e, "plan '%s': bn=%s: K, the levels of statistics %s, is a whole number from 1 to %d (bn=train %s none)",
                        text, given, p->bn == PLAN_BN_OFFLOAD ? "offloaded" : "rebuilt", PLAN_MAX_BANDS,
@@ -456,7 +478,7 @@ void plan_describe(const plan *p, const net *n, char *buf, size_t len)
     }
     if (p->migrate && at < len) at += describe_migrate(p->migrate, buf + at, len - at);
     if (p->torch && at < len) at += (size_t)snprintf(buf + at, len - at, " +%s", p->torch == PLAN_TORCH_2 ? "torch2" : "torch");
-    char bn[32];
+    char bn[PLAN_BN_TEXT_LEN];
     if (at < len) snprintf(buf + at, len - at, " bn=%s", plan_bn_text(p, bn, sizeof bn));
 }
 

@@ -54,6 +54,8 @@ static inline bool plan_bn_per_level(plan_bn b) { return b == PLAN_BN_OFFLOAD ||
 enum { PLAN_MIGRATE_WEIGHTS = 1, PLAN_MIGRATE_GRADS = 2, PLAN_MIGRATE_OPTIM = 4, PLAN_MIGRATE_ALL = 7 };
 
 #define PLAN_MAX_BANDS 4096
+#define PLAN_BN_PICKS 128   /* letters of bn=train:LETTERS, one a level of statistics */
+#define PLAN_BN_TEXT_LEN (PLAN_BN_PICKS + 32) /* room for plan_bn_text */
 #define PLAN_TEXT_LEN 8192  /* a plan's text, modifiers and bn= included (the planner's can be long:
                              an offload list names up to every kept map of ResNet-50) */
 
@@ -72,7 +74,9 @@ enum { PLAN_MIGRATE_WEIGHTS = 1, PLAN_MIGRATE_GRADS = 2, PLAN_MIGRATE_OPTIM = 4,
  * kept, a later forward stage reads it (and the backward recomputes from it); keep_grad[i]: its
  * whole gradient map is kept, a consumer back-propagated in an earlier backward stage adds to it
  * (a bn's: its statistics pass's dy); rebuilt[i] (bn=train-rebuild): kept for the forward stages
- * only, the backward recomputes it from the maps kept below it. Not staged (bn=train-recompute):
+ * only, the backward recomputes it from the maps kept below it; offloaded[i] (bn=train-offload):
+ * kept on the host between its last forward and first backward use. Each kept map's level (the
+ * stage that computes it) takes one choice (plan_bn_level), so at most one of the two holds. Not staged (bn=train-recompute):
  * every pass recomputes from the segment input, nothing whole is kept inside the segment. */
 typedef struct {
     int nl, n_fwd, n_bwd;
@@ -81,7 +85,7 @@ typedef struct {
     bool staged;
     int *fst, *bst;                     /* [nl], staged only */
     bool *keep_act, *keep_grad;         /* [nl], staged only */
-    bool *rebuilt;                      /* [nl], staged only */
+    bool *rebuilt, *offloaded;          /* [nl], staged only */
 } plan_passes;
 
 typedef struct {
@@ -125,6 +129,8 @@ typedef struct {
                                  all of a segment's where it has fewer); 0: every level's */
     int bn_keep_every;        /* bn=train-rebuild/M (or :K/M): of those levels, every M-th (M, 2M, ...)
                                  is kept, so a level is rebuilt from at most M - 1 below it; 0: none */
+    char bn_pick[PLAN_BN_PICKS + 1]; /* bn=train:LETTERS: level q's kept maps by letter q: k kept, o
+                                 offloaded, r rebuilt; levels past the letters kept ("": none given) */
     /* How kept maps are stored (sim/plan/enc.h): at most one gist and one lossy modifier (dpr or zfp);
      * gist's lossless encodings take the maps they apply to, the lossy one every other kept map. */
     int n_mod;
@@ -136,7 +142,7 @@ typedef struct {
 
 /* Parses a preset or custom plan for net n (at its current input size), then its modifiers
  * ("+gist", "+dpr:fp16", "+zfp:rate=8", "+migrate"). Text may end with " bn=MODE" (auto, train,
- * exact, train-offload[:K], train-rebuild[:K][/M], train-recompute, frozen, per-band). */
+ * exact, train[:LETTERS], train-offload[:K], train-rebuild[:K][/M], train-recompute, frozen, per-band). */
 int plan_parse(plan *p, const net *n, const char *text, err *e);
 void plan_free(plan *p);
 
@@ -150,6 +156,9 @@ const char *plan_bn_name(plan_bn b);
 /* The plan's BatchNorm mode as bn= takes it: its name, the levels offloaded or rebuilt and one kept
  * in M ("train-offload:3", "train-rebuild/2"). */
 const char *plan_bn_text(const plan *p, char *buf, size_t len);
+/* The choice for the kept maps of level q (1, 2, ...: the stage that computes them) of a row
+ * segment's statistics: 'k' kept on the device, 'o' offloaded, 'r' rebuilt. */
+char plan_bn_level(const plan *p, int q);
 /* The plan's gist modifier, and its lossy one (dpr or zfp); NULL where it has none. */
 const enc_mod *plan_gist(const plan *p);
 const enc_mod *plan_lossy(const plan *p);
