@@ -496,7 +496,8 @@ static void settle_deferred(search_ctx *c)
  * time, rebuilding only computation): the smallest K that fits, by bisection (the device's peak
  * falls as K grows, by a level's kept maps at most), each level fewer moving or recomputing less;
  * rebuilt, also every level but one in 2 or 3 (bn=train-rebuild/M: each rebuilt from at most M - 1
- * levels below, where the first K are rebuilt from the segment input). */
+ * levels below, where the first K are rebuilt from the segment input); offloaded, also the levels
+ * mixed, one in M offloaded and the M - 1 between rebuilt from it (bn=train:LETTERS, M = 2..4). */
 static void eval_levels(search_ctx *c)
 {
     const search_req *r = c->r;
@@ -520,6 +521,14 @@ static void eval_levels(search_ctx *c)
         for (int m = 2; m <= 3 && c->lev[j + 1] == BN_REBUILD; m++) { /* rebuilt: one level kept in 2 or 3, each chain short */
             snprintf(k, sizeof k, "%s/%d", bn_modes[BN_REBUILD], m);
             int i = eval_bn(c, base, k, source);
+            if (i >= 0) c->out->pts[i].variants = true;
+        }
+        /* offloaded: levels mixed, one in 2, 3 or 4 offloaded and the others rebuilt from it (bn=train:ro...,
+         * rro..., rrro...): about every level's memory off the device for a part of the moves and a short chain */
+        for (int m = 2; m <= 4 && c->lev[j + 1] == BN_OFFLOAD && b->levels <= PLAN_BN_PICKS; m++) {
+            char mix[PLAN_BN_PICKS + 8] = "train:";
+            for (int q = 1; q <= b->levels; q++) strcat(mix, q % m ? "r" : "o");
+            int i = eval_bn(c, base, mix, source);
             if (i >= 0) c->out->pts[i].variants = true;
         }
     }
