@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""The report's table of BatchNorm's per-level choice under rows (bn=train-offload:K, bn=train-rebuild:K),
+"""The report's table of BatchNorm's per-level choice under rows (bn=train-offload:K, bn=train-rebuild:K,
+bn=train:LETTERS),
 from a sim result file: one markdown table per (net, image, batch), a row per plan — which forward
 levels' kept maps go to the host or are rebuilt in the backward, the device's peak (the replay)
 against bn=train's, the host's arena, the FLOPs and the predicted time against bn=train's; `layer`
@@ -23,6 +24,26 @@ def pct(x):
     return "—" if abs(x) < 0.05 else ("%+.1f%%" % x).replace("-", "−")
 
 
+def letters(pick):
+    """bn=train:LETTERS (a letter a level: k kept, o offloaded, r rebuilt) in words: a repeated unit
+    by its period, else a run of one letter then another by their counts, else the letters."""
+    words = {"o": "host", "r": "rebuilt", "k": "kept"}
+    for m in range(2, 9):
+        unit = pick[:m]
+        if len(pick) >= 2 * m and (unit * len(pick))[:len(pick)] == pick and unit == "r" * (m - 1) + "o":
+            return "one in %d: host, the others rebuilt from it (`%s…`)" % (m, unit)
+    head = len(pick) - len(pick.lstrip(pick[0]))
+    if len(set(pick[head:])) == 1 and head < len(pick):
+        return "the first %d: %s, the rest: %s" % (head, words[pick[0]], words[pick[head]])
+    return "`%s`" % pick
+
+
+def short(plan):
+    """A plan's text with long bn=train letters cut to their first four (the levels column says the rest)."""
+    head, sep, pick = plan.partition(" bn=train:")
+    return plan if not sep or len(pick) <= 8 else "%s bn=train:%s…" % (head, pick[:4])
+
+
 def levels(bn):
     """Which levels' kept maps the bn= text moves or rebuilds, and how, in words."""
     head, _, every = bn.partition("/")
@@ -30,6 +51,8 @@ def levels(bn):
     how = {"train-offload": "host", "train-rebuild": "rebuilt"}.get(mode)
     if bn == "train":
         return "none"
+    if mode == "train" and k:
+        return letters(k)
     if how is None:
         return "— (passes)" if bn == "train-recompute" else bn
     which = "every level" if not k else "the first%s" % (" %d" % int(k) if int(k) > 1 else "")
@@ -50,7 +73,7 @@ def table(df, batch=None):
         for _, r in g.iterrows():
             mode = "—" if r.plan == "layer" else levels(r.bn)
             lines.append("| `%s` | %s | %s | %s | %s | %.2f× | %.1f ms | %.2f× |" % (
-                r.plan, mode, mib(r.replay_peak_bytes), pct(100.0 * (r.replay_peak_bytes / base.replay_peak_bytes - 1)),
+                short(r.plan), mode, mib(r.replay_peak_bytes), pct(100.0 * (r.replay_peak_bytes / base.replay_peak_bytes - 1)),
                 mib(r.arena_host_size_bytes), r.flops / base.flops, r.time_us / 1e3, r.time_us / base.time_us))
         lines.append(":::")
         lines.append("")
