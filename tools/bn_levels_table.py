@@ -31,7 +31,7 @@ def letters(pick):
     for m in range(2, 9):
         unit = pick[:m]
         if len(pick) >= 2 * m and (unit * len(pick))[:len(pick)] == pick and unit == "r" * (m - 1) + "o":
-            return "one in %d: host, the others rebuilt from it (`%s…`)" % (m, unit)
+            return "one in %d: host, the rest rebuilt" % m
     head = len(pick) - len(pick.lstrip(pick[0]))
     if len(set(pick[head:])) == 1 and head < len(pick):
         return "the first %d: %s, the rest: %s" % (head, words[pick[0]], words[pick[head]])
