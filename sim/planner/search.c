@@ -534,6 +534,44 @@ static void eval_levels(search_ctx *c)
     }
 }
 
+/* The answer's levels refined one letter at a time (bn=train:LETTERS): where the answer gathers
+ * BatchNorm's statistics in stages with levels off the device (offloaded, rebuilt, or letters), each
+ * level's two other choices (k kept, o offloaded, r rebuilt) are tried, and the fastest of them that
+ * fits becomes the answer (settle), until a round finds none faster: a local search from the answer
+ * the families (eval_variants, eval_levels) found, where the best set for a budget is one of
+ * 3^levels. Two choices a level a round; at most REFINE_ROUNDS rounds. */
+enum { REFINE_ROUNDS = 8 };
+static void refine_levels(search_ctx *c)
+{
+    const search_req *r = c->r;
+    for (int round = 0; round < REFINE_ROUNDS && c->out->best >= 0; round++) {
+        int was = c->out->best, L = c->out->pts[was].levels;
+        const char *source = c->out->pts[was].source;
+        char base[PLAN_TEXT_LEN], pick[PLAN_BN_PICKS + 1];
+        const char *bn = base_text(c->out->pts[was].text, base, sizeof base);
+        plan p;
+        err e;
+        if (!c->out->pts[was].staged || !bn || L < 1 || L > PLAN_BN_PICKS || plan_parse(&p, r->n, c->out->pts[was].text, &e)) return;
+        bool off = plan_bn_staged(p.bn) && (p.bn != PLAN_BN_TRAIN || p.bn_pick[0]); /* bn=train keeps every level: the fastest */
+        for (int q = 1; q <= L; q++) pick[q - 1] = plan_bn_level(&p, q);
+        pick[L] = 0;
+        plan_free(&p);
+        if (!off) return;
+        for (int q = 0; q < L; q++)
+            for (const char *ch = "kor"; *ch; ch++) {
+                if (*ch == pick[q]) continue;
+                char mix[PLAN_BN_PICKS + 8];
+                int n = snprintf(mix, sizeof mix, "train:%s", pick);
+                mix[6 + q] = *ch;
+                while (n > 6 && mix[n - 1] == 'k') mix[--n] = 0; /* levels past the letters are kept */
+                int i = eval_bn(c, base, n > 6 ? mix : "train", source);
+                if (i >= 0) c->out->pts[i].variants = true;
+            }
+        settle(c, false);
+        if (c->out->best == was) return;
+    }
+}
+
 int search_run(const search_req *r, search_result *out, err *e)
 {
     double t0 = now_s();
@@ -548,6 +586,7 @@ int search_run(const search_req *r, search_result *out, err *e)
         eval_space(&c);
         settle_deferred(&c);
         if (c.n_lev) eval_levels(&c), settle_deferred(&c);
+        if (!r->bn || !strcmp(r->bn, "auto")) refine_levels(&c); /* a mode the user named is kept */
         if (r->space & SEARCH_MIGRATE) eval_migrations(&c), settle_deferred(&c);
         if (out->best < 0) {
             /* nothing fits: the space again, each plan with every variant that could keep less, so

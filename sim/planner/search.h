@@ -12,8 +12,10 @@
  *   lists      on a device whose moves overlap compute, the offload lists sim/planner/offsel.h's two
  *              heuristics find at the peaks of vdnn-all and vdnn-conv;
  *   variants   of a plan that does not fit: bn=train-offload/-rebuild/-recompute (the first two with
- *              the fewest levels that fit; rebuilt, also one level in 2 or 3 kept), +gist (they only
- *              cost time);
+ *              the fewest levels that fit; rebuilt, also one level in 2 or 3 kept; offloaded, also
+ *              one level in 2, 3 or 4 offloaded and the rest rebuilt, bn=train:LETTERS), +gist
+ *              (they only cost time); an answer with levels off the device then refined a letter
+ *              at a time until no one-letter change that fits is faster;
  *   migration  +migrate of the plans that do not fit and could with it, fastest first, until none
  *              left could beat the best that fits.
  * Every candidate is lowered and replayed (the schedule the engine executes) and timed by the
