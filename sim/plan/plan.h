@@ -76,8 +76,9 @@ enum { PLAN_MIGRATE_WEIGHTS = 1, PLAN_MIGRATE_GRADS = 2, PLAN_MIGRATE_OPTIM = 4,
  * (a bn's: its statistics pass's dy); rebuilt[i] (bn=train-rebuild): kept for the forward stages
  * only, the backward recomputes it from the maps kept below it; offloaded[i] (bn=train-offload):
  * kept on the host between its last forward and first backward use. Each kept map's level (the
- * stage that computes it) takes one choice (plan_bn_level), so at most one of the two holds. Not staged (bn=train-recompute):
- * every pass recomputes from the segment input, nothing whole is kept inside the segment. */
+ * stage that computes it) takes one choice (plan_bn_level), so at most one of the two holds.
+ * Not staged (bn=train-recompute): every pass recomputes from the segment input, nothing whole is
+ * kept inside the segment. */
 typedef struct {
     int nl, n_fwd, n_bwd;
     int *fwd, *bwd;                     /* [nl]: the pass gathering the layer's statistics, 0 none */
