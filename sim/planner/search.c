@@ -534,12 +534,24 @@ static void eval_levels(search_ctx *c)
     }
 }
 
+/* Base plan `base` with bn=train:pick, the levels past the last letter not k kept (sim/plan/plan.h). */
+static int eval_letters(search_ctx *c, const char *base, const char *pick, const char *source)
+{
+    char mix[PLAN_BN_PICKS + 8];
+    int n = snprintf(mix, sizeof mix, "train:%s", pick);
+    while (n > 6 && mix[n - 1] == 'k') mix[--n] = 0;
+    int i = eval_bn(c, base, n > 6 ? mix : "train", source);
+    if (i >= 0) c->out->pts[i].variants = true; /* a variant: none of its own */
+    return i;
+}
+
 /* The answer's levels refined one letter at a time (bn=train:LETTERS): where the answer gathers
  * BatchNorm's statistics in stages with levels off the device (offloaded, rebuilt, or letters), each
- * level's two other choices (k kept, o offloaded, r rebuilt) are tried, and the fastest of them that
- * fits becomes the answer (settle), until a round finds none faster: a local search from the answer
- * the families (eval_variants, eval_levels) found, where the best set for a budget is one of
- * 3^levels. Two choices a level a round; at most REFINE_ROUNDS rounds. */
+ * level's two other choices (k kept, o offloaded, r rebuilt) are tried and the fastest that fits
+ * becomes the answer (settle); then the round's other changes that were faster on their own and
+ * within the budget are added to it one at a time, each kept where the answer it makes is faster
+ * and fits. Rounds until one finds nothing faster, at most REFINE_ROUNDS: a local search from the
+ * answer the families (eval_variants, eval_levels) found, where the best set is one of 3^levels. */
 enum { REFINE_ROUNDS = 8 };
 static void refine_levels(search_ctx *c)
 {
@@ -547,6 +559,7 @@ static void refine_levels(search_ctx *c)
     for (int round = 0; round < REFINE_ROUNDS && c->out->best >= 0; round++) {
         int was = c->out->best, L = c->out->pts[was].levels;
         const char *source = c->out->pts[was].source;
+        double t_was = c->out->pts[was].time_us;
         char base[PLAN_TEXT_LEN], pick[PLAN_BN_PICKS + 1];
         const char *bn = base_text(c->out->pts[was].text, base, sizeof base);
         plan p;
@@ -557,18 +570,43 @@ static void refine_levels(search_ctx *c)
         pick[L] = 0;
         plan_free(&p);
         if (!off) return;
+        int pt[2 * PLAN_BN_PICKS], n = 0; /* each change's point: level q to letter ch */
+        char to[2 * PLAN_BN_PICKS];
+        short at[2 * PLAN_BN_PICKS];
         for (int q = 0; q < L; q++)
             for (const char *ch = "kor"; *ch; ch++) {
                 if (*ch == pick[q]) continue;
-                char mix[PLAN_BN_PICKS + 8];
-                int n = snprintf(mix, sizeof mix, "train:%s", pick);
-                mix[6 + q] = *ch;
-                while (n > 6 && mix[n - 1] == 'k') mix[--n] = 0; /* levels past the letters are kept */
-                int i = eval_bn(c, base, n > 6 ? mix : "train", source);
-                if (i >= 0) c->out->pts[i].variants = true;
+                char next[PLAN_BN_PICKS + 1];
+                memcpy(next, pick, (size_t)L + 1), next[q] = *ch;
+                int i = eval_letters(c, base, next, source);
+                if (i >= 0) pt[n] = i, at[n] = (short)q, to[n] = *ch, n++;
             }
         settle(c, false);
         if (c->out->best == was) return;
+        /* the changes faster alone and within the budget, fastest first, added to the answer's */
+        int k = 0, order[2 * PLAN_BN_PICKS];
+        for (int j = 0; j < n; j++) {
+            const search_point *x = &c->out->pts[pt[j]];
+            if (pt[j] == c->out->best) pick[at[j]] = to[j];
+            else if (x->time_us < t_was && x->peak <= r->budget) order[k++] = j;
+        }
+        for (int a = 1; a < k; a++) /* by time: insertion, a few dozen at most */
+            for (int b = a; b > 0 && c->out->pts[pt[order[b]]].time_us < c->out->pts[pt[order[b - 1]]].time_us; b--) {
+                int t = order[b];
+                order[b] = order[b - 1], order[b - 1] = t;
+            }
+        for (int j = 0; j < k; j++) {
+            int q = at[order[j]];
+            char next[PLAN_BN_PICKS + 1];
+            memcpy(next, pick, (size_t)L + 1);
+            if (next[q] == to[order[j]]) continue; /* the answer's own change */
+            next[q] = to[order[j]];
+            int before = c->out->best, i = eval_letters(c, base, next, source);
+            if (i < 0) continue;
+            settle(c, false);
+            if (c->out->best == i) memcpy(pick, next, (size_t)L + 1);
+            else if (c->out->best != before) break; /* another point won: the next round starts from it */
+        }
     }
 }
 
