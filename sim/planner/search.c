@@ -1,6 +1,5 @@
 /* search: see search.h. */
 #include "sim/planner/search.h"
-#include "sim/lower/pipeline.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -9,159 +8,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "sim/predict/arena.h"
-#include "sim/predict/closed.h"
-#include "sim/net/kind.h"
+#include "sim/planner/candidates.h"
 #include "sim/planner/chain.h"
 #include "sim/planner/offsel.h"
-
-/* --- candidates -------------------------------------------------------------------------------- */
-
-typedef struct {
-    const search_req *r;
-    search_result *out;
-    int cap;
-    bool least;           /* nothing fits: looking for the smallest footprint (every variant tried) */
-    int least_at;         /* the point of the smallest footprint placed so far, -1 none */
-    int *slots;           /* texts seen: an open-addressed table of point indices (-1 free) */
-    int n_slots;
-    const chain_net *cn;  /* NULL: the space has neither checkpoints nor offload (no DP) */
-    char *lists[4];       /* the offload lists eval_lists found (NULL: none), kept for a second pass */
-    bool listed;
-    int *lev, n_lev, cap_lev;    /* base plans (even entries) whose variant in mode odd entry (an index into
-                                    bn_modes) with every level offloaded or rebuilt fits (eval_variants) */
-    int *defer, n_defer, cap_defer; /* base plans whose bn=train-rebuild variant waits for an answer to
-                                    beat (eval_deferred) */
-    err *e;
-} search_ctx;
 
 /* Migrations, cheapest first (sim/plan/plan.h): gradients released at their layer's update (no moves);
  * optimizer state on the host too; parameters too. */
 static const char *const migrations[] = {"migrate:grads", "migrate:grads:optim", "migrate"};
-
-/* The most migration m can take off the device at a plan's peak: all it moves (at some moments no
- * layer is at work; a closer bound would have to know the moment of the peak). */
-static int64_t migrate_savable(const search_req *r, int m)
-{
-    int state = r->cfg.optimizer == SCHED_ADAM ? 2 : 1; /* optimizer state per parameter */
-    int64_t all = 0;
-    for (int L = 0; L < r->n->n; L++) all += r->n->layers[L].params * 4 * (1 + (m >= 1 ? state : 0) + (m == 2));
-    return all;
-}
-
-/* A plan of this peak may have the smallest footprint: nothing fits, and no arena planned so far is
- * below its peak (no arena is smaller than its plan's peak). */
-static bool may_be_least(const search_ctx *c, int64_t peak)
-{
-    return c->least && (c->least_at < 0 || peak < c->out->pts[c->least_at].footprint);
-}
-
-static bool fits(const search_ctx *c, int i) { return c->out->pts[i].placed && c->out->pts[i].footprint <= c->r->budget; }
-
-static uint64_t text_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-    return h;
-}
-
-/* The slot of text in the table of texts seen: its point's index there, or -1 where it would go. */
-static int *slot_of(search_ctx *c, const char *text)
-{
-    if (2 * (c->out->n_pts + 1) > c->n_slots) { /* grow, and put every point back */
-        free(c->slots);
-        c->n_slots = c->n_slots ? 2 * c->n_slots : 1024;
-        c->slots = err_calloc((size_t)c->n_slots, sizeof *c->slots);
-        for (int k = 0; k < c->n_slots; k++) c->slots[k] = -1;
-        for (int i = 0; i < c->out->n_pts; i++) *slot_of(c, c->out->pts[i].text) = i;
-    }
-    for (uint64_t k = text_hash(text);; k++) {
-        int *s = &c->slots[k & (uint64_t)(c->n_slots - 1)];
-        if (*s < 0 || !strcmp(c->out->pts[*s].text, text)) return s;
-    }
-}
-
-/* Point i's arena, from its schedule lowered again (and its time, if it had none): what it
- * reserves decides whether it fits. */
-static void place(search_ctx *c, int i)
-{
-    const search_req *r = c->r;
-    search_point *pt = &c->out->pts[i];
-    plan p;
-    sched s;
-    err e;
-    if (plan_parse(&p, r->n, pt->text, &e)) return;
-    int rc = pipeline_lower(&s, r->n, &p, &r->cfg, &e);
-    plan_free(&p);
-    if (rc) return;
-    if (isnan(pt->time_us)) pt->time_us = sim_time_us(r->n, &s, r->dev, NULL);
-    arena a;
-    arena_plan(&s, &a);
-    pt->footprint = a.size + a.apart, pt->placed = true;
-    arena_free(&a), sched_free(&s);
-    if (c->least && (c->least_at < 0 || pt->footprint < c->out->pts[c->least_at].footprint)) c->least_at = i;
-}
-
-/* Lowers, replays and times `text` with BatchNorm mode `bn` (NULL: the default), once (a text seen
- * before returns its index). A plan without encodings or migration whose closed-form peak (equal to
- * the replay: tests/test_closed.c) is over the budget is not lowered (no schedule), unless
- * migration could bring it under (the migration pass orders candidates by time). Its arena waits
- * for settle(), which plans it only for the plans that may answer, except when nothing fits (the
- * arena of every plan that may be the smallest footprint) or r->place_all. Returns the index of
- * its point; -1 if it is not a plan for this net. */
-static int eval_bn(search_ctx *c, const char *text, const char *bn, const char *source)
-{
-    const search_req *r = c->r;
-    char full[PLAN_TEXT_LEN];
-    if ((size_t)snprintf(full, sizeof full, "%s%s%s", text, bn ? " bn=" : "", bn ? bn : "") >= sizeof full) return -1;
-    int *slot = slot_of(c, full);
-    if (*slot >= 0) {
-        int i = *slot;
-        if (!c->out->pts[i].placed && may_be_least(c, c->out->pts[i].peak)) place(c, i);
-        return i;
-    }
-    plan p;
-    sched s;
-    err e;
-    sim_mem mem;
-    double us = NAN;
-    if (plan_parse(&p, r->n, full, &e)) return -1;
-    bool staged = false;
-    int levels = 0;
-    for (int k = 0; k < p.n_seg; k++) {
-        staged |= p.segs[k].passes.staged;
-        if (p.segs[k].passes.staged && p.segs[k].passes.n_fwd > levels) levels = p.segs[k].passes.n_fwd;
-    }
-    bool closed = !plan_modified(&p);
-    if (closed) closed_predict(r->n, &p, &r->cfg, &mem);
-    bool may_migrate = closed && (r->space & SEARCH_MIGRATE) && mem.peak - migrate_savable(r, 2) <= r->budget;
-    if (closed && mem.peak > r->budget && !may_migrate && !may_be_least(c, mem.peak)) {
-        plan_free(&p);
-    } else {
-        int rc = pipeline_lower(&s, r->n, &p, &r->cfg, &e);
-        plan_free(&p);
-        if (rc) return -1;
-        sim_replay(&s, &mem, NULL);
-        us = sim_time_us(r->n, &s, r->dev, NULL);
-        sched_free(&s);
-    }
-    search_result *o = c->out;
-    if (o->n_pts == c->cap) {
-        c->cap = c->cap ? 2 * c->cap : 256;
-        o->pts = err_realloc(o->pts, (size_t)c->cap * sizeof *o->pts);
-    }
-    int at = o->n_pts++;
-    /* what encodings could save at the peak at most: every kept activation and boundary there */
-    int64_t savable = mem.at_peak[MEM_ACT] + mem.at_peak[MEM_BOUNDARY];
-    o->pts[at] = (search_point){.text = err_strdup(full), .peak = mem.peak, .footprint = mem.peak, .time_us = us, .source = source,
-                                .floor = mem.peak - savable, .fwd_peak = isnan(us) ? 0 : mem.fwd_peak, .staged = staged,
-                                .levels = levels};
-    *slot_of(c, full) = at;
-    if (!isnan(us) && (may_be_least(c, mem.peak) || (r->place_all && mem.peak <= r->budget))) place(c, at);
-    return at;
-}
-
-static int eval(search_ctx *c, const char *text, const char *source) { return eval_bn(c, text, c->r->bn, source); }
 
 /* A point's text without its " bn=MODE" into buf; returns the mode (NULL: none). */
 static const char *base_text(const char *text, char *buf, size_t len)
@@ -206,12 +59,12 @@ static void eval_variants(search_ctx *c, const char *text, int i)
     int64_t below = 0; /* under the rebuilt stages' peak: the offloaded stages' forward peak (the same
                           forward, but for the rebuilt maps' 2PS boundaries; encodings aside) */
     for (int k = 0; k < n_modes; k++) {
-        if (k == BN_REBUILD && (below > r->budget && !may_be_least(c, below))) continue;
+        if (k == BN_REBUILD && (below > r->budget && !cand_may_be_least(c, below))) continue;
         if (k == BN_REBUILD && !c->least) { /* rebuilt: later, if this base is faster than the answer then */
             push_int(&c->defer, &c->n_defer, &c->cap_defer, i);
             continue;
         }
-        int j = eval_bn(c, text, bn_modes[k], source);
+        int j = cand_eval_bn(c, text, bn_modes[k], source);
         if (j >= 0) peaks[k + 1] = c->out->pts[j].peak;
         if (j >= 0 && k == BN_OFFLOAD && !strchr(text, '+')) below = c->out->pts[j].fwd_peak;
     }
@@ -221,13 +74,13 @@ static void eval_variants(search_ctx *c, const char *text, int i)
     char g[PLAN_TEXT_LEN], m[PLAN_TEXT_LEN];
     bool gist = (r->space & SEARCH_GIST) && (size_t)snprintf(g, sizeof g, "%s+gist", text) < sizeof g;
     /* no encoding takes a plan under its floor, no migration under its peak less all it moves */
-    if (gist && (floor <= r->budget || may_be_least(c, floor))) eval(c, g, source);
-    int64_t all = migrate_savable(r, 2);
+    if (gist && (floor <= r->budget || cand_may_be_least(c, floor))) cand_eval(c, g, source);
+    int64_t all = cand_migrate_savable(r, 2);
     if (c->least && (r->space & SEARCH_MIGRATE) && (size_t)snprintf(m, sizeof m, "%s+migrate", text) < sizeof m) {
         /* the migration pass's plans (eval_migrations) that keep least: each above with all moved */
         for (int k = 0; k <= n_modes; k++)
-            if (may_be_least(c, peaks[k] - all)) eval_bn(c, m, k ? bn_modes[k - 1] : r->bn, source);
-        if (gist && may_be_least(c, floor - all) && (size_t)snprintf(m, sizeof m, "%s+gist+migrate", text) < sizeof m) eval(c, m, source);
+            if (cand_may_be_least(c, peaks[k] - all)) cand_eval_bn(c, m, k ? bn_modes[k - 1] : r->bn, source);
+        if (gist && cand_may_be_least(c, floor - all) && (size_t)snprintf(m, sizeof m, "%s+gist+migrate", text) < sizeof m) cand_eval(c, m, source);
     }
     for (int k = first; k < c->out->n_pts; k++) c->out->pts[k].variants = true; /* variants have none of their own */
 }
@@ -235,8 +88,8 @@ static void eval_variants(search_ctx *c, const char *text, int i)
 /* text, and its variants unless its peak fits (its arena may not: settle() tries them then). */
 static int eval_both(search_ctx *c, const char *text, const char *source)
 {
-    int i = eval(c, text, source);
-    if (i >= 0 && (c->out->pts[i].peak > c->r->budget || (c->out->pts[i].placed && !fits(c, i)))) eval_variants(c, text, i);
+    int i = cand_eval(c, text, source);
+    if (i >= 0 && (c->out->pts[i].peak > c->r->budget || (c->out->pts[i].placed && !cand_fits(c, i)))) eval_variants(c, text, i);
     return i;
 }
 
@@ -258,8 +111,8 @@ static void settle(search_ctx *c, bool presets)
             if (next < 0 || pts[i].time_us < pts[next].time_us) next = i; /* between equals the earlier: presets come first */
         }
         if (next < 0) return;
-        if (!pts[next].placed) place(c, next);
-        if (fits(c, next)) {
+        if (!pts[next].placed) cand_place(c, next);
+        if (cand_fits(c, next)) {
             *best = next;
             continue;
         }
@@ -369,7 +222,7 @@ static void eval_lists(search_ctx *c)
         c->listed = true;
         static const char *const vdnn[] = {"vdnn-all", "vdnn-conv"};
         for (int v = 0; v < 2; v++) {
-            int i = eval(c, vdnn[v], "preset");
+            int i = cand_eval(c, vdnn[v], "preset");
             if (i < 0) continue;
             for (int m = OFFSEL_ROUND; m <= OFFSEL_DIVE; m++) {
                 offsel_req oq = {.n = r->n, .cfg = r->cfg, .dev = r->dev, .prefix = "", .first = 1, .bn = r->bn,
@@ -435,10 +288,10 @@ static void eval_migrations(search_ctx *c)
     int *idx = err_calloc((size_t)n + 1, sizeof(int));
     char text[PLAN_TEXT_LEN];
     for (int m = 0; m < (int)(sizeof migrations / sizeof *migrations); m++) {
-        int64_t savable = migrate_savable(r, m), k = 0;
+        int64_t savable = cand_migrate_savable(r, m), k = 0;
         const search_point *pts = c->out->pts;
         for (int i = 0; i < n; i++)
-            if (!fits(c, i) && pts[i].peak - savable <= r->budget && !strstr(pts[i].text, "+migrate") && !isnan(pts[i].time_us))
+            if (!cand_fits(c, i) && pts[i].peak - savable <= r->budget && !strstr(pts[i].text, "+migrate") && !isnan(pts[i].time_us))
                 idx[k++] = i;
         order_pts = pts;
         qsort(idx, (size_t)k, sizeof *idx, by_time);
@@ -448,11 +301,11 @@ static void eval_migrations(search_ctx *c)
             char base[PLAN_TEXT_LEN];
             const char *bn = base_text(p->text, base, sizeof base);
             if ((size_t)snprintf(text, sizeof text, "%s+%s", base, migrations[m]) >= sizeof text) continue;
-            int i = eval_bn(c, text, bn, "migrate");
+            int i = cand_eval_bn(c, text, bn, "migrate");
             const search_point *q = i >= 0 ? &c->out->pts[i] : NULL;
             if (q && q->peak <= r->budget && (c->out->best < 0 || q->time_us < c->out->pts[c->out->best].time_us)) {
-                place(c, i);
-                if (fits(c, i)) c->out->best = i;
+                cand_place(c, i);
+                if (cand_fits(c, i)) c->out->best = i;
             }
         }
     }
@@ -474,7 +327,7 @@ static void eval_deferred(search_ctx *c)
         if (c->out->best >= 0 && b->time_us >= c->out->pts[c->out->best].time_us) break;
         char text[PLAN_TEXT_LEN];
         base_text(b->text, text, sizeof text);
-        int j = eval_bn(c, text, bn_modes[BN_REBUILD], b->source);
+        int j = cand_eval_bn(c, text, bn_modes[BN_REBUILD], b->source);
         if (j < 0) continue;
         c->out->pts[j].variants = true; /* a variant: none of its own */
         if (c->out->pts[j].peak <= c->r->budget) /* fewer levels may fit (eval_levels) */
@@ -513,14 +366,14 @@ static void eval_levels(search_ctx *c)
         while (lo < hi) {
             int mid = (lo + hi) / 2;
             snprintf(k, sizeof k, "%s:%d", bn_modes[c->lev[j + 1]], mid);
-            int i = eval_bn(c, base, k, source);
+            int i = cand_eval_bn(c, base, k, source);
             if (i >= 0) c->out->pts[i].variants = true; /* a variant: none of its own */
             if (i >= 0 && c->out->pts[i].peak <= r->budget) hi = mid;
             else lo = mid + 1;
         }
         for (int m = 2; m <= 3 && c->lev[j + 1] == BN_REBUILD; m++) { /* rebuilt: one level kept in 2 or 3, each chain short */
             snprintf(k, sizeof k, "%s/%d", bn_modes[BN_REBUILD], m);
-            int i = eval_bn(c, base, k, source);
+            int i = cand_eval_bn(c, base, k, source);
             if (i >= 0) c->out->pts[i].variants = true;
         }
         /* offloaded: levels mixed, one in 2, 3 or 4 offloaded and the others rebuilt from it (bn=train:ro...,
@@ -528,7 +381,7 @@ static void eval_levels(search_ctx *c)
         for (int m = 2; m <= 4 && c->lev[j + 1] == BN_OFFLOAD && b->levels <= PLAN_BN_PICKS; m++) {
             char mix[PLAN_BN_PICKS + 8] = "train:";
             for (int q = 1; q <= b->levels; q++) strcat(mix, q % m ? "r" : "o");
-            int i = eval_bn(c, base, mix, source);
+            int i = cand_eval_bn(c, base, mix, source);
             if (i >= 0) c->out->pts[i].variants = true;
         }
     }
@@ -540,7 +393,7 @@ static int eval_letters(search_ctx *c, const char *base, const char *pick, const
     char mix[PLAN_BN_PICKS + 8];
     int n = snprintf(mix, sizeof mix, "train:%s", pick);
     while (n > 6 && mix[n - 1] == 'k') mix[--n] = 0;
-    int i = eval_bn(c, base, n > 6 ? mix : "train", source);
+    int i = cand_eval_bn(c, base, n > 6 ? mix : "train", source);
     if (i >= 0) c->out->pts[i].variants = true; /* a variant: none of its own */
     return i;
 }
@@ -618,7 +471,7 @@ int search_run(const search_req *r, search_result *out, err *e)
     search_ctx c = {.r = r, .out = out, .e = e, .least_at = -1};
     int rc = 0;
     chain_net cn;
-    if (eval(&c, "layer", "preset") < 0) rc = err_set(e, "plan 'layer' does not lower for %s", r->n->name);
+    if (cand_eval(&c, "layer", "preset") < 0) rc = err_set(e, "plan 'layer' does not lower for %s", r->n->name);
     else if ((r->space & (SEARCH_CKPT | SEARCH_OFFLOAD)) && !(rc = chain_net_init(&cn, r, e))) c.cn = &cn;
     if (!rc) {
         eval_space(&c);
