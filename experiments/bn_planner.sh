@@ -13,7 +13,7 @@ lrcnn="$build/lrcnn"
   while read -r net budgets; do
     for b in $budgets; do
       echo "\$ $lrcnn plan --net $net --image 224 --batch 8 --device h100-pcie4 --space rows --budget ${b}MiB"
-      "$lrcnn" plan --net "$net" --image 224 --batch 8 --device h100-pcie4 --space rows --budget "${b}MiB" | sed -n '1,8p'
+      "$lrcnn" plan --net "$net" --image 224 --batch 8 --device h100-pcie4 --space rows --budget "${b}MiB" | sed -n '1,9p' | grep -v '^$'
       echo
     done
   done <<'B'
