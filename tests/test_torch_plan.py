@@ -213,14 +213,18 @@ def encoded(lrcnn):
     plain = torchvision.models.resnet18()
     x = torch.randn(2, 3, 64, 64, generator=torch.Generator().manual_seed(2))
     kept0, _ = step(plain, x, 3)
-    for plan, tol in (("layer+dpr:fp16", 1e-2), ("layer+dpr:bf16", 5e-2), ("ckpt-sqrt+dpr:fp16", 1e-2)):
+    # an offload segment's maps encoded, then moved (as lrcnn moves them): vDNN's policies and a list
+    for plan, tol in (("layer+dpr:fp16", 1e-2), ("layer+dpr:bf16", 5e-2), ("ckpt-sqrt+dpr:fp16", 1e-2), ("vdnn-conv+dpr:fp16", 1e-2),
+                      ("vdnn-all+dpr:bf16", 5e-2), ("offload(conv1:0:1, layer1.0.conv1)@conv1..fc+dpr:fp16", 1e-2)):
         torch.manual_seed(1)
         model = torchvision.models.resnet18()
         wrapped = apply_plan(model, (3, 64, 64), 2, plan, lrcnn=lrcnn)
         step(wrapped, x, 3)
         dev = max(float((p.grad - q.grad).norm() / q.grad.norm()) for p, q in zip(model.parameters(), plain.parameters()))
+        moved = sum(getattr(c, "moved", 0) for c in wrapped.modules() if c is not wrapped)
         check(0 < dev <= tol and wrapped.kept < kept0, "resnet18 %s: gradients %.1e from the plain module's (norm, worst tensor), "
-              "%.2f MiB kept encoded against %.2f MiB saved plain" % (plan, dev, wrapped.kept / 2**20, kept0 / 2**20))
+              "%.2f MiB kept encoded against %.2f MiB saved plain%s" % (plan, dev, wrapped.kept / 2**20, kept0 / 2**20,
+                                                                       ", %.2f MiB moved" % (moved / 2**20) if moved else ""))
         held_as_predicted("resnet18", plan, model, wrapped, x)
 
 
@@ -288,7 +292,7 @@ def main(lrcnn):
     got = refusal(torchvision.models.squeezenet1_1, "2ps:2", lrcnn)
     check("ceil-mode pool" in got, "squeezenet1_1 2ps:2: refused (%s)" % got)
     for plan, says in (("overl:2", "BatchNorm with bn=train"), ("layer+gist", "the encoding gist"), ("ckpt-opt:1KiB", "no checkpointing plan fits"),
-                       ("nosuch", "unknown plan"), ("vdnn-conv+gist:binarize", "an encoding with an offload segment"),
+                       ("nosuch", "unknown plan"), ("vdnn-conv+gist:binarize", "gist:binarize with an offload segment"),
                        ("layer+gist:binarize+dpr:fp16", "the encodings gist:binarize and dpr:fp16 together"), ("2ps:2+gist:binarize bn=frozen", "encodes nothing")):
         got = refusal(torchvision.models.resnet18, plan, lrcnn)
         check(says in got, "%s: refused (%s)" % (plan, got))

@@ -14,7 +14,8 @@ same mask) and BatchNorm's running statistics updated once, not again by the rec
 lrcnn's engine). A `rows` segment, 2PS or OverL, runs band by band with lrcnn's band geometry, each
 band recomputed in backward (rows.py). An `offload` segment's saved maps go to host memory and
 come back for backward (saved-tensor hooks; Offloaded says which). `+dpr:fp16|bf16` keeps the
-saved maps in half precision (Encoded). `layer` segments run as they are. Gradients equal the plain
+saved maps in half precision (Encoded), those an offload segment moves too: moved encoded.
+`layer` segments run as they are. Gradients equal the plain
 module's (bit for bit under checkpointing; to fp32 rounding in bands).
 
 What it keeps is what lrcnn predicts: the plan is lowered under this PyTorch's rules (`+torch`,
@@ -27,7 +28,7 @@ a random layer needs it, and an encoding leaves plain what a checkpoint holds an
 `+gist:binarize` keeps the maps lrcnn binarizes as bitmaps (Binarized).
 
 Not yet: BatchNorm in train mode inside bands (its whole-map statistics; bn=frozen runs), gist's
-sparse encoding, gist beside another encoding, an encoding with an offload segment, the max pools' argmax in fewer bits (PyTorch's
+sparse encoding, gist beside another encoding, gist with an offload segment, the max pools' argmax in fewer bits (PyTorch's
 int64 indices stay), ZFP, migration, and a side stream for the moves; a plan with them is refused
 with a PlanError naming what. lrcnn's own engine runs them (`lrcnn train`).
 """
@@ -139,6 +140,7 @@ class Offloaded(torch.nn.Module):
     def __init__(self, inner, seg, layer_of, params):
         super().__init__()
         self.inner, self.layer_of, self.params, self.moved = inner, layer_of, params, 0
+        self.encoder = None  # the plan's +dpr (Encoded), whose choice of maps holds in here too: moved encoded
         self.kind = seg["offload"]
         self.picked = {m["layer"] for m in seg.get("maps", [])}
         self.modules_of = dict(inner.named_modules())
@@ -153,23 +155,33 @@ class Offloaded(torch.nn.Module):
         return False  # an offload list names outputs (run_node)
 
     def pack(self, t):
-        """Every tensor the segment saves is held by a _Held; those of the maps a selected node
-        saves go to host memory when the segment's forward ends (move), each map once, so that a
-        map another node saves too (a relu's output, a convolution's input) leaves the device."""
-        held = _Held(t)
+        """Every tensor the segment saves is held by a _Held (under +dpr, the encoder's: the map in
+        half precision where it encodes it); those of the maps a selected node saves go to host
+        memory when the segment's forward ends (move), each map once and as it is held (encoded:
+        less to move, as lrcnn moves it), so that a map another node saves too (a relu's output, a
+        convolution's input) leaves the device."""
+        held = self.encoder.pack(t) if self.encoder is not None else _Held(t)
         if t.data_ptr() not in self.params:
-            self.held.append(held)
+            key = rows.view_key(t)
+            # t itself is kept to the move, encoded or not: so no later map takes its address, and
+            # with it its key, while the segment runs
+            self.held.append((key, held, t))
             if self.packing_selected:
-                self.chosen.add(rows.view_key(t))
+                self.chosen.add(key)
         return held
 
     def move(self):
-        def to_host(held):
-            t = held.t
-            host = torch.empty(t.size(), dtype=t.dtype, pin_memory=torch.cuda.is_available())
-            host.copy_(t, non_blocking=t.is_cuda)
-            return host, t.device, None
-        self.moved = _once(self.held, self.chosen, to_host)
+        done, self.moved = {}, 0
+        for key, held, _ in self.held:  # keyed by the map saved, not by what holds it (an encoded copy)
+            if key not in self.chosen:
+                continue
+            if key not in done:
+                t = held.t
+                host = torch.empty(t.size(), dtype=t.dtype, pin_memory=torch.cuda.is_available())
+                host.copy_(t, non_blocking=t.is_cuda)
+                done[key] = host, t.device
+                self.moved += host.numel() * host.element_size()
+            held.t, held.device = done[key]
         self.held, self.chosen = [], set()
 
     def forward(self, *args):
@@ -240,8 +252,8 @@ class Encoded(torch.nn.Module):
     """Delayed precision reduction (+dpr): every fp32 tensor autograd saves (parameters aside) kept
     in half, bfloat16 or (PyTorch 2.1+) FP8 E4M3 and widened back when backward reads it (saved-
     tensor hooks); the forward computes in fp32. Unlike lrcnn's engine, a relu output's sign is not
-    kept apart (a positive value that rounds to zero in fp16 turns its gradient off), the maps an
-    offload segment moves or a checkpoint keeps are not encoded, and FP8 does not saturate.
+    kept apart (a positive value that rounds to zero in fp16 turns its gradient off), the maps a
+    checkpoint keeps are not encoded (an offload segment's are, then moved), and FP8 does not saturate.
     `kept` counts the encoded bytes of the last forward."""
 
     def __init__(self, inner, mod, params):
@@ -272,7 +284,7 @@ class Encoded(torch.nn.Module):
         for key, (ref, held) in self.encoded.items():
             if key in plain and ref() is not None:  # a checkpoint holds it as it is: the encoding would add to it
                 held.t, held.dtype = ref(), None
-            else:
+            elif held.device is None:  # not moved to host memory by an offload segment (Offloaded counts those)
                 self.kept += held.t.numel() * held.t.element_size()
         self.encoded = {}
         return out
@@ -368,12 +380,12 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
     conv, low = lower(model, image, batch, plan, optimizer, bn, lrcnn, device)
     unsupported = [s for s in low["segments"] if s["mode"] not in ("layer", "ckpt", "rows", "offload")]
     other = [m for m in low["encodings"] if m not in DPR and m != "gist:binarize"]
-    moving = low["encodings"] and any(s["mode"] == "offload" for s in low["segments"])
+    moving = "gist:binarize" in low["encodings"] and any(s["mode"] == "offload" for s in low["segments"])
     if unsupported or other or len(low["encodings"]) > 1 or any(low["migrate"].values()) or moving:
         what = ("%s segment %s..%s" % (unsupported[0]["mode"], unsupported[0]["first"], unsupported[0]["last"]) if unsupported
                 else "the encoding %s" % other[0] if other
                 else "the encodings %s together" % " and ".join(low["encodings"]) if len(low["encodings"]) > 1
-                else "an encoding with an offload segment" if moving else "migration")
+                else "gist:binarize with an offload segment" if moving else "migration")
         raise PlanError("plan '%s': %s: not run in PyTorch yet (layer, ckpt, offload and row segments, "
                         "+dpr:fp16|bf16 and +gist:binarize alone are; lrcnn train runs the rest)"
                         % (plan, what))
@@ -422,6 +434,9 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
         split = Binarized(split, hooked, held)
     elif low["encodings"]:
         split = Encoded(split, low["encodings"][0], held)
+        for m in split.modules():  # an offload segment's hooks stand in for the encoder's: they ask it
+            if isinstance(m, Offloaded):
+                m.encoder = split
     split.lowering, split.predicted = low, predicted(low)
     return split
 
