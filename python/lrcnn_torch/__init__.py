@@ -171,17 +171,13 @@ class Offloaded(torch.nn.Module):
         return held
 
     def move(self):
-        done, self.moved = {}, 0
-        for key, held, _ in self.held:  # keyed by the map saved, not by what holds it (an encoded copy)
-            if key not in self.chosen:
-                continue
-            if key not in done:
-                t = held.t
-                host = torch.empty(t.size(), dtype=t.dtype, pin_memory=torch.cuda.is_available())
-                host.copy_(t, non_blocking=t.is_cuda)
-                done[key] = host, t.device
-                self.moved += host.numel() * host.element_size()
-            held.t, held.device = done[key]
+        def to_host(held):
+            t = held.t
+            host = torch.empty(t.size(), dtype=t.dtype, pin_memory=torch.cuda.is_available())
+            host.copy_(t, non_blocking=t.is_cuda)
+            return host, t.device, held.decode
+        # keyed by the map saved, not by what holds it (an encoded copy)
+        self.moved = _once([(key, held) for key, held, _ in self.held], self.chosen, to_host)
         self.held, self.chosen = [], set()
 
     def forward(self, *args):
@@ -193,11 +189,11 @@ class Offloaded(torch.nn.Module):
 
 
 def _once(helds, keys, convert):
-    """Replaces every held tensor whose view key is in keys by convert(held) -> (stored tensor,
-    device, decode), converting each map once however many holders share it; the bytes stored."""
+    """Replaces every held tensor of (view key, _Held) pairs whose key is in keys by convert(held) ->
+    (stored tensor, device, decode), converting each map once however many holders share it; the
+    bytes stored."""
     done, stored = {}, 0
-    for held in helds:
-        key = rows.view_key(held.t)
+    for key, held in helds:
         if key not in keys:
             continue
         if key not in done:
@@ -320,7 +316,7 @@ class Binarized(torch.nn.Module):
         finally:
             for h in hooks:
                 h.remove()
-        self.kept = _once(self.held, signs - plain, _to_bits)
+        self.kept = _once([(rows.view_key(h.t), h) for h in self.held], signs - plain, _to_bits)
         self.held = []
         return out
 

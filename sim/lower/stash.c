@@ -41,14 +41,13 @@ void stash_mark_offloads(lower *c)
     free(seen);
     /* the whole maps a row segment's stages keep (plan_passes) at the levels whose choice is
      * offloaded (bn=train-offload[:K], bn=train:LETTERS) */
-    for (int b = 0; b < s->n_buf; b++) {
-        const sched_buf *sb = &s->bufs[b];
-        if (sb->kind != BUF_ACT || sb->band >= 0 || sb->layer < 1) continue;
-        for (int k = 0; k < c->p->n_seg; k++) {
-            const plan_seg *ps = &c->p->segs[k];
-            if (!ps->passes.staged || sb->layer < ps->first || sb->layer >= ps->last) continue;
-            int i = sb->layer - ps->first;
-            if (ps->passes.offloaded[i]) s->bufs[b].offload = true;
+    for (int k = 0; k < c->p->n_seg; k++) {
+        const plan_seg *ps = &c->p->segs[k];
+        for (int b = 0; ps->passes.staged && b < s->n_buf; b++) { /* no walk over the buffers for other segments */
+            const sched_buf *sb = &s->bufs[b];
+            if (sb->kind == BUF_ACT && sb->band < 0 && sb->layer >= ps->first && sb->layer < ps->last &&
+                ps->passes.offloaded[sb->layer - ps->first])
+                s->bufs[b].offload = true;
         }
     }
 }

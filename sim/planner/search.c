@@ -343,6 +343,17 @@ static void settle_deferred(search_ctx *c)
     while (c->n_defer) eval_deferred(c), settle(c, false);
 }
 
+/* Base plan `base` with bn=train:pick, the levels past the last letter not k kept (sim/plan/plan.h). */
+static int eval_letters(search_ctx *c, const char *base, const char *pick, const char *source)
+{
+    char mix[PLAN_BN_PICKS + 8];
+    int n = snprintf(mix, sizeof mix, "train:%s", pick);
+    while (n > 6 && mix[n - 1] == 'k') mix[--n] = 0;
+    int i = cand_eval_bn(c, base, n > 6 ? mix : "train", source);
+    if (i >= 0) c->out->pts[i].variants = true; /* a variant: none of its own */
+    return i;
+}
+
 /* Offloaded or rebuilt stages with fewer levels (bn=train-offload:K, bn=train-rebuild:K): for each
  * base plan whose every level offloaded or rebuilt fits (eval_variants), fastest base first, until
  * the next base is no faster than the best that fits (offloading only adds moves to the base's
@@ -362,7 +373,7 @@ static void eval_levels(search_ctx *c)
         char base[PLAN_TEXT_LEN], k[32];
         base_text(b->text, base, sizeof base);
         const char *source = b->source;
-        int lo = 1, hi = b->levels;
+        int levels = b->levels, lo = 1, hi = levels; /* b is not read again: evaluating may move the points */
         while (lo < hi) {
             int mid = (lo + hi) / 2;
             snprintf(k, sizeof k, "%s:%d", bn_modes[c->lev[j + 1]], mid);
@@ -378,24 +389,13 @@ static void eval_levels(search_ctx *c)
         }
         /* offloaded: levels mixed, one in 2, 3 or 4 offloaded and the others rebuilt from it (bn=train:ro...,
          * rro..., rrro...): about every level's memory off the device for a part of the moves and a short chain */
-        for (int m = 2; m <= 4 && c->lev[j + 1] == BN_OFFLOAD && b->levels <= PLAN_BN_PICKS; m++) {
-            char mix[PLAN_BN_PICKS + 8] = "train:";
-            for (int q = 1; q <= b->levels; q++) strcat(mix, q % m ? "r" : "o");
-            int i = cand_eval_bn(c, base, mix, source);
-            if (i >= 0) c->out->pts[i].variants = true;
+        for (int m = 2; m <= 4 && c->lev[j + 1] == BN_OFFLOAD && levels <= PLAN_BN_PICKS; m++) {
+            char pick[PLAN_BN_PICKS + 1];
+            for (int q = 1; q <= levels; q++) pick[q - 1] = q % m ? 'r' : 'o';
+            pick[levels] = 0;
+            eval_letters(c, base, pick, source);
         }
     }
-}
-
-/* Base plan `base` with bn=train:pick, the levels past the last letter not k kept (sim/plan/plan.h). */
-static int eval_letters(search_ctx *c, const char *base, const char *pick, const char *source)
-{
-    char mix[PLAN_BN_PICKS + 8];
-    int n = snprintf(mix, sizeof mix, "train:%s", pick);
-    while (n > 6 && mix[n - 1] == 'k') mix[--n] = 0;
-    int i = cand_eval_bn(c, base, n > 6 ? mix : "train", source);
-    if (i >= 0) c->out->pts[i].variants = true; /* a variant: none of its own */
-    return i;
 }
 
 /* The answer's levels refined one letter at a time (bn=train:LETTERS): where the answer gathers
