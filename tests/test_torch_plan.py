@@ -16,12 +16,15 @@ bytes autograd saves outside the checkpointed segments and bands (saved-tensor h
 once, parameters aside) are fewer than the plain module's. +dpr:fp16 and bf16 move the gradients by
 their rounding (at most 1e-2 and 5e-2 in norm, never not at all) and keep fewer bytes;
 +gist:binarize (resnet18, vgg11 under four plans) keeps a relu output read back only for its sign
-as bits and changes no gradient. For every
+as bits, and +gist's sparse storage one a convolution reads as a bitmap and its nonzero values
+(lrcnn's format), also where an offload segment moves them, changing no gradient. For every
 plan, what the forward leaves allocated for backward (PyTorch's CPU allocator, counted by the
 profiler) and the persistent bytes equal lrcnn's prediction for the plan under PyTorch's rules
 (`lrcnn lower --plan PLAN+torch`) to the byte, host copies included (on the CPU they are in the
-same memory); a module that takes channels apart is the exception (views), shown, not compared. Plans it
-cannot run yet (BatchNorm in train mode inside bands, a ceil-mode pool in a band, gist) and plans
+same memory); a sparse map's bytes depend on its values, so those plans are predicted at the
+densities the forward measured (measured_prediction: lrcnn lower at each map's density); a module that
+takes channels apart is the exception (views), shown, not compared. Plans it
+cannot run yet (BatchNorm in train mode inside bands, a ceil-mode pool in a band, zfp, gist with dpr) and plans
 lrcnn refuses are a PlanError. `lrcnn torch-plan` writes scripts that train under ckpt-sqrt,
 ckpt-opt:B (--budget), 2ps:4 (bn=frozen) and vdnn-conv, each printing its first step's gradients
 equal to the plain module's; a model the importer refuses, a plan nothing fits, train-mode
@@ -44,7 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 sys.path.insert(0, HERE)
 import import_cases  # noqa: E402
-from lrcnn_torch import PlanError, apply_plan  # noqa: E402
+from lrcnn_torch import PlanError, apply_plan, measured_prediction  # noqa: E402
 
 failures = 0
 
@@ -115,6 +118,9 @@ def held_as_predicted(name, plan, model, wrapped, x, views=False):
     keep their whole source; lrcnn counts a slice as a copy kept alone (docs/plans.md), so its
     kept bytes are shown, not compared."""
     kept, pred = forward_bytes(wrapped, x, 4), wrapped.predicted
+    if getattr(wrapped, "densities", None):  # gist's sparse maps: predicted at the densities this forward had
+        pred = measured_prediction(model, wrapped)
+        name += " (sparse maps at their measured densities, %.2f..%.2f)" % (min(wrapped.densities.values()), max(wrapped.densities.values()))
     moved = sum(getattr(c, "moved", 0) for c in wrapped.modules() if c is not wrapped)
     persistent = persistent_bytes(model)
     what = ("%s %s: kept for backward %d B (predicted %d on the device + %d in host memory), moved to host memory %d B "
@@ -196,7 +202,7 @@ def compare(name, make, image, plans, lrcnn, bn=None, tol=1e-6, views=False):
         check(ok, "%s %s (%s): logits %.1e, worst gradient %.1e, running statistics %.1e%s of the plain module's"
               % (name, plan, ", ".join("%d %s" % (modes.count(k), k) for k in ("rows", "ckpt", "offload", "layer") if k in modes),
                  worst(y, y0), grads, max(stats or [0]), "" if counts else ", batch counts differ"))
-        moved = sum(getattr(c, "moved", 0) for c in wrapped.children())
+        moved = sum(getattr(c, "moved", 0) for c in wrapped.modules() if c is not wrapped)
         if "offload" in modes:
             check(moved > 0, "%s %s: %.2f MiB of saved maps sent to host memory and back" % (name, plan, moved / 2**20))
             results[(name, plan)] = moved
@@ -282,17 +288,22 @@ def main(lrcnn):
     compare("resnet18", lambda: torchvision.models.resnet18(), (3, 67, 67), ["2ps:3", "overl:3", "2ps-h:2", "overl-h:2"], lrcnn,
             "frozen", 1e-5)
     compare("mobilenet_v2", lambda: torchvision.models.mobilenet_v2(), (3, 64, 64), ["2ps:4"], lrcnn, "frozen", 1e-5)
-    # gist's binarize: a relu output read back only for its sign or shape kept as bits, exactly
-    compare("resnet18", lambda: torchvision.models.resnet18(), (3, 64, 64), ["layer+gist:binarize"], lrcnn)
+    # gist's binarize: a relu output read back only for its sign or shape kept as bits, exactly; its
+    # sparse storage: one a convolution reads, as a bitmap and the nonzero values, exactly; both
+    # where an offload segment moves them (encoded first, as lrcnn does)
+    compare("resnet18", lambda: torchvision.models.resnet18(), (3, 64, 64),
+            ["layer+gist:binarize", "layer+gist", "layer+gist:sparse", "ckpt-sqrt+gist", "vdnn-conv+gist", "vdnn-all+gist:binarize",
+             "offload(conv1:0:1, layer1.0.conv1)@conv1..fc+gist"], lrcnn)
     compare("vgg11", lambda: torchvision.models.vgg11(), (3, 64, 64),
-            ["layer+gist:binarize", "ckpt-sqrt+gist:binarize", "2ps:4+gist:binarize", "overl:4+gist:binarize"], lrcnn, "frozen", 1e-5)
+            ["layer+gist:binarize", "ckpt-sqrt+gist:binarize", "2ps:4+gist:binarize", "overl:4+gist:binarize", "2ps:4+gist",
+             "overl:4+gist:sparse:density=0.3", "vdnn-conv+gist"], lrcnn, "frozen", 1e-5)
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools"))
     import unet  # the shipped U-Net (tools/unet.py): skips concatenated to upsampled maps, all of it one row segment
     compare("unet", unet.unet, (3, 64, 64), ["2ps:4", "overl:4", "ckpt-sqrt", "vdnn-conv"], lrcnn, "frozen", 1e-5)
     got = refusal(torchvision.models.squeezenet1_1, "2ps:2", lrcnn)
     check("ceil-mode pool" in got, "squeezenet1_1 2ps:2: refused (%s)" % got)
-    for plan, says in (("overl:2", "BatchNorm with bn=train"), ("layer+gist", "the encoding gist"), ("ckpt-opt:1KiB", "no checkpointing plan fits"),
-                       ("nosuch", "unknown plan"), ("vdnn-conv+gist:binarize", "gist:binarize with an offload segment"),
+    for plan, says in (("overl:2", "BatchNorm with bn=train"), ("layer+zfp:rate=8", "the encoding zfp:rate=8"),
+                       ("ckpt-opt:1KiB", "no checkpointing plan fits"), ("nosuch", "unknown plan"),
                        ("layer+gist:binarize+dpr:fp16", "the encodings gist:binarize and dpr:fp16 together"), ("2ps:2+gist:binarize bn=frozen", "encodes nothing")):
         got = refusal(torchvision.models.resnet18, plan, lrcnn)
         check(says in got, "%s: refused (%s)" % (plan, got))

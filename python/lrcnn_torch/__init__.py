@@ -25,12 +25,15 @@ that, a map is moved or encoded once however many nodes save it, a 2PS boundary 
 rows (a view would keep the band's whole map), a checkpoint keeps the generator's state only where
 a random layer needs it, and an encoding leaves plain what a checkpoint holds anyway (its inputs).
 
-`+gist:binarize` keeps the maps lrcnn binarizes as bitmaps (Binarized).
+`+gist` keeps the maps lrcnn encodes as it stores them (Gist): a relu output read back only for its
+sign as a bitmap, one a convolution reads as a bitmap and its nonzero values; an offload segment
+moves them encoded. A sparse map's bytes depend on its values: `measured_prediction` predicts
+again at the densities the last forward had.
 
-Not yet: BatchNorm in train mode inside bands (its whole-map statistics; bn=frozen runs), gist's
-sparse encoding, gist beside another encoding, gist with an offload segment, the max pools' argmax in fewer bits (PyTorch's
-int64 indices stay), ZFP, migration, and a side stream for the moves; a plan with them is refused
-with a PlanError naming what. lrcnn's own engine runs them (`lrcnn train`).
+Not yet: BatchNorm in train mode inside bands (its whole-map statistics; bn=frozen runs), gist
+beside another encoding, the max pools' argmax in fewer bits (PyTorch's int64 indices stay), ZFP,
+migration, and a side stream for the moves; a plan with them is refused with a PlanError naming
+what. lrcnn's own engine runs them (`lrcnn train`).
 """
 import contextlib
 import json
@@ -57,7 +60,7 @@ import torch2net  # noqa: E402  (the importer: the same trace and layer names as
 from lrcnn_torch import rows  # noqa: E402
 from lrcnn_torch.rows import RowSegment, Unsupported  # noqa: E402
 
-__all__ = ["apply_plan", "lower", "load_model", "PlanError"]
+__all__ = ["apply_plan", "lower", "load_model", "measured_prediction", "PlanError"]
 
 
 class PlanError(Exception):
@@ -140,7 +143,7 @@ class Offloaded(torch.nn.Module):
     def __init__(self, inner, seg, layer_of, params):
         super().__init__()
         self.inner, self.layer_of, self.params, self.moved = inner, layer_of, params, 0
-        self.encoder = None  # the plan's +dpr (Encoded), whose choice of maps holds in here too: moved encoded
+        self.encoder = None  # the plan's encoding (Encoded, Gist), whose choice of maps holds in here too: moved encoded
         self.kind = seg["offload"]
         self.picked = {m["layer"] for m in seg.get("maps", [])}
         self.modules_of = dict(inner.named_modules())
@@ -176,8 +179,12 @@ class Offloaded(torch.nn.Module):
             host = torch.empty(t.size(), dtype=t.dtype, pin_memory=torch.cuda.is_available())
             host.copy_(t, non_blocking=t.is_cuda)
             return host, t.device, held.decode
+        pairs = [(key, held) for key, held, _ in self.held]
+        if isinstance(self.encoder, Gist):  # the maps gist takes are encoded now, and go encoded
+            self.encoder.encode([(key, held) for key, held in pairs if key in self.chosen])
+            self.encoder.away |= {self.encoder.layers[key] for key in self.chosen if key in self.encoder.layers}
         # keyed by the map saved, not by what holds it (an encoded copy)
-        self.moved = _once([(key, held) for key, held, _ in self.held], self.chosen, to_host)
+        self.moved = _once(pairs, self.chosen, to_host)
         self.held, self.chosen = [], set()
 
     def forward(self, *args):
@@ -286,29 +293,59 @@ class Encoded(torch.nn.Module):
         return out
 
 
-class Binarized(torch.nn.Module):
-    """Gist's binarize (+gist:binarize): the maps lrcnn keeps as their sign alone — a ReLU's output
-    that the backward reads only for its sign (the ReLU's) or its shape (a max pool's) — kept as a
-    bitmap, a bit a value, each image's bits padded to a byte (lrcnn's format), and rebuilt as
-    ones and zeros when backward reads them: the ReLU's gradient is unchanged, exactly. The maps
-    are the outputs of `modules` (lrcnn lower's `encoded` list), seen by forward hooks; a map is
-    turned to bits when the forward ends (a module may save its own output before its hook runs),
-    once however many nodes save it, unless a checkpoint holds it as it is. `kept` counts the bits'
-    bytes of the last forward."""
+class Gist(torch.nn.Module):
+    """Gist's lossless encodings (+gist, +gist:binarize, +gist:sparse), the maps lrcnn lower lists
+    (`encoded`) stored as lrcnn's engine stores them and rebuilt when backward reads them:
+    - sign: a ReLU's output that backward reads only for its sign (the ReLU's) or its shape (a max
+      pool's), a bit a value, each image's bits padded to a byte; rebuilt as ones and zeros, which
+      leaves the ReLU's gradient exactly as it was;
+    - sparse: a ReLU's output a convolution reads back, as a bitmap of its values whose bits are
+      not all zero (so -0.0 survives) and those values in fp32, with each image's bytes in an int64
+      header: lrcnn's format and bytes (engine/cpu/codec_cpu.c), laid out by part rather than by
+      image; rebuilt exactly.
+    A map is known by a marker placed after the graph node that makes it (mark), or, for the last
+    layer of a row segment, by the segment's output (the bands' output, joined); it is encoded when
+    the forward ends (the forward still reads it), once however many nodes save it, unless a
+    checkpoint holds it as it is; an offload segment encodes the maps it moves when its own forward
+    ends, and moves them encoded (as lrcnn does). `kept` counts the encoded bytes the last forward
+    left on the device; `densities` the fraction of values each sparse map stored, by layer."""
 
-    def __init__(self, inner, modules, params):
+    def __init__(self, inner, hooked, params):
         super().__init__()
-        self.inner, self.hooked, self.params, self.kept = inner, modules, params, 0
+        self.inner, self.hooked, self.params, self.kept, self.densities = inner, hooked, params, 0, {}
+        self.held, self.kinds, self.layers, self.done, self.away = [], {}, {}, set(), set()
+
+    def mark(self, t, layer, kind):
+        """The map of `layer` (to be kept as `kind`) is t; t itself goes on."""
+        if torch.is_tensor(t):
+            self.kinds[rows.view_key(t)], self.layers[rows.view_key(t)] = kind, layer
+        return t
 
     def pack(self, t):
         held = _Held(t)
         if t.data_ptr() not in self.params:
-            self.held.append(held)
+            self.held.append((rows.view_key(t), held))
         return held
 
+    def encode(self, helds, leave=()):
+        """Encodes the marked maps among (key, _Held) pairs not yet encoded (nor in leave); the bytes
+        stored."""
+        stored = 0
+        for kind, convert in (("sign", _to_bits), ("sparse", self._to_sparse)):
+            keys = {k for k, v in self.kinds.items() if v == kind} - self.done - set(leave)
+            stored += _once(helds, keys, convert)
+            self.done |= {k for k, _ in helds if k in keys}
+        return stored
+
+    def _to_sparse(self, held):
+        packed, decode, nnz = _sparse(held.t)
+        self.densities[self.layers[rows.view_key(held.t)]] = nnz / held.t.numel()
+        return packed, None, decode
+
     def forward(self, *args):
-        self.held, signs = [], set()
-        hooks = [m.register_forward_hook(lambda m, i, out: signs.add(rows.view_key(out))) for m in self.hooked]
+        self.held, self.kinds, self.layers, self.done, self.densities, self.away = [], {}, {}, set(), {}, set()
+        hooks = [m.register_forward_hook(lambda m, i, out, name=name, kind=kind: self.mark(out, name, kind))
+                 for m, name, kind in self.hooked]
         try:
             with rows.plain_maps() as plain:
                 with torch.autograd.graph.saved_tensors_hooks(self.pack, _Held.get):
@@ -316,7 +353,10 @@ class Binarized(torch.nn.Module):
         finally:
             for h in hooks:
                 h.remove()
-        self.kept = _once([(rows.view_key(h.t), h) for h in self.held], signs - plain, _to_bits)
+        self.encode(self.held, plain)
+        # kept counts each map once: the holders of one map share its encoded tensor
+        self.kept = sum({held.t.data_ptr(): held.t.numel() * held.t.element_size()
+                         for k, held in self.held if k in self.done and held.device is None}.values())
         self.held = []
         return out
 
@@ -329,17 +369,47 @@ def _to_bits(held):
 _BIT = torch.tensor([1 << j for j in range(8)], dtype=torch.uint8)
 
 
+def _bitmap(m):
+    """A boolean (N, n) as each image's bits, least significant first, padded to a byte: (N, ceil(n / 8))."""
+    m = torch.nn.functional.pad(m.to(torch.uint8), (0, (-m.shape[1]) % 8))
+    return (m.view(m.shape[0], -1, 8) * _BIT.to(m.device)).sum(-1, dtype=torch.uint8)
+
+
+def _unbitmap(b, n):
+    ones = (b.unsqueeze(-1) >> torch.arange(8, dtype=torch.uint8, device=b.device)) & 1
+    return ones.view(b.shape[0], -1)[:, :n]
+
+
 def _sign_bits(t):
     """t's signs, a bit a value (set: positive), each image's bits in bytes of their own (N, ceil(n / 8)),
     and the function that rebuilds t's shape from them: 1 where positive, 0 elsewhere."""
     shape, dtype, n = tuple(t.shape), t.dtype, t[0].numel()
-    m = torch.nn.functional.pad((t.detach().reshape(shape[0], -1) > 0).to(torch.uint8), (0, (-n) % 8))
-    packed = (m.view(shape[0], -1, 8) * _BIT.to(t.device)).sum(-1, dtype=torch.uint8)
+    packed = _bitmap(t.detach().reshape(shape[0], -1) > 0)
 
     def decode(b):
-        ones = (b.unsqueeze(-1) >> torch.arange(8, dtype=torch.uint8, device=b.device)) & 1
-        return ones.view(shape[0], -1)[:, :n].to(dtype).view(shape)
+        return _unbitmap(b, n).to(dtype).view(shape)
     return packed, decode
+
+
+def _sparse(t):
+    """t (fp32) in lrcnn's sparse format, as one byte tensor: each image's bytes (int64), each image's
+    bitmap of the values whose bits are not all zero, then those values; the function that rebuilds
+    t from it; and how many values it stored."""
+    shape, dtype, N, n = tuple(t.shape), t.dtype, t.shape[0], t[0].numel()  # decode must not hold t
+    flat = t.detach().reshape(N, n).contiguous()
+    nonzero = flat.view(torch.int32) != 0  # by bits: -0.0 is kept as it is
+    counts = nonzero.sum(1)
+    bitmap, values = _bitmap(nonzero), flat[nonzero]
+    header = (bitmap.shape[1] + 4 * counts).to(torch.int64)
+    packed = torch.cat([header.view(torch.uint8), bitmap.reshape(-1), values.view(torch.uint8)])
+    head, bits = 8 * N, N * bitmap.shape[1]
+
+    def decode(b):
+        mask = _unbitmap(b[head:head + bits].view(N, -1), n).bool()
+        out = torch.zeros(N, n, dtype=dtype, device=b.device)
+        out[mask] = b[head + bits:].clone().view(dtype)
+        return out.view(shape)
+    return packed, decode, int(counts.sum())
 
 
 class Checkpointed(torch.nn.Module):
@@ -375,15 +445,13 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
     device = params[0].device.type if params else "cpu"
     conv, low = lower(model, image, batch, plan, optimizer, bn, lrcnn, device)
     unsupported = [s for s in low["segments"] if s["mode"] not in ("layer", "ckpt", "rows", "offload")]
-    other = [m for m in low["encodings"] if m not in DPR and m != "gist:binarize"]
-    moving = "gist:binarize" in low["encodings"] and any(s["mode"] == "offload" for s in low["segments"])
-    if unsupported or other or len(low["encodings"]) > 1 or any(low["migrate"].values()) or moving:
+    other = [m for m in low["encodings"] if m not in DPR and not m.startswith("gist")]
+    if unsupported or other or len(low["encodings"]) > 1 or any(low["migrate"].values()):
         what = ("%s segment %s..%s" % (unsupported[0]["mode"], unsupported[0]["first"], unsupported[0]["last"]) if unsupported
                 else "the encoding %s" % other[0] if other
-                else "the encodings %s together" % " and ".join(low["encodings"]) if len(low["encodings"]) > 1
-                else "gist:binarize with an offload segment" if moving else "migration")
+                else "the encodings %s together" % " and ".join(low["encodings"]) if len(low["encodings"]) > 1 else "migration")
         raise PlanError("plan '%s': %s: not run in PyTorch yet (layer, ckpt, offload and row segments, "
-                        "+dpr:fp16|bf16 and +gist:binarize alone are; lrcnn train runs the rest)"
+                        "+dpr:fp16|bf16 and +gist alone are; lrcnn train runs the rest)"
                         % (plan, what))
     names = [l["name"] for l in low["layers"]]
     segment = {}
@@ -391,6 +459,22 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
         for name in names[names.index(s["first"]):names.index(s["last"]) + 1]:
             segment[name] = k
     graph = next(iter(conv.alias)).graph
+    held = {t.data_ptr() for t in list(model.parameters()) + list(model.buffers())}  # the module's own: never moved or encoded
+    gist = None
+    if low["encodings"] and low["encodings"][0].startswith("gist"):
+        gist = Gist(None, [], held)
+        mark, last = gist.mark, {}  # one object for fx's generated code; each layer's last node: the one that makes its map
+        for node in graph.nodes:
+            if node in conv.alias:
+                last[conv.alias[node]] = node
+        for m in low["encoded"]:
+            seg = low["segments"][segment[m["layer"]]]
+            if seg["mode"] == "rows":  # the last layer's is the segment's output (below); the bands' own are not listed
+                continue
+            node = last[m["layer"]]
+            with graph.inserting_after(node):
+                marker = graph.call_function(mark, (node, m["layer"], m["encoding"]))
+            node.replace_all_uses_with(marker, delete_user_cb=lambda user, marker=marker: user is not marker)
     part = {}
     for node in graph.nodes:  # a node is in its layer's segment; one without a layer (a size, a view) follows its inputs
         if node.op in ("placeholder", "output"):
@@ -400,7 +484,6 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
         part[node] = segment[layer] if layer in segment else max(ins) if ins else 0
     gm = torch.fx.GraphModule(model, graph)
     split = split_module(gm, model, lambda node: part[node])
-    held = {t.data_ptr() for t in list(model.parameters()) + list(model.buffers())}  # the module's own: never moved or encoded
     layer_of = {node.name: layer for node, layer in conv.alias.items()}
     for k, s in enumerate(low["segments"]):
         name = "submod_%d" % k
@@ -414,27 +497,54 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
             except Unsupported as e:
                 raise PlanError("plan '%s': rows segment %s..%s: %s: not run in PyTorch yet (lrcnn train runs it)"
                                 % (plan, s["first"], s["last"], e)) from None
-    if low["encodings"] == ["gist:binarize"]:
-        modules = dict(model.named_modules())
-        hooked = []
-        for m in low["encoded"]:
+    if gist is not None:
+        gist.inner = split
+        for m in low["encoded"]:  # the last layer of a row segment: the segment's output
             k = segment[m["layer"]]
             if low["segments"][k]["mode"] == "rows" and low["segments"][k]["last"] == m["layer"]:
-                hooked.append(getattr(split, "submod_%d" % k))  # the whole map is the bands' output, joined
-                continue
-            nodes = [node for node, layer in conv.alias.items() if layer == m["layer"]]
-            if m["encoding"] != "sign" or not nodes or nodes[0].op != "call_module":
-                raise PlanError("plan '%s': +gist:binarize: layer %s (%s) is not a module's output: not run in PyTorch yet"
-                                % (plan, m["layer"], m["encoding"]))
-            hooked.append(modules[nodes[0].target])
-        split = Binarized(split, hooked, held)
+                gist.hooked.append((getattr(split, "submod_%d" % k), m["layer"], m["encoding"]))
+        split = gist
     elif low["encodings"]:
         split = Encoded(split, low["encodings"][0], held)
-        for m in split.modules():  # an offload segment's hooks stand in for the encoder's: they ask it
-            if isinstance(m, Offloaded):
-                m.encoder = split
+    for m in split.modules():  # an offload segment's hooks stand in for the encoder's: they ask it
+        if isinstance(m, Offloaded) and low["encodings"]:
+            m.encoder = split
     split.lowering, split.predicted = low, predicted(low)
+    split.lowered_as = dict(image=image, batch=batch, plan=plan, optimizer=optimizer, bn=bn, lrcnn=lrcnn, device=device)
     return split
+
+
+def _with_density(plan, density):
+    """plan with its +gist modifier's density set (sim/plan/enc.c: gist[:binarize|:sparse][:density=D])."""
+    head, bn = plan.split(" bn=", 1) if " bn=" in plan else (plan, None)
+    mods = [m if not m.startswith("gist") else
+            ":".join([a for a in m.split(":") if not a.startswith("density=")] + ["density=%r" % density]) for m in head.split("+")]
+    return "+".join(mods) + ("" if bn is None else " bn=" + bn)
+
+
+def measured_prediction(model, wrapped):
+    """wrapped.predicted again with the densities gist's sparse maps had in its last forward
+    (wrapped.densities): a sparse map's bytes depend on its values, and lrcnn predicts them from a
+    density (0.5, or the plan's density=D). Each map's bytes are lrcnn's prediction at its own
+    density (`lrcnn lower` once per density), added to `kept` or, for a map an offload segment
+    moved, to `host` and `moved`; the peak, which the maps may or may not all reach, is left out."""
+    dens = getattr(wrapped, "densities", {})
+    pred = dict(wrapped.predicted, peak=None, reserved=None)
+    a = wrapped.lowered_as
+    at = {}  # density -> {layer: bytes}
+    for d in sorted(set(dens.values())):
+        _, low = lower(model, a["image"], a["batch"], _with_density(a["plan"], d), a["optimizer"], a["bn"], a["lrcnn"], a["device"])
+        at[d] = {m["layer"]: m["bytes"] for m in low["encoded"]}
+    for m in wrapped.lowering["encoded"]:
+        if m["layer"] not in dens:
+            continue
+        delta = at[dens[m["layer"]]][m["layer"]] - m["bytes"]
+        if m["layer"] in wrapped.away:
+            pred["host"] += delta
+            pred["moved"] += delta
+        else:
+            pred["kept"] += delta
+    return pred
 
 
 def predicted(low):
