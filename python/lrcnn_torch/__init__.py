@@ -27,11 +27,11 @@ a random layer needs it, and an encoding leaves plain what a checkpoint holds an
 
 `+gist` keeps the maps lrcnn encodes as it stores them (Gist): a relu output read back only for its
 sign as a bitmap, one a convolution reads as a bitmap and its nonzero values; an offload segment
-moves them encoded. A sparse map's bytes depend on its values: `measured_prediction` predicts
-again at the densities the last forward had.
+moves them encoded, and beside `+dpr` the maps gist leaves are dpr's. A sparse map's bytes depend
+on its values: `measured_prediction` predicts again at the densities the last forward had.
 
-Not yet: BatchNorm in train mode inside bands (its whole-map statistics; bn=frozen runs), gist
-beside another encoding, the max pools' argmax in fewer bits (PyTorch's int64 indices stay), ZFP,
+Not yet: BatchNorm in train mode inside bands (its whole-map statistics; bn=frozen runs), the max
+pools' argmax in fewer bits (PyTorch's int64 indices stay), ZFP,
 migration, and a side stream for the moves; a plan with them is refused with a PlanError naming
 what. lrcnn's own engine runs them (`lrcnn train`).
 """
@@ -262,12 +262,16 @@ class Encoded(torch.nn.Module):
     def __init__(self, inner, mod, params):
         super().__init__()
         self.inner, self.dtype, self.params, self.kept = inner, DPR[mod], params, 0
+        self.encoded, self.inputs, self.claimed = {}, set(), {}
 
     def pack(self, t):
         key = rows.view_key(t)
-        if not t.requires_grad or t.dtype != torch.float32 or t.data_ptr() in self.params or key in self.inputs:
+        claimed = self.claimed.get(key)
+        if not t.requires_grad or t.dtype != torch.float32 or t.data_ptr() in self.params or key in self.inputs or (
+                claimed is not None and claimed() is t):
             # only the maps the graph computes: not constants it made (BatchNorm's statistics, a
-            # dropout's mask), nor parameters, nor the batch, which the caller holds anyway
+            # dropout's mask), nor parameters, nor the batch, which the caller holds anyway; nor
+            # those gist takes
             return _Held(t)
         # a map saved by several nodes is encoded once; the entry names the tensor weakly, since a
         # later map may take a freed one's address
@@ -278,11 +282,20 @@ class Encoded(torch.nn.Module):
             self.encoded[key] = weakref.ref(t), held
         return held
 
-    def forward(self, *args):
-        self.encoded, self.inputs = {}, {rows.view_key(a) for a in args if torch.is_tensor(a)}
-        with rows.plain_maps() as plain:
-            with torch.autograd.graph.saved_tensors_hooks(self.pack, _Held.get):
-                out = self.inner(*args)
+    def claim(self, t):
+        """Gist takes t (gist beside dpr): kept as it is here, and again where the node that made it
+        saved it already."""
+        key = rows.view_key(t)
+        self.claimed[key] = weakref.ref(t)  # weakly: a later map may take a freed one's address, and key
+        ref, held = self.encoded.get(key, (None, None))
+        if held is not None and ref() is t:
+            del self.encoded[key]
+            held.t, held.dtype = t, None
+
+    def begin(self, args):
+        self.encoded, self.inputs, self.claimed = {}, {rows.view_key(a) for a in args if torch.is_tensor(a)}, {}
+
+    def finish(self, plain):
         self.kept = 0
         for key, (ref, held) in self.encoded.items():
             if key in plain and ref() is not None:  # a checkpoint holds it as it is: the encoding would add to it
@@ -290,6 +303,13 @@ class Encoded(torch.nn.Module):
             elif held.device is None:  # not moved to host memory by an offload segment (Offloaded counts those)
                 self.kept += held.t.numel() * held.t.element_size()
         self.encoded = {}
+
+    def forward(self, *args):
+        self.begin(args)
+        with rows.plain_maps() as plain:
+            with torch.autograd.graph.saved_tensors_hooks(self.pack, _Held.get):
+                out = self.inner(*args)
+        self.finish(plain)
         return out
 
 
@@ -310,19 +330,24 @@ class Gist(torch.nn.Module):
     ends, and moves them encoded (as lrcnn does). `kept` counts the encoded bytes the last forward
     left on the device; `densities` the fraction of values each sparse map stored, by layer."""
 
-    def __init__(self, inner, hooked, params):
+    def __init__(self, inner, hooked, params, lossy=None):
         super().__init__()
         self.inner, self.hooked, self.params, self.kept, self.densities = inner, hooked, params, 0, {}
-        self.held, self.kinds, self.layers, self.done, self.away = [], {}, {}, set(), set()
+        self.lossy = lossy  # gist beside dpr: an Encoded (its inner unused) for the maps gist leaves
+        self.held, self.kinds, self.layers, self.refs, self.done, self.away = [], {}, {}, {}, set(), set()
 
     def mark(self, t, layer, kind):
         """The map of `layer` (to be kept as `kind`) is t; t itself goes on."""
         if torch.is_tensor(t):
-            self.kinds[rows.view_key(t)], self.layers[rows.view_key(t)] = kind, layer
+            key = rows.view_key(t)
+            # the map weakly: one nothing saves dies, and a later map may take its address, and key
+            self.kinds[key], self.layers[key], self.refs[key] = kind, layer, weakref.ref(t)
+            if self.lossy is not None:
+                self.lossy.claim(t)
         return t
 
     def pack(self, t):
-        held = _Held(t)
+        held = _Held(t) if self.lossy is None else self.lossy.pack(t)
         if t.data_ptr() not in self.params:
             self.held.append((rows.view_key(t), held))
         return held
@@ -331,8 +356,11 @@ class Gist(torch.nn.Module):
         """Encodes the marked maps among (key, _Held) pairs not yet encoded (nor in leave); the bytes
         stored."""
         stored = 0
+        # only the holders of the marked map itself: under dpr an earlier map's encoded copy may be
+        # held under the same key (its original freed, its address taken again)
+        helds = [(k, h) for k, h in helds if k in self.refs and h.t is self.refs[k]()]
         for kind, convert in (("sign", _to_bits), ("sparse", self._to_sparse)):
-            keys = {k for k, v in self.kinds.items() if v == kind} - self.done - set(leave)
+            keys = {k for k, v in self.kinds.items() if v == kind and self.refs[k]() is not None} - self.done - set(leave)
             stored += _once(helds, keys, convert)
             self.done |= {k for k, _ in helds if k in keys}
         return stored
@@ -343,9 +371,11 @@ class Gist(torch.nn.Module):
         return packed, None, decode
 
     def forward(self, *args):
-        self.held, self.kinds, self.layers, self.done, self.densities, self.away = [], {}, {}, set(), {}, set()
+        self.held, self.kinds, self.layers, self.refs, self.done, self.densities, self.away = [], {}, {}, {}, set(), {}, set()
         hooks = [m.register_forward_hook(lambda m, i, out, name=name, kind=kind: self.mark(out, name, kind))
                  for m, name, kind in self.hooked]
+        if self.lossy is not None:
+            self.lossy.begin(args)
         try:
             with rows.plain_maps() as plain:
                 with torch.autograd.graph.saved_tensors_hooks(self.pack, _Held.get):
@@ -354,9 +384,12 @@ class Gist(torch.nn.Module):
             for h in hooks:
                 h.remove()
         self.encode(self.held, plain)
+        if self.lossy is not None:
+            self.lossy.finish(plain)
         # kept counts each map once: the holders of one map share its encoded tensor
         self.kept = sum({held.t.data_ptr(): held.t.numel() * held.t.element_size()
                          for k, held in self.held if k in self.done and held.device is None}.values())
+        self.kept += self.lossy.kept if self.lossy is not None else 0
         self.held = []
         return out
 
@@ -446,12 +479,14 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
     conv, low = lower(model, image, batch, plan, optimizer, bn, lrcnn, device)
     unsupported = [s for s in low["segments"] if s["mode"] not in ("layer", "ckpt", "rows", "offload")]
     other = [m for m in low["encodings"] if m not in DPR and not m.startswith("gist")]
-    if unsupported or other or len(low["encodings"]) > 1 or any(low["migrate"].values()):
+    gists = [m for m in low["encodings"] if m.startswith("gist")]
+    lossy = [m for m in low["encodings"] if m in DPR]
+    if unsupported or other or len(gists) > 1 or len(lossy) > 1 or any(low["migrate"].values()):
         what = ("%s segment %s..%s" % (unsupported[0]["mode"], unsupported[0]["first"], unsupported[0]["last"]) if unsupported
                 else "the encoding %s" % other[0] if other
-                else "the encodings %s together" % " and ".join(low["encodings"]) if len(low["encodings"]) > 1 else "migration")
+                else "the encodings %s together" % " and ".join(low["encodings"]) if len(gists) > 1 or len(lossy) > 1 else "migration")
         raise PlanError("plan '%s': %s: not run in PyTorch yet (layer, ckpt, offload and row segments, "
-                        "+dpr:fp16|bf16 and +gist alone are; lrcnn train runs the rest)"
+                        "+dpr:fp16|bf16 and +gist are; lrcnn train runs the rest)"
                         % (plan, what))
     names = [l["name"] for l in low["layers"]]
     segment = {}
@@ -461,20 +496,30 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
     graph = next(iter(conv.alias)).graph
     held = {t.data_ptr() for t in list(model.parameters()) + list(model.buffers())}  # the module's own: never moved or encoded
     gist = None
-    if low["encodings"] and low["encodings"][0].startswith("gist"):
-        gist = Gist(None, [], held)
-        mark, last = gist.mark, {}  # one object for fx's generated code; each layer's last node: the one that makes its map
+    if gists:
+        gist = Gist(None, [], held, Encoded(None, lossy[0], held) if lossy else None)
+        mark, last = gist.mark, {}  # mark: one object for fx's generated code; each layer's last node: the one that makes its map
         for node in graph.nodes:
             if node in conv.alias:
                 last[conv.alias[node]] = node
+        kind = {l["name"]: l["kind"] for l in low["layers"]}
         for m in low["encoded"]:
             seg = low["segments"][segment[m["layer"]]]
-            if seg["mode"] == "rows":  # the last layer's is the segment's output (below); the bands' own are not listed
+            if m["encoding"] not in ("sign", "sparse") or seg["mode"] == "rows":
+                # gist's alone (dpr's are the lossy encoder's); a row segment's last layer's map is
+                # the segment's output (below), and the bands' own are not listed
                 continue
+            # the map is the layer's buffer, which the relus that alone read it then overwrite in
+            # lrcnn (in place): each of them is marked, the last one's output being the map's values
             node = last[m["layer"]]
-            with graph.inserting_after(node):
-                marker = graph.call_function(mark, (node, m["layer"], m["encoding"]))
-            node.replace_all_uses_with(marker, delete_user_cb=lambda user, marker=marker: user is not marker)
+            while True:
+                users = list(node.users)
+                with graph.inserting_after(node):
+                    marker = graph.call_function(mark, (node, m["layer"], m["encoding"]))
+                node.replace_all_uses_with(marker, delete_user_cb=lambda user, marker=marker: user is not marker)
+                if len(users) != 1 or kind.get(conv.alias.get(users[0])) != "relu":
+                    break
+                node = users[0]
     part = {}
     for node in graph.nodes:  # a node is in its layer's segment; one without a layer (a size, a view) follows its inputs
         if node.op in ("placeholder", "output"):
@@ -501,7 +546,7 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
         gist.inner = split
         for m in low["encoded"]:  # the last layer of a row segment: the segment's output
             k = segment[m["layer"]]
-            if low["segments"][k]["mode"] == "rows" and low["segments"][k]["last"] == m["layer"]:
+            if m["encoding"] in ("sign", "sparse") and low["segments"][k]["mode"] == "rows" and low["segments"][k]["last"] == m["layer"]:
                 gist.hooked.append((getattr(split, "submod_%d" % k), m["layer"], m["encoding"]))
         split = gist
     elif low["encodings"]:
