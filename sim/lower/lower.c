@@ -98,7 +98,7 @@ int lower_fwd(lower *c, int L, int band, band_rows r, band_rows hold, int y, boo
     if (k->labels) t->x[l->n_in] = c->label;
     /* the workspace for the views the step runs with: y may be a buffer that holds more rows (a
      * band's output written into the segment's map) */
-    sched_ws_query q = {.layer = L, .out = r, .held = true, .y = c->s->bufs[y].rows};
+    sched_ws_query q = {.layer = L, .batch = c->cfg->batch, .out = r, .held = true, .y = c->s->bufs[y].rows};
     if (l->n_in && t->x[0] >= 0) q.x = c->s->bufs[t->x[0]].rows;
     int64_t ws = torch_scratch(c) ? sched_step_workspace(c->cfg, n, &q) : 0;
     if (ws) t->ws = lower_buf(c, BUF_WS, MEM_WORKSPACE, L, band, r, ws);
@@ -144,7 +144,7 @@ sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold
         }
     }
     int xb = l->n_in ? c->act[l->in[0]] : -1;
-    sched_ws_query q = {.layer = L, .backward = true, .out = r, .held = true, .x = xb >= 0 ? c->s->bufs[xb].rows : (band_rows){0, 0},
+    sched_ws_query q = {.layer = L, .batch = c->cfg->batch, .backward = true, .out = r, .held = true, .x = xb >= 0 ? c->s->bufs[xb].rows : (band_rows){0, 0},
                         .y = dy >= 0 ? c->s->bufs[dy].rows : r, .dx = l->n_in && dx[0] >= 0 ? c->s->bufs[dx[0]].rows : (band_rows){0, 0},
                         .dw = weights && l->params};
     int64_t ws = torch_scratch(c) ? sched_step_workspace(c->cfg, n, &q) : 0;

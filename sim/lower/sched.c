@@ -53,14 +53,17 @@ const sched_ws_model sched_ws_cpu = {.bytes = cpu_ws_bytes};
 int64_t sched_step_workspace(const sched_cfg *cfg, const net *n, const sched_ws_query *q)
 {
     if (band_rows_len(q->out) <= 0) return 0;
+    const sched_ws_model *m = cfg->ws ? cfg->ws : &sched_ws_cpu;
+    if (q->batch == cfg->batch) return m->bytes(m, n, q); /* the callers' own: no copy (a copy of a
+                                                             query just built stalled on its narrow stores) */
     sched_ws_query k = *q;
     k.batch = cfg->batch;
-    return (cfg->ws ? cfg->ws : &sched_ws_cpu)->bytes(cfg->ws ? cfg->ws : &sched_ws_cpu, n, &k);
+    return m->bytes(m, n, &k);
 }
 
 int64_t sched_cfg_workspace(const sched_cfg *cfg, const net *n, int L, int rows, bool backward)
 {
-    sched_ws_query q = {.layer = L, .backward = backward, .out = {0, rows}};
+    sched_ws_query q = {.layer = L, .batch = cfg->batch, .backward = backward, .out = {0, rows}};
     return sched_step_workspace(cfg, n, &q);
 }
 
