@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 from lrcnn_torch import apply_plan  # noqa: E402
 
-PLANS = ["layer", "ckpt-sqrt", "vdnn-conv", "2ps:4", "overl:4", "2ps-h", "layer+dpr:fp16"]
+PLANS = ["layer", "ckpt-sqrt", "vdnn-conv", "2ps:4", "overl:4", "2ps-h", "layer+dpr:fp16", "layer+gist"]
 ITERS = 3
 
 

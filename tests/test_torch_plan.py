@@ -30,7 +30,7 @@ ckpt-opt:B (--budget), 2ps:4 (bn=frozen) and vdnn-conv, each printing its first 
 equal to the plain module's; a model the importer refuses, a plan nothing fits, train-mode
 BatchNorm in bands, no plan, and an existing file are refused: exit 2, one line, no file.
 `full` (experiments/torch_plan_cpu.sh): the same at full size, VGG-16, ResNet-50, MobileNetV2 and
-the U-Net at 224x224 under eight plans (MobileNetV2 has nothing gist's binarize takes), against the
+the U-Net at 224x224 under nine plans (MobileNetV2 has nothing gist takes), against the
 plain module's own fp32 error.
 """
 import copy
@@ -317,7 +317,8 @@ def main(lrcnn):
 def full(lrcnn):
     """The issue's table, at full size (minutes; experiments/torch_plan_cpu.sh): VGG-16, ResNet-50,
     MobileNetV2 and the U-Net at 224x224, batch 2, BatchNorm frozen (bands need it), dropout drawing,
-    under layer, ckpt-sqrt, 2ps:4, overl:4, 2ps-h, vdnn-conv, layer+dpr:bf16 and layer+gist:binarize: gradients within
+    under layer, ckpt-sqrt, 2ps:4, overl:4, 2ps-h, vdnn-conv, layer+dpr:bf16, layer+gist:binarize and layer+gist
+    (binarize and sparse; MobileNetV2's relu6 outputs are neither's): gradients within
     4x the plain module's own fp32 error (fp32 against fp64) or 1e-5 (dpr: 5e-2), whichever is more."""
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools"))
     import unet
@@ -330,7 +331,7 @@ def full(lrcnn):
         # bfloat16, fp32's range: untrained in eval mode MobileNetV2's deep maps fall below fp16's (1e-8), to zero
         compare(name, make, (3, 224, 224), ["layer+dpr:bf16"], lrcnn, "frozen", max(5e-2, 4 * floor))
         if name != "mobilenet_v2":  # lossless: bit for bit
-            compare(name, make, (3, 224, 224), ["layer+gist:binarize"], lrcnn, "frozen")
+            compare(name, make, (3, 224, 224), ["layer+gist:binarize", "layer+gist"], lrcnn, "frozen")
         else:  # no max pool, and every relu6 output a convolution's input: nothing to keep as a sign
             got = refusal(make, "layer+gist:binarize", lrcnn, (3, 224, 224), "frozen")
             check("encodes nothing" in got, "%s layer+gist:binarize: refused (%s)" % (name, got))
