@@ -34,6 +34,7 @@ static const char *usage =
     "--backend cuda also reports the device's own view of the last iteration: the pool's reserved and\n"
     "used peaks, the bytes in use at every step's end, the context's bytes, and through CUPTI the\n"
     "reserved and sub-allocated peaks and kernel time per layer (--no-cupti: without CUPTI or sampling).\n"
+    "CUPTI watches only the last iteration, which is then not among those timed (with more than two).\n"
     "--calibrate: predict sparse and zfp:acc encodings from the densities and ratios measured in RUNS.h5.\n"
     "--profile: predict the iteration time with the model lrcnn calibrate measured (printed beside the\n"
     "measured median; without it, the roofline of the cpu, or of an h100 for --backend cuda).\n"

@@ -169,8 +169,10 @@ typedef struct {
     /* A backend that sees the device itself (NULL: none, as the CPU): device_mark, before the
      * iteration measured, restarts its peaks; device_report, after it, fills d and layers[0 ..
      * n_layers) with what it saw since. tag(-1), which ends every layer step, is where such a
-     * backend samples the device's memory. */
-    void (*device_mark)(void);
+     * backend samples the device's memory. device_mark returns whether the backend profiles that
+     * iteration (CUDA: CUPTI's launch records, the per-step tags and samples, which cost host time
+     * on every call): then it is the profiled pass, not one of the timed ones (run.h). */
+    bool (*device_mark)(void);
     void (*device_report)(ops_device *d, ops_device_layer *layers, int n_layers);
 } ops_table;
 

@@ -76,7 +76,8 @@ typedef struct {
      * touched (mincore). -1 where not measured. */
     bool arena;
     int64_t arena_size, arena_host_size, arena_extent, arena_host_extent, arena_resident;
-    double best_us;               /* best iteration time after the first (the only one when iters == 1) */
+    bool profiled_last;           /* the backend profiled the last iteration (ops_table.device_mark) */
+    double best_us;               /* best iteration time of those timed (run_timed) */
     double median_us;             /* their median: what time predictions are compared with */
     float loss0;
     /* against a reference run (run_compare): */
@@ -143,6 +144,10 @@ void run_summary_free(run_summary *s);
 
 /* The median of v[0..n), n >= 1. */
 double run_median(const double *v, int n);
+/* The iterations timed of `iters`, [*first, *end): after the first, which includes the warm-up
+ * (the only one when iters == 1), and before a last one the backend profiled (its launch records
+ * cost host time per call), where that leaves any. */
+void run_timed(int iters, bool profiled_last, int *first, int *end);
 
 /* Fills s's comparison fields: g against ref, both all parameter tensors of n back to back
  * (net_params(n) floats, layer by layer, as run.grads). */

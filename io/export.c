@@ -1,8 +1,8 @@
 /* export: a result file as TSV tables (h5_export in h5.h; the layout is results/SCHEMA.md).
  *
- * Reads with the HDF5 C API exactly what the tables need and checks each object's class and
- * shape before reading it, so a foreign or damaged file gives one line naming the object rather
- * than a conversion error. Category names come from the file's own `categories`, not from this
+ * Reads with the HDF5 C API exactly what the tables need, through io/h5read.h, which checks each
+ * object's class and shape before reading it, so a foreign or damaged file gives one line naming
+ * the object rather than a conversion error. Category names come from the file's own `categories`, not from this
  * build. Numbers round-trip: int64 as %lld, float64 as %.17g. Strings have tabs and newlines
  * replaced by spaces (they are names and plan texts; nothing is lost in practice).
  *
@@ -11,7 +11,7 @@
  * behind (nor the directory, when it made it); an existing table is replaced only with --force. Without a directory
  * the runs table is built in memory and goes to stdout only once complete, for the same reason.
  * Not done here: the layers table and the per-category maxima (read them with h5py). */
-#include "io/h5.h"
+#include "io/h5read.h"
 #include "io/outfile.h"
 
 #include <errno.h>
@@ -19,211 +19,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* --- typed reads -------------------------------------------------------------------------------- */
-
-typedef enum { RD_INT, RD_F64, RD_STR } rd_kind;
-static const H5T_class_t rd_class[] = {H5T_INTEGER, H5T_FLOAT, H5T_STRING};
-static const char *rd_what[] = {"an integer", "a float", "a string"};
-static const char *rd_noun[] = {"integer", "float", "string"};
-
-/* The string of type t in scalar attribute a (fixed or variable length) into *out (malloc'd). */
-static int read_str(hid_t a, hid_t t, char **out, err *e)
-{
-    int rc = -1;
-    hid_t mt = H5I_INVALID_HID;
-    char *fixed = NULL;
-    htri_t var;
-    H5T_cset_t cset;
-    H5_CHECK(var = H5Tis_variable_str(t));
-    H5_CHECK(cset = H5Tget_cset(t));
-    H5_CHECK(mt = H5Tcopy(H5T_C_S1));
-    H5_CHECK(H5Tset_cset(mt, cset));
-    if (var) {
-        char *s = NULL;
-        H5_CHECK(H5Tset_size(mt, H5T_VARIABLE));
-        H5_CHECK(H5Aread(a, mt, &s));
-        *out = err_strdup(s ? s : "");
-        H5free_memory(s);
-    } else {
-        size_t n = H5Tget_size(t);
-        fixed = err_calloc(n + 1, 1);
-        H5_CHECK(H5Tset_size(mt, n + 1));
-        H5_CHECK(H5Tset_strpad(mt, H5T_STR_NULLTERM));
-        H5_CHECK(H5Aread(a, mt, fixed));
-        *out = fixed;
-        fixed = NULL;
-    }
-    rc = 0;
-cleanup:
-    free(fixed);
-    if (mt >= 0) H5Tclose(mt);
-    return rc;
-}
-
-/* Scalar attribute `name` of loc (described as `where` in messages) into *(int64_t *), *(double *)
- * or *(char **) (malloc'd) by kind. */
-static int read_attr(hid_t loc, const char *where, const char *name, rd_kind k, void *out, err *e)
-{
-    int rc = -1;
-    hid_t a = H5I_INVALID_HID, t = H5I_INVALID_HID, sp = H5I_INVALID_HID;
-    htri_t exists;
-    H5T_class_t cls;
-    hssize_t n;
-    H5_CHECK(exists = H5Aexists(loc, name));
-    if (!exists) {
-        err_set(e, "%s: missing attribute %s", where, name);
-        goto cleanup;
-    }
-    H5_CHECK(a = H5Aopen(loc, name, H5P_DEFAULT));
-    H5_CHECK(t = H5Aget_type(a));
-    H5_CHECK(sp = H5Aget_space(a));
-    H5_CHECK(cls = H5Tget_class(t));
-    H5_CHECK(n = H5Sget_simple_extent_npoints(sp));
-    if (cls != rd_class[k] || n != 1) {
-        err_set(e, "%s: attribute %s is not %s scalar", where, name, rd_what[k]);
-        goto cleanup;
-    }
-    if (k == RD_INT) H5_CHECK(H5Aread(a, H5T_NATIVE_INT64, out));
-    else if (k == RD_F64) H5_CHECK(H5Aread(a, H5T_NATIVE_DOUBLE, out));
-    else H5_TRY(read_str(a, t, out, e));
-    rc = 0;
-cleanup:
-    if (sp >= 0) H5Sclose(sp);
-    if (t >= 0) H5Tclose(t);
-    if (a >= 0) H5Aclose(a);
-    return rc;
-}
-
-int h5_read_attr_str(hid_t loc, const char *where, const char *name, char **out, err *e)
-{
-    return read_attr(loc, where, name, RD_STR, out, e);
-}
-
-int h5_read_attr_i64(hid_t loc, const char *where, const char *name, int64_t *out, err *e)
-{
-    return read_attr(loc, where, name, RD_INT, out, e);
-}
-
-/* Opens loc/name, which must exist and be a group (want_dataset false) or a dataset. */
-static int open_obj(hid_t loc, const char *where, const char *name, bool want_dataset, hid_t *o, err *e)
-{
-    htri_t exists;
-    H5_CHECK(exists = H5Lexists(loc, name, H5P_DEFAULT));
-    if (!exists) return err_set(e, "%s/%s: missing", where, name);
-    H5_CHECK(*o = H5Oopen(loc, name, H5P_DEFAULT));
-    if (H5Iget_type(*o) != (want_dataset ? H5I_DATASET : H5I_GROUP)) {
-        H5Oclose(*o);
-        *o = H5I_INVALID_HID;
-        return err_set(e, "%s/%s: not a %s", where, name, want_dataset ? "dataset" : "group");
-    }
-    return 0;
-cleanup:
-    return -1;
-}
-
-/* 1-d dataset loc/name of class cls; its length in *n (checked against want when want > 0).
- * Returns the open dataset in *d. */
-static int open_vec(hid_t loc, const char *where, const char *name, rd_kind k, hsize_t want, hid_t *d, hsize_t *n,
-                    err *e)
-{
-    int rc = -1;
-    hid_t t = H5I_INVALID_HID, sp = H5I_INVALID_HID;
-    H5T_class_t cls;
-    int rank;
-    H5_TRY(open_obj(loc, where, name, true, d, e));
-    H5_CHECK(t = H5Dget_type(*d));
-    H5_CHECK(sp = H5Dget_space(*d));
-    H5_CHECK(cls = H5Tget_class(t));
-    H5_CHECK(rank = H5Sget_simple_extent_ndims(sp));
-    if (rank == 1) H5_CHECK(H5Sget_simple_extent_dims(sp, n, NULL));
-    if (cls != rd_class[k] || rank != 1) {
-        err_set(e, "%s/%s: not a 1-d dataset of %s values", where, name, rd_noun[k]);
-        goto cleanup;
-    }
-    if (want > 0 && *n != want) {
-        err_set(e, "%s/%s: %llu values, expected %llu", where, name, (unsigned long long)*n,
-                (unsigned long long)want);
-        goto cleanup;
-    }
-    char at[512];
-    snprintf(at, sizeof at, "%s/%s", where, name);
-    if (h5_check_extent(*d, (int64_t)*n, 8, at, e)) goto cleanup; /* int64, double or a string pointer each */
-    if (k == RD_STR) {
-        htri_t var;
-        H5_CHECK(var = H5Tis_variable_str(t));
-        if (!var) {
-            err_set(e, "%s/%s: not variable-length strings", where, name);
-            goto cleanup;
-        }
-    }
-    rc = 0;
-cleanup:
-    if (sp >= 0) H5Sclose(sp);
-    if (t >= 0) H5Tclose(t);
-    if (rc < 0 && *d >= 0) {
-        H5Dclose(*d);
-        *d = H5I_INVALID_HID;
-    }
-    return rc;
-}
-
-/* A numeric vector of kind k (integers read as int64, floats as double: 8 bytes a value), of want
- * values or any length when want is 0, malloc'd into *v. */
-static int read_vec(hid_t loc, const char *where, const char *name, rd_kind k, hsize_t want, void **v, hsize_t *n, err *e)
-{
-    int rc = -1;
-    hid_t d = H5I_INVALID_HID;
-    *v = NULL;
-    H5_TRY(open_vec(loc, where, name, k, want, &d, n, e));
-    *v = err_calloc(*n ? *n : 1, 8);
-    H5_CHECK(H5Dread(d, k == RD_INT ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, *v));
-    rc = 0;
-cleanup:
-    if (d >= 0) H5Dclose(d);
-    if (rc < 0) {
-        free(*v);
-        *v = NULL;
-    }
-    return rc;
-}
-
-static int read_f64s(hid_t loc, const char *where, const char *name, double **v, hsize_t *n, err *e)
-{
-    return read_vec(loc, where, name, RD_F64, 0, (void **)v, n, e);
-}
-
-static int read_i64s(hid_t loc, const char *where, const char *name, hsize_t want, int64_t **v, hsize_t *n, err *e)
-{
-    return read_vec(loc, where, name, RD_INT, want, (void **)v, n, e);
-}
-
-/* The file's category names (malloc'd array of malloc'd strings). */
-static int read_categories(hid_t f, const char *where, char ***cats, int *ncat, err *e)
-{
-    int rc = -1;
-    hid_t d = H5I_INVALID_HID, mt = H5I_INVALID_HID;
-    hsize_t n = 0;
-    char **raw = NULL;
-    H5_TRY(open_vec(f, where, "categories", RD_STR, 0, &d, &n, e));
-    raw = err_calloc(n, sizeof *raw);
-    H5_CHECK(mt = H5Tcopy(H5T_C_S1));
-    H5_CHECK(H5Tset_size(mt, H5T_VARIABLE));
-    H5_CHECK(H5Tset_cset(mt, H5T_CSET_UTF8));
-    H5_CHECK(h5_read_vlen(d, mt, raw, n * sizeof *raw));
-    *cats = err_calloc(n, sizeof **cats);
-    *ncat = (int)n;
-    for (hsize_t i = 0; i < n; i++) {
-        (*cats)[i] = err_strdup(raw[i] ? raw[i] : "");
-        free(raw[i]); /* h5_read_vlen's */
-    }
-    rc = 0;
-cleanup:
-    free(raw);
-    if (mt >= 0) H5Tclose(mt);
-    if (d >= 0) H5Dclose(d);
-    return rc;
-}
 
 /* --- tables ------------------------------------------------------------------------------------- */
 
@@ -299,7 +94,7 @@ static int write_timeline(tables *ts, hid_t g, const char *where, const char *ru
     hsize_t n = 0;
     FILE *fp = NULL;
     char name[64];
-    H5_TRY(read_i64s(g, where, "timeline", 0, &v, &n, e));
+    H5_TRY(h5r_i64s(g, where, "timeline", 0, &v, &n, e));
     snprintf(name, sizeof name, "timeline_%.40s.%s", run, ts->csv ? "csv" : "tsv");
     if (!(fp = table_open(ts, name, e))) goto cleanup;
     fprintf(fp, "step%cbytes\n", sep_of(ts));
@@ -311,9 +106,32 @@ cleanup:
     return rc;
 }
 
+/* Whether a run's last iteration was the backend's profiled pass (measured/device's profiled_iter;
+ * files before 2026-11-28 have none: their iterations were all watched alike). */
+static int profiled_last(hid_t m, const char *mw, bool *out, err *e)
+{
+    int rc = -1;
+    hid_t d = H5I_INVALID_HID;
+    int64_t it = -1;
+    htri_t has;
+    char dw[640];
+    *out = false;
+    H5_CHECK(has = H5Lexists(m, "device", H5P_DEFAULT));
+    if (!has) return 0;
+    snprintf(dw, sizeof dw, "%s/device", mw);
+    H5_TRY(h5r_open(m, mw, "device", false, &d, e));
+    H5_CHECK(has = H5Aexists(d, "profiled_iter"));
+    if (has) H5_TRY(h5r_attr(d, dw, "profiled_iter", H5R_INT, &it, e));
+    *out = it >= 0;
+    rc = 0;
+cleanup:
+    if (d >= 0) H5Oclose(d);
+    return rc;
+}
+
 /* The measured columns of a run (empty where the run has no measured/ group), in the header's
- * order: peak, host_peak, rss_peak, iterations, median and best time after the first iteration
- * (the one kept, in older files), first and last loss, gradient deviation from layer. */
+ * order: peak, host_peak, rss_peak, iterations, median and best time of the iterations timed
+ * (run_timed; the one kept, in older files), first and last loss, gradient deviation from layer. */
 #define MEASURED_HEADER \
     "measured_peak_bytes measured_host_peak_bytes measured_rss_peak_bytes measured_iters measured_time_median_us " \
     "measured_time_best_us measured_loss_first measured_loss_last grad_deviation"
@@ -324,6 +142,7 @@ static int put_measured(FILE *fp, char sep, hid_t g, const char *where, err *e)
     double *us = NULL, *loss = NULL;
     hsize_t n_us = 0, n_loss = 0;
     htri_t has;
+    bool pl;
     H5_CHECK(has = H5Lexists(g, "measured", H5P_DEFAULT));
     if (!has) {
         for (int k = 0; k < 9; k++) put_none(fp, sep);
@@ -331,19 +150,21 @@ static int put_measured(FILE *fp, char sep, hid_t g, const char *where, err *e)
     }
     char mw[600];
     snprintf(mw, sizeof mw, "%s/measured", where);
-    H5_TRY(open_obj(g, where, "measured", false, &m, e));
+    H5_TRY(h5r_open(g, where, "measured", false, &m, e));
     int64_t v[3];
     const char *names[3] = {"peak", "host_peak", "rss_peak"};
-    for (int k = 0; k < 3; k++) H5_TRY(read_attr(m, mw, names[k], RD_INT, &v[k], e));
-    H5_TRY(read_f64s(m, mw, "iter_us", &us, &n_us, e));
-    H5_TRY(read_f64s(m, mw, "loss", &loss, &n_loss, e));
+    for (int k = 0; k < 3; k++) H5_TRY(h5r_attr(m, mw, names[k], H5R_INT, &v[k], e));
+    H5_TRY(h5r_f64s(m, mw, "iter_us", &us, &n_us, e));
+    H5_TRY(h5r_f64s(m, mw, "loss", &loss, &n_loss, e));
     for (int k = 0; k < 3; k++) put_i64(fp, sep, v[k]);
     put_i64(fp, sep, (int64_t)n_us);
-    if (n_us) { /* after the first iteration, which includes the warm-up */
-        hsize_t from = n_us > 1;
+    if (n_us) { /* those timed: after the first iteration, which includes the warm-up, and not a profiled one */
+        int from, end;
+        H5_TRY(profiled_last(m, mw, &pl, e));
+        run_timed((int)n_us, pl, &from, &end);
         double best = us[from];
-        for (hsize_t i = from; i < n_us; i++) best = us[i] < best ? us[i] : best;
-        put_f64(fp, sep, run_median(us + from, (int)(n_us - from))), put_f64(fp, sep, best);
+        for (int i = from; i < end; i++) best = us[i] < best ? us[i] : best;
+        put_f64(fp, sep, run_median(us + from, end - from)), put_f64(fp, sep, best);
     } else {
         put_none(fp, sep), put_none(fp, sep);
     }
@@ -352,7 +173,7 @@ static int put_measured(FILE *fp, char sep, hid_t g, const char *where, err *e)
     H5_CHECK(has = H5Aexists(m, "grad_deviation"));
     double dev = 0;
     if (has) {
-        H5_TRY(read_attr(m, mw, "grad_deviation", RD_F64, &dev, e));
+        H5_TRY(h5r_attr(m, mw, "grad_deviation", H5R_F64, &dev, e));
         put_f64(fp, sep, dev);
     } else {
         put_none(fp, sep);
@@ -377,11 +198,11 @@ static int put_arena(FILE *fp, char sep, hid_t pred, const char *pwhere, err *e)
         for (int c = 0; c < 3; c++) put_none(fp, sep);
         return 0;
     }
-    H5_TRY(open_obj(pred, pwhere, "arena", false, &a, e));
+    H5_TRY(h5r_open(pred, pwhere, "arena", false, &a, e));
     snprintf(where, sizeof where, "%s/arena", pwhere);
     for (int c = 0; c < 3; c++) {
         int64_t v = 0;
-        H5_TRY(read_attr(a, where, cols[c], RD_INT, &v, e));
+        H5_TRY(h5r_attr(a, where, cols[c], H5R_INT, &v, e));
         put_i64(fp, sep, v);
     }
     rc = 0;
@@ -398,9 +219,9 @@ static int put_search(FILE *fp, char sep, hid_t g, const char *where, err *e)
     htri_t has;
     H5_CHECK(has = H5Aexists(g, "search"));
     if (!has) return put_none(fp, sep), put_none(fp, sep), put_none(fp, sep), 0;
-    H5_TRY(read_attr(g, where, "search", RD_STR, &search, e));
-    H5_TRY(read_attr(g, where, "budget", RD_INT, &budget, e));
-    H5_TRY(read_attr(g, where, "max_value", RD_INT, &best, e));
+    H5_TRY(h5r_attr(g, where, "search", H5R_STR, &search, e));
+    H5_TRY(h5r_attr(g, where, "budget", H5R_INT, &budget, e));
+    H5_TRY(h5r_attr(g, where, "max_value", H5R_INT, &best, e));
     put_str(fp, sep, search), put_i64(fp, sep, budget), put_i64(fp, sep, best);
     free(search);
     return 0;
@@ -428,20 +249,20 @@ static int write_run(FILE *fp, tables *ts, hid_t runs, const char *path, const c
     htri_t has_timeline;
 
     snprintf(where, sizeof where, "%s: /runs", path);
-    H5_TRY(open_obj(runs, where, run, false, &g, e));
+    H5_TRY(h5r_open(runs, where, run, false, &g, e));
     snprintf(where, sizeof where, "%s: /runs/%s", path, run);
     for (int c = 0; c < NCOL; c++)
-        H5_TRY(read_attr(g, where, str_cols[c], is_int[c] ? RD_INT : RD_STR, is_int[c] ? (void *)&iv[c] : &s[c], e));
-    H5_TRY(read_attr(g, where, "flops", RD_F64, &flops, e));
-    H5_TRY(read_attr(g, where, "time_us", RD_F64, &time_us, e));
-    H5_TRY(open_obj(g, where, "prediction", false, &pred, e));
+        H5_TRY(h5r_attr(g, where, str_cols[c], is_int[c] ? H5R_INT : H5R_STR, is_int[c] ? (void *)&iv[c] : &s[c], e));
+    H5_TRY(h5r_attr(g, where, "flops", H5R_F64, &flops, e));
+    H5_TRY(h5r_attr(g, where, "time_us", H5R_F64, &time_us, e));
+    H5_TRY(h5r_open(g, where, "prediction", false, &pred, e));
     snprintf(pwhere, sizeof pwhere, "%s/prediction", where);
     for (int k = 0; k < 2; k++) {
         if (k && H5Lexists(pred, models[k], H5P_DEFAULT) <= 0) continue; /* the closed form did not model the plan */
-        H5_TRY(open_obj(pred, pwhere, models[k], false, &m[k], e));
+        H5_TRY(h5r_open(pred, pwhere, models[k], false, &m[k], e));
         snprintf(mwhere[k], sizeof mwhere[k], "%s/%s", pwhere, models[k]);
-        H5_TRY(read_attr(m[k], mwhere[k], "peak", RD_INT, &peak[k], e));
-        H5_TRY(read_i64s(m[k], mwhere[k], "at_peak", (hsize_t)ncat, &at[k], &n, e));
+        H5_TRY(h5r_attr(m[k], mwhere[k], "peak", H5R_INT, &peak[k], e));
+        H5_TRY(h5r_i64s(m[k], mwhere[k], "at_peak", (hsize_t)ncat, &at[k], &n, e));
     }
     H5_CHECK(has_timeline = H5Lexists(g, "timeline", H5P_DEFAULT));
     if (has_timeline && ts->dir) H5_TRY(write_timeline(ts, g, where, run, e));
@@ -488,35 +309,6 @@ static int make_dir(const char *dir, bool *made, err *e)
     return 0;
 }
 
-int h5_open_result(const char *path, hid_t *out, err *e)
-{
-    hid_t f = H5I_INVALID_HID;
-    int64_t version = 0;
-    htri_t ok;
-    struct stat st;
-    if (stat(path, &st) != 0) return err_set(e, "%s: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode)) return err_set(e, "%s: is a directory, not a result file", path);
-    h5_quiet();
-    if (H5Fis_hdf5(path) <= 0) return err_set(e, "%s: not an HDF5 file", path);
-    H5_CHECK(f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT));
-    H5_CHECK(ok = H5Aexists(f, "schema_version"));
-    if (!ok) {
-        err_set(e, "%s: not an lrcnn result file (no schema_version)", path);
-        goto cleanup;
-    }
-    H5_TRY(read_attr(f, path, "schema_version", RD_INT, &version, e));
-    if (version < 1 || version > H5_SCHEMA_VERSION) {
-        err_set(e, "%s: schema_version %lld is not one this lrcnn reads (1..%d)", path, (long long)version,
-                H5_SCHEMA_VERSION);
-        goto cleanup;
-    }
-    *out = f;
-    return 0;
-cleanup:
-    if (f >= 0) H5Fclose(f);
-    return -1;
-}
-
 int h5_export(const char *path, const char *out_dir, bool overwrite, bool csv, FILE *log, err *e)
 {
     int rc = -1, ncat = 0;
@@ -531,8 +323,8 @@ int h5_export(const char *path, const char *out_dir, bool overwrite, bool csv, F
     H5G_info_t info;
 
     if (h5_open_result(path, &f, e)) return -1;
-    H5_TRY(read_categories(f, path, &cats, &ncat, e));
-    H5_TRY(open_obj(f, path, "runs", false, &runs, e));
+    H5_TRY(h5r_categories(f, path, &cats, &ncat, e));
+    H5_TRY(h5r_open(f, path, "runs", false, &runs, e));
     H5_CHECK(H5Gget_info(runs, &info));
 
     if (out_dir) {

@@ -89,6 +89,7 @@ static int write_device(hid_t loc, const run_summary *s, err *e)
         {"host_arena", d->host_arena},           {"host_outside", d->host_outside}};
     for (size_t k = 0; k < sizeof ints / sizeof *ints; k++) H5_TRY(h5_attr_i64(g, ints[k].name, ints[k].v, e));
     H5_TRY(h5_attr_int(g, "profiled", d->profiled, e));
+    H5_TRY(h5_attr_int(g, "profiled_iter", s->profiled_last ? s->iters - 1 : -1, e)); /* not timed (run_timed) */
     H5_TRY(h5_attr_int(g, "valid", d->dropped <= 0, e)); /* -1: not profiled */
     H5_TRY(h5_attr_f64(g, "kernel_us", d->kernel_us, e));
     hsize_t two[2] = {(hsize_t)L, 2}, three[2] = {(hsize_t)L, 3};

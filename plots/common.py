@@ -160,6 +160,15 @@ def _measured(g, cats):
     return m
 
 
+def timed_us(m):
+    """A run's iteration times that were timed (us): after the first, which includes the warm-up (the
+    only one when there is one), and not a last one the backend profiled (measured/device's
+    profiled_iter: CUPTI's launch records cost host time), where that leaves any."""
+    t = np.asarray(m["iter_us"], float)
+    profiled = isinstance(m.get("device"), dict) and m["device"].get("profiled_iter", -1) >= 0
+    return t if len(t) == 1 else t[1:len(t) - 1] if profiled and len(t) > 2 else t[1:]
+
+
 def read_file(path):
     """All runs of one result file, in run order (see read_runs)."""
     if not os.path.exists(path):

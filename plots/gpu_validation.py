@@ -44,8 +44,7 @@ def predicted_for(r, name):
 
 
 def median_us(r):
-    us = np.asarray(r["measured"]["iter_us"], float)
-    return float(np.median(us[1:] if us.size > 1 else us))
+    return float(np.median(C.timed_us(r["measured"])))
 
 
 def main():

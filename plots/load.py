@@ -74,8 +74,11 @@ def _run_row(path, key, g, cats):
         t = np.asarray(m["iter_us"][()], float)
         loss = np.asarray(m["loss"][()], float)
         row["measured_iters"] = len(t)
-        row["measured_time_median_us"] = float(t[0] if len(t) == 1 else np.median(t[1:]))
-        row["measured_time_best_us"] = float(t[0] if len(t) == 1 else t[1:].min())
+        # timed: after the first iteration (warm-up), and not a last one CUPTI profiled (device/profiled_iter)
+        profiled = "device" in m and int(m["device"].attrs.get("profiled_iter", -1)) >= 0 and len(t) > 2
+        timed = t if len(t) == 1 else t[1:len(t) - 1] if profiled else t[1:]
+        row["measured_time_median_us"] = float(np.median(timed))
+        row["measured_time_best_us"] = float(timed.min())
         row["measured_loss_first"], row["measured_loss_last"] = float(loss[0]), float(loss[-1])
         for a in ("grad_deviation", "loss_deviation", "worst_tensor"):
             if a in m.attrs:

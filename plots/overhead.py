@@ -26,8 +26,7 @@ def measured_time(r):
     m = r["measured"]
     if not m or "iter_us" not in m or not len(m["iter_us"]):
         return None
-    t = np.asarray(m["iter_us"], float)
-    return float(t[0] if len(t) == 1 else np.median(t[1:]))  # one value: an older file's best time
+    return float(np.median(C.timed_us(m)))  # one value: an older file's best time
 
 
 def main():

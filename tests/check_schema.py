@@ -297,7 +297,12 @@ def check_device(m, mwhere, n_layers):
     for name in cupti:  # -1 exactly when CUPTI did not run
         if (int(d.attrs[name]) < 0) == bool(profiled):
             raise Problem("%s: %s is %d with profiled %d" % (where, name, d.attrs[name], profiled))
-    check_only(d, where, DEVICE_ATTRS, tuple(DEVICE_DSETS))
+    if "profiled_iter" in d.attrs:  # files since 2026-11-28: the iteration CUPTI watched, not timed (-1: none)
+        check_attr(d, where, "profiled_iter", I32)
+        it, iters = int(d.attrs["profiled_iter"]), len(m["iter_us"])
+        if it not in (-1, iters - 1) or (profiled and it != iters - 1):
+            raise Problem("%s: profiled_iter is %d with profiled %d and %d iterations" % (where, it, profiled, iters))
+    check_only(d, where, dict(DEVICE_ATTRS, profiled_iter=I32), tuple(DEVICE_DSETS))
 
 
 PROFILE_SAMPLES = {"net": STR, "plan": STR, "key": STR, "class": STR, "batch": I32, "step": I32,

@@ -83,21 +83,23 @@ static void fake_runs(void)
 }
 
 /* Two GPU-shaped engine runs (backend cuda, measured/device), one with CUPTI and one without, for
- * tests/check_schema.py: written to KEEP.h5 only. */
+ * tests/check_schema.py (written to KEEP.h5) and for export's times: the one with CUPTI ran four
+ * iterations, the last profiled, so the times compared are the middle two's. */
 static run_summary gpu_sum[2];
 static ops_device_layer gpu_layers[2][8];
 static h5_run gpu_runs[2];
 
 static void fake_gpu_runs(void)
 {
-    static float loss = 2.5f;
-    static double us = 1234.5;
+    static float loss = 2.5f, losses[4] = {2.5f, 2.4f, 2.3f, 2.2f};
+    static double us = 1234.5, iter_us[4] = {5000, 1000, 3000, 9000};
     for (int r = 0; r < 2; r++) {
         run_summary *m = &gpu_sum[r];
         bool cupti = r == 0;
         *m = (run_summary){.ok = true, .iters = 1, .peak = 1 << 20, .host_peak = 0, .rss_peak = 1 << 28, .best_us = us,
                            .median_us = us, .loss0 = loss, .has_device = true, .n_device_layers = tiny[0].n,
                            .device_layers = gpu_layers[r]};
+        if (cupti) m->iters = 4, m->loss = losses, m->iter_us = iter_us, m->profiled_last = true, m->best_us = 1000, m->median_us = 2000;
         m->device = (ops_device){.name = "NVIDIA H100 80GB HBM3", .capability = "9.0", .driver = "13.0", .runtime = "13.0",
                                  .dnn = "9.19.0", .blas = "13.1.0", .context_bytes = 536870912, .device_peak = cupti ? 540000000 : -1,
                                  .pool_reserved_peak = 2 << 20, .pool_used_peak = 1 << 20, .profiled = cupti,
@@ -421,6 +423,30 @@ static void exporting(const char *dir, const char *path, const char *out)
     EXPECT(!exists(fresh), "a failed export left the directory %s it made", fresh);
 }
 
+/* export's measured times of the GPU runs: the profiled last iteration is not among those timed
+ * (run_timed), so the one with CUPTI gives the median and best of 1000 and 3000. */
+static void gpu_times(const char *dir)
+{
+    char path[300], out[300], tsv[340];
+    err e = {{0}};
+    snprintf(path, sizeof path, "%s/gpu.h5", dir);
+    snprintf(out, sizeof out, "%s/gpu_tables", dir);
+    EXPECT(write_file(path, false, true, &e) == 0 && h5_export(path, out, false, false, NULL, &e) == 0, "gpu runs: %s", e.msg);
+    snprintf(tsv, sizeof tsv, "%s/runs.tsv", out);
+    char *text = slurp(tsv), *lines[8], *head[MAX_COLS], *row[MAX_COLS];
+    EXPECT(text != NULL, "cannot read %s", tsv);
+    if (!text) return;
+    int n_lines = split(text, '\n', lines, 8), n = split(lines[0], '\t', head, MAX_COLS);
+    EXPECT(n_lines == 6, "%s: %d lines, want a header and 4 rows", tsv, n_lines);
+    for (int r = 2; r < 4 && r + 1 < n_lines; r++) {
+        EXPECT(split(lines[r + 1], '\t', row, MAX_COLS) == n, "%s: row %d", tsv, r);
+        expect_i64(head, row, n, "measured_iters", r == 2 ? 4 : 1, r);
+        expect_f64(head, row, n, "measured_time_median_us", r == 2 ? 2000 : 1234.5, r);
+        expect_f64(head, row, n, "measured_time_best_us", r == 2 ? 1000 : 1234.5, r);
+    }
+    free(text);
+}
+
 int main(int argc, char **argv)
 {
     char dir[256], path[300], tmp[320], out[300], buf[400];
@@ -441,6 +467,7 @@ int main(int argc, char **argv)
     writing(dir, path, tmp);
     exporting(dir, path, out);
     fake_gpu_runs();
+    gpu_times(dir);
     if (argc > 1) EXPECT(write_file(argv[1], true, true, &e) == 0, "write %s: %s", argv[1], e.msg);
 
     if (!n_fail) {

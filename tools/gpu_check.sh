@@ -7,7 +7,8 @@
 # added to after each spec), 3_torch.log (with the peer's table) and 3_torch_gpu.tsv, 4_sanitize.log,
 # 5_bn.log.
 #   1. tests (100 s): test_dnn (cuDNN's contract, no GPU needed), test_cuprof, test_cuda (every
-#      layer kind, plan and BatchNorm mode of the small nets, CUDA against the CPU engine);
+#      layer kind, plan and BatchNorm mode of the small nets, CUDA against the CPU engine); then
+#      ResNet-50 b8 for six iterations with CUPTI and without (the last profiled, apart from the timed);
 #   2. the GPU campaign (360 s in all; the U-Net's row plans take 8-11 s an iteration):
 #      experiments/gpu_*.spec one by one, most telling first (VGG-16 b8, ResNet-50 b8, VGG-16
 #      920x920, MobileNetV2 and U-Net, VGG-16 b32, ResNet-50 b32),
@@ -71,6 +72,17 @@ if [[ $steps == *" 1 "* ]]; then
   limit 30 "$log" "$tests/test_dnn"
   [ $cpu = 0 ] && limit 10 "$log" "$tests/test_cuprof"
   if [ $cpu = 1 ]; then limit 60 "$log" "$tests/test_cuda" --self; else limit 60 "$log" "$tests/test_cuda"; fi
+  # the profiled pass apart from the timed ones: six iterations with CUPTI (the last profiled) and
+  # without; the timed ones should agree, the profiled one stand out (host-bound ResNet-50 b8)
+  d=$(mktemp -d); net=resnet50; image="--image 224"; [ $cpu = 1 ] && { net=resnet-small; image=""; }
+  for c in cupti no-cupti; do
+    limit 30 "$log" "$bin/lrcnn" train --net $net $image --batch 8 --plan layer --iters 6 --backend $backend \
+      $([ $c = no-cupti ] && echo --no-cupti) -o "$d/$c.h5"
+    limit 10 "$log" "$py" -c "import h5py, sys; m = h5py.File(sys.argv[1])['runs/00000/measured']; d = m.get('device');
+print(sys.argv[2], 'iteration ms:', ' '.join('%.1f' % (t / 1e3) for t in m['iter_us'][()]),
+      '| profiled_iter', int(d.attrs['profiled_iter']) if d is not None else None)" "$d/$c.h5" $c
+  done
+  rm -rf "$d"
 fi
 
 if [[ $steps == *" 2 "* ]]; then

@@ -20,6 +20,8 @@ static const CUpti_ActivityKind cuprof_kinds[] = {
     CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_MEMORY_POOL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
 #define CUPROF_NKINDS (sizeof cuprof_kinds / sizeof *cuprof_kinds)
+/* Those recorded on every launch (cuprof_watch): cuprof_kinds[CUPROF_FIRST_LAUNCH] onwards. */
+#define CUPROF_FIRST_LAUNCH 2
 #define CUPROF_EXT_KIND CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0   /* the one the parse layer reads */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -107,6 +109,15 @@ int cuprof_start(int n_tags, err *e)
         return 0;
     cuprof_stop();
     return -1;
+}
+
+int cuprof_watch(bool launches, err *e)
+{
+    if (!on)
+        return err_set(e, "cuprof: cuprof_start was not called");
+    for (size_t i = CUPROF_FIRST_LAUNCH; i < CUPROF_NKINDS; i++)
+        CUPTI_CHECK(launches ? cuptiActivityEnable(cuprof_kinds[i]) : cuptiActivityDisable(cuprof_kinds[i]), e);
+    return 0;
 }
 
 static void keep_tag_status(CUptiResult r)

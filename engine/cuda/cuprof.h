@@ -51,6 +51,10 @@ typedef struct {
 /* Starts profiling; call before the CUDA context exists (cudaGetDeviceCount may come first: it
  * creates none). Tags are ids 0 .. n_tags-1. */
 int cuprof_start(int n_tags, err *e);
+/* The records made on every launch (kernels, the API calls and external correlations that tag
+ * them) on or off; memory records stay on, so the running totals hold across a pass not watched.
+ * A pass timed runs without them (their cost is on the host, per call), the pass profiled with. */
+int cuprof_watch(bool launches, err *e);
 /* Kernels launched by this thread between tag and untag are attributed to id (CUPTI external
  * correlation, kind CUSTOM0). A failure here is returned by the next cuprof_report_get. */
 void cuprof_tag(uint64_t id);

@@ -13,17 +13,17 @@
 
 #include "engine/cuda/conv_cuda.h"
 #include "engine/cuda/cucheck.h"
-#include "engine/cuda/cuprof.h"
 #include "engine/cuda/dnn.h"
 #include "engine/cuda/codec_cuda.h"
 #include "engine/cuda/mem_cuda.h"
 #include "engine/cuda/kernels.h"
+#include "engine/cuda/watch_cuda.h"
 
 /* cuBLAS's workspace: its documented recommendation for Hopper (smaller on older GPUs). */
 #define BLAS_WS_BYTES (32 << 20)
 
 static struct {
-    bool open, profile;
+    bool open;
     cudaStream_t compute, copy;
     cudnnHandle_t dnn;
     cublasHandle_t blas;
@@ -33,8 +33,6 @@ static struct {
                                    sums; a band's bn sums (bn=per-band) */
     int64_t scratch_cap;        /* doubles, set by prepare */
     void *blas_ws;              /* cuBLAS's workspace (BLAS_WS_BYTES) */
-    int64_t context_bytes;      /* device bytes in use before the first allocation (ops_device) */
-    int64_t device_peak;        /* ... the most at a step's end since device_mark (profiling) */
 } g;
 
 
@@ -78,26 +76,6 @@ static void cu_sync(void)
     if (g.loss_to) CUDA_CHECK(cudaMemcpy(g.loss_to, g.loss_dev, sizeof(float), cudaMemcpyDeviceToHost));
     g.loss_to = NULL;
     mem_cuda_synced();
-}
-
-static int64_t device_used(void)
-{
-    size_t free_b = 0, total = 0;
-    return cudaMemGetInfo(&free_b, &total) == cudaSuccess ? (int64_t)(total - free_b) : -1;
-}
-
-/* tag(-1) ends a step: the device's memory is sampled there (as the host has enqueued the work:
- * the pool grows when an allocation is enqueued, not when it runs). */
-static void cu_tag(int tag)
-{
-    if (!g.profile) return;
-    if (tag >= 0) {
-        cuprof_tag((uint64_t)tag);
-        return;
-    }
-    cuprof_untag();
-    int64_t used = device_used();
-    if (used > g.device_peak) g.device_peak = used;
 }
 
 /* --- descriptors -------------------------------------------------------------------------------- */
@@ -435,63 +413,10 @@ static void cuda_stats(const ops_call *c, ops_stats what)
 /* --- the device itself (ops_table.device_mark, device_report) ----------------------------------- */
 
 /* CUDNN_VERSION and CUBLAS_VERSION are both major * 10000 + minor * 100 + patch. */
-static void version(char out[16], int v) { snprintf(out, 16, "%d.%d.%d", v / 10000, v % 10000 / 100, v % 100); }
-
-/* The device and the libraries' versions. */
-static void describe(ops_device *d)
-{
-    struct cudaDeviceProp p;
-    int drv = 0, rt = 0, blas = 0;
-    if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) snprintf(p.name, sizeof p.name, "unknown"), p.major = p.minor = 0;
-    snprintf(d->name, sizeof d->name, "%.95s", p.name);
-    snprintf(d->capability, sizeof d->capability, "%d.%d", p.major % 100, p.minor % 100);
-    cudaDriverGetVersion(&drv);
-    cudaRuntimeGetVersion(&rt);
-    snprintf(d->driver, sizeof d->driver, "%d.%d", drv / 1000, drv % 1000 / 10);
-    snprintf(d->runtime, sizeof d->runtime, "%d.%d", rt / 1000, rt % 1000 / 10);
-    version(d->dnn, (int)cudnnGetVersion());
-    if (g.blas && cublasGetVersion(g.blas, &blas) == CUBLAS_STATUS_SUCCESS) version(d->blas, blas);
-}
-
-static void cu_device_mark(void)
-{
-    CUDA_CHECK(cudaDeviceSynchronize());
-    mem_cuda_pool_restart();
-    g.device_peak = device_used();
-    conv_cuda_restart(); /* a net run before: every convolution records again */
-    err e;
-    if (g.profile && cuprof_mark(&e)) fprintf(stderr, "lrcnn: CUPTI: %s\n", e.msg); /* the report says it too */
-}
-
 static void cu_device_report(ops_device *d, ops_device_layer *layers, int n_layers)
 {
-    CUDA_CHECK(cudaDeviceSynchronize());
-    memset(d, 0, sizeof *d);
-    describe(d);
-    d->context_bytes = g.context_bytes;
-    d->device_peak = g.profile ? g.device_peak : -1;
-    mem_cuda_pool_high(&d->pool_reserved_peak, &d->pool_used_peak);
-    d->outside_pool = (int64_t)sizeof(float) + g.scratch_cap * (int64_t)sizeof(double) + codec_cuda_bytes() + (g.blas_ws ? BLAS_WS_BYTES : 0);
-    mem_cuda_host(&d->host_arena, &d->host_outside);
-    d->cupti_reserved_peak = d->cupti_suballoc_peak = d->dropped = -1, d->kernel_us = -1;
-    for (int L = 0; L < n_layers; L++) {
-        layers[L] = (ops_device_layer){{-1, -1}, {-1, -1, -1}, {0, 0, 0}};
-        conv_cuda_layer(L, layers[L].algo, layers[L].ws);
-    }
-    cuprof_report r;
-    err e;
-    if (!g.profile) return;
-    if (cuprof_report_get(&r, &e)) {
-        fprintf(stderr, "lrcnn: CUPTI: %s (the run's CUPTI figures are left out)\n", e.msg);
-        return;
-    }
-    d->profiled = true;
-    d->cupti_reserved_peak = r.reserved_peak, d->cupti_suballoc_peak = r.suballoc_peak;
-    d->dropped = (int64_t)r.dropped, d->kernel_us = r.kernel_us;
-    for (int L = 0; L < n_layers; L++) {
-        layers[L].kernel_us[0] = 2 * L < r.n_tags ? r.tag_us[2 * L] : 0;
-        layers[L].kernel_us[1] = 2 * L + 1 < r.n_tags ? r.tag_us[2 * L + 1] : 0;
-    }
+    int64_t beside = (int64_t)sizeof(float) + g.scratch_cap * (int64_t)sizeof(double) + codec_cuda_bytes() + (g.blas_ws ? BLAS_WS_BYTES : 0);
+    watch_report(d, layers, n_layers, beside);
 }
 
 /* --- before a run (ops_table.prepare) ------------------------------------------------------------ */
@@ -533,9 +458,9 @@ static int cu_prepare(const net *n, const sched *s, err *e)
 static const ops_table cuda_table = {.backend = "cuda", .forward = cuda_forward, .backward = cuda_backward, .stats = cuda_stats,
                                      .mem = &mem_cuda, .ws = &cuda_ws,
                                      .upload = mem_cuda_upload, .download = mem_cuda_download, .zero = cu_zero, .copy2d = cu_copy2d,
-                                     .sgd = cu_sgd, .adam = cu_adam, .sync = cu_sync, .tag = cu_tag,
+                                     .sgd = cu_sgd, .adam = cu_adam, .sync = cu_sync, .tag = watch_tag,
                                      .encode = codec_cuda_encode, .decode = codec_cuda_decode, .encodes = codec_cuda_encodes,
-                                     .prepare = cu_prepare, .device_mark = cu_device_mark, .device_report = cu_device_report};
+                                     .prepare = cu_prepare, .device_mark = watch_mark, .device_report = cu_device_report};
 
 const ops_table *ops_cuda_open(bool profile, err *e)
 {
@@ -546,7 +471,7 @@ const ops_table *ops_cuda_open(bool profile, err *e)
         err_set(e, "no CUDA device: %s", r != cudaSuccess ? cudaGetErrorString(r) : "none found");
         return NULL;
     }
-    if (profile && cuprof_start(8192, e)) return NULL; /* before the context: its allocations are recorded */
+    if (watch_open(profile, e)) return NULL; /* before the context: its allocations are recorded */
     CUDA_CHECK(cudaSetDevice(0));
     CUDA_CHECK(cudaStreamCreateWithFlags(&g.compute, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&g.copy, cudaStreamNonBlocking));
@@ -561,13 +486,12 @@ const ops_table *ops_cuda_open(bool profile, err *e)
     CUBLAS_CHECK(cublasCreate(&g.blas));
     CUBLAS_CHECK(cublasSetStream(g.blas, g.compute));
     CUBLAS_CHECK(cublasSetMathMode(g.blas, CUBLAS_DEFAULT_MATH));
-    g.context_bytes = device_used(); /* the context, cuDNN's and cuBLAS's handles: before our first byte */
+    if (watch_ready(g.blas, e)) return NULL; /* the context's bytes, before our first */
     CUDA_CHECK(cudaMalloc((void **)&g.loss_dev, sizeof(float)));
     CUDA_CHECK(cudaMalloc(&g.blas_ws, BLAS_WS_BYTES)); /* cuBLAS's own, counted apart (ops_device.outside_pool) */
     CUBLAS_CHECK(cublasSetWorkspace(g.blas, g.blas_ws, BLAS_WS_BYTES));
     const char *det = getenv("LRCNN_CUDNN_DETERMINISTIC"), *mb = getenv("LRCNN_CUDNN_WS_MB");
     conv_cuda_init(g.dnn, g.compute, (int64_t)(mb && atol(mb) > 0 ? atol(mb) : 256) << 20, det && *det == '1');
-    g.profile = profile;
     g.open = true;
     return &cuda_table;
 }
@@ -587,14 +511,14 @@ void ops_cuda_close(void)
     cudaMemPool_t pool; /* the blocks the pool kept (release threshold: never) go back */
     CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
     CUDA_CHECK(cudaMemPoolTrimTo(pool, 0));
-    if (g.profile) cuprof_stop();
+    watch_close();
     memset(&g, 0, sizeof g);
 }
 
 void ops_cuda_describe(char *out, size_t len)
 {
     ops_device d = {0};
-    describe(&d);
+    watch_describe(&d);
     snprintf(out, len, "%s (compute capability %s), driver %s, CUDA runtime %s, cuDNN %s, cuBLAS %s", d.name, d.capability,
              d.driver, d.runtime, d.dnn, d.blas);
 }

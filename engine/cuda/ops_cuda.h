@@ -10,12 +10,13 @@
  * Before a run (ops_table.prepare): what cuDNN's descriptors cannot hold is refused; the scratch
  * (loss, normalization sums), the codec offsets and the pinned arena are sized for the schedule,
  * cuBLAS's workspace was set at open; none of these is allocated inside an iteration.
- * The device itself (ops_table.device_report): its name and the libraries' versions; the bytes the
- * context and the libraries' handles take before the first allocation; the pool's reserved and
- * used high-water marks (cudaMemPoolAttrReservedMemHigh, UsedMemHigh); the bytes held beside the
- * pool and the pinned arena; the algorithm and workspace of each convolution; and with profiling,
- * the device's bytes in use at every step's end (cudaMemGetInfo), CUPTI's reserved and
- * sub-allocated peaks, dropped records and kernel time per layer.
+ * The device itself (ops_table.device_report, watch_cuda.h): its name and the libraries' versions;
+ * the bytes the context and the libraries' handles take before the first allocation; the pool's
+ * reserved and used high-water marks (cudaMemPoolAttrReservedMemHigh, UsedMemHigh); the bytes held
+ * beside the pool and the pinned arena; the algorithm and workspace of each convolution; and with
+ * profiling, in the last iteration only (the pass watched, not timed), the device's bytes in use
+ * at every step's end (cudaMemGetInfo), CUPTI's reserved and sub-allocated peaks, dropped records
+ * and kernel time per layer.
  * Not here: CUPTI (cuprof.h), scheduling, anything without a GPU (ops_cuda_open fails cleanly). */
 #ifndef LRCNN_OPS_CUDA_H
 #define LRCNN_OPS_CUDA_H
@@ -24,7 +25,8 @@
 #include "sim/lower/sched.h"
 
 /* The backend, after initializing the first device; NULL with a reason in e when there is no
- * usable GPU (no driver, no device). profile: start CUPTI first (cuprof.h) and tag kernels. */
+ * usable GPU (no driver, no device). profile: start CUPTI first (watch_cuda.h: memory records
+ * throughout, kernels tagged in the pass watched). */
 const ops_table *ops_cuda_open(bool profile, err *e);
 
 /* The workspace model to lower schedules with (sched_cfg.ws) for net n. */
