@@ -90,9 +90,11 @@ void k_scale_fwd(cudaStream_t st, kview x, kview y, const float *w, int a, int b
 void k_scale_bwd(cudaStream_t st, kview x, kview dy, kview dx, const float *w, float *dw, int a, int b);
 void k_apool_fwd(cudaStream_t st, kview x, kview y, int o);
 void k_apool_bwd(cudaStream_t st, kview dx, kview dy, int o);
-/* frozen batch norm backward: dx += gamma * invstd * dy; dgamma/dbeta += sums (dw may be NULL) */
+/* Batch norm: `part` is room for the passes' partial sums, bn_part_doubles(c, n * (b - a) * w)
+ * doubles (bn_chunks.h), used where sums or dw are asked for.
+ * frozen batch norm backward: dx += gamma * invstd * dy; dgamma/dbeta += sums (dw may be NULL) */
 void k_bn_frozen_bwd(cudaStream_t st, kview x, kview dx, kview dy, int a, int b, const float *gamma, const float *stats,
-                     float *dw);
+                     float *dw, double *part);
 /* frozen batch norm forward's statistics: stats = running mean, 1 / sqrt(running var + eps) */
 void k_bn_frozen_stats(cudaStream_t st, const float *running, float *stats, int c, float eps);
 /* batch norm with whole-map statistics gathered over bands (ops.h OPS_BN_MAP): forward with the
@@ -100,9 +102,9 @@ void k_bn_frozen_stats(cudaStream_t st, const float *running, float *stats, int 
  * terms on rows [own_a, own_b) only, dgamma/dbeta += this call's sums (dw may be NULL, dx.p too) */
 void k_bn_map_fwd(cudaStream_t st, kview x, kview y, int a, int b, const float *w, const float *stats);
 void k_bn_map_bwd(cudaStream_t st, kview x, kview dx, kview dy, int a, int b, int own_a, int own_b, const float *gamma,
-                  const float *stats, const double *sums, int64_t count, float *dw);
+                  const float *stats, const double *sums, int64_t count, float *dw, double *part);
 /* sums += per channel (sum x, sum x^2) over rows [a, b), or with dy.p (sum dy, sum dy * xhat) */
-void k_bn_sums(cudaStream_t st, kview x, kview dy, int a, int b, const float *stats, double *sums);
+void k_bn_sums(cudaStream_t st, kview x, kview dy, int a, int b, const float *stats, double *sums, double *part);
 /* stats from the sums; running statistics moved toward them when update */
 void k_bn_sums_end(cudaStream_t st, const double *sums, float *stats, float *running, int c, int64_t count, float eps,
                    float momentum, bool update);

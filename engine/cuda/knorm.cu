@@ -4,40 +4,94 @@
 #include <stdio.h>
 
 #include "engine/act.h"
+#include "engine/cuda/bn_chunks.h"
 #include "engine/cuda/kcommon.cuh"
 
-// Whole-map statistics gathered over bands (ops.h: OPS_BN_MAP, ops_stats). One block per channel,
-// fp64 sums reduced in shared memory in a fixed order, so results do not depend on thread timing.
+// Batch norm over rows [a, b) of a map, by channel (bn_chunks.h): a grid of channels x chunks, each
+// block summing in fp64 over its chunk and reducing in shared memory in a fixed order, its two
+// sums to the chunk's place in part; bn_gather then adds a channel's chunks in order, so results
+// do not depend on thread timing. The element arithmetic is the CPU's (engine/cpu/bn_cpu.c).
 
-// One block per channel: sums in double over the block, then dx and the parameter gradients.
-__global__ static void bn_frozen_bwd(kview x, kview dx, kview dy, int a, int b, const float *gamma, const float *stats, float *dw)
+enum { BN_SUMS_X, BN_SUMS_DY, BN_FROZEN_BWD, BN_MAP_BWD };
+
+struct bn_pass_args {
+    int mode;                  // BN_*
+    kview x, dx, dy;           // dx.p NULL: no dx wanted
+    int a, b, own_a, own_b;    // rows; BN_MAP_BWD: the mean terms on rows [own_a, own_b) only
+    const float *gamma, *stats;
+    const double *sums;        // BN_MAP_BWD: the whole map's gradient sums, over count values
+    double count;
+    double *part;              // the chunks' sums (2 a chunk); NULL: none wanted (dw not asked for)
+    int chunks;
+};
+
+// BN_SUMS_X: (sum x, sum x^2); BN_SUMS_DY: (sum dy, sum dy * xhat); BN_FROZEN_BWD: dx += gamma *
+// invstd * dy and (sum dy, sum dy * xhat); BN_MAP_BWD: dx += gamma * invstd * (dy - [row owned]
+// (S1 + xhat * S2) / count) and (sum dy, sum dy * xhat).
+__global__ static void bn_pass(bn_pass_args p)
 {
     __shared__ double s1[T], s2[T];
-    int ch = blockIdx.x, C = dy.c;
-    int64_t len = (int64_t)(b - a) * dy.w, M = (int64_t)dy.n * len;
-    float mean = stats[ch], invstd = stats[C + ch], k = gamma[ch] * invstd;
+    const kview &v = p.mode == BN_SUMS_X ? p.x : p.dy;
+    int ch = blockIdx.x, C = v.c;
+    int64_t len = (int64_t)(p.b - p.a) * v.w, M = (int64_t)v.n * len;
+    int64_t lo = bn_chunk_lo(M, p.chunks, blockIdx.y), hi = bn_chunk_lo(M, p.chunks, blockIdx.y + 1);
+    float mean = p.stats ? p.stats[ch] : 0.0f, invstd = p.stats ? p.stats[C + ch] : 0.0f;
+    float k = p.gamma ? p.gamma[ch] * invstd : 0.0f;
+    float mdy = p.sums ? (float)(p.sums[ch] / p.count) : 0.0f, mdyx = p.sums ? (float)(p.sums[C + ch] / p.count) : 0.0f;
+    bool want = p.part != NULL;
     double l1 = 0.0, l2 = 0.0;
-    for (int64_t i = threadIdx.x; i < M; i += blockDim.x) {
-        int n = (int)(i / len), r = a + (int)((i % len) / dy.w), col = (int)(i % dy.w);
-        float g = at(dy, n, ch, r)[col];
-        if (dw) l1 += g, l2 += g * ((at(x, n, ch, r)[col] - mean) * invstd);
-        if (dx.p) at(dx, n, ch, r)[col] += k * g;
+    for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        int n, r, col;
+        bn_place(i, len, v.w, p.a, &n, &r, &col);
+        if (p.mode == BN_SUMS_X) {
+            float xv = at(p.x, n, ch, r)[col];
+            l1 += xv, l2 += (double)xv * xv;
+            continue;
+        }
+        float g = at(p.dy, n, ch, r)[col];
+        if (p.mode == BN_FROZEN_BWD) {
+            if (want) l1 += g, l2 += g * ((at(p.x, n, ch, r)[col] - mean) * invstd);
+            if (p.dx.p) at(p.dx, n, ch, r)[col] += k * g;
+            continue;
+        }
+        float xhat = (at(p.x, n, ch, r)[col] - mean) * invstd;
+        if (want) l1 += g, l2 += g * xhat;
+        if (p.mode == BN_MAP_BWD && p.dx.p) at(p.dx, n, ch, r)[col] += k * (r >= p.own_a && r < p.own_b ? g - mdy - xhat * mdyx : g);
     }
-    if (!dw) return;
-    s1[threadIdx.x] = l1, s2[threadIdx.x] = l2;
-    __syncthreads();
-    for (int h = blockDim.x / 2; h > 0; h /= 2) {
-        if (threadIdx.x < h) s1[threadIdx.x] += s1[threadIdx.x + h], s2[threadIdx.x] += s2[threadIdx.x + h];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) dw[ch] += (float)s2[0], dw[C + ch] += (float)s1[0];
+    if (!want) return;
+    reduce2(s1, s2, l1, l2);
+    if (threadIdx.x == 0) p.part[2 * ((int64_t)ch * p.chunks + blockIdx.y)] = s1[0], p.part[2 * ((int64_t)ch * p.chunks + blockIdx.y) + 1] = s2[0];
+}
+
+// A channel's chunks added in order: sums += (S1, S2), or dw += (dgamma = S2, dbeta = S1).
+__global__ static void bn_gather(const double *part, int chunks, int c, double *sums, float *dw)
+{
+    int ch = blockIdx.x * blockDim.x + threadIdx.x;
+    if (ch >= c) return;
+    double t1 = 0.0, t2 = 0.0;
+    for (int k = 0; k < chunks; k++) t1 += part[2 * ((int64_t)ch * chunks + k)], t2 += part[2 * ((int64_t)ch * chunks + k) + 1];
+    if (sums) sums[ch] += t1, sums[c + ch] += t2;
+    if (dw) dw[ch] += (float)t2, dw[c + ch] += (float)t1;
+}
+
+// One pass over every channel's rows [a, b), then the gather into sums or dw where either is asked for.
+static void bn_run(cudaStream_t st, bn_pass_args p, double *sums, float *dw)
+{
+    const kview &v = p.mode == BN_SUMS_X ? p.x : p.dy;
+    p.chunks = bn_chunks((int64_t)v.n * (p.b - p.a) * v.w);
+    if (!sums && !dw) p.part = NULL;
+    bn_pass<<<dim3((unsigned)v.c, (unsigned)p.chunks), T, 0, st>>>(p);
+    LAUNCHED();
+    if (!p.part) return;
+    bn_gather<<<blocks(v.c), T, 0, st>>>(p.part, p.chunks, v.c, sums, dw);
+    LAUNCHED();
 }
 
 extern "C" void k_bn_frozen_bwd(cudaStream_t st, kview x, kview dx, kview dy, int a, int b, const float *gamma, const float *stats,
-                                float *dw)
+                                float *dw, double *part)
 {
-    bn_frozen_bwd<<<dy.c, T, 0, st>>>(x, dx, dy, a, b, gamma, stats, dw);
-    LAUNCHED();
+    bn_pass_args p = {BN_FROZEN_BWD, x, dx, dy, a, b, a, b, gamma, stats, NULL, 0.0, part, 0};
+    bn_run(st, p, NULL, dw);
 }
 
 // y rows [a, b) = (x - mean) * invstd * gamma + beta with the given statistics.
@@ -60,60 +114,17 @@ extern "C" void k_bn_map_fwd(cudaStream_t st, kview x, kview y, int a, int b, co
     }
 }
 
-// dx (+)= gamma * invstd * (dy - [row owned] (S1 + xhat * S2) / count) with the whole map's sums;
-// dgamma, dbeta += this call's own sums (dw may be NULL; dx.p NULL: none wanted).
-__global__ static void bn_map_bwd(kview x, kview dx, kview dy, int a, int b, int own_a, int own_b, const float *gamma,
-                                  const float *stats, const double *sums, double count, float *dw)
-{
-    __shared__ double s1[T], s2[T];
-    int ch = blockIdx.x, C = dy.c;
-    int64_t len = (int64_t)(b - a) * dy.w, M = (int64_t)dy.n * len;
-    float mean = stats[ch], invstd = stats[C + ch], k = gamma[ch] * invstd;
-    float mdy = (float)(sums[ch] / count), mdyx = (float)(sums[C + ch] / count);
-    double l1 = 0.0, l2 = 0.0;
-    for (int64_t i = threadIdx.x; i < M; i += blockDim.x) {
-        int n = (int)(i / len), r = a + (int)((i % len) / dy.w), col = (int)(i % dy.w);
-        float g = at(dy, n, ch, r)[col], xhat = (at(x, n, ch, r)[col] - mean) * invstd;
-        if (dw) l1 += g, l2 += g * xhat;
-        if (dx.p) at(dx, n, ch, r)[col] += k * (r >= own_a && r < own_b ? g - mdy - xhat * mdyx : g);
-    }
-    if (!dw) return;
-    reduce2(s1, s2, l1, l2);
-    if (threadIdx.x == 0) dw[ch] += (float)s2[0], dw[C + ch] += (float)s1[0];
-}
-
 extern "C" void k_bn_map_bwd(cudaStream_t st, kview x, kview dx, kview dy, int a, int b, int own_a, int own_b, const float *gamma,
-                             const float *stats, const double *sums, int64_t count, float *dw)
+                             const float *stats, const double *sums, int64_t count, float *dw, double *part)
 {
-    bn_map_bwd<<<dy.c, T, 0, st>>>(x, dx, dy, a, b, own_a, own_b, gamma, stats, sums, (double)count, dw);
-    LAUNCHED();
+    bn_pass_args p = {BN_MAP_BWD, x, dx, dy, a, b, own_a, own_b, gamma, stats, sums, (double)count, part, 0};
+    bn_run(st, p, NULL, dw);
 }
 
-// sums += (sum x, sum x^2) over rows [a, b), or with dy (sum dy, sum dy * xhat).
-__global__ static void bn_sums(kview x, kview dy, int a, int b, const float *stats, double *sums)
+extern "C" void k_bn_sums(cudaStream_t st, kview x, kview dy, int a, int b, const float *stats, double *sums, double *part)
 {
-    __shared__ double s1[T], s2[T];
-    int ch = blockIdx.x, C = x.c;
-    int64_t len = (int64_t)(b - a) * x.w, M = (int64_t)x.n * len;
-    double l1 = 0.0, l2 = 0.0;
-    for (int64_t i = threadIdx.x; i < M; i += blockDim.x) {
-        int n = (int)(i / len), r = a + (int)((i % len) / x.w), col = (int)(i % x.w);
-        float xv = at(x, n, ch, r)[col];
-        if (dy.p) {
-            float g = at(dy, n, ch, r)[col];
-            l1 += g, l2 += g * ((xv - stats[ch]) * stats[C + ch]);
-        } else {
-            l1 += xv, l2 += (double)xv * xv;
-        }
-    }
-    reduce2(s1, s2, l1, l2);
-    if (threadIdx.x == 0) sums[ch] += s1[0], sums[C + ch] += s2[0];
-}
-
-extern "C" void k_bn_sums(cudaStream_t st, kview x, kview dy, int a, int b, const float *stats, double *sums)
-{
-    bn_sums<<<x.c, T, 0, st>>>(x, dy, a, b, stats, sums);
-    LAUNCHED();
+    bn_pass_args p = {dy.p ? BN_SUMS_DY : BN_SUMS_X, x, {0}, dy, a, b, a, b, NULL, stats, NULL, 0.0, part, 0};
+    bn_run(st, p, sums, NULL);
 }
 
 // stats = (mean, 1 / sqrt(var + eps)) from the sums; running statistics toward them (unbiased var).

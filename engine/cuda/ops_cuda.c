@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/cuda/bn_chunks.h"
 #include "engine/cuda/conv_cuda.h"
 #include "engine/cuda/cucheck.h"
 #include "engine/cuda/dnn.h"
@@ -138,6 +139,12 @@ static double *scratch(int64_t doubles)
     return g.scratch;
 }
 
+/* A batch norm's scratch over rows [a, b) of v: its 2C sums, then its passes' partials (bn_chunks.h). */
+static double *bn_scratch(const ten *v, int a, int b)
+{
+    return scratch(2 * (int64_t)v->c + bn_part_doubles(v->c, (int64_t)v->n * (b - a) * v->w));
+}
+
 /* Batch norm. Frozen: the running statistics, our kernels. Train on a packed map (outside row
  * segments): cuDNN. Train on a band's rows (bn=per-band), which cuDNN's batch norm is not trusted to
  * take as a strided view: the band's statistics through the kernels that gather whole-map ones
@@ -150,10 +157,10 @@ static void bn_forward(const ops_call *c)
     int C = x->c;
     if (c->bn == OPS_BN_FROZEN) k_bn_frozen_stats(g.compute, c->running, c->stats, C, l->u.bn.eps);
     if (c->bn == OPS_BN_TRAIN && !(whole(x, c->a, c->b) && whole(y, c->a, c->b))) {
-        double *sums = scratch(2 * (int64_t)C);
+        double *sums = bn_scratch(x, c->a, c->b);
         ten none = {0};
         CUDA_CHECK(cudaMemsetAsync(sums, 0, 2 * (size_t)C * sizeof(double), g.compute));
-        k_bn_sums(g.compute, kv(x), kv(&none), c->a, c->b, NULL, sums);
+        k_bn_sums(g.compute, kv(x), kv(&none), c->a, c->b, NULL, sums, sums + 2 * C);
         k_bn_sums_end(g.compute, sums, c->stats, c->running, C, (int64_t)x->n * (c->b - c->a) * x->w, l->u.bn.eps, l->u.bn.momentum,
                       c->update_running);
     } else if (c->bn == OPS_BN_TRAIN) {
@@ -176,21 +183,22 @@ static void bn_backward(const ops_call *c)
     ten none = {0};
     dx_begin(c, 0);
     if (c->bn == OPS_BN_FROZEN) {
-        k_bn_frozen_bwd(g.compute, kv(x), kv(dx->p ? dx : &none), kv(dy), c->a, c->b, c->w, c->stats, c->dw);
+        k_bn_frozen_bwd(g.compute, kv(x), kv(dx->p ? dx : &none), kv(dy), c->a, c->b, c->w, c->stats, c->dw,
+                        bn_scratch(dy, c->a, c->b) + 2 * C);
         return;
     }
     if (c->bn == OPS_BN_MAP) {
         k_bn_map_bwd(g.compute, kv(x), kv(dx->p ? dx : &none), kv(dy), c->a, c->b, c->own_a, c->own_b, c->w, c->stats, c->sums,
-                     c->count, c->dw);
+                     c->count, c->dw, bn_scratch(dy, c->a, c->b) + 2 * C);
         return;
     }
     CHECK(c->dw != NULL);
     if (!dx->p || !(whole(x, c->a, c->b) && whole(dy, c->a, c->b) && whole(dx, c->a, c->b))) { /* a band's own statistics */
-        double *sums = scratch(2 * (int64_t)C);
+        double *sums = bn_scratch(dy, c->a, c->b);
         CUDA_CHECK(cudaMemsetAsync(sums, 0, 2 * (size_t)C * sizeof(double), g.compute));
-        k_bn_sums(g.compute, kv(x), kv(dy), c->a, c->b, c->stats, sums);
+        k_bn_sums(g.compute, kv(x), kv(dy), c->a, c->b, c->stats, sums, sums + 2 * C);
         k_bn_map_bwd(g.compute, kv(x), kv(dx->p ? dx : &none), kv(dy), c->a, c->b, c->a, c->b, c->w, c->stats, sums,
-                     (int64_t)dy->n * (c->b - c->a) * dy->w, c->dw);
+                     (int64_t)dy->n * (c->b - c->a) * dy->w, c->dw, sums + 2 * C);
         return;
     }
     cudnnTensorDescriptor_t xd = packed_desc(x->n, C, x->h, x->w), pd = packed_desc(1, C, 1, 1);
@@ -406,7 +414,8 @@ static void cuda_stats(const ops_call *c, ops_stats what)
     if (what == OPS_STATS_END)
         k_bn_sums_end(g.compute, c->sums, c->stats, c->running, l->c, c->count, l->u.bn.eps, l->u.bn.momentum, c->update_running);
     else
-        k_bn_sums(g.compute, kv(&c->x[0]), kv(what == OPS_STATS_DY ? &c->dy : &none), c->a, c->b, c->stats, c->sums);
+        k_bn_sums(g.compute, kv(&c->x[0]), kv(what == OPS_STATS_DY ? &c->dy : &none), c->a, c->b, c->stats, c->sums,
+                  bn_scratch(&c->x[0], c->a, c->b) + 2 * (int64_t)l->c);
     step_checked(c, "statistics");
 }
 
@@ -432,7 +441,7 @@ static int cu_prepare(const net *n, const sched *s, err *e)
         int64_t need = 0;
         if (l->kind == NET_LOSS) need = k_loss_scratch((int64_t)s->batch * l->h * l->w);
         if (l->kind == NET_GNORM) need = 2 * (int64_t)s->batch * l->u.norm.groups;
-        if (l->kind == NET_BN) need = 2 * (int64_t)l->c;
+        if (l->kind == NET_BN) need = 2 * (int64_t)l->c + bn_part_doubles(l->c, (int64_t)s->batch * l->h * l->w);
         if (l->kind == NET_FC && (int64_t)n->layers[l->in[0]].c * n->layers[l->in[0]].h * n->layers[l->in[0]].w > INT32_MAX)
             return err_set(e, "layer '%s': a fully connected input of more than 2^31 values is past cuBLAS's int sizes", l->name);
         if (need > doubles) doubles = need;
