@@ -31,9 +31,9 @@ moves them encoded, and beside `+dpr` the maps gist leaves are dpr's. A sparse m
 on its values: `measured_prediction` predicts again at the densities the last forward had.
 
 Not yet: BatchNorm in train mode inside bands (its whole-map statistics; bn=frozen runs), the max
-pools' argmax in fewer bits (PyTorch's int64 indices stay), ZFP,
-migration, and a side stream for the moves; a plan with them is refused with a PlanError naming
-what. lrcnn's own engine runs them (`lrcnn train`).
+pools' argmax in fewer bits (PyTorch's int64 indices stay), ZFP, migration, and a side stream for
+the moves; a plan with them is refused with a PlanError naming what. lrcnn's own engine runs them
+(`lrcnn train`).
 """
 import contextlib
 import json
@@ -343,8 +343,12 @@ def measured_prediction(model, wrapped):
     (wrapped.densities): a sparse map's bytes depend on its values, and lrcnn predicts them from a
     density (0.5, or the plan's density=D). Each map's bytes are lrcnn's prediction at its own
     density (`lrcnn lower` once per density), added to `kept` or, for a map an offload segment
-    moved, to `host` and `moved`; the peak, which the maps may or may not all reach, is left out."""
+    moved, to `host` and `moved` (their total is exact; a moved map lrcnn fetches back before the
+    backward begins is in `kept` there, in `host` here); the peak, which the maps may or may not all
+    reach, is left out. Without sparse maps: wrapped.predicted as it is."""
     dens = getattr(wrapped, "densities", {})
+    if not dens:
+        return dict(wrapped.predicted)
     pred = dict(wrapped.predicted, peak=None, reserved=None)
     a = wrapped.lowered_as
     at = {}  # density -> {layer: bytes}
