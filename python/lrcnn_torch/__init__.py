@@ -181,8 +181,7 @@ class Offloaded(torch.nn.Module):
             return host, t.device, held.decode
         pairs = [(key, held) for key, held, _ in self.held]
         if isinstance(self.encoder, Gist):  # the maps gist takes are encoded now, and go encoded
-            self.encoder.encode([(key, held) for key, held in pairs if key in self.chosen])
-            self.encoder.away |= {self.encoder.layers[key] for key in self.chosen if key in self.encoder.layers}
+            self.encoder.encode([(key, held) for key, held in pairs if key in self.chosen], moving=True)
         # keyed by the map saved, not by what holds it (an encoded copy)
         self.moved = _once(pairs, self.chosen, to_host)
         self.held, self.chosen = [], set()
@@ -269,28 +268,7 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
     gist = None
     if gists:
         gist = Gist(None, [], held, Encoded(None, lossy[0], held) if lossy else None)
-        mark, last = gist.mark, {}  # mark: one object for fx's generated code; each layer's last node: the one that makes its map
-        for node in graph.nodes:
-            if node in conv.alias:
-                last[conv.alias[node]] = node
-        kind = {l["name"]: l["kind"] for l in low["layers"]}
-        for m in low["encoded"]:
-            seg = low["segments"][segment[m["layer"]]]
-            if m["encoding"] not in ("sign", "sparse") or seg["mode"] == "rows":
-                # gist's alone (dpr's are the lossy encoder's); a row segment's last layer's map is
-                # the segment's output (below), and the bands' own are not listed
-                continue
-            # the map is the layer's buffer, which the relus that alone read it then overwrite in
-            # lrcnn (in place): each of them is marked, the last one's output being the map's values
-            node = last[m["layer"]]
-            while True:
-                users = list(node.users)
-                with graph.inserting_after(node):
-                    marker = graph.call_function(mark, (node, m["layer"], m["encoding"]))
-                node.replace_all_uses_with(marker, delete_user_cb=lambda user, marker=marker: user is not marker)
-                if len(users) != 1 or kind.get(conv.alias.get(users[0])) != "relu":
-                    break
-                node = users[0]
+        _mark_maps(graph, conv.alias, low, segment, gist.mark)
     part = {}
     for node in graph.nodes:  # a node is in its layer's segment; one without a layer (a size, a view) follows its inputs
         if node.op in ("placeholder", "output"):
@@ -328,6 +306,33 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
     split.lowering, split.predicted = low, predicted(low)
     split.lowered_as = dict(image=image, batch=batch, plan=plan, optimizer=optimizer, bn=bn, lrcnn=lrcnn, device=device)
     return split
+
+
+def _mark_maps(graph, alias, low, segment, mark):
+    """A call of mark(map, layer, encoding) after the node that makes each map gist takes (lrcnn
+    lower's `encoded`, sign or sparse) outside row segments, so that Gist knows the map when the
+    forward makes it; alias: the importer's node -> layer. mark is one object for fx's generated code."""
+    last = {}  # each layer's last node: the one that makes its map
+    for node in graph.nodes:
+        if node in alias:
+            last[alias[node]] = node
+    kind = {l["name"]: l["kind"] for l in low["layers"]}
+    for m in low["encoded"]:
+        if m["encoding"] not in ("sign", "sparse") or low["segments"][segment[m["layer"]]]["mode"] == "rows":
+            # gist's alone (dpr's are the lossy encoder's); a row segment's last layer's map is
+            # the segment's output (Gist.hooked), and the bands' own are not listed
+            continue
+        # the map is the layer's buffer, which the relus that alone read it then overwrite in
+        # lrcnn (in place): each of them is marked, the last one's output being the map's values
+        node = last[m["layer"]]
+        while True:
+            users = list(node.users)
+            with graph.inserting_after(node):
+                marker = graph.call_function(mark, (node, m["layer"], m["encoding"]))
+            node.replace_all_uses_with(marker, delete_user_cb=lambda user, marker=marker: user is not marker)
+            if len(users) != 1 or kind.get(alias.get(users[0])) != "relu":
+                break
+            node = users[0]
 
 
 def _with_density(plan, density):

@@ -126,14 +126,13 @@ class Gist(torch.nn.Module):
         super().__init__()
         self.inner, self.hooked, self.params, self.kept, self.densities = inner, hooked, params, 0, {}
         self.lossy = lossy  # gist beside dpr: an Encoded (its inner unused) for the maps gist leaves
-        self.held, self.kinds, self.layers, self.refs, self.done, self.away = [], {}, {}, {}, set(), set()
+        self.held, self.marks, self.done, self.away = [], {}, set(), set()
 
     def mark(self, t, layer, kind):
         """The map of `layer` (to be kept as `kind`) is t; t itself goes on."""
         if torch.is_tensor(t):
-            key = rows.view_key(t)
             # the map weakly: one nothing saves dies, and a later map may take its address, and key
-            self.kinds[key], self.layers[key], self.refs[key] = kind, layer, weakref.ref(t)
+            self.marks[rows.view_key(t)] = weakref.ref(t), layer, kind
             if self.lossy is not None:
                 self.lossy.claim(t)
         return t
@@ -144,26 +143,26 @@ class Gist(torch.nn.Module):
             self.held.append((rows.view_key(t), held))
         return held
 
-    def encode(self, helds, leave=()):
-        """Encodes the marked maps among (key, _Held) pairs not yet encoded (nor in leave); the bytes
-        stored."""
-        stored = 0
+    def encode(self, helds, leave=(), moving=False):
+        """Encodes the marked maps among (key, _Held) pairs not yet encoded (nor in leave); moving:
+        an offload segment's, which it then moves (their layers in `away`)."""
         # only the holders of the marked map itself: under dpr an earlier map's encoded copy may be
         # held under the same key (its original freed, its address taken again)
-        helds = [(k, h) for k, h in helds if k in self.refs and h.t is self.refs[k]()]
+        helds = [(k, h) for k, h in helds if k in self.marks and h.t is self.marks[k][0]()]
         for kind, convert in (("sign", _to_bits), ("sparse", self._to_sparse)):
-            keys = {k for k, v in self.kinds.items() if v == kind and self.refs[k]() is not None} - self.done - set(leave)
-            stored += _once(helds, keys, convert)
+            keys = {k for k, (ref, _, c) in self.marks.items() if c == kind and ref() is not None} - self.done - set(leave)
+            _once(helds, keys, convert)
             self.done |= {k for k, _ in helds if k in keys}
-        return stored
+        if moving:
+            self.away |= {self.marks[k][1] for k, _ in helds}
 
     def _to_sparse(self, held):
         packed, decode, nnz = _sparse(held.t)
-        self.densities[self.layers[rows.view_key(held.t)]] = nnz / held.t.numel()
+        self.densities[self.marks[rows.view_key(held.t)][1]] = nnz / held.t.numel()
         return packed, None, decode
 
     def forward(self, *args):
-        self.held, self.kinds, self.layers, self.refs, self.done, self.densities, self.away = [], {}, {}, {}, set(), {}, set()
+        self.held, self.marks, self.done, self.densities, self.away = [], {}, set(), {}, set()
         hooks = [m.register_forward_hook(lambda m, i, out, name=name, kind=kind: self.mark(out, name, kind))
                  for m, name, kind in self.hooked]
         if self.lossy is not None:
