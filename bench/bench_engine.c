@@ -63,7 +63,8 @@ static void conv_table(const net *n, int batch)
 {
     printf("VGG-16 convolutions at %dx%d, batch %d: GFLOP/s, and as a fraction of sgemm of the same shape\n\n",
            n->layers[0].h, n->layers[0].w, batch);
-    printf("  %-8s %5s %5s %6s  %8s %8s %8s  %6s %6s\n", "layer", "C_in", "C_out", "HxW", "sgemm", "fwd", "bwd", "fwd%", "bwd%");
+    printf("  %-8s %5s %5s %6s  %8s %8s %8s %8s  %6s %6s %6s\n", "layer", "C_in", "C_out", "HxW", "sgemm", "sgemm'", "fwd", "bwd", "fwd%",
+           "bwd%", "bwd%'");
     for (int L = 1; L < n->n; L++) {
         const net_layer *l = &n->layers[L];
         if (l->kind != NET_CONV) continue;
@@ -74,19 +75,31 @@ static void conv_table(const net *n, int batch)
         float *w = rnd(l->params), *dw = rnd(l->params), *ws = rnd(sched_workspace_bytes(n, L, l->h, batch) / 4 + 1);
         float *A = rnd((int64_t)M * K), *B = rnd((int64_t)K * N), *C = rnd((int64_t)M * N);
         double t_gemm = BEST(3, for (int b = 0; b < batch; b++) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N));
+        int products = 2; /* backward: the filter's and the data's; a layer reading the net's input has no dx (sim/lower) */
+        if (in->kind == NET_INPUT) products = 1;
+        /* the backward's own products: dw (M, K) += dy (M, N) x col^T, col (K, N) = w^T x dy */
+        double t_gemm_bwd = BEST(3, for (int b = 0; b < batch; b++) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, K, N, 1.0f, C, N, B, N, 1.0f, A, K);
+            if (products == 2) cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, M, 1.0f, A, K, C, N, 0.0f, B, N);
+        });
         ops_call c = {.l = l, .in_h = {in->h}, .a = 0, .b = l->h, .w = w, .dw = dw, .ws = ws};
         c.x[0] = (ten){x, batch, in->c, in->h, in->w, 0};
         c.y = (ten){y, batch, l->c, l->h, l->w, 0};
-        c.dx[0] = (ten){dx, batch, in->c, in->h, in->w, 0};
+        if (products == 2) c.dx[0] = (ten){dx, batch, in->c, in->h, in->w, 0};
         c.dy = (ten){dy, batch, l->c, l->h, l->w, 0};
         double t_fwd = BEST(3, ops_cpu.forward(&c));
         double t_bwd = BEST(3, ops_cpu.backward(&c));
         double flops = 2.0 * (double)l->macs * batch;
-        printf("  %-8s %5d %5d %3dx%-3d %7.1f  %7.1f  %7.1f  %5.0f%% %5.0f%%\n", l->name, in->c, l->c, l->h, l->w,
-               flops / t_gemm / 1e9, flops / t_fwd / 1e9, 2 * flops / t_bwd / 1e9, 100 * t_gemm / t_fwd, 200 * t_gemm / t_bwd);
+        printf("  %-8s %5d %5d %3dx%-3d %7.1f  %7.1f  %7.1f  %7.1f  %5.0f%% %5.0f%% %5.0f%%\n", l->name, in->c, l->c, l->h, l->w,
+               flops / t_gemm / 1e9, products * flops / t_gemm_bwd / 1e9, flops / t_fwd / 1e9, products * flops / t_bwd / 1e9,
+               100 * t_gemm / t_fwd, 100 * t_gemm_bwd / t_bwd, 100 * products * t_gemm / t_bwd);
         free(x), free(y), free(dx), free(dy), free(w), free(dw), free(ws), free(A), free(B), free(C);
     }
-    printf("\n  fwd%% / bwd%%: our time vs sgemm on the layer's own product shape (bwd: two products)\n\n");
+    printf("\n  sgemm: OpenBLAS on the forward's product (C_out x K times K x H*W); sgemm': on the backward's own\n"
+           "  two (the filter's, dy x col^T, whose output is only C_out x K, and the data's, w^T x dy), or the\n"
+           "  filter's alone where the layer reads the net's input, which takes no gradient. fwd%% and bwd%%:\n"
+           "  our time against sgemm's on those shapes; bwd%%': the backward against the forward's shape, once\n"
+           "  a product (the table's only measure before 2026-11-29).\n\n");
 }
 
 static void iteration(const char *name, int batch, int iters)
