@@ -7,7 +7,7 @@
 # The time model is the device profile calibrated at batch 8 and 32 (results/profile_cpu_b8_32.h5,
 # made by experiments/profile_batches.sh; PROFILE=FILE another): its held-out errors stay within
 # about 10% at batch 8 to 64, where the profile calibrated at batch 8 alone (results/profile_cpu.h5,
-# made by the calibrate command in results/profile_cpu.txt) under-predicts ResNet-50 by 12-30%.
+# made by experiments/profile_cpu.sh) under-predicted ResNet-50 by 12-30%.
 # The engine runs with its default thread waiting (spinning, then sleeping: README).
 # Output: results/planner_cpu.txt (with the commands that made it), about 90 minutes on 2 cores.
 # Usage: experiments/planner_cpu.sh [BUILD_DIR] (BATCHES="8 32" a subset of the batches)
