@@ -5,7 +5,7 @@
 # beside their prediction. The planner's predicted tables (experiments/planner_sim.sh, the Pareto
 # sets) and experiments/profile_batches.sh's comparison read it.
 # Output: results/profile_cpu.h5, and results/profile_cpu.txt (calibrate's own lines, then
-# tools/show_profile.py's table of predicted against measured). About 25 minutes on 2 cores.
+# tools/show_profile.py's table of predicted against measured). About 12 minutes on 2 cores.
 # Usage: experiments/profile_cpu.sh [BUILD_DIR]
 set -euo pipefail
 build="${1:-build}"
