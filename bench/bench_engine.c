@@ -1,7 +1,9 @@
 /* CPU engine speed, measured against peers in the same run (figures, not assertions):
  *   1. every VGG-16 convolution at 224x224 (batch 2): forward and backward GFLOP/s against
- *      OpenBLAS sgemm on a matrix product of the conv's own shape (M = C_out, N = H*W,
- *      K = C_in*k*k) timed right before it (goal: >= 85% of sgemm for every layer);
+ *      OpenBLAS sgemm on the matrix products of the conv's own shapes, timed right before it: the
+ *      forward's (M = C_out, N = H*W, K = C_in*k*k), and the backward's two, the filter's (an
+ *      output of C_out x K) and the data's, or the filter's alone for a layer that reads the net's
+ *      input (goal: >= 85% of sgemm for every layer, both ways);
  *   2. one training iteration (layer plan, SGD, the batch given) of VGG-16 and ResNet-50 at 224x224:
  *      time and peak, and where the time goes (the heaviest layers, forward + backward).
  *   3. `alloc`: the arena against the pool (engine/exec.h: --alloc arena|pool) in the same process,
