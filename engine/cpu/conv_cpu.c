@@ -42,18 +42,21 @@ static void grouped_sgemm(int groups, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, in
         cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, A + q * a_step, lda, B + q * b_step, ldb, beta, C + q * c_step, ldc);
 }
 
-/* dw (m, n) += dy (m, cols) x col^T (col: n rows of cols), ld_dy and ld_col floats apart. Where the
- * product's output is small beside its inner length (VGG-16 conv1_1's 64 x 27 filter over 38,752
- * columns a stretch), OpenBLAS runs it at one thread's speed: 52 GFLOP/s on 2 cores, against 75
- * with the columns cut into DW_PARTS parts, a thread's product each into its own partial sum, the
- * parts then added in part order. The cut does not depend on the thread count, so neither does
- * the result. */
+/* The weight gradient of every convolution here, once per channel group: group q's dw (m, n) +=
+ * its dy (m, cols) x its col^T (col: n rows of cols), each operand's group q_step floats after the
+ * last (dw's m * n), ld_dy and ld_col floats between rows. Where the product's output is small
+ * beside its inner length (VGG-16 conv1_1's 64 x 27 filter over 38,752 columns a stretch),
+ * OpenBLAS runs it at one thread's speed: 52 GFLOP/s on 2 cores, against 75 with the columns cut
+ * into DW_PARTS parts, a thread's product each into its own partial sum, the parts then added in
+ * part order. The cut does not depend on the thread count, so neither does the result. */
 enum { DW_PARTS = 4, DW_PART_MAX = 4096, DW_PART_MIN_COLS = 4096 };
 
-static void dw_product(int m, int n, int cols, const float *dy, int ld_dy, const float *col, int ld_col, float *dw)
+static void dw_product(int groups, int m, int n, int cols, const float *dy, int ld_dy, int64_t dy_step, const float *col, int ld_col,
+                       int64_t col_step, float *dw)
 {
-    if ((int64_t)m * n > DW_PART_MAX || cols < DW_PARTS * DW_PART_MIN_COLS) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, cols, 1.0f, dy, ld_dy, col, ld_col, 1.0f, dw, n);
+    if (groups > 1 || (int64_t)m * n > DW_PART_MAX || cols < DW_PARTS * DW_PART_MIN_COLS) {
+        grouped_sgemm(groups, CblasNoTrans, CblasTrans, m, n, cols, dy, ld_dy, dy_step, col, ld_col, col_step, 1.0f, dw, n,
+                      (int64_t)m * n);
         return;
     }
     float part[DW_PARTS][DW_PART_MAX];
@@ -289,8 +292,7 @@ void conv_cpu_backward(const ops_call *c)
         if (direct) {
             /* dw (C_out, K) += dy (C_out, cols) x x^T; dx (K, cols) += w^T (K, C_out) x dy: the rows in place */
             if (dwt)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c_out, K, cols, 1.0f, dyn, dy_ld, cpu_row(x, n0, 0, a),
-                            (int)((int64_t)x->h * x->w), 1.0f, dwt, K);
+                dw_product(1, c_out, K, cols, dyn, dy_ld, 0, cpu_row(x, n0, 0, a), (int)((int64_t)x->h * x->w), 0, dwt);
             if (dx->p)
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, cols, c_out, 1.0f, wt, K, dyn, dy_ld,
                             store ? 0.0f : 1.0f, cpu_row(dx, n0, 0, a), (int)((int64_t)dx->h * dx->w));
@@ -300,10 +302,7 @@ void conv_cpu_backward(const ops_call *c)
                 const float *dyc = cpu_row(dy, n0, 0, r0);
                 if (dwt) { /* dw (C_out, K) += dy (C_out, cc) x col^T (cc, K) */
                     im2col(col, cc, x, n0, win, ww, 0, in_h, r0, r1, w_out);
-                    if (Q == 1) dw_product(c_out, K, cc, dyc, dy_ld, col, cc, dwt);
-                    else
-                        grouped_sgemm(Q, CblasNoTrans, CblasTrans, cq, Kq, cc, dyc, dy_ld, (int64_t)cq * dy_ld, col, cc,
-                                      (int64_t)Kq * cc, 1.0f, dwt, Kq, (int64_t)cq * Kq);
+                    dw_product(Q, cq, Kq, cc, dyc, dy_ld, (int64_t)cq * dy_ld, col, cc, (int64_t)Kq * cc, dwt);
                 }
                 if (dx->p) { /* col (K, cc) = w^T (K, C_out) x dy (C_out, cc), scattered back onto the rows it reads */
                     int v0, v1;
@@ -316,8 +315,7 @@ void conv_cpu_backward(const ops_call *c)
         else { /* g images gathered side by side */
             if (dwt) {
                 for (int i = 0; i < g; i++) im2col(col + (int64_t)i * cols, ld, x, n0 + i, win, ww, 0, in_h, a, b, w_out);
-                grouped_sgemm(Q, CblasNoTrans, CblasTrans, cq, Kq, ld, dyn, dy_ld, (int64_t)cq * dy_ld, col, ld, (int64_t)Kq * ld,
-                              1.0f, dwt, Kq, (int64_t)cq * Kq);
+                dw_product(Q, cq, Kq, ld, dyn, dy_ld, (int64_t)cq * dy_ld, col, ld, (int64_t)Kq * ld, dwt);
             }
             if (dx->p) {
                 grouped_sgemm(Q, CblasTrans, CblasNoTrans, Kq, ld, cq, wt, Kq, (int64_t)cq * Kq, dyn, dy_ld, (int64_t)cq * dy_ld,
@@ -387,8 +385,8 @@ void convt_cpu_backward(const ops_call *c)
         if (!cols) continue;
         im2col(c->ws, cols, dy, n, own, own, a, b, lo, hi, cols / (hi - lo));
         if (dwt)
-            grouped_sgemm(Q, CblasNoTrans, CblasTrans, cq, Kq, cols, cpu_row(x, n, 0, lo), (int)((int64_t)x->h * x->w),
-                          cq * (int64_t)x->h * x->w, c->ws, cols, (int64_t)Kq * cols, 1.0f, dwt, Kq, (int64_t)cq * Kq);
+            dw_product(Q, cq, Kq, cols, cpu_row(x, n, 0, lo), (int)((int64_t)x->h * x->w), cq * (int64_t)x->h * x->w, c->ws, cols,
+                       (int64_t)Kq * cols, dwt);
         if (dx->p)
             grouped_sgemm(Q, CblasNoTrans, CblasNoTrans, cq, cols, Kq, c->w, Kq, (int64_t)cq * Kq, c->ws, cols, (int64_t)Kq * cols,
                           1.0f, cpu_row(dx, n, 0, lo), (int)((int64_t)dx->h * dx->w), cq * (int64_t)dx->h * dx->w);
