@@ -110,16 +110,34 @@ static void new_sums(lower *c, int L)
     c->s->bufs[c->sums[L]].zero = true;
 }
 
-/* The STATS_END steps of forward pass `pass`: the statistics of the layers it gathered for. */
-static void stats_end(lower *c, const plan_seg *ps, int pass)
+/* The segment's layers (as segment positions, layer - first) by the statistics pass that gathers
+ * for them: forward (plan_passes.fwd) or backward (.bwd); pass q's are list[start[q] ..
+ * start[q + 1]). Built once a segment, so that a pass, or each band of it, visits its own layers,
+ * not the whole segment's (ResNet-50's has 24 passes of 4 bands over 160 layers). */
+static lower_buckets by_pass(const plan_passes *pp, bool backward)
 {
-    int a = ps->band.first;
-    for (int L = a; L <= ps->band.last; L++) {
-        if (ps->passes.fwd[L - a] != pass) continue;
+    return lower_bucket(backward ? pp->bwd : pp->fwd, pp->nl, (backward ? pp->n_bwd : pp->n_fwd) + 2);
+}
+
+/* The STATS_END steps of forward pass `pass`: the statistics of the layers it gathered for. */
+static void stats_end(lower *c, const plan_seg *ps, const lower_buckets *fwd, int pass)
+{
+    for (int k = fwd->start[pass]; k < fwd->start[pass + 1]; k++) {
+        int L = ps->band.first + fwd->list[k];
         sched_step *t = lower_step(c, SCHED_STATS_END, L, -1);
         t->aux = c->stats[L], t->sums = c->sums[L], t->dw = c->run[L], t->map_stats = true;
         t->flops = 10.0 * c->n->layers[L].c;
         c->sums[L] = -1;
+    }
+}
+
+/* Forward pass `pass`'s STATS steps in band r: the rows r owns of each layer it gathers for. */
+static void gather_stats(lower *c, const plan_seg *ps, const band_geom *g, const lower_buckets *fwd, int pass, int r)
+{
+    for (int k = fwd->start[pass]; k < fwd->start[pass + 1]; k++) {
+        int L = ps->band.first + fwd->list[k];
+        band_rows own = band_own(g, &ps->band, r, L, c->n->layers[L].h);
+        if (band_rows_len(own)) emit_stats(c, L, r, own, false);
     }
 }
 
@@ -138,26 +156,22 @@ static void stats_forward(lower *c, const plan_seg *ps)
         if (pp->fwd[L - a])
             c->stats[L] = lower_buf(c, BUF_STAT, MEM_ACT, L, -1, (band_rows){0, 0}, kind_aux_bytes(n, L, 0, c->cfg->batch));
     c->stats_pass = true;
+    lower_buckets fwd = by_pass(pp, false);
     for (int pass = 1; pass <= pp->n_fwd; pass++) {
         memset(bound, -1, (size_t)N * R * sizeof(int));
-        for (int L = a; L <= bs->last; L++) {
-            need[L] = pp->fwd_need[(pass - 1) * pp->nl + L - a];
-            if (pp->fwd[L - a] == pass) new_sums(c, L);
-        }
+        for (int L = a; L <= bs->last; L++) need[L] = pp->fwd_need[(pass - 1) * pp->nl + L - a];
+        for (int k = fwd.start[pass]; k < fwd.start[pass + 1]; k++) new_sums(c, a + fwd.list[k]);
         layer_list todo = needed(c, bs, need);
         for (int r = 0; r < R; r++) {
             band_forward(c, bs, g, r, bound, true, -1, &todo);
-            for (int L = a; L <= bs->last; L++) {
-                if (pp->fwd[L - a] != pass) continue;
-                band_rows own = band_own(g, bs, r, L, n->layers[L].h);
-                if (band_rows_len(own)) emit_stats(c, L, r, own, false);
-            }
+            gather_stats(c, ps, g, &fwd, pass, r);
             c->act[bs->src] = src;
         }
         free(todo.at);
-        stats_end(c, ps, pass);
+        stats_end(c, ps, &fwd, pass);
     }
     c->stats_pass = false;
+    lower_buckets_free(&fwd);
     free(need), free(bound);
 }
 
@@ -201,24 +215,20 @@ static void staged_forward(lower *c, const plan_seg *ps, int *bound, int out)
         if (pp->keep_act[L - a])
             c->whole[L] = lower_buf(c, BUF_ACT, MEM_ACT, L, -1, lower_full(n, L), lower_bytes(c, L, lower_full(n, L), 4));
     }
+    lower_buckets fwd = by_pass(pp, false);
     for (int q = 1; q <= pp->n_fwd + 1; q++) {
-        for (int L = a; L <= bs->last; L++) {
-            need[L] = pp->fst[L - a] == q;
-            if (pp->fwd[L - a] == q) new_sums(c, L);
-        }
+        for (int L = a; L <= bs->last; L++) need[L] = pp->fst[L - a] == q;
+        for (int k = fwd.start[q]; k < fwd.start[q + 1]; k++) new_sums(c, a + fwd.list[k]);
         layer_list todo = needed(c, bs, need);
         for (int r = 0; r < g->n_bands; r++) {
             band_forward(c, bs, g, r, bound, true, q > pp->n_fwd ? out : -1, &todo);
-            for (int L = a; L <= bs->last; L++) {
-                if (pp->fwd[L - a] != q) continue;
-                band_rows own = band_own(g, bs, r, L, n->layers[L].h);
-                if (band_rows_len(own)) emit_stats(c, L, r, own, false);
-            }
+            gather_stats(c, ps, g, &fwd, q, r);
             c->act[bs->src] = src;
         }
         free(todo.at);
-        stats_end(c, ps, q);
+        stats_end(c, ps, &fwd, q);
     }
+    lower_buckets_free(&fwd);
     free(need);
 }
 
@@ -332,12 +342,13 @@ static void staged_backward(lower *c, const plan_seg *ps, int *bound)
         if (pp->rebuilt[L - a]) c->whole[L] = -1; /* the forward's last use of it is past */
     }
     int dout = c->grad[bs->last];
+    lower_buckets bwd = by_pass(pp, true);
     for (int s = 1; s <= pp->n_bwd + 1; s++) {
         staged_backward_pass(c, ps, bound, kgrad, s);
         rebuilt_sums(c, ps, bound, kgrad, dout, s);
-        for (int L = a; L <= bs->last; L++) {
-            int in = n->layers[L].in[0], held = c->act[in];
-            if (pp->bwd[L - a] != s || (in != bs->src && c->whole[in] < 0)) continue;
+        for (int k = bwd.start[s]; k < bwd.start[s + 1]; k++) {
+            int L = a + bwd.list[k], in = n->layers[L].in[0], held = c->act[in];
+            if (in != bs->src && c->whole[in] < 0) continue;
             new_sums(c, L);
             /* whole maps: its input (kept, or the segment input) and its gradient (kept, or the segment output's) */
             if (in != bs->src) c->act[in] = c->whole[in];
@@ -350,6 +361,7 @@ static void staged_backward(lower *c, const plan_seg *ps, int *bound)
         }
     }
     c->grad[bs->last] = dout;
+    lower_buckets_free(&bwd);
     free(kgrad);
 }
 

@@ -145,8 +145,9 @@ typedef struct {
     int next;
 } by_category;
 
-static void fill_rows(void *ctx, int step, const int64_t cur[MEM_NCAT])
+static void fill_rows(void *ctx, int step, int up, int64_t device, const int64_t cur[MEM_NCAT])
 {
+    (void)up, (void)device;
     by_category *c = ctx;
     for (; c->next < step; c->next++) memcpy(c->out + (int64_t)c->next * MEM_NCAT, c->last, sizeof c->last);
     memcpy(c->last, cur, sizeof c->last);
@@ -156,7 +157,7 @@ void sched_bytes_by_category(const sched *s, int64_t *out)
 {
     by_category c = {.out = out};
     sched_walk(s, fill_rows, &c);
-    fill_rows(&c, s->n_step, c.last); /* steps after the last event keep its values */
+    fill_rows(&c, s->n_step, -1, 0, c.last); /* steps after the last event keep its values */
 }
 
 double sched_compute_flops(const sched *s)

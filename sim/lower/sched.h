@@ -170,24 +170,29 @@ void sched_step_slots(sched *s, sched_step *t, int n);
 void sched_free(sched *s);
 
 /* Walks the schedule's memory events (ALLOC, FREE, OFFLOAD, PREFETCH), calling visit after each
- * such step with the bytes held per category (MEM_HOST: on the host): the one place that says what
- * a schedule holds when. The replay (sim.h) and the timelines are built on it. Inline, so that a
- * caller's visit is inlined into its walk. */
-typedef void (*sched_visit)(void *ctx, int step, const int64_t cur[MEM_NCAT]);
+ * such step with the bytes held per category (MEM_HOST: on the host), their sum on the device
+ * (every category but MEM_HOST) and the category the event raised (-1: none; a FREE only lowers):
+ * the one place that says what a schedule holds when. The replay (sim.h) and the timelines are
+ * built on it. Inline, so that a caller's visit is inlined into its walk; a visit that keeps
+ * maxima looks only at `up` (a loop over every category at every event was half the replay). */
+typedef void (*sched_visit)(void *ctx, int step, int up, int64_t device, const int64_t cur[MEM_NCAT]);
 static inline void sched_walk(const sched *s, sched_visit visit, void *ctx)
 {
-    int64_t cur[MEM_NCAT] = {0};
-    bool *host = err_calloc((size_t)s->n_buf, sizeof(bool));
+    int64_t cur[MEM_NCAT] = {0}, device = 0;
+    bool *host = err_calloc((size_t)s->n_buf + 1, sizeof(bool));
     for (int i = 0; i < s->n_step; i++) {
         const sched_step *t = &s->steps[i];
-        if (t->op != SCHED_ALLOC && t->op != SCHED_FREE && t->op != SCHED_OFFLOAD && t->op != SCHED_PREFETCH) continue;
+        sched_op op = t->op;
+        if (op != SCHED_ALLOC && op != SCHED_FREE && op != SCHED_OFFLOAD && op != SCHED_PREFETCH) continue;
         const sched_buf *b = &s->bufs[t->buf];
-        if (t->op == SCHED_ALLOC && b->host_home) cur[MEM_HOST] += b->bytes, host[t->buf] = true;
-        else if (t->op == SCHED_ALLOC) cur[b->cat] += b->bytes;
-        else if (t->op == SCHED_FREE) cur[host[t->buf] ? MEM_HOST : b->cat] -= b->bytes;
-        else if (t->op == SCHED_OFFLOAD) cur[b->cat] -= b->bytes, cur[MEM_HOST] += b->bytes, host[t->buf] = true;
-        else cur[MEM_HOST] -= b->bytes, cur[b->cat] += b->bytes, host[t->buf] = false;
-        visit(ctx, i, cur);
+        int up = -1, down = -1;
+        if (op == SCHED_ALLOC) up = b->host_home ? MEM_HOST : (int)b->cat, host[t->buf] = b->host_home;
+        else if (op == SCHED_FREE) down = host[t->buf] ? MEM_HOST : (int)b->cat;
+        else if (op == SCHED_OFFLOAD) down = b->cat, up = MEM_HOST, host[t->buf] = true;
+        else down = MEM_HOST, up = b->cat, host[t->buf] = false;
+        if (down >= 0) cur[down] -= b->bytes, device -= down != MEM_HOST ? b->bytes : 0;
+        if (up >= 0) cur[up] += b->bytes, device += up != MEM_HOST ? b->bytes : 0;
+        visit(ctx, i, up, device, cur);
     }
     free(host);
 }

@@ -51,12 +51,10 @@ typedef struct {
     bool *seen;
 } walk_ctx;
 
-static void base_visit(void *ctx, int step, const int64_t cur[MEM_NCAT])
+static void base_visit(void *ctx, int step, int up, int64_t dev, const int64_t cur[MEM_NCAT])
 {
+    (void)up, (void)cur;
     walk_ctx *w = ctx;
-    int64_t dev = 0;
-    for (int c = 0; c < MEM_NCAT; c++)
-        if (c != MEM_HOST) dev += cur[c];
     int k = w->period[step];
     w->seen[k] = true, w->last[k] = dev;
 }

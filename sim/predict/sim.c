@@ -42,28 +42,23 @@ const char *sim_device_names(void) { return "cpu, h100, h100-pcie4, h100-pcie5, 
 
 typedef struct {
     sim_mem *m;
-    int64_t *timeline;
+    int64_t *timeline, device;
     int next;
-    int64_t total;
     int backward;                /* the first step of the backward (a BWD, or the ALLOC of a gradient) */
 } replay;
 
-static void replay_step(void *ctx, int step, const int64_t cur[MEM_NCAT])
+static void replay_step(void *ctx, int step, int up, int64_t device, const int64_t cur[MEM_NCAT])
 {
     replay *r = ctx;
-    if (step < r->backward) memcpy(r->m->at_backward, cur, sizeof r->m->at_backward);
+    sim_mem *m = r->m;
+    if (step < r->backward) memcpy(m->at_backward, cur, sizeof m->at_backward);
     if (r->timeline)
-        for (; r->next < step; r->next++) r->timeline[r->next] = r->total;
-    r->total = 0;
-    for (int c = 0; c < MEM_NCAT; c++) {
-        if (c != MEM_HOST) r->total += cur[c];
-        if (cur[c] > r->m->max[c]) r->m->max[c] = cur[c];
-    }
-    if (step < r->backward && r->total > r->m->fwd_peak) r->m->fwd_peak = r->total;
-    if (r->total > r->m->peak) {
-        r->m->peak = r->total, r->m->peak_step = step;
-        memcpy(r->m->at_peak, cur, sizeof r->m->at_peak);
-    }
+        for (; r->next < step; r->next++) r->timeline[r->next] = r->device;
+    r->device = device;
+    if (up < 0) return; /* a FREE: no maximum moves */
+    if (cur[up] > m->max[up]) m->max[up] = cur[up];
+    if (step < r->backward && device > m->fwd_peak) m->fwd_peak = device;
+    if (device > m->peak) m->peak = device, m->peak_step = step, memcpy(m->at_peak, cur, sizeof m->at_peak);
 }
 
 void sim_replay(const sched *s, sim_mem *m, int64_t *timeline)
@@ -77,15 +72,19 @@ void sim_replay(const sched *s, sim_mem *m, int64_t *timeline)
     }
     sched_walk(s, replay_step, &r);
     if (timeline)
-        for (; r.next < s->n_step; r.next++) timeline[r.next] = r.total;
+        for (; r.next < s->n_step; r.next++) timeline[r.next] = r.device;
 }
 
 double sim_step_us(const net *n, const sched *s, int i, const sim_device *d, timing_how *how)
 {
     const sched_step *t = &s->steps[i];
-    double bw = t->op == SCHED_OFFLOAD || t->op == SCHED_PREFETCH ? d->link_gbps : d->gbps;
-    double compute = t->flops / (d->gflops * 1e3), memory = t->bytes_moved / (bw * 1e3);
-    double step = compute > memory ? compute : memory;
+    double step = 0; /* a step that neither computes nor moves (most ALLOCs and FREEs): no divisions,
+                        a third of the time estimate */
+    if (t->flops > 0 || t->bytes_moved > 0) {
+        double bw = t->op == SCHED_OFFLOAD || t->op == SCHED_PREFETCH ? d->link_gbps : d->gbps;
+        double compute = t->flops / (d->gflops * 1e3), memory = t->bytes_moved / (bw * 1e3);
+        step = compute > memory ? compute : memory;
+    }
     *how = TIMING_ROOFLINE;
     if (!d->model) return step;
     return timing_sched_step_us(d->model, n, s, i, step, how);
