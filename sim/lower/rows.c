@@ -287,24 +287,28 @@ static void staged_backward_pass(lower *c, const plan_seg *ps, int *bound, const
 
 /* The gradient sums of stage s's bns from their rebuilt inputs (bn=train-rebuild): the bands
  * recompute those inputs from the maps kept below them, and each adds the rows it owns, with the
- * whole kept gradient maps. */
-static void rebuilt_sums(lower *c, const plan_seg *ps, int *bound, const int *kgrad, int dout, int s)
+ * whole kept gradient maps. bwd: the segment's layers by backward pass (by_pass). */
+static void rebuilt_sums(lower *c, const plan_seg *ps, int *bound, const int *kgrad, int dout, const lower_buckets *bwd,
+                         int s)
 {
     const net *n = c->n;
     const band_seg *bs = &ps->band;
     const band_geom *g = ps->bwd;
-    const plan_passes *pp = &ps->passes;
-    int L0 = bs->first, src_act = c->act[bs->src];
+    int L0 = bs->first, src_act = c->act[bs->src], n_bns = 0;
+    for (int k = bwd->start[s]; k < bwd->start[s + 1]; k++) { /* the stage's bns whose input is rebuilt */
+        int in = n->layers[L0 + bwd->list[k]].in[0];
+        n_bns += in != bs->src && (in < L0 || in > bs->last || c->whole[in] < 0); /* not avail[in], below */
+    }
+    if (!n_bns) return; /* most stages: nothing to set up */
     bool *extra = err_calloc((size_t)n->n, sizeof(bool)), *none = err_calloc((size_t)n->n, sizeof(bool));
     bool *avail = err_calloc((size_t)n->n, sizeof(bool)), *need = err_calloc((size_t)n->n, sizeof(bool));
-    int *bns = err_calloc((size_t)n->n, sizeof(int)), n_bns = 0; /* the bns whose input is rebuilt */
+    int *bns = err_calloc((size_t)n->n, sizeof(int));
+    n_bns = 0;
     for (int L = L0; L <= bs->last; L++) avail[L] = c->whole[L] >= 0;
-    for (int L = L0; L <= bs->last; L++)
-        if (pp->bwd[L - L0] == s && n->layers[L].in[0] != bs->src && !avail[n->layers[L].in[0]])
+    for (int k = bwd->start[s]; k < bwd->start[s + 1]; k++) {
+        int L = L0 + bwd->list[k];
+        if (n->layers[L].in[0] != bs->src && !avail[n->layers[L].in[0]])
             extra[n->layers[L].in[0]] = true, bns[n_bns++] = L, new_sums(c, L);
-    if (!n_bns) {
-        free(extra), free(none), free(avail), free(need), free(bns);
-        return;
     }
     plan_need(n, L0, bs->last, none, extra, avail, true, need);
     layer_list todo = needed(c, bs, need);
@@ -345,7 +349,7 @@ static void staged_backward(lower *c, const plan_seg *ps, int *bound)
     lower_buckets bwd = by_pass(pp, true);
     for (int s = 1; s <= pp->n_bwd + 1; s++) {
         staged_backward_pass(c, ps, bound, kgrad, s);
-        rebuilt_sums(c, ps, bound, kgrad, dout, s);
+        rebuilt_sums(c, ps, bound, kgrad, dout, &bwd, s);
         for (int k = bwd.start[s]; k < bwd.start[s + 1]; k++) {
             int L = a + bwd.list[k], in = n->layers[L].in[0], held = c->act[in];
             if (in != bs->src && c->whole[in] < 0) continue;

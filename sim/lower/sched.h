@@ -13,6 +13,8 @@
 #ifndef LRCNN_SCHED_H
 #define LRCNN_SCHED_H
 
+#include <string.h>
+
 #include "sim/plan/plan.h"
 
 typedef enum {
@@ -174,27 +176,53 @@ void sched_free(sched *s);
  * (every category but MEM_HOST) and the category the event raised (-1: none; a FREE only lowers):
  * the one place that says what a schedule holds when. The replay (sim.h) and the timelines are
  * built on it. Inline, so that a caller's visit is inlined into its walk; a visit that keeps
- * maxima looks only at `up` (a loop over every category at every event was half the replay). */
+ * maxima looks only at `up` (a loop over every category at every event was half the replay; a
+ * copy of cur at every event stalls on the walk's narrow stores into it, so the replay takes what
+ * is held before the backward from a walk in two parts, below). */
 typedef void (*sched_visit)(void *ctx, int step, int up, int64_t device, const int64_t cur[MEM_NCAT]);
-static inline void sched_walk(const sched *s, sched_visit visit, void *ctx)
+
+/* A walk in parts: sched_walk_to runs it up to (not including) step `end`, so a caller can read
+ * what is held at a step of its choice in w->cur rather than copy it at every event. */
+typedef struct {
+    int64_t cur[MEM_NCAT], device;
+    bool *host; /* per buffer: on the host now */
+    int next;   /* the first step not yet walked */
+} sched_walker;
+
+static inline void sched_walk_open(const sched *s, sched_walker *w)
 {
-    int64_t cur[MEM_NCAT] = {0}, device = 0;
-    bool *host = err_calloc((size_t)s->n_buf + 1, sizeof(bool));
-    for (int i = 0; i < s->n_step; i++) {
+    memset(w, 0, sizeof *w);
+    w->host = err_calloc((size_t)s->n_buf + 1, sizeof(bool));
+}
+
+static inline void sched_walk_to(const sched *s, sched_walker *w, int end, sched_visit visit, void *ctx)
+{
+    int64_t *cur = w->cur, device = w->device;
+    for (int i = w->next; i < end; i++) {
         const sched_step *t = &s->steps[i];
         sched_op op = t->op;
         if (op != SCHED_ALLOC && op != SCHED_FREE && op != SCHED_OFFLOAD && op != SCHED_PREFETCH) continue;
         const sched_buf *b = &s->bufs[t->buf];
         int up = -1, down = -1;
-        if (op == SCHED_ALLOC) up = b->host_home ? MEM_HOST : (int)b->cat, host[t->buf] = b->host_home;
-        else if (op == SCHED_FREE) down = host[t->buf] ? MEM_HOST : (int)b->cat;
-        else if (op == SCHED_OFFLOAD) down = b->cat, up = MEM_HOST, host[t->buf] = true;
-        else down = MEM_HOST, up = b->cat, host[t->buf] = false;
+        if (op == SCHED_ALLOC) up = b->host_home ? MEM_HOST : (int)b->cat, w->host[t->buf] = b->host_home;
+        else if (op == SCHED_FREE) down = w->host[t->buf] ? MEM_HOST : (int)b->cat;
+        else if (op == SCHED_OFFLOAD) down = b->cat, up = MEM_HOST, w->host[t->buf] = true;
+        else down = MEM_HOST, up = b->cat, w->host[t->buf] = false;
         if (down >= 0) cur[down] -= b->bytes, device -= down != MEM_HOST ? b->bytes : 0;
         if (up >= 0) cur[up] += b->bytes, device += up != MEM_HOST ? b->bytes : 0;
         visit(ctx, i, up, device, cur);
     }
-    free(host);
+    w->device = device, w->next = end > w->next ? end : w->next;
+}
+
+static inline void sched_walk_close(sched_walker *w) { free(w->host), w->host = NULL; }
+
+static inline void sched_walk(const sched *s, sched_visit visit, void *ctx)
+{
+    sched_walker w;
+    sched_walk_open(s, &w);
+    sched_walk_to(s, &w, s->n_step, visit, ctx);
+    sched_walk_close(&w);
 }
 
 /* Device bytes per category after each step: out[step * MEM_NCAT + cat] (MEM_HOST: bytes on the

@@ -488,8 +488,6 @@ const kind_traits kind_table[NET_NKIND] = {
 
 const char *kind_name(net_kind k) { return (k >= 0 && k < NET_NKIND) ? kind_table[k].name : "?"; }
 
-const kind_traits *kind_of(const net_layer *l) { return &kind_table[l->kind]; }
-
 bool kind_torch_copies_x(const net_layer *l) { return l->kind == NET_RELU6 && l->inplace; }
 
 bool kind_torch_keeps_x(const net_layer *l)

@@ -95,8 +95,8 @@ typedef struct {
 
 extern const kind_traits kind_table[NET_NKIND];
 
-/* The row of l's kind. */
-const kind_traits *kind_of(const net_layer *l);
+/* The row of l's kind (inline: the lowering asks it of every step). */
+static inline const kind_traits *kind_of(const net_layer *l) { return &kind_table[l->kind]; }
 /* The kind's name (kind_table), "?" out of range. */
 const char *kind_name(net_kind k);
 /* Whether PyTorch's autograd saves l's input although our backward does not read it (the torch

@@ -68,7 +68,7 @@ void cand_place(search_ctx *c, int i)
     if (rc) return;
     if (isnan(pt->time_us)) pt->time_us = sim_time_us(r->n, &s, r->dev, NULL);
     arena a;
-    arena_plan(&s, &a);
+    arena_measure(&s, &a);
     pt->footprint = a.size + a.apart, pt->placed = true;
     arena_free(&a), sched_free(&s);
     if (c->least && (c->least_at < 0 || pt->footprint < c->out->pts[c->least_at].footprint)) c->least_at = i;

@@ -28,8 +28,8 @@ static int open_block(blocks *bl, int t0, int64_t bytes, bool host, bool persist
 
 bool arena_outside(const sched_buf *b) { return b->kind == BUF_ENC && enc_data_sized(b->enc); }
 
-/* The blocks of s (arena.h), at[i] the block step i places (-1 none); outside blocks are counted
- * into *apart as the most device bytes they hold at once. */
+/* The blocks of s (arena.h), at[i] the block step i places (-1 none; at NULL: not wanted); outside
+ * blocks are counted into *apart as the most device bytes they hold at once. */
 static void find_blocks(const sched *s, blocks *bl, int64_t *at, int64_t *apart)
 {
     int *issue = NULL, *cur = err_calloc((size_t)s->n_buf + 1, sizeof(int)); /* issue: at the first OFFLOAD */
@@ -39,7 +39,6 @@ static void find_blocks(const sched *s, blocks *bl, int64_t *at, int64_t *apart)
     *apart = 0;
     for (int i = 0; i < s->n_step; i++) {
         const sched_step *t = &s->steps[i];
-        at[i] = -1;
         if (t->op != SCHED_ALLOC && t->op != SCHED_FREE && t->op != SCHED_OFFLOAD && t->op != SCHED_PREFETCH) continue;
         const sched_buf *sb = &s->bufs[t->buf];
         int b = t->buf;
@@ -51,23 +50,25 @@ static void find_blocks(const sched *s, blocks *bl, int64_t *at, int64_t *apart)
             continue;
         }
         if (cur[b] >= 0) bl->v[cur[b]].t1 = i; /* the block it leaves ends here */
+        int placed = -1;
         switch (t->op) {
         case SCHED_ALLOC:
-            if (sb->host_home) at[i] = home[b] = open_block(bl, i, sb->bytes, true, true);
-            else at[i] = cur[b] = open_block(bl, i, sb->bytes, false, sb->persistent);
+            if (sb->host_home) placed = home[b] = open_block(bl, i, sb->bytes, true, true);
+            else placed = cur[b] = open_block(bl, i, sb->bytes, false, sb->persistent);
             break;
         case SCHED_OFFLOAD:
             if (!issue) sched_move_issue(s, issue = err_calloc((size_t)s->n_step + 1, sizeof(int)));
             cur[b] = -1;
-            if (home[b] >= 0) at[i] = home[b];
-            else at[i] = cur[b] = open_block(bl, issue[i] >= 0 && issue[i] < i ? issue[i] : i, sb->bytes, true, false);
+            if (home[b] >= 0) placed = home[b];
+            else placed = cur[b] = open_block(bl, issue[i] >= 0 && issue[i] < i ? issue[i] : i, sb->bytes, true, false);
             break;
-        case SCHED_PREFETCH: at[i] = cur[b] = open_block(bl, i, sb->bytes, false, false); break;
+        case SCHED_PREFETCH: placed = cur[b] = open_block(bl, i, sb->bytes, false, false); break;
         default: /* FREE */
             if (home[b] >= 0) bl->v[home[b]].t1 = i, home[b] = -1;
             cur[b] = -1;
             break;
         }
+        if (at) at[i] = placed;
     }
     for (int b = 0; b < s->n_buf; b++) { /* never freed: to the end */
         if (cur[b] >= 0) bl->v[cur[b]].t1 = s->n_step;
@@ -498,11 +499,15 @@ static int64_t place(blocks *bl, bool host, int n_step, const char **how, int64_
     int64_t *live = err_calloc((size_t)n_step + 2, sizeof(int64_t)), lower = 0;
     for (int k = 0; k < bl->n; k++)
         if (bl->v[k].host == host) live[bl->v[k].t0] += bl->v[k].size, live[bl->v[k].t1 + 1] -= bl->v[k].size;
-    for (int t = 0; t <= n_step; t++) live[t] += t ? live[t - 1] : 0, lower = live[t] > lower ? live[t] : lower;
+    int peak = 0; /* the first step at the live peak (the sums kept in registers: a chain through
+                     memory, each step loading what the last stored, cost a twentieth of an evaluation) */
+    for (int64_t t = 0, sum = 0; t <= n_step; t++) {
+        live[t] = sum += live[t];
+        if (sum > lower) lower = sum, peak = (int)t;
+    }
     found best = {sd.n ? -1 : sd.base, arena_orders[0], err_calloc((size_t)sd.n + 1, sizeof(int64_t))};
     if (sd.n) {
-        int cp = 0, peak = 0; /* the first step at the live peak, renumbered (live rises only where a block starts) */
-        for (int t = 0; t <= n_step; t++) peak = live[t] > live[peak] ? t : peak;
+        int cp = 0; /* the peak, renumbered (live rises only where a block starts) */
         for (int p = 0; p < sd.n; p++) cp = bl->v[sd.idx[p]].t0 <= peak && sd.c0[p] > cp ? sd.c0[p] : cp;
         keep_smaller(&sd, &best, place_peak(&sd, cp, false), arena_orders[0]);
         if (best.size > lower) keep_smaller(&sd, &best, place_peak(&sd, cp, true), arena_orders[1]);
@@ -520,20 +525,28 @@ static int64_t place(blocks *bl, bool host, int n_step, const char **how, int64_
     return best.size;
 }
 
-void arena_plan(const sched *s, arena *a)
+static void plan_arena(const sched *s, arena *a, bool offsets)
 {
     memset(a, 0, sizeof *a);
     a->n_step = s->n_step;
-    a->at = err_calloc((size_t)s->n_step + 1, sizeof(int64_t));
+    if (offsets) {
+        a->at = err_realloc(NULL, ((size_t)s->n_step + 1) * sizeof(int64_t));
+        memset(a->at, -1, ((size_t)s->n_step + 1) * sizeof(int64_t));
+    }
     blocks bl = {0};
     find_blocks(s, &bl, a->at, &a->apart);
     a->n_blocks = bl.n;
     a->size = place(&bl, false, s->n_step, &a->how, &a->live);
     a->host_size = place(&bl, true, s->n_step, &a->host_how, &a->host_live);
-    for (int i = 0; i < s->n_step; i++)
-        if (a->at[i] >= 0) a->at[i] = bl.v[a->at[i]].off;
+    if (offsets)
+        for (int i = 0; i < s->n_step; i++)
+            if (a->at[i] >= 0) a->at[i] = bl.v[a->at[i]].off;
     a->blocks = bl.v;
 }
+
+void arena_plan(const sched *s, arena *a) { plan_arena(s, a, true); }
+
+void arena_measure(const sched *s, arena *a) { plan_arena(s, a, false); }
 
 void arena_free(arena *a)
 {

@@ -69,6 +69,9 @@ bool arena_outside(const sched_buf *b);
 
 /* Plans schedule s into a (arena_free). */
 void arena_plan(const sched *s, arena *a);
+/* The same plan's figures and blocks without the per-step offsets (a->at NULL): for a prediction,
+ * which reads only the sizes. */
+void arena_measure(const sched *s, arena *a);
 void arena_free(arena *a);
 
 /* How far a's device arena is from the smallest possible: an integer program over its blocks

@@ -44,20 +44,17 @@ typedef struct {
     sim_mem *m;
     int64_t *timeline, device;
     int next;
-    int backward;                /* the first step of the backward (a BWD, or the ALLOC of a gradient) */
 } replay;
 
 static void replay_step(void *ctx, int step, int up, int64_t device, const int64_t cur[MEM_NCAT])
 {
     replay *r = ctx;
     sim_mem *m = r->m;
-    if (step < r->backward) memcpy(m->at_backward, cur, sizeof m->at_backward);
     if (r->timeline)
         for (; r->next < step; r->next++) r->timeline[r->next] = r->device;
     r->device = device;
     if (up < 0) return; /* a FREE: no maximum moves */
     if (cur[up] > m->max[up]) m->max[up] = cur[up];
-    if (step < r->backward && device > m->fwd_peak) m->fwd_peak = device;
     if (device > m->peak) m->peak = device, m->peak_step = step, memcpy(m->at_peak, cur, sizeof m->at_peak);
 }
 
@@ -65,12 +62,19 @@ void sim_replay(const sched *s, sim_mem *m, int64_t *timeline)
 {
     memset(m, 0, sizeof *m);
     m->peak_step = -1;
-    replay r = {.m = m, .timeline = timeline, .backward = s->n_step};
-    for (int i = 0; i < s->n_step && r.backward == s->n_step; i++) {
+    int backward = s->n_step; /* the first step of the backward (a BWD, or the ALLOC of a gradient) */
+    for (int i = 0; i < s->n_step && backward == s->n_step; i++) {
         const sched_step *t = &s->steps[i];
-        if (t->op == SCHED_BWD || (t->op == SCHED_ALLOC && s->bufs[t->buf].cat == MEM_AGRAD)) r.backward = i;
+        if (t->op == SCHED_BWD || (t->op == SCHED_ALLOC && s->bufs[t->buf].cat == MEM_AGRAD)) backward = i;
     }
-    sched_walk(s, replay_step, &r);
+    replay r = {.m = m, .timeline = timeline};
+    sched_walker w;
+    sched_walk_open(s, &w);
+    sched_walk_to(s, &w, backward, replay_step, &r); /* the forward */
+    memcpy(m->at_backward, w.cur, sizeof m->at_backward);
+    m->fwd_peak = m->peak;
+    sched_walk_to(s, &w, s->n_step, replay_step, &r);
+    sched_walk_close(&w);
     if (timeline)
         for (; r.next < s->n_step; r.next++) timeline[r.next] = r.device;
 }
@@ -152,7 +156,7 @@ void sim_predict(const net *n, const plan *p, const sched_cfg *cfg, const sched 
     r->n_steps = s->n_step;
     if (p->torch) r->reserved = torch_reserved(s);
     arena a;
-    arena_plan(s, &a);
+    arena_measure(s, &a);
     r->arena = (sim_arena){a.size, a.live, a.host_size, a.host_live, a.apart, a.how};
     arena_free(&a);
     for (int b = 0; b < s->n_buf; b++)
