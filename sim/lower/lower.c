@@ -182,16 +182,15 @@ void lower_copy(lower *c, int L, int band, band_rows r, int src, int dst, bool a
 
 lower_buckets lower_bucket(const int *key, int n_items, int ns)
 {
-    lower_buckets k = {err_calloc((size_t)ns + 1, sizeof(int)), NULL};
+    /* counts at start[key + 2], their sums make start[j + 1] the start of bucket j; filling moves it
+     * to the start of bucket j + 1, so that start[j] ends as bucket j's (no second array of ends) */
+    lower_buckets k = {err_calloc((size_t)ns + 2, sizeof(int)), NULL};
     for (int b = 0; b < n_items; b++)
-        if (key[b] >= 0) k.start[key[b] + 1]++;
-    for (int i = 0; i < ns; i++) k.start[i + 1] += k.start[i];
-    int *next = err_calloc((size_t)ns + 1, sizeof(int));
-    memcpy(next, k.start, ((size_t)ns + 1) * sizeof(int));
-    k.list = err_calloc((size_t)k.start[ns] + 1, sizeof(int));
+        if (key[b] >= 0) k.start[key[b] + 2]++;
+    for (int i = 1; i <= ns + 1; i++) k.start[i] += k.start[i - 1];
+    k.list = err_calloc((size_t)k.start[ns + 1] + 1, sizeof(int));
     for (int b = 0; b < n_items; b++)
-        if (key[b] >= 0) k.list[next[key[b]]++] = b;
-    free(next);
+        if (key[b] >= 0) k.list[k.start[key[b] + 1]++] = b;
     return k;
 }
 

@@ -16,10 +16,11 @@ int pipeline_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, 
     if (cfg->batch < 1) return err_set(e, "batch must be at least 1 (got %d)", cfg->batch);
     s->batch = cfg->batch;
     lower c = {.s = s, .n = n, .p = p, .cfg = cfg};
-    /* room for the steps of most plans before liveness (ResNet-50 2ps:4: 1,465), so that growing
-     * the list seldom copies it */
-    c.cap_step = 8 * n->n + 256;
+    /* room for the steps and buffers of most plans (ResNet-50 2ps:4: 1,465 steps before liveness,
+     * 1,356 buffers), so that growing the lists seldom copies them */
+    c.cap_step = 8 * n->n + 256, c.cap_buf = 8 * n->n + 64;
     s->steps = err_realloc(NULL, (size_t)c.cap_step * sizeof(sched_step));
+    s->bufs = err_realloc(NULL, (size_t)c.cap_buf * sizeof(sched_buf));
     int **maps[] = {&c.act, &c.aux, &c.grad, &c.param, &c.pgrad, &c.opt, &c.run, &c.stats, &c.sums, &c.whole};
     for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) {
         *maps[m] = err_calloc((size_t)n->n, sizeof(int));

@@ -21,8 +21,10 @@
 void stash_mark_offloads(lower *c)
 {
     sched *s = c->s;
+    bool offloads = false; /* some segment offloads (by policy or picks): else no walk over the steps */
+    for (int k = 0; k < c->p->n_seg; k++) offloads |= c->p->segs[k].mode == PLAN_OFFLOAD;
     bool *seen = err_calloc((size_t)s->n_buf, sizeof(bool));
-    for (int i = 0; i < s->n_step; i++) {
+    for (int i = 0; offloads && i < s->n_step; i++) {
         const sched_step *t = &s->steps[i];
         if (t->op != SCHED_BWD) continue;
         const plan_seg *ps = &c->p->segs[t->seg];
@@ -43,7 +45,9 @@ void stash_mark_offloads(lower *c)
      * offloaded (bn=train-offload[:K], bn=train:LETTERS) */
     for (int k = 0; k < c->p->n_seg; k++) {
         const plan_seg *ps = &c->p->segs[k];
-        for (int b = 0; ps->passes.staged && b < s->n_buf; b++) { /* no walk over the buffers for other segments */
+        bool any = false;
+        for (int i = 0; ps->passes.staged && i < ps->passes.nl; i++) any |= ps->passes.offloaded[i];
+        for (int b = 0; any && b < s->n_buf; b++) { /* no walk over the buffers for other segments */
             const sched_buf *sb = &s->bufs[b];
             if (sb->kind == BUF_ACT && sb->band < 0 && sb->layer >= ps->first && sb->layer < ps->last &&
                 ps->passes.offloaded[sb->layer - ps->first])
