@@ -33,14 +33,15 @@ typedef struct {
     int *at, n;
 } layer_list;
 
-/* The layers of `need` as a list, for the passes over the bands that compute only those; the
- * others read their whole kept maps (c->whole), set here once for every band (nothing a band
- * does changes them). NULL: every layer. */
-static layer_list needed(lower *c, const band_seg *bs, const bool *need)
+/* The layers of `need` as a list in `room` (the segment's layers: a pass's own allocation, made
+ * once a segment), for the passes over the bands that compute only those; the others read their
+ * whole kept maps (c->whole), set here once for every band (nothing a band does changes them).
+ * NULL: every layer. */
+static layer_list needed(lower *c, const band_seg *bs, const bool *need, int *room)
 {
     layer_list k = {NULL, bs->last - bs->first + 1};
     if (!need) return k;
-    k.at = err_calloc((size_t)k.n, sizeof(int)), k.n = 0;
+    k.at = room, k.n = 0;
     for (int L = bs->first; L <= bs->last; L++)
         if (need[L]) k.at[k.n++] = L;
         else c->act[L] = c->whole[L], c->aux[L] = -1;
@@ -151,7 +152,7 @@ static void stats_forward(lower *c, const plan_seg *ps)
     const plan_passes *pp = &ps->passes;
     int N = n->n, R = g->n_bands, src = c->act[bs->src], a = bs->first;
     bool *need = err_calloc((size_t)N, sizeof(bool));
-    int *bound = err_calloc((size_t)N * R, sizeof(int));
+    int *bound = err_calloc((size_t)N * R, sizeof(int)), *room = err_calloc((size_t)pp->nl + 1, sizeof(int));
     for (int L = a; L <= bs->last; L++)
         if (pp->fwd[L - a])
             c->stats[L] = lower_buf(c, BUF_STAT, MEM_ACT, L, -1, (band_rows){0, 0}, kind_aux_bytes(n, L, 0, c->cfg->batch));
@@ -161,18 +162,17 @@ static void stats_forward(lower *c, const plan_seg *ps)
         memset(bound, -1, (size_t)N * R * sizeof(int));
         for (int L = a; L <= bs->last; L++) need[L] = pp->fwd_need[(pass - 1) * pp->nl + L - a];
         for (int k = fwd.start[pass]; k < fwd.start[pass + 1]; k++) new_sums(c, a + fwd.list[k]);
-        layer_list todo = needed(c, bs, need);
+        layer_list todo = needed(c, bs, need, room);
         for (int r = 0; r < R; r++) {
             band_forward(c, bs, g, r, bound, true, -1, &todo);
             gather_stats(c, ps, g, &fwd, pass, r);
             c->act[bs->src] = src;
         }
-        free(todo.at);
         stats_end(c, ps, &fwd, pass);
     }
     c->stats_pass = false;
     lower_buckets_free(&fwd);
-    free(need), free(bound);
+    free(need), free(bound), free(room);
 }
 
 /* 2PS boundary gradients of layer L in backward band r: the one band r + 1 handed down is added
@@ -207,7 +207,7 @@ static void staged_forward(lower *c, const plan_seg *ps, int *bound, int out)
     const band_seg *bs = &ps->band;
     const band_geom *g = ps->fwd;
     const plan_passes *pp = &ps->passes;
-    int a = bs->first, src = c->act[bs->src];
+    int a = bs->first, src = c->act[bs->src], *room = err_calloc((size_t)pp->nl + 1, sizeof(int));
     bool *need = err_calloc((size_t)n->n, sizeof(bool));
     for (int L = a; L <= bs->last; L++) {
         if (pp->fwd[L - a])
@@ -219,24 +219,48 @@ static void staged_forward(lower *c, const plan_seg *ps, int *bound, int out)
     for (int q = 1; q <= pp->n_fwd + 1; q++) {
         for (int L = a; L <= bs->last; L++) need[L] = pp->fst[L - a] == q;
         for (int k = fwd.start[q]; k < fwd.start[q + 1]; k++) new_sums(c, a + fwd.list[k]);
-        layer_list todo = needed(c, bs, need);
+        layer_list todo = needed(c, bs, need, room);
         for (int r = 0; r < g->n_bands; r++) {
             band_forward(c, bs, g, r, bound, true, q > pp->n_fwd ? out : -1, &todo);
             gather_stats(c, ps, g, &fwd, q, r);
             c->act[bs->src] = src;
         }
-        free(todo.at);
         stats_end(c, ps, &fwd, q);
     }
     lower_buckets_free(&fwd);
-    free(need);
+    free(need), free(room);
 }
 
 /* Backward stage s, the bands in reverse: each recomputes what the stage's steps read (from the
  * kept maps), adds the rows it owns of the kept gradients of the layers the stage
  * back-propagates, and back-propagates them with their weight gradients; gradients of layers a
  * later stage back-propagates add into their kept maps. */
-static void staged_backward_pass(lower *c, const plan_seg *ps, int *bound, const int *kgrad, int s)
+/* What the backward stages of a segment work in, made once a segment (a stage's own allocations
+ * were a twentieth of a ResNet-50 evaluation): by layer, the stage's boundary gradients (bgrad[L *
+ * R + band]), what it recomputes, back-propagates and finds kept whole, the gradients its bands
+ * set; the lists of its layers, and needed()'s room. */
+typedef struct {
+    int *bgrad;
+    bool *need, *mine, *avail, *touched;
+    int *own_l, *reset, *room;
+} stage_scratch;
+
+static void scratch_open(stage_scratch *k, int N, int R)
+{
+    k->bgrad = err_calloc((size_t)N * R, sizeof(int));
+    k->need = err_calloc((size_t)N, sizeof(bool)), k->mine = err_calloc((size_t)N, sizeof(bool));
+    k->avail = err_calloc((size_t)N, sizeof(bool)), k->touched = err_calloc((size_t)N, sizeof(bool));
+    k->own_l = err_calloc((size_t)N, sizeof(int)), k->reset = err_calloc((size_t)N, sizeof(int));
+    k->room = err_calloc((size_t)N, sizeof(int));
+}
+
+static void scratch_close(stage_scratch *k)
+{
+    free(k->bgrad), free(k->need), free(k->mine), free(k->avail), free(k->touched);
+    free(k->own_l), free(k->reset), free(k->room);
+}
+
+static void staged_backward_pass(lower *c, const plan_seg *ps, int *bound, const int *kgrad, stage_scratch *k, int s)
 {
     const net *n = c->n;
     const band_seg *bs = &ps->band;
@@ -244,16 +268,14 @@ static void staged_backward_pass(lower *c, const plan_seg *ps, int *bound, const
     const plan_passes *pp = &ps->passes;
     int R = g->n_bands, L0 = bs->first, N = n->n;
     int src_act = c->act[bs->src], dout = c->grad[bs->last];
-    int *bgrad = err_calloc((size_t)N * R, sizeof(int));
+    int *bgrad = k->bgrad, *own_l = k->own_l, n_own = 0, *reset = k->reset, n_reset = 0;
+    bool *need = k->need, *mine = k->mine, *avail = k->avail, *touched = k->touched;
     memset(bgrad, -1, (size_t)N * R * sizeof(int));
-    bool *need = err_calloc((size_t)N, sizeof(bool)), *mine = err_calloc((size_t)N, sizeof(bool));
-    bool *avail = err_calloc((size_t)N, sizeof(bool));
+    memset(touched, 0, (size_t)N * sizeof(bool));
     for (int L = L0; L <= bs->last; L++) mine[L] = pp->bst[L - L0] == s, avail[L] = c->whole[L] >= 0;
     plan_need(n, L0, bs->last, mine, NULL, avail, true, need);
     /* the gradients a band may set: the stage's layers' and their inputs' (and the segment
      * output's); all of them are reset once, those before each band */
-    int *own_l = err_calloc((size_t)N, sizeof(int)), n_own = 0, *reset = err_calloc((size_t)N, sizeof(int)), n_reset = 0;
-    bool *touched = err_calloc((size_t)N, sizeof(bool));
     for (int L = bs->last; L >= L0; L--)
         if (mine[L]) {
             own_l[n_own++] = L, touched[L] = true;
@@ -263,7 +285,7 @@ static void staged_backward_pass(lower *c, const plan_seg *ps, int *bound, const
         c->grad[L] = pp->bst[L - L0] > s ? kgrad[L] : -1;
         if (touched[L]) reset[n_reset++] = L;
     }
-    layer_list todo = needed(c, bs, need);
+    layer_list todo = needed(c, bs, need, k->room);
     for (int r = R - 1; r >= 0; r--) {
         band_forward(c, bs, g, r, bound, false, -1, &todo);
         for (int i = 0; i < n_reset; i++) c->grad[reset[i]] = pp->bst[reset[i] - L0] > s ? kgrad[reset[i]] : -1;
@@ -281,8 +303,6 @@ static void staged_backward_pass(lower *c, const plan_seg *ps, int *bound, const
         }
         c->act[bs->src] = src_act;
     }
-    free(todo.at), free(own_l), free(reset), free(touched);
-    free(bgrad), free(need), free(mine), free(avail);
 }
 
 /* The gradient sums of stage s's bns from their rebuilt inputs (bn=train-rebuild): the bands
@@ -311,7 +331,8 @@ static void rebuilt_sums(lower *c, const plan_seg *ps, int *bound, const int *kg
             extra[n->layers[L].in[0]] = true, bns[n_bns++] = L, new_sums(c, L);
     }
     plan_need(n, L0, bs->last, none, extra, avail, true, need);
-    layer_list todo = needed(c, bs, need);
+    int *room = err_calloc((size_t)n->n, sizeof(int));
+    layer_list todo = needed(c, bs, need, room);
     for (int r = 0; r < g->n_bands; r++) {
         band_forward(c, bs, g, r, bound, false, -1, &todo);
         for (int i = 0; i < n_bns; i++) {
@@ -323,7 +344,7 @@ static void rebuilt_sums(lower *c, const plan_seg *ps, int *bound, const int *kg
         }
         c->act[bs->src] = src_act;
     }
-    free(todo.at), free(extra), free(none), free(avail), free(need), free(bns);
+    free(extra), free(none), free(avail), free(need), free(bns), free(room);
 }
 
 /* The backward in stages: stage s back-propagates the layers level s's gradient sums wait for,
@@ -347,8 +368,10 @@ static void staged_backward(lower *c, const plan_seg *ps, int *bound)
     }
     int dout = c->grad[bs->last];
     lower_buckets bwd = by_pass(pp, true);
+    stage_scratch k;
+    scratch_open(&k, n->n, ps->bwd->n_bands);
     for (int s = 1; s <= pp->n_bwd + 1; s++) {
-        staged_backward_pass(c, ps, bound, kgrad, s);
+        staged_backward_pass(c, ps, bound, kgrad, &k, s);
         rebuilt_sums(c, ps, bound, kgrad, dout, &bwd, s);
         for (int k = bwd.start[s]; k < bwd.start[s + 1]; k++) {
             int L = a + bwd.list[k], in = n->layers[L].in[0], held = c->act[in];
@@ -365,7 +388,7 @@ static void staged_backward(lower *c, const plan_seg *ps, int *bound)
         }
     }
     c->grad[bs->last] = dout;
-    lower_buckets_free(&bwd);
+    lower_buckets_free(&bwd), scratch_close(&k);
     free(kgrad);
 }
 
@@ -383,7 +406,7 @@ void rows_forward(lower *c, const plan_seg *ps, int *bound)
     }
     if (plan_seg_map_stats(ps)) stats_forward(c, ps);
     int src = c->act[bs->src];
-    layer_list all = needed(c, bs, NULL);
+    layer_list all = needed(c, bs, NULL, NULL);
     for (int r = 0; r < g->n_bands; r++) {
         band_forward(c, bs, g, r, bound, true, out, &all);
         c->act[bs->src] = src;
@@ -417,7 +440,8 @@ static void backward_pass(lower *c, const plan_seg *ps, int *bound, int pass)
     } else {
         plan_need(n, bs->first, bs->last, NULL, NULL, NULL, plan_seg_map_stats(ps), need);
     }
-    layer_list todo = needed(c, bs, need);
+    int *room = err_calloc((size_t)N, sizeof(int));
+    layer_list todo = needed(c, bs, need, room);
     for (int r = R - 1; r >= 0; r--) {
         band_forward(c, bs, g, r, bound, false, -1, &todo);
         for (int L = L0; L <= bs->last; L++) c->grad[L] = -1;
@@ -438,7 +462,7 @@ static void backward_pass(lower *c, const plan_seg *ps, int *bound, int pass)
         }
         c->act[bs->src] = src_act;
     }
-    free(todo.at), free(bgrad), free(need), free(bwd), free(target), free(want);
+    free(room), free(bgrad), free(need), free(bwd), free(target), free(want);
 }
 
 void rows_backward(lower *c, const plan_seg *ps, int *bound)
