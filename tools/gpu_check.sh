@@ -6,9 +6,11 @@
 # files land in $OUT: 0_setup.log, 1_tests.log, 2_campaign.log and 2_campaign.tar (results/gpu/*.h5,
 # added to after each spec), 3_torch.log (with the peer's table) and 3_torch_gpu.tsv, 4_sanitize.log,
 # 5_bn.log.
-#   1. tests (100 s): test_dnn (cuDNN's contract, no GPU needed), test_cuprof, test_cuda (every
-#      layer kind, plan and BatchNorm mode of the small nets, CUDA against the CPU engine); then
-#      ResNet-50 b8 for six iterations with CUPTI and without (the last profiled, apart from the timed);
+#   1. tests (100 s, and about 120 s more for the find mode): test_dnn (cuDNN's contract, no GPU
+#      needed), test_cuprof, test_cuda (every layer kind, plan and BatchNorm mode of the small nets,
+#      CUDA against the CPU engine); then ResNet-50 b8 for six iterations with CUPTI and without (the
+#      last profiled, apart from the timed); then VGG-16 b32 with cuDNN's heuristic and its find
+#      mode (LRCNN_CUDNN_FIND=1), and test_cuda again in find mode;
 #   2. the GPU campaign (360 s in all; the U-Net's row plans take 8-11 s an iteration):
 #      experiments/gpu_*.spec one by one, most telling first (VGG-16 b8, ResNet-50 b8, VGG-16
 #      920x920, MobileNetV2 and U-Net, VGG-16 b32, ResNet-50 b32),
@@ -82,6 +84,16 @@ if [[ $steps == *" 1 "* ]]; then
 print(sys.argv[2], 'iteration ms:', ' '.join('%.1f' % (t / 1e3) for t in m['iter_us'][()]),
       '| profiled_iter', int(d.attrs['profiled_iter']) if d is not None else None)" "$d/$c.h5" $c
   done
+  # cuDNN's measured algorithm choice (LRCNN_CUDNN_FIND=1, conv_cuda.h) against its heuristic, on
+  # VGG-16 b32 (the heuristic's slowest case), then the CUDA-against-CPU suite under it
+  net=vgg16; [ $cpu = 1 ] && net=vgg-small
+  for find in 0 1; do
+    LRCNN_CUDNN_FIND=$find limit 60 "$log" "$bin/lrcnn" train --net $net $image --batch 32 --plan layer --iters 6 \
+      --backend $backend --no-cupti -o "$d/find$find.h5"
+    limit 10 "$log" "$py" -c "import h5py, sys; m = h5py.File(sys.argv[1])['runs/00000/measured'];
+print('LRCNN_CUDNN_FIND=' + sys.argv[2], 'iteration ms:', ' '.join('%.1f' % (t / 1e3) for t in m['iter_us'][()]))" "$d/find$find.h5" $find
+  done
+  if [ $cpu = 0 ]; then LRCNN_CUDNN_FIND=1 limit 90 "$log" "$tests/test_cuda"; fi
   rm -rf "$d"
 fi
 

@@ -33,7 +33,7 @@ static struct {
     cudnnHandle_t dnn;
     cudaStream_t stream;
     int64_t limit;
-    bool deterministic;
+    bool deterministic, find;
     conv_choice *table;               /* open addressing, cap a power of two */
     int64_t cap, count;
     int (*algo)[3];                   /* per layer: what each direction last ran */
@@ -41,9 +41,9 @@ static struct {
     int n_layers;
 } g;
 
-void conv_cuda_init(cudnnHandle_t dnn, cudaStream_t stream, int64_t ws_limit, bool deterministic)
+void conv_cuda_init(cudnnHandle_t dnn, cudaStream_t stream, int64_t ws_limit, bool deterministic, bool find)
 {
-    g.dnn = dnn, g.stream = stream, g.limit = ws_limit, g.deterministic = deterministic;
+    g.dnn = dnn, g.stream = stream, g.limit = ws_limit, g.deterministic = deterministic, g.find = find;
 }
 
 void conv_cuda_close(void)
@@ -73,7 +73,7 @@ static conv_key key_of(const net_layer *l, int c_in, const dnn_call *c)
     }
     net_window h = l->win, w = l->win_w;
     int64_t rest[] = {l->u.conv.c_out, c_in, l->u.conv.groups, h.k, w.k, c->pad, w.p, h.s, w.s, h.d, w.d, CUDNN_FMA_MATH, g.deterministic,
-                      g.limit};
+                      g.limit, g.find};
     for (size_t i = 0; i < sizeof rest / sizeof *rest; i++) k.k[at++] = rest[i];
     return k;
 }
@@ -147,22 +147,34 @@ typedef struct {
     bool deterministic;
 } ranked;
 
-/* cuDNN's heuristic ranking of the call's algorithms, best first. */
+/* The call's algorithms ranked, best first: cuDNN's heuristic (cudnnGet*Algorithm_v7), or in find
+ * mode its measurement (cudnnFind*Algorithm: it allocates scratch of the call's shapes, runs every
+ * algorithm of the direction on it and returns them fastest first), less any it timed with another
+ * math type than the descriptor's FMA (a TF32 variant: the run would not use it). Returns how many. */
 static int rank(const conv_choice *e, dnn_op op, ranked *out, int max)
 {
-    int n = 0;
+    int got = 0, n = 0;
     if (op == DNN_CONV_FWD) {
         cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(g.dnn, e->x, e->w, e->conv, e->y, max, &n, p));
-        for (int i = 0; i < n; i++) out[i] = (ranked){p[i].algo, p[i].status, (int64_t)p[i].memory, p[i].determinism == CUDNN_DETERMINISTIC};
+        if (g.find) CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(g.dnn, e->x, e->w, e->conv, e->y, max, &got, p));
+        else CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(g.dnn, e->x, e->w, e->conv, e->y, max, &got, p));
+        for (int i = 0; i < got; i++)
+            if (!g.find || p[i].mathType == CUDNN_FMA_MATH)
+                out[n++] = (ranked){p[i].algo, p[i].status, (int64_t)p[i].memory, p[i].determinism == CUDNN_DETERMINISTIC};
     } else if (op == DNN_CONV_BWD_DATA) {
         cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-        CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(g.dnn, e->w, e->y, e->conv, e->x, max, &n, p));
-        for (int i = 0; i < n; i++) out[i] = (ranked){p[i].algo, p[i].status, (int64_t)p[i].memory, p[i].determinism == CUDNN_DETERMINISTIC};
+        if (g.find) CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(g.dnn, e->w, e->y, e->conv, e->x, max, &got, p));
+        else CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(g.dnn, e->w, e->y, e->conv, e->x, max, &got, p));
+        for (int i = 0; i < got; i++)
+            if (!g.find || p[i].mathType == CUDNN_FMA_MATH)
+                out[n++] = (ranked){p[i].algo, p[i].status, (int64_t)p[i].memory, p[i].determinism == CUDNN_DETERMINISTIC};
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-        CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(g.dnn, e->x, e->y, e->conv, e->w, max, &n, p));
-        for (int i = 0; i < n; i++) out[i] = (ranked){p[i].algo, p[i].status, (int64_t)p[i].memory, p[i].determinism == CUDNN_DETERMINISTIC};
+        if (g.find) CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(g.dnn, e->x, e->y, e->conv, e->w, max, &got, p));
+        else CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(g.dnn, e->x, e->y, e->conv, e->w, max, &got, p));
+        for (int i = 0; i < got; i++)
+            if (!g.find || p[i].mathType == CUDNN_FMA_MATH)
+                out[n++] = (ranked){p[i].algo, p[i].status, (int64_t)p[i].memory, p[i].determinism == CUDNN_DETERMINISTIC};
     }
     return n;
 }

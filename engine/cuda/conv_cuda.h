@@ -3,8 +3,12 @@
  *
  * The policy, for one call (direction, its tensors' sizes and strides, padding, stride, dilation,
  * groups, FMA math, determinism, the workspace limit), cached with the call's descriptors:
- *   1. cuDNN's heuristic ranking (cudnnGet*Algorithm_v7): the first algorithm that succeeds within
- *      the limit (and is deterministic when LRCNN_CUDNN_DETERMINISTIC=1);
+ *   1. cuDNN's heuristic ranking (cudnnGet*Algorithm_v7), or with LRCNN_CUDNN_FIND=1 its measured
+ *      one (cudnnFind*Algorithm: every algorithm of the direction run once on scratch cuDNN
+ *      allocates, fastest first; those it timed with TF32 left out), once a call shape and
+ *      process, when the schedule is lowered (the workspace model asks for each step's calls
+ *      before the run makes them): the first algorithm that succeeds within the limit (and is
+ *      deterministic when LRCNN_CUDNN_DETERMINISTIC=1);
  *   2. else every algorithm of the direction asked directly (cudnnGet*WorkspaceSize: the ranking
  *      may leave out one that works, a zero-workspace one above all): the smallest workspace within
  *      the limit;
@@ -26,7 +30,7 @@
 
 #include "engine/ops.h"
 
-void conv_cuda_init(cudnnHandle_t dnn, cudaStream_t stream, int64_t ws_limit, bool deterministic);
+void conv_cuda_init(cudnnHandle_t dnn, cudaStream_t stream, int64_t ws_limit, bool deterministic, bool find);
 /* Destroys the cached descriptors (ops_cuda_close). */
 void conv_cuda_close(void);
 

@@ -499,8 +499,8 @@ const ops_table *ops_cuda_open(bool profile, err *e)
     CUDA_CHECK(cudaMalloc((void **)&g.loss_dev, sizeof(float)));
     CUDA_CHECK(cudaMalloc(&g.blas_ws, BLAS_WS_BYTES)); /* cuBLAS's own, counted apart (ops_device.outside_pool) */
     CUBLAS_CHECK(cublasSetWorkspace(g.blas, g.blas_ws, BLAS_WS_BYTES));
-    const char *det = getenv("LRCNN_CUDNN_DETERMINISTIC"), *mb = getenv("LRCNN_CUDNN_WS_MB");
-    conv_cuda_init(g.dnn, g.compute, (int64_t)(mb && atol(mb) > 0 ? atol(mb) : 256) << 20, det && *det == '1');
+    const char *det = getenv("LRCNN_CUDNN_DETERMINISTIC"), *mb = getenv("LRCNN_CUDNN_WS_MB"), *find = getenv("LRCNN_CUDNN_FIND");
+    conv_cuda_init(g.dnn, g.compute, (int64_t)(mb && atol(mb) > 0 ? atol(mb) : 256) << 20, det && *det == '1', find && *find == '1');
     g.open = true;
     return &cuda_table;
 }
