@@ -147,36 +147,50 @@ typedef struct {
     bool deterministic;
 } ranked;
 
-/* The call's algorithms ranked, best first: cuDNN's heuristic (cudnnGet*Algorithm_v7), or in find
- * mode its measurement (cudnnFind*Algorithm: it allocates scratch of the call's shapes, runs every
- * algorithm of the direction on it and returns them fastest first), less any it timed with another
- * math type than the descriptor's FMA (a TF32 variant: the run would not use it). Returns how many. */
-static int rank(const conv_choice *e, dnn_op op, ranked *out, int max)
+/* The call's algorithms ranked, best first: cuDNN's heuristic (cudnnGet*Algorithm_v7), or when
+ * `measured` its measurement (cudnnFind*Algorithm: it allocates scratch of the call's shapes, runs
+ * every algorithm of the direction on it and returns them fastest first), less any it timed with
+ * another math type than the descriptor's FMA (a TF32 variant: the run would not use it). Returns
+ * how many, or -1 where the measurement itself failed (its scratch did not fit, say). */
+static int rank_by(const conv_choice *e, dnn_op op, bool measured, ranked *out, int max)
 {
     int got = 0, n = 0;
+    cudnnStatus_t st;
     if (op == DNN_CONV_FWD) {
         cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        if (g.find) CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(g.dnn, e->x, e->w, e->conv, e->y, max, &got, p));
-        else CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(g.dnn, e->x, e->w, e->conv, e->y, max, &got, p));
-        for (int i = 0; i < got; i++)
-            if (!g.find || p[i].mathType == CUDNN_FMA_MATH)
+        st = measured ? cudnnFindConvolutionForwardAlgorithm(g.dnn, e->x, e->w, e->conv, e->y, max, &got, p)
+                      : cudnnGetConvolutionForwardAlgorithm_v7(g.dnn, e->x, e->w, e->conv, e->y, max, &got, p);
+        for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < got; i++)
+            if (!measured || p[i].mathType == CUDNN_FMA_MATH)
                 out[n++] = (ranked){p[i].algo, p[i].status, (int64_t)p[i].memory, p[i].determinism == CUDNN_DETERMINISTIC};
     } else if (op == DNN_CONV_BWD_DATA) {
         cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-        if (g.find) CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(g.dnn, e->w, e->y, e->conv, e->x, max, &got, p));
-        else CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(g.dnn, e->w, e->y, e->conv, e->x, max, &got, p));
-        for (int i = 0; i < got; i++)
-            if (!g.find || p[i].mathType == CUDNN_FMA_MATH)
+        st = measured ? cudnnFindConvolutionBackwardDataAlgorithm(g.dnn, e->w, e->y, e->conv, e->x, max, &got, p)
+                      : cudnnGetConvolutionBackwardDataAlgorithm_v7(g.dnn, e->w, e->y, e->conv, e->x, max, &got, p);
+        for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < got; i++)
+            if (!measured || p[i].mathType == CUDNN_FMA_MATH)
                 out[n++] = (ranked){p[i].algo, p[i].status, (int64_t)p[i].memory, p[i].determinism == CUDNN_DETERMINISTIC};
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-        if (g.find) CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(g.dnn, e->x, e->y, e->conv, e->w, max, &got, p));
-        else CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(g.dnn, e->x, e->y, e->conv, e->w, max, &got, p));
-        for (int i = 0; i < got; i++)
-            if (!g.find || p[i].mathType == CUDNN_FMA_MATH)
+        st = measured ? cudnnFindConvolutionBackwardFilterAlgorithm(g.dnn, e->x, e->y, e->conv, e->w, max, &got, p)
+                      : cudnnGetConvolutionBackwardFilterAlgorithm_v7(g.dnn, e->x, e->y, e->conv, e->w, max, &got, p);
+        for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < got; i++)
+            if (!measured || p[i].mathType == CUDNN_FMA_MATH)
                 out[n++] = (ranked){p[i].algo, p[i].status, (int64_t)p[i].memory, p[i].determinism == CUDNN_DETERMINISTIC};
     }
-    return n;
+    if (st == CUDNN_STATUS_SUCCESS) return n;
+    if (measured) return -1;
+    cu_fatal("cuDNN's heuristic ranking of convolution algorithms (cudnnGet*Algorithm_v7)", cudnnGetErrorString(st), __FILE__,
+             __LINE__);
+    return -1;
+}
+
+/* The ranking the policy reads: measured in find mode, unless the measurement failed; else (and
+ * then) the heuristic's. */
+static int rank(const conv_choice *e, dnn_op op, ranked *out, int max)
+{
+    int n = g.find ? rank_by(e, op, true, out, max) : -1;
+    return n >= 0 ? n : rank_by(e, op, false, out, max);
 }
 
 /* Algorithm a's workspace asked directly, with its status. */
