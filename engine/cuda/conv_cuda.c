@@ -182,7 +182,6 @@ static int rank_by(const conv_choice *e, dnn_op op, bool measured, ranked *out, 
     if (measured) return -1;
     cu_fatal("cuDNN's heuristic ranking of convolution algorithms (cudnnGet*Algorithm_v7)", cudnnGetErrorString(st), __FILE__,
              __LINE__);
-    return -1;
 }
 
 /* The ranking the policy reads: measured in find mode, unless the measurement failed; else (and
