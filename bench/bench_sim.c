@@ -104,6 +104,30 @@ static double sweep_secs(net *n, const char **plans, int np, int threads, int *c
     return failed ? -1 : now() - t0;
 }
 
+/* Each preset's evaluation time on both nets, against the targets: VGG-16's mean, ResNet-50's row
+ * presets at 4 bands. */
+static void eval_table(const net *n, const char *const *nets, const char *const *plans, int np)
+{
+    printf("simulator: one evaluation = parse-free lower + replay + closed form, batch 8, 224x224\n\n");
+    printf("  %-10s", "plan");
+    for (int k = 0; k < 2; k++) printf(" %14s", nets[k]);
+    printf("\n");
+    double vgg_total = 0, rows[2] = {0, 0}; /* ResNet-50's 2ps:4 and overl:4 */
+    for (int p = 0; p < np; p++) {
+        printf("  %-10s", plans[p]);
+        for (int k = 0; k < 2; k++) {
+            double us = per_eval_us(&n[k], plans[p], k ? 50 : 200);
+            if (!k) vgg_total += us;
+            if (k && !strcmp(plans[p], "2ps:4")) rows[0] = us;
+            if (k && !strcmp(plans[p], "overl:4")) rows[1] = us;
+            printf(" %11.1f us", us);
+        }
+        printf("\n");
+    }
+    printf("  VGG-16 mean over presets: %.1f us per evaluation (target < 100 us)\n", vgg_total / np);
+    printf("  ResNet-50 2ps:4 and overl:4: %.1f and %.1f us per evaluation (target < 200 us)\n\n", rows[0], rows[1]);
+}
+
 static int n_sections;
 static char **sections;
 
@@ -130,26 +154,7 @@ int main(int argc, char **argv)
     net n[2];
     for (int k = 0; k < 2; k++)
         if (net_load_named(&n[k], nets[k], &e)) return fprintf(stderr, "%s\n", e.msg), 1;
-    if (want("eval")) {
-        printf("simulator: one evaluation = parse-free lower + replay + closed form, batch 8, 224x224\n\n");
-        printf("  %-10s", "plan");
-        for (int k = 0; k < 2; k++) printf(" %14s", nets[k]);
-        printf("\n");
-        double vgg_total = 0, rows[2] = {0, 0}; /* ResNet-50's row presets at 4 bands: 2ps:4, overl:4 */
-        for (int p = 0; p < np; p++) {
-            printf("  %-10s", plans[p]);
-            for (int k = 0; k < 2; k++) {
-                double us = per_eval_us(&n[k], plans[p], k ? 50 : 200);
-                if (!k) vgg_total += us;
-                if (k && !strcmp(plans[p], "2ps:4")) rows[0] = us;
-                if (k && !strcmp(plans[p], "overl:4")) rows[1] = us;
-                printf(" %11.1f us", us);
-            }
-            printf("\n");
-        }
-        printf("  VGG-16 mean over presets: %.1f us per evaluation (target < 100 us)\n", vgg_total / np);
-        printf("  ResNet-50 2ps:4 and overl:4: %.1f and %.1f us per evaluation (target < 200 us)\n\n", rows[0], rows[1]);
-    }
+    if (want("eval")) eval_table(n, nets, plans, np);
     if (want("planner")) {
         if (planner_table(n, plans, np, &sim_device_cpu, "roofline times")) return 1;
         /* as users plan: with this machine's calibrated time model (more plans' times to look up) */
