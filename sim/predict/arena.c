@@ -499,8 +499,8 @@ static int64_t place(blocks *bl, bool host, int n_step, const char **how, int64_
     int64_t *live = err_calloc((size_t)n_step + 2, sizeof(int64_t)), lower = 0;
     for (int k = 0; k < bl->n; k++)
         if (bl->v[k].host == host) live[bl->v[k].t0] += bl->v[k].size, live[bl->v[k].t1 + 1] -= bl->v[k].size;
-    int peak = 0; /* the first step at the live peak (the sums kept in registers: a chain through
-                     memory, each step loading what the last stored, cost a twentieth of an evaluation) */
+    int peak = 0; /* the first step at the live peak (the running sum and the peak's bytes kept in
+                     registers: reading each back from memory chained every step on the last) */
     for (int64_t t = 0, sum = 0; t <= n_step; t++) {
         live[t] = sum += live[t];
         if (sum > lower) lower = sum, peak = (int)t;
@@ -525,7 +525,7 @@ static int64_t place(blocks *bl, bool host, int n_step, const char **how, int64_
     return best.size;
 }
 
-static void plan_arena(const sched *s, arena *a, bool offsets)
+static void arena_build(const sched *s, arena *a, bool offsets)
 {
     memset(a, 0, sizeof *a);
     a->n_step = s->n_step;
@@ -544,9 +544,9 @@ static void plan_arena(const sched *s, arena *a, bool offsets)
     a->blocks = bl.v;
 }
 
-void arena_plan(const sched *s, arena *a) { plan_arena(s, a, true); }
+void arena_plan(const sched *s, arena *a) { arena_build(s, a, true); }
 
-void arena_measure(const sched *s, arena *a) { plan_arena(s, a, false); }
+void arena_measure(const sched *s, arena *a) { arena_build(s, a, false); }
 
 void arena_free(arena *a)
 {
