@@ -2,11 +2,12 @@
 # The CUDA checks on a GPU machine, from the bundle tools/gpu_bundle.sh made (.gpu/bundle.tar.xz), in
 # the root of a copy of this tree. Written for a short lease: every step runs under its own time
 # limit, logs under $OUT (default /tmp/gpu_out) as it goes and keeps what finished, and the whole
-# takes about 7 minutes (on an H200, 2026-11-27: steps 1-5 took 17, 333, 44, 14 and 10 s). At most 8
+# took about 7 minutes (on an H200, 2026-11-27: steps 1-5 took 17, 333, 44, 14 and 10 s; the find
+# mode's runs in step 1, added since and not yet run there, may take up to 4 minutes more). At most 8
 # files land in $OUT: 0_setup.log, 1_tests.log, 2_campaign.log and 2_campaign.tar (results/gpu/*.h5,
 # added to after each spec), 3_torch.log (with the peer's table) and 3_torch_gpu.tsv, 4_sanitize.log,
 # 5_bn.log.
-#   1. tests (100 s, and about 120 s more for the find mode): test_dnn (cuDNN's contract, no GPU
+#   1. tests (100 s, and at most 230 s more for the find mode): test_dnn (cuDNN's contract, no GPU
 #      needed), test_cuprof, test_cuda (every layer kind, plan and BatchNorm mode of the small nets,
 #      CUDA against the CPU engine); then ResNet-50 b8 for six iterations with CUPTI and without (the
 #      last profiled, apart from the timed); then VGG-16 b32 with cuDNN's heuristic and its find
