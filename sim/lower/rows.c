@@ -305,6 +305,14 @@ static void staged_backward_pass(lower *c, const plan_seg *ps, int *bound, const
     }
 }
 
+/* Whether bn L's input is rebuilt for its gradient sums (bn=train-rebuild): neither the segment's
+ * input nor a map kept whole. */
+static bool input_rebuilt(const lower *c, const band_seg *bs, int L)
+{
+    int in = c->n->layers[L].in[0];
+    return in != bs->src && (in < bs->first || in > bs->last || c->whole[in] < 0);
+}
+
 /* The gradient sums of stage s's bns from their rebuilt inputs (bn=train-rebuild): the bands
  * recompute those inputs from the maps kept below them, and each adds the rows it owns, with the
  * whole kept gradient maps. bwd: the segment's layers by backward pass (by_pass). */
@@ -315,10 +323,7 @@ static void rebuilt_sums(lower *c, const plan_seg *ps, int *bound, const int *kg
     const band_seg *bs = &ps->band;
     const band_geom *g = ps->bwd;
     int L0 = bs->first, src_act = c->act[bs->src], n_bns = 0;
-    for (int k = bwd->start[s]; k < bwd->start[s + 1]; k++) { /* the stage's bns whose input is rebuilt */
-        int in = n->layers[L0 + bwd->list[k]].in[0];
-        n_bns += in != bs->src && (in < L0 || in > bs->last || c->whole[in] < 0); /* not avail[in], below */
-    }
+    for (int k = bwd->start[s]; k < bwd->start[s + 1]; k++) n_bns += input_rebuilt(c, bs, L0 + bwd->list[k]);
     if (!n_bns) return; /* most stages: nothing to set up */
     bool *extra = err_calloc((size_t)n->n, sizeof(bool)), *none = err_calloc((size_t)n->n, sizeof(bool));
     bool *avail = err_calloc((size_t)n->n, sizeof(bool)), *need = err_calloc((size_t)n->n, sizeof(bool));
@@ -327,8 +332,7 @@ static void rebuilt_sums(lower *c, const plan_seg *ps, int *bound, const int *kg
     for (int L = L0; L <= bs->last; L++) avail[L] = c->whole[L] >= 0;
     for (int k = bwd->start[s]; k < bwd->start[s + 1]; k++) {
         int L = L0 + bwd->list[k];
-        if (n->layers[L].in[0] != bs->src && !avail[n->layers[L].in[0]])
-            extra[n->layers[L].in[0]] = true, bns[n_bns++] = L, new_sums(c, L);
+        if (input_rebuilt(c, bs, L)) extra[n->layers[L].in[0]] = true, bns[n_bns++] = L, new_sums(c, L);
     }
     plan_need(n, L0, bs->last, none, extra, avail, true, need);
     int *room = err_calloc((size_t)n->n, sizeof(int));
