@@ -343,6 +343,12 @@ void exec_run(exec *x, int from, int to, const float *images, const int64_t *lab
                 x->arrive(x, i, x->hook_ctx);
                 break;
             }
+            if (x->batch[0]) { /* staged: one copy on the backend each, and the next iteration stages again */
+                x->ops->copy(fptr(x, t->y), x->batch[0], s->bufs[t->y].bytes);
+                x->ops->copy(x->ptr[t->aux], x->batch[1], s->bufs[t->aux].bytes);
+                x->batch[0] = x->batch[1] = NULL;
+                break;
+            }
             x->ops->upload(fptr(x, t->y), images, s->bufs[t->y].bytes);
             x->ops->upload(x->ptr[t->aux], labels, s->bufs[t->aux].bytes);
             break;
@@ -400,6 +406,18 @@ void exec_end(exec *x)
     memset(x->arriving, 0, (size_t)x->s->n_buf * sizeof(bool)); /* everything has arrived */
     x->mem.record = false;
     x->updating = false;
+}
+
+void exec_stage(exec *x, const float *images, const int64_t *labels)
+{
+    if (!x->ops->stage) return;
+    for (int i = 0; i < x->s->n_step; i++) {
+        const sched_step *t = &x->s->steps[i];
+        if (t->op != SCHED_LOAD) continue;
+        x->batch[0] = x->ops->stage(0, images, x->s->bufs[t->y].bytes);
+        x->batch[1] = x->ops->stage(1, labels, x->s->bufs[t->aux].bytes);
+        return;
+    }
 }
 
 void exec_iteration(exec *x, const float *images, const int64_t *labels)

@@ -48,6 +48,7 @@ typedef struct exec {
     bool arena_on;               /* blocks are placed where `plan` says (exec_use_arena), not taken from a pool */
     arena plan;                  /* the schedule's static memory plan (sim/predict/arena.h) */
     bool *staged;                /* [n_buf] arena mode: an offload's copy has begun into its host block */
+    const void *batch[2];        /* the next LOAD's images and labels on the backend (exec_stage), or NULL */
     uint64_t seed;
     /* Called just before the optimizer step (gradients complete), e.g. to copy them for a dump:
      * with layer -1 before the step of every layer, or (+migrate, which steps layer by layer) with
@@ -76,6 +77,10 @@ void exec_start(exec *x);
 /* One training iteration on images (N, C, H, W) and labels (N): exec_begin, exec_run over every
  * step, exec_end. */
 void exec_iteration(exec *x, const float *images, const int64_t *labels);
+/* The next iteration's batch onto the backend now (ops_table.stage), so that its LOAD copies there
+ * rather than from the host: outside a timed iteration, as a framework's loop holds its batch on
+ * the device. A backend without stage: nothing (LOAD reads the host's batch). */
+void exec_stage(exec *x, const float *images, const int64_t *labels);
 /* An iteration in pieces: begin (peaks cleared), steps [from, to) in order, end (all work done). */
 void exec_begin(exec *x);
 void exec_run(exec *x, int from, int to, const float *images, const int64_t *labels);

@@ -110,7 +110,7 @@ typedef struct {
                                      bytes the engine allocated, so equal to the accounting's peak */
     int64_t outside_pool;         /* device bytes the backend holds beside the pool, for the run: cuBLAS's
                                      workspace, its scratch (the loss's block sums, normalization sums,
-                                     codec offsets) */
+                                     codec offsets), the staged batch (stage) */
     int64_t host_arena;           /* pinned host bytes reserved for offloaded maps (one arena) */
     int64_t host_outside;         /* pinned bytes that did not fit the arena and were allocated apart (0) */
     bool profiled;                /* CUPTI ran (the fields below, and device_peak; else -1): off with --no-cupti */
@@ -141,6 +141,14 @@ typedef struct {
     const sched_ws_model *ws;  /* workspace sizes to lower schedules with (NULL: the CPU's) */
     void (*upload)(void *dst, const void *host, int64_t bytes);
     void (*download)(void *host, const void *src, int64_t bytes);
+    /* The batch on the device before an iteration's timer starts, as a framework's training loop
+     * holds it (NULL: LOAD uploads from the host inside the iteration, as the CPU's memcpy does at
+     * no extra cost): stage copies `bytes` of host memory into the backend's room for `slot` (0:
+     * the images, 1: the labels), which prepare sized from the schedule's LOAD and which counts
+     * beside the pool, waits for the copy and returns where the bytes are; LOAD then takes them
+     * from there with copy, in order with the steps. */
+    const void *(*stage)(int slot, const void *host, int64_t bytes);
+    void (*copy)(void *dst, const void *src, int64_t bytes);
     void (*zero)(void *p, int64_t bytes);
     /* planes x len floats: d[i * d_stride + j] (+)= s[i * s_stride + j] (row copies between bands) */
     void (*copy2d)(float *d, int64_t d_stride, const float *s, int64_t s_stride, int64_t planes, int64_t len, bool acc);

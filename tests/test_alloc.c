@@ -8,7 +8,9 @@
  *     the schedule it lowered) equal the simulator's `prediction/arena`, and the highest byte its
  *     placed blocks reached is the arena's last (the engine checks every placement against the
  *     blocks still placed: an overlap aborts);
- *   - on the way, the arena's resident pages (mincore) against its size.
+ *   - on the way, the arena's resident pages (mincore) against its size;
+ *   - the batch staged on the backend before each iteration (ops_table.stage, as CUDA stages it),
+ *     LOAD copying it from there: the same training as the batch uploaded by LOAD.
  * Usage: test_alloc [NET IMAGE] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +75,48 @@ static void check_net(const char *name, int image)
     net_free(&n);
 }
 
+/* The CPU's table with a stage of its own: room per slot, kept to the end. */
+static void *room[2];
+static int64_t room_bytes[2];
+
+static const void *stage_cpu(int slot, const void *host, int64_t bytes)
+{
+    if (bytes > room_bytes[slot]) room[slot] = err_realloc(room[slot], (size_t)(room_bytes[slot] = bytes));
+    memcpy(room[slot], host, (size_t)bytes);
+    return room[slot];
+}
+
+static void copy_cpu(void *dst, const void *src, int64_t bytes) { memcpy(dst, src, (size_t)bytes); }
+
+static void check_staged(const char *name)
+{
+    net n;
+    err e;
+    if (net_load_named(&n, name, &e)) {
+        FAIL("%s: %s", name, e.msg);
+        return;
+    }
+    ops_table staged = ops_cpu;
+    staged.stage = stage_cpu, staged.copy = copy_cpu;
+    const char *which[] = {"layer", "2ps:4", "vdnn-conv"};
+    for (int k = 0; k < 3; k++) {
+        outcome plain, st;
+        if (harness_run_iters(&n, which[k], 2, &ops_cpu, SCHED_SGD, 3, &plain, &e) ||
+            harness_run_iters(&n, which[k], 2, &staged, SCHED_SGD, 3, &st, &e)) {
+            FAIL("%s %s: %s", name, which[k], e.msg);
+            continue;
+        }
+        if (memcmp(plain.r.grads, st.r.grads, (size_t)plain.r.n_grads * sizeof(float)) || memcmp(plain.r.loss, st.r.loss, 3 * sizeof(float)))
+            FAIL("%s %s: the staged batch trains otherwise than the batch LOAD uploads", name, which[k]);
+        harness_drop(&plain), harness_drop(&st);
+    }
+    printf("%s %s: 3 plans, the batch staged before each iteration trains bit for bit as the batch LOAD uploads\n",
+           failures ? "FAIL" : "ok  ", name);
+    free(room[0]), free(room[1]);
+    room[0] = room[1] = NULL, room_bytes[0] = room_bytes[1] = 0;
+    net_free(&n);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3) {
@@ -82,6 +126,7 @@ int main(int argc, char **argv)
         check_net("resnet-small", 0);
         check_net("vgg16", 64);
         check_net("resnet50", 64);
+        check_staged("resnet-small");
     }
     printf("%s\n", failures ? "FAILED" : "arena and pool agree");
     return failures != 0;

@@ -1,7 +1,8 @@
 /* ops_cuda: see ops_cuda.h. Every call is enqueued on one compute stream; copies for offload run
  * on a second stream. A CUDA, cuDNN or cuBLAS error inside a step is fatal (cucheck.h). Nothing
  * is allocated inside an iteration but the schedule's own buffers (from the pool) and a prefetch's
- * device block: the scratch, cuBLAS's workspace and the pinned host arena are set up by prepare. */
+ * device block: the scratch, cuBLAS's workspace, the staged batch's room and the pinned host arena
+ * are set up by prepare. */
 #include "engine/cuda/ops_cuda.h"
 #include "engine/act.h"
 #include "sim/net/kind.h"
@@ -34,6 +35,8 @@ static struct {
                                    sums; a band's bn sums (bn=per-band) */
     int64_t scratch_cap;        /* doubles, set by prepare */
     void *blas_ws;              /* cuBLAS's workspace (BLAS_WS_BYTES) */
+    void *batch[2];             /* the staged batch: images, labels (ops_table.stage) */
+    int64_t batch_cap[2];       /* their bytes, set by prepare */
 } g;
 
 
@@ -52,6 +55,21 @@ static void step_checked(const ops_call *c, const char *what)
 static const float one = 1.0f, zero = 0.0f;
 
 static void cu_zero(void *p, int64_t bytes) { CUDA_CHECK(cudaMemsetAsync(p, 0, (size_t)bytes, g.compute)); }
+
+/* ops_table.stage: into the room prepare sized, on the compute stream and waited for (the last
+ * iteration's LOAD may still read the room until then; pageable host memory is copied through a
+ * driver buffer anyway). */
+static const void *cu_stage(int slot, const void *host, int64_t bytes)
+{
+    CHECK(slot >= 0 && slot < 2 && bytes <= g.batch_cap[slot]);
+    mem_cuda_upload(g.batch[slot], host, bytes);
+    return g.batch[slot];
+}
+
+static void cu_copy(void *dst, const void *src, int64_t bytes)
+{
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDeviceToDevice, g.compute));
+}
 
 static void cu_copy2d(float *d, int64_t ds, const float *s, int64_t ss, int64_t planes, int64_t len, bool acc)
 {
@@ -424,7 +442,8 @@ static void cuda_stats(const ops_call *c, ops_stats what)
 /* CUDNN_VERSION and CUBLAS_VERSION are both major * 10000 + minor * 100 + patch. */
 static void cu_device_report(ops_device *d, ops_device_layer *layers, int n_layers)
 {
-    int64_t beside = (int64_t)sizeof(float) + g.scratch_cap * (int64_t)sizeof(double) + codec_cuda_bytes() + (g.blas_ws ? BLAS_WS_BYTES : 0);
+    int64_t beside = (int64_t)sizeof(float) + g.scratch_cap * (int64_t)sizeof(double) + codec_cuda_bytes() + (g.blas_ws ? BLAS_WS_BYTES : 0) +
+                     g.batch_cap[0] + g.batch_cap[1];
     watch_report(d, layers, n_layers, beside);
 }
 
@@ -460,13 +479,23 @@ static int cu_prepare(const net *n, const sched *s, err *e)
         CUDA_CHECK(cudaMalloc((void **)&g.scratch, (size_t)doubles * sizeof(double)));
         g.scratch_cap = doubles;
     }
+    for (int i = 0; i < s->n_step; i++) /* the staged batch's room: the LOAD's image and labels */
+        if (s->steps[i].op == SCHED_LOAD)
+            for (int k = 0; k < 2; k++) {
+                int64_t bytes = s->bufs[k ? s->steps[i].aux : s->steps[i].y].bytes;
+                if (bytes <= g.batch_cap[k]) continue;
+                if (g.batch[k]) CUDA_CHECK(cudaFree(g.batch[k]));
+                CUDA_CHECK(cudaMalloc(&g.batch[k], (size_t)bytes));
+                g.batch_cap[k] = bytes;
+            }
     codec_cuda_reserve(s->batch);
     return mem_cuda_prepare(s, e);
 }
 
 static const ops_table cuda_table = {.backend = "cuda", .forward = cuda_forward, .backward = cuda_backward, .stats = cuda_stats,
                                      .mem = &mem_cuda, .ws = &cuda_ws,
-                                     .upload = mem_cuda_upload, .download = mem_cuda_download, .zero = cu_zero, .copy2d = cu_copy2d,
+                                     .upload = mem_cuda_upload, .download = mem_cuda_download,
+                                     .stage = cu_stage, .copy = cu_copy, .zero = cu_zero, .copy2d = cu_copy2d,
                                      .sgd = cu_sgd, .adam = cu_adam, .sync = cu_sync, .tag = watch_tag,
                                      .encode = codec_cuda_encode, .decode = codec_cuda_decode, .encodes = codec_cuda_encodes,
                                      .prepare = cu_prepare, .device_mark = watch_mark, .device_report = cu_device_report};
@@ -515,6 +544,8 @@ void ops_cuda_close(void)
     CUDA_CHECK(cudaFree(g.loss_dev));
     CUDA_CHECK(cudaFree(g.blas_ws));
     if (g.scratch) CUDA_CHECK(cudaFree(g.scratch));
+    for (int k = 0; k < 2; k++)
+        if (g.batch[k]) CUDA_CHECK(cudaFree(g.batch[k]));
     CUDA_CHECK(cudaStreamDestroy(g.compute));
     CUDA_CHECK(cudaStreamDestroy(g.copy));
     cudaMemPool_t pool; /* the blocks the pool kept (release threshold: never) go back */
