@@ -6,7 +6,8 @@
 # mode's runs in step 1, added since and not yet run there, may take up to 4 minutes more). At most 8
 # files land in $OUT: 0_setup.log, 1_tests.log, 2_campaign.log and 2_campaign.tar (results/gpu/*.h5,
 # added to after each spec), 3_torch.log (with the peer's table) and 3_torch_gpu.tsv, 4_sanitize.log,
-# 5_bn.log.
+# 5_bn.log. Step 6 is not among the default steps: run alone (tools/gpu_check.sh 6, a lease call of
+# its own), it writes 0_setup.log, 6_torch_plan.log and 6_torch_plan.tsv.
 #   1. tests (100 s, and at most 230 s more for the find mode): test_dnn (cuDNN's contract, no GPU
 #      needed), test_cuprof, test_cuda (every layer kind, plan and BatchNorm mode of the small nets,
 #      CUDA against the CPU engine); then ResNet-50 b8 for six iterations with CUPTI and without (the
@@ -24,6 +25,10 @@
 #   5. BatchNorm in row segments against float64 (40 s): ResNet-50 b8 under layer and 2ps:4 on the
 #      GPU, dumped, each against PyTorch in float64 on the same weights and batch, beside PyTorch's
 #      own float32 (tools/fp64_floor.py): is 2ps:4's deviation the fp32 floor or a defect?
+#   6. lrcnn's plans in PyTorch on the GPU (GPU_TORCH_PLAN_S, 300 s; not yet run there):
+#      bench/torch_plan_gpu.py, VGG-16, ResNet-50, MobileNetV2 and the U-Net at b8 under seven plans
+#      (allocated and reserved peaks against the prediction, time against the plain module), then
+#      the largest ResNet-50 batch within 8 GiB with 2ps:4 and without (measured and predicted).
 # Usage: tools/gpu_check.sh [--cpu] [STEPS]   (STEPS default "1 2 3 4 5")
 #   GPU_SPECS="gpu_vgg16_b8 ..." runs those campaign specs only, GPU_CAMPAIGN_S its time in all (360),
 #   GPU_SANITIZE_S the sanitizers' (80), GPU_BN_NET the net of step 5 (resnet50).
@@ -158,6 +163,17 @@ if [[ $steps == *" 5 "* ]]; then
   done
   limit 25 "$log" "$py" tools/fp64_floor.py "nets/$net.net" "$d/layer.h5" "$d/2ps:4.h5" --bn train
   rm -rf "$d"
+fi
+
+if [[ $steps == *" 6 "* ]]; then
+  log="$out/6_torch_plan.log"; : >"$log"
+  if [ $cpu = 1 ]; then
+    limit 240 "$log" "$py" bench/torch_plan_gpu.py --lrcnn "$bin/lrcnn" --device cpu --nets resnet18,unet --image 64 --batch 2 \
+      --iters 2 --tsv "$out/6_torch_plan.tsv"
+  else
+    limit "${GPU_TORCH_PLAN_S:-300}" "$log" "$py" bench/torch_plan_gpu.py --lrcnn "$bin/lrcnn" --device cuda --batch 8 --iters 10 \
+      --tsv "$out/6_torch_plan.tsv"
+  fi
 fi
 
 echo "gpu_check: $(( $(date +%s) - t_start ))s in all" >>"$out/0_setup.log"

@@ -405,7 +405,8 @@ class Converter:
         was = {m: m.training for m in self.model.modules()}  # each module's own (BatchNorm frozen in a training net)
         try:  # every node's output shape, for the checks of rank (batch 2: BatchNorm in eval mode either way)
             self.model.eval()
-            ShapeProp(gm).propagate(torch.zeros(2, self.channels, *self.image))
+            held = next(iter(list(self.model.parameters()) + list(self.model.buffers())), None)  # on the module's device
+            ShapeProp(gm).propagate(torch.zeros(2, self.channels, *self.image, device=held.device if held is not None else "cpu"))
         except Exception as e:
             root = e  # ShapeProp wraps the module's own error: say that one
             while root.__cause__ is not None:

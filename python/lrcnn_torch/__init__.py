@@ -30,9 +30,13 @@ sign as a bitmap, one a convolution reads as a bitmap and its nonzero values; an
 moves them encoded, and beside `+dpr` the maps gist leaves are dpr's. A sparse map's bytes depend
 on its values: `measured_prediction` predicts again at the densities the last forward had.
 
+On a GPU an offload segment's copies to host memory run on a side stream, beside the next
+segment's kernels; the copies back run on the compute stream when backward reads a map (PyTorch
+fetches then, not a step ahead as lrcnn's engine does).
+
 Not yet: BatchNorm in train mode inside bands (its whole-map statistics; bn=frozen runs), the max
-pools' argmax in fewer bits (PyTorch's int64 indices stay), ZFP, migration, and a side stream for
-the moves; a plan with them is refused with a PlanError naming what. lrcnn's own engine runs them
+pools' argmax in fewer bits (PyTorch's int64 indices stay), ZFP and migration; a plan with them is
+refused with a PlanError naming what. lrcnn's own engine runs them
 (`lrcnn train`).
 """
 import contextlib
@@ -174,16 +178,37 @@ class Offloaded(torch.nn.Module):
         return held
 
     def move(self):
+        """The chosen maps to pinned host memory. On a GPU the copies run on a side stream (one per
+        device, after the work that wrote the maps), so the next segment's kernels do not wait for
+        them: a map's device memory is not reused before its copy has read it (record_stream), and
+        the copy back in backward waits for the copy out (_Held.ready)."""
+        side = None
+
         def to_host(held):
             t = held.t
-            host = torch.empty(t.size(), dtype=t.dtype, pin_memory=torch.cuda.is_available())
-            host.copy_(t, non_blocking=t.is_cuda)
+            host = torch.empty(t.size(), dtype=t.dtype, pin_memory=t.is_cuda)
+            if not t.is_cuda:
+                host.copy_(t)
+                return host, t.device, held.decode
+            with torch.cuda.stream(side_stream(t.device)):
+                host.copy_(t, non_blocking=True)
+            t.record_stream(side_stream(t.device))
             return host, t.device, held.decode
         pairs = [(key, held) for key, held, _ in self.held]
         if isinstance(self.encoder, Gist):  # the maps gist takes are encoded now, and go encoded
             self.encoder.encode([(key, held) for key, held in pairs if key in self.chosen], moving=True)
+        cuda = [held.t.device for key, held in pairs if key in self.chosen and held.t.is_cuda]
+        if cuda:
+            side = side_stream(cuda[0])
+            side.wait_stream(torch.cuda.current_stream(cuda[0]))  # the maps are written before they are read
         # keyed by the map saved, not by what holds it (an encoded copy)
         self.moved = _once(pairs, self.chosen, to_host)
+        if side is not None:
+            landed = torch.cuda.Event()
+            landed.record(side)
+            for key, held in pairs:
+                if key in self.chosen:
+                    held.ready = landed
         self.held, self.chosen = [], set()
 
     def forward(self, *args):
@@ -192,6 +217,16 @@ class Offloaded(torch.nn.Module):
             out = _Moving(self).run(*args)
         self.move()
         return out
+
+
+_side_streams = {}
+
+
+def side_stream(device):
+    """The stream offload copies run on, one per GPU."""
+    if device not in _side_streams:
+        _side_streams[device] = torch.cuda.Stream(device)
+    return _side_streams[device]
 
 
 class _Moving(torch.fx.Interpreter):

@@ -25,14 +25,17 @@ def _once(helds, keys, convert):
 
 class _Held:
     """A saved tensor: on the device, or moved to host memory (`device`: where it is brought back
-    to when read), or encoded (`dtype`: what it is widened to when read; `decode`: what rebuilds
+    to when read; `ready`: on a GPU, the event of the side stream's copy there, which the copy
+    back waits for), or encoded (`dtype`: what it is widened to when read; `decode`: what rebuilds
     it)."""
-    __slots__ = ("t", "device", "dtype", "decode")
+    __slots__ = ("t", "device", "dtype", "decode", "ready")
 
     def __init__(self, t):
-        self.t, self.device, self.dtype, self.decode = t, None, None, None
+        self.t, self.device, self.dtype, self.decode, self.ready = t, None, None, None, None
 
     def get(self):
+        if self.ready is not None:  # the side stream's copy to the host has landed before this one reads it
+            torch.cuda.current_stream(self.device).wait_event(self.ready)
         t = self.t if self.device is None else self.t.to(self.device, non_blocking=True)
         t = t if self.decode is None else self.decode(t)
         return t if self.dtype is None else t.to(self.dtype)
