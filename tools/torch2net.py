@@ -63,7 +63,9 @@ class ScopeTracer(fx.Tracer):
 
     def __init__(self):
         super().__init__()
-        self.scope = [""]
+        # the paths of the modules whose forwards are running, innermost last (not `scope`, which
+        # PyTorch 2.x's tracer keeps for itself)
+        self.paths = [""]
         self.failed_in = None  # the innermost module whose forward the trace failed in: (path, class)
 
     def is_leaf_module(self, m, qualname):
@@ -71,22 +73,22 @@ class ScopeTracer(fx.Tracer):
         return is_layernorm2d(m) or super().is_leaf_module(m, qualname)
 
     def call_module(self, m, forward, args, kwargs):
-        self.scope.append(self.path_of_module(m))
+        self.paths.append(self.path_of_module(m))
         try:
             return super().call_module(m, forward, args, kwargs)
         except Exception:
             if self.failed_in is None:
-                self.failed_in = (self.scope[-1], type(m).__name__)
+                self.failed_in = (self.paths[-1], type(m).__name__)
             raise
         finally:
-            self.scope.pop()
+            self.paths.pop()
 
     def proxy(self, node):
         return UnpackingProxy(node, self)
 
     def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None, *rest, **kw):
         proxy = super().create_proxy(kind, target, args, kwargs, name, type_expr, *rest, **kw)
-        proxy.node.meta["scope"] = self.scope[-2] if kind == "call_module" else self.scope[-1]
+        proxy.node.meta["scope"] = self.paths[-2] if kind == "call_module" else self.paths[-1]
         return proxy
 
 
