@@ -2,6 +2,8 @@
 # PyTorch's own memory against lrcnn's torch plan, on this CPU (PyTorch 1.13, Debian's): every
 # shipped net at batch 1, 8 and 32: the torch plan (1.13's zero_grad) with SGD and Adam, torch2 (2.x's
 # zero_grad, emulated in 1.13 with set_to_none=True) with SGD. Writes results/torch_peak_cpu.txt.
+# The emulation is not 2.x whole: 2.x's mean over H and W (a pooling to 1x1) keeps no input, which
+# the torch2 plan predicts and 1.13 does not do (vgg16-gap's stash: one map under 1.13's).
 #   experiments/torch_peak_cpu.sh [BUILD_DIR]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

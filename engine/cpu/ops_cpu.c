@@ -325,7 +325,7 @@ static void act_forward(const ops_call *c)
 static void act_backward(const ops_call *c)
 {
     const ten *dx = &c->dx[0], *dy = &c->dy;
-    bool keeps_y = kind_of(c->l)->keeps_y;
+    bool keeps_y = kind_of(c->l)->keeps_y && c->y.p; /* a torch plan's relu6 keeps its input instead (lower.c) */
     const ten *m = keeps_y ? &c->y : &c->x[0];
     if (!dx->p) return;
     int a = c->a, b = c->b;

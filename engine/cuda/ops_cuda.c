@@ -404,7 +404,8 @@ static void cuda_backward(const ops_call *c)
     case NET_GELU:
     case NET_HSWISH:
     case NET_HSIGMOID: {
-        const ten *dx = &c->dx[0], *m = kind_of(l)->keeps_y ? &c->y : &c->x[0];
+        /* a torch plan's relu6 keeps its input instead of its output (sim/lower/lower.c) */
+        const ten *dx = &c->dx[0], *m = kind_of(l)->keeps_y && c->y.p ? &c->y : &c->x[0];
         if (!dx->p) break;
         bool inplace = dx->p == c->dy.p; /* dx over dy, rows [a, b) only (ops.h) */
         if (!inplace) dx_begin(c, 0);

@@ -158,9 +158,11 @@ sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold
     const kind_traits *k = kind_of(l);
     for (int j = 0; j < l->n_in; j++) {
         t->dx[j] = dx[j], t->dx_acc[j] = acc[j];
-        if (k->keeps_x || (c->p->torch && kind_torch_keeps_x(l))) t->x[j] = c->act[l->in[j]];
+        if (k->keeps_x || (c->p->torch && kind_torch_keeps_x(l, c->p->torch == PLAN_TORCH_2))) t->x[j] = c->act[l->in[j]];
     }
-    if (k->keeps_y) t->y = c->act[L];
+    /* under PyTorch's rules an in-place relu6's backward reads the copy of its input it keeps
+     * (kind_torch_copies_x), not its output: that lives only as long as another reader keeps it */
+    if (k->keeps_y && !(c->p->torch && kind_torch_copies_x(l))) t->y = c->act[L];
     if (k->aux) t->aux = c->aux[L];
     if (map_stats(c, L)) t->map_stats = true, t->aux = c->stats[L], t->sums = c->sums[L];
     if (k->labels) t->x[l->n_in] = c->label;

@@ -102,12 +102,15 @@ const char *kind_name(net_kind k);
 /* Whether PyTorch's autograd saves l's input although our backward does not read it (the torch
  * plan keeps it until l's backward): average pooling, fixed or adaptive (gap being torchvision's
  * AdaptiveAvgPool2d(1)), whose PyTorch backward takes the input (avg_pool2d_backward,
- * _adaptive_avg_pool2d_backward, in 1.13 as in 2.x), and kind_torch_copies_x's. */
-bool kind_torch_keeps_x(const net_layer *l);
+ * _adaptive_avg_pool2d_backward), and kind_torch_copies_x's. PyTorch pools to 1x1 as a mean over
+ * H and W, whose backward in 1.13 keeps its input too but in 2.x only its sizes (torch2: measured
+ * with saved-tensor hooks on 2.5.1), so there gap and an adaptive pool to 1x1 keep nothing. */
+bool kind_torch_keeps_x(const net_layer *l, bool torch2);
 /* Whether PyTorch runs l in place but keeps a copy of its input for the backward: an in-place
  * relu6 (F.relu6(inplace=True), hardtanh_, whose backward reads the input as it was: PyTorch 1.13
- * saves a clone of it, measured with saved-tensor hooks; assumed the same in 2.x). The torch plans
- * then run it out of place, which holds the same bytes: input kept, output beside it. */
+ * and 2.5.1 save a clone of it, measured with saved-tensor hooks). The torch plans then run it out
+ * of place, its backward reading that input, not its output (which lives only as long as another
+ * reader keeps it; sim/lower/lower.c). */
 bool kind_torch_copies_x(const net_layer *l);
 
 /* The kind called name, or -1. */

@@ -107,8 +107,9 @@ typedef struct {
 
 /* The torch presets: `layer` executed as PyTorch's autograd does, to predict the bytes PyTorch
  * allocates. Both keep what autograd saves, which is what our backward reads plus the input of
- * average pooling (kind_torch_keeps_x); backward allocates a fresh input gradient at every layer
- * (no in-place ReLU backward); without an engine's workspace model steps take no scratch.
+ * average pooling (kind_torch_keeps_x: in 2.x not a pooling to 1x1); backward allocates a fresh
+ * input gradient at every layer (no in-place ReLU backward); without an engine's workspace model
+ * steps take no scratch.
  * torch (1.13, the version the LR-CNN authors used): .grad persists between iterations
  * (zero_grad fills it with zeros), so each layer's weight gradient is a temporary added to it.
  * torch2 (2.x): zero_grad frees .grad, so a weight gradient lives from its layer's backward to the
