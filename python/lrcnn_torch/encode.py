@@ -63,10 +63,12 @@ class Encoded(torch.nn.Module):
         key = rows.view_key(t)
         claimed = self.claimed.get(key)
         if not t.requires_grad or t.dtype != torch.float32 or t.data_ptr() in self.params or key in self.inputs or (
-                claimed is not None and claimed() is t):
+                claimed is not None and claimed() is t) or rows.held_plain(key):
             # only the maps the graph computes: not constants it made (BatchNorm's statistics, a
             # dropout's mask), nor parameters, nor the batch, which the caller holds anyway; nor
-            # those gist takes
+            # those gist takes; nor a checkpoint's inputs, which PyTorch 2.x's checkpoint saves
+            # through these hooks (1.13's holds them itself): finish() could not give them back,
+            # since the tensor the hook sees then dies with the call
             return _Held(t)
         # a map saved by several nodes is encoded once; the entry names the tensor weakly, since a
         # later map may take a freed one's address

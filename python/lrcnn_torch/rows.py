@@ -60,6 +60,11 @@ def hold_plain(*ts):
             _PLAIN[-1].add(view_key(t))
 
 
+def held_plain(key):
+    """Whether a checkpoint takes the map of view key `key` as an input in the current block."""
+    return bool(_PLAIN) and key in _PLAIN[-1]
+
+
 def pair(v):
     return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
 
