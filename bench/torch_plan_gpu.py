@@ -18,7 +18,8 @@ cross-entropy, backward, optimizer step, after two warm-up iterations:
   time       the median of --iters iterations (each synchronized), with the fastest and slowest,
              and its ratio to the plain module's.
 On the CPU (--device cpu, to try the script) the allocated peak is what the profiler records
-(torch.profiler's memory events over one iteration, above what is held before it) and no reserved
+(torch.profiler's memory events over one iteration, above what is held before it), which includes
+the maps an offload segment moved (host memory is the same allocator there), and no reserved
 figure or budget search is made.
 
 --fit NET:PLAN (default resnet50:2ps:4) with --budget-gib B: the largest batch whose training
@@ -115,7 +116,8 @@ class Trainer:
             F.cross_entropy(self.model(self.x), self.labels).backward()
             self.opt.step()
         total = top = 0
-        for _, b in sorted((e.start_us(), e.nbytes()) for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"):
+        events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
+        for _, b in sorted((e.start_ns() if hasattr(e, "start_ns") else e.start_us(), e.nbytes()) for e in events):  # 2.x: ns
             total += b
             top = max(top, total)
         return before + top, None
@@ -265,6 +267,9 @@ def main():
             if tsv:
                 tsv.write("\t".join(str(v).strip() for v in row) + "\n")
                 tsv.flush()
+    if a.device == "cpu":
+        print("(on the CPU the maps an offload segment moves stay in the same allocator, so an offload plan's peak there "
+              "includes them; the prediction is the device's)")
     if a.fit and a.device == "cuda":
         net, plan = a.fit.split(":", 1)
         if maker(net) is None:
