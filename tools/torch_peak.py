@@ -168,7 +168,8 @@ def measure(netfile, batch, image, optimizer, device, none_grads):
         opt.zero_grad(set_to_none=none_grads)  # outside: the profiler cannot see frees of older blocks
         with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
             step(zero=False)
-        events = sorted((e.start_us(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+        events = sorted((e.start_ns() if hasattr(e, "start_ns") else e.start_us(), e.nbytes())  # 2.x: start_ns
+                        for e in prof.profiler.kineto_results.events()
                         if e.name() == "[memory]")
         total = top = 0
         for _, b in events:
