@@ -46,7 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-from lrcnn_torch import PlanError, apply_plan, lower, predicted  # noqa: E402
+from lrcnn_torch import PlanError, apply_plan, frozen_bn, lower, predicted  # noqa: E402
 
 try:
     import torchvision
@@ -65,14 +65,6 @@ def maker(net):
     if torchvision is None:
         return None
     return getattr(torchvision.models, net)
-
-
-def frozen(model):
-    model.train()
-    for m in model.modules():
-        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
-            m.eval()
-    return model
 
 
 class Trainer:
@@ -143,7 +135,7 @@ def measure(make, plan, batch, image, device, iters, lrcnn):
     """One row: (allocated, predicted peak, reserved, predicted reserved, times) for plan, or for the
     plain module (plan None; predicted as `layer`)."""
     torch.manual_seed(1)
-    model = frozen(make()).to(device)
+    model = frozen_bn(make()).to(device)
     if plan is None:
         _, low = lower(model, image, batch, "layer", bn="frozen", lrcnn=lrcnn, device=device)
         pred = predicted(low)
@@ -164,7 +156,7 @@ def fits(make, plan, batch, image, lrcnn):
     t = None
     try:
         torch.manual_seed(1)
-        model = frozen(make()).to("cuda")
+        model = frozen_bn(make()).to("cuda")
         if plan is not None:
             model = apply_plan(model, image, batch, plan, bn="frozen", lrcnn=lrcnn)
         t = Trainer(model, batch, image, "cuda")
@@ -200,7 +192,7 @@ def fit_table(make, net, plan, image, budget, lrcnn):
     torch.cuda.set_per_process_memory_fraction(min(1.0, budget / total))
     print("\nthe largest batch within %.1f GiB (set_per_process_memory_fraction %.4f of %.1f GiB), %s %dx%d, SGD:"
           % (budget / 2**30, min(1.0, budget / total), total / 2**30, net, image[1], image[2]))
-    cpu_model = frozen(make())
+    cpu_model = frozen_bn(make())
     for p in (None, plan):
         name = p or "plain"
         t0 = time.perf_counter()

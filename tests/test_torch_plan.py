@@ -47,7 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 sys.path.insert(0, HERE)
 import import_cases  # noqa: E402
-from lrcnn_torch import PlanError, apply_plan, measured_prediction  # noqa: E402
+from lrcnn_torch import PlanError, apply_plan, frozen_bn, measured_prediction  # noqa: E402
 
 failures = 0
 TORCH2 = int(torch.__version__.split(".")[0]) >= 2  # PyTorch 2.x, whose rules differ (lrcnn's +torch2)
@@ -135,15 +135,6 @@ def held_as_predicted(name, plan, model, wrapped, x, views=False):
         check(same, what + "; kept not compared: slices are views in PyTorch")
     else:
         check(same and kept == pred["kept"] + pred["host"], what)
-
-
-def frozen_bn(model):
-    """bn=frozen as lrcnn means it: BatchNorm on its running statistics, the rest (dropout) training."""
-    model.train()
-    for m in model.modules():
-        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
-            m.eval()
-    return model
 
 
 def step(model, x, seed):

@@ -41,7 +41,7 @@ import time
 import torch
 
 sys.path.insert(0, {python!r})  # lrcnn's python/ (lrcnn_torch)
-from lrcnn_torch import apply_plan, load_model  # noqa: E402
+from lrcnn_torch import apply_plan, frozen_bn, load_model  # noqa: E402
 
 MODEL, PLAN, BATCH, IMAGE, BN = {model!r}, {plan!r}, {batch}, ({c}, {h}, {w}), {bn_arg!r}
 
@@ -68,9 +68,8 @@ def main():
     args = ap.parse_args()
     torch.manual_seed(0)
     model = load_model(MODEL)
-    for m in model.modules():
-        if BN == "frozen" and isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
-            m.eval()  # on its running statistics (the plan's bn=frozen); dropout still draws
+    if BN == "frozen":
+        frozen_bn(model)  # on its running statistics (the plan's bn=frozen); dropout still draws
     plain = copy.deepcopy(model) if args.check_grads else None
     model = apply_plan(model, IMAGE, BATCH, PLAN, bn=BN)
     p = model.predicted
@@ -107,7 +106,7 @@ if __name__ == "__main__":
 
 def main(argv):
     import torch2net
-    from lrcnn_torch import PlanError, apply_plan, load_model
+    from lrcnn_torch import PlanError, apply_plan, frozen_bn, load_model
     ap = torch2net.Args(prog="lrcnn torch-plan", description=__doc__.split("\n\n")[0])
     ap.who, ap.help_hint = "lrcnn torch-plan", "lrcnn torch-plan --help"
     ap.add_argument("--model", required=True)
@@ -128,9 +127,8 @@ def main(argv):
         plan = a.plan or "ckpt-opt:%s" % a.budget
         torch2net.check_output(a.output, a.force)
         model = load_model(a.model)
-        for m in model.modules():
-            if a.bn == "frozen" and isinstance(m, torch2net.nn.modules.batchnorm._BatchNorm):
-                m.eval()
+        if a.bn == "frozen":
+            frozen_bn(model)
         c = next(m for m in model.modules() if isinstance(m, torch2net.nn.Conv2d)).in_channels
         wrapped = apply_plan(model, (c, h, w), a.batch, plan, bn=a.bn)
     except (PlanError, torch2net.Refused) as e:

@@ -64,7 +64,7 @@ from lrcnn_torch import rows  # noqa: E402
 from lrcnn_torch.encode import DPR, Encoded, Gist, _Held, _once  # noqa: E402
 from lrcnn_torch.rows import RowSegment, Unsupported  # noqa: E402
 
-__all__ = ["apply_plan", "lower", "load_model", "measured_prediction", "PlanError"]
+__all__ = ["apply_plan", "frozen_bn", "lower", "load_model", "measured_prediction", "PlanError"]
 
 
 class PlanError(Exception):
@@ -77,6 +77,16 @@ def load_model(spec):
         return torch2net.load_model(spec)
     except torch2net.Refused as e:
         raise PlanError(str(e)) from None
+
+
+def frozen_bn(model):
+    """model in training mode with its BatchNorm layers on their running statistics: the plan's
+    bn=frozen, the one mode a band can normalize with alone (dropout still draws). Returns model."""
+    model.train()
+    for m in model.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+            m.eval()
+    return model
 
 
 def binary():
