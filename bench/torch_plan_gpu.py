@@ -47,6 +47,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from lrcnn_torch import PlanError, apply_plan, frozen_bn, lower, predicted  # noqa: E402
+from torch_peak import profiled_top  # noqa: E402  (tools/: the profiler's allocated peak)
 
 try:
     import torchvision
@@ -107,12 +108,7 @@ class Trainer:
         with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
             F.cross_entropy(self.model(self.x), self.labels).backward()
             self.opt.step()
-        total = top = 0
-        events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
-        for _, b in sorted((e.start_ns() if hasattr(e, "start_ns") else e.start_us(), e.nbytes()) for e in events):  # 2.x: ns
-            total += b
-            top = max(top, total)
-        return before + top, None
+        return before + profiled_top(prof), None
 
     def times(self, iters):
         out = []

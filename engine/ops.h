@@ -144,8 +144,8 @@ typedef struct {
     /* The batch on the device before an iteration's timer starts, as a framework's training loop
      * holds it (NULL: LOAD uploads from the host inside the iteration, as the CPU's memcpy does at
      * no extra cost): stage copies `bytes` of host memory into the backend's room for `slot` (0:
-     * the images, 1: the labels), which prepare sized from the schedule's LOAD and which counts
-     * beside the pool, waits for the copy and returns where the bytes are; LOAD then takes them
+     * the images, 1: the labels), made before the first iteration and counted beside the pool, waits
+     * for the copy and returns where the bytes are; LOAD then takes them
      * from there with copy, in order with the steps. */
     const void *(*stage)(int slot, const void *host, int64_t bytes);
     void (*copy)(void *dst, const void *src, int64_t bytes);

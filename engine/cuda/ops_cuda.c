@@ -1,8 +1,8 @@
 /* ops_cuda: see ops_cuda.h. Every call is enqueued on one compute stream; copies for offload run
  * on a second stream. A CUDA, cuDNN or cuBLAS error inside a step is fatal (cucheck.h). Nothing
  * is allocated inside an iteration but the schedule's own buffers (from the pool) and a prefetch's
- * device block: the scratch, cuBLAS's workspace, the staged batch's room and the pinned host arena
- * are set up by prepare. */
+ * device block: the scratch, cuBLAS's workspace and the pinned host arena are set up by prepare,
+ * the staged batch's room by the first stage, before the first iteration. */
 #include "engine/cuda/ops_cuda.h"
 #include "engine/act.h"
 #include "sim/net/kind.h"
@@ -36,7 +36,7 @@ static struct {
     int64_t scratch_cap;        /* doubles, set by prepare */
     void *blas_ws;              /* cuBLAS's workspace (BLAS_WS_BYTES) */
     void *batch[2];             /* the staged batch: images, labels (ops_table.stage) */
-    int64_t batch_cap[2];       /* their bytes, set by prepare */
+    int64_t batch_cap[2];       /* their bytes, set by the first stage */
 } g;
 
 
@@ -56,12 +56,17 @@ static const float one = 1.0f, zero = 0.0f;
 
 static void cu_zero(void *p, int64_t bytes) { CUDA_CHECK(cudaMemsetAsync(p, 0, (size_t)bytes, g.compute)); }
 
-/* ops_table.stage: into the room prepare sized, on the compute stream and waited for (the last
- * iteration's LOAD may still read the room until then; pageable host memory is copied through a
- * driver buffer anyway). */
+/* ops_table.stage: into the slot's room, made (or grown) by the first call, before any timed
+ * iteration; on the compute stream and waited for (the last iteration's LOAD may still read the
+ * room until then; pageable host memory is copied through a driver buffer anyway). */
 static const void *cu_stage(int slot, const void *host, int64_t bytes)
 {
-    CHECK(slot >= 0 && slot < 2 && bytes <= g.batch_cap[slot]);
+    CHECK(slot >= 0 && slot < 2);
+    if (bytes > g.batch_cap[slot]) {
+        if (g.batch[slot]) CUDA_CHECK(cudaFree(g.batch[slot]));
+        CUDA_CHECK(cudaMalloc(&g.batch[slot], (size_t)bytes));
+        g.batch_cap[slot] = bytes;
+    }
     mem_cuda_upload(g.batch[slot], host, bytes);
     return g.batch[slot];
 }
@@ -480,15 +485,6 @@ static int cu_prepare(const net *n, const sched *s, err *e)
         CUDA_CHECK(cudaMalloc((void **)&g.scratch, (size_t)doubles * sizeof(double)));
         g.scratch_cap = doubles;
     }
-    for (int i = 0; i < s->n_step; i++) /* the staged batch's room: the LOAD's image and labels */
-        if (s->steps[i].op == SCHED_LOAD)
-            for (int k = 0; k < 2; k++) {
-                int64_t bytes = s->bufs[k ? s->steps[i].aux : s->steps[i].y].bytes;
-                if (bytes <= g.batch_cap[k]) continue;
-                if (g.batch[k]) CUDA_CHECK(cudaFree(g.batch[k]));
-                CUDA_CHECK(cudaMalloc(&g.batch[k], (size_t)bytes));
-                g.batch_cap[k] = bytes;
-            }
     codec_cuda_reserve(s->batch);
     return mem_cuda_prepare(s, e);
 }

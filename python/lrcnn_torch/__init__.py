@@ -192,25 +192,24 @@ class Offloaded(torch.nn.Module):
         device, after the work that wrote the maps), so the next segment's kernels do not wait for
         them: a map's device memory is not reused before its copy has read it (record_stream), and
         the copy back in backward waits for the copy out (_Held.ready)."""
-        side = None
+        pairs = [(key, held) for key, held, _ in self.held]
+        if isinstance(self.encoder, Gist):  # the maps gist takes are encoded now, and go encoded
+            self.encoder.encode([(key, held) for key, held in pairs if key in self.chosen], moving=True)
+        cuda = [held.t.device for key, held in pairs if key in self.chosen and held.t.is_cuda]
+        side = side_stream(cuda[0]) if cuda else None
+        if side is not None:
+            side.wait_stream(torch.cuda.current_stream(cuda[0]))  # the maps are written before they are read
 
         def to_host(held):
             t = held.t
             host = torch.empty(t.size(), dtype=t.dtype, pin_memory=t.is_cuda)
             if not t.is_cuda:
                 host.copy_(t)
-                return host, t.device, held.decode
-            with torch.cuda.stream(side_stream(t.device)):
-                host.copy_(t, non_blocking=True)
-            t.record_stream(side_stream(t.device))
+            else:
+                with torch.cuda.stream(side):
+                    host.copy_(t, non_blocking=True)
+                t.record_stream(side)
             return host, t.device, held.decode
-        pairs = [(key, held) for key, held, _ in self.held]
-        if isinstance(self.encoder, Gist):  # the maps gist takes are encoded now, and go encoded
-            self.encoder.encode([(key, held) for key, held in pairs if key in self.chosen], moving=True)
-        cuda = [held.t.device for key, held in pairs if key in self.chosen and held.t.is_cuda]
-        if cuda:
-            side = side_stream(cuda[0])
-            side.wait_stream(torch.cuda.current_stream(cuda[0]))  # the maps are written before they are read
         # keyed by the map saved, not by what holds it (an encoded copy)
         self.moved = _once(pairs, self.chosen, to_host)
         if side is not None:
