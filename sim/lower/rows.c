@@ -65,7 +65,10 @@ static void band_forward(lower *c, const band_seg *bs, const band_geom *g, int r
         const net_layer *l = &n->layers[L];
         int in0 = l->n_in ? l->in[0] : -1;
         bool kept = c->whole[L] >= 0 && !c->bwd_phase;
-        bool shared = l->inplace && in0 >= 0 && c->act[in0] >= 0 && in0 != bs->src && c->act[in0] != c->whole[in0]; /* never a kept map */
+        /* in place over its input's rows, never a kept map's; not where PyTorch keeps a copy of its
+         * input (kind_torch_copies_x): that copy is its input buffer, its output a new one */
+        bool shared = l->inplace && in0 >= 0 && c->act[in0] >= 0 && in0 != bs->src && c->act[in0] != c->whole[in0] &&
+                      !(c->p->torch && kind_torch_copies_x(l));
         int y = -1;
         if (L == bs->last && out_full >= 0) y = out_full;
         else if (kept) y = c->whole[L];
