@@ -148,9 +148,24 @@ sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold
                         .y = dy >= 0 ? c->s->bufs[dy].rows : r, .dx = l->n_in && dx[0] >= 0 ? c->s->bufs[dx[0]].rows : (band_rows){0, 0},
                         .dw = weights && l->params};
     int64_t ws = torch_scratch(c) ? sched_step_workspace(c->cfg, n, &q) : 0;
-    /* PyTorch 1.13 keeps .grad between iterations (zero_grad fills it with zeros): a backward
-     * computes the weight gradient into a temporary and adds it to .grad */
-    if (c->p->torch == PLAN_TORCH_1 && weights && l->params) ws += l->params * 4;
+    int dw = weights ? c->pgrad[L] : -1;
+    if (band >= 0 && c->p->torch && !c->cfg->ws && weights && l->params) {
+        /* PyTorch sums a parameter's gradients from a segment's bands in one buffer of autograd's
+         * until the last band's: the first band's gradient is that sum, each later one a temporary
+         * added into it (2.x in place; 1.13 into a new sum, the old one freed after). Under 2.x the
+         * sum becomes .grad; under 1.13 .grad is there already (zero-filled), the sum added into it
+         * after the last band. */
+        bool v1 = c->p->torch == PLAN_TORCH_1;
+        if (c->wsum[L] < 0)
+            c->wsum[L] = v1 ? lower_buf(c, BUF_WS, MEM_WGRAD, L, -1, (band_rows){0, 0}, l->params * 4) : c->pgrad[L];
+        else
+            ws += l->params * 4 * (v1 ? 2 : 1);
+        dw = c->wsum[L];
+    } else if (c->p->torch == PLAN_TORCH_1 && weights && l->params) {
+        /* PyTorch 1.13 keeps .grad between iterations (zero_grad fills it with zeros): a backward
+         * computes the weight gradient into a temporary and adds it to .grad */
+        ws += l->params * 4;
+    }
     int wsb = ws ? lower_buf(c, BUF_WS, MEM_WORKSPACE, L, band, r, ws) : -1;
     sched_step *t = lower_step(c, SCHED_BWD, L, band);
     t->rows = r;
@@ -166,7 +181,7 @@ sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold
     if (k->aux) t->aux = c->aux[L];
     if (map_stats(c, L)) t->map_stats = true, t->aux = c->stats[L], t->sums = c->sums[L];
     if (k->labels) t->x[l->n_in] = c->label;
-    t->w = c->param[L], t->dw = weights ? c->pgrad[L] : -1;
+    t->w = c->param[L], t->dw = dw;
     t->ws = wsb;
     /* a product's backward is one product per gradient it computes: input and weights */
     int products = (dx[0] >= 0) + (t->dw >= 0);

@@ -18,6 +18,9 @@ typedef struct {
     int *act, *aux;       /* [layer] buffer holding the output / its auxiliary now, -1 none */
     int *grad;            /* [layer] buffer holding the output's gradient now */
     int *param, *pgrad, *opt, *run;
+    int *wsum;            /* [layer] under PyTorch's rules, where a row segment's bands sum the
+                             weight gradient (autograd's buffer for the parameter): -1 before its
+                             first band's backward */
     int *stats, *sums;    /* [layer] whole-map statistics gathered over a row segment's bands (bn in
                              train mode): the mean and inverse std, and the backward gradient sums;
                              -1 where the layer computes its own */

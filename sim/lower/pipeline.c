@@ -21,7 +21,7 @@ int pipeline_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, 
     c.cap_step = 8 * n->n + 256, c.cap_buf = 8 * n->n + 64;
     s->steps = err_realloc(NULL, (size_t)c.cap_step * sizeof(sched_step));
     s->bufs = err_realloc(NULL, (size_t)c.cap_buf * sizeof(sched_buf));
-    int **maps[] = {&c.act, &c.aux, &c.grad, &c.param, &c.pgrad, &c.opt, &c.run, &c.stats, &c.sums, &c.whole};
+    int **maps[] = {&c.act, &c.aux, &c.grad, &c.param, &c.pgrad, &c.wsum, &c.opt, &c.run, &c.stats, &c.sums, &c.whole};
     for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) {
         *maps[m] = err_calloc((size_t)n->n, sizeof(int));
         memset(*maps[m], -1, (size_t)n->n * sizeof(int));
