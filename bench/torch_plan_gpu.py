@@ -47,7 +47,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from lrcnn_torch import PlanError, apply_plan, frozen_bn, lower, predicted  # noqa: E402
-from torch_peak import profiled_top  # noqa: E402  (tools/: the profiler's allocated peak)
+from torch_peak import cpu_step_peak, held_tensors  # noqa: E402  (tools/: the profiler's allocated peak)
 
 try:
     import torchvision
@@ -83,8 +83,7 @@ class Trainer:
 
     def iteration(self):
         self.opt.zero_grad(set_to_none=TORCH2)
-        F.cross_entropy(self.model(self.x), self.labels).backward()
-        self.opt.step()
+        self.step()
 
     def sync(self):
         if self.device == "cuda":
@@ -98,17 +97,13 @@ class Trainer:
             self.iteration()
             self.sync()
             return torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
-        from torch.profiler import ProfilerActivity, profile
         self.opt.zero_grad(set_to_none=TORCH2)
-        tensors = list(self.model.parameters()) + [p.grad for p in self.model.parameters() if p.grad is not None] + \
-            list(self.model.buffers()) + [t for st in self.opt.state.values() for t in st.values() if torch.is_tensor(t)] + \
-            [self.x, self.labels]
-        before = sum({t.data_ptr(): t.numel() * t.element_size() for t in tensors}.values())
         gc.collect()
-        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-            F.cross_entropy(self.model(self.x), self.labels).backward()
-            self.opt.step()
-        return before + profiled_top(prof), None
+        return cpu_step_peak(self.step, held_tensors(self.model, self.opt) + [self.x, self.labels]), None
+
+    def step(self):
+        F.cross_entropy(self.model(self.x), self.labels).backward()
+        self.opt.step()
 
     def times(self, iters):
         out = []

@@ -101,7 +101,7 @@ def nbytes(t):
 
 
 def storage_key(t):
-    s = t.storage()
+    s = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()  # 2.x, 1.13
     return s.data_ptr(), s.nbytes() if hasattr(s, "nbytes") else s.size() * s.element_size()
 
 
@@ -171,6 +171,24 @@ def measure(netfile, batch, image, optimizer, device, none_grads):
         allocated, reserved = persistent + data + profiled_top(prof), None
     return {"stash": stash, "persistent": persistent, "data": data, "allocated": allocated, "reserved": reserved,
             "split": split if device == "cuda" else None}
+
+
+def held_tensors(model, opt):
+    """What a training step finds allocated: parameters, their gradients, buffers, optimizer state."""
+    params = list(model.parameters())
+    return params + [p.grad for p in params] + list(model.buffers()) + \
+        [t for st in opt.state.values() for t in st.values() if torch.is_tensor(t)]
+
+
+def cpu_step_peak(step, held):
+    """The allocated peak of one training step on the CPU: the bytes of the tensors `held` before it
+    (parameters, gradients, optimizer state, buffers, the batch; each storage once) plus the highest
+    running total of the allocations and frees torch.profiler records while step() runs."""
+    from torch.profiler import ProfilerActivity, profile
+    before = sum({storage_key(t)[0]: nbytes(t) for t in held if t is not None}.values())
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    return before + profiled_top(prof)
 
 
 def profiled_top(prof):
