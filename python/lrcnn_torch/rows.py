@@ -184,20 +184,22 @@ class Bordered(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         m, (x, *kept) = ctx.m, ctx.saved_tensors
-        xp, params = Bordered.padded(x, m, ctx.top, ctx.bottom), ()
+        # in the dtype the forward computed in (autocast may have cast x and the weights to it)
+        xp, params = Bordered.padded(x, m, ctx.top, ctx.bottom).to(g.dtype), ()
         if isinstance(m, nn.Conv2d):
             w, need = kept[0], ctx.needs_input_grad
             bias = [w.shape[0]] if m.bias is not None else None
-            gx, gw, gb = torch.ops.aten.convolution_backward(g, xp, w, bias, list(m.stride), [0, m.padding[1]], list(m.dilation),
-                                                            False, [0, 0], m.groups, [need[0], need[4], bias is not None and need[5]])
-            params = (gw, gb if m.bias is not None else None)
+            gx, gw, gb = torch.ops.aten.convolution_backward(g, xp, w.to(g.dtype), bias, list(m.stride), [0, m.padding[1]],
+                                                            list(m.dilation), False, [0, 0], m.groups,
+                                                            [need[0], need[4], bias is not None and need[5]])
+            params = (gw.to(w.dtype) if gw is not None else None, gb.to(w.dtype) if m.bias is not None and gb is not None else None)
         elif isinstance(m, nn.MaxPool2d):
             gx = torch.ops.aten.max_pool2d_with_indices_backward(g, xp, *Bordered.pool(m), False, kept[0])
         else:
             k, st, pw, _ = Bordered.pool(m)
             gx = torch.ops.aten.avg_pool2d_backward(g, xp, k, st, pw, False, True, m.divisor_override)
         if gx is not None:
-            gx = gx[:, :, ctx.top:ctx.top + x.shape[2]]
+            gx = gx[:, :, ctx.top:ctx.top + x.shape[2]].to(x.dtype)
         return (gx, None, None, None) + params
 
     @staticmethod
