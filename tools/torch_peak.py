@@ -164,11 +164,8 @@ def measure(netfile, batch, image, optimizer, device, none_grads):
         except Exception as ex:  # an allocator history this PyTorch does not keep: the table stands without it
             split = {"error": "%s: %s" % (type(ex).__name__, ex)}
     else:
-        from torch.profiler import ProfilerActivity, profile
         opt.zero_grad(set_to_none=none_grads)  # outside: the profiler cannot see frees of older blocks
-        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-            step(zero=False)
-        allocated, reserved = persistent + data + profiled_top(prof), None
+        allocated, reserved = cpu_step_peak(lambda: step(zero=False), held_tensors(model, opt) + [x, y]), None
     return {"stash": stash, "persistent": persistent, "data": data, "allocated": allocated, "reserved": reserved,
             "split": split if device == "cuda" else None}
 
