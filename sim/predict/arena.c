@@ -79,14 +79,21 @@ static void find_blocks(const sched *s, blocks *bl, int64_t *at, int64_t *apart)
 
 typedef struct placed placed;
 
-/* One side's blocks being placed: their indices in bl, their lifetimes renumbered onto the steps
- * where some block starts or ends (a block's [t0, t1] as [c0, c1]: the overlaps stay), their
- * positions in order of start and of end, and room for the blocks placed in order (placed). */
+/* One side's blocks being placed, by position: their indices in bl, sizes, and the offsets of the
+ * placement being made (written back to bl once the best is chosen); their lifetimes renumbered
+ * onto the steps where some block starts or ends (a block's [t0, t1] as [c0, c1]: the overlaps
+ * stay); their positions in order of start and of end, with those times beside them in that order
+ * (a walk over them reads the times in sequence), and room for the blocks placed in order (placed). */
 typedef struct {
     blocks *bl;
-    int *idx, n, *c0, *c1, n_time;
-    int *by_start, *by_end;
-    int64_t base; /* bytes of the persistent blocks packed at the bottom */
+    int n, n_time;
+    int *idx, *c0, *c1;
+    int64_t *size, *off;
+    int *by_start, *by_end, *start_at, *end_at;
+    int64_t base;  /* bytes of the persistent blocks packed at the bottom */
+    int64_t *live; /* [n_time]: bytes live at each renumbered step, persistent blocks included */
+    int64_t lower; /* the live peak, the arena's lower bound: at renumbered step peak first */
+    int peak;
     placed *pl;
 } side;
 
@@ -228,8 +235,7 @@ static int64_t best_fit(const side *sd, int c0, int c1, int64_t size)
             int p = pl->list[k][i];
             if (pl->seen[p] == stamp || sd->c1[p] < c0 || sd->c0[p] > c1) continue;
             pl->seen[p] = stamp;
-            const block *b = &sd->bl->v[sd->idx[p]];
-            pl->r[2 * m] = b->off, pl->r[2 * m + 1] = b->off + b->size, m++;
+            pl->r[2 * m] = sd->off[p], pl->r[2 * m + 1] = sd->off[p] + sd->size[p], m++;
         }
     sort_ranges(pl->r, pl->tmp, m);
     for (int j = 0; j < m; j++) fit_range(&f, pl->r[2 * j], pl->r[2 * j + 1]);
@@ -242,11 +248,10 @@ static int64_t place_in_order(side *sd, const int *order, int64_t limit)
     placed_clear(sd->pl);
     for (int q = 0; q < sd->n; q++) {
         int p = order[q];
-        block *b = &sd->bl->v[sd->idx[p]];
-        b->off = best_fit(sd, sd->c0[p], sd->c1[p], b->size);
-        if (b->off + b->size > size) size = b->off + b->size;
+        int64_t off = sd->off[p] = best_fit(sd, sd->c0[p], sd->c1[p], sd->size[p]), end = off + sd->size[p];
+        if (end > size) size = end;
         if (limit >= 0 && size >= limit) break;
-        placed_add(sd->pl, p, b->off, b->off + b->size, sd->c0[p], sd->c1[p]);
+        placed_add(sd->pl, p, off, end, sd->c0[p], sd->c1[p]);
     }
     return size;
 }
@@ -305,34 +310,39 @@ static void holes_give(holes *f, int64_t lo, int64_t hi)
  * then two allocator's passes, one over the steps after the peak in time order (a block takes a
  * hole, best fit, when it begins and gives it back when it ends) and one over the steps before it
  * in reverse (a block takes a hole when it ends, gives it back when it begins). The passes never
- * meet: a block is in one of them or in the stack. Each costs a walk over the steps with a short
- * list of holes, where the best-fit orders cost a search of the blocks placed per block; on most schedules it
- * meets the live peak. Returns the size. */
+ * meet: a block is in one of them or in the stack. Each costs a walk over the starts and ends in
+ * time (at one step the starts first: a block ending there is still live) with a short list of
+ * holes, where the best-fit orders cost a search of the blocks placed per block; on most schedules
+ * it meets the live peak. Returns the size. */
 static int64_t place_peak(side *sd, int cp, bool high)
 {
-    int T = sd->n_time, n = sd->n;
-    int64_t top = sd->base;
+    int n = sd->n;
+    const int64_t *size = sd->size;
+    int64_t *off = sd->off, top = sd->base;
     for (int j = 0; j < n; j++) { /* the peak's blocks, by end */
         int p = sd->by_end[high ? j : n - 1 - j];
-        if (sd->c0[p] <= cp && cp <= sd->c1[p]) sd->bl->v[sd->idx[p]].off = top, top += sd->bl->v[sd->idx[p]].size;
+        if (sd->c0[p] <= cp && cp <= sd->c1[p]) off[p] = top, top += size[p];
     }
     int64_t most = top;
     for (int back = 0; back < 2; back++) {
         holes f = {.top = top, .most = top};
-        /* forward: begin by start, end by end; backward: the reverse of both, roles swapped */
+        /* forward: begin by start, end by end; backward: the reverse of both, roles swapped, and
+         * the times negated so that both walks go up */
         const int *begin = back ? sd->by_end : sd->by_start, *end = back ? sd->by_start : sd->by_end;
-        const int *tb = back ? sd->c1 : sd->c0, *te = back ? sd->c0 : sd->c1;
-        int step = back ? -1 : 1, q = back ? n - 1 : 0, r = q;
-        while (q >= 0 && q < n && (back ? tb[begin[q]] >= cp : tb[begin[q]] <= cp)) q += step; /* in the stack or the other pass */
-        while (r >= 0 && r < n && (back ? te[end[r]] > cp : te[end[r]] < cp)) r += step;
-        for (int t = cp; t >= 0 && t < T; t += step) {
-            for (; q >= 0 && q < n && tb[begin[q]] == t; q += step) {
-                block *b = &sd->bl->v[sd->idx[begin[q]]];
-                b->off = holes_take(&f, b->size);
-            }
-            for (; r >= 0 && r < n && te[end[r]] == t; r += step) {
-                const block *b = &sd->bl->v[sd->idx[end[r]]];
-                holes_give(&f, b->off, b->off + b->size);
+        const int *tb = back ? sd->end_at : sd->start_at, *te = back ? sd->start_at : sd->end_at;
+        int step = back ? -1 : 1, sign = back ? -1 : 1, q = back ? n - 1 : 0, r = q;
+        while (q >= 0 && q < n && sign * tb[q] <= sign * cp) q += step; /* in the stack or the other pass */
+        while (r >= 0 && r < n && sign * te[r] < sign * cp) r += step;
+        for (;;) {
+            bool more_b = q >= 0 && q < n, more_e = r >= 0 && r < n;
+            if (more_b && (!more_e || sign * tb[q] <= sign * te[r])) {
+                int p = begin[q];
+                off[p] = holes_take(&f, size[p]), q += step;
+            } else if (more_e) {
+                int p = end[r];
+                holes_give(&f, off[p], off[p] + size[p]), r += step;
+            } else {
+                break;
             }
         }
         most = f.most > most ? f.most : most;
@@ -377,55 +387,67 @@ static void sort_ranks(rank *r, rank *tmp, int n)
     memcpy(r, tmp, (size_t)o * sizeof *r); /* the rest of the right half is in place */
 }
 
-/* crowd[p]: the most bytes live at one step of block p's lifetime (live: bytes live per step, by
- * chunks of 64 steps' maxima for long lifetimes). */
-static void crowding(const side *sd, const int64_t *live, int n_step, int64_t *crowd)
+/* crowd[p]: the most bytes live at one step of block p's lifetime (live: bytes live at each
+ * renumbered step, read by chunks of 64 steps' maxima for long lifetimes). Between the steps where
+ * blocks start or end no more is live than at the last of them, so these are the maxima over the
+ * schedule's steps too. */
+static void crowding(const side *sd, const int64_t *live, int64_t *crowd)
 {
-    int n_chunk = n_step / 64 + 2;
+    int n_time = sd->n_time, n_chunk = n_time / 64 + 2;
     int64_t *most = err_calloc((size_t)n_chunk, sizeof(int64_t));
-    for (int t = 0; t <= n_step; t++)
+    for (int t = 0; t < n_time; t++)
         if (live[t] > most[t / 64]) most[t / 64] = live[t];
     for (int p = 0; p < sd->n; p++) {
-        const block *b = &sd->bl->v[sd->idx[p]];
         int64_t m = 0;
-        for (int t = b->t0; t <= b->t1;)
-            if (t % 64 == 0 && t + 63 <= b->t1) m = most[t / 64] > m ? most[t / 64] : m, t += 64;
+        for (int t = sd->c0[p]; t <= sd->c1[p];)
+            if (t % 64 == 0 && t + 63 <= sd->c1[p]) m = most[t / 64] > m ? most[t / 64] : m, t += 64;
             else m = live[t] > m ? live[t] : m, t++;
         crowd[p] = m;
     }
     free(most);
 }
 
-/* The side's blocks: persistent ones packed from 0, the rest indexed and renumbered in time. */
+/* The side's blocks: persistent ones packed from 0, the rest by position, renumbered in time (the
+ * persistent blocks' starts and ends too, for the bytes live) and sorted by start and by end
+ * (counting sorts over the renumbered steps); the bytes live at each renumbered step and their peak. */
 static void side_open(side *sd, blocks *bl, bool host, int n_step)
 {
-    *sd = (side){.bl = bl, .idx = err_calloc((size_t)bl->n + 1, sizeof(int))};
+    int m = bl->n + 1;
+    *sd = (side){.bl = bl, .idx = err_realloc(NULL, (size_t)m * 7 * sizeof(int)), .size = err_realloc(NULL, (size_t)m * 2 * sizeof(int64_t))};
+    sd->c0 = sd->idx + m, sd->c1 = sd->c0 + m, sd->by_start = sd->c1 + m, sd->by_end = sd->by_start + m;
+    sd->start_at = sd->by_end + m, sd->end_at = sd->start_at + m, sd->off = sd->size + m;
     int *rank = err_calloc((size_t)n_step + 2, sizeof(int)); /* 1 at the steps where a block starts or ends, then their number */
     for (int k = 0; k < bl->n; k++) {
         block *b = &bl->v[k];
         if (b->host != host) continue;
         if (b->persistent) b->off = sd->base, sd->base += b->size; /* live throughout: below the rest */
-        else sd->idx[sd->n++] = k, rank[b->t0] = rank[b->t1] = 1;
+        else sd->idx[sd->n] = k, sd->size[sd->n++] = b->size;
+        rank[b->t0] = rank[b->t1] = 1;
     }
     int u = 0;
     for (int t = 0; t <= n_step; t++) rank[t] = rank[t] ? u++ : -1;
-    sd->c0 = err_calloc((size_t)sd->n + 1, sizeof(int)), sd->c1 = err_calloc((size_t)sd->n + 1, sizeof(int));
-    for (int p = 0; p < sd->n; p++) sd->c0[p] = rank[bl->v[sd->idx[p]].t0], sd->c1[p] = rank[bl->v[sd->idx[p]].t1];
-    free(rank);
     sd->n_time = u;
-    /* the positions by start and by end: counting sorts over the renumbered steps */
+    for (int p = 0; p < sd->n; p++) sd->c0[p] = rank[bl->v[sd->idx[p]].t0], sd->c1[p] = rank[bl->v[sd->idx[p]].t1];
+    sd->live = err_calloc((size_t)u + 1, sizeof(int64_t));
+    for (int k = 0; k < bl->n; k++)
+        if (bl->v[k].host == host) sd->live[rank[bl->v[k].t0]] += bl->v[k].size, sd->live[rank[bl->v[k].t1] + 1] -= bl->v[k].size;
+    free(rank);
+    for (int64_t t = 0, sum = 0; t < u; t++) /* the running sum and the peak in registers */
+        if ((sd->live[t] = sum += sd->live[t]) > sd->lower) sd->lower = sum, sd->peak = (int)t;
     int *at0 = err_calloc((size_t)u + 2, sizeof(int)), *at1 = err_calloc((size_t)u + 2, sizeof(int));
-    sd->by_start = err_calloc((size_t)sd->n + 1, sizeof(int)), sd->by_end = err_calloc((size_t)sd->n + 1, sizeof(int));
     for (int p = 0; p < sd->n; p++) at0[sd->c0[p] + 1]++, at1[sd->c1[p] + 1]++;
     for (int t = 0; t < u; t++) at0[t + 1] += at0[t], at1[t + 1] += at1[t];
-    for (int p = 0; p < sd->n; p++) sd->by_start[at0[sd->c0[p]]++] = p, sd->by_end[at1[sd->c1[p]]++] = p;
+    for (int p = 0; p < sd->n; p++) {
+        int i = at0[sd->c0[p]]++, j = at1[sd->c1[p]]++;
+        sd->by_start[i] = p, sd->start_at[i] = sd->c0[p], sd->by_end[j] = p, sd->end_at[j] = sd->c1[p];
+    }
     free(at0), free(at1);
 }
 
 static void side_close(side *sd)
 {
     if (sd->pl) placed_close(sd->pl), free(sd->pl);
-    free(sd->idx), free(sd->c0), free(sd->c1), free(sd->by_start), free(sd->by_end);
+    free(sd->idx), free(sd->size), free(sd->live);
 }
 
 /* The smallest arena found so far: its size (-1: none yet), the order that gave it, and its offsets
@@ -441,21 +463,21 @@ static bool keep_smaller(const side *sd, found *f, int64_t size, const char *how
 {
     if (f->size >= 0 && size >= f->size) return false;
     f->size = size, f->how = how;
-    for (int p = 0; p < sd->n; p++) f->off[p] = sd->bl->v[sd->idx[p]].off;
+    memcpy(f->off, sd->off, (size_t)sd->n * sizeof(int64_t));
     return true;
 }
 
 /* Where the walk from the live peak misses it: the best-fit orders, crowded first, and the repair, as
  * they run on their own (nothing found before cuts them short, so the repair starts from the best of
  * them); their best into fit. */
-static void place_best_fit(side *sd, const int64_t *live, int n_step, int64_t lower, found *fit)
+static void place_best_fit(side *sd, const int64_t *live, int64_t lower, found *fit)
 {
     int n = sd->n;
     int64_t *crowd = err_calloc((size_t)n + 1, sizeof(int64_t));
     rank *r = err_calloc((size_t)n + 1, sizeof(rank)), *tmp = err_calloc((size_t)n + 1, sizeof(rank));
     int *order = err_calloc((size_t)n + 1, sizeof(int)), *best_order = err_calloc((size_t)n + 1, sizeof(int));
     bool *hard = err_calloc((size_t)n + 1, sizeof(bool));
-    crowding(sd, live, n_step, crowd);
+    crowding(sd, live, crowd);
     sd->pl = err_calloc(1, sizeof *sd->pl);
     placed_open(sd->pl, n, sd->n_time);
     for (int o = 2; o < ARENA_ORDERS && (fit->size < 0 || fit->size > lower); o++) {
@@ -463,7 +485,7 @@ static void place_best_fit(side *sd, const int64_t *live, int n_step, int64_t lo
             const block *b = &sd->bl->v[sd->idx[p]];
             r[p] = o == 2   ? (rank){(double)crowd[p], b->t1, p}                        /* crowded first, late ends lower */
                    : o == 3 ? (rank){(double)crowd[p], -b->t0, p}                       /* crowded first, early starts lower */
-                            : (rank){(double)b->size * (double)crowd[p], -b->t0, p};    /* big and crowded first */
+                            : (rank){(double)sd->size[p] * (double)crowd[p], -b->t0, p}; /* big and crowded first */
         }
         sort_ranks(r, tmp, n);
         for (int q = 0; q < n; q++) order[q] = r[q].p;
@@ -475,7 +497,7 @@ static void place_best_fit(side *sd, const int64_t *live, int n_step, int64_t lo
     for (int round = 0; round < ARENA_REPAIRS && fit->size > lower; round++) {
         int m = 0;
         for (int p = 0; p < n; p++) /* round 0: the best order's placement; then the last round's */
-            hard[p] |= (round ? sd->bl->v[sd->idx[p]].off : fit->off[p]) + sd->bl->v[sd->idx[p]].size > lower;
+            hard[p] |= (round ? sd->off[p] : fit->off[p]) + sd->size[p] > lower;
         for (int q = 0; q < n; q++)
             if (hard[best_order[q]]) order[m++] = best_order[q];
         for (int q = 0; q < n; q++)
@@ -496,30 +518,22 @@ static int64_t place(blocks *bl, bool host, int n_step, const char **how, int64_
     if (k0 == bl->n) return 0;
     side sd;
     side_open(&sd, bl, host, n_step);
-    int64_t *live = err_calloc((size_t)n_step + 2, sizeof(int64_t)), lower = 0;
-    for (int k = 0; k < bl->n; k++)
-        if (bl->v[k].host == host) live[bl->v[k].t0] += bl->v[k].size, live[bl->v[k].t1 + 1] -= bl->v[k].size;
-    int peak = 0; /* the first step at the live peak (the running sum and the peak's bytes kept in
-                     registers: reading each back from memory chained every step on the last) */
-    for (int64_t t = 0, sum = 0; t <= n_step; t++) {
-        live[t] = sum += live[t];
-        if (sum > lower) lower = sum, peak = (int)t;
-    }
+    int64_t lower = sd.lower;
     found best = {sd.n ? -1 : sd.base, arena_orders[0], err_calloc((size_t)sd.n + 1, sizeof(int64_t))};
     if (sd.n) {
-        int cp = 0; /* the peak, renumbered (live rises only where a block starts) */
-        for (int p = 0; p < sd.n; p++) cp = bl->v[sd.idx[p]].t0 <= peak && sd.c0[p] > cp ? sd.c0[p] : cp;
+        int cp = 0; /* the last start at or before the peak (live rises only where a block starts) */
+        for (int p = 0; p < sd.n; p++) cp = sd.c0[p] <= sd.peak && sd.c0[p] > cp ? sd.c0[p] : cp;
         keep_smaller(&sd, &best, place_peak(&sd, cp, false), arena_orders[0]);
         if (best.size > lower) keep_smaller(&sd, &best, place_peak(&sd, cp, true), arena_orders[1]);
     }
     if (best.size > lower) {
         found fit = {-1, NULL, err_calloc((size_t)sd.n + 1, sizeof(int64_t))};
-        place_best_fit(&sd, live, n_step, lower, &fit);
+        place_best_fit(&sd, sd.live, lower, &fit);
         if (fit.size < best.size) best.size = fit.size, best.how = fit.how, memcpy(best.off, fit.off, (size_t)sd.n * sizeof(int64_t));
         free(fit.off);
     }
     for (int p = 0; p < sd.n; p++) bl->v[sd.idx[p]].off = best.off[p];
-    free(live), free(best.off);
+    free(best.off);
     side_close(&sd);
     *lower_out = lower, *how = best.how;
     return best.size;
