@@ -6,8 +6,6 @@
 
 #include "sim/net/kind.h"
 
-int band_rows_len(band_rows r) { return r.b > r.a ? r.b - r.a : 0; }
-
 static band_rows rows_clip(band_rows r, int h)
 {
     if (r.a < 0) r.a = 0;

@@ -75,6 +75,7 @@ band_rows band_own(const band_geom *g, const band_seg *s, int band, int layer, i
  * buffers by it and the closed form its band activations and gradients. */
 band_rows band_buffer_rows(const net *n, const band_geom *g, const band_seg *s, int band, int layer);
 
-int band_rows_len(band_rows r);
+/* Rows in r (0 when empty). Inline: the lowering asks it of every band of every layer. */
+static inline int band_rows_len(band_rows r) { return r.b > r.a ? r.b - r.a : 0; }
 
 #endif

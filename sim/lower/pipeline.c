@@ -16,9 +16,13 @@ int pipeline_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, 
     if (cfg->batch < 1) return err_set(e, "batch must be at least 1 (got %d)", cfg->batch);
     s->batch = cfg->batch;
     lower c = {.s = s, .n = n, .p = p, .cfg = cfg};
-    /* room for the steps and buffers of most plans (ResNet-50 2ps:4: 1,465 steps before liveness,
-     * 1,356 buffers), so that growing the lists seldom copies them */
-    c.cap_step = 8 * n->n + 256, c.cap_buf = 8 * n->n + 64;
+    /* room for the steps and buffers of most plans, so that growing the lists seldom copies them:
+     * they grow with the bands (ResNet-50 2ps:4: 1,465 steps before liveness and 1,356 buffers; 2ps:8:
+     * 2,470 and 1,947); room never written costs nothing */
+    int bands = 1;
+    for (int i = 0; i < p->n_seg; i++)
+        if (p->segs[i].mode == PLAN_ROWS) bands = p->segs[i].fp > bands ? p->segs[i].fp : bands, bands = p->segs[i].bp > bands ? p->segs[i].bp : bands;
+    c.cap_step = (6 + 2 * bands) * n->n + 256, c.cap_buf = c.cap_step;
     s->steps = err_realloc(NULL, (size_t)c.cap_step * sizeof(sched_step));
     s->bufs = err_realloc(NULL, (size_t)c.cap_buf * sizeof(sched_buf));
     int **maps[] = {&c.act, &c.aux, &c.grad, &c.param, &c.pgrad, &c.wsum, &c.opt, &c.run, &c.stats, &c.sums, &c.whole};

@@ -273,7 +273,6 @@ static void staged_backward_pass(lower *c, const plan_seg *ps, int *bound, const
     int src_act = c->act[bs->src], dout = c->grad[bs->last];
     int *bgrad = k->bgrad, *own_l = k->own_l, n_own = 0, *reset = k->reset, n_reset = 0;
     bool *need = k->need, *mine = k->mine, *avail = k->avail, *touched = k->touched;
-    memset(bgrad, -1, (size_t)N * R * sizeof(int));
     memset(touched, 0, (size_t)N * sizeof(bool));
     for (int L = L0; L <= bs->last; L++) mine[L] = pp->bst[L - L0] == s, avail[L] = c->whole[L] >= 0;
     plan_need(n, L0, bs->last, mine, NULL, avail, true, need);
@@ -282,6 +281,7 @@ static void staged_backward_pass(lower *c, const plan_seg *ps, int *bound, const
     for (int L = bs->last; L >= L0; L--)
         if (mine[L]) {
             own_l[n_own++] = L, touched[L] = true;
+            memset(bgrad + L * R, -1, (size_t)R * sizeof(int)); /* the stage's boundary gradients are its own layers' */
             for (int j = 0; j < n->layers[L].n_in; j++) touched[n->layers[L].in[j]] = true;
         }
     for (int L = L0; L <= bs->last; L++) {

@@ -87,8 +87,8 @@ static void *pool_take(sched *s, size_t bytes)
     struct sched_pool *p = s->pool;
     if (!p || p->used + bytes > p->cap) {
         size_t cap = bytes > (1u << 16) ? bytes : (1u << 16);
-        p = err_calloc(1, sizeof *p + cap);
-        p->cap = cap, p->next = s->pool, s->pool = p;
+        p = err_realloc(NULL, sizeof *p + cap); /* not zeroed: a slot is set when taken */
+        p->used = 0, p->cap = cap, p->next = s->pool, s->pool = p;
     }
     void *v = p->v + p->used;
     p->used += bytes;

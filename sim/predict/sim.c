@@ -132,15 +132,17 @@ static double overlap_us(const sched *s, const double *step_us)
 
 double sim_time_us(const net *n, const sched *s, const sim_device *d, double *fitted)
 {
-    double us = 0, measured = 0, *step = err_calloc((size_t)s->n_step + 1, sizeof(double));
+    /* each step's time, kept only where the two streams need them */
+    double us = 0, measured = 0, *step = d->overlap ? err_calloc((size_t)s->n_step + 1, sizeof(double)) : NULL;
     for (int i = 0; i < s->n_step; i++) {
         timing_how how;
-        step[i] = sim_step_us(n, s, i, d, &how);
-        if (how == TIMING_FITTED) measured += step[i];
-        us += step[i];
+        double t = sim_step_us(n, s, i, d, &how);
+        if (how == TIMING_FITTED) measured += t;
+        us += t;
+        if (step) step[i] = t;
     }
     if (fitted) *fitted = us > 0 ? measured / us : 0;
-    if (d->overlap) us = overlap_us(s, step);
+    if (step) us = overlap_us(s, step);
     free(step);
     return us;
 }
