@@ -52,6 +52,20 @@ static bool map_stats(const lower *c, int L) { return c->stats[L] >= 0; }
  * picks — not modelled. Run on an engine, the torch plan takes the engine's. */
 static bool torch_scratch(const lower *c) { return !c->p->torch || c->cfg->ws; }
 
+/* A torch plan predicting PyTorch (no engine): the padded copy of its input rows a band step of
+ * layer L makes at the map's border for output rows r (kind_torch_pads_x), a scratch of the step,
+ * forward and backward; 0 elsewhere. */
+static int64_t torch_border_copy(const lower *c, int L, int band, band_rows r)
+{
+    const net_layer *l = &c->n->layers[L];
+    if (!c->p->torch || c->cfg->ws || band < 0 || !kind_torch_pads_x(l)) return 0;
+    band_rows in;
+    int top, bottom;
+    band_input_rows(c->n, L, 0, r, &in, &top, &bottom);
+    if (!top && !bottom) return 0;
+    return lower_bytes(c, l->in[0], (band_rows){0, band_rows_len(in) + top + bottom}, 4);
+}
+
 /* Whether layer L keeps its auxiliary for backward. A torch plan predicting PyTorch (no engine)
  * keeps no statistics for a frozen BatchNorm: PyTorch's eval-mode batch norm saves none, its
  * backward reads the running ones. An engine's backward reads the statistics it normalized with. */
@@ -100,7 +114,7 @@ int lower_fwd(lower *c, int L, int band, band_rows r, band_rows hold, int y, boo
      * band's output written into the segment's map) */
     sched_ws_query q = {.layer = L, .batch = c->cfg->batch, .out = r, .held = true, .y = c->s->bufs[y].rows};
     if (l->n_in && t->x[0] >= 0) q.x = c->s->bufs[t->x[0]].rows;
-    int64_t ws = torch_scratch(c) ? sched_step_workspace(c->cfg, n, &q) : 0;
+    int64_t ws = (torch_scratch(c) ? sched_step_workspace(c->cfg, n, &q) : 0) + torch_border_copy(c, L, band, r);
     if (ws) t->ws = lower_buf(c, BUF_WS, MEM_WORKSPACE, L, band, r, ws);
     if (k->running && !t->map_stats) t->dw = c->run[L]; /* running statistics are updated (train) or read */
     t->flops = fwd_flops(c, L, r);
@@ -147,7 +161,7 @@ sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold
     sched_ws_query q = {.layer = L, .batch = c->cfg->batch, .backward = true, .out = r, .held = true, .x = xb >= 0 ? c->s->bufs[xb].rows : (band_rows){0, 0},
                         .y = dy >= 0 ? c->s->bufs[dy].rows : r, .dx = l->n_in && dx[0] >= 0 ? c->s->bufs[dx[0]].rows : (band_rows){0, 0},
                         .dw = weights && l->params};
-    int64_t ws = torch_scratch(c) ? sched_step_workspace(c->cfg, n, &q) : 0;
+    int64_t ws = (torch_scratch(c) ? sched_step_workspace(c->cfg, n, &q) : 0) + torch_border_copy(c, L, band, r);
     int dw = weights ? c->pgrad[L] : -1;
     if (band >= 0 && c->p->torch && !c->cfg->ws && weights && l->params) {
         /* PyTorch sums a parameter's gradients from a segment's bands in one buffer of autograd's

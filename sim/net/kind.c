@@ -490,6 +490,8 @@ const char *kind_name(net_kind k) { return (k >= 0 && k < NET_NKIND) ? kind_tabl
 
 bool kind_torch_copies_x(const net_layer *l) { return l->kind == NET_RELU6 && l->inplace; }
 
+bool kind_torch_pads_x(const net_layer *l) { return l->kind == NET_CONV || l->kind == NET_MAXPOOL || l->kind == NET_AVGPOOL; }
+
 bool kind_torch_keeps_x(const net_layer *l, bool torch2)
 {
     bool mean = l->kind == NET_GAP || (l->kind == NET_APOOL && l->h == 1 && l->w == 1);

@@ -112,6 +112,10 @@ bool kind_torch_keeps_x(const net_layer *l, bool torch2);
  * of place, its backward reading that input, not its output (which lives only as long as another
  * reader keeps it; sim/lower/lower.c). */
 bool kind_torch_copies_x(const net_layer *l);
+/* Whether python/lrcnn_torch runs l in a band at the map's border on a padded copy of its input
+ * rows (its Bordered: a convolution or a pool pads past the border itself only along W), made in
+ * the forward and again in the backward and freed when the step returns. */
+bool kind_torch_pads_x(const net_layer *l);
 
 /* The kind called name, or -1. */
 int kind_find(const char *name);
