@@ -9,9 +9,12 @@
 
 typedef arena_block block;
 
+/* The blocks, in the order of the steps that open them, and their indices in the order they end
+ * (ties, the blocks never freed, in the order opened). */
 typedef struct {
     block *v;
     int n, cap;
+    int *ends, n_ends;
 } blocks;
 
 const char *const arena_orders[ARENA_ORDERS + 1] = {"from the live peak outwards, late ends low", "from the live peak outwards, late ends high", "crowding, late ends low", "crowding, early starts low", "size x crowding",
@@ -20,7 +23,10 @@ const char *const arena_orders[ARENA_ORDERS + 1] = {"from the live peak outwards
 
 static int open_block(blocks *bl, int t0, int64_t bytes, bool host, bool persistent)
 {
-    if (bl->n == bl->cap) bl->v = err_realloc(bl->v, (size_t)(bl->cap = bl->cap * 2 + 256) * sizeof *bl->v);
+    if (bl->n == bl->cap) {
+        bl->cap = bl->cap * 2 + 256;
+        bl->v = err_realloc(bl->v, (size_t)bl->cap * sizeof *bl->v), bl->ends = err_realloc(bl->ends, (size_t)bl->cap * sizeof(int));
+    }
     int64_t size = (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
     bl->v[bl->n] = (block){.size = size > 0 ? size : ARENA_ALIGN, .off = -1, .t0 = t0, .t1 = t0, .host = host, .persistent = persistent};
     return bl->n++;
@@ -49,7 +55,7 @@ static void find_blocks(const sched *s, blocks *bl, int64_t *at, int64_t *apart)
             if (out_now > *apart) *apart = out_now;
             continue;
         }
-        if (cur[b] >= 0) bl->v[cur[b]].t1 = i; /* the block it leaves ends here */
+        if (cur[b] >= 0) bl->v[cur[b]].t1 = i, bl->ends[bl->n_ends++] = cur[b], cur[b] = -1; /* the block it leaves ends here */
         int placed = -1;
         switch (t->op) {
         case SCHED_ALLOC:
@@ -64,26 +70,29 @@ static void find_blocks(const sched *s, blocks *bl, int64_t *at, int64_t *apart)
             break;
         case SCHED_PREFETCH: placed = cur[b] = open_block(bl, i, sb->bytes, false, false); break;
         default: /* FREE */
-            if (home[b] >= 0) bl->v[home[b]].t1 = i, home[b] = -1;
-            cur[b] = -1;
+            if (home[b] >= 0) bl->v[home[b]].t1 = i, bl->ends[bl->n_ends++] = home[b], home[b] = -1;
             break;
         }
         if (at) at[i] = placed;
     }
-    for (int b = 0; b < s->n_buf; b++) { /* never freed: to the end */
-        if (cur[b] >= 0) bl->v[cur[b]].t1 = s->n_step;
-        if (home[b] >= 0) bl->v[home[b]].t1 = s->n_step;
+    bool *open = err_calloc((size_t)bl->n + 1, sizeof(bool)); /* never freed: to the end, in the order opened */
+    for (int b = 0; b < s->n_buf; b++) {
+        if (cur[b] >= 0) bl->v[cur[b]].t1 = s->n_step, open[cur[b]] = true;
+        if (home[b] >= 0) bl->v[home[b]].t1 = s->n_step, open[home[b]] = true;
     }
-    free(issue), free(cur), free(home);
+    for (int k = 0; k < bl->n; k++)
+        if (open[k]) bl->ends[bl->n_ends++] = k;
+    free(issue), free(cur), free(home), free(open);
 }
 
 typedef struct placed placed;
 
 /* One side's blocks being placed, by position: their indices in bl, sizes, and the offsets of the
- * placement being made (written back to bl once the best is chosen); their lifetimes renumbered
- * onto the steps where some block starts or ends (a block's [t0, t1] as [c0, c1]: the overlaps
- * stay); their positions in order of start and of end, with those times beside them in that order
- * (a walk over them reads the times in sequence), and room for the blocks placed in order (placed). */
+ * placement being made (written back to bl once the best is chosen); their lifetimes [c0, c1] in
+ * steps, and their positions in order of start and of end with those steps beside them in that
+ * order (a walk over them reads the times in sequence); the live peak. The best-fit orders renumber
+ * the lifetimes onto the steps where some block starts or ends (side_renumber: the overlaps stay,
+ * n_time counts them) and keep the blocks placed in order (placed). */
 typedef struct {
     blocks *bl;
     int n, n_time;
@@ -91,8 +100,7 @@ typedef struct {
     int64_t *size, *off;
     int *by_start, *by_end, *start_at, *end_at;
     int64_t base;  /* bytes of the persistent blocks packed at the bottom */
-    int64_t *live; /* [n_time]: bytes live at each renumbered step, persistent blocks included */
-    int64_t lower; /* the live peak, the arena's lower bound: at renumbered step peak first */
+    int64_t lower; /* the live peak, the arena's lower bound: first at step peak */
     int peak;
     placed *pl;
 } side;
@@ -387,16 +395,23 @@ static void sort_ranks(rank *r, rank *tmp, int n)
     memcpy(r, tmp, (size_t)o * sizeof *r); /* the rest of the right half is in place */
 }
 
-/* crowd[p]: the most bytes live at one step of block p's lifetime (live: bytes live at each
- * renumbered step, read by chunks of 64 steps' maxima for long lifetimes). Between the steps where
- * blocks start or end no more is live than at the last of them, so these are the maxima over the
- * schedule's steps too. */
-static void crowding(const side *sd, const int64_t *live, int64_t *crowd)
+/* The lifetimes renumbered onto the steps where a block of the side starts or ends (persistent
+ * ones too: n_time of them), and crowd[p], the most bytes live at one of those steps in block p's
+ * lifetime (by chunks of 64 steps' maxima for long lifetimes). Between those steps no more is live
+ * than at the last of them, so these are the maxima over all the schedule's steps too. */
+static void crowding(side *sd, bool host, int n_step, int64_t *crowd)
 {
-    int n_time = sd->n_time, n_chunk = n_time / 64 + 2;
-    int64_t *most = err_calloc((size_t)n_chunk, sizeof(int64_t));
-    for (int t = 0; t < n_time; t++)
-        if (live[t] > most[t / 64]) most[t / 64] = live[t];
+    const blocks *bl = sd->bl;
+    int *rank = err_calloc((size_t)n_step + 2, sizeof(int)), u = 0; /* 1 where a block starts or ends, then their number */
+    for (int k = 0; k < bl->n; k++)
+        if (bl->v[k].host == host) rank[bl->v[k].t0] = rank[bl->v[k].t1] = 1;
+    for (int t = 0; t <= n_step; t++) rank[t] = rank[t] ? u++ : -1;
+    sd->n_time = u;
+    for (int p = 0; p < sd->n; p++) sd->c0[p] = rank[sd->c0[p]], sd->c1[p] = rank[sd->c1[p]];
+    int64_t *live = err_calloc((size_t)u + 1, sizeof(int64_t)), *most = err_calloc((size_t)u / 64 + 2, sizeof(int64_t));
+    for (int k = 0; k < bl->n; k++)
+        if (bl->v[k].host == host) live[rank[bl->v[k].t0]] += bl->v[k].size, live[rank[bl->v[k].t1] + 1] -= bl->v[k].size;
+    for (int64_t t = 0, sum = 0; t < u; t++) live[t] = sum += live[t], most[t / 64] = live[t] > most[t / 64] ? live[t] : most[t / 64];
     for (int p = 0; p < sd->n; p++) {
         int64_t m = 0;
         for (int t = sd->c0[p]; t <= sd->c1[p];)
@@ -404,50 +419,65 @@ static void crowding(const side *sd, const int64_t *live, int64_t *crowd)
             else m = live[t] > m ? live[t] : m, t++;
         crowd[p] = m;
     }
-    free(most);
+    free(rank), free(live), free(most);
 }
 
-/* The side's blocks: persistent ones packed from 0, the rest by position, renumbered in time (the
- * persistent blocks' starts and ends too, for the bytes live) and sorted by start and by end
- * (counting sorts over the renumbered steps); the bytes live at each renumbered step and their peak. */
+/* The side's blocks (persistent ones too) in order of start, ties in the order opened: the order
+ * opened where that is it (every device block starts at the step that opens it), else a counting
+ * sort over the steps (a host block starts where its copy may begin). Returns how many. */
+static int side_starts(const blocks *bl, bool host, int n_step, int *out)
+{
+    int m = 0, last = -1;
+    bool sorted = true;
+    for (int k = 0; k < bl->n; k++)
+        if (bl->v[k].host == host) out[m++] = k, sorted &= bl->v[k].t0 >= last, last = bl->v[k].t0;
+    if (sorted) return m;
+    int *at = err_calloc((size_t)n_step + 3, sizeof(int)), *tmp = err_calloc((size_t)m + 1, sizeof(int));
+    for (int j = 0; j < m; j++) at[bl->v[out[j]].t0 + 1]++;
+    for (int t = 0; t <= n_step; t++) at[t + 1] += at[t];
+    for (int j = 0; j < m; j++) tmp[at[bl->v[out[j]].t0]++] = out[j];
+    memcpy(out, tmp, (size_t)m * sizeof(int));
+    free(at), free(tmp);
+    return m;
+}
+
+/* The side's blocks: persistent ones packed from 0, the rest by position, in order of start and of
+ * end; the live peak, from a walk over the starts and ends of all of them (the bytes live rise only
+ * where a block starts: the first start where they are highest is the peak). */
 static void side_open(side *sd, blocks *bl, bool host, int n_step)
 {
     int m = bl->n + 1;
-    *sd = (side){.bl = bl, .idx = err_realloc(NULL, (size_t)m * 7 * sizeof(int)), .size = err_realloc(NULL, (size_t)m * 2 * sizeof(int64_t))};
+    *sd = (side){.bl = bl, .idx = err_realloc(NULL, (size_t)m * 8 * sizeof(int)), .size = err_realloc(NULL, (size_t)m * 2 * sizeof(int64_t))};
     sd->c0 = sd->idx + m, sd->c1 = sd->c0 + m, sd->by_start = sd->c1 + m, sd->by_end = sd->by_start + m;
     sd->start_at = sd->by_end + m, sd->end_at = sd->start_at + m, sd->off = sd->size + m;
-    int *rank = err_calloc((size_t)n_step + 2, sizeof(int)); /* 1 at the steps where a block starts or ends, then their number */
+    int *pos = sd->end_at + m, *starts = err_realloc(NULL, (size_t)m * sizeof(int)); /* pos: each block's position, -1 none */
     for (int k = 0; k < bl->n; k++) {
         block *b = &bl->v[k];
+        pos[k] = -1;
         if (b->host != host) continue;
         if (b->persistent) b->off = sd->base, sd->base += b->size; /* live throughout: below the rest */
-        else sd->idx[sd->n] = k, sd->size[sd->n++] = b->size;
-        rank[b->t0] = rank[b->t1] = 1;
+        else pos[k] = sd->n, sd->idx[sd->n] = k, sd->size[sd->n] = b->size, sd->c0[sd->n] = b->t0, sd->c1[sd->n++] = b->t1;
     }
-    int u = 0;
-    for (int t = 0; t <= n_step; t++) rank[t] = rank[t] ? u++ : -1;
-    sd->n_time = u;
-    for (int p = 0; p < sd->n; p++) sd->c0[p] = rank[bl->v[sd->idx[p]].t0], sd->c1[p] = rank[bl->v[sd->idx[p]].t1];
-    sd->live = err_calloc((size_t)u + 1, sizeof(int64_t));
-    for (int k = 0; k < bl->n; k++)
-        if (bl->v[k].host == host) sd->live[rank[bl->v[k].t0]] += bl->v[k].size, sd->live[rank[bl->v[k].t1] + 1] -= bl->v[k].size;
-    free(rank);
-    for (int64_t t = 0, sum = 0; t < u; t++) /* the running sum and the peak in registers */
-        if ((sd->live[t] = sum += sd->live[t]) > sd->lower) sd->lower = sum, sd->peak = (int)t;
-    int *at0 = err_calloc((size_t)u + 2, sizeof(int)), *at1 = err_calloc((size_t)u + 2, sizeof(int));
-    for (int p = 0; p < sd->n; p++) at0[sd->c0[p] + 1]++, at1[sd->c1[p] + 1]++;
-    for (int t = 0; t < u; t++) at0[t + 1] += at0[t], at1[t + 1] += at1[t];
-    for (int p = 0; p < sd->n; p++) {
-        int i = at0[sd->c0[p]]++, j = at1[sd->c1[p]]++;
-        sd->by_start[i] = p, sd->start_at[i] = sd->c0[p], sd->by_end[j] = p, sd->end_at[j] = sd->c1[p];
+    int n_starts = side_starts(bl, host, n_step, starts), i = 0, j = 0;
+    for (int q = 0; q < n_starts; q++)
+        if (pos[starts[q]] >= 0) sd->by_start[i] = pos[starts[q]], sd->start_at[i++] = bl->v[starts[q]].t0;
+    for (int q = 0; q < bl->n_ends; q++)
+        if (pos[bl->ends[q]] >= 0) sd->by_end[j] = pos[bl->ends[q]], sd->end_at[j++] = bl->v[bl->ends[q]].t1;
+    int64_t live = 0;
+    for (int q = 0, r = 0; q < n_starts;) {
+        int t = bl->v[starts[q]].t0;
+        for (; r < bl->n_ends && bl->v[bl->ends[r]].t1 < t; r++)
+            if (bl->v[bl->ends[r]].host == host) live -= bl->v[bl->ends[r]].size;
+        for (; q < n_starts && bl->v[starts[q]].t0 == t; q++) live += bl->v[starts[q]].size;
+        if (live > sd->lower) sd->lower = live, sd->peak = t;
     }
-    free(at0), free(at1);
+    free(starts);
 }
 
 static void side_close(side *sd)
 {
     if (sd->pl) placed_close(sd->pl), free(sd->pl);
-    free(sd->idx), free(sd->size), free(sd->live);
+    free(sd->idx), free(sd->size);
 }
 
 /* The smallest arena found so far: its size (-1: none yet), the order that gave it, and its offsets
@@ -470,14 +500,14 @@ static bool keep_smaller(const side *sd, found *f, int64_t size, const char *how
 /* Where the walk from the live peak misses it: the best-fit orders, crowded first, and the repair, as
  * they run on their own (nothing found before cuts them short, so the repair starts from the best of
  * them); their best into fit. */
-static void place_best_fit(side *sd, const int64_t *live, int64_t lower, found *fit)
+static void place_best_fit(side *sd, bool host, int n_step, int64_t lower, found *fit)
 {
     int n = sd->n;
     int64_t *crowd = err_calloc((size_t)n + 1, sizeof(int64_t));
     rank *r = err_calloc((size_t)n + 1, sizeof(rank)), *tmp = err_calloc((size_t)n + 1, sizeof(rank));
     int *order = err_calloc((size_t)n + 1, sizeof(int)), *best_order = err_calloc((size_t)n + 1, sizeof(int));
     bool *hard = err_calloc((size_t)n + 1, sizeof(bool));
-    crowding(sd, live, crowd);
+    crowding(sd, host, n_step, crowd);
     sd->pl = err_calloc(1, sizeof *sd->pl);
     placed_open(sd->pl, n, sd->n_time);
     for (int o = 2; o < ARENA_ORDERS && (fit->size < 0 || fit->size > lower); o++) {
@@ -521,14 +551,14 @@ static int64_t place(blocks *bl, bool host, int n_step, const char **how, int64_
     int64_t lower = sd.lower;
     found best = {sd.n ? -1 : sd.base, arena_orders[0], err_calloc((size_t)sd.n + 1, sizeof(int64_t))};
     if (sd.n) {
-        int cp = 0; /* the last start at or before the peak (live rises only where a block starts) */
+        int cp = 0; /* the last start at or before the peak */
         for (int p = 0; p < sd.n; p++) cp = sd.c0[p] <= sd.peak && sd.c0[p] > cp ? sd.c0[p] : cp;
         keep_smaller(&sd, &best, place_peak(&sd, cp, false), arena_orders[0]);
         if (best.size > lower) keep_smaller(&sd, &best, place_peak(&sd, cp, true), arena_orders[1]);
     }
     if (best.size > lower) {
         found fit = {-1, NULL, err_calloc((size_t)sd.n + 1, sizeof(int64_t))};
-        place_best_fit(&sd, sd.live, lower, &fit);
+        place_best_fit(&sd, host, n_step, lower, &fit);
         if (fit.size < best.size) best.size = fit.size, best.how = fit.how, memcpy(best.off, fit.off, (size_t)sd.n * sizeof(int64_t));
         free(fit.off);
     }
@@ -556,6 +586,7 @@ static void arena_build(const sched *s, arena *a, bool offsets)
         for (int i = 0; i < s->n_step; i++)
             if (a->at[i] >= 0) a->at[i] = bl.v[a->at[i]].off;
     a->blocks = bl.v;
+    free(bl.ends);
 }
 
 void arena_plan(const sched *s, arena *a) { arena_build(s, a, true); }
