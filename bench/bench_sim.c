@@ -26,25 +26,16 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* One evaluation's time: the median of five rounds of `reps` evaluations each (one round's mean
- * took a slow spell of the shared VM whole: ResNet-50 2ps:4 at 310 us in one run, 190 in the next). */
-static double per_eval_us(const net *n, const char *text, int reps)
+/* The mean time of one evaluation of plan p on net n over `reps` evaluations, in us (-1: an error). */
+static double round_us(const net *n, const plan *p, int reps)
 {
-    enum { ROUNDS = 5 };
-    plan p;
     err e;
     sched_cfg cfg = {.batch = 8, .optimizer = SCHED_ADAM};
     sim_result r;
-    if (plan_parse(&p, n, text, &e)) { fprintf(stderr, "%s\n", e.msg); return -1; }
-    double us[ROUNDS];
-    for (int k = 0; k < ROUNDS; k++) {
-        double t0 = now();
-        for (int i = 0; i < reps; i++) sim_run(n, &p, &cfg, &sim_device_cpu, &r, NULL, &e);
-        us[k] = (now() - t0) / reps * 1e6;
-        for (int j = k; j > 0 && us[j] < us[j - 1]; j--) { double x = us[j]; us[j] = us[j - 1], us[j - 1] = x; }
-    }
-    plan_free(&p);
-    return us[ROUNDS / 2];
+    double t0 = now();
+    for (int i = 0; i < reps; i++)
+        if (sim_run(n, p, &cfg, &sim_device_cpu, &r, NULL, &e)) return fprintf(stderr, "%s\n", e.msg), -1;
+    return (now() - t0) / reps * 1e6;
 }
 
 /* The planner at budgets a quarter, half and three quarters of the way from the smallest peak it
@@ -112,10 +103,26 @@ static double sweep_secs(net *n, const char **plans, int np, int threads, int *c
 }
 
 /* Each preset's evaluation time on both nets, against the targets: VGG-16's mean, ResNet-50's row
- * presets at 4 bands. */
-static void eval_table(const net *n, const char *const *nets, const char *const *plans, int np)
+ * presets at 4 bands. A time is the median of five rounds, and each round visits every plan on
+ * both nets, so that a plan's rounds spread over the whole table: a slow spell of the shared VM
+ * (tens of milliseconds) then falls on one round of several plans, not on every round of one (when
+ * a plan's five rounds ran back to back, ResNet-50 2ps:4 took 420 us in one run at 807472f and 187
+ * us in the next). */
+static int eval_table(const net *n, const char *const *nets, const char *const *plans, int np)
 {
-    printf("simulator: one evaluation = parse-free lower + replay + closed form, batch 8, 224x224 (median of 5 rounds)\n\n");
+    enum { ROUNDS = 5, MAX_PLANS = 16 };
+    plan pl[2][MAX_PLANS];
+    double us[2][MAX_PLANS][ROUNDS];
+    err e;
+    for (int k = 0; k < 2; k++)
+        for (int p = 0; p < np; p++)
+            if (plan_parse(&pl[k][p], &n[k], plans[p], &e)) return fprintf(stderr, "%s\n", e.msg), -1;
+    for (int r = 0; r < ROUNDS; r++)
+        for (int p = 0; p < np; p++)
+            for (int k = 0; k < 2; k++)
+                if ((us[k][p][r] = round_us(&n[k], &pl[k][p], k ? 20 : 80)) < 0) return -1;
+    printf("simulator: one evaluation = parse-free lower + replay + closed form, batch 8, 224x224 (median of 5 rounds,\n"
+           "each round over every plan)\n\n");
     printf("  %-10s", "plan");
     for (int k = 0; k < 2; k++) printf(" %14s", nets[k]);
     printf("\n");
@@ -123,16 +130,21 @@ static void eval_table(const net *n, const char *const *nets, const char *const 
     for (int p = 0; p < np; p++) {
         printf("  %-10s", plans[p]);
         for (int k = 0; k < 2; k++) {
-            double us = per_eval_us(&n[k], plans[p], k ? 20 : 80);
-            if (!k) vgg_total += us;
-            if (k && !strcmp(plans[p], "2ps:4")) rows[0] = us;
-            if (k && !strcmp(plans[p], "overl:4")) rows[1] = us;
-            printf(" %11.1f us", us);
+            double *u = us[k][p];
+            for (int i = 1; i < ROUNDS; i++) /* in order: the median in the middle */
+                for (int j = i; j > 0 && u[j] < u[j - 1]; j--) { double x = u[j]; u[j] = u[j - 1], u[j - 1] = x; }
+            double med = u[ROUNDS / 2];
+            if (!k) vgg_total += med;
+            if (k && !strcmp(plans[p], "2ps:4")) rows[0] = med;
+            if (k && !strcmp(plans[p], "overl:4")) rows[1] = med;
+            printf(" %11.1f us", med);
+            plan_free(&pl[k][p]);
         }
         printf("\n");
     }
     printf("  VGG-16 mean over presets: %.1f us per evaluation (target < 100 us)\n", vgg_total / np);
     printf("  ResNet-50 2ps:4 and overl:4: %.1f and %.1f us per evaluation (target < 200 us)\n\n", rows[0], rows[1]);
+    return 0;
 }
 
 static int n_sections;
@@ -161,7 +173,7 @@ int main(int argc, char **argv)
     net n[2];
     for (int k = 0; k < 2; k++)
         if (net_load_named(&n[k], nets[k], &e)) return fprintf(stderr, "%s\n", e.msg), 1;
-    if (want("eval")) eval_table(n, nets, plans, np);
+    if (want("eval") && eval_table(n, nets, plans, np)) return 1;
     if (want("planner")) {
         if (planner_table(n, plans, np, &sim_device_cpu, "roofline times")) return 1;
         /* as users plan: with this machine's calibrated time model (more plans' times to look up) */
