@@ -148,6 +148,17 @@ static void halos(const net *n, const band_seg *s, const int *cuts, int R, band_
     }
 }
 
+static band_rows buffer_rows(const net *n, const band_geom *g, const band_seg *s, int r, int layer);
+
+/* g->buffer, once the rows each band computes and keeps are known; returns 0. */
+static int buffers(band_geom *g, const net *n, const band_seg *s)
+{
+    g->buffer = err_calloc((size_t)g->n_bands * g->n_layers, sizeof(band_rows));
+    for (int r = 0; r < g->n_bands; r++)
+        for (int i = 0; i < g->n_layers; i++) g->buffer[r * g->n_layers + i] = buffer_rows(n, g, s, r, s->first + i);
+    return 0;
+}
+
 int band_geom_init(band_geom *g, const net *n, const band_seg *s, band_policy p, const int *cuts, int R, err *e)
 {
     memset(g, 0, sizeof *g);
@@ -174,7 +185,7 @@ int band_geom_init(band_geom *g, const net *n, const band_seg *s, band_policy p,
             g->src_rows[r] = rows[r * (L + 1) + L];
         }
         free(rows);
-        return 0;
+        return buffers(g, n, s);
     }
     int *pre = err_calloc((size_t)L + 1, sizeof(int)), *prev = err_calloc((size_t)L + 1, sizeof(int));
     int *first = err_calloc((size_t)L, sizeof(int));
@@ -197,7 +208,7 @@ int band_geom_init(band_geom *g, const net *n, const band_seg *s, band_policy p,
     free(pre);
     free(prev);
     free(first);
-    return 0;
+    return buffers(g, n, s);
 }
 
 void band_geom_free(band_geom *g)
@@ -206,6 +217,7 @@ void band_geom_free(band_geom *g)
     free(g->out);
     free(g->keep);
     free(g->src_rows);
+    free(g->buffer);
     memset(g, 0, sizeof *g);
 }
 
@@ -226,7 +238,7 @@ band_rows band_held(const band_geom *g, const band_seg *s, int r, int layer)
     return band_rows_len(k) ? (band_rows){k.a, out.b > k.b ? out.b : k.b} : out;
 }
 
-band_rows band_buffer_rows(const net *n, const band_geom *g, const band_seg *s, int r, int layer)
+static band_rows buffer_rows(const net *n, const band_geom *g, const band_seg *s, int r, int layer)
 {
     band_rows h = band_held(g, s, r, layer);
     for (int q = n->layers[layer].inplace_by; q >= 0 && q <= s->last; q = n->layers[q].inplace_by) {
@@ -234,6 +246,12 @@ band_rows band_buffer_rows(const net *n, const band_geom *g, const band_seg *s, 
         if (band_rows_len(k)) h = rows_hull(h, k);
     }
     return h;
+}
+
+band_rows band_buffer_rows(const net *n, const band_geom *g, const band_seg *s, int r, int layer)
+{
+    if (layer < s->first || layer > s->last) return buffer_rows(n, g, s, r, layer);
+    return g->buffer[r * g->n_layers + layer - s->first];
 }
 
 /* Prefix of src rows needed for the first o rows of `last` (2PS arithmetic). */

@@ -42,6 +42,8 @@ typedef struct {
     band_rows *out;        /* [band * n_layers + (layer - first)]: rows the band computes */
     band_rows *keep;       /* same indexing; 2PS: rows handed to the next band (boundary) */
     band_rows *src_rows;   /* [band]: rows of the segment input the band reads */
+    band_rows *buffer;     /* as out: band_buffer_rows, made with the rest (the lowering asks it of
+                              every band of every layer in every pass) */
 } band_geom;
 
 /* Validates [first, last] as a row segment: clean cuts on both sides, every layer row-wise. */
