@@ -64,7 +64,6 @@ static void find_blocks(const sched *s, blocks *bl, int64_t *at, int64_t *apart)
             break;
         case SCHED_OFFLOAD:
             if (!issue) sched_move_issue(s, issue = err_calloc((size_t)s->n_step + 1, sizeof(int)));
-            cur[b] = -1;
             if (home[b] >= 0) placed = home[b];
             else placed = cur[b] = open_block(bl, issue[i] >= 0 && issue[i] < i ? issue[i] : i, sb->bytes, true, false);
             break;
@@ -91,8 +90,8 @@ typedef struct placed placed;
  * placement being made (written back to bl once the best is chosen); their lifetimes [c0, c1] in
  * steps, and their positions in order of start and of end with those steps beside them in that
  * order (a walk over them reads the times in sequence); the live peak. The best-fit orders renumber
- * the lifetimes onto the steps where some block starts or ends (side_renumber: the overlaps stay,
- * n_time counts them) and keep the blocks placed in order (placed). */
+ * the lifetimes onto the steps where some block starts or ends (crowding: the overlaps stay, n_time
+ * counts them) and keep the blocks placed in order (placed). */
 typedef struct {
     blocks *bl;
     int n, n_time;
