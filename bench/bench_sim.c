@@ -114,6 +114,7 @@ static int eval_table(const net *n, const char *const *nets, const char *const *
     plan pl[2][MAX_PLANS];
     double us[2][MAX_PLANS][ROUNDS];
     err e;
+    if (np > MAX_PLANS) return fprintf(stderr, "lrcnn_bench: %d plans, room for %d\n", np, MAX_PLANS), -1;
     for (int k = 0; k < 2; k++)
         for (int p = 0; p < np; p++)
             if (plan_parse(&pl[k][p], &n[k], plans[p], &e)) return fprintf(stderr, "%s\n", e.msg), -1;

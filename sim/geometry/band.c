@@ -150,13 +150,12 @@ static void halos(const net *n, const band_seg *s, const int *cuts, int R, band_
 
 static band_rows buffer_rows(const net *n, const band_geom *g, const band_seg *s, int r, int layer);
 
-/* g->buffer, once the rows each band computes and keeps are known; returns 0. */
-static int buffers(band_geom *g, const net *n, const band_seg *s)
+/* g->buffer, once the rows each band computes and keeps are known. */
+static void buffers(band_geom *g, const net *n, const band_seg *s)
 {
     g->buffer = err_calloc((size_t)g->n_bands * g->n_layers, sizeof(band_rows));
     for (int r = 0; r < g->n_bands; r++)
         for (int i = 0; i < g->n_layers; i++) g->buffer[r * g->n_layers + i] = buffer_rows(n, g, s, r, s->first + i);
-    return 0;
 }
 
 int band_geom_init(band_geom *g, const net *n, const band_seg *s, band_policy p, const int *cuts, int R, err *e)
@@ -185,7 +184,8 @@ int band_geom_init(band_geom *g, const net *n, const band_seg *s, band_policy p,
             g->src_rows[r] = rows[r * (L + 1) + L];
         }
         free(rows);
-        return buffers(g, n, s);
+        buffers(g, n, s);
+        return 0;
     }
     int *pre = err_calloc((size_t)L + 1, sizeof(int)), *prev = err_calloc((size_t)L + 1, sizeof(int));
     int *first = err_calloc((size_t)L, sizeof(int));
@@ -208,7 +208,8 @@ int band_geom_init(band_geom *g, const net *n, const band_seg *s, band_policy p,
     free(pre);
     free(prev);
     free(first);
-    return buffers(g, n, s);
+    buffers(g, n, s);
+    return 0;
 }
 
 void band_geom_free(band_geom *g)

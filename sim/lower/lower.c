@@ -46,11 +46,14 @@ static double fwd_flops(const lower *c, int L, band_rows r)
 /* The segment's whole-map statistics of layer L are in use (bn in train mode in a row segment). */
 static bool map_stats(const lower *c, int L) { return c->stats[L] >= 0; }
 
-/* Whether steps take the backend's scratch (im2col and the like). A torch plan predicting
- * PyTorch's own memory (no engine's workspace model given) takes none: PyTorch's CPU convolutions
- * keep theirs outside the allocator it counts (oneDNN), and cuDNN's depend on the algorithm it
- * picks — not modelled. Run on an engine, the torch plan takes the engine's. */
-static bool torch_scratch(const lower *c) { return !c->p->torch || c->cfg->ws; }
+/* A torch plan predicting PyTorch's own memory: no engine's workspace model given (run on an
+ * engine, a torch plan keeps what that engine keeps). */
+static bool predicts_torch(const lower *c) { return c->p->torch && !c->cfg->ws; }
+
+/* Whether steps take the backend's scratch (im2col and the like). Predicting PyTorch, none:
+ * PyTorch's CPU convolutions keep theirs outside the allocator it counts (oneDNN), and cuDNN's
+ * depend on the algorithm it picks — not modelled. */
+static bool torch_scratch(const lower *c) { return !predicts_torch(c); }
 
 /* A torch plan predicting PyTorch (no engine): the padded copy of its input rows a band step of
  * layer L makes at the map's border for output rows r (kind_torch_pads_x), a scratch of the step,
@@ -58,7 +61,7 @@ static bool torch_scratch(const lower *c) { return !c->p->torch || c->cfg->ws; }
 static int64_t torch_border_copy(const lower *c, int L, int band, band_rows r)
 {
     const net_layer *l = &c->n->layers[L];
-    if (!c->p->torch || c->cfg->ws || band < 0 || !kind_torch_pads_x(l)) return 0;
+    if (!predicts_torch(c) || band < 0 || !kind_torch_pads_x(l)) return 0;
     band_rows in;
     int top, bottom;
     band_input_rows(c->n, L, 0, r, &in, &top, &bottom);
@@ -73,7 +76,7 @@ static bool keeps_aux(const lower *c, const net_layer *l, bool keep_aux)
 {
     const kind_traits *k = kind_of(l);
     if (!k->aux || (!keep_aux && k->aux_optional)) return false;
-    return !(c->p->torch && !c->cfg->ws && l->kind == NET_BN && c->p->bn == PLAN_BN_FROZEN);
+    return !(predicts_torch(c) && l->kind == NET_BN && c->p->bn == PLAN_BN_FROZEN);
 }
 
 int lower_fwd(lower *c, int L, int band, band_rows r, band_rows hold, int y, bool keep_aux)
@@ -163,7 +166,7 @@ sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold
                         .dw = weights && l->params};
     int64_t ws = (torch_scratch(c) ? sched_step_workspace(c->cfg, n, &q) : 0) + torch_border_copy(c, L, band, r);
     int dw = weights ? c->pgrad[L] : -1;
-    if (band >= 0 && c->p->torch && !c->cfg->ws && weights && l->params) {
+    if (band >= 0 && predicts_torch(c) && weights && l->params) {
         /* PyTorch sums a parameter's gradients from a segment's bands in one buffer of autograd's
          * until the last band's: the first band's gradient is that sum, each later one a temporary
          * added into it (2.x in place; 1.13 into a new sum, the old one freed after). Under 2.x the

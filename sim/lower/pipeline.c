@@ -20,8 +20,11 @@ int pipeline_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, 
      * they grow with the bands (ResNet-50 2ps:4: 1,465 steps before liveness and 1,356 buffers; 2ps:8:
      * 2,470 and 1,947); room never written costs nothing */
     int bands = 1;
-    for (int i = 0; i < p->n_seg; i++)
-        if (p->segs[i].mode == PLAN_ROWS) bands = p->segs[i].fp > bands ? p->segs[i].fp : bands, bands = p->segs[i].bp > bands ? p->segs[i].bp : bands;
+    for (int i = 0; i < p->n_seg; i++) {
+        const plan_seg *ps = &p->segs[i];
+        int most = ps->fp > ps->bp ? ps->fp : ps->bp;
+        if (ps->mode == PLAN_ROWS && most > bands) bands = most;
+    }
     c.cap_step = (6 + 2 * bands) * n->n + 256, c.cap_buf = c.cap_step;
     s->steps = err_realloc(NULL, (size_t)c.cap_step * sizeof(sched_step));
     s->bufs = err_realloc(NULL, (size_t)c.cap_buf * sizeof(sched_buf));
