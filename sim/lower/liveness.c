@@ -36,13 +36,19 @@ void liveness_place(sched *s)
     int total = ns + 2 * n_temp + 2 * n_persist;
     /* every step written below (so no zeroing), an ALLOC or FREE as a copy of one made once */
     sched_step *steps = err_realloc(NULL, (size_t)total * sizeof(sched_step)), *o = steps;
+    free(s->mem); /* room for every step (the moves the passes before placed are events too) */
+    sched_event *ev = s->mem = err_realloc(NULL, ((size_t)total + 1) * sizeof *ev);
     const sched_step proto = lower_buffer_step(s, SCHED_ALLOC, 0, -1, 0);
-#define MARK(opv, b) (mark(o, &proto, (opv), (b), &s->bufs[b]), o++)
+    int first_bwd = -1;
+#define MARK(opv, b) (*ev++ = (sched_event){(int)(o - steps), (b), (opv)}, mark(o, &proto, (opv), (b), &s->bufs[b]), o++)
     for (int b = 0; b < nb; b++)
         if (s->bufs[b].persistent) MARK(SCHED_ALLOC, b);
     for (int i = 0; i < ns; i++) {
         for (int k = al.start[i]; k < al.start[i + 1]; k++) MARK(SCHED_ALLOC, al.list[k]);
-        *o++ = s->steps[i];
+        const sched_step *t = &s->steps[i];
+        if (sched_op_is_event(t->op)) *ev++ = (sched_event){(int)(o - steps), t->buf, t->op};
+        if (t->op == SCHED_BWD && first_bwd < 0) first_bwd = (int)(o - steps);
+        *o++ = *t;
         for (int k = fr.start[i]; k < fr.start[i + 1]; k++) MARK(SCHED_FREE, fr.list[k]);
     }
     for (int b = 0; b < nb; b++)
@@ -50,7 +56,7 @@ void liveness_place(sched *s)
 #undef MARK
     CHECK(o - steps == total);
     free(s->steps);
-    s->steps = steps, s->n_step = total;
+    s->steps = steps, s->n_step = total, s->n_mem = (int)(ev - s->mem), s->first_bwd = first_bwd >= 0 ? first_bwd : total;
     lower_buckets_free(&al), lower_buckets_free(&fr);
     free(first), free(last);
 }

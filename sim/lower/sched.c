@@ -118,10 +118,26 @@ void sched_move_issue(const sched *s, int *issue)
     free(last);
 }
 
+void sched_events_open(const sched *s, sched_events *x)
+{
+    *x = (sched_events){s->mem, s->n_mem, s->first_bwd, NULL};
+    if (s->mem) return;
+    int m = 0;
+    for (int i = 0; i < s->n_step; i++) m += sched_op_is_event(s->steps[i].op);
+    sched_event *ev = x->own = err_realloc(NULL, ((size_t)m + 1) * sizeof *ev);
+    x->ev = ev, x->n = m, x->first_bwd = s->n_step;
+    for (int i = 0, k = 0; i < s->n_step; i++) {
+        const sched_step *t = &s->steps[i];
+        if (sched_op_is_event(t->op)) ev[k++] = (sched_event){i, t->buf, t->op};
+        if (t->op == SCHED_BWD && x->first_bwd == s->n_step) x->first_bwd = i;
+    }
+}
+
 void sched_free(sched *s)
 {
     free(s->bufs);
     free(s->steps);
+    free(s->mem);
     while (s->pool) {
         struct sched_pool *next = s->pool->next;
         free(s->pool);

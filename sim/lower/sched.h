@@ -157,6 +157,12 @@ typedef struct {
                                    PyTorch's CUDA kernel does (bool), not as its CPU kernel (fp32) */
 } sched_cfg;
 
+/* A memory event: an ALLOC, FREE, OFFLOAD or PREFETCH step, and its buffer. */
+typedef struct {
+    int step, buf;
+    sched_op op;
+} sched_event;
+
 typedef struct {
     int n_buf, n_step;
     sched_buf *bufs;
@@ -164,6 +170,12 @@ typedef struct {
     int batch;
     double flops;               /* all FWD and BWD steps, recomputation included */
     struct sched_pool *pool;    /* the steps' input slots (x, dx, dx_acc), in chunks that never move */
+    /* The memory events in step order and the first BWD step (n_step: none), as the liveness pass
+     * leaves them (mem NULL: not indexed, as in a schedule built by hand; sched_events_open then
+     * makes them). A walk over what is held reads 12 bytes an event here rather than the 128-byte
+     * steps: on ResNet-50 2ps:8 the events are 3,892 of 6,362 steps. */
+    sched_event *mem;
+    int n_mem, first_bwd;
 } sched;
 
 /* n slots for step t's inputs from s's pool, x and dx -1, dx_acc false. */
@@ -181,41 +193,58 @@ void sched_free(sched *s);
  * is held before the backward from a walk in two parts, below). */
 typedef void (*sched_visit)(void *ctx, int step, int up, int64_t device, const int64_t cur[MEM_NCAT]);
 
+static inline bool sched_op_is_event(sched_op op)
+{
+    return op == SCHED_ALLOC || op == SCHED_FREE || op == SCHED_OFFLOAD || op == SCHED_PREFETCH;
+}
+
+/* A schedule's memory events and first BWD step: its own (s->mem), or made from its steps where
+ * it has none (then held in own until sched_events_close). */
+typedef struct {
+    const sched_event *ev;
+    int n, first_bwd;
+    sched_event *own;
+} sched_events;
+void sched_events_open(const sched *s, sched_events *x);
+static inline void sched_events_close(sched_events *x) { free(x->own), x->own = NULL; }
+
 /* A walk in parts: sched_walk_to runs it up to (not including) step `end`, so a caller can read
  * what is held at a step of its choice in w->cur rather than copy it at every event. */
 typedef struct {
     int64_t cur[MEM_NCAT], device;
     bool *host; /* per buffer: on the host now */
-    int next;   /* the first step not yet walked */
+    sched_events ev;
+    int next; /* the first event not yet walked */
 } sched_walker;
 
 static inline void sched_walk_open(const sched *s, sched_walker *w)
 {
     memset(w, 0, sizeof *w);
     w->host = err_calloc((size_t)s->n_buf + 1, sizeof(bool));
+    sched_events_open(s, &w->ev);
 }
 
 static inline void sched_walk_to(const sched *s, sched_walker *w, int end, sched_visit visit, void *ctx)
 {
     int64_t *cur = w->cur, device = w->device;
-    for (int i = w->next; i < end; i++) {
-        const sched_step *t = &s->steps[i];
-        sched_op op = t->op;
-        if (op != SCHED_ALLOC && op != SCHED_FREE && op != SCHED_OFFLOAD && op != SCHED_PREFETCH) continue;
-        const sched_buf *b = &s->bufs[t->buf];
+    int k = w->next;
+    for (; k < w->ev.n && w->ev.ev[k].step < end; k++) {
+        const sched_event *v = &w->ev.ev[k];
+        sched_op op = v->op;
+        const sched_buf *b = &s->bufs[v->buf];
         int up = -1, down = -1;
-        if (op == SCHED_ALLOC) up = b->host_home ? MEM_HOST : (int)b->cat, w->host[t->buf] = b->host_home;
-        else if (op == SCHED_FREE) down = w->host[t->buf] ? MEM_HOST : (int)b->cat;
-        else if (op == SCHED_OFFLOAD) down = b->cat, up = MEM_HOST, w->host[t->buf] = true;
-        else down = MEM_HOST, up = b->cat, w->host[t->buf] = false;
+        if (op == SCHED_ALLOC) up = b->host_home ? MEM_HOST : (int)b->cat, w->host[v->buf] = b->host_home;
+        else if (op == SCHED_FREE) down = w->host[v->buf] ? MEM_HOST : (int)b->cat;
+        else if (op == SCHED_OFFLOAD) down = b->cat, up = MEM_HOST, w->host[v->buf] = true;
+        else down = MEM_HOST, up = b->cat, w->host[v->buf] = false;
         if (down >= 0) cur[down] -= b->bytes, device -= down != MEM_HOST ? b->bytes : 0;
         if (up >= 0) cur[up] += b->bytes, device += up != MEM_HOST ? b->bytes : 0;
-        visit(ctx, i, up, device, cur);
+        visit(ctx, v->step, up, device, cur);
     }
-    w->device = device, w->next = end > w->next ? end : w->next;
+    w->device = device, w->next = k;
 }
 
-static inline void sched_walk_close(sched_walker *w) { free(w->host), w->host = NULL; }
+static inline void sched_walk_close(sched_walker *w) { free(w->host), w->host = NULL, sched_events_close(&w->ev); }
 
 static inline void sched_walk(const sched *s, sched_visit visit, void *ctx)
 {

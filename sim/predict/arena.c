@@ -33,11 +33,12 @@ static void find_blocks(const sched *s, blocks *bl, int64_t *at, int64_t *apart)
     for (int b = 0; b < s->n_buf; b++) cur[b] = home[b] = -1;
     int64_t out_now = 0;
     *apart = 0;
-    for (int i = 0; i < s->n_step; i++) {
-        const sched_step *t = &s->steps[i];
-        if (t->op != SCHED_ALLOC && t->op != SCHED_FREE && t->op != SCHED_OFFLOAD && t->op != SCHED_PREFETCH) continue;
+    sched_events ev;
+    sched_events_open(s, &ev);
+    for (int k = 0; k < ev.n; k++) {
+        const sched_event *t = &ev.ev[k];
         const sched_buf *sb = &s->bufs[t->buf];
-        int b = t->buf;
+        int b = t->buf, i = t->step;
         if (arena_outside(sb)) { /* its predicted bytes, apart */
             bool dev_in = t->op == SCHED_ALLOC || t->op == SCHED_PREFETCH, dev_out = t->op == SCHED_OFFLOAD || (t->op == SCHED_FREE && cur[b] >= 0);
             if (dev_in) out_now += sb->bytes, cur[b] = 0;
@@ -71,7 +72,7 @@ static void find_blocks(const sched *s, blocks *bl, int64_t *at, int64_t *apart)
     }
     for (int k = 0; k < bl->n; k++)
         if (open[k]) bl->ends[bl->n_ends++] = k;
-    free(issue), free(cur), free(home), free(open);
+    free(issue), free(cur), free(home), free(open), sched_events_close(&ev);
 }
 
 /* Free byte ranges below a top, as an allocator keeps them. */

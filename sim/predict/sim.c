@@ -62,14 +62,12 @@ void sim_replay(const sched *s, sim_mem *m, int64_t *timeline)
 {
     memset(m, 0, sizeof *m);
     m->peak_step = -1;
-    int backward = s->n_step; /* the first step of the backward (a BWD, or the ALLOC of a gradient) */
-    for (int i = 0; i < s->n_step && backward == s->n_step; i++) {
-        const sched_step *t = &s->steps[i];
-        if (t->op == SCHED_BWD || (t->op == SCHED_ALLOC && s->bufs[t->buf].cat == MEM_AGRAD)) backward = i;
-    }
     replay r = {.m = m, .timeline = timeline};
     sched_walker w;
     sched_walk_open(s, &w);
+    int backward = w.ev.first_bwd; /* the first step of the backward: a BWD, or the ALLOC of a gradient before it */
+    for (int k = 0; k < w.ev.n && w.ev.ev[k].step < backward; k++)
+        if (w.ev.ev[k].op == SCHED_ALLOC && s->bufs[w.ev.ev[k].buf].cat == MEM_AGRAD) backward = w.ev.ev[k].step;
     sched_walk_to(s, &w, backward, replay_step, &r); /* the forward */
     memcpy(m->at_backward, w.cur, sizeof m->at_backward);
     m->fwd_peak = m->peak;

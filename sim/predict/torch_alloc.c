@@ -104,9 +104,11 @@ int64_t torch_reserved(const sched *s)
     for (int k = 0; k < s->n_buf; k++) at[k] = -1;
     for (int k = 0; k < s->n_buf; k++)
         if (s->bufs[k].persistent && !s->bufs[k].host_home && s->bufs[k].bytes > 0) at[k] = take(&p, s->bufs[k].bytes);
+    sched_events ev;
+    sched_events_open(s, &ev);
     for (int iter = 0; iter < 2; iter++)
-        for (int i = 0; i < s->n_step; i++) {
-            const sched_step *t = &s->steps[i];
+        for (int i = 0; i < ev.n; i++) {
+            const sched_event *t = &ev.ev[i];
             if (t->op != SCHED_ALLOC && t->op != SCHED_FREE) continue;
             const sched_buf *b = &s->bufs[t->buf];
             if (b->persistent || b->host_home || b->bytes <= 0) continue;
@@ -114,6 +116,6 @@ int64_t torch_reserved(const sched *s)
             else if (t->op == SCHED_FREE && at[t->buf] >= 0) give(&p, at[t->buf]), at[t->buf] = -1;
         }
     int64_t reserved = p.reserved;
-    free(p.b), free(at);
+    free(p.b), free(at), sched_events_close(&ev);
     return reserved;
 }
