@@ -25,13 +25,16 @@ static int open_block(blocks *bl, int t0, int64_t bytes, bool host, bool persist
 bool arena_outside(const sched_buf *b) { return b->kind == BUF_ENC && enc_data_sized(b->enc); }
 
 /* The blocks of s (arena.h), at[i] the block step i places (-1 none; at NULL: not wanted); outside
- * blocks are counted into *apart as the most device bytes they hold at once. */
+ * blocks are counted into *apart as the most device bytes they hold at once. The device side's live
+ * peak comes from the same walk: at the step a device block opens, the bytes live are those opened
+ * so far less those that ended at an earlier step (a block ending at this step is still live). */
 static void find_blocks(const sched *s, blocks *bl, int64_t *at, int64_t *apart)
 {
     int *issue = NULL, *cur = err_calloc((size_t)s->n_buf + 1, sizeof(int)); /* issue: at the first OFFLOAD */
     int *home = err_calloc((size_t)s->n_buf + 1, sizeof(int));
     for (int b = 0; b < s->n_buf; b++) cur[b] = home[b] = -1;
-    int64_t out_now = 0;
+    int64_t out_now = 0, live = 0;
+    int last_start = 0; /* the last start of a device block not persistent */
     *apart = 0;
     sched_events ev;
     sched_events_open(s, &ev);
@@ -46,23 +49,33 @@ static void find_blocks(const sched *s, blocks *bl, int64_t *at, int64_t *apart)
             if (out_now > *apart) *apart = out_now;
             continue;
         }
-        if (cur[b] >= 0) bl->v[cur[b]].t1 = i, bl->ends[bl->n_ends++] = cur[b], cur[b] = -1; /* the block it leaves ends here */
+        int64_t ending = 0; /* the device bytes whose block ends here */
+        if (cur[b] >= 0) { /* the block it leaves ends here */
+            block *x = &bl->v[cur[b]];
+            x->t1 = i, bl->ends[bl->n_ends++] = cur[b], cur[b] = -1, ending = x->host ? 0 : x->size;
+        }
         int placed = -1;
+        bool device = false;
         switch (t->op) {
         case SCHED_ALLOC:
             if (sb->host_home) placed = home[b] = open_block(bl, i, sb->bytes, true, true);
-            else placed = cur[b] = open_block(bl, i, sb->bytes, false, sb->persistent);
+            else placed = cur[b] = open_block(bl, i, sb->bytes, false, sb->persistent), device = true;
             break;
         case SCHED_OFFLOAD:
             if (!issue) sched_move_issue(s, issue = err_calloc((size_t)s->n_step + 1, sizeof(int)));
             if (home[b] >= 0) placed = home[b];
             else placed = cur[b] = open_block(bl, issue[i] >= 0 && issue[i] < i ? issue[i] : i, sb->bytes, true, false);
             break;
-        case SCHED_PREFETCH: placed = cur[b] = open_block(bl, i, sb->bytes, false, false); break;
+        case SCHED_PREFETCH: placed = cur[b] = open_block(bl, i, sb->bytes, false, false), device = true; break;
         default: /* FREE */
             if (home[b] >= 0) bl->v[home[b]].t1 = i, bl->ends[bl->n_ends++] = home[b], home[b] = -1;
             break;
         }
+        if (device) {
+            live += bl->v[placed].size, last_start = bl->v[placed].persistent ? last_start : i;
+            if (live > bl->dev.lower) bl->dev = (live_peak){live, i, last_start};
+        }
+        live -= ending;
         if (at) at[i] = placed;
     }
     bool *open = err_calloc((size_t)bl->n + 1, sizeof(bool)); /* never freed: to the end, in the order opened */
@@ -70,8 +83,10 @@ static void find_blocks(const sched *s, blocks *bl, int64_t *at, int64_t *apart)
         if (cur[b] >= 0) bl->v[cur[b]].t1 = s->n_step, open[cur[b]] = true;
         if (home[b] >= 0) bl->v[home[b]].t1 = s->n_step, open[home[b]] = true;
     }
-    for (int k = 0; k < bl->n; k++)
+    for (int k = 0; k < bl->n; k++) {
         if (open[k]) bl->ends[bl->n_ends++] = k;
+        bl->n_host += bl->v[k].host;
+    }
     free(issue), free(cur), free(home), free(open), sched_events_close(&ev);
 }
 
@@ -82,7 +97,12 @@ typedef struct {
     int64_t top, most; /* the top; the highest it reached */
 } holes;
 
-static void holes_drop(holes *f, int k) { memmove(f->r + 2 * k, f->r + 2 * k + 2, (size_t)(--f->n - k) * 2 * sizeof(int64_t)); }
+/* The holes are few (2 or 3 on a row plan as a block comes and goes), so they move by a loop, not a
+ * call to memmove. */
+static void holes_drop(holes *f, int k)
+{
+    for (int j = 2 * k, z = 2 * --f->n; j < z; j++) f->r[j] = f->r[j + 2];
+}
 
 /* An offset for `bytes`: the low end of the smallest hole that holds them (best fit), else the top. */
 static int64_t holes_take(holes *f, int64_t bytes)
@@ -118,7 +138,7 @@ static void holes_give(holes *f, int64_t lo, int64_t hi)
         f->r[2 * k] = lo;
     } else {
         if (f->n == f->cap) f->r = err_realloc(f->r, (size_t)(f->cap = f->cap * 2 + 16) * 2 * sizeof(int64_t));
-        memmove(f->r + 2 * k + 2, f->r + 2 * k, (size_t)(f->n++ - k) * 2 * sizeof(int64_t));
+        for (int j = 2 * f->n++ - 1; j >= 2 * k; j--) f->r[j + 2] = f->r[j];
         f->r[2 * k] = lo, f->r[2 * k + 1] = hi;
     }
     if (f->r[2 * k + 1] == f->top) f->top = f->r[2 * k], holes_drop(f, k); /* the topmost hole: the top comes down */
@@ -190,35 +210,47 @@ static int side_starts(const blocks *bl, bool host, int n_step, int *out)
 }
 
 /* The side's blocks: persistent ones packed from 0, the rest by position, in order of start and of
- * end; the live peak, from a walk over the starts and ends of all of them (the bytes live rise only
- * where a block starts: the first start where they are highest is the peak). */
+ * end; the live peak: the device side's as find_blocks measured it, the host side's from a walk over
+ * the starts and ends of all its blocks (the bytes live rise only where a block starts: the first
+ * start where they are highest is the peak). */
 static void side_open(side *sd, blocks *bl, bool host, int n_step)
 {
     int m = bl->n + 1;
     *sd = (side){.bl = bl, .idx = err_realloc(NULL, (size_t)m * 8 * sizeof(int)), .size = err_realloc(NULL, (size_t)m * 2 * sizeof(int64_t))};
     sd->c0 = sd->idx + m, sd->c1 = sd->c0 + m, sd->by_start = sd->c1 + m, sd->by_end = sd->by_start + m;
     sd->start_at = sd->by_end + m, sd->end_at = sd->start_at + m, sd->off = sd->size + m;
-    int *pos = sd->end_at + m, *starts = err_realloc(NULL, (size_t)m * sizeof(int)); /* pos: each block's position, -1 none */
-    for (int k = 0; k < bl->n; k++) {
+    int *pos = sd->end_at + m; /* each block's position, -1 none */
+    for (int k = 0; k < bl->n; k++) { /* by position; the device side's blocks open in order of start */
         block *b = &bl->v[k];
         pos[k] = -1;
         if (b->host != host) continue;
-        if (b->persistent) b->off = sd->base, sd->base += b->size; /* live throughout: below the rest */
-        else pos[k] = sd->n, sd->idx[sd->n] = k, sd->size[sd->n] = b->size, sd->c0[sd->n] = b->t0, sd->c1[sd->n++] = b->t1;
+        if (b->persistent) { /* live throughout: below the rest */
+            b->off = sd->base, sd->base += b->size;
+            continue;
+        }
+        int p = pos[k] = sd->n++;
+        sd->idx[p] = k, sd->size[p] = b->size, sd->c0[p] = sd->start_at[p] = b->t0, sd->c1[p] = b->t1, sd->by_start[p] = p;
     }
-    int n_starts = side_starts(bl, host, n_step, starts), i = 0, j = 0;
-    for (int q = 0; q < n_starts; q++)
-        if (pos[starts[q]] >= 0) sd->by_start[i] = pos[starts[q]], sd->start_at[i++] = bl->v[starts[q]].t0;
-    for (int q = 0; q < bl->n_ends; q++)
+    for (int q = 0, j = 0; q < bl->n_ends; q++)
         if (pos[bl->ends[q]] >= 0) sd->by_end[j] = pos[bl->ends[q]], sd->end_at[j++] = bl->v[bl->ends[q]].t1;
+    if (!host) {
+        sd->live = bl->dev;
+        return;
+    }
+    int *starts = err_realloc(NULL, (size_t)m * sizeof(int));
+    int n_starts = side_starts(bl, host, n_step, starts);
+    for (int q = 0, i = 0; q < n_starts; q++)
+        if (pos[starts[q]] >= 0) sd->by_start[i] = pos[starts[q]], sd->start_at[i++] = bl->v[starts[q]].t0;
     int64_t live = 0;
     for (int q = 0, r = 0; q < n_starts;) {
         int t = bl->v[starts[q]].t0;
         for (; r < bl->n_ends && bl->v[bl->ends[r]].t1 < t; r++)
             if (bl->v[bl->ends[r]].host == host) live -= bl->v[bl->ends[r]].size;
         for (; q < n_starts && bl->v[starts[q]].t0 == t; q++) live += bl->v[starts[q]].size;
-        if (live > sd->lower) sd->lower = live, sd->peak = t;
+        if (live > sd->live.lower) sd->live.lower = live, sd->live.peak = t;
     }
+    for (int p = 0; p < sd->n; p++) /* the last start at or before the peak */
+        sd->live.cp = sd->c0[p] <= sd->live.peak && sd->c0[p] > sd->live.cp ? sd->c0[p] : sd->live.cp;
     free(starts);
 }
 
@@ -230,18 +262,14 @@ static void side_close(side *sd) { free(sd->idx), free(sd->size); }
 static int64_t place(blocks *bl, bool host, int n_step, const char **how, int64_t *lower_out)
 {
     *how = arena_orders[0], *lower_out = 0;
-    int k0 = 0; /* a side without blocks (most plans' host) is empty: no walk over the steps */
-    while (k0 < bl->n && bl->v[k0].host != host) k0++;
-    if (k0 == bl->n) return 0;
+    if ((host ? bl->n_host : bl->n - bl->n_host) == 0) return 0; /* a side without blocks (most plans' host) */
     side sd;
     side_open(&sd, bl, host, n_step);
-    int64_t lower = sd.lower;
+    int64_t lower = sd.live.lower;
     found best = {sd.n ? -1 : sd.base, arena_orders[0], err_calloc((size_t)sd.n + 1, sizeof(int64_t))};
     if (sd.n) {
-        int cp = 0; /* the last start at or before the peak */
-        for (int p = 0; p < sd.n; p++) cp = sd.c0[p] <= sd.peak && sd.c0[p] > cp ? sd.c0[p] : cp;
-        keep_smaller(&sd, &best, place_peak(&sd, cp, false), arena_orders[0]);
-        if (best.size > lower) keep_smaller(&sd, &best, place_peak(&sd, cp, true), arena_orders[1]);
+        keep_smaller(&sd, &best, place_peak(&sd, sd.live.cp, false), arena_orders[0]);
+        if (best.size > lower) keep_smaller(&sd, &best, place_peak(&sd, sd.live.cp, true), arena_orders[1]);
     }
     if (best.size > lower) {
         found fit = {-1, NULL, err_calloc((size_t)sd.n + 1, sizeof(int64_t))};

@@ -10,12 +10,23 @@
 
 typedef arena_block block;
 
+/* The live peak of one side's blocks: the most bytes live at once (each block rounded), the step
+ * where they first are, and the last start at or before it of a block not persistent (0: none),
+ * where the walk from the peak begins. */
+typedef struct {
+    int64_t lower;
+    int peak, cp;
+} live_peak;
+
 /* The blocks, in the order of the steps that open them, and their indices in the order they end
- * (ties, the blocks never freed, in the order opened). */
+ * (ties, the blocks never freed, in the order opened); how many are on the host; the device side's
+ * live peak, measured as they open (device blocks open in step order, a host block where its copy
+ * may begin, which can be earlier). */
 typedef struct {
     block *v;
-    int n, cap;
+    int n, cap, n_host;
     int *ends, n_ends;
+    live_peak dev;
 } blocks;
 
 typedef struct placed placed;
@@ -32,9 +43,8 @@ typedef struct {
     int *idx, *c0, *c1;
     int64_t *size, *off;
     int *by_start, *by_end, *start_at, *end_at;
-    int64_t base;  /* bytes of the persistent blocks packed at the bottom */
-    int64_t lower; /* the live peak, the arena's lower bound: first at step peak */
-    int peak;
+    int64_t base; /* bytes of the persistent blocks packed at the bottom */
+    live_peak live; /* its lower is the arena's lower bound */
     placed *pl;
 } side;
 
