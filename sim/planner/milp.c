@@ -12,7 +12,6 @@
 #define MIB 1048576.0
 #define EPS_US 1e-3 /* per chosen layer and per step of delay or lead: ties go to moving less */
 
-bool milp_is_move(sched_op op) { return op == SCHED_ALLOC || op == SCHED_FREE || op == SCHED_OFFLOAD || op == SCHED_PREFETCH; }
 
 /* Lowers `text` (with the request's bn); -1 if it is not a plan for the net. */
 static int lower_text(const offsel_req *r, const char *text, sched *s, err *e)
@@ -33,9 +32,9 @@ static int periods(const sched *s, int *period)
 {
     int K = 0;
     for (int i = 0; i < s->n_step; i++)
-        if (!milp_is_move(s->steps[i].op)) period[i] = K++;
+        if (!sched_op_is_event(s->steps[i].op)) period[i] = K++;
     for (int i = s->n_step - 1, next = K - 1; i >= 0; i--) {
-        if (!milp_is_move(s->steps[i].op)) next = period[i];
+        if (!sched_op_is_event(s->steps[i].op)) next = period[i];
         else period[i] = next;
     }
     return K;
@@ -70,7 +69,7 @@ static void inst_periods(milp_inst *in, const sched *b)
     for (int i = 0; i < b->n_step; i++) {
         timing_how how;
         in->c[period[i]] += sim_step_us(in->r->n, b, i, in->r->dev, &how);
-        if (!milp_is_move(b->steps[i].op) && b->steps[i].bwd_phase && period[i] < in->F) in->F = period[i];
+        if (!sched_op_is_event(b->steps[i].op) && b->steps[i].bwd_phase && period[i] < in->F) in->F = period[i];
     }
     walk_ctx w = {period, err_calloc((size_t)in->K, sizeof(int64_t)), err_calloc((size_t)in->K, sizeof(bool))};
     sched_walk(b, base_visit, &w);
@@ -87,7 +86,7 @@ static void map_init(milp_inst *in, const sched *a, const int *period, const int
     m->U = -1, m->V = in->K;
     for (int i = 0; i < a->n_step; i++) {
         const sched_step *t = &a->steps[i];
-        if (milp_is_move(t->op)) continue;
+        if (sched_op_is_event(t->op)) continue;
         int uses[SCHED_MAX_USES], nu = sched_step_uses(t, uses);
         for (int u = 0; u < nu; u++) {
             if (uses[u] != b) continue;
@@ -149,7 +148,7 @@ int milp_build(milp_inst *in, const offsel_req *r, err *e)
     sched_op *op = err_calloc((size_t)in->K, sizeof(sched_op));
     bool *bwd = err_calloc((size_t)in->K, sizeof(bool));
     for (int i = 0; i < a.n_step; i++) {
-        if (!milp_is_move(a.steps[i].op)) op[period[i]] = a.steps[i].op, bwd[period[i]] = a.steps[i].bwd_phase;
+        if (!sched_op_is_event(a.steps[i].op)) op[period[i]] = a.steps[i].op, bwd[period[i]] = a.steps[i].bwd_phase;
         if (a.steps[i].op == SCHED_PREFETCH) pf_of[a.steps[i].buf] = i;
     }
     in->maps = err_calloc((size_t)a.n_step + 1, sizeof(milp_map));

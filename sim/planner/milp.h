@@ -43,8 +43,6 @@ typedef struct {
     int n_bin;
 } milp_inst;
 
-/* Whether a step only moves memory (ALLOC, FREE, OFFLOAD, PREFETCH): every other step is a period. */
-bool milp_is_move(sched_op op);
 /* The instance of request r; -1 with e set when its plans do not lower. */
 int milp_build(milp_inst *in, const offsel_req *r, err *e);
 /* Its program, into in->lp. */
