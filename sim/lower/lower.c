@@ -19,10 +19,12 @@ sched_step *lower_step(lower *c, sched_op op, int L, int band)
 {
     sched *s = c->s;
     if (s->n_step == c->cap_step) s->steps = err_realloc(s->steps, (size_t)(c->cap_step = c->cap_step * 2 + 256) * sizeof(sched_step));
+    /* a copy of a blank one, then its fields (wide stores, where a call to memset and ten narrow
+     * stores of -1 were) */
+    static const sched_step blank = {.y = -1, .aux = -1, .w = -1, .dw = -1, .ws = -1, .dy = -1, .src = -1, .dst = -1, .buf = -1, .sums = -1};
     sched_step *t = &s->steps[s->n_step++];
-    memset(t, 0, sizeof *t);
+    memcpy(t, &blank, sizeof *t);
     t->op = op, t->layer = L, t->band = band, t->seg = c->seg, t->bwd_phase = c->bwd_phase;
-    t->y = t->aux = t->w = t->dw = t->ws = t->dy = t->src = t->dst = t->buf = t->sums = -1;
     if (op == SCHED_FWD || op == SCHED_BWD || op == SCHED_STATS || op == SCHED_STATS_END) { /* a layer's kernels */
         const net_layer *l = &c->n->layers[L];
         sched_step_slots(s, t, l->n_in + kind_of(l)->labels);
