@@ -12,7 +12,6 @@
 #define MIB 1048576.0
 #define EPS_US 1e-3 /* per chosen layer and per step of delay or lead: ties go to moving less */
 
-
 /* Lowers `text` (with the request's bn); -1 if it is not a plan for the net. */
 static int lower_text(const offsel_req *r, const char *text, sched *s, err *e)
 {

@@ -10,7 +10,6 @@
 const char *const arena_orders[ARENA_ORDERS + 1] = {"from the live peak outwards, late ends low", "from the live peak outwards, late ends high", "crowding, late ends low", "crowding, early starts low", "size x crowding",
                                                      "the best order, its blocks above the live peak first"};
 
-
 static int open_block(blocks *bl, int t0, int64_t bytes, bool host, bool persistent)
 {
     if (bl->n == bl->cap) {
