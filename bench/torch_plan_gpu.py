@@ -20,7 +20,9 @@ cross-entropy, backward, optimizer step, after two warm-up iterations:
 On the CPU (--device cpu, to try the script) the allocated peak is what the profiler records
 (torch.profiler's memory events over one iteration, above what is held before it), which includes
 the maps an offload segment moved (host memory is the same allocator there), and no reserved
-figure or budget search is made.
+figure or budget search is made; beside it (no scratch) the same peak without the blocks each ATen
+op frees before it returns — oneDNN's reordered copies and buffers inside a convolution and its
+backward, which lrcnn's torch rules leave out (as cuDNN's workspaces on a GPU).
 
 --fit NET:PLAN (default resnet50:2ps:4) with --budget-gib B: the largest batch whose training
 iterations run within B GiB of device memory (torch.cuda.set_per_process_memory_fraction: the caching
@@ -90,16 +92,19 @@ class Trainer:
             torch.cuda.synchronize()
 
     def peaks(self):
-        """(allocated, reserved) over one iteration; on the CPU the profiler's allocated peak and None."""
+        """(allocated, reserved, allocated without the ops' own scratch) over one iteration: on the GPU
+        the allocator's two peaks and None; on the CPU the profiler's allocated peak, None, and that
+        peak without the blocks each ATen op frees before it returns (tools/torch_peak.py)."""
         self.sync()
         if self.device == "cuda":
             torch.cuda.reset_peak_memory_stats()
             self.iteration()
             self.sync()
-            return torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+            return torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved(), None
         self.opt.zero_grad(set_to_none=TORCH2)
         gc.collect()
-        return cpu_step_peak(self.step, held_tensors(self.model, self.opt) + [self.x, self.labels]), None
+        allocated, no_scratch = cpu_step_peak(self.step, held_tensors(self.model, self.opt) + [self.x, self.labels], scratch=True)
+        return allocated, None, no_scratch
 
     def step(self):
         F.cross_entropy(self.model(self.x), self.labels).backward()
@@ -123,8 +128,8 @@ def free_device(device):
 
 
 def measure(make, plan, batch, image, device, iters, lrcnn):
-    """One row: (allocated, predicted peak, reserved, predicted reserved, times) for plan, or for the
-    plain module (plan None; predicted as `layer`)."""
+    """One row: (allocated, predicted peak, reserved, predicted reserved, times, allocated without the
+    ops' own scratch) for plan, or for the plain module (plan None; predicted as `layer`)."""
     torch.manual_seed(1)
     model = frozen_bn(make()).to(device)
     if plan is None:
@@ -135,11 +140,11 @@ def measure(make, plan, batch, image, device, iters, lrcnn):
         pred = model.predicted
     t = Trainer(model, batch, image, device)
     t.iteration(), t.iteration()
-    allocated, reserved = t.peaks()
+    allocated, reserved, no_scratch = t.peaks()
     times = t.times(iters)
     del t, model
     free_device(device)
-    return allocated, pred["peak"], reserved, pred["reserved"], times
+    return allocated, pred["peak"], reserved, pred["reserved"], times, no_scratch
 
 
 def fits(make, plan, batch, image, lrcnn):
@@ -225,8 +230,9 @@ def main():
     where = torch.cuda.get_device_name(0) if a.device == "cuda" else "CPU, %d threads" % torch.get_num_threads()
     print("PyTorch %s on %s; batch %d, %dx%d, bn=frozen, SGD; %d timed iterations after 2; MiB; error = (allocated - predicted) "
           "/ predicted" % (torch.__version__, where, a.batch, a.image, a.image, a.iters))
-    head = ("net", "plan", "allocated", "predicted", "error", "reserved", "pred.res", "median ms", "min ms", "max ms", "x plain")
-    print("%-12s %-16s %10s %10s %7s %10s %10s %9s %8s %8s %8s" % head)
+    head = ("net", "plan", "allocated", "predicted", "error", "reserved", "pred.res", "median ms", "min ms", "max ms", "x plain",
+            "no scratch", "error")
+    print("%-12s %-16s %10s %10s %7s %10s %10s %9s %8s %8s %8s %10s %7s" % head)
     tsv = open(a.tsv, "w") if a.tsv else None
     if tsv:
         tsv.write("\t".join(head) + "\n")
@@ -238,21 +244,24 @@ def main():
         plain = None
         for plan in [None] + a.plans.split(","):
             try:
-                alloc, pred, res, pres, times = measure(make, plan, a.batch, image, a.device, a.iters, a.lrcnn)
+                alloc, pred, res, pres, times, clean = measure(make, plan, a.batch, image, a.device, a.iters, a.lrcnn)
             except PlanError as e:
                 print("%-12s %-16s refused: %s" % (net, plan, e), flush=True)
                 continue
             med = statistics.median(times)
             plain = med if plan is None else plain
             row = (net, plan or "plain", mib(alloc), mib(pred), "%+6.2f%%" % (100.0 * (alloc - pred) / pred), mib(res), mib(pres),
-                   "%9.2f" % (med * 1e3), "%8.2f" % (min(times) * 1e3), "%8.2f" % (max(times) * 1e3), "%7.2fx" % (med / plain))
-            print("%-12s %-16s %s %s %7s %s %s %s %s %s %8s" % row, flush=True)
+                   "%9.2f" % (med * 1e3), "%8.2f" % (min(times) * 1e3), "%8.2f" % (max(times) * 1e3), "%7.2fx" % (med / plain),
+                   mib(clean), "-" if clean is None else "%+6.2f%%" % (100.0 * (clean - pred) / pred))
+            print("%-12s %-16s %s %s %7s %s %s %s %s %s %8s %s %7s" % row, flush=True)
             if tsv:
                 tsv.write("\t".join(str(v).strip() for v in row) + "\n")
                 tsv.flush()
     if a.device == "cpu":
         print("(on the CPU the maps an offload segment moves stay in the same allocator, so an offload plan's peak there "
-              "includes them; the prediction is the device's)")
+              "includes them; the prediction is the device's. no scratch: the allocated peak without the blocks an ATen op "
+              "frees before it returns, oneDNN's buffers inside a convolution among them, which lrcnn's torch rules leave out "
+              "as they leave out cuDNN's workspaces)")
     if a.fit and a.device == "cuda":
         net, plan = a.fit.split(":", 1)
         if maker(net) is None:

@@ -177,15 +177,17 @@ def held_tensors(model, opt):
         [t for st in opt.state.values() for t in st.values() if torch.is_tensor(t)]
 
 
-def cpu_step_peak(step, held):
+def cpu_step_peak(step, held, scratch=False):
     """The allocated peak of one training step on the CPU: the bytes of the tensors `held` before it
     (parameters, gradients, optimizer state, buffers, the batch; each storage once) plus the highest
-    running total of the allocations and frees torch.profiler records while step() runs."""
+    running total of the allocations and frees torch.profiler records while step() runs. With
+    scratch, the pair (that peak, the same without the ops' own scratch: profiled_top_no_scratch)."""
     from torch.profiler import ProfilerActivity, profile
     before = sum({storage_key(t)[0]: nbytes(t) for t in held if t is not None}.values())
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         step()
-    return before + profiled_top(prof)
+    top = before + profiled_top(prof)
+    return (top, before + profiled_top_no_scratch(prof)) if scratch else top
 
 
 def profiled_top(prof):
@@ -197,6 +199,42 @@ def profiled_top(prof):
     for _, b in events:
         total += b
         top = max(top, total)
+    return top
+
+
+def profiled_top_no_scratch(prof):
+    """profiled_top without the ops' own scratch: the blocks an ATen op allocates and frees before it
+    returns (on the CPU, oneDNN's reordered copies and buffers inside a convolution and its
+    backward), which lrcnn's torch rules leave out as they leave out cuDNN's workspaces. A block is
+    scratch when its free comes before the end of the outermost aten:: call around its allocation."""
+    from torch._C._profiler import _EventType
+    events = []  # (time, address, bytes, end of the outermost aten:: call around it, or None)
+
+    def walk(node, outer_end):
+        if node.tag == _EventType.Allocation:
+            events.append((node.start_time_ns, node.extra_fields.ptr, node.extra_fields.alloc_size, outer_end))
+            return
+        if outer_end is None and node.name.startswith("aten::"):
+            outer_end = node.end_time_ns
+        for child in node.children:
+            walk(child, outer_end)
+
+    for root in prof.profiler.kineto_results.experimental_event_tree():
+        walk(root, None)
+    events.sort(key=lambda e: e[0])
+    allocated, scratch = {}, set()  # address -> (its allocation's index, its outer call's end); indices dropped
+    for i, (t, ptr, size, outer_end) in enumerate(events):
+        if size > 0:
+            allocated[ptr] = (i, outer_end)
+        elif ptr in allocated:
+            j, end = allocated.pop(ptr)
+            if end is not None and t <= end:
+                scratch.update((i, j))
+    total = top = 0
+    for i, (_, _, size, _) in enumerate(events):
+        if i not in scratch:
+            total += size
+            top = max(top, total)
     return top
 
 
