@@ -13,8 +13,8 @@ version="$("$py" -c 'import torch; print(torch.__version__.split("+")[0].split("
 out="results/torch_plan_peak_cpu_$version.txt"
 [ -e "$out" ] && { echo "experiments/torch_plan_peak_cpu.sh: $out exists; remove it to regenerate" >&2; exit 2; }
 {
-  # the tree's state apart from the file being made (removed to regenerate it)
-  echo "# commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ":(exclude)$out" || echo ' (local changes)'), $(date -u +%F), $(nproc) cores:" \
+  # the tree's state apart from these tables (removed to regenerate them, one version's while another's runs)
+  echo "# commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':(exclude)results/torch_plan_peak_cpu_*.txt' || echo ' (local changes)'), $(date -u +%F), $(nproc) cores:" \
        "$py bench/torch_plan_gpu.py --lrcnn $build/lrcnn --device cpu --iters 1"
   "$py" bench/torch_plan_gpu.py --lrcnn "$build/lrcnn" --device cpu --iters 1 2>&1 | grep -v "Warning\|storage()"
 } > "$out.tmp"
