@@ -52,9 +52,10 @@ static bool map_stats(const lower *c, int L) { return c->stats[L] >= 0; }
  * engine, a torch plan keeps what that engine keeps). */
 static bool predicts_torch(const lower *c) { return c->p->torch && !c->cfg->ws; }
 
-/* Whether steps take the backend's scratch (im2col and the like). Predicting PyTorch, none:
- * PyTorch's CPU convolutions keep theirs outside the allocator it counts (oneDNN), and cuDNN's
- * depend on the algorithm it picks — not modelled. */
+/* Whether steps take the backend's scratch (im2col and the like). Predicting PyTorch, none: its
+ * convolutions' own (oneDNN's reordered copies and buffers on the CPU, which its allocator does
+ * count, freed before the op returns; cuDNN's workspaces, which depend on the algorithm it picks)
+ * is not modelled. bench/torch_plan_gpu.py's `no scratch` peak on the CPU leaves it out too. */
 static bool torch_scratch(const lower *c) { return !predicts_torch(c); }
 
 /* A torch plan predicting PyTorch (no engine): the padded copy of its input rows a band step of
