@@ -214,16 +214,23 @@ def peaks(lrcnn):
     row plan, against lrcnn's prediction of it: within 3% (the GPU target). Where activations
     dominate the peak: MobileNetV2 and ResNet-18 at 128x128, batch 4. Before the bands let go of
     what they no longer read, MobileNetV2 overl:4 held 16% more and ResNet-18 overl:4 9% (1.13).
-    The U-Net is left out: its CPU convolutions' backward scratch (not modelled) puts it 6-7% over."""
+    The U-Net's CPU convolutions' backward scratch (oneDNN's, not modelled, as cuDNN's workspaces
+    are not) puts its allocated peak about 5% over; without that scratch (profiled_top_no_scratch) it
+    equals the prediction within 1%. Before 2PS bands let go of the boundaries they received once
+    recomputed, its 2ps:4 was 3.8% over (1.13) and 4.6% (2.5.1)."""
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools"))
     from torch_peak import cpu_step_peak, held_tensors
+    import unet
     for name, make, plans in (("mobilenet_v2", torchvision.models.mobilenet_v2, ["2ps:4", "overl:4"]),
-                              ("resnet18", torchvision.models.resnet18, ["overl:4"])):
+                              ("resnet18", torchvision.models.resnet18, ["overl:4"]), ("unet", unet.unet, ["2ps:4", "overl:4"])):
         for plan in plans:
             torch.manual_seed(1)
             model = apply_plan(frozen_bn(make()), (3, 128, 128), 4, plan, bn="frozen", lrcnn=lrcnn)
             opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
-            x, labels = torch.randn(4, 3, 128, 128), torch.randint(0, 1000, (4,))
+            x = torch.randn(4, 3, 128, 128)
+            with torch.no_grad():
+                shape = model(x[:1]).shape  # classes, and per pixel (the U-Net) or per image
+            labels = torch.randint(0, shape[1], (4,) + tuple(shape[2:]))
 
             def train():
                 torch.nn.functional.cross_entropy(model(x), labels).backward()
@@ -234,9 +241,14 @@ def peaks(lrcnn):
                 train()
             opt.zero_grad(set_to_none=TORCH2)
             gc.collect()
-            got, want = cpu_step_peak(train, held_tensors(model, opt) + [x, labels]), model.predicted["peak"]
+            (got, bare), want = cpu_step_peak(train, held_tensors(model, opt) + [x, labels], scratch=True), model.predicted["peak"]
+            err = lambda b: 100.0 * (b - want) / want  # noqa: E731
+            if name == "unet":
+                check(abs(bare - want) <= 0.01 * want, "%s %s at 128x128 b4: peak without the ops' own scratch %.1f MiB, "
+                      "predicted %.1f MiB (%+.2f%%; allocated %+.2f%%)" % (name, plan, bare / 2**20, want / 2**20, err(bare), err(got)))
+                continue
             check(abs(got - want) <= 0.03 * want, "%s %s at 128x128 b4: allocated peak %.1f MiB, predicted %.1f MiB (%+.2f%%)"
-                  % (name, plan, got / 2**20, want / 2**20, 100.0 * (got - want) / want))
+                  % (name, plan, got / 2**20, want / 2**20, err(got)))
 
 
 def encoded(lrcnn):
