@@ -215,14 +215,17 @@ def peaks(lrcnn):
     dominate the peak: MobileNetV2 and ResNet-18 at 128x128, batch 4. Before the bands let go of
     what they no longer read, MobileNetV2 overl:4 held 16% more and ResNet-18 overl:4 9% (1.13).
     The U-Net's CPU convolutions' backward scratch (oneDNN's, not modelled, as cuDNN's workspaces
-    are not) puts its allocated peak about 5% over; without that scratch (profiled_top_no_scratch) it
-    equals the prediction within 1%. Before 2PS bands let go of the boundaries they received once
-    recomputed, its 2ps:4 was 3.8% over (1.13) and 4.6% (2.5.1)."""
+    are not) puts its allocated peak 3-10% over; without that scratch (profiled_top_no_scratch) it
+    equals the prediction within 1%, under its row plans, a checkpointing one and an encoded one.
+    Before 2PS bands let go of the boundaries they received once recomputed, its 2ps:4 was 3.8%
+    over (1.13); before lrcnn's torch rules had a concatenation's input gradients as views of its
+    own, and the encoded maps held while their backward runs, layer+dpr:fp16 was 5.0% over (2.5.1);
+    before they had 1.13's checkpoint run its whole segment again, ckpt-sqrt 2.3%."""
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools"))
     from torch_peak import cpu_step_peak, held_tensors
     import unet
     for name, make, plans in (("mobilenet_v2", torchvision.models.mobilenet_v2, ["2ps:4", "overl:4"]),
-                              ("resnet18", torchvision.models.resnet18, ["overl:4"]), ("unet", unet.unet, ["2ps:4", "overl:4"])):
+                              ("resnet18", torchvision.models.resnet18, ["overl:4"]), ("unet", unet.unet, ["2ps:4", "overl:4", "ckpt-sqrt", "layer+dpr:fp16"])):
         for plan in plans:
             torch.manual_seed(1)
             model = apply_plan(frozen_bn(make()), (3, 128, 128), 4, plan, bn="frozen", lrcnn=lrcnn)

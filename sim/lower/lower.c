@@ -48,15 +48,12 @@ static double fwd_flops(const lower *c, int L, band_rows r)
 /* The segment's whole-map statistics of layer L are in use (bn in train mode in a row segment). */
 static bool map_stats(const lower *c, int L) { return c->stats[L] >= 0; }
 
-/* A torch plan predicting PyTorch's own memory: no engine's workspace model given (run on an
- * engine, a torch plan keeps what that engine keeps). */
-static bool predicts_torch(const lower *c) { return c->p->torch && !c->cfg->ws; }
 
 /* Whether steps take the backend's scratch (im2col and the like). Predicting PyTorch, none: its
  * convolutions' own (oneDNN's reordered copies and buffers on the CPU, which its allocator does
  * count, freed before the op returns; cuDNN's workspaces, which depend on the algorithm it picks)
  * is not modelled. bench/torch_plan_gpu.py's `no scratch` peak on the CPU leaves it out too. */
-static bool torch_scratch(const lower *c) { return !predicts_torch(c); }
+static bool torch_scratch(const lower *c) { return !lower_predicts_torch(c); }
 
 /* A torch plan predicting PyTorch (no engine): the padded copy of its input rows a band step of
  * layer L makes at the map's border for output rows r (kind_torch_pads_x), a scratch of the step,
@@ -64,7 +61,7 @@ static bool torch_scratch(const lower *c) { return !predicts_torch(c); }
 static int64_t torch_border_copy(const lower *c, int L, int band, band_rows r)
 {
     const net_layer *l = &c->n->layers[L];
-    if (!predicts_torch(c) || band < 0 || !kind_torch_pads_x(l)) return 0;
+    if (!lower_predicts_torch(c) || band < 0 || !kind_torch_pads_x(l)) return 0;
     band_rows in;
     int top, bottom;
     band_input_rows(c->n, L, 0, r, &in, &top, &bottom);
@@ -79,7 +76,7 @@ static bool keeps_aux(const lower *c, const net_layer *l, bool keep_aux)
 {
     const kind_traits *k = kind_of(l);
     if (!k->aux || (!keep_aux && k->aux_optional)) return false;
-    return !(predicts_torch(c) && l->kind == NET_BN && c->p->bn == PLAN_BN_FROZEN);
+    return !(lower_predicts_torch(c) && l->kind == NET_BN && c->p->bn == PLAN_BN_FROZEN);
 }
 
 int lower_fwd(lower *c, int L, int band, band_rows r, band_rows hold, int y, bool keep_aux)
@@ -141,21 +138,32 @@ int lower_grad(lower *c, int P, int band, band_rows hold, bool zero)
 
 static bool same_rows(band_rows x, band_rows y) { return x.a == y.a && x.b == y.b; }
 
-sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold_of, const void *hctx, bool zero,
-                      const bool *want, bool weights)
+/* Under PyTorch's rules (no engine), autograd hands a concatenation's inputs views of its output's
+ * gradient (CatBackward narrows it), which hold all of it until the last is let go of: an input's
+ * gradient is then the concatenation's buffer itself, a buffer of another layer. Where the
+ * concatenation read only some of the rows its input holds (a band's slice of a wider map), the
+ * slice's backward copies the view at once into a zero-filled gradient of the input's size. Where
+ * a second gradient meets a view, autograd sums the two into a new tensor (a view of a wider map
+ * is not its own to add into), beside the op's own result unless that is a view too, and lets go
+ * of the view. With a batch of one a channel slice is dense, and PyTorch may add into it. */
+static bool torch_view(const lower *c, int P) { return lower_predicts_torch(c) && c->s->bufs[c->grad[P]].layer != P; }
+
+/* lower_bwd's input gradients: dx[j] the buffer input j's gradient goes to, acc[j] whether added
+ * into it, view[j] a view it is summed with after (torch_view), or -1. */
+static void input_grads(lower *c, const net_layer *l, int dy, int band, lower_hold_fn hold_of, const void *hctx, bool zero,
+                        const bool *want, int *dx, bool *acc, int *view)
 {
     const net *n = c->n;
-    const net_layer *l = &n->layers[L];
-    int dy = l->kind == NET_LOSS ? -1 : c->grad[L];
-    CHECK(l->kind == NET_LOSS || dy >= 0);
-    int dx[NET_MAX_IN];
-    bool acc[NET_MAX_IN];
+    bool views = lower_predicts_torch(c) && l->kind == NET_CONCAT;
     for (int j = 0; j < l->n_in; j++) {
         int P = l->in[j];
-        dx[j] = -1, acc[j] = false;
+        dx[j] = -1, acc[j] = false, view[j] = -1;
         if (n->layers[P].kind == NET_INPUT || net_input_repeats(l, j) || (want && !want[P])) continue;
+        if (c->grad[P] >= 0 && torch_view(c, P)) view[j] = c->grad[P], c->grad[P] = -1;
         if (c->grad[P] >= 0) {
             dx[j] = c->grad[P], acc[j] = true;
+        } else if (views && view[j] < 0 && same_rows(c->s->bufs[dy].rows, hold_of(hctx, P))) {
+            dx[j] = c->grad[P] = dy;
         } else if (l->inplace && !c->p->torch && same_rows(c->s->bufs[dy].rows, hold_of(hctx, P))) {
             dx[j] = c->grad[P] = dy; /* relu backward in place: its input has no other consumer */
         } else {
@@ -163,13 +171,39 @@ sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold
             acc[j] = zero;
         }
     }
+}
+
+/* The views lower_bwd's step met (input_grads) added into the new gradients it wrote: autograd's
+ * out-of-place sum, beside the step's own result where that is not a view. */
+static void add_views(lower *c, const net_layer *l, int band, const int *dx, const int *view)
+{
+    for (int j = 0; j < l->n_in; j++) {
+        if (view[j] < 0) continue;
+        const sched_buf *g = &c->s->bufs[dx[j]];
+        int64_t bytes = g->bytes;
+        band_rows rows = g->rows;
+        sched_step *t = lower_copy(c, l->in[j], band, rows, view[j], dx[j], true);
+        if (l->kind != NET_CONCAT) t->ws = lower_buf(c, BUF_WS, MEM_WORKSPACE, l->in[j], band, rows, bytes);
+    }
+}
+
+sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold_of, const void *hctx, bool zero,
+                      const bool *want, bool weights)
+{
+    const net *n = c->n;
+    const net_layer *l = &n->layers[L];
+    int dy = l->kind == NET_LOSS ? -1 : c->grad[L];
+    CHECK(l->kind == NET_LOSS || dy >= 0);
+    int dx[NET_MAX_IN], view[NET_MAX_IN];
+    bool acc[NET_MAX_IN];
+    input_grads(c, l, dy, band, hold_of, hctx, zero, want, dx, acc, view);
     int xb = l->n_in ? c->act[l->in[0]] : -1;
     sched_ws_query q = {.layer = L, .batch = c->cfg->batch, .backward = true, .out = r, .held = true, .x = xb >= 0 ? c->s->bufs[xb].rows : (band_rows){0, 0},
                         .y = dy >= 0 ? c->s->bufs[dy].rows : r, .dx = l->n_in && dx[0] >= 0 ? c->s->bufs[dx[0]].rows : (band_rows){0, 0},
                         .dw = weights && l->params};
     int64_t ws = (torch_scratch(c) ? sched_step_workspace(c->cfg, n, &q) : 0) + torch_border_copy(c, L, band, r);
     int dw = weights ? c->pgrad[L] : -1;
-    if (band >= 0 && predicts_torch(c) && weights && l->params) {
+    if (band >= 0 && lower_predicts_torch(c) && weights && l->params) {
         /* PyTorch sums a parameter's gradients from a segment's bands in one buffer of autograd's
          * until the last band's: the first band's gradient is that sum, each later one a temporary
          * added into it (2.x in place; 1.13 into a new sum, the old one freed after). Under 2.x the
@@ -207,14 +241,17 @@ sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold
     int products = (dx[0] >= 0) + (t->dw >= 0);
     t->flops = fwd_flops(c, L, r) * (k->product && products ? products : 1);
     t->bytes_moved = (double)lower_bytes(c, L, r, 4) * 3;
-    return t;
+    int at = (int)(t - c->s->steps);
+    add_views(c, l, band, dx, view);
+    return &c->s->steps[at];
 }
 
-void lower_copy(lower *c, int L, int band, band_rows r, int src, int dst, bool acc)
+sched_step *lower_copy(lower *c, int L, int band, band_rows r, int src, int dst, bool acc)
 {
     sched_step *t = lower_step(c, SCHED_COPY, L, band);
     t->rows = r, t->src = src, t->dst = dst, t->acc = acc;
     t->bytes_moved = (double)lower_bytes(c, L, r, 4) * 2;
+    return t;
 }
 
 lower_buckets lower_bucket(const int *key, int n_items, int ns)

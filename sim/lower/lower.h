@@ -30,6 +30,10 @@ typedef struct {
     bool stats_pass;      /* lowering a statistics pass: its FWDs are not the forward pass's */
 } lower;
 
+/* A torch plan predicting PyTorch's own memory: no engine's workspace model given (run on an
+ * engine, a torch plan keeps what that engine keeps). */
+static inline bool lower_predicts_torch(const lower *c) { return c->p->torch && !c->cfg->ws; }
+
 int lower_buf(lower *c, buf_kind k, mem_cat cat, int L, int band, band_rows r, int64_t bytes);
 /* A new step; the pointer is valid until the next lower_step. */
 sched_step *lower_step(lower *c, sched_op op, int L, int band);
@@ -50,7 +54,8 @@ int lower_grad(lower *c, int P, int band, band_rows hold, bool zero);
  * weights: accumulate the parameter gradient (not in a statistics pass). Returns the step. */
 sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold_of, const void *hctx, bool zero,
                       const bool *want, bool weights);
-void lower_copy(lower *c, int L, int band, band_rows r, int src, int dst, bool acc);
+/* A COPY of rows r of layer L from src into dst (acc: added); the pointer is lower_step's. */
+sched_step *lower_copy(lower *c, int L, int band, band_rows r, int src, int dst, bool acc);
 
 /* A step about buffer b alone (ALLOC, FREE, OFFLOAD, PREFETCH): every other buffer slot unused;
  * a move carries the buffer's bytes over the host link. */

@@ -101,7 +101,9 @@ typedef struct {
     int ws;              /* workspace */
     int dy;              /* BWD: output gradient */
     bool bwd_phase;      /* lowered in the backward pass (its recomputations and statistics passes too) */
-    int src, dst;        /* COPY: rows from src to dst; ENCODE, DECODE: from src to dst */
+    int src, dst;        /* COPY: rows from src to dst; ENCODE, DECODE: from src to dst; BWD under
+                            PyTorch's rules: src, a buffer held while it runs and not read (the
+                            encoded form of a map it reads decoded, sim/lower/stash.c), or -1 */
     bool acc;            /* COPY: add instead of overwrite */
     /* Whole-map statistics in a row segment (bn, train mode): FWD normalizes with the statistics in
      * aux rather than its rows' own; BWD takes the whole map's gradient sums from `sums` and

@@ -73,8 +73,11 @@ void segment_backward(lower *c, const plan_seg *ps)
     if (ps->mode == PLAN_CKPT) { /* the segment's forward again, from its kept input */
         bool *need = err_calloc((size_t)n->n, sizeof(bool));
         plan_need(n, ps->first, ps->last, NULL, NULL, NULL, false, need);
+        /* PyTorch 1.13's checkpoint runs the whole segment again; 2.x's stops once it has what
+         * backward reads */
+        bool whole = lower_predicts_torch(c) && c->p->torch == PLAN_TORCH_1;
         for (int L = ps->first; L <= ps->last; L++)
-            if (need[L]) lower_fwd(c, L, -1, lower_full(n, L), lower_full(n, L), -1, true);
+            if (need[L] || whole) lower_fwd(c, L, -1, lower_full(n, L), lower_full(n, L), -1, true);
         free(need);
     }
     for (int L = ps->last; L >= ps->first; L--) lower_bwd(c, L, -1, lower_full(n, L), hold_full, n, false, NULL, true);

@@ -156,6 +156,7 @@ int stash_encode(lower *c, err *e)
     use_info *u = err_calloc((size_t)nb, sizeof(use_info));
     use_scan(c, u);
     int *copy_of = err_calloc((size_t)nb, sizeof(int)); /* [map] its decoded copy, -1 none */
+    int *enc_of = err_calloc((size_t)nb, sizeof(int));  /* [map] its encoded form */
     lower_ins *ins = err_calloc((size_t)nb * 2 + 1, sizeof(lower_ins));
     for (int b = 0; b < nb; b++) {
         copy_of[b] = -1;
@@ -185,7 +186,7 @@ int stash_encode(lower *c, err *e)
         s->bufs[enc].enc = k, s->bufs[enc].mod = mod, s->bufs[enc].shape = shape;
         s->bufs[enc].factor = enc_factor(k, &used), s->bufs[enc].calibrated = cal > 0;
         s->bufs[enc].offload = sb->offload, s->bufs[b].offload = false; /* offloaded encoded: less to move */
-        copy_of[b] = dec;
+        copy_of[b] = dec, enc_of[b] = enc;
         sched_step t = data_step(SCHED_ENCODE, sb, s->steps[u[b].last_fwd].seg, false);
         t.src = b, t.dst = enc, t.ws = ws, t.bytes_moved = (double)(sb->bytes + bytes);
         ins[n_ins++] = (lower_ins){u[b].last_fwd, true, t};
@@ -193,18 +194,25 @@ int stash_encode(lower *c, err *e)
         t.src = enc, t.dst = dec, t.bytes_moved = (double)(sb->bytes + bytes);
         ins[n_ins++] = (lower_ins){u[b].first_bwd, false, t};
     }
-    /* the backward reads the decoded copies */
+    /* the backward reads the decoded copies. Under PyTorch's rules (no engine) each backward step
+     * that reads one holds its encoded form too: autograd keeps what the saved-tensor hook stored
+     * until the node that saved it has run (the first such map where a step reads two) */
+    bool hold = lower_predicts_torch(c);
     for (int i = 0; i < s->n_step; i++) {
         sched_step *t = &s->steps[i];
         if (!t->bwd_phase) continue;
-        int *reads[NET_MAX_IN + 1 + 3], nr = 0;
+        int *reads[NET_MAX_IN + 1 + 3], nr = 0, held = -1;
         for (int j = 0; j < t->n_x; j++) reads[nr++] = &t->x[j];
         reads[nr++] = &t->y, reads[nr++] = &t->aux, reads[nr++] = &t->src;
         for (int r = 0; r < nr; r++)
-            if (*reads[r] >= 0 && *reads[r] < nb && copy_of[*reads[r]] >= 0) *reads[r] = copy_of[*reads[r]];
+            if (*reads[r] >= 0 && *reads[r] < nb && copy_of[*reads[r]] >= 0) {
+                if (held < 0) held = enc_of[*reads[r]];
+                *reads[r] = copy_of[*reads[r]];
+            }
+        if (hold && t->op == SCHED_BWD && held >= 0) t->src = held;
     }
     lower_insert(c, ins, n_ins);
-    free(u), free(copy_of), free(ins);
+    free(u), free(copy_of), free(enc_of), free(ins);
     for (int m = 0; m < p->n_mod; m++) {
         if (claimed[m]) continue;
         char d[64];
