@@ -48,7 +48,6 @@ static double fwd_flops(const lower *c, int L, band_rows r)
 /* The segment's whole-map statistics of layer L are in use (bn in train mode in a row segment). */
 static bool map_stats(const lower *c, int L) { return c->stats[L] >= 0; }
 
-
 /* Whether steps take the backend's scratch (im2col and the like). Predicting PyTorch, none: its
  * convolutions' own (oneDNN's reordered copies and buffers on the CPU, which its allocator does
  * count, freed before the op returns; cuDNN's workspaces, which depend on the algorithm it picks)
