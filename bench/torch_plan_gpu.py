@@ -20,9 +20,10 @@ cross-entropy, backward, optimizer step, after two warm-up iterations:
 On the CPU (--device cpu, to try the script) the allocated peak is what the profiler records
 (torch.profiler's memory events over one iteration, above what is held before it), which includes
 the maps an offload segment moved (host memory is the same allocator there), and no reserved
-figure or budget search is made; beside it (no scratch) the same peak without the blocks each ATen
-op frees before it returns — oneDNN's reordered copies and buffers inside a convolution and its
-backward, which lrcnn's torch rules leave out (as cuDNN's workspaces on a GPU).
+figure or budget search is made. Beside it on both (no scratch) the same peak without the blocks
+each ATen op frees before it returns — oneDNN's reordered copies and buffers inside a convolution
+and its backward on the CPU, cuDNN's workspaces on a GPU — which lrcnn's torch rules leave out (on
+a GPU from one more iteration under torch.profiler, the caching allocator's blocks).
 
 --fit NET:PLAN (default resnet50:2ps:4) with --budget-gib B: the largest batch whose training
 iterations run within B GiB of device memory (torch.cuda.set_per_process_memory_fraction: the caching
@@ -49,7 +50,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from lrcnn_torch import PlanError, apply_plan, frozen_bn, lower, predicted  # noqa: E402
-from torch_peak import cpu_step_peak, held_tensors  # noqa: E402  (tools/: the profiler's allocated peak)
+from torch_peak import cpu_step_peak, cuda_step_peak_no_scratch, held_tensors  # noqa: E402  (tools/: the profiler's allocated peak)
 
 try:
     import torchvision
@@ -93,14 +94,22 @@ class Trainer:
 
     def peaks(self):
         """(allocated, reserved, allocated without the ops' own scratch) over one iteration: on the GPU
-        the allocator's two peaks and None; on the CPU the profiler's allocated peak, None, and that
-        peak without the blocks each ATen op frees before it returns (tools/torch_peak.py)."""
+        the allocator's two peaks and, over one more iteration under the profiler, the peak without
+        the blocks each ATen op frees before it returns (None if that fails: said on stderr); on the
+        CPU the profiler's allocated peak, None, and that peak without them (tools/torch_peak.py)."""
         self.sync()
         if self.device == "cuda":
             torch.cuda.reset_peak_memory_stats()
             self.iteration()
             self.sync()
-            return torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved(), None
+            allocated, reserved = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+            self.opt.zero_grad(set_to_none=TORCH2)
+            try:
+                no_scratch = cuda_step_peak_no_scratch(self.step)
+            except Exception as e:  # a profiler that records no device block, or fails: the column reads "-"
+                print("bench/torch_plan_gpu.py: no scratch-free peak on the GPU: %s" % e, file=sys.stderr)
+                no_scratch = None
+            return allocated, reserved, no_scratch
         self.opt.zero_grad(set_to_none=TORCH2)
         gc.collect()
         allocated, no_scratch = cpu_step_peak(self.step, held_tensors(self.model, self.opt) + [self.x, self.labels], scratch=True)

@@ -202,17 +202,20 @@ def profiled_top(prof):
     return top
 
 
-def profiled_top_no_scratch(prof):
-    """profiled_top without the ops' own scratch: the blocks an ATen op allocates and frees before it
-    returns (on the CPU, oneDNN's reordered copies and buffers inside a convolution and its
-    backward), which lrcnn's torch rules leave out as they leave out cuDNN's workspaces. A block is
-    scratch when its free comes before the end of the outermost aten:: call around its allocation."""
+def profiled_top_no_scratch(prof, device="cpu"):
+    """profiled_top without the ops' own scratch, over the blocks of one device type ("cpu",
+    "cuda"): the blocks an ATen op allocates and frees before it returns (on the CPU, oneDNN's
+    reordered copies and buffers inside a convolution and its backward; on a GPU, cuDNN's
+    workspaces), which lrcnn's torch rules leave out. A block is scratch when its free comes before
+    the end of the outermost aten:: call around its allocation. None if no block of that device
+    was recorded."""
     from torch._C._profiler import _EventType
     events = []  # (time, address, bytes, end of the outermost aten:: call around it, or None)
 
     def walk(node, outer_end):
         if node.tag == _EventType.Allocation:
-            events.append((node.start_time_ns, node.extra_fields.ptr, node.extra_fields.alloc_size, outer_end))
+            if node.extra_fields.device.type == device:
+                events.append((node.start_time_ns, node.extra_fields.ptr, node.extra_fields.alloc_size, outer_end))
             return
         if outer_end is None and node.name.startswith("aten::"):
             outer_end = node.end_time_ns
@@ -235,7 +238,22 @@ def profiled_top_no_scratch(prof):
         if i not in scratch:
             total += size
             top = max(top, total)
-    return top
+    return top if events else None
+
+
+def cuda_step_peak_no_scratch(step):
+    """On a GPU: the allocated peak of one step() without the ops' own scratch — what the caching
+    allocator holds before it plus profiled_top_no_scratch over the device's blocks; None where the
+    profiler recorded none."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], profile_memory=True) as prof:
+        step()
+        torch.cuda.synchronize()
+    top = profiled_top_no_scratch(prof, "cuda")
+    return None if top is None else before + top
 
 
 def peak_split(step, param_keys):
