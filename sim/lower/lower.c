@@ -137,15 +137,21 @@ int lower_grad(lower *c, int P, int band, band_rows hold, bool zero)
 
 static bool same_rows(band_rows x, band_rows y) { return x.a == y.a && x.b == y.b; }
 
-/* Under PyTorch's rules (no engine), autograd hands a concatenation's inputs views of its output's
- * gradient (CatBackward narrows it), which hold all of it until the last is let go of: an input's
- * gradient is then the concatenation's buffer itself, a buffer of another layer. Where the
- * concatenation read only some of the rows its input holds (a band's slice of a wider map), the
- * slice's backward copies the view at once into a zero-filled gradient of the input's size. Where
- * a second gradient meets a view, autograd sums the two into a new tensor (a view of a wider map
- * is not its own to add into), beside the op's own result unless that is a view too, and lets go
- * of the view. With a batch of one a channel slice is dense, and PyTorch may add into it. */
-static bool torch_view(const lower *c, int P) { return lower_predicts_torch(c) && c->s->bufs[c->grad[P]].layer != P; }
+/* Under PyTorch's rules (no engine), autograd hands a sum's inputs its output's gradient itself
+ * (AddBackward), and a concatenation's views of it (CatBackward narrows it), which hold all of it
+ * until the last is let go of: an input's gradient is then that layer's buffer, a buffer of another
+ * layer. Where the layer read only some of the rows its input holds (a band's slice of a wider
+ * map), the slice's backward copies it at once into a zero-filled gradient of the input's size. A
+ * second gradient is added into the sum's gradient in place (autograd's own by then), but summed
+ * with a concatenation's view into a new tensor (a view of a wider map is not its own to add
+ * into), beside the op's own result unless that is a view too; the view is let go of after. With a
+ * batch of one a channel slice is dense, and PyTorch may add into it. */
+static bool torch_view(const lower *c, int P)
+{
+    if (!lower_predicts_torch(c)) return false;
+    int owner = c->s->bufs[c->grad[P]].layer;
+    return owner != P && c->n->layers[owner].kind == NET_CONCAT;
+}
 
 /* lower_bwd's input gradients: dx[j] the buffer input j's gradient goes to, acc[j] whether added
  * into it, view[j] a view it is summed with after (torch_view), or -1. */
@@ -153,7 +159,7 @@ static void input_grads(lower *c, const net_layer *l, int dy, int band, lower_ho
                         const bool *want, int *dx, bool *acc, int *view)
 {
     const net *n = c->n;
-    bool views = lower_predicts_torch(c) && l->kind == NET_CONCAT;
+    bool views = lower_predicts_torch(c) && (l->kind == NET_CONCAT || l->kind == NET_ADD);
     for (int j = 0; j < l->n_in; j++) {
         int P = l->in[j];
         dx[j] = -1, acc[j] = false, view[j] = -1;
