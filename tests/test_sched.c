@@ -219,15 +219,13 @@ static void check_hand_derivation(const net *n)
     sched_free(&s);
 }
 
-/* 2. Well-formed schedules for every preset on every shipped net, and under PyTorch's rules, whose
- * concatenations' input gradients are views of theirs and whose encoded maps stay while read. */
+/* 2. Well-formed schedules for every preset on every shipped net, and under PyTorch's rules. */
 static void check_shipped_nets(void)
 {
     const char *nets[] = {"vgg16", "resnet50", "vgg-small", "resnet-small", "kernels", "bn-cover", "unet-small", "squeeze-small"};
-    const char *plans[] = {"layer", "ckpt-sqrt", "ckpt:3", "vdnn-all", "vdnn-conv", "2ps:1", "2ps:3", "overl:3", "2ps-h",
-                           "overl-h", "2ps-h:2", "overl:2 bn=frozen", "2ps:3 bn=train-recompute", "overl:3 bn=train-offload",
-                           "vdnn-conv+migrate", "layer+torch", "ckpt-sqrt+torch", "2ps:3+torch bn=frozen",
-                           "overl:3+torch2 bn=frozen", "layer+dpr:fp16+torch", "ckpt:3+dpr:fp16+torch2"};
+    const char *plans[] = {"layer", "ckpt-sqrt", "ckpt:3", "vdnn-all", "vdnn-conv", "2ps:1", "2ps:3", "overl:3", "2ps-h", "overl-h",
+                           "2ps-h:2", "overl:2 bn=frozen", "2ps:3 bn=train-recompute", "overl:3 bn=train-offload", "vdnn-conv+migrate",
+                           "layer+torch", "ckpt-sqrt+torch", "2ps:3+torch bn=frozen", "overl:3+torch2 bn=frozen", "layer+dpr:fp16+torch", "ckpt:3+dpr:fp16+torch2"};
     int n_nets = sizeof nets / sizeof *nets, checked = 0, total = n_nets * (int)(sizeof plans / sizeof *plans);
     err e;
     for (int k = 0; k < n_nets; k++) {
