@@ -330,3 +330,25 @@ def view_5d():  # a 5-d view that is no shuffle's (its groups are not put back t
         def forward(self, x):
             return x.view(x.size(0), 2, 2, x.size(2), x.size(3)).sum(1)
     return nn.Sequential(nn.Conv2d(3, 4, 3), View5())
+
+
+class InPlace(nn.Module):
+    """What a module runs in place where lrcnn does not — Hardswish and SiLU modules, a function's
+    inplace=True — each where a segment may start, and a stochastic depth the importer traces as a function (torchvision's
+    MobileNetV3, EfficientNet and ConvNeXt): tests/test_torch_plan.py checkpoints from each."""
+
+    def __init__(self):
+        super().__init__()
+        import torchvision.ops
+        self.c1, self.b1, self.a1 = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.Hardswish(inplace=True)
+        self.c2, self.a2 = nn.Conv2d(8, 8, 3, padding=1), nn.SiLU(inplace=True)
+        self.c3, self.c4 = nn.Conv2d(8, 8, 3, padding=1), nn.Conv2d(8, 8, 1)
+        self.drop = torchvision.ops.StochasticDepth(0.5, "row")
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        x = self.a1(self.b1(self.c1(x)))
+        y = self.a2(self.c2(x))
+        y = F.hardswish(self.c3(y), inplace=True)
+        y = y + self.drop(self.c4(y))
+        return self.fc(F.adaptive_avg_pool2d(y, 1).flatten(1))

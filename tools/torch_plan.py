@@ -15,10 +15,12 @@ only with --force). The script:
     /usr/bin/python3 FILE.py [--steps N] [--data DIR] [--check-grads] [--lr LR]
 
 prints the prediction for where it runs, then trains with SGD on synthetic data (random images and
-labels; --data DIR: an ImageFolder, resized and cropped to the image size), printing loss and time
+labels, a label per pixel where the model's output is a map; --data DIR: an ImageFolder, resized and
+cropped to the image size, for a model with a label per image), printing loss and time
 per step; --check-grads compares the first
-step's gradients with the plain module's (same weights, same batch) and prints the worst relative
-deviation on its last line.
+step's gradients with the plain module's (same weights, same batch, the same random draws; its main
+output where it returns several) parameter by parameter, and prints the worst relative deviation
+(in norm; lrcnn_torch.gradient_deviation) on its last line.
 """
 import argparse
 import os
@@ -41,12 +43,12 @@ import time
 import torch
 
 sys.path.insert(0, {python!r})  # lrcnn's python/ (lrcnn_torch)
-from lrcnn_torch import apply_plan, frozen_bn, load_model  # noqa: E402
+from lrcnn_torch import apply_plan, frozen_bn, gradient_deviation, imported, load_model  # noqa: E402
 
 MODEL, PLAN, BATCH, IMAGE, BN = {model!r}, {plan!r}, {batch}, ({c}, {h}, {w}), {bn_arg!r}
 
 
-def batches(args, classes):
+def batches(args, classes, pixels):
     if args.data:  # an ImageFolder: a class a subdirectory
         import torchvision
         import torchvision.transforms as T
@@ -56,7 +58,7 @@ def batches(args, classes):
             yield from torch.utils.data.DataLoader(data, batch_size=BATCH, shuffle=True, drop_last=True)
     g = torch.Generator().manual_seed(0)
     while True:
-        yield torch.randn(BATCH, *IMAGE, generator=g), torch.randint(0, classes, (BATCH,), generator=g)
+        yield torch.randn(BATCH, *IMAGE, generator=g), torch.randint(0, classes, (BATCH, *pixels), generator=g)
 
 
 def main():
@@ -67,18 +69,22 @@ def main():
     ap.add_argument("--lr", type=float, default=0.01)
     args = ap.parse_args()
     torch.manual_seed(0)
-    model = load_model(MODEL)
+    base = load_model(MODEL)
     if BN == "frozen":
-        frozen_bn(model)  # on its running statistics (the plan's bn=frozen); dropout still draws
-    plain = copy.deepcopy(model) if args.check_grads else None
-    model = apply_plan(model, IMAGE, BATCH, PLAN, bn=BN)
+        frozen_bn(base)  # on its running statistics (the plan's bn=frozen); dropout still draws
+    # the plain module as lrcnn imports it: its main output, the same random draws
+    plain = imported(copy.deepcopy(base), IMAGE) if args.check_grads else None
+    model = apply_plan(base, IMAGE, BATCH, PLAN, bn=BN)  # base's own parameters, shared
     p = model.predicted
     print("lrcnn predicts: %.1f MiB kept for backward on the device and %.1f MiB in host memory, %.1f MiB persistent, "
           "a %.1f MiB peak" % (p["kept"] / 2**20, p["host"] / 2**20, p["persistent"] / 2**20, p["peak"] / 2**20))
     layers = {{l["name"]: l for l in model.lowering["layers"]}}
-    classes = layers[model.lowering["layers"][-1]["in"][0]]["shape"][0]  # the logits the loss reads
+    classes, h, w = layers[model.lowering["layers"][-1]["in"][0]]["shape"]  # the logits the loss reads
+    pixels = (h, w) if h * w > 1 else ()  # a segmentation model's: a class per pixel
+    if args.data and pixels:
+        ap.error("--data: an ImageFolder has a class per image, and this model's loss takes one per pixel (%dx%d)" % (h, w))
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
-    data = batches(args, classes)
+    data = batches(args, classes, pixels)
     worst = None
     for step in range(args.steps):
         x, y = next(data)
@@ -90,13 +96,12 @@ def main():
         torch.manual_seed(1)
         loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
-        if step == 0 and plain is not None:
-            worst = max(float((p.grad - q.grad).abs().max() / max(float(q.grad.abs().max()), 1e-30))
-                        for p, q in zip(model.parameters(), plain.parameters()) if q.grad is not None)
+        if step == 0 and plain is not None:  # parameter by parameter, by name
+            worst, where = gradient_deviation(base, plain)
         opt.step()
         print("step %d  loss %.5f  %.1f ms" % (step, loss.item(), (time.perf_counter() - t0) * 1e3), flush=True)
     if worst is not None:
-        print("worst relative gradient deviation from the plain module: %.3e" % worst)
+        print("worst relative gradient deviation from the plain module (%s, in norm): %.3e" % (where, worst))
 
 
 if __name__ == "__main__":

@@ -40,7 +40,10 @@ refused with a PlanError naming what. lrcnn's own engine runs them
 (`lrcnn train`).
 """
 import contextlib
+import copy
+import io
 import json
+import operator
 import os
 import subprocess
 import sys
@@ -64,7 +67,7 @@ from lrcnn_torch import rows  # noqa: E402
 from lrcnn_torch.encode import DPR, Encoded, Gist, _Held, _once  # noqa: E402
 from lrcnn_torch.rows import RowSegment, Unsupported  # noqa: E402
 
-__all__ = ["apply_plan", "frozen_bn", "lower", "load_model", "measured_prediction", "PlanError"]
+__all__ = ["apply_plan", "frozen_bn", "gradient_deviation", "imported", "lower", "load_model", "measured_prediction", "PlanError"]
 
 
 class PlanError(Exception):
@@ -127,6 +130,43 @@ def lower(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None, devic
     if r.returncode:
         raise PlanError(r.stderr.strip().replace("lrcnn lower: ", "").replace(plan, asked))  # the plan as the caller wrote it
     return conv, json.loads(r.stdout)
+
+
+def imported(model, image):
+    """model as lrcnn imports it for image (C, H, W): a module over model's own submodules running
+    the traced graph apply_plan splits, with the main output alone where the model returns several
+    (GoogLeNet's auxiliary heads, a segmentation model's 'aux'), and none of the layers only the
+    others use. It computes what the plain model's main output is, and draws the same random
+    numbers as a wrapped module does (the auxiliary heads' dropout would draw before the main one's):
+    the reference a plan's gradients are compared with (gradient_deviation)."""
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):  # its notes are apply_plan's to give
+            conv = torch2net.Converter(model, tuple(image[1:]), image[0], False, pixel=None)
+            conv.run()
+    except torch2net.Refused as e:
+        raise PlanError("the module is not one lrcnn can import: %s" % e) from None
+    return torch.fx.GraphModule(model, next(iter(conv.alias)).graph)
+
+
+def gradient_deviation(model, reference):
+    """The worst deviation of model's parameter gradients from reference's (its copy, or imported()
+    of its copy), tensor by tensor by name, each in norm relative to the reference's own; a tensor
+    whose gradient is below 1e-6 of the largest one's is taken against that floor (an untrained
+    net's vanishing gradients are rounding noise on both sides). A gradient on one side alone:
+    infinite. Returns (deviation, the parameter's name)."""
+    ref = {n: q for n, q in reference.named_parameters() if q.grad is not None}
+    if not ref:
+        return float("inf"), "(no gradients in the reference)"
+    floor = 1e-6 * max(float(q.grad.double().norm()) for q in ref.values())
+    mine = {n: p for n, p in model.named_parameters() if p.grad is not None}
+    worst = (0.0, "every parameter")
+    for n in sorted(set(mine) | set(ref)):
+        p, q = mine.get(n), ref.get(n)
+        dev = float("inf") if p is None or q is None else \
+            float((p.grad.double() - q.grad.double()).norm()) / max(float(q.grad.double().norm()), floor)
+        if dev > worst[0]:
+            worst = (dev, n)
+    return worst
 
 
 @contextlib.contextmanager
@@ -258,6 +298,46 @@ class _Moving(torch.fx.Interpreter):
 
 
 RANDOM = (torch.nn.modules.dropout._DropoutNd,) + ((torchvision_ops.StochasticDepth,) if torchvision_ops else ())
+DRAWS = ("dropout", "stochastic_depth", "bernoulli", "rand")  # in the name of a function that draws
+
+# what an in-place op on a segment's input becomes: x += y, x.relu_(), ... (a module's or a
+# function's inplace=True is set False)
+_OUT_OF_PLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+                 operator.itruediv: operator.truediv}
+
+
+def _inputs_kept(gm):
+    """gm (a segment's graph module), its ops that would overwrite one of its inputs run out of
+    place instead: a checkpoint keeps its inputs for the recomputation, which an in-place op at the
+    segment's start would have overwritten first (the recomputation then runs from its output:
+    wrong gradients under 1.13, an error under 2.x). lrcnn never starts a segment at a layer that
+    it runs in place (a relu), but a module may run in place what lrcnn runs out of place:
+    torchvision's MobileNetV3 and EfficientNet their Hardswish and SiLU. Out of place, the op
+    writes a new map as lrcnn predicts it does."""
+    inputs = {n for n in gm.graph.nodes if n.op == "placeholder"}
+    changed = False
+    for node in gm.graph.nodes:
+        if not node.args or not isinstance(node.args[0], torch.fx.Node) or node.args[0] not in inputs:
+            continue
+        if node.op == "call_module" and getattr(gm.get_submodule(node.target), "inplace", False):
+            m = copy.copy(gm.get_submodule(node.target))  # shallow: the same parameters, if any
+            m.inplace = False
+            name = node.target.replace(".", "_") + "_out_of_place"
+            gm.add_submodule(name, m)
+            node.target = name
+        elif node.op in ("call_function", "call_method") and node.kwargs.get("inplace"):
+            node.kwargs = dict(node.kwargs, inplace=False)
+        elif node.op == "call_method" and node.target.endswith("_") and hasattr(torch.Tensor, node.target[:-1]):
+            node.target = node.target[:-1]
+        elif node.op == "call_function" and node.target in _OUT_OF_PLACE:
+            node.target = _OUT_OF_PLACE[node.target]
+        else:
+            continue
+        changed = True
+    if changed:
+        gm.recompile()
+    return gm
+
 
 class Checkpointed(torch.nn.Module):
     """A segment kept only by its input: torch.utils.checkpoint, non-reentrant. The first call of
@@ -265,11 +345,13 @@ class Checkpointed(torch.nn.Module):
 
     def __init__(self, inner):
         super().__init__()
-        self.inner = inner
+        self.inner = _inputs_kept(inner)
         # the generator's state is kept (5 KB on the CPU) only where a random layer needs the
-        # forward's draws again
+        # forward's draws again: a dropout or stochastic depth module, or a function the importer
+        # traced instead (torchvision's EfficientNet and ConvNeXt call stochastic_depth)
         self.random = any(isinstance(m, RANDOM) for m in inner.modules()) or any(
-            n.op == "call_function" and "dropout" in getattr(n.target, "__name__", "") for n in inner.graph.nodes)
+            n.op in ("call_function", "call_method") and any(k in getattr(n.target, "__name__", str(n.target)).lower() for k in DRAWS)
+            for n in inner.graph.nodes)
 
     def forward(self, *args):
         rows.hold_plain(*args)
