@@ -150,6 +150,22 @@ static void encoded(buf *b, const net *n, const sched *s)
     put(b, "]");
 }
 
+/* The whole maps the schedule moves to host memory between the forward and the backward, by the
+ * layer whose output (or, "aux", whose argmax, mask or statistics) each is: what a runtime's
+ * saved-tensor hooks move (encoded first where the plan encodes it; band pieces are not listed). */
+static void moved(buf *b, const net *n, const sched *s)
+{
+    put(b, ",\n  \"moved\": [");
+    for (int i = 0, k = 0; i < s->n_buf; i++) {
+        const sched_buf *sb = &s->bufs[i];
+        if (!sb->offload || sb->band >= 0) continue;
+        bool output = sb->kind == BUF_INPUT || sb->kind == BUF_ACT || sb->kind == BUF_ENC;
+        put(b, "%s{\"layer\": ", k++ ? ", " : ""), str(b, n->layers[sb->layer].name);
+        put(b, ", \"what\": \"%s\", \"bytes\": %lld}", output ? "output" : "aux", (long long)sb->bytes);
+    }
+    put(b, "]");
+}
+
 static void lowering(buf *b, const net *n, const plan *p, const sched_cfg *cfg, const sched *s, const sim_result *r)
 {
     char text[2 * PLAN_TEXT_LEN];
@@ -179,6 +195,7 @@ static void lowering(buf *b, const net *n, const plan *p, const sched_cfg *cfg, 
     for (int k = 0; k < p->n_seg; k++) put(b, "%s", k ? "," : ""), segment(b, n, &p->segs[k]);
     put(b, "]");
     encoded(b, n, s);
+    moved(b, n, s);
     prediction(b, r);
     put(b, "}\n");
 }

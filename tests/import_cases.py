@@ -352,3 +352,22 @@ class InPlace(nn.Module):
         y = F.hardswish(self.c3(y), inplace=True)
         y = y + self.drop(self.c4(y))
         return self.fc(F.adaptive_avg_pool2d(y, 1).flatten(1))
+
+
+class LinearOverChannels(nn.Module):
+    """ConvNeXt's block: a depthwise convolution, then a LayerNorm and two Linears over the channels
+    of the map put channels-last, scaled by a parameter of the module's own; lrcnn makes the
+    Linears 1x1 convolutions, so vdnn-conv moves the maps they read (a Linear saves a 2-d view)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem, self.dw = nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 8, 7, padding=3, groups=8)
+        self.norm, self.up, self.act, self.down = nn.LayerNorm(8), nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 8)
+        self.scale = nn.Parameter(torch.full((8, 1, 1), 0.5))
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        x = self.stem(x)
+        y = self.down(self.act(self.up(self.norm(self.dw(x).permute(0, 2, 3, 1))))).permute(0, 3, 1, 2)
+        x = x + self.scale * y
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))

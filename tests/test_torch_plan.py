@@ -338,6 +338,11 @@ def main(lrcnn):
              "layer@c1..hardswish; ckpt@c4..add; layer@adaptive_avg_pool2d..loss"], lrcnn)
     compare("resnet18", lambda: torchvision.models.resnet18(), (3, 64, 64),
             ["vdnn-all", "vdnn-conv", "offload(conv1:0:1, layer1.0.conv1)@conv1..fc"], lrcnn)
+    # vdnn-conv moves what lrcnn's lowering names (`moved`): the maps Linears over the channels read
+    # (lrcnn's 1x1 convolutions), as a 2-d view; and where a ReLU module runs out of place
+    # (MobileNetV3's squeeze-and-excitation), its own output, which lrcnn names by its input
+    compare("import_cases.LinearOverChannels", import_cases.LinearOverChannels, (3, 16, 16), ["vdnn-conv"], lrcnn)
+    compare("mobilenet_v3_small", lambda: torchvision.models.mobilenet_v3_small(), (3, 64, 64), ["vdnn-conv"], lrcnn, bn="frozen")
     check(results[("resnet18", "vdnn-conv")] < results[("resnet18", "vdnn-all")], "vdnn-conv moves less than vdnn-all")
     encoded(lrcnn)
     # OverL band by band: convolutions in bands reassociate their sums (a band's shape picks its own

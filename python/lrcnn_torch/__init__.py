@@ -186,30 +186,46 @@ def _running_kept(module):
 
 
 class Offloaded(torch.nn.Module):
-    """An offload segment: the maps autograd saves in its selected layers (every layer for
-    offload(all); the convolutions for offload(conv), whose inputs are what vDNN moves), or the
-    outputs of the layers an offload list names, are copied to host memory — pinned where there is
-    a GPU — when the segment's forward ends, whichever nodes saved them, and brought back when
-    backward reads them (saved_tensors_hooks); parameters and buffers stay. An offload list's
-    release and fetch delays are not honoured: PyTorch fetches a map when backward reads it.
-    `moved` counts the bytes sent to the host by the last forward."""
+    """An offload segment: the maps autograd saves in its layers (offload(all)), or those lrcnn's
+    lowering moves (`moved`: for offload(conv), the maps a convolution's backward is the first to
+    read, its input, as vDNN moves them; the layers the importer made convolutions included, a
+    Linear over a map's channels), or the outputs of the layers an offload list names, are copied to
+    host memory — pinned where there is a GPU — when the segment's forward ends, whichever nodes
+    saved them, and brought back when backward reads them (saved_tensors_hooks); parameters and
+    buffers stay. An offload list's release and fetch delays are not honoured: PyTorch fetches a map
+    when backward reads it. `moved` counts the bytes sent to the host by the last forward."""
 
-    def __init__(self, inner, seg, layer_of, params):
+    def __init__(self, inner, seg, layer_of, params, low):
         super().__init__()
         self.inner, self.layer_of, self.params, self.moved = inner, layer_of, params, 0
         self.encoder = None  # the plan's encoding (Encoded, Gist), whose choice of maps holds in here too: moved encoded
         self.kind = seg["offload"]
-        self.picked = {m["layer"] for m in seg.get("maps", [])}
-        self.modules_of = dict(inner.named_modules())
+        self.picked = {m["layer"] for m in seg.get("maps", [])} if self.kind == "pick" else \
+            self._relus_over({m["layer"] for m in low["moved"] if m["what"] == "output"}, low["layers"]) if self.kind == "conv" else set()
+
+    def _relus_over(self, maps, layers):
+        """maps (layer names) with the relus over them that the module runs out of place: lrcnn
+        runs a relu whose input has no other reader in place, in its input's buffer, named by the
+        input's layer; a ReLU module without inplace=True (MobileNetV3's squeeze-and-excitation)
+        writes a map of its own, which is the one kept."""
+        readers = {}
+        for l in layers:
+            for x in l["in"]:
+                readers[x] = readers.get(x, 0) + 1
+        kind = {l["name"]: (l["kind"], l["in"][0] if l["in"] else None) for l in layers}
+        out = set(maps)
+        for node in self.inner.graph.nodes:
+            k, x = kind.get(self.layer_of.get(node.name), (None, None))
+            if k not in ("relu", "relu6", "leakyrelu") or x not in out or readers[x] != 1:
+                continue
+            m = self.inner.get_submodule(node.target) if node.op == "call_module" else None
+            in_place = getattr(m, "inplace", False) if m is not None else node.kwargs.get("inplace") or str(node.target).endswith("_")
+            if not in_place:
+                out.add(self.layer_of[node.name])
+        return out
 
     def selected(self, node):
-        if node.op not in ("call_module", "call_function", "call_method"):
-            return False
-        if self.kind == "all":
-            return True
-        if self.kind == "conv":
-            return node.op == "call_module" and isinstance(self.modules_of.get(node.target), torch.nn.Conv2d)
-        return False  # an offload list names outputs (run_node)
+        return self.kind == "all" and node.op in ("call_module", "call_function", "call_method")
 
     def pack(self, t):
         """Every tensor the segment saves is held by a _Held (under +dpr, the encoder's: the map in
@@ -233,6 +249,7 @@ class Offloaded(torch.nn.Module):
         them: a map's device memory is not reused before its copy has read it (record_stream), and
         the copy back in backward waits for the copy out (_Held.ready)."""
         pairs = [(key, held) for key, held, _ in self.held]
+        self.chosen |= {key for key, _ in pairs if key[0] in self.picked_maps}
         if isinstance(self.encoder, Gist):  # the maps gist takes are encoded now, and go encoded
             self.encoder.encode([(key, held) for key, held in pairs if key in self.chosen], moving=True)
         cuda = [held.t.device for key, held in pairs if key in self.chosen and held.t.is_cuda]
@@ -258,10 +275,10 @@ class Offloaded(torch.nn.Module):
             for key, held in pairs:
                 if key in self.chosen:
                     held.ready = landed
-        self.held, self.chosen = [], set()
+        self.held, self.chosen, self.picked_maps = [], set(), {}
 
     def forward(self, *args):
-        self.moved, self.held, self.chosen, self.packing_selected = 0, [], set(), False
+        self.moved, self.held, self.chosen, self.picked_maps, self.packing_selected = 0, [], set(), {}, False
         with torch.autograd.graph.saved_tensors_hooks(self.pack, _Held.get):
             out = _Moving(self).run(*args)
         self.move()
@@ -293,7 +310,9 @@ class _Moving(torch.fx.Interpreter):
         finally:
             self.seg.packing_selected = False
         if torch.is_tensor(out) and self.seg.layer_of.get(node.name) in self.seg.picked:
-            self.seg.chosen.add(rows.view_key(out))
+            # the map, as whatever views of it the nodes save (a Linear over its channels saves a
+            # 2-d view): by its storage, held to the move so that no later map takes its address
+            self.seg.picked_maps[rows.storage(out).data_ptr()] = out
         return out
 
 
@@ -410,7 +429,7 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
         if s["mode"] == "ckpt" and hasattr(split, name):
             setattr(split, name, Checkpointed(getattr(split, name)))
         elif s["mode"] == "offload":
-            setattr(split, name, Offloaded(getattr(split, name), s, layer_of, held))
+            setattr(split, name, Offloaded(getattr(split, name), s, layer_of, held, low))
         elif s["mode"] == "rows":
             try:
                 setattr(split, name, RowSegment(getattr(split, name), s, layer_of, low["bn"]))
@@ -430,6 +449,12 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
         if isinstance(m, Offloaded) and low["encodings"]:
             m.encoder = split
     split.lowering, split.predicted = low, predicted(low)
+    # the module's parameters and buffers outside its forward (GoogLeNet's and Inception-v3's
+    # auxiliary heads, which the net leaves out): held all the same, without gradients
+    mine = {id(t) for t in list(split.parameters()) + list(split.buffers())}
+    outside = sum(t.numel() * t.element_size() for t in list(model.parameters()) + list(model.buffers()) if id(t) not in mine)
+    split.predicted["persistent"] += outside
+    split.predicted["peak"] += outside
     split.lowered_as = dict(image=image, batch=batch, plan=plan, optimizer=optimizer, bn=bn, lrcnn=lrcnn, device=device)
     return split
 
