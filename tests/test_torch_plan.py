@@ -48,7 +48,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 sys.path.insert(0, HERE)
 import import_cases  # noqa: E402
-from lrcnn_torch import Checkpointed, PlanError, apply_plan, frozen_bn, measured_prediction  # noqa: E402
+from lrcnn_torch import Checkpointed, PlanError, apply_plan, frozen_bn, gradient_deviation, measured_prediction  # noqa: E402
 
 failures = 0
 TORCH2 = int(torch.__version__.split(".")[0]) >= 2  # PyTorch 2.x, whose rules differ (lrcnn's +torch2)
@@ -155,12 +155,10 @@ def worst(a, b):
 
 
 def grad_dev(model, ref):
-    """The worst gradient deviation over parameter tensors, each in norm relative to its own, a
-    tensor whose gradient is below 1e-6 of the largest one's against that floor (an untrained net's
-    vanishing gradients are noise on both sides)."""
-    pairs = [(p.grad.double(), q.grad.double()) for p, q in zip(model.parameters(), ref.parameters()) if q.grad is not None]
-    floor = 1e-6 * max(float(q.norm()) for _, q in pairs)
-    return max(float((p - q).norm()) / max(float(q.norm()), floor) for p, q in pairs)
+    """The worst gradient deviation over parameter tensors (lrcnn_torch.gradient_deviation: by
+    name, each in norm relative to its own, a tensor whose gradient is below 1e-6 of the largest
+    one's against that floor, an untrained net's vanishing gradients being noise on both sides)."""
+    return gradient_deviation(model, ref)[0]
 
 
 def fp32_floor(make, image, seed=2):

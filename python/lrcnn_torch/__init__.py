@@ -110,16 +110,21 @@ def torch_rules(plan):
     return head + rules + ("" if bn is None else " bn=" + bn)
 
 
+def _convert(model, image):
+    """(converter, the net's lines): model through the importer at image (C, H, W)."""
+    try:
+        conv = torch2net.Converter(model, tuple(image[1:]), image[0], False, pixel=None)
+        return conv, conv.run()
+    except torch2net.Refused as e:
+        raise PlanError("the module is not one lrcnn can import: %s" % e) from None
+
+
 def lower(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None, device="cpu"):
     """(converter, lowering): the module as the importer sees it (converter.alias maps each traced
     node to its net layer) and `lrcnn lower`'s JSON for plan at this batch and image (C, H, W),
     under this PyTorch's rules (torch_rules), with the prediction for device ("cpu" or "cuda")."""
     asked, plan = plan, torch_rules(plan)
-    try:
-        conv = torch2net.Converter(model, tuple(image[1:]), image[0], False, pixel=None)
-        lines = conv.run()
-    except torch2net.Refused as e:
-        raise PlanError("the module is not one lrcnn can import: %s" % e) from None
+    conv, lines = _convert(model, image)
     with tempfile.TemporaryDirectory(prefix="lrcnn_torch.") as d:
         path = os.path.join(d, "module.net")
         with open(path, "w") as f:
@@ -139,12 +144,8 @@ def imported(model, image):
     others use. It computes what the plain model's main output is, and draws the same random
     numbers as a wrapped module does (the auxiliary heads' dropout would draw before the main one's):
     the reference a plan's gradients are compared with (gradient_deviation)."""
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):  # its notes are apply_plan's to give
-            conv = torch2net.Converter(model, tuple(image[1:]), image[0], False, pixel=None)
-            conv.run()
-    except torch2net.Refused as e:
-        raise PlanError("the module is not one lrcnn can import: %s" % e) from None
+    with contextlib.redirect_stderr(io.StringIO()):  # its notes are apply_plan's to give
+        conv, _ = _convert(model, image)
     return torch.fx.GraphModule(model, next(iter(conv.alias)).graph)
 
 
