@@ -4,13 +4,17 @@ torch.utils.checkpoint, the allocated and reserved peaks of one steady-state tra
 the median time of an iteration.
 
     python3 bench/torch_gpu.py nets/vgg16.net nets/resnet50.net [--batch 8,32] [--image 224]
-                               [--iters 10] [--device cuda] [--tsv OUT.tsv]
+                               [--iters 10] [--device cuda] [--benchmark] [--tsv OUT.tsv]
 
 The net is built from its file by tests/torch_net.py's independent interpreter, as torchvision
 writes its models (tools/torch_peak.py's TorchNet: in-place ReLUs where nothing else reads their
 input). fp32 throughout: TF32 off for cuBLAS and cuDNN, cudnn.benchmark off (PyTorch's default
-heuristic algorithm choice, as lrcnn's engine uses cuDNN's heuristics), SGD with momentum 0.9,
-zero_grad(set_to_none=True) (PyTorch 2.x's default, lrcnn's torch2 plan).
+heuristic algorithm choice, as lrcnn's engine uses cuDNN's heuristics by default; --benchmark
+turns it on: algorithms measured once a shape in the warm-up, the peer of LRCNN_CUDNN_FIND=1), SGD
+with momentum 0.9, zero_grad(set_to_none=True) (PyTorch 2.x's default, lrcnn's torch2 plan).
+cuDNN's workspace: PyTorch sets no cap of its own (an algorithm whose workspace cannot be allocated
+is passed over); CUDNN_CONV_WSCAP_DBG=MiB in the environment caps it, the peer of
+LRCNN_CUDNN_WS_MB (the header says which held).
 
 What is measured, exactly:
   allocated  torch.cuda.max_memory_allocated() over one iteration — zero_grad, forward, loss,
@@ -121,16 +125,20 @@ def main():
     ap.add_argument("--image", type=int, default=None)
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    ap.add_argument("--benchmark", action="store_true", help="cudnn.benchmark on: measured algorithm choice")
     ap.add_argument("--tsv", default=None, help="also write the table here")
     a = ap.parse_args()
     if a.device == "cuda" and not torch.cuda.is_available():
         sys.exit("torch_gpu: no CUDA device")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.benchmark = a.benchmark
     where = torch.cuda.get_device_name(0) if a.device == "cuda" else "cpu"
-    print("PyTorch %s on %s (cuDNN %s), fp32, TF32 off, SGD momentum 0.9, zero_grad(set_to_none=True); "
-          "MiB; time: median of %d iterations" % (torch.__version__, where, torch.backends.cudnn.version(), a.iters))
+    cap = os.environ.get("CUDNN_CONV_WSCAP_DBG")
+    print("PyTorch %s on %s (cuDNN %s), fp32, TF32 off, cudnn.benchmark %s, workspace %s, SGD momentum 0.9, "
+          "zero_grad(set_to_none=True); MiB; time: median of %d iterations"
+          % (torch.__version__, where, torch.backends.cudnn.version(), "on" if a.benchmark else "off",
+             "capped at %s MiB" % cap if cap else "uncapped", a.iters))
     head = ("net", "image", "batch", "variant", "segments", "allocated_MiB", "reserved_MiB", "time_ms")
     print("%-10s %9s %5s %-10s %8s %13s %13s %9s" % head)
     rows = []

@@ -33,7 +33,8 @@ BN_HD static inline int64_t bn_chunk_lo(int64_t values, int chunks, int k) { ret
 /* Value i of a channel whose images hold rows [a, a + len / w) of w columns: image, row, column. */
 BN_HD static inline void bn_place(int64_t i, int64_t len, int w, int a, int *n, int *r, int *col)
 {
-    int64_t img = i / len;
+    /* in 32 bits where the values fit (a 64-bit division is slow on the GPU: kcommon.cuh's decompose) */
+    int64_t img = (uint64_t)i <= 0xffffffffu && len <= 0xffffffff ? (int64_t)((uint32_t)i / (uint32_t)len) : i / len;
     int rem = (int)(i - img * len);
     *n = (int)img, *r = a + rem / w, *col = rem % w;
 }

@@ -15,13 +15,21 @@ static inline unsigned blocks(int64_t n) { return (unsigned)((n + T - 1) / T); }
 
 __device__ static inline float *at(kview v, int n, int c, int r) { return v.p + (((int64_t)n * v.c + c) * v.h + (r - v.row0)) * v.w; }
 
-// Element i of the rows [a, b) of a view shaped like v: image, channel, row, column.
+// Element i of the rows [a, b) of a view shaped like v: image, channel, row, column. In 32 bits
+// wherever i fits (every map short of 4 G values), as a 64-bit division is a long software sequence
+// on the GPU: on an H200 this took VGG-16's ReLUs at batch 32 from 2.90 + 3.29 ms (forward +
+// backward) to 2.61 + 3.10, ResNet-50's adds from 1.30 + 2.35 to 1.22 + 2.19.
 struct pos {
     int n, c, r, col;
 };
 __device__ static inline pos decompose(int64_t i, int c, int a, int b, int w)
 {
     pos p;
+    if ((uint64_t)i <= 0xffffffffu) {
+        uint32_t u = (uint32_t)i, h = (uint32_t)(b - a), q = u / (uint32_t)w, q2 = q / h, q3 = q2 / (uint32_t)c;
+        p.col = (int)(u - q * (uint32_t)w), p.r = a + (int)(q - q2 * h), p.c = (int)(q2 - q3 * (uint32_t)c), p.n = (int)q3;
+        return p;
+    }
     p.col = (int)(i % w), i /= w;
     p.r = a + (int)(i % (b - a)), i /= (b - a);
     p.c = (int)(i % c), p.n = (int)(i / c);

@@ -35,7 +35,8 @@ __global__ static void bn_pass(bn_pass_args p)
     int ch = blockIdx.x, C = v.c;
     int64_t len = (int64_t)(p.b - p.a) * v.w, M = (int64_t)v.n * len;
     int64_t lo = bn_chunk_lo(M, p.chunks, blockIdx.y), hi = bn_chunk_lo(M, p.chunks, blockIdx.y + 1);
-    float mean = p.stats ? p.stats[ch] : 0.0f, invstd = p.stats ? p.stats[C + ch] : 0.0f;
+    bool normed = p.stats && p.mode != BN_SUMS_X; // the x pass's stats are the ones it gathers: not read
+    float mean = normed ? p.stats[ch] : 0.0f, invstd = normed ? p.stats[C + ch] : 0.0f;
     float k = p.gamma ? p.gamma[ch] * invstd : 0.0f;
     float mdy = p.sums ? (float)(p.sums[ch] / p.count) : 0.0f, mdyx = p.sums ? (float)(p.sums[C + ch] / p.count) : 0.0f;
     bool want = p.part != NULL;
