@@ -11,6 +11,7 @@ it in PyTorch) wrapped by apply_plan, and plainly (`plain`), trained by SGD with
 iteration zero_grad (set_to_none under PyTorch 2.x, as lrcnn's torch2 rules say), forward,
 cross-entropy, backward, optimizer step, after two warm-up iterations:
   allocated  torch.cuda.max_memory_allocated over one iteration (reset_peak_memory_stats before),
+             less what the process held before the row's module was built (said on stderr if any),
              against the wrapped module's .predicted peak (lrcnn lower under this PyTorch's rules on
              the h100 device: the batch, parameters, gradients and state, what the plan keeps) and
              the error; reserved (max_memory_reserved) beside the plan's model of the caching
@@ -139,6 +140,14 @@ def free_device(device):
 def measure(make, plan, batch, image, device, iters, lrcnn):
     """One row: (allocated, predicted peak, reserved, predicted reserved, times, allocated without the
     ops' own scratch) for plan, or for the plain module (plan None; predicted as `layer`)."""
+    free_device(device)
+    # what the process holds before this row's module exists: on the H200 a wrapped `layer` row found
+    # the plain module of the row before still allocated (its parameters and gradients, cause not
+    # found; nothing stays alive on the CPU), so each row's peaks are taken above it
+    base, base_res = (torch.cuda.memory_allocated(), torch.cuda.memory_reserved()) if device == "cuda" else (0, 0)
+    if base:
+        print("bench/torch_plan_gpu.py: %s %s: %.1f MiB allocated before the module was built (left by an earlier row): "
+              "taken off its peaks" % (make.__name__, plan or "plain", base / 2**20), file=sys.stderr)
     torch.manual_seed(1)
     model = frozen_bn(make()).to(device)
     if plan is None:
@@ -153,7 +162,8 @@ def measure(make, plan, batch, image, device, iters, lrcnn):
     times = t.times(iters)
     del t, model
     free_device(device)
-    return allocated, pred["peak"], reserved, pred["reserved"], times, no_scratch
+    less = (lambda b, by=base: None if b is None else b - by)
+    return less(allocated), pred["peak"], less(reserved, base_res), pred["reserved"], times, less(no_scratch)
 
 
 def fits(make, plan, batch, image, lrcnn):

@@ -2,12 +2,12 @@
 # The CUDA checks on a GPU machine, from the bundle tools/gpu_bundle.sh made (.gpu/bundle.tar.xz), in
 # the root of a copy of this tree. Written for a short lease: every step runs under its own time
 # limit, logs under $OUT (default /tmp/gpu_out) as it goes and keeps what finished, and the whole
-# took about 7 minutes (on an H200, 2026-11-27: steps 1-5 took 17, 333, 44, 14 and 10 s; the find
-# mode's runs in step 1, added since and not yet run there, may take up to 4 minutes more). At most 8
-# files land in $OUT: 0_setup.log, 1_tests.log, 2_campaign.log and 2_campaign.tar (results/gpu/*.h5,
-# added to after each spec), 3_torch.log (with the peer's table) and 3_torch_gpu.tsv, 4_sanitize.log,
-# 5_bn.log. Step 6 is not among the default steps: run alone (tools/gpu_check.sh 6, a lease call of
-# its own), it writes 0_setup.log, 6_torch_plan.log and 6_torch_plan.tsv.
+# took about 7 minutes (on an H200, 2026-11-30: steps 1, 2 and 3 took 291 s together, with every
+# campaign spec at 12 iterations a plan; then steps 6, 4 and 5 111, 70 and 13 s). At most 8 files land
+# in $OUT: 0_setup.log, 1_tests.log, 2_campaign.log and 2_campaign.tar (results/gpu/*.h5, added to
+# after each spec), 3_torch.log (with the peer's table) and 3_torch_gpu.tsv, 4_sanitize.log,
+# 5_bn.log. Steps 6 and 7 are not among the default steps: run in a lease call of their own, they
+# write 0_setup.log, 6_torch_plan.log and 6_torch_plan.tsv, and 7_policy.log.
 #   1. tests (100 s, and at most 230 s more for the find mode): test_dnn (cuDNN's contract, no GPU
 #      needed), test_cuprof, test_cuda (every layer kind, plan and BatchNorm mode of the small nets,
 #      CUDA against the CPU engine); then ResNet-50 b8 for six iterations with CUPTI and without (the
@@ -25,10 +25,15 @@
 #   5. BatchNorm in row segments against float64 (40 s): ResNet-50 b8 under layer and 2ps:4 on the
 #      GPU, dumped, each against PyTorch in float64 on the same weights and batch, beside PyTorch's
 #      own float32 (tools/fp64_floor.py): is 2ps:4's deviation the fp32 floor or a defect?
-#   6. lrcnn's plans in PyTorch on the GPU (GPU_TORCH_PLAN_S, 300 s; not yet run there):
+#   6. lrcnn's plans in PyTorch on the GPU (GPU_TORCH_PLAN_S, 300 s; 111 s on the H200):
 #      bench/torch_plan_gpu.py, VGG-16, ResNet-50, MobileNetV2 and the U-Net at b8 under seven plans
 #      (allocated and reserved peaks against the prediction, time against the plain module), then
 #      the largest ResNet-50 batch within 8 GiB with 2ps:4 and without (measured and predicted).
+#   7. cuDNN's algorithm policy against layer's time (about 90 s): VGG-16 and ResNet-50 at b8 and b32,
+#      12 iterations each under the heuristic within 256 MiB (the default) and 4096 MiB and the find
+#      mode within 4096 MiB, the first and last also with PyTorch's cuDNN where it ships one; ResNet-50
+#      b8's 2ps:4 and overl:4 under the default and the find mode; then bench/torch_gpu.py with
+#      cudnn.benchmark on, and off under CUDNN_CONV_WSCAP_DBG=256 (PyTorch's cap, set as lrcnn's).
 # Usage: tools/gpu_check.sh [--cpu] [STEPS]   (STEPS default "1 2 3 4 5")
 #   GPU_SPECS="gpu_vgg16_b8 ..." runs those campaign specs only, GPU_CAMPAIGN_S its time in all (360),
 #   GPU_SANITIZE_S the sanitizers' (80), GPU_BN_NET the net of step 5 (resnet50).
@@ -173,6 +178,51 @@ if [[ $steps == *" 6 "* ]]; then
   else
     limit "${GPU_TORCH_PLAN_S:-300}" "$log" "$py" bench/torch_plan_gpu.py --lrcnn "$bin/lrcnn" --device cuda --batch 8 --iters 10 \
       --tsv "$out/6_torch_plan.tsv"
+  fi
+fi
+
+if [[ $steps == *" 7 "* ]]; then
+  # cuDNN's algorithm policy against layer's time: the heuristic within 256 MiB (the default) and 4096 MiB,
+  # the find mode within 4096 MiB, each also with PyTorch's own cuDNN where it has one; the row plans of
+  # ResNet-50 b8 under the first and the find mode; then PyTorch under its two policies
+  log="$out/7_policy.log"; : >"$log"
+  tcudnn=$("$py" -c "import os, nvidia.cudnn as c; print(os.path.join(list(c.__path__)[0], 'lib'))" 2>/dev/null)
+  d=$(mktemp -d)
+  one() { # NAME NET BATCH PLAN VAR...: layer's (or PLAN's) 12 iterations, then its line
+    local name=$1 net=$2 b=$3 plan=$4; shift 4
+    [ $cpu = 1 ] && { net=${net/vgg16/vgg-small}; net=${net/resnet50/resnet-small}; }
+    env "$@" timeout 40 "$bin/lrcnn" train --net "$net" $([ $cpu = 0 ] && echo --image 224) --batch "$b" --plan "$plan" --iters 12 \
+      --backend $backend -o "$d/$name.h5" >"$d/$name.txt" 2>&1
+    "$py" - "$d/$name.h5" "$name" >>"$log" 2>&1 <<'PY'
+import sys, h5py, numpy as np
+fn, name = sys.argv[1:]
+try:
+    m = h5py.File(fn)["runs/00000/measured"]; t = m["iter_us"][()][1:-1] / 1e3; dv = m.get("device")
+    print("%-26s median %7.2f ms  min %7.2f max %7.2f  kernels %7s ms  max ws %6s MiB  peak %7.0f MiB" % (name, np.median(t), t.min(), t.max(),
+          "-" if dv is None else "%.2f" % (dv.attrs["kernel_us"] / 1e3), "-" if dv is None else "%.0f" % (dv["conv_workspace"][()].max() / 2**20),
+          m["at_peak"][()].sum() / 2**20))
+except Exception as e:
+    print("%-26s failed: %s" % (name, e))
+PY
+  }
+  for nb in "vgg16 8" "vgg16 32" "resnet50 8" "resnet50 32"; do
+    set -- $nb
+    one "$1_b$2_h256" "$1" "$2" layer X=1
+    one "$1_b$2_h4096" "$1" "$2" layer LRCNN_CUDNN_WS_MB=4096
+    one "$1_b$2_f4096" "$1" "$2" layer LRCNN_CUDNN_WS_MB=4096 LRCNN_CUDNN_FIND=1
+    if [ -n "$tcudnn" ]; then
+      one "$1_b$2_n256" "$1" "$2" layer "LD_LIBRARY_PATH=$tcudnn:$LD_LIBRARY_PATH"
+      one "$1_b$2_nf4096" "$1" "$2" layer "LD_LIBRARY_PATH=$tcudnn:$LD_LIBRARY_PATH" LRCNN_CUDNN_WS_MB=4096 LRCNN_CUDNN_FIND=1
+    fi
+  done
+  for p in 2ps:4 overl:4; do
+    one "r50_b8_${p}_h256" resnet50 8 $p X=1
+    one "r50_b8_${p}_f4096" resnet50 8 $p LRCNN_CUDNN_WS_MB=4096 LRCNN_CUDNN_FIND=1
+  done
+  rm -rf "$d"
+  if [ $cpu = 0 ]; then
+    limit 40 "$log" "$py" bench/torch_gpu.py nets/vgg16.net nets/resnet50.net --batch 8,32 --iters 10 --benchmark
+    CUDNN_CONV_WSCAP_DBG=256 limit 40 "$log" "$py" bench/torch_gpu.py nets/vgg16.net nets/resnet50.net --batch 8,32 --iters 10
   fi
 fi
 
