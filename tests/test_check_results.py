@@ -4,7 +4,8 @@ lrcnn from this tree's spec passes when the tree is clean, and each of an old sc
 spec, a dirty-tree flag, a commit outside this history, a machine's absolute spec path and
 absolute net paths is named; --known passes a listed stale file and fails a listed current one.
 Two runs of one simulation spec, from different directories with the spec named differently, are
-the same file value for value but for the fields that say when, where and by what it ran.
+the same file value for value but for the fields that say when, where and by what it ran, and
+--same says so.
 
     /usr/bin/python3 tests/test_check_results.py path/to/lrcnn
 """
@@ -19,6 +20,8 @@ import h5py
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOL = os.path.join(ROOT, "tools", "check_results.py")
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from check_results import MACHINE_FIELDS, differences  # noqa: E402
 fails = 0
 
 
@@ -26,42 +29,6 @@ def check(label, ok, detail=""):
     global fails
     print("%s %s%s" % ("ok  " if ok else "FAIL", label, (": " + detail) if detail and not ok else ""))
     fails += not ok
-
-
-# What may differ between two runs of one simulation spec (results/SCHEMA.md): when, on which host
-# and CPU, with how many threads, under which HDF5 and commit, by which command line.
-MACHINE_FIELDS = {"date", "host", "cpu", "threads", "omp_wait_policy", "hdf5_version", "git_commit", "git_dirty",
-                  "lrcnn_command"}
-
-
-def differences(a_path, b_path):
-    """Every attribute and dataset that differs between two result files, root fields above aside."""
-    import numpy as np
-    out = []
-
-    def walk(a, b, where):
-        for k in sorted(set(a.attrs) | set(b.attrs)):
-            if where == "/" and k in MACHINE_FIELDS:
-                continue
-            if k not in a.attrs or k not in b.attrs:
-                out.append("%s@%s in one file only" % (where, k))
-            elif not np.array_equal(np.asarray(a.attrs[k]), np.asarray(b.attrs[k])):
-                out.append("%s@%s: %r vs %r" % (where, k, a.attrs[k], b.attrs[k]))
-        if isinstance(a, h5py.Dataset):
-            x, y = a[()], b[()]  # strings (variable length) by value, numbers bit for bit
-            same = x.tolist() == y.tolist() if a.dtype.hasobject else x.tobytes() == y.tobytes()
-            if a.dtype != b.dtype or a.shape != b.shape or not same:
-                out.append("%s: data differ" % where)
-            return
-        for k in sorted(set(a) | set(b)):
-            if k not in a or k not in b:
-                out.append("%s%s in one file only" % (where, k))
-            else:
-                walk(a[k], b[k], where + k + "/")
-
-    with h5py.File(a_path, "r") as a, h5py.File(b_path, "r") as b:
-        walk(a, b, "/")
-    return out
 
 
 def run_check(*args):
@@ -115,6 +82,10 @@ def main(lrcnn):
               "; ".join(diffs[:5]))
         seen = differences(good, changed)
         check("... and the comparison sees the one changed attribute", len(seen) == 1 and "spec_digest" in seen[0], str(seen))
+        rc, out = run_check("--same", good, again)
+        check("--same: the same results", rc == 0 and "the same results" in out, out)
+        rc, out = run_check("--same", good, changed)
+        check("--same: one difference, named", rc == 1 and "spec_digest" in out and "1 differences" in out, out)
 
         known = os.path.join(tmp, "STALE")  # files outside the root are listed as given
         with open(known, "w") as k:

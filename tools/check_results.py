@@ -3,6 +3,7 @@
 clean tree. Reads attributes only; reruns nothing.
 
     /usr/bin/python3 tools/check_results.py [--root DIR] [--known LIST] [--all] [FILE.h5 ...]
+    /usr/bin/python3 tools/check_results.py --same A.h5 B.h5
 
 Without files: every results/**/*.h5 under the root (default: this file's repository), except the
 demo's own file (git-ignored). A file is current when
@@ -15,6 +16,10 @@ Prints one line per stale file, "FILE: why; regenerate: COMMAND", then a count; 
 current ones too. --known LIST names files known to be stale (one path relative to the root per
 line, '#' comments): they pass, but a listed file that is current, or missing, fails, so the list
 only shrinks. Exit status 0 when all are current, 1 when any is stale, 2 on bad usage.
+--same: whether two result files hold the same results, attribute for attribute and value for value
+(numbers bit for bit), but for the root fields that say when, where and by what they ran
+(MACHINE_FIELDS): two runs of one simulation spec on different machines, or a committed file against
+its regeneration; prints each difference, exit status 0 when there is none, 1 otherwise.
 """
 
 import glob
@@ -35,6 +40,57 @@ def fnv1a64(data):
 
 def _text(v):
     return v.decode() if isinstance(v, bytes) else str(v)
+
+
+# What may differ between two runs of one simulation spec (results/SCHEMA.md): when, on which host
+# and CPU, with how many threads, under which HDF5 and commit, by which command line.
+MACHINE_FIELDS = {"date", "host", "cpu", "threads", "omp_wait_policy", "hdf5_version", "git_commit", "git_dirty",
+                  "lrcnn_command"}
+
+
+def differences(a_path, b_path):
+    """Every attribute and dataset that differs between two result files, the root's MACHINE_FIELDS aside."""
+    import numpy as np
+    out = []
+
+    def walk(a, b, where):
+        for k in sorted(set(a.attrs) | set(b.attrs)):
+            if where == "/" and k in MACHINE_FIELDS:
+                continue
+            if k not in a.attrs or k not in b.attrs:
+                out.append("%s@%s in one file only" % (where, k))
+            elif not np.array_equal(np.asarray(a.attrs[k]), np.asarray(b.attrs[k])):
+                out.append("%s@%s: %r vs %r" % (where, k, a.attrs[k], b.attrs[k]))
+        if isinstance(a, h5py.Dataset):
+            x, y = a[()], b[()]  # strings (variable length) by value, numbers bit for bit
+            same = x.tolist() == y.tolist() if a.dtype.hasobject else x.tobytes() == y.tobytes()
+            if a.dtype != b.dtype or a.shape != b.shape or not same:
+                out.append("%s: data differ" % where)
+            return
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                out.append("%s%s in one file only" % (where, k))
+            else:
+                walk(a[k], b[k], where + k + "/")
+
+    with h5py.File(a_path, "r") as a, h5py.File(b_path, "r") as b:
+        walk(a, b, "/")
+    return out
+
+
+def same(a_path, b_path):
+    for p in (a_path, b_path):
+        if not os.path.isfile(p):
+            print("check_results: %s: no such file" % p, file=sys.stderr)
+            return 2
+    diffs = differences(a_path, b_path)
+    for d in diffs:
+        print(d)
+    with h5py.File(a_path, "r") as a, h5py.File(b_path, "r") as b:
+        where = ["%s (%s, %s)" % (p, _text(f.attrs.get("cpu", "?")), _text(f.attrs.get("date", "?"))) for p, f in ((a_path, a), (b_path, b))]
+    print("%s and %s: %s" % (where[0], where[1], "%d differences" % len(diffs) if diffs else
+                             "the same results (they differ only in %s)" % ", ".join(sorted(MACHINE_FIELDS))))
+    return 1 if diffs else 0
 
 
 def schema_version(root):
@@ -112,6 +168,12 @@ def main(argv):
     files, show_all, known_path = [], False, None
     args = iter(argv[1:])
     for x in args:
+        if x == "--same":
+            pair = [next(args, None), next(args, None)]
+            if None in pair or next(args, None) is not None:
+                print("check_results: --same takes two result files and nothing after them", file=sys.stderr)
+                return 2
+            return same(*pair)
         if x == "--root":
             root = os.path.abspath(next(args, ""))
         elif x == "--known":

@@ -6,8 +6,8 @@
 # campaign spec at 12 iterations a plan; then steps 6, 4 and 5 111, 70 and 13 s). At most 8 files land
 # in $OUT: 0_setup.log, 1_tests.log, 2_campaign.log and 2_campaign.tar (results/gpu/*.h5, added to
 # after each spec), 3_torch.log (with the peer's table) and 3_torch_gpu.tsv, 4_sanitize.log,
-# 5_bn.log. Steps 6 and 7 are not among the default steps: run in a lease call of their own, they
-# write 0_setup.log, 6_torch_plan.log and 6_torch_plan.tsv, and 7_policy.log.
+# 5_bn.log. Steps 6, 7 and 8 are not among the default steps: run in a lease call of their own, they
+# write 0_setup.log, 6_torch_plan.log and 6_torch_plan.tsv, 7_policy.log, and 8_sim.log and 8_sim.tar.
 #   1. tests (100 s, and at most 230 s more for the find mode): test_dnn (cuDNN's contract, no GPU
 #      needed), test_cuprof, test_cuda (every layer kind, plan and BatchNorm mode of the small nets,
 #      CUDA against the CPU engine); then ResNet-50 b8 for six iterations with CUPTI and without (the
@@ -34,6 +34,8 @@
 #      mode within 4096 MiB, the first and last also with PyTorch's cuDNN where it ships one; ResNet-50
 #      b8's 2ps:4 and overl:4 under the default and the find mode; then bench/torch_gpu.py with
 #      cudnn.benchmark on, and off under CUDNN_CONV_WSCAP_DBG=256 (PyTorch's cap, set as lrcnn's).
+#   8. simulation specs on this machine (GPU_SIM_SPECS, seconds each), brought back to be held against
+#      the committed results/*.h5 with tools/check_results.py --same: the same results on another machine.
 # Usage: tools/gpu_check.sh [--cpu] [STEPS]   (STEPS default "1 2 3 4 5")
 #   GPU_SPECS="gpu_vgg16_b8 ..." runs those campaign specs only, GPU_CAMPAIGN_S its time in all (360),
 #   GPU_SANITIZE_S the sanitizers' (80), GPU_BN_NET the net of step 5 (resnet50).
@@ -224,6 +226,16 @@ PY
     limit 40 "$log" "$py" bench/torch_gpu.py nets/vgg16.net nets/resnet50.net --batch 8,32 --iters 10 --benchmark
     CUDNN_CONV_WSCAP_DBG=256 limit 40 "$log" "$py" bench/torch_gpu.py nets/vgg16.net nets/resnet50.net --batch 8,32 --iters 10
   fi
+fi
+
+if [[ $steps == *" 8 "* ]]; then
+  # simulation specs on this other machine, to hold against the committed files there:
+  # tar -xf 8_sim.tar; for f in 8_sim/*.h5; do tools/check_results.py --same results/$(basename $f) $f; done
+  log="$out/8_sim.log"; : >"$log"; d="$out/8_sim"; mkdir -p "$d"
+  for s in ${GPU_SIM_SPECS:-arena authors bands capacity_batch embraced unet_bands}; do
+    limit 60 "$log" "$bin/lrcnn" sweep "experiments/$s.spec" -o "$d/$s.h5" --quiet
+  done
+  tar -C "$out" -cf "$out/8_sim.tar" 8_sim && rm -rf "$d"
 fi
 
 echo "gpu_check: $(( $(date +%s) - t_start ))s in all" >>"$out/0_setup.log"
