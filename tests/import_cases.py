@@ -354,6 +354,28 @@ class InPlace(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(y, 1).flatten(1))
 
 
+class DenseStart(nn.Module):
+    """DenseNet's block: its first layer concatenates the block's input alone (torch.cat([x], 1), a
+    copy in PyTorch, the same map to lrcnn's importer), after a pool whose rows a 2PS band hands on;
+    the block's last cat reads the pool's output directly; then a nearest upsampling, whose backward
+    keeps nothing (so PyTorch's checkpoint of it alone keeps nothing, not even its input).
+    tests/test_torch_plan.py checkpoints from the first cat and the upsampling, and bands across
+    both."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem, self.pool = nn.Conv2d(3, 8, 3, padding=1), nn.MaxPool2d(3, 1, 1)
+        self.n1, self.c1 = nn.BatchNorm2d(8), nn.Conv2d(8, 4, 3, padding=1)
+        self.n2, self.c2 = nn.BatchNorm2d(12), nn.Conv2d(12, 4, 3, padding=1)
+        self.up, self.fc = nn.Upsample(scale_factor=2), nn.Linear(16, 10)
+
+    def forward(self, x):
+        features = [self.pool(self.stem(x))]
+        for n, c in ((self.n1, self.c1), (self.n2, self.c2)):
+            features.append(c(F.relu(n(torch.cat(features, 1)))))
+        return self.fc(F.adaptive_avg_pool2d(self.up(torch.cat(features, 1)), 1).flatten(1))
+
+
 class LinearOverChannels(nn.Module):
     """ConvNeXt's block: a depthwise convolution, then a LayerNorm and two Linears over the channels
     of the map put channels-last, scaled by a parameter of the module's own; lrcnn makes the

@@ -36,6 +36,23 @@ from torch.utils.checkpoint import checkpoint
 
 ELEMENTWISE = (nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.Sigmoid, nn.SiLU, nn.GELU, nn.Hardswish, nn.Hardsigmoid, nn.Identity)
 FUNCTIONS = {F.relu, torch.relu, F.relu6, torch.sigmoid, F.silu, F.gelu, F.hardswish, F.hardsigmoid}
+
+
+def cat(tensors, dim=0):
+    """torch.cat, but a cat of one tensor is that tensor, not a copy of it, as lrcnn's importer takes
+    it (apply_plan puts it in place of torch.cat([x], dim): DenseNet's first layer of each block).
+    Named as torch's: split_module names a segment's nodes after their functions, numbered in order,
+    and the segments find their layers by those names, so a node must keep its function's name."""
+    return tensors[0] if len(tensors) == 1 else torch.cat(tensors, dim)
+
+
+def is_cat(node):
+    return node.op == "call_function" and node.target in (torch.cat, cat)
+
+
+def is_same_map(node):
+    """A cat of one map, which is that map (cat)."""
+    return node.op == "call_function" and node.target is cat and len(node.args[0]) == 1
 METHODS = {"relu", "relu_", "sigmoid"}
 
 
@@ -123,9 +140,9 @@ def check_node(node, m, where):
         if not isinstance(m, (nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d, nn.BatchNorm2d, nn.Upsample) + ELEMENTWISE):
             raise Unsupported("%s: %s" % (where, type(m).__name__))
     elif node.op == "call_function":
-        if node.target not in FUNCTIONS and node.target not in (operator.add, torch.add, torch.cat):
+        if node.target not in FUNCTIONS and node.target not in (operator.add, torch.add) and not is_cat(node):
             raise Unsupported("%s: %s" % (where, getattr(node.target, "__name__", node.target)))
-        if node.target is torch.cat and (node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)) not in (1, -3):
+        if is_cat(node) and (node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)) not in (1, -3):
             raise Unsupported("%s: a concatenation along another dimension than the channels" % where)
     elif node.op == "call_method" and node.target not in METHODS:
         raise Unsupported("%s: method %s" % (where, node.target))
@@ -278,8 +295,10 @@ class RowSegment(nn.Module):
             raise Unsupported("a row segment reading %d tensors" % len(inputs))
         bands = self.geo["band"]
         rows = lambda v: v[1] > v[0]  # noqa: E731
+        # a cat of one map is that map (cat): it hands no boundary of its own, which would be the
+        # same rows again (DenseNet's, over a transition's pool: 0.37 MB kept twice at 96x96)
         self.bounded = [n for n in inner.graph.nodes if n.name in layer_of and layer_of[n.name] in bands[0]["layers"]
-                        and any(rows(b["layers"][layer_of[n.name]]["keep"]) for b in bands)]
+                        and not is_same_map(n) and any(rows(b["layers"][layer_of[n.name]]["keep"]) for b in bands)]
         self.handing = set(self.bounded)
         # a band lets go of each value after its last reader, as the engine frees a buffer: holding
         # them to the band's end would keep the band's every map alive at its recomputation's end
@@ -324,8 +343,10 @@ class RowSegment(nn.Module):
     def value(self, node, env, out, keep, got):
         """The band's value of node: the rows [out) it computes, below the rows [keep) it received
         (got) from the band before, if any."""
+        if is_same_map(node):
+            return env[node.args[0][0]]
         m = self.modules_of.get(node.target) if node.op == "call_module" else None
-        srcs = list(node.args[0]) if node.target is torch.cat else [i for i in node.args if isinstance(i, torch.fx.Node)]
+        srcs = list(node.args[0]) if is_cat(node) else [i for i in node.args if isinstance(i, torch.fx.Node)]
         k, s, p, d = window(node, m)
         u = upsample_scale(m) if isinstance(m, nn.Upsample) else None
         h = env[srcs[0]][2] * u if u else (env[srcs[0]][2] + 2 * p - d * (k - 1) - 1) // s + 1  # the layer's full height
@@ -371,8 +392,8 @@ class RowSegment(nn.Module):
             return F.batch_norm(x, m.running_mean, m.running_var, m.weight, m.bias, False, 0.0, m.eps)
         if m is not None:  # elementwise: in place only on a fresh map (a band's input may be another band's view)
             return m(x.clone()) if getattr(m, "inplace", False) and not fresh else m(x)
-        if node.target is torch.cat:
-            return torch.cat(ins, 1)
+        if is_cat(node):
+            return cat(ins, 1)
         if node.target in (operator.add, torch.add):
             return ins[0] + ins[1]
         if node.op == "call_method":

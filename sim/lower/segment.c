@@ -74,8 +74,12 @@ void segment_backward(lower *c, const plan_seg *ps)
         bool *need = err_calloc((size_t)n->n, sizeof(bool));
         plan_need(n, ps->first, ps->last, NULL, NULL, NULL, false, need);
         /* PyTorch 1.13's checkpoint runs the whole segment again; 2.x's stops once it has what
-         * backward reads */
-        bool whole = lower_predicts_torch(c) && c->p->torch == PLAN_TORCH_1;
+         * backward reads; neither runs it, nor keeps its input, where backward reads nothing of it
+         * (the recomputation starts when backward unpacks a saved tensor: LR-ASPP's last bilinear
+         * upsampling alone in a segment kept none) */
+        bool any = false;
+        for (int L = ps->first; L <= ps->last; L++) any |= need[L];
+        bool whole = any && lower_predicts_torch(c) && c->p->torch == PLAN_TORCH_1;
         for (int L = ps->first; L <= ps->last; L++)
             if (need[L] || whole) lower_fwd(c, L, -1, lower_full(n, L), lower_full(n, L), -1, true);
         free(need);
