@@ -25,7 +25,7 @@ same memory); a sparse map's bytes depend on its values, so those plans are pred
 densities the forward measured (measured_prediction: lrcnn lower at each map's density); a module that
 takes channels apart is the exception (views), shown, not compared. Row plans' allocated peak over a
 training step equals the prediction within 3% where activations dominate it (peaks). Plans it
-cannot run yet (BatchNorm in train mode inside bands, a ceil-mode pool in a band, zfp) and plans
+cannot run yet (BatchNorm in train mode inside bands, zfp) and plans
 lrcnn refuses are a PlanError. `lrcnn torch-plan` writes scripts that train under ckpt-sqrt,
 ckpt-opt:B (--budget), 2ps:4 (bn=frozen) and vdnn-conv, each printing its first step's gradients
 equal to the plain module's; a model the importer refuses, a plan nothing fits, train-mode
@@ -368,8 +368,8 @@ def main(lrcnn):
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools"))
     import unet  # the shipped U-Net (tools/unet.py): skips concatenated to upsampled maps, all of it one row segment
     compare("unet", unet.unet, (3, 64, 64), ["2ps:4", "overl:4", "ckpt-sqrt", "vdnn-conv"], lrcnn, "frozen", 1e-5)
-    got = refusal(torchvision.models.squeezenet1_1, "2ps:2", lrcnn)
-    check("ceil-mode pool" in got, "squeezenet1_1 2ps:2: refused (%s)" % got)
+    # ceil-mode max pools in bands: the map's last window hangs over its end (SqueezeNet, GoogLeNet)
+    compare("squeezenet1_1", torchvision.models.squeezenet1_1, (3, 65, 65), ["2ps:2", "overl:3"], lrcnn, "frozen", 1e-5)
     refused = [("overl:2", "BatchNorm with bn=train"), ("layer+zfp:rate=8", "the encoding zfp:rate=8"),
                ("ckpt-opt:1KiB", "no checkpointing plan fits"), ("nosuch", "unknown plan")]
     if TORCH2:  # 2.x's mean keeps no input, so resnet18's last relu output is kept for its sign alone: binarize takes it

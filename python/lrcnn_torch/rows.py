@@ -117,6 +117,14 @@ def window(node, m):
     return 1, 1, 0, 1
 
 
+def out_height(h, k, s, p, d, ceil):
+    """The height of a window's output over h rows, as PyTorch's pools count it: in ceil mode the last
+    window may hang over the map's end, but not start past it and its padding."""
+    n = h + 2 * p - d * (k - 1) - 1
+    out = (-(-n // s) if ceil else n // s) + 1
+    return out - 1 if ceil and (out - 1) * s >= h + p else out
+
+
 def upsample_scale(m):
     """A nearest Upsample's whole scale, the same along H and W; None otherwise (or sized by size=)."""
     s = m.scale_factor
@@ -131,8 +139,8 @@ def check_node(node, m, where):
     if node.op == "call_module":
         if isinstance(m, nn.Conv2d) and m.padding_mode != "zeros":
             raise Unsupported("%s: padding_mode %s" % (where, m.padding_mode))
-        if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)) and m.ceil_mode:
-            raise Unsupported("%s: a ceil-mode pool" % where)
+        if isinstance(m, nn.AvgPool2d) and m.ceil_mode:
+            raise Unsupported("%s: a ceil-mode average pool" % where)
         if isinstance(m, nn.AvgPool2d) and not m.count_include_pad:
             raise Unsupported("%s: average pooling without the padding counted" % where)
         if isinstance(m, nn.Upsample) and (m.mode != "nearest" or upsample_scale(m) is None):
@@ -221,7 +229,9 @@ class Bordered(torch.autograd.Function):
             return F.conv2d(xp, params[0], params[1], m.stride, (0, m.padding[1]), m.dilation, m.groups)
         k, st, pw, d = Bordered.pool(m)
         if isinstance(m, nn.MaxPool2d):
-            y, idx = torch.ops.aten.max_pool2d_with_indices(xp, k, st, pw, d, False)
+            # ceil mode along W as the module has it; along H the band's rows are exactly its windows'
+            # (the overhang of the map's last one padded with -inf: a max over what the map holds)
+            y, idx = torch.ops.aten.max_pool2d_with_indices(xp, k, st, pw, d, m.ceil_mode)
             ctx.save_for_backward(x, idx)
             return y
         ctx.save_for_backward(x)
@@ -240,7 +250,7 @@ class Bordered(torch.autograd.Function):
                                                             [need[0], need[4], bias is not None and need[5]])
             params = (gw.to(w.dtype) if gw is not None else None, gb.to(w.dtype) if m.bias is not None and gb is not None else None)
         elif isinstance(m, nn.MaxPool2d):
-            gx = torch.ops.aten.max_pool2d_with_indices_backward(g, xp, *Bordered.pool(m), False, kept[0])
+            gx = torch.ops.aten.max_pool2d_with_indices_backward(g, xp, *Bordered.pool(m), m.ceil_mode, kept[0])
         else:
             k, st, pw, _ = Bordered.pool(m)
             gx = torch.ops.aten.avg_pool2d_backward(g, xp, k, st, pw, False, True, m.divisor_override)
@@ -349,7 +359,7 @@ class RowSegment(nn.Module):
         srcs = list(node.args[0]) if is_cat(node) else [i for i in node.args if isinstance(i, torch.fx.Node)]
         k, s, p, d = window(node, m)
         u = upsample_scale(m) if isinstance(m, nn.Upsample) else None
-        h = env[srcs[0]][2] * u if u else (env[srcs[0]][2] + 2 * p - d * (k - 1) - 1) // s + 1  # the layer's full height
+        h = env[srcs[0]][2] * u if u else out_height(env[srcs[0]][2], k, s, p, d, getattr(m, "ceil_mode", False))  # the layer's
         (a, b), ka = out, keep[0] if keep and keep[1] > keep[0] else None
         got = Received.apply(got) if ka is not None else None
         assert got is None or b <= a or keep[1] == a, "a boundary must end where the band's own rows begin"
