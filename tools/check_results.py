@@ -88,7 +88,7 @@ def same(a_path, b_path):
         print(d)
     with h5py.File(a_path, "r") as a, h5py.File(b_path, "r") as b:
         where = ["%s (%s, %s)" % (p, _text(f.attrs.get("cpu", "?")), _text(f.attrs.get("date", "?"))) for p, f in ((a_path, a), (b_path, b))]
-    print("%s and %s: %s" % (where[0], where[1], "%d differences" % len(diffs) if diffs else
+    print("%s and %s: %s" % (where[0], where[1], "%d difference%s" % (len(diffs), "s" * (len(diffs) != 1)) if diffs else
                              "the same results (they differ only in %s)" % ", ".join(sorted(MACHINE_FIELDS))))
     return 1 if diffs else 0
 

@@ -36,6 +36,7 @@ from torch.utils.checkpoint import checkpoint
 
 ELEMENTWISE = (nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.Sigmoid, nn.SiLU, nn.GELU, nn.Hardswish, nn.Hardsigmoid, nn.Identity)
 FUNCTIONS = {F.relu, torch.relu, F.relu6, torch.sigmoid, F.silu, F.gelu, F.hardswish, F.hardsigmoid}
+METHODS = {"relu", "relu_", "sigmoid"}
 
 
 def cat(tensors, dim=0):
@@ -53,7 +54,6 @@ def is_cat(node):
 def is_same_map(node):
     """A cat of one map, which is that map (cat)."""
     return node.op == "call_function" and node.target is cat and len(node.args[0]) == 1
-METHODS = {"relu", "relu_", "sigmoid"}
 
 
 class Unsupported(Exception):
@@ -359,7 +359,8 @@ class RowSegment(nn.Module):
         srcs = list(node.args[0]) if is_cat(node) else [i for i in node.args if isinstance(i, torch.fx.Node)]
         k, s, p, d = window(node, m)
         u = upsample_scale(m) if isinstance(m, nn.Upsample) else None
-        h = env[srcs[0]][2] * u if u else out_height(env[srcs[0]][2], k, s, p, d, getattr(m, "ceil_mode", False))  # the layer's
+        # the layer's full height
+        h = env[srcs[0]][2] * u if u else out_height(env[srcs[0]][2], k, s, p, d, getattr(m, "ceil_mode", False))
         (a, b), ka = out, keep[0] if keep and keep[1] > keep[0] else None
         got = Received.apply(got) if ka is not None else None
         assert got is None or b <= a or keep[1] == a, "a boundary must end where the band's own rows begin"
