@@ -376,6 +376,22 @@ class DenseStart(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(self.up(torch.cat(features, 1)), 1).flatten(1))
 
 
+class Relus(nn.Module):
+    """Convolutions each followed by F.relu: a segment's graph numbers its relus afresh (split_module),
+    so a row segment after a checkpoint of the first two holds `relu` (its input) and `relu_1` where
+    the whole graph held `relu_1` and `relu_2`; lrcnn_torch finds each node's layer by what the node
+    carries, not by its name (by name, the segment was refused: its relu_1 was c2's)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2, self.c3 = nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 8, 3, padding=1), nn.Conv2d(8, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        x = F.relu(self.c3(F.relu(self.c2(F.relu(self.c1(x))))))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
 class LinearOverChannels(nn.Module):
     """ConvNeXt's block: a depthwise convolution, then a LayerNorm and two Linears over the channels
     of the map put channels-last, scaled by a parameter of the module's own; lrcnn makes the

@@ -340,6 +340,10 @@ def main(lrcnn):
     # (lrcnn's 1x1 convolutions), as a 2-d view; and where a ReLU module runs out of place
     # (MobileNetV3's squeeze-and-excitation), its own output, which lrcnn names by its input
     compare("import_cases.LinearOverChannels", import_cases.LinearOverChannels, (3, 16, 16), ["vdnn-conv"], lrcnn)
+    # a row segment after a checkpoint: its graph numbers its relus afresh, each found by its layer
+    compare("import_cases.Relus", import_cases.Relus, (3, 16, 16),
+            ["ckpt@c1..relu_1; rows(2ps,2)@c3..relu_2; layer@adaptive_avg_pool2d..loss",
+             "ckpt@c1..relu_1; rows(overl,3)@c3..relu_2; layer@adaptive_avg_pool2d..loss"], lrcnn, None, 1e-5)
     # a cat of one map is that map (rows.cat): a checkpoint from it keeps the pool's output once, and
     # a band hands the pool's rows once (DenseNet-121 kept 0.55 and 0.37 MB more than predicted); a
     # checkpoint of what keeps nothing keeps nothing, its input neither (LR-ASPP, 24 KB under 1.13)

@@ -443,18 +443,19 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
         layer = conv.alias.get(node)
         ins = [part[a] for a in node.all_input_nodes if a in part]
         part[node] = segment[layer] if layer in segment else max(ins) if ins else 0
+    for node, layer in conv.alias.items():  # carried into the segments' graphs by split_module
+        node.meta["lrcnn_layer"] = layer
     gm = torch.fx.GraphModule(model, graph)
     split = split_module(gm, model, lambda node: part[node])
-    layer_of = {node.name: layer for node, layer in conv.alias.items()}
     for k, s in enumerate(low["segments"]):
         name = "submod_%d" % k
         if s["mode"] == "ckpt" and hasattr(split, name):
             setattr(split, name, Checkpointed(getattr(split, name)))
         elif s["mode"] == "offload":
-            setattr(split, name, Offloaded(getattr(split, name), s, layer_of, held, low))
+            setattr(split, name, Offloaded(getattr(split, name), s, _layers_in(getattr(split, name)), held, low))
         elif s["mode"] == "rows":
             try:
-                setattr(split, name, RowSegment(getattr(split, name), s, layer_of, low["bn"]))
+                setattr(split, name, RowSegment(getattr(split, name), s, _layers_in(getattr(split, name)), low["bn"]))
             except Unsupported as e:
                 raise PlanError("plan '%s': rows segment %s..%s: %s: not run in PyTorch yet (lrcnn train runs it)"
                                 % (plan, s["first"], s["last"], e)) from None
@@ -479,6 +480,14 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
     split.predicted["peak"] += outside
     split.lowered_as = dict(image=image, batch=batch, plan=plan, optimizer=optimizer, bn=bn, lrcnn=lrcnn, device=device)
     return split
+
+
+def _layers_in(sub):
+    """A segment's graph module: its nodes' names -> their layers. By the layer each node carries,
+    not by the whole graph's names: split_module numbers each segment's nodes of a kind afresh
+    (a later segment's first relu is `relu` again), and a node the importer drops (Inception-v3's
+    auxiliary head) shifts the numbers after it (its Mixed_7b pool went unmoved by vdnn-conv)."""
+    return {n.name: n.meta["lrcnn_layer"] for n in sub.graph.nodes if "lrcnn_layer" in n.meta}
 
 
 def _mark_maps(graph, alias, low, segment, mark):

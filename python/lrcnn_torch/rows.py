@@ -307,7 +307,7 @@ class RowSegment(nn.Module):
         rows = lambda v: v[1] > v[0]  # noqa: E731
         # a cat of one map is that map (cat): it hands no boundary of its own, which would be the
         # same rows again (DenseNet's, over a transition's pool: 0.37 MB kept twice at 96x96)
-        self.bounded = [n for n in inner.graph.nodes if n.name in layer_of and layer_of[n.name] in bands[0]["layers"]
+        self.bounded = [n for n in inner.graph.nodes if n.op != "placeholder" and n.name in layer_of and layer_of[n.name] in bands[0]["layers"]
                         and not is_same_map(n) and any(rows(b["layers"][layer_of[n.name]]["keep"]) for b in bands)]
         self.handing = set(self.bounded)
         # a band lets go of each value after its last reader, as the engine frees a buffer: holding
