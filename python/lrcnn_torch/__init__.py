@@ -357,9 +357,9 @@ def _inputs_kept(gm):
     inputs = {n for n in gm.graph.nodes if n.op == "placeholder"}
     changed = False
     for node in gm.graph.nodes:
-        if not node.args or not isinstance(node.args[0], torch.fx.Node) or node.args[0] not in inputs:
+        if not node.args or not isinstance(node.args[0], torch.fx.Node) or node.args[0] not in inputs or not _in_place(node, gm):
             continue
-        if node.op == "call_module" and getattr(gm.get_submodule(node.target), "inplace", False):
+        if node.op == "call_module":
             m = copy.copy(gm.get_submodule(node.target))  # shallow: the same parameters, if any
             m.inplace = False
             name = node.target.replace(".", "_") + "_out_of_place"
@@ -367,11 +367,11 @@ def _inputs_kept(gm):
             node.target = name
         elif node.op in ("call_function", "call_method") and node.kwargs.get("inplace"):
             node.kwargs = dict(node.kwargs, inplace=False)
-        elif node.op == "call_method" and node.target.endswith("_") and hasattr(torch.Tensor, node.target[:-1]):
+        elif node.op == "call_method" and hasattr(torch.Tensor, node.target[:-1]):
             node.target = node.target[:-1]
-        elif node.op == "call_function" and node.target in _OUT_OF_PLACE:
+        elif node.target in _OUT_OF_PLACE:
             node.target = _OUT_OF_PLACE[node.target]
-        else:
+        else:  # an in-place function of its own (torch.relu_): left as it is
             continue
         changed = True
     if changed:
