@@ -209,7 +209,7 @@ PY
   }
   for nb in "vgg16 8" "vgg16 32" "resnet50 8" "resnet50 32"; do
     set -- $nb
-    one "$1_b$2_h256" "$1" "$2" layer X=1
+    one "$1_b$2_h256" "$1" "$2" layer
     one "$1_b$2_h4096" "$1" "$2" layer LRCNN_CUDNN_WS_MB=4096
     one "$1_b$2_f4096" "$1" "$2" layer LRCNN_CUDNN_WS_MB=4096 LRCNN_CUDNN_FIND=1
     if [ -n "$tcudnn" ]; then
@@ -218,7 +218,7 @@ PY
     fi
   done
   for p in 2ps:4 overl:4; do
-    one "r50_b8_${p}_h256" resnet50 8 $p X=1
+    one "r50_b8_${p}_h256" resnet50 8 $p
     one "r50_b8_${p}_f4096" resnet50 8 $p LRCNN_CUDNN_WS_MB=4096 LRCNN_CUDNN_FIND=1
   done
   rm -rf "$d"
