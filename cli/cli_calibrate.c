@@ -26,6 +26,8 @@ static const char *usage =
     "(an authors- preset on another net) is skipped for it, and said so. Several batches (--batch 8,32)\n"
     "run every fitting and check plan at each: a key's samples then span the sizes large batches run at,\n"
     "where one batch's fit extrapolates (memory-bound steps slow down once their maps leave the cache).\n"
+    "On cuda with LRCNN_CUDNN_FIND=1 the profile also keeps cuDNN's measured algorithm choices\n"
+    "(profile/algos), which a run given the profile in find mode takes instead of measuring again.\n"
     "Defaults: --backend cpu --net vgg16 --image (each net's own) --batch 8 --optimizer sgd --iters 3\n"
     "--plan layer,ckpt:3,vdnn-all+dpr:fp16,2ps:3+gist,overl:3\n"
     "--check ckpt-sqrt,vdnn-conv,2ps:4,overl:4,2ps-h,overl-h (--check none: no checks).\n"
@@ -318,7 +320,8 @@ int cli_calibrate(int argc, char **argv)
     if (rc == CLI_OK) rc = predict_fits(&c, &e);
     if (rc == CLI_OK && c.n_chk) rc = run_checks(&c, &e);
     if (rc == CLI_OK) {
-        profile_data pd = {.backend = backend, .samples = c.ss.v, .n_samples = c.ss.n, .checks = c.checks, .n_checks = c.n_checks};
+        profile_data pd = {.backend = backend, .samples = c.ss.v, .n_samples = c.ss.n, .checks = c.checks, .n_checks = c.n_checks,
+                           .algos = c.j.ops->algos_made ? c.j.ops->algos_made() : NULL}; /* cuda's measured choices */
         if (profile_write(o.out, o.force, &pd, &e)) rc = CLI_USAGE;
         else fprintf(stderr, "wrote %s\n", o.out);
     }

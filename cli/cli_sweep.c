@@ -18,6 +18,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_sweep.h"
+#include "io/profile.h"
 #include "io/h5run.h"
 #include "sim/lower/pipeline.h"
 #include "engine/run.h"
@@ -454,6 +455,8 @@ static int sweep_run(const char *cmd, const char *spec_path, const char *out, bo
     if (c.d && s.run == SPEC_TRAIN && !(c.ops = ops_find(s.backend, true, &e))) c.d = NULL;
     if (c.d && s.run == SPEC_VALIDATE && ops_opens(s.backend, &e)) c.d = NULL;
     if (!c.d && s.run != SPEC_SIM && dev_ok) err_wrap(&e, "%s: backend = %s", spec_path, s.backend); /* e says why */
+    if (c.d && s.run == SPEC_TRAIN && s.profile[0] && profile_algos_give(s.profile, c.ops, &e)) /* before any lowering */
+        c.d = NULL, err_wrap(&e, "%s: profile = %s", spec_path, s.profile);
     c.cells = err_calloc((size_t)c.count, sizeof(cell));
     long jobs = sweep_jobs(&s);
     if (n_shards) /* this shard's jobs: those k < jobs with k mod N = I - 1 */

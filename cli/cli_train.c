@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "io/h5run.h"
+#include "io/profile.h"
 #include "io/outfile.h"
 #include "io/data.h"
 #include "engine/run.h"
@@ -37,7 +38,8 @@ static const char *usage =
     "CUPTI watches only the last iteration, which is then not among those timed (with more than two).\n"
     "--calibrate: predict sparse and zfp:acc encodings from the densities and ratios measured in RUNS.h5.\n"
     "--profile: predict the iteration time with the model lrcnn calibrate measured (printed beside the\n"
-    "measured median; without it, the roofline of the cpu, or of an h100 for --backend cuda).\n"
+    "measured median; without it, the roofline of the cpu, or of an h100 for --backend cuda); on cuda with\n"
+    "LRCNN_CUDNN_FIND=1, also take the cuDNN algorithm choices it stores instead of measuring them again.\n"
     "Defaults: --batch 8 --plan layer --iters 10 --optimizer sgd (lr 0.01, momentum 0.9; adam: lr 1e-3) --seed 1.\n"
     "A spec with `run = train` trains each of its configurations and plans the same way.\n"
     "\n"
@@ -255,6 +257,10 @@ int cli_train(int argc, char **argv)
     cli_inputs in;
     /* --profile's model falls back to this roofline for steps it never measured */
     if (cli_inputs_load(&in, &o, cli_engine_device(backend), &j.cfg, &e)) return cli_fail("train", "%s", e.msg);
+    if (o.profile && profile_algos_give(o.profile, ops, &e)) { /* measured algorithm choices, before lowering */
+        cli_inputs_free(&in);
+        return cli_fail("train", "--profile: %s", e.msg);
+    }
     j.n = &in.n, j.dev = &in.dev;
     h5_file *f = NULL;
     int rc = o.out && h5_create(&f, o.out, o.force, &e) ? CLI_USAGE : cli_train_run(&j, f, &e);

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "engine/alloc.h"
+#include "engine/algo_book.h"
 #include "sim/plan/enc.h"
 #include "sim/net/net.h"
 
@@ -182,6 +183,13 @@ typedef struct {
      * on every call): then it is the profiled pass, not one of the timed ones (run.h). */
     bool (*device_mark)(void);
     void (*device_report)(ops_device *d, ops_device_layer *layers, int n_layers);
+    /* A backend that measures its algorithm choices (NULL: none, as the CPU; engine/algo_book.h):
+     * algos_made, the book of those measured or taken so far in this process (NULL when none);
+     * algos_take, a book of earlier ones to take in place of measuring the same calls, before
+     * the first schedule is lowered: -1 with e saying why where its format or device is not this
+     * backend's (nothing is taken then). */
+    const algo_book *(*algos_made)(void);
+    int (*algos_take)(const algo_book *b, err *e);
 } ops_table;
 
 extern const ops_table ops_cpu;

@@ -2,6 +2,7 @@
 #include "io/profile.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,42 @@ static const h5_field check_fields[] = {
 };
 enum { N_CHECK_FIELDS = sizeof check_fields / sizeof *check_fields };
 
+typedef struct { /* fields in the table's order */
+    char *key;
+    int32_t algo;
+    int64_t ws;
+    double ms;
+    char *call;
+} algo_row;
+
+static const h5_field algo_fields[] = {
+    {"key", offsetof(algo_row, key), 's'},   {"algo", offsetof(algo_row, algo), 'i'}, {"ws", offsetof(algo_row, ws), 'l'},
+    {"ms", offsetof(algo_row, ms), 'd'},     {"call", offsetof(algo_row, call), 's'},
+};
+enum { N_ALGO_FIELDS = sizeof algo_fields / sizeof *algo_fields };
+
+/* b as the table profile/algos in g, with its format and device as attributes. */
+static int write_algos(hid_t g, const algo_book *b, err *e)
+{
+    int rc = -1;
+    hid_t d = H5I_INVALID_HID;
+    algo_row *rows = err_calloc((size_t)b->n + 1, sizeof *rows);
+    char (*keys)[ALGO_KEY_WORDS * 21] = err_calloc((size_t)b->n + 1, sizeof *keys);
+    for (int i = 0; i < b->n; i++) {
+        algo_key_format(b->v[i].key, keys[i], sizeof keys[i]);
+        rows[i] = (algo_row){.key = keys[i], .call = (char *)b->v[i].what, .algo = b->v[i].algo, .ws = b->v[i].ws, .ms = b->v[i].ms};
+    }
+    H5_TRY(h5_write_table(g, "algos", rows, sizeof *rows, (hsize_t)b->n, algo_fields, N_ALGO_FIELDS, e));
+    H5_CHECK(d = H5Dopen2(g, "algos", H5P_DEFAULT));
+    H5_TRY(h5_attr_str(d, "format", b->format, e));
+    H5_TRY(h5_attr_str(d, "device", b->device, e));
+    rc = 0;
+cleanup:
+    if (d >= 0) H5Dclose(d);
+    free(rows), free(keys);
+    return rc;
+}
+
 int profile_write(const char *path, bool force, const profile_data *d, err *e)
 {
     h5_file *f;
@@ -40,6 +77,7 @@ int profile_write(const char *path, bool force, const profile_data *d, err *e)
                           N_SAMPLE_FIELDS, e));
     H5_TRY(h5_write_table(g, "checks", d->checks, sizeof *d->checks, (hsize_t)d->n_checks, check_fields, N_CHECK_FIELDS,
                           e));
+    if (d->algos && d->algos->n) H5_TRY(write_algos(g, d->algos, e));
     H5Gclose(g);
     return h5_close(f, e);
 cleanup:
@@ -124,6 +162,9 @@ int profile_read(const char *path, timing_model *m, err *e)
     timing_fit(m, v, (int)n);
     free(v);
     H5_TRY(read_check_error(f, path, &m->error, e));
+    algo_book b; /* read by the backends that take them (profile_algos_give), checked here for every reader */
+    if (profile_algos_read(path, &b, e)) goto cleanup;
+    algo_book_free(&b);
     snprintf(m->source, sizeof m->source, "%s", path);
     snprintf(m->backend, sizeof m->backend, "%s", backend);
     rc = 0;
@@ -134,6 +175,63 @@ cleanup:
     if (d >= 0) H5Dclose(d);
     if (f >= 0) H5Fclose(f);
     return rc;
+}
+
+int profile_algos_read(const char *path, algo_book *b, err *e)
+{
+    int rc = -1;
+    hid_t f = H5I_INVALID_HID, d = H5I_INVALID_HID;
+    char *format = NULL, *device = NULL, where[300];
+    void *rows = NULL;
+    hsize_t n = 0;
+    memset(b, 0, sizeof *b);
+    if (h5_open_result(path, &f, e)) return -1;
+    if (H5Lexists(f, "profile", H5P_DEFAULT) <= 0 || H5Lexists(f, "profile/algos", H5P_DEFAULT) <= 0) {
+        H5Fclose(f);
+        return 0;
+    }
+    snprintf(where, sizeof where, "%s: /profile/algos", path);
+    H5_CHECK(d = H5Dopen2(f, "profile/algos", H5P_DEFAULT));
+    H5_TRY(h5_read_attr_str(d, where, "format", &format, e));
+    H5_TRY(h5_read_attr_str(d, where, "device", &device, e));
+    H5_TRY(h5_read_table(d, where, algo_fields, N_ALGO_FIELDS, sizeof(algo_row), &rows, &n, e));
+    snprintf(b->format, sizeof b->format, "%s", format), snprintf(b->device, sizeof b->device, "%s", device);
+    const algo_row *r = rows;
+    for (hsize_t i = 0; i < n; i++) {
+        algo_choice c = {.algo = r[i].algo, .ws = r[i].ws, .ms = r[i].ms};
+        err why;
+        if (!r[i].key || algo_key_parse(r[i].key, c.key, &why)) {
+            err_set(e, "%s: row %llu: key: %s", where, (unsigned long long)i, r[i].key ? why.msg : "empty");
+            goto cleanup;
+        }
+        if (c.algo < 0 || c.ws < 0) {
+            err_set(e, "%s: row %llu: algorithm %d, workspace %lld: expected both >= 0", where, (unsigned long long)i, c.algo,
+                    (long long)c.ws);
+            goto cleanup;
+        }
+        snprintf(c.what, sizeof c.what, "%s", r[i].call ? r[i].call : "");
+        algo_book_put(b, &c);
+    }
+    rc = 0;
+cleanup:
+    if (rc) algo_book_free(b);
+    h5_table_free(rows, n, sizeof(algo_row), algo_fields, N_ALGO_FIELDS);
+    free(format), free(device);
+    if (d >= 0) H5Dclose(d);
+    H5Fclose(f);
+    return rc;
+}
+
+int profile_algos_give(const char *path, const ops_table *ops, err *e)
+{
+    algo_book b;
+    if (!ops->algos_take) return 0;
+    if (profile_algos_read(path, &b, e)) return -1;
+    err why;
+    if (b.n && ops->algos_take(&b, &why)) fprintf(stderr, "note: %s: its %d algorithm choices are not used: %s\n", path, b.n, why.msg);
+    else if (b.n) fprintf(stderr, "note: %s: %d algorithm choices taken, measured on %s\n", path, b.n, b.device);
+    algo_book_free(&b);
+    return 0;
 }
 
 int profile_device(const char *path, const sim_device *base, sim_device *d, timing_model *m, err *e)

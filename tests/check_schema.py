@@ -309,6 +309,7 @@ PROFILE_SAMPLES = {"net": STR, "plan": STR, "key": STR, "class": STR, "batch": I
                    "x": F64, "work": F64, "us": F64}
 PROFILE_CHECKS = {"net": STR, "plan": STR, "batch": I32, "image": I32, "held_out": I32,
                   "predicted_us": F64, "measured_us": F64, "fitted": F64}
+PROFILE_ALGOS = {"key": STR, "algo": I32, "ws": I64, "ms": F64, "call": STR}
 PARETO_POINTS = {"plan": STR, "source": STR, "peak": I64, "arena": I64, "time_us": F64, "frontier": I32}
 PARETO_POINTS_BEFORE_ARENA = {k: v for k, v in PARETO_POINTS.items() if k != "arena"}  # files written before 2026-11-27
 
@@ -318,11 +319,18 @@ def check_profile(f):
     for name, want in (("backend", STR), ("cpu", STR), ("threads", I32)):
         check_attr(f, "/", name, want)
     g = check_group(f, "/", "profile")
-    check_only(g, "/profile", {}, ("samples", "checks"))
+    check_only(g, "/profile", {}, ("samples", "checks", "algos"))
     samples = check_table(g, "/profile", "samples", list(PROFILE_SAMPLES.items()))
     if samples.shape[0] == 0:
         raise Problem("/profile/samples: empty")
     check_table(g, "/profile", "checks", list(PROFILE_CHECKS.items()))
+    if "algos" in g:  # cuda's measured algorithm choices (LRCNN_CUDNN_FIND=1), since 2026-11-30
+        algos = check_table(g, "/profile", "algos", list(PROFILE_ALGOS.items()))
+        for name in ("format", "device"):
+            check_attr(algos, "/profile/algos", name, STR)
+        extra = sorted(set(algos.attrs) - {"format", "device"})
+        if extra:
+            raise Problem("/profile/algos: attribute %s is not in SCHEMA.md" % extra[0])
 
 
 def check_pareto(f):

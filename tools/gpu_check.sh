@@ -106,6 +106,19 @@ print(sys.argv[2], 'iteration ms:', ' '.join('%.1f' % (t / 1e3) for t in m['iter
     limit 10 "$log" "$py" -c "import h5py, sys; m = h5py.File(sys.argv[1])['runs/00000/measured'];
 print('LRCNN_CUDNN_FIND=' + sys.argv[2], 'iteration ms:', ' '.join('%.1f' % (t / 1e3) for t in m['iter_us'][()]))" "$d/find$find.h5" $find
   done
+  # the measured choices kept in a device profile (io/profile.h): calibrate in find mode stores them
+  # (profile/algos), and a run given that profile takes them rather than measuring again (its note
+  # says how many); the wall time of the run that measures against the one that takes
+  LRCNN_CUDNN_FIND=1 limit 90 "$log" "$bin/lrcnn" calibrate --backend $backend --net $net $image --batch 32 --plan layer \
+    --check none --iters 2 -o "$d/prof.h5"
+  limit 10 "$log" "$py" -c "import h5py, sys; a = h5py.File(sys.argv[1])['profile'].get('algos')
+print('profile/algos:', 'none (this backend measures no choices)' if a is None else '%d choices, measured on %s' % (len(a), a.attrs['device']))" "$d/prof.h5"
+  for run in measures takes; do
+    t0=$(date +%s.%N)
+    LRCNN_CUDNN_FIND=1 limit 60 "$log" "$bin/lrcnn" train --net $net $image --batch 32 --plan layer --iters 2 --backend $backend \
+      --no-cupti $([ $run = takes ] && echo --profile "$d/prof.h5") -o "$d/$run.h5"
+    echo "the run that $run its choices: $(echo "$(date +%s.%N) - $t0" | bc) s of wall time" >>"$log"
+  done
   if [ $cpu = 0 ]; then LRCNN_CUDNN_FIND=1 limit 90 "$log" "$tests/test_cuda"; fi
   rm -rf "$d"
 fi

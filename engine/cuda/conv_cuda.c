@@ -13,10 +13,12 @@ static const float one = 1.0f, zero_f = 0.0f;
 
 /* --- the policy and its cache ------------------------------------------------------------------- */
 
-enum { KEY_WORDS = 32 };
+/* A call's key: its words, in this order, are the key format CONV_KEY_FORMAT (engine/algo_book.h);
+ * any change to them is a new format, so that no stored choice is read in another's words. */
+#define CONV_KEY_FORMAT "cudnn-conv 1"
 
 typedef struct {
-    int64_t k[KEY_WORDS];
+    int64_t k[ALGO_KEY_WORDS];
 } conv_key;
 
 typedef struct {
@@ -39,11 +41,27 @@ static struct {
     int (*algo)[3];                   /* per layer: what each direction last ran */
     int64_t (*ws)[3];
     int n_layers;
+    algo_book made, given;          /* measured (or taken) in this process; taken from a profile */
 } g;
 
-void conv_cuda_init(cudnnHandle_t dnn, cudaStream_t stream, int64_t ws_limit, bool deterministic, bool find)
+void conv_cuda_init(cudnnHandle_t dnn, cudaStream_t stream, int64_t ws_limit, bool deterministic, bool find, const char *device)
 {
     g.dnn = dnn, g.stream = stream, g.limit = ws_limit, g.deterministic = deterministic, g.find = find;
+    snprintf(g.made.format, sizeof g.made.format, "%s", CONV_KEY_FORMAT);
+    snprintf(g.made.device, sizeof g.made.device, "%s", device);
+}
+
+const algo_book *conv_cuda_made(void) { return g.made.n ? &g.made : NULL; }
+
+int conv_cuda_take(const algo_book *b, err *e)
+{
+    if (!g.find) return err_set(e, "this run ranks by cuDNN's heuristic; LRCNN_CUDNN_FIND=1 takes them");
+    if (strcmp(b->format, CONV_KEY_FORMAT))
+        return err_set(e, "its choices are keyed as '%s', this build's as '%s'", b->format, CONV_KEY_FORMAT);
+    if (strcmp(b->device, g.made.device)) return err_set(e, "its choices were measured on %s, this is %s", b->device, g.made.device);
+    algo_book_free(&g.given);
+    algo_book_copy(&g.given, b);
+    return 0;
 }
 
 void conv_cuda_close(void)
@@ -57,6 +75,7 @@ void conv_cuda_close(void)
         if (e->conv) CUDNN_CHECK(cudnnDestroyConvolutionDescriptor(e->conv));
     }
     free(g.table), free(g.algo), free(g.ws);
+    algo_book_free(&g.made), algo_book_free(&g.given);
     memset(&g, 0, sizeof g);
 }
 
@@ -81,7 +100,7 @@ static conv_key key_of(const net_layer *l, int c_in, const dnn_call *c)
 static uint64_t hash(const conv_key *k)
 {
     uint64_t h = 1469598103934665603ULL;
-    for (int i = 0; i < KEY_WORDS; i++) h = (h ^ (uint64_t)k->k[i]) * 1099511628211ULL;
+    for (int i = 0; i < ALGO_KEY_WORDS; i++) h = (h ^ (uint64_t)k->k[i]) * 1099511628211ULL;
     return h;
 }
 
@@ -145,6 +164,7 @@ typedef struct {
     cudnnStatus_t status;
     int64_t memory;
     bool deterministic;
+    double ms;                        /* measured: its time; the heuristic's: -1 */
 } ranked;
 
 /* The call's algorithms ranked, best first: cuDNN's heuristic (cudnnGet*Algorithm_v7), or when
@@ -162,21 +182,24 @@ static int rank_by(const conv_choice *e, dnn_op op, bool measured, ranked *out, 
                       : cudnnGetConvolutionForwardAlgorithm_v7(g.dnn, e->x, e->w, e->conv, e->y, max, &got, p);
         for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < got; i++)
             if (!measured || p[i].mathType == CUDNN_FMA_MATH)
-                out[n++] = (ranked){p[i].algo, p[i].status, (int64_t)p[i].memory, p[i].determinism == CUDNN_DETERMINISTIC};
+                out[n++] = (ranked){p[i].algo, p[i].status, (int64_t)p[i].memory, p[i].determinism == CUDNN_DETERMINISTIC,
+                                    measured ? p[i].time : -1};
     } else if (op == DNN_CONV_BWD_DATA) {
         cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
         st = measured ? cudnnFindConvolutionBackwardDataAlgorithm(g.dnn, e->w, e->y, e->conv, e->x, max, &got, p)
                       : cudnnGetConvolutionBackwardDataAlgorithm_v7(g.dnn, e->w, e->y, e->conv, e->x, max, &got, p);
         for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < got; i++)
             if (!measured || p[i].mathType == CUDNN_FMA_MATH)
-                out[n++] = (ranked){p[i].algo, p[i].status, (int64_t)p[i].memory, p[i].determinism == CUDNN_DETERMINISTIC};
+                out[n++] = (ranked){p[i].algo, p[i].status, (int64_t)p[i].memory, p[i].determinism == CUDNN_DETERMINISTIC,
+                                    measured ? p[i].time : -1};
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
         st = measured ? cudnnFindConvolutionBackwardFilterAlgorithm(g.dnn, e->x, e->y, e->conv, e->w, max, &got, p)
                       : cudnnGetConvolutionBackwardFilterAlgorithm_v7(g.dnn, e->x, e->y, e->conv, e->w, max, &got, p);
         for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < got; i++)
             if (!measured || p[i].mathType == CUDNN_FMA_MATH)
-                out[n++] = (ranked){p[i].algo, p[i].status, (int64_t)p[i].memory, p[i].determinism == CUDNN_DETERMINISTIC};
+                out[n++] = (ranked){p[i].algo, p[i].status, (int64_t)p[i].memory, p[i].determinism == CUDNN_DETERMINISTIC,
+                                    measured ? p[i].time : -1};
     }
     if (st == CUDNN_STATUS_SUCCESS) return n;
     if (measured) return -1;
@@ -185,10 +208,11 @@ static int rank_by(const conv_choice *e, dnn_op op, bool measured, ranked *out, 
 }
 
 /* The ranking the policy reads: measured in find mode, unless the measurement failed; else (and
- * then) the heuristic's. */
-static int rank(const conv_choice *e, dnn_op op, ranked *out, int max)
+ * then) the heuristic's. *measured: which. */
+static int rank(const conv_choice *e, dnn_op op, ranked *out, int max, bool *measured)
 {
     int n = g.find ? rank_by(e, op, true, out, max) : -1;
+    *measured = n >= 0;
     return n >= 0 ? n : rank_by(e, op, false, out, max);
 }
 
@@ -210,18 +234,49 @@ static const char *op_name(dnn_op op)
     return op == DNN_CONV_FWD ? "forward" : op == DNN_CONV_BWD_DATA ? "backward-data" : "backward-filter";
 }
 
-/* The two tiers of conv_cuda.h; fatal when neither leaves an algorithm. */
+/* Call c of layer l in words: "layer 'conv1', forward convolution of x 8x3x224x224 ..., pad 1". */
+static void call_words(const net_layer *l, const dnn_call *c, char *out, size_t len)
+{
+    char x[96], y[96];
+    dnn_tensor_str(&c->xt, x, sizeof x), dnn_tensor_str(&c->yt, y, sizeof y);
+    snprintf(out, len, "layer '%s', %s convolution of x %s, y %s, pad %d", l->name, op_name(c->op), x, y, c->pad);
+}
+
+/* The choice stored for e's call (conv_cuda_take), where cuDNN still runs it within the limit: its
+ * workspace asked again (a stored one is not trusted). */
+static bool take_stored(conv_choice *e, dnn_op op)
+{
+    const algo_choice *s = g.given.n ? algo_book_find(&g.given, e->key.k) : NULL;
+    int64_t bytes = 0;
+    if (!s || probe(e, op, s->algo, &bytes) != CUDNN_STATUS_SUCCESS || bytes > g.limit || (g.deterministic && nondeterministic(op, s->algo)))
+        return false;
+    algo_choice kept = *s;
+    kept.ws = bytes;
+    algo_book_put(&g.made, &kept);
+    e->algo = s->algo, e->ws = bytes;
+    return true;
+}
+
+/* The two tiers of conv_cuda.h, after a stored choice; fatal when neither leaves an algorithm. */
 static void choose(conv_choice *e, const net_layer *l, const dnn_call *c)
 {
     enum { MAX = 8 };
     dnn_op op = c->op;
+    if (take_stored(e, op)) return;
     int count = op == DNN_CONV_FWD ? CUDNN_CONVOLUTION_FWD_ALGO_COUNT
               : op == DNN_CONV_BWD_DATA ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT : CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
     ranked r[MAX];
-    int n = rank(e, op, r, count < MAX ? count : MAX);
+    bool measured;
+    int n = rank(e, op, r, count < MAX ? count : MAX, &measured);
     for (int i = 0; i < n; i++) /* 1: the ranking's first within the limit */
         if (r[i].status == CUDNN_STATUS_SUCCESS && r[i].memory <= g.limit && (!g.deterministic || r[i].deterministic)) {
             e->algo = r[i].algo, e->ws = r[i].memory;
+            if (measured) { /* kept for the profile (algo_book.h) */
+                algo_choice m = {.algo = e->algo, .ws = e->ws, .ms = r[i].ms};
+                memcpy(m.key, e->key.k, sizeof m.key);
+                call_words(l, c, m.what, sizeof m.what);
+                algo_book_put(&g.made, &m);
+            }
             return;
         }
     e->algo = -1;
@@ -240,10 +295,10 @@ static void choose(conv_choice *e, const net_layer *l, const dnn_call *c)
                                    s == CUDNN_STATUS_SUCCESS && !fits ? " (past the limit or not deterministic)" : "");
     }
     if (e->algo >= 0) return;
-    char x[96], y[96], msg[1600];
-    dnn_tensor_str(&c->xt, x, sizeof x), dnn_tensor_str(&c->yt, y, sizeof y);
-    snprintf(msg, sizeof msg, "layer '%s', %s convolution of x %s, y %s, pad %d: no algorithm within %lld bytes%s (%s)", l->name,
-             op_name(op), x, y, c->pad, (long long)g.limit, g.deterministic ? " and deterministic" : "", seen);
+    char call[ALGO_TEXT], msg[1600];
+    call_words(l, c, call, sizeof call);
+    snprintf(msg, sizeof msg, "%s: no algorithm within %lld bytes%s (%s)", call, (long long)g.limit,
+             g.deterministic ? " and deterministic" : "", seen);
     cu_fatal("choosing a cuDNN convolution algorithm", msg, __FILE__, __LINE__);
 }
 

@@ -2,7 +2,10 @@
  * algorithm policy that the workspace model and the run share; and that workspace model.
  *
  * The policy, for one call (direction, its tensors' sizes and strides, padding, stride, dilation,
- * groups, FMA math, determinism, the workspace limit), cached with the call's descriptors:
+ * groups, FMA math, determinism, the workspace limit, the policy: its key), cached with the call's
+ * descriptors:
+ *   0. a choice stored for the same key (engine/algo_book.h: a profile's, conv_cuda_take; so only in
+ *      find mode, which stores them), when cuDNN still gives its workspace within the limit;
  *   1. cuDNN's heuristic ranking (cudnnGet*Algorithm_v7), or with LRCNN_CUDNN_FIND=1 its measured
  *      one (cudnnFind*Algorithm: every algorithm of the direction run once on scratch cuDNN
  *      allocates, fastest first; those it timed with TF32 left out), once a call shape and
@@ -30,7 +33,8 @@
 
 #include "engine/ops.h"
 
-void conv_cuda_init(cudnnHandle_t dnn, cudaStream_t stream, int64_t ws_limit, bool deterministic, bool find);
+/* device: the device and cuDNN in words, stamped on the choices this process measures. */
+void conv_cuda_init(cudnnHandle_t dnn, cudaStream_t stream, int64_t ws_limit, bool deterministic, bool find, const char *device);
 /* Destroys the cached descriptors (ops_cuda_close). */
 void conv_cuda_close(void);
 
@@ -38,6 +42,11 @@ void conv_cuda_close(void);
  * backward adds to dw (weights then bias) and dx as the call says. */
 void conv_cuda_forward(const ops_call *c);
 void conv_cuda_backward(const ops_call *c);
+
+/* ops_table's algos_made and algos_take (engine/ops.h): what tier 1 measured in find mode, and
+ * tier 0's book (its format and device must be this process's). */
+const algo_book *conv_cuda_made(void);
+int conv_cuda_take(const algo_book *b, err *e);
 
 /* The workspace model's answer for a convolution (0 for any other kind). */
 int64_t conv_cuda_ws_bytes(const net *n, const sched_ws_query *q);

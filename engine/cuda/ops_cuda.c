@@ -495,7 +495,8 @@ static const ops_table cuda_table = {.backend = "cuda", .forward = cuda_forward,
                                      .stage = cu_stage, .copy = cu_copy, .zero = cu_zero, .copy2d = cu_copy2d,
                                      .sgd = cu_sgd, .adam = cu_adam, .sync = cu_sync, .tag = watch_tag,
                                      .encode = codec_cuda_encode, .decode = codec_cuda_decode, .encodes = codec_cuda_encodes,
-                                     .prepare = cu_prepare, .device_mark = watch_mark, .device_report = cu_device_report};
+                                     .prepare = cu_prepare, .device_mark = watch_mark, .device_report = cu_device_report,
+                                     .algos_made = conv_cuda_made, .algos_take = conv_cuda_take};
 
 const ops_table *ops_cuda_open(bool profile, err *e)
 {
@@ -526,7 +527,12 @@ const ops_table *ops_cuda_open(bool profile, err *e)
     CUDA_CHECK(cudaMalloc(&g.blas_ws, BLAS_WS_BYTES)); /* cuBLAS's own, counted apart (ops_device.outside_pool) */
     CUBLAS_CHECK(cublasSetWorkspace(g.blas, g.blas_ws, BLAS_WS_BYTES));
     const char *det = getenv("LRCNN_CUDNN_DETERMINISTIC"), *mb = getenv("LRCNN_CUDNN_WS_MB"), *find = getenv("LRCNN_CUDNN_FIND");
-    conv_cuda_init(g.dnn, g.compute, (int64_t)(mb && atol(mb) > 0 ? atol(mb) : 256) << 20, det && *det == '1', find && *find == '1');
+    ops_device d = {0};
+    char device[ALGO_TEXT];
+    watch_describe(&d);
+    snprintf(device, sizeof device, "%s (compute capability %s), cuDNN %s", d.name, d.capability, d.dnn);
+    conv_cuda_init(g.dnn, g.compute, (int64_t)(mb && atol(mb) > 0 ? atol(mb) : 256) << 20, det && *det == '1', find && *find == '1',
+                   device);
     g.open = true;
     return &cuda_table;
 }

@@ -427,6 +427,28 @@ def h5_cases():
         out.append(("h5", "--init-weights: " + label, ["train", "--net", "vgg-small", "--iters", "1", "--init-weights", "{file}", "-o", "{o}"],
                     fill, None))
         out.append(("h5", "merge: " + label, ["merge", "{o}", "{file}"], fill, None))
+
+    def profile_with_algos(key):
+        """A device profile with one sample and one stored algorithm choice keyed `key`."""
+        def fill(f):
+            result(f)
+            text = h5py.string_dtype()
+            f.attrs["kind"], f.attrs["backend"] = "profile", "cuda"
+            f.create_dataset("profile/samples", data=np.array(
+                [("vgg-small", "layer", "fwd conv", "fwd conv", 4, 0, 64.0, 1e6, 10.0)],
+                dtype=[("net", text), ("plan", text), ("key", text), ("class", text), ("batch", "i4"), ("step", "i4"),
+                       ("x", "f8"), ("work", "f8"), ("us", "f8")]))
+            a = f.create_dataset("profile/algos", data=np.array(
+                [(key, 1, 0, 0.5, "layer 'conv1_1', forward")],
+                dtype=[("key", text), ("algo", "i4"), ("ws", "i8"), ("ms", "f8"), ("call", text)]))
+            a.attrs["format"], a.attrs["device"] = "cudnn-conv 1", "NVIDIA H200 (compute capability 9.0), cuDNN 9.14.0"
+        return make(fill)
+
+    # a stored algorithm choice whose key is not 32 integers: every --profile reader refuses it
+    short = profile_with_algos("1 2 3")
+    out.append(("h5", "--profile: an algorithm key of three words", ["sim", "--net", "vgg-small", "--profile", "{file}"], short, None))
+    out.append(("h5", "train --profile: an algorithm key of three words",
+                ["train", "--net", "vgg-small", "--iters", "1", "--profile", "{file}", "-o", "{o}"], short, None))
     return out
 
 
