@@ -49,6 +49,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 sys.path.insert(0, HERE)
 import import_cases  # noqa: E402
 from lrcnn_torch import Checkpointed, PlanError, apply_plan, frozen_bn, gradient_deviation, measured_prediction  # noqa: E402
+from lrcnn_torch.rows import RowSegment  # noqa: E402
 
 failures = 0
 TORCH2 = int(torch.__version__.split(".")[0]) >= 2  # PyTorch 2.x, whose rules differ (lrcnn's +torch2)
@@ -123,8 +124,10 @@ def held_as_predicted(name, plan, model, wrapped, x, views=False):
     keep their whole source; lrcnn counts a slice as a copy kept alone (docs/plans.md), so its
     kept bytes are shown, not compared. Not predicted, and taken off what is kept: the CPU
     generator's state (torch.get_rng_state(), 5 KB) a checkpoint with a random layer keeps to draw
-    the same numbers again."""
-    rng = sum(torch.get_rng_state().numel() for m in wrapped.modules() if isinstance(m, Checkpointed) and m.random)
+    the same numbers again, and each band of a row segment with one (ConvNeXt's stochastic depth)."""
+    kept_states = sum(1 for m in wrapped.modules() if isinstance(m, Checkpointed) and m.random) + sum(
+        m.geo["bands"] for m in wrapped.modules() if isinstance(m, RowSegment) and m.random)
+    rng = kept_states * torch.get_rng_state().numel()
     kept, pred = forward_bytes(wrapped, x, 4) - rng, wrapped.predicted
     if rng:
         name += " (less %d B of generator state)" % rng
@@ -374,6 +377,13 @@ def main(lrcnn):
     compare("unet", unet.unet, (3, 64, 64), ["2ps:4", "overl:4", "ckpt-sqrt", "vdnn-conv"], lrcnn, "frozen", 1e-5)
     # ceil-mode max pools in bands: the map's last window hangs over its end (SqueezeNet, GoogLeNet)
     compare("squeezenet1_1", torchvision.models.squeezenet1_1, (3, 65, 65), ["2ps:2", "overl:3"], lrcnn, "frozen", 1e-5)
+    # what moves values without reading across rows, in bands: ShuffleNet's size reads, channel
+    # shuffles and chunks (its kept bytes beside, views); what reads a pixel's channels alone:
+    # ConvNeXt's LayerNorm2d and its blocks' channels-last LayerNorm and Linears, with its
+    # stochastic depth drawing in every band what the plain module draws (a non-square image)
+    compare("shufflenet_v2_x0_5", torchvision.models.shufflenet_v2_x0_5, (3, 64, 64), ["2ps:4", "overl-h"], lrcnn, "frozen", 1e-5,
+            views=True)
+    compare("convnext_tiny", torchvision.models.convnext_tiny, (3, 64, 80), ["2ps:4", "overl:3"], lrcnn, "frozen", 1e-5)
     refused = [("overl:2", "BatchNorm with bn=train"), ("layer+zfp:rate=8", "the encoding zfp:rate=8"),
                ("ckpt-opt:1KiB", "no checkpointing plan fits"), ("nosuch", "unknown plan")]
     if TORCH2:  # 2.x's mean keeps no input, so resnet18's last relu output is kept for its sign alone: binarize takes it

@@ -20,11 +20,16 @@ map with them (its output is what its backward keeps). Before these, ResNet-50 2
 b8 held 37% above the prediction at its peak (PyTorch 2.5.1, CPU).
 
 What a band computes: convolutions (any stride, dilation, groups; padding along W as the module's),
-max and average pooling (floor mode; average counting the padding), nearest upsampling by a whole
-scale, BatchNorm with its running
-statistics (the plan's bn=frozen: the only mode whose statistics a band can use alone), the
-elementwise modules and functions, sums and channel concatenations. Anything else in a row segment
-is refused by name for now.
+max pooling (floor or ceil mode) and average pooling (floor mode, counting the padding), nearest
+upsampling by a whole scale, BatchNorm with its running statistics (the plan's bn=frozen: the only
+mode whose statistics a band can use alone), the elementwise modules and functions, a map scaled by
+a parameter, sums and channel concatenations; what moves values without reading across rows (a
+size read, ShuffleNet's channel shuffle, channel chunks: through); what reads each pixel's channels
+alone (torchvision's LayerNorm2d, and ConvNeXt's block between its permutes to channels-last and
+back: LayerNorm, Linear, GELU: pixels); and stochastic depth, one draw an image, each band drawing
+from the generator's state at the segment's start (so every band draws what the plain module does).
+Anything else in a row segment is refused by name for now (a bilinear upsampling, a pool over the
+whole map as squeeze-and-excitation has).
 """
 import contextlib
 import operator
@@ -34,30 +39,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-ELEMENTWISE = (nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.Sigmoid, nn.SiLU, nn.GELU, nn.Hardswish, nn.Hardsigmoid, nn.Identity)
-FUNCTIONS = {F.relu, torch.relu, F.relu6, torch.sigmoid, F.silu, F.gelu, F.hardswish, F.hardsigmoid}
-METHODS = {"relu", "relu_", "sigmoid"}
-
-
-def cat(tensors, dim=0):
-    """torch.cat, but a cat of one tensor is that tensor, not a copy of it, as lrcnn's importer takes
-    it (apply_plan puts it in place of torch.cat([x], dim): DenseNet's first layer of each block).
-    Named as torch's: split_module names a segment's nodes after their functions, numbered in order,
-    and the segments find their layers by those names, so a node must keep its function's name."""
-    return tensors[0] if len(tensors) == 1 else torch.cat(tensors, dim)
-
-
-def is_cat(node):
-    return node.op == "call_function" and node.target in (torch.cat, cat)
-
-
-def is_same_map(node):
-    """A cat of one map, which is that map (cat)."""
-    return node.op == "call_function" and node.target is cat and len(node.args[0]) == 1
-
-
-class Unsupported(Exception):
-    pass
+from lrcnn_torch.band_ops import (Unsupported, cat, check_node, check_per_pixel, draws, is_cat, is_map, is_same_map,  # noqa: F401
+                                  is_stochastic_depth, out_height, passes_through, per_pixel_nodes, rectifies, scales, upsample_scale,
+                                  pair, window, _tensors)
 
 
 _PLAIN = []  # a stack: the maps checkpoints hold as they are, noted while an encoding's forward runs
@@ -104,56 +88,15 @@ def cut(t, a, b):
     return t if a == 0 and b == t.shape[2] else t.narrow(2, a, b - a)
 
 
-def pair(v):
-    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+def _generator_state(x):
+    """The state of the generators x's device draws from (the CPU's, and x's GPU's)."""
+    return torch.get_rng_state(), torch.cuda.get_rng_state(x.device) if x.is_cuda else None
 
 
-def window(node, m):
-    """(k, s, p, d) along H of node (module m or None): a convolution's or a pool's; 1, 1, 0, 1 else."""
-    if isinstance(m, nn.Conv2d):
-        return m.kernel_size[0], m.stride[0], m.padding[0], m.dilation[0]
-    if isinstance(m, (nn.MaxPool2d, nn.AvgPool2d)):
-        return pair(m.kernel_size)[0], pair(m.stride or m.kernel_size)[0], pair(m.padding)[0], pair(getattr(m, "dilation", 1))[0]
-    return 1, 1, 0, 1
-
-
-def out_height(h, k, s, p, d, ceil):
-    """The height of a window's output over h rows, as PyTorch's pools count it: in ceil mode the last
-    window may hang over the map's end, but not start past it and its padding."""
-    n = h + 2 * p - d * (k - 1) - 1
-    out = (-(-n // s) if ceil else n // s) + 1
-    return out - 1 if ceil and (out - 1) * s >= h + p else out
-
-
-def upsample_scale(m):
-    """A nearest Upsample's whole scale, the same along H and W; None otherwise (or sized by size=)."""
-    s = m.scale_factor
-    if m.size is not None or s is None:
-        return None
-    h, w = pair(s)
-    return int(h) if h == w and float(h) == int(h) and h >= 1 else None
-
-
-def check_node(node, m, where):
-    """Refuses what a band cannot compute here."""
-    if node.op == "call_module":
-        if isinstance(m, nn.Conv2d) and m.padding_mode != "zeros":
-            raise Unsupported("%s: padding_mode %s" % (where, m.padding_mode))
-        if isinstance(m, nn.AvgPool2d) and m.ceil_mode:
-            raise Unsupported("%s: a ceil-mode average pool" % where)
-        if isinstance(m, nn.AvgPool2d) and not m.count_include_pad:
-            raise Unsupported("%s: average pooling without the padding counted" % where)
-        if isinstance(m, nn.Upsample) and (m.mode != "nearest" or upsample_scale(m) is None):
-            raise Unsupported("%s: %s upsampling (only nearest, by a whole scale along H and W)" % (where, m.mode))
-        if not isinstance(m, (nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d, nn.BatchNorm2d, nn.Upsample) + ELEMENTWISE):
-            raise Unsupported("%s: %s" % (where, type(m).__name__))
-    elif node.op == "call_function":
-        if node.target not in FUNCTIONS and node.target not in (operator.add, torch.add) and not is_cat(node):
-            raise Unsupported("%s: %s" % (where, getattr(node.target, "__name__", node.target)))
-        if is_cat(node) and (node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)) not in (1, -3):
-            raise Unsupported("%s: a concatenation along another dimension than the channels" % where)
-    elif node.op == "call_method" and node.target not in METHODS:
-        raise Unsupported("%s: method %s" % (where, node.target))
+def _set_generator_state(x, state):
+    torch.set_rng_state(state[0])
+    if state[1] is not None:
+        torch.cuda.set_rng_state(state[1], x.device)
 
 
 class Handoff(torch.autograd.Function):
@@ -271,13 +214,6 @@ class Bordered(torch.autograd.Function):
                 list(pair(getattr(m, "dilation", 1))))
 
 
-def rectifies(node, m):
-    """Whether node is a ReLU: relu(relu(x)) = relu(x), and its gradient is a mask of its output."""
-    if m is not None:
-        return isinstance(m, nn.ReLU)
-    return node.target in (F.relu, torch.relu) or (node.op == "call_method" and node.target in ("relu", "relu_"))
-
-
 class RowSegment(nn.Module):
     """One row segment of a split module (`inner`, its submodule), band by band: OverL's bands each
     on its own, 2PS's in order, each handing the next the rows it computed that the next reads
@@ -290,19 +226,26 @@ class RowSegment(nn.Module):
         self.inner, self.geo = inner, seg["forward"]
         self.modules_of = dict(inner.named_modules())
         self.layer_of = layer_of
+        # its inputs: the map, then any parameter a node reads (split_module passes them in: ConvNeXt's layer scale)
+        self.inputs = [n for n in inner.graph.nodes if n.op == "placeholder"]
+        for n in self.inputs[1:]:
+            n.meta["lrcnn_param"] = True
+        self.pixels_of = per_pixel_nodes(inner.graph)
         for node in inner.graph.nodes:
             if node.op in ("placeholder", "output", "get_attr"):
                 continue
             m = self.modules_of.get(node.target) if node.op == "call_module" else None
+            if node in self.pixels_of:
+                check_per_pixel(node, m, "node '%s'" % node.name)
+                continue
             check_node(node, m, "node '%s'" % node.name)
             if isinstance(m, nn.BatchNorm2d) and bn != "frozen":
                 raise Unsupported("node '%s': BatchNorm with bn=%s (a band normalizes with running statistics only: bn=frozen)"
                                   % (node.name, bn))
+            if node.name not in self.layer_of and passes_through(node):
+                continue  # a size, a shuffle's view or transpose, a chunk: no layer of its own
             if self.layer_of.get(node.name) not in self.geo["band"][0]["layers"]:
                 raise Unsupported("node '%s' has no layer of the segment" % node.name)
-        inputs = [n for n in inner.graph.nodes if n.op == "placeholder"]
-        if len(inputs) != 1:
-            raise Unsupported("a row segment reading %d tensors" % len(inputs))
         bands = self.geo["band"]
         rows = lambda v: v[1] > v[0]  # noqa: E731
         # a cat of one map is that map (cat): it hands no boundary of its own, which would be the
@@ -310,6 +253,12 @@ class RowSegment(nn.Module):
         self.bounded = [n for n in inner.graph.nodes if n.op != "placeholder" and n.name in layer_of and layer_of[n.name] in bands[0]["layers"]
                         and not is_same_map(n) and any(rows(b["layers"][layer_of[n.name]]["keep"]) for b in bands)]
         self.handing = set(self.bounded)
+        if self.handing & self.pixels_of:
+            raise Unsupported("node '%s': a channels-last map whose rows a band hands on" % next(iter(self.handing & self.pixels_of)).name)
+        # stochastic depth draws one number an image: every band starts from the generator's state
+        # at the segment's start and draws what the plain module draws, those of a layer it computes
+        # no rows of too (band), so that the later ones are the same
+        self.random = {n for n in inner.graph.nodes if draws(n)}
         # a band lets go of each value after its last reader, as the engine frees a buffer: holding
         # them to the band's end would keep the band's every map alive at its recomputation's end
         self.last_read = {}
@@ -326,7 +275,7 @@ class RowSegment(nn.Module):
         assert t is not None and row0 <= a and b <= row0 + t.shape[2], "a band must hold what its layers read"
         return cut(t, a - row0, b - row0), max(-lo, 0), max(hi - h, 0)
 
-    def band(self, r, x, received):
+    def band(self, r, x, received, *params):
         """Band r: the rows it computes of the segment's last layer, then the boundaries it hands
         on (one per layer in self.bounded, zero rows where it hands none)."""
         geo, prev = self.geo["band"][r]["layers"], self.geo["band"][r - 1]["layers"] if r else None
@@ -334,29 +283,78 @@ class RowSegment(nn.Module):
         env, handed = {}, {}
         for node in self.inner.graph.nodes:
             if node.op == "placeholder":
-                env[node] = (x, 0, x.shape[2])
+                env[node] = (x, 0, x.shape[2]) if node is self.inputs[0] else (params[self.inputs.index(node) - 1], None, None)
+                continue
+            if node.op == "get_attr":  # a parameter (ConvNeXt's layer scale)
+                env[node] = (self.inner.get_parameter(node.target), None, None)
                 continue
             if node.op == "output":
                 last = node.args[0]
                 t, row0, _ = env[last]
                 a, b = geo[self.layer_of[last.name]]["out"]
                 return (cut(t, a - row0, b - row0),) + tuple(handed[n] for n in self.bounded)
-            layer = self.layer_of[node.name]
+            layer = self.layer_of.get(node.name)
             g = got.pop(node, None)
-            env[node] = self.value(node, env, geo[layer]["out"], prev[layer]["keep"] if g is not None else None, g)
+            if node in self.random and geo[layer]["out"][1] <= geo[layer]["out"][0]:  # the draws alone: on no rows
+                node.target(x.new_empty((x.shape[0], 1, 0, 1)), *node.args[1:], **node.kwargs)
+            if node in self.pixels_of:  # a pixel's channels: on what the band holds
+                env[node] = self.pixels(node, env)
+            elif layer is None:  # passes through (a size, a view): what the band holds of its input
+                env[node] = self.through(node, env)
+            else:
+                env[node] = self.value(node, env, geo[layer]["out"], prev[layer]["keep"] if g is not None else None, g)
             if node in self.handing:  # taken now: the layer's rows may be let go of before the band ends
                 env[node], handed[node] = self.handoff(env[node], geo[layer]["keep"])
             for i in node.all_input_nodes:
                 if self.last_read[i] is node:
                     del env[i]
 
+    @staticmethod
+    def through(node, env):
+        """node run on what the band holds of its inputs (a value, its first row, the map's full
+        height: those of its first input), nothing where the band holds none; a 4-d map it makes
+        must have its input's rows and width, a 5-d one (a shuffle's view) have them last."""
+        src = env[node.all_input_nodes[0]]
+        if src[0] is None:
+            return src
+        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: env[n][0])
+        y = getattr(args[0], node.target)(*args[1:], **kwargs) if node.op == "call_method" else node.target(*args, **kwargs)
+        rows = next((t.shape[-2:] for t in _tensors(src[0]) if t.dim() in (4, 5)), None)
+        for t in _tensors(y):
+            if rows is not None and t.dim() in (4, 5) and t.shape[-2:] != rows:
+                raise RuntimeError("node '%s' makes a map of %s from one of %s rows and columns: it reads across rows, "
+                                   "which a band cannot" % (node.name, tuple(t.shape), tuple(rows)))
+        return y, src[1], src[2]
+
+    def pixels(self, node, env):
+        """node, which reads each pixel's channels alone (per_pixel_nodes), on the rows the band holds
+        of its input (a value, its first row, the map's full height: its input's)."""
+        src = env[next(i for i in node.all_input_nodes if is_map(i))]
+        if src[0] is None:
+            return src
+        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: env[n][0])
+        if node.op == "call_module":
+            y = self.modules_of[node.target](*args, **kwargs)
+        else:
+            y = getattr(args[0], node.target)(*args[1:], **kwargs) if node.op == "call_method" else node.target(*args, **kwargs)
+        return y, src[1], src[2]
+
     def value(self, node, env, out, keep, got):
         """The band's value of node: the rows [out) it computes, below the rows [keep) it received
         (got) from the band before, if any."""
         if is_same_map(node):
             return env[node.args[0][0]]
+        if passes_through(node):  # a layer that moves values (the shuffle's view back, a chunk's item)
+            y, row0, h = self.through(node, env)
+            (a, b), ka = out, keep[0] if keep and keep[1] > keep[0] else None
+            got = Received.apply(got) if ka is not None else None
+            if b <= a or y is None:
+                return (got, ka, h) if got is not None else (None, a, h)
+            assert row0 <= a and b <= row0 + y.shape[2], "a band must hold what its layers read"
+            y = cut(y, a - row0, b - row0)
+            return (torch.cat((got, y), 2), ka, h) if got is not None else (y, a, h)
         m = self.modules_of.get(node.target) if node.op == "call_module" else None
-        srcs = list(node.args[0]) if is_cat(node) else [i for i in node.args if isinstance(i, torch.fx.Node)]
+        srcs = list(node.args[0]) if is_cat(node) else [i for i in node.args if is_map(i)]
         k, s, p, d = window(node, m)
         u = upsample_scale(m) if isinstance(m, nn.Upsample) else None
         # the layer's full height
@@ -379,7 +377,10 @@ class RowSegment(nn.Module):
         else:
             lo, hi = a * s - p, (b - 1) * s - p + d * (k - 1) + 1
             ins = [self.rows_of(env[i], lo, hi) for i in srcs]
-            y = self.compute(node, m, [i[0] for i in ins], ins[0][1:])
+            if scales(node) or is_stochastic_depth(node):  # the map's rows, with the rest of its arguments
+                y = node.target(*torch.fx.node.map_arg(node.args, lambda n: ins[0][0] if n in srcs else env[n][0]), **node.kwargs)
+            else:
+                y = self.compute(node, m, [i[0] for i in ins], ins[0][1:])
         return (torch.cat((got, y), 2), ka, h) if got is not None else (y, a, h)
 
     @staticmethod
@@ -411,12 +412,19 @@ class RowSegment(nn.Module):
             return getattr(torch, node.target.rstrip("_"))(x)
         return node.target(x)
 
-    def forward(self, x):
+    def forward(self, x, *params):
+        if any(not isinstance(p, nn.Parameter) for p in params):
+            raise RuntimeError("a row segment takes one map and the parameters its nodes read; it was given %d maps"
+                               % (1 + sum(not isinstance(p, nn.Parameter) for p in params)))
         bands, received = [], ()
+        start = _generator_state(x) if self.random else None
         for r in range(self.geo["bands"]):  # each band recomputed in backward from what it received
-            # no random layer runs in a band: no generator state to keep (5 KB a band on the CPU)
+            # the generator's state kept (5 KB a band on the CPU) only where a layer draws: each band
+            # starts from the segment's, and its recomputation from the same
             hold_plain(x, *received)
-            out = checkpoint(self.band, r, x, Boundaries(received), use_reentrant=False, preserve_rng_state=False)
+            if start is not None:
+                _set_generator_state(x, start)
+            out = checkpoint(self.band, r, x, Boundaries(received), *params, use_reentrant=False, preserve_rng_state=start is not None)
             bands.append(out[0])
             received = out[1:]
         return torch.cat(bands, 2)
