@@ -409,3 +409,19 @@ class LinearOverChannels(nn.Module):
         y = self.down(self.act(self.up(self.norm(self.dw(x).permute(0, 2, 3, 1))))).permute(0, 3, 1, 2)
         x = x + self.scale * y
         return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+class SizeRead(nn.Module):
+    """A segmentation model's shape: the input's size read first and its logits upsampled back to it
+    last (torchvision's FCN, DeepLabV3 and LR-ASPP); the read goes to the segment of its reader,
+    so that a row segment over what comes before hands on its map alone."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 8, 3, stride=2, padding=1)
+        self.c3, self.head = nn.Conv2d(8, 8, 3, padding=1), nn.Conv2d(8, 2, 1)
+
+    def forward(self, x):
+        size = x.shape[-2:]
+        y = self.head(F.relu(self.c3(F.relu(self.c2(F.relu(self.c1(x)))))))
+        return F.interpolate(y, size=size, mode="bilinear", align_corners=False)

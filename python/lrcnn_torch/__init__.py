@@ -443,6 +443,7 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
         layer = conv.alias.get(node)
         ins = [part[a] for a in node.all_input_nodes if a in part]
         part[node] = segment[layer] if layer in segment else max(ins) if ins else 0
+    _shapes_where_read(graph, part)
     for node, layer in conv.alias.items():  # carried into the segments' graphs by split_module
         node.meta["lrcnn_layer"] = layer
     gm = torch.fx.GraphModule(model, graph)
@@ -480,6 +481,24 @@ def apply_plan(model, image, batch, plan, optimizer="sgd", bn=None, lrcnn=None):
     split.predicted["peak"] += outside
     split.lowered_as = dict(image=image, batch=batch, plan=plan, optimizer=optimizer, bn=bn, lrcnn=lrcnn, device=device)
     return split
+
+
+def _shapes_where_read(graph, part):
+    """A read of the module input's size (FCN's and DeepLabV3's x.shape[-2:], for their last
+    upsampling), and what is computed from it alone, go to the segment of their first reader rather
+    than the first segment: the input is every segment's to read, and a size handed on out of a row
+    segment would be its bands' (ShuffleNet's size reads, of maps inside a segment, stay there)."""
+    movable = {}
+    for node in graph.nodes:
+        ins = node.all_input_nodes
+        if node.op == "call_function" and node.target is getattr and node.args[1:] == ("shape",) or (
+                node.op == "call_method" and node.target == "size"):
+            movable[node] = ins[0].op == "placeholder"
+        elif node.op == "call_function" and node.target in (operator.getitem, operator.floordiv) and ins and all(i in movable for i in ins):
+            movable[node] = all(movable[i] for i in ins)
+    for node in reversed(list(graph.nodes)):
+        if movable.get(node) and node.users and all(u in part for u in node.users):
+            part[node] = min(part[u] for u in node.users)
 
 
 def _layers_in(sub):

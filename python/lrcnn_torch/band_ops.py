@@ -157,6 +157,8 @@ def check_node(node, m, where):
         if not isinstance(m, (nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d, nn.BatchNorm2d, nn.Upsample) + ELEMENTWISE) and not is_layernorm2d(m):
             raise Unsupported("%s: %s" % (where, type(m).__name__))
     elif node.op == "call_function":
+        if node.target is getattr:  # x.shape (FCN's, for an upsampling in the same segment)
+            raise Unsupported("%s: a map's size read in a band, for use in it (the band's own size is not the map's)" % where)
         if is_stochastic_depth(node):
             if draws(node) and dict(zip(("input", "p", "mode"), node.args), **node.kwargs).get("mode") != "row":
                 raise Unsupported("%s: stochastic depth drawing once for the whole batch" % where)
