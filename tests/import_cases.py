@@ -425,3 +425,16 @@ class SizeRead(nn.Module):
         size = x.shape[-2:]
         y = self.head(F.relu(self.c3(F.relu(self.c2(F.relu(self.c1(x)))))))
         return F.interpolate(y, size=size, mode="bilinear", align_corners=False)
+
+
+class Dropped(nn.Module):
+    """Dropout between two convolutions: a mask a value, which a band cannot draw as the plain module
+    does (a row segment over it is refused, with the reason)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.drop, self.c2 = nn.Conv2d(3, 8, 3, padding=1), nn.Dropout(0.2), nn.Conv2d(8, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        return self.fc(F.adaptive_avg_pool2d(F.relu(self.c2(self.drop(F.relu(self.c1(x))))), 1).flatten(1))

@@ -348,12 +348,16 @@ def main(lrcnn):
             ["ckpt@c1..relu_1; rows(2ps,2)@c3..relu_2; layer@adaptive_avg_pool2d..loss",
              "ckpt@c1..relu_1; rows(overl,3)@c3..relu_2; layer@adaptive_avg_pool2d..loss"], lrcnn, None, 1e-5)
     # a segmentation model's read of its input's size goes to the segment that upsamples to it, so a
-    # row segment before hands on its map alone (LR-ASPP and DeepLabV3 were refused bands); one that
-    # would read it in a band is refused: a band's size is its own
+    # row segment before hands on its map alone (LR-ASPP and DeepLabV3 were refused bands), and
+    # one over the upsampling reads it only for that upsampling, which a band runs by the scale
+    # traced; bilinear upsampling in bands (corners aligned or not), each band with the taps of
+    # the whole map, its last layer's 2PS boundary held to its recomputation as PyTorch holds it
     compare("import_cases.SizeRead", import_cases.SizeRead, (3, 16, 16),
-            ["rows(2ps,2)@c1..relu_2; layer@head..loss", "rows(overl,3)@c1..relu_2; ckpt@head..loss"], lrcnn, "frozen", 1e-5)
-    got = refusal(import_cases.SizeRead, "2ps:2", lrcnn, (3, 16, 16), "frozen")
-    check("size read in a band" in got, "2ps:2 over the upsampling to the input's size: refused (%s)" % got)
+            ["rows(2ps,2)@c1..relu_2; layer@head..loss", "rows(overl,3)@c1..relu_2; ckpt@head..loss", "2ps:2", "overl:3"], lrcnn,
+            "frozen", 1e-5)
+    compare("import_cases.Bilinear", import_cases.Bilinear, (3, 20, 18), ["2ps:3", "overl:3", "2ps:5"], lrcnn, "frozen", 1e-5)
+    got = refusal(import_cases.Dropped, "2ps:2", lrcnn, (3, 16, 16), "frozen")
+    check("dropout (a mask a value" in got, "2ps:2 over a dropout: refused (%s)" % got)
     # a cat of one map is that map (rows.cat): a checkpoint from it keeps the pool's output once, and
     # a band hands the pool's rows once (DenseNet-121 kept 0.55 and 0.37 MB more than predicted); a
     # checkpoint of what keeps nothing keeps nothing, its input neither (LR-ASPP, 24 KB under 1.13)

@@ -110,13 +110,54 @@ def out_height(h, k, s, p, d, ceil):
     return out - 1 if ceil and (out - 1) * s >= h + p else out
 
 
-def upsample_scale(m):
-    """A nearest Upsample's whole scale, the same along H and W; None otherwise (or sized by size=)."""
-    s = m.scale_factor
-    if m.size is not None or s is None:
+def resampling(node, m):
+    """An upsampling a band runs, as (scale, mode, align_corners): an nn.Upsample or F.interpolate,
+    nearest or bilinear, by a whole scale the same along H and W (its map's size against its
+    input's, as traced: F.interpolate to a size is one too); None for any other node, and a string
+    saying why for an upsampling a band cannot run."""
+    if isinstance(m, nn.Upsample):
+        mode, align, anti = m.mode, m.align_corners, False
+    elif node.op == "call_function" and node.target is F.interpolate:
+        kw = dict(zip(("input", "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor", "antialias"), node.args),
+                  **node.kwargs)
+        mode, align, anti = kw.get("mode", "nearest"), kw.get("align_corners"), kw.get("antialias", False)
+    else:
         return None
-    h, w = pair(s)
-    return int(h) if h == w and float(h) == int(h) and h >= 1 else None
+    shapes = [n.meta["tensor_meta"].shape if "tensor_meta" in n.meta else None for n in (node.all_input_nodes[0], node)]
+    if mode not in ("nearest", "bilinear") or anti:
+        return "%s upsampling%s (only nearest or bilinear)" % (mode, " with antialias" if anti else "")
+    if None in shapes or len(shapes[0]) != 4:
+        return "an upsampling of a map whose shape was not traced"
+    (h, w), (oh, ow) = shapes[0][2:], shapes[1][2:]
+    if oh % h or ow % w or oh // h != ow // w:
+        return "upsampling %dx%d to %dx%d (only by a whole scale, the same along H and W)" % (h, w, oh, ow)
+    return oh // h, mode, bool(align)
+
+
+def bilinear_taps(a, b, n_in, scale, align):
+    """PyTorch's bilinear weights along H for output rows [a, b) of an upsampling by a whole scale
+    from n_in rows, in its float arithmetic (area_pixel_compute_source_index): each row's two input
+    rows h0, h1 and h1's weight l1."""
+    o = torch.arange(a, b, dtype=torch.float32)
+    if align:
+        n_out = n_in * scale
+        ratio = torch.tensor(float(n_in - 1), dtype=torch.float32) / (n_out - 1) if n_out > 1 else torch.tensor(0.0)
+        src = ratio * o
+    else:
+        src = (torch.tensor(1.0 / scale, dtype=torch.float32) * (o + 0.5) - 0.5).clamp(min=0)
+    h0 = src.long()
+    return h0, h0 + (h0 < n_in - 1).long(), src - h0.float()
+
+
+def bilinear_rows(x, row0, a, b, n_in, scale, align):
+    """Rows [a, b) of x's bilinear upsampling (x: rows row0.. of a map of n_in rows, all those the
+    rows read): along W as F.interpolate computes it (the band has every column), then along H with
+    the taps of the whole map, which interpolating the band's rows alone would not give (its
+    coordinates start at its first row, and clamp at its edges)."""
+    t = F.interpolate(x, scale_factor=(1, scale), mode="bilinear", align_corners=align)  # along H: the identity
+    h0, h1, l1 = bilinear_taps(a, b, n_in, scale, align)
+    l1 = l1.to(t.dtype).to(t.device).view(1, 1, -1, 1)
+    return t.index_select(2, (h0 - row0).to(t.device)) * (1 - l1) + t.index_select(2, (h1 - row0).to(t.device)) * l1
 
 
 def is_layernorm2d(m):
@@ -132,9 +173,24 @@ def check_per_pixel(node, m, where):
         raise Unsupported("%s: %s on a channels-last map" % (where, type(m).__name__ if m is not None else getattr(node.target, "__name__", node.target)))
 
 
+def sizes_an_upsampling(node):
+    """Whether node reads a map's size (x.shape) only for upsamplings to it (a segmentation model's
+    last, to its input's), through items of it: a band's read gives the band's size, which a band's
+    upsampling does not use (it upsamples by the scale traced, resampling)."""
+    for u in node.users:
+        if u.op == "call_function" and u.target is F.interpolate:
+            if any(a is node for a in u.args[:1]) or u.args[:1] == () and u.kwargs.get("input") is node:
+                return False  # upsampled, not a size
+        elif not (u.op == "call_function" and u.target in (operator.getitem, operator.floordiv) and sizes_an_upsampling(u)):
+            return False
+    return bool(node.users)
+
+
 def passes_through(node):
-    """Whether node is one RowSegment.through runs (THROUGH_METHODS, THROUGH_FUNCTIONS), chunks along
-    the channels only."""
+    """Whether node is one RowSegment.through runs (THROUGH_METHODS, THROUGH_FUNCTIONS, a size read
+    for upsamplings alone), chunks along the channels only."""
+    if node.op == "call_function" and node.target is getattr and node.args[1:] == ("shape",):
+        return sizes_an_upsampling(node)
     if node.op == "call_method" and node.target in THROUGH_METHODS or node.op == "call_function" and node.target in THROUGH_FUNCTIONS:
         chunk = node.target in ("chunk", torch.chunk)
         return not chunk or (node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)) in (1, -3)
@@ -152,12 +208,18 @@ def check_node(node, m, where):
             raise Unsupported("%s: a ceil-mode average pool" % where)
         if isinstance(m, nn.AvgPool2d) and not m.count_include_pad:
             raise Unsupported("%s: average pooling without the padding counted" % where)
-        if isinstance(m, nn.Upsample) and (m.mode != "nearest" or upsample_scale(m) is None):
-            raise Unsupported("%s: %s upsampling (only nearest, by a whole scale along H and W)" % (where, m.mode))
+        if isinstance(resampling(node, m), str):
+            raise Unsupported("%s: %s" % (where, resampling(node, m)))
+        if isinstance(m, nn.Dropout) and m.p > 0 and m.training:
+            raise Unsupported("%s: dropout (a mask a value: a band cannot draw the plain module's)" % where)
         if not isinstance(m, (nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d, nn.BatchNorm2d, nn.Upsample) + ELEMENTWISE) and not is_layernorm2d(m):
             raise Unsupported("%s: %s" % (where, type(m).__name__))
     elif node.op == "call_function":
-        if node.target is getattr:  # x.shape (FCN's, for an upsampling in the same segment)
+        if node.target is F.interpolate:
+            if isinstance(resampling(node, m), str):
+                raise Unsupported("%s: %s" % (where, resampling(node, m)))
+            return
+        if node.target is getattr:  # x.shape, read for more than an upsampling's size
             raise Unsupported("%s: a map's size read in a band, for use in it (the band's own size is not the map's)" % where)
         if is_stochastic_depth(node):
             if draws(node) and dict(zip(("input", "p", "mode"), node.args), **node.kwargs).get("mode") != "row":

@@ -21,15 +21,17 @@ b8 held 37% above the prediction at its peak (PyTorch 2.5.1, CPU).
 
 What a band computes: convolutions (any stride, dilation, groups; padding along W as the module's),
 max pooling (floor or ceil mode) and average pooling (floor mode, counting the padding), nearest
-upsampling by a whole scale, BatchNorm with its running statistics (the plan's bn=frozen: the only
-mode whose statistics a band can use alone), the elementwise modules and functions, a map scaled by
-a parameter, sums and channel concatenations; what moves values without reading across rows (a
-size read, ShuffleNet's channel shuffle, channel chunks: through); what reads each pixel's channels
-alone (torchvision's LayerNorm2d, and ConvNeXt's block between its permutes to channels-last and
-back: LayerNorm, Linear, GELU: pixels); and stochastic depth, one draw an image, each band drawing
-from the generator's state at the segment's start (so every band draws what the plain module does).
-Anything else in a row segment is refused by name for now (a bilinear upsampling, a pool over the
-whole map as squeeze-and-excitation has).
+and bilinear upsampling by a whole scale (an Upsample or F.interpolate, to a scale or to a size:
+the scale traced; bilinear with the taps of the whole map, corners aligned or not), BatchNorm with
+its running statistics (the plan's bn=frozen: the only mode whose statistics a band can use
+alone), the elementwise modules and functions, a map scaled by a parameter, sums and channel
+concatenations; what moves values without reading across rows (a size read, ShuffleNet's channel
+shuffle, channel chunks: through); what reads each pixel's channels alone (torchvision's
+LayerNorm2d, and ConvNeXt's block between its permutes to channels-last and back: LayerNorm,
+Linear, GELU: pixels); and stochastic depth, one draw an image, each band drawing from the
+generator's state at the segment's start (so every band draws what the plain module does).
+Anything else in a row segment is refused by name (a dropout, whose mask is a draw a value; a pool
+over the whole map, as squeeze-and-excitation has).
 """
 import contextlib
 import operator
@@ -39,8 +41,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-from lrcnn_torch.band_ops import (Unsupported, cat, check_node, check_per_pixel, draws, is_cat, is_map, is_same_map,  # noqa: F401
-                                  is_stochastic_depth, out_height, passes_through, per_pixel_nodes, rectifies, scales, upsample_scale,
+from lrcnn_torch.band_ops import (Unsupported, bilinear_rows, bilinear_taps, cat, check_node, check_per_pixel, draws, is_cat, is_map, is_same_map,  # noqa: F401
+                                  is_stochastic_depth, out_height, passes_through, per_pixel_nodes, rectifies, resampling, scales,
                                   pair, window, _tensors)
 
 
@@ -356,7 +358,7 @@ class RowSegment(nn.Module):
         m = self.modules_of.get(node.target) if node.op == "call_module" else None
         srcs = list(node.args[0]) if is_cat(node) else [i for i in node.args if is_map(i)]
         k, s, p, d = window(node, m)
-        u = upsample_scale(m) if isinstance(m, nn.Upsample) else None
+        u, mode, align = resampling(node, m) or (None, None, None)
         # the layer's full height
         h = env[srcs[0]][2] * u if u else out_height(env[srcs[0]][2], k, s, p, d, getattr(m, "ceil_mode", False))
         (a, b), ka = out, keep[0] if keep and keep[1] > keep[0] else None
@@ -364,7 +366,11 @@ class RowSegment(nn.Module):
         assert got is None or b <= a or keep[1] == a, "a boundary must end where the band's own rows begin"
         if b <= a:
             return (got, ka, h) if got is not None else (None, a, h)
-        if u:  # output row o repeats input row o // u: the rows under [a, b), repeated, cut to it
+        if u and mode == "bilinear":  # the rows its taps read, all within the window lrcnn gives the band
+            h0, h1, _ = bilinear_taps(a, b, env[srcs[0]][2], u, align)
+            lo, hi = int(h0.min()), int(h1.max()) + 1
+            y = bilinear_rows(self.rows_of(env[srcs[0]], lo, hi)[0], lo, a, b, env[srcs[0]][2], u, align)
+        elif u:  # output row o repeats input row o // u: the rows under [a, b), repeated, cut to it
             lo = a // u
             y = F.interpolate(self.rows_of(env[srcs[0]], lo, (b - 1) // u + 1)[0], scale_factor=u, mode="nearest")
             y = cut(y, a - lo * u, b - lo * u)

@@ -421,6 +421,21 @@ void rows_forward(lower *c, const plan_seg *ps, int *bound)
     c->act[bs->last] = out;
 }
 
+/* Under PyTorch's rules (the prediction of python/lrcnn_torch) a band's recomputation is its
+ * function run again under torch.utils.checkpoint, which holds every boundary the band received
+ * until then, those of layers the backward does not recompute too (a last bilinear upsampling,
+ * whose backward reads no map: 768 B over the prediction on a 16x16 test net at 2ps:2): each
+ * such boundary is held to band r's recomputation by a copy of no rows. */
+static void hold_bounds(lower *c, const band_seg *bs, const band_geom *g, int r, const bool *need, const int *bound)
+{
+    int R = g->n_bands;
+    if (!lower_predicts_torch(c) || g->policy != BAND_2PS || r == 0) return;
+    for (int L = bs->first; L <= bs->last; L++) {
+        int b = bound[L * R + r - 1];
+        if (!need[L] && b >= 0) lower_copy(c, L, r, (band_rows){c->s->bufs[b].rows.a, c->s->bufs[b].rows.a}, b, b, false);
+    }
+}
+
 /* One backward pass over the bands, in reverse: statistics pass `pass` (plan_passes: it
  * back-propagates bwd_set and adds the gradient sums of the layers it gathers for), or, pass 0,
  * the backward proper, which accumulates weight gradients and the segment input's gradient. */
@@ -450,6 +465,7 @@ static void backward_pass(lower *c, const plan_seg *ps, int *bound, int pass)
     int *room = err_calloc((size_t)N, sizeof(int));
     layer_list todo = needed(c, bs, need, room);
     for (int r = R - 1; r >= 0; r--) {
+        if (!pass) hold_bounds(c, bs, g, r, need, bound);
         band_forward(c, bs, g, r, bound, false, -1, &todo);
         for (int L = L0; L <= bs->last; L++) c->grad[L] = -1;
         c->grad[bs->last] = dout;
