@@ -434,5 +434,38 @@ def full(lrcnn):
     return 1 if failures else 0
 
 
+def bands_on(device, lrcnn):
+    """Row plans in bands on `device` against the plain module on it, gradients only (what a GPU run
+    checks that the CPU cannot: the GPU generator's state that ConvNeXt's stochastic depth starts
+    every band from, the bilinear taps and the shuffle's views on device tensors), TF32 off, within
+    1e-4 (cuDNN picks an algorithm per band shape, so sums reassociate). Exit status 77 where the
+    device is missing."""
+    if device == "cuda" and not torch.cuda.is_available():
+        print("no CUDA device: skipped")
+        return 77
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    cases = [("convnext_tiny", torchvision.models.convnext_tiny, (3, 64, 80), "2ps:4"),
+             ("shufflenet_v2_x0_5", torchvision.models.shufflenet_v2_x0_5, (3, 64, 64), "overl:4"),
+             ("import_cases.Bilinear", import_cases.Bilinear, (3, 20, 18), "2ps:3"),
+             ("import_cases.SizeRead", import_cases.SizeRead, (3, 16, 16), "overl:3"),
+             ("resnet18", torchvision.models.resnet18, (3, 67, 67), "2ps:3")]
+    for name, make, image, plan in cases:
+        torch.manual_seed(1)
+        plain = frozen_bn(make()).to(device)
+        torch.manual_seed(1)
+        model = frozen_bn(make()).to(device)
+        wrapped = apply_plan(model, image, 2, plan, bn="frozen", lrcnn=lrcnn)
+        x = torch.randn(2, *image, generator=torch.Generator().manual_seed(2)).to(device)
+        for m in (plain, wrapped):
+            torch.manual_seed(3)
+            (m(x).float() ** 2).mean().backward()
+        dev = grad_dev(model, plain)
+        check(dev <= 1e-4, "%s %s on %s: worst gradient %.1e of the plain module's" % (name, plan, device, dev))
+    print("FAILED" if failures else "all plans run as planned")
+    return 1 if failures else 0
+
+
 if __name__ == "__main__":
+    if sys.argv[2:3] == ["--device"]:  # tools/gpu_check.sh 6: bands on the GPU
+        sys.exit(bands_on(sys.argv[3], sys.argv[1]))
     sys.exit(full(sys.argv[1]) if sys.argv[2:] == ["full"] else main(sys.argv[1]))

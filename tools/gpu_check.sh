@@ -28,7 +28,9 @@
 #   6. lrcnn's plans in PyTorch on the GPU (GPU_TORCH_PLAN_S, 300 s; 111 s on the H200):
 #      bench/torch_plan_gpu.py, VGG-16, ResNet-50, MobileNetV2 and the U-Net at b8 under seven plans
 #      (allocated and reserved peaks against the prediction, time against the plain module), then
-#      the largest ResNet-50 batch within 8 GiB with 2ps:4 and without (measured and predicted).
+#      the largest ResNet-50 batch within 8 GiB with 2ps:4 and without (measured and predicted); then
+#      row plans in bands on the GPU against the plain module there (tests/test_torch_plan.py --device
+#      cuda: ConvNeXt's stochastic depth, bilinear upsampling, ShuffleNet's views; gradients).
 #   7. cuDNN's algorithm policy against layer's time (about 90 s): VGG-16 and ResNet-50 at b8 and b32,
 #      12 iterations each under the heuristic within 256 MiB (the default) and 4096 MiB and the find
 #      mode within 4096 MiB, the first and last also with PyTorch's cuDNN where it ships one; ResNet-50
@@ -194,6 +196,9 @@ if [[ $steps == *" 6 "* ]]; then
     limit "${GPU_TORCH_PLAN_S:-300}" "$log" "$py" bench/torch_plan_gpu.py --lrcnn "$bin/lrcnn" --device cuda --batch 8 --iters 10 \
       --tsv "$out/6_torch_plan.tsv"
   fi
+  # row plans in bands on the device against the plain module there (ConvNeXt's stochastic depth
+  # from the GPU generator's state, bilinear upsampling, ShuffleNet's views): gradients
+  limit 120 "$log" "$py" tests/test_torch_plan.py "$bin/lrcnn" --device $([ $cpu = 1 ] && echo cpu || echo cuda)
 fi
 
 if [[ $steps == *" 7 "* ]]; then
