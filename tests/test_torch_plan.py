@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """python/lrcnn_torch against the plain PyTorch module (PyTorch 1.13, CPU).
 
-    python3 tests/test_torch_plan.py LRCNN_BINARY
+    python3 tests/test_torch_plan.py LRCNN_BINARY [full | --device cpu|cuda]
 
 For torchvision's resnet18 and mobilenet_v2 (batch norm in train mode, dropout) and the importer's
 channel-slicing test module, under checkpointing plans lrcnn lowers (ckpt-sqrt, ckpt:3, ckpt-opt,
@@ -30,9 +30,13 @@ lrcnn refuses are a PlanError. `lrcnn torch-plan` writes scripts that train unde
 ckpt-opt:B (--budget), 2ps:4 (bn=frozen) and vdnn-conv, each printing its first step's gradients
 equal to the plain module's; a model the importer refuses, a plan nothing fits, train-mode
 BatchNorm in bands, no plan, and an existing file are refused: exit 2, one line, no file.
+Bands beyond those: SqueezeNet's ceil-mode pools, ShuffleNet's shuffles (views: bytes shown),
+ConvNeXt's channels-last blocks and stochastic depth, a segmentation model's size read and bilinear
+upsampling (import_cases.SizeRead, Bilinear), and a dropout in a row segment refused (Dropped).
 `full` (experiments/torch_plan_cpu.sh): the same at full size, VGG-16, ResNet-50, MobileNetV2 and
 the U-Net at 224x224 under nine plans (MobileNetV2 has nothing gist takes), against the
-plain module's own fp32 error.
+plain module's own fp32 error. `--device D` (tools/gpu_check.sh 6): five row plans in bands on
+device D against the plain module there, gradients only; exit 77 without CUDA.
 """
 import copy
 import gc
