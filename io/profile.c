@@ -119,6 +119,8 @@ cleanup:
     return rc;
 }
 
+static int read_algos(hid_t f, const char *path, algo_book *b, err *e);
+
 int profile_read(const char *path, timing_model *m, err *e)
 {
     int rc = -1;
@@ -163,7 +165,7 @@ int profile_read(const char *path, timing_model *m, err *e)
     free(v);
     H5_TRY(read_check_error(f, path, &m->error, e));
     algo_book b; /* read by the backends that take them (profile_algos_give), checked here for every reader */
-    if (profile_algos_read(path, &b, e)) goto cleanup;
+    if (read_algos(f, path, &b, e)) goto cleanup;
     algo_book_free(&b);
     snprintf(m->source, sizeof m->source, "%s", path);
     snprintf(m->backend, sizeof m->backend, "%s", backend);
@@ -177,19 +179,16 @@ cleanup:
     return rc;
 }
 
-int profile_algos_read(const char *path, algo_book *b, err *e)
+/* Profile file f's (at path) profile/algos into an empty book b, if it has one (profile_algos_read). */
+static int read_algos(hid_t f, const char *path, algo_book *b, err *e)
 {
     int rc = -1;
-    hid_t f = H5I_INVALID_HID, d = H5I_INVALID_HID;
+    hid_t d = H5I_INVALID_HID;
     char *format = NULL, *device = NULL, where[300];
     void *rows = NULL;
     hsize_t n = 0;
     memset(b, 0, sizeof *b);
-    if (h5_open_result(path, &f, e)) return -1;
-    if (H5Lexists(f, "profile", H5P_DEFAULT) <= 0 || H5Lexists(f, "profile/algos", H5P_DEFAULT) <= 0) {
-        H5Fclose(f);
-        return 0;
-    }
+    if (H5Lexists(f, "profile", H5P_DEFAULT) <= 0 || H5Lexists(f, "profile/algos", H5P_DEFAULT) <= 0) return 0;
     snprintf(where, sizeof where, "%s: /profile/algos", path);
     H5_CHECK(d = H5Dopen2(f, "profile/algos", H5P_DEFAULT));
     H5_TRY(h5_read_attr_str(d, where, "format", &format, e));
@@ -218,6 +217,15 @@ cleanup:
     h5_table_free(rows, n, sizeof(algo_row), algo_fields, N_ALGO_FIELDS);
     free(format), free(device);
     if (d >= 0) H5Dclose(d);
+    return rc;
+}
+
+int profile_algos_read(const char *path, algo_book *b, err *e)
+{
+    hid_t f = H5I_INVALID_HID;
+    memset(b, 0, sizeof *b);
+    if (h5_open_result(path, &f, e)) return -1;
+    int rc = read_algos(f, path, b, e);
     H5Fclose(f);
     return rc;
 }

@@ -149,13 +149,13 @@ def bilinear_taps(a, b, n_in, scale, align):
     return h0, h0 + (h0 < n_in - 1).long(), src - h0.float()
 
 
-def bilinear_rows(x, row0, a, b, n_in, scale, align):
-    """Rows [a, b) of x's bilinear upsampling (x: rows row0.. of a map of n_in rows, all those the
-    rows read): along W as F.interpolate computes it (the band has every column), then along H with
-    the taps of the whole map, which interpolating the band's rows alone would not give (its
-    coordinates start at its first row, and clamp at its edges)."""
+def bilinear_rows(x, row0, taps, scale, align):
+    """The rows of x's bilinear upsampling whose taps (bilinear_taps) are given (x: rows row0.. of the
+    map, all those the taps read): along W as F.interpolate computes it (the band has every column),
+    then along H with the taps of the whole map, which interpolating the band's rows alone would not
+    give (its coordinates start at its first row, and clamp at its edges)."""
     t = F.interpolate(x, scale_factor=(1, scale), mode="bilinear", align_corners=align)  # along H: the identity
-    h0, h1, l1 = bilinear_taps(a, b, n_in, scale, align)
+    h0, h1, l1 = taps
     l1 = l1.to(t.dtype).to(t.device).view(1, 1, -1, 1)
     return t.index_select(2, (h0 - row0).to(t.device)) * (1 - l1) + t.index_select(2, (h1 - row0).to(t.device)) * l1
 
@@ -197,10 +197,23 @@ def passes_through(node):
     return False
 
 
+def run_node(node, args, kwargs, modules):
+    """node's operation on args and kwargs (its arguments' values): its module (in modules), its
+    method, or its function."""
+    if node.op == "call_module":
+        return modules[node.target](*args, **kwargs)
+    if node.op == "call_method":
+        return getattr(args[0], node.target)(*args[1:], **kwargs)
+    return node.target(*args, **kwargs)
+
+
 def check_node(node, m, where):
     """Refuses what a band cannot compute here."""
     if passes_through(node):
         return
+    why = resampling(node, m)
+    if isinstance(why, str):  # an Upsample or F.interpolate a band cannot run
+        raise Unsupported("%s: %s" % (where, why))
     if node.op == "call_module":
         if isinstance(m, nn.Conv2d) and m.padding_mode != "zeros":
             raise Unsupported("%s: padding_mode %s" % (where, m.padding_mode))
@@ -208,16 +221,12 @@ def check_node(node, m, where):
             raise Unsupported("%s: a ceil-mode average pool" % where)
         if isinstance(m, nn.AvgPool2d) and not m.count_include_pad:
             raise Unsupported("%s: average pooling without the padding counted" % where)
-        if isinstance(resampling(node, m), str):
-            raise Unsupported("%s: %s" % (where, resampling(node, m)))
         if isinstance(m, nn.Dropout) and m.p > 0 and m.training:
             raise Unsupported("%s: dropout (a mask a value: a band cannot draw the plain module's)" % where)
         if not isinstance(m, (nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d, nn.BatchNorm2d, nn.Upsample) + ELEMENTWISE) and not is_layernorm2d(m):
             raise Unsupported("%s: %s" % (where, type(m).__name__))
     elif node.op == "call_function":
         if node.target is F.interpolate:
-            if isinstance(resampling(node, m), str):
-                raise Unsupported("%s: %s" % (where, resampling(node, m)))
             return
         if node.target is getattr:  # x.shape, read for more than an upsampling's size
             raise Unsupported("%s: a map's size read in a band, for use in it (the band's own size is not the map's)" % where)

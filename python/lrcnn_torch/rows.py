@@ -42,7 +42,7 @@ import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 from lrcnn_torch.band_ops import (Unsupported, bilinear_rows, bilinear_taps, cat, check_node, check_per_pixel, draws, is_cat, is_map, is_same_map,  # noqa: F401
-                                  is_stochastic_depth, out_height, passes_through, per_pixel_nodes, rectifies, resampling, scales,
+                                  is_stochastic_depth, out_height, passes_through, run_node, per_pixel_nodes, rectifies, resampling, scales,
                                   pair, window, _tensors)
 
 
@@ -319,8 +319,7 @@ class RowSegment(nn.Module):
         src = env[node.all_input_nodes[0]]
         if src[0] is None:
             return src
-        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: env[n][0])
-        y = getattr(args[0], node.target)(*args[1:], **kwargs) if node.op == "call_method" else node.target(*args, **kwargs)
+        y = run_node(node, *torch.fx.node.map_arg((node.args, node.kwargs), lambda n: env[n][0]), None)
         rows = next((t.shape[-2:] for t in _tensors(src[0]) if t.dim() in (4, 5)), None)
         for t in _tensors(y):
             if rows is not None and t.dim() in (4, 5) and t.shape[-2:] != rows:
@@ -334,12 +333,7 @@ class RowSegment(nn.Module):
         src = env[next(i for i in node.all_input_nodes if is_map(i))]
         if src[0] is None:
             return src
-        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: env[n][0])
-        if node.op == "call_module":
-            y = self.modules_of[node.target](*args, **kwargs)
-        else:
-            y = getattr(args[0], node.target)(*args[1:], **kwargs) if node.op == "call_method" else node.target(*args, **kwargs)
-        return y, src[1], src[2]
+        return run_node(node, *torch.fx.node.map_arg((node.args, node.kwargs), lambda n: env[n][0]), self.modules_of), src[1], src[2]
 
     def value(self, node, env, out, keep, got):
         """The band's value of node: the rows [out) it computes, below the rows [keep) it received
@@ -367,9 +361,9 @@ class RowSegment(nn.Module):
         if b <= a:
             return (got, ka, h) if got is not None else (None, a, h)
         if u and mode == "bilinear":  # the rows its taps read, all within the window lrcnn gives the band
-            h0, h1, _ = bilinear_taps(a, b, env[srcs[0]][2], u, align)
-            lo, hi = int(h0.min()), int(h1.max()) + 1
-            y = bilinear_rows(self.rows_of(env[srcs[0]], lo, hi)[0], lo, a, b, env[srcs[0]][2], u, align)
+            taps = bilinear_taps(a, b, env[srcs[0]][2], u, align)
+            lo, hi = int(taps[0].min()), int(taps[1].max()) + 1
+            y = bilinear_rows(self.rows_of(env[srcs[0]], lo, hi)[0], lo, taps, u, align)
         elif u:  # output row o repeats input row o // u: the rows under [a, b), repeated, cut to it
             lo = a // u
             y = F.interpolate(self.rows_of(env[srcs[0]], lo, (b - 1) // u + 1)[0], scale_factor=u, mode="nearest")
