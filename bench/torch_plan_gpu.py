@@ -5,6 +5,7 @@ batch that fits a budget with the plan and without it.
 
     python3 bench/torch_plan_gpu.py --lrcnn BIN [--device cuda|cpu] [--nets vgg16,resnet50,mobilenet_v2,unet]
             [--batch 8] [--image 224] [--plans P,...] [--iters 10] [--budget-gib 8] [--fit NET:PLAN] [--tsv OUT]
+            [--cudnn-ws-mib N] [--same-process]
 
 Per net and plan, the module with BatchNorm on its running statistics (bn=frozen: row segments need
 it in PyTorch) wrapped by apply_plan, and plainly (`plain`), trained by SGD with momentum; each
@@ -32,14 +33,26 @@ allocator refuses past it), plainly and under the plan, found by doubling then h
 each try two iterations on a fresh module; beside the largest batch lrcnn predicts to fit
 (predicted reserved bytes within B, `lrcnn lower` at each batch tried).
 
+Each row runs in a process of its own (this script again, with --row), as lrcnn's own campaign
+runs each plan: on the H200 (2026-11-30) a wrapped `layer` row measured in the process that had
+just measured the plain module read that module's parameters and gradients on top of its own
+(+1,059 MiB on VGG-16), which nothing on the CPU reproduced; --same-process measures every row in
+this one, as before. --cudnn-ws-mib N caps cuDNN's workspace at N MiB for every row, plain and
+wrapped alike (PyTorch's CUDNN_CONV_WSCAP_DBG, set in each row's environment before it imports
+torch): lrcnn's torch rules leave cuDNN's workspaces out, so under a cap the allocated peak is the
+prediction plus at most N MiB of workspace, where uncapped it is plus whatever cuDNN chose from the
+free memory (the policy is printed in the header).
+
 TF32 is off and cuDNN's benchmark mode too (fp32 as lrcnn's engine computes). Needs torchvision for
 VGG-16, ResNet-50 and MobileNetV2 (without it those nets are skipped, said so); the U-Net is
 tools/unet.py's.
 """
 import argparse
 import gc
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -226,6 +239,49 @@ def mib(b):
     return "%10.1f" % (b / 2**20) if b is not None else "%10s" % "-"
 
 
+def row(net, plan, a):
+    """measure()'s figures for one row (plan None: the plain module), in this process."""
+    alloc, pred, res, pres, times, clean = measure(maker(net), plan, a.batch, (3, a.image, a.image), a.device, a.iters, a.lrcnn)
+    return dict(allocated=alloc, predicted=pred, reserved=res, pred_reserved=pres, times=times, no_scratch=clean)
+
+
+def row_apart(net, plan, a):
+    """row() in a process of its own (this script with --row; its stderr passes through); PlanError
+    where the plan was refused there, RuntimeError where the process failed."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--lrcnn", a.lrcnn, "--device", a.device, "--batch", str(a.batch),
+           "--image", str(a.image), "--iters", str(a.iters), "--row", net, plan or "plain"]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    lines = r.stdout.strip().splitlines()
+    if r.returncode or not lines:
+        raise RuntimeError("its process exited with status %d" % r.returncode)
+    got = json.loads(lines[-1])
+    if "refused" in got:
+        raise PlanError(got["refused"])
+    return got
+
+
+def policy(a):
+    """The header's words on cuDNN's workspace for these rows."""
+    if a.device != "cuda":
+        return "no cuDNN"
+    if a.cudnn_ws_mib is None:
+        return "cuDNN's workspace uncapped (PyTorch's default: up to what the caching allocator has free)"
+    return "cuDNN's workspace capped at %d MiB (CUDNN_CONV_WSCAP_DBG)" % a.cudnn_ws_mib
+
+
+def print_row(net, plan, got, plain, tsv):
+    """One table line (and TSV row) from row()'s figures; plain: the plain module's median time."""
+    alloc, pred, clean, times = got["allocated"], got["predicted"], got["no_scratch"], got["times"]
+    med = statistics.median(times)
+    row = (net, plan or "plain", mib(alloc), mib(pred), "%+6.2f%%" % (100.0 * (alloc - pred) / pred), mib(got["reserved"]),
+           mib(got["pred_reserved"]), "%9.2f" % (med * 1e3), "%8.2f" % (min(times) * 1e3), "%8.2f" % (max(times) * 1e3),
+           "%7.2fx" % (med / plain), mib(clean), "-" if clean is None else "%+6.2f%%" % (100.0 * (clean - pred) / pred))
+    print("%-12s %-16s %s %s %7s %s %s %s %s %s %8s %s %7s" % row, flush=True)
+    if tsv:
+        tsv.write("\t".join(str(v).strip() for v in row) + "\n")
+        tsv.flush()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lrcnn", required=True)
@@ -238,17 +294,32 @@ def main():
     ap.add_argument("--budget-gib", type=float, default=8.0)
     ap.add_argument("--fit", default="resnet50:2ps:4", help="NET:PLAN for the budget search (cuda only); '' for none")
     ap.add_argument("--tsv")
+    ap.add_argument("--cudnn-ws-mib", type=int, help="cap cuDNN's workspace at N MiB in every row (PyTorch's CUDNN_CONV_WSCAP_DBG)")
+    ap.add_argument("--same-process", action="store_true", help="measure every row in this process, not each in its own")
+    ap.add_argument("--row", nargs=2, metavar=("NET", "PLAN"), help=argparse.SUPPRESS)  # one row, its figures as JSON
     a = ap.parse_args()
+    if a.cudnn_ws_mib is not None:
+        if a.cudnn_ws_mib < 0:
+            sys.exit("bench/torch_plan_gpu.py: --cudnn-ws-mib %d: a workspace cap is 0 MiB or more" % a.cudnn_ws_mib)
+        os.environ["CUDNN_CONV_WSCAP_DBG"] = str(a.cudnn_ws_mib)  # before any convolution here, and inherited by each row
     if a.device == "cuda":
         if not torch.cuda.is_available():
             sys.exit("bench/torch_plan_gpu.py: no CUDA device (--device cpu tries the script on the CPU)")
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cudnn.benchmark = False
-    image = (3, a.image, a.image)
+    if a.row:
+        net, plan = a.row
+        try:
+            got = row(net, None if plan == "plain" else plan, a)
+        except PlanError as e:
+            got = {"refused": str(e)}
+        print(json.dumps(got))
+        return
     where = torch.cuda.get_device_name(0) if a.device == "cuda" else "CPU, %d threads" % torch.get_num_threads()
-    print("PyTorch %s on %s; batch %d, %dx%d, bn=frozen, SGD; %d timed iterations after 2; MiB; error = (allocated - predicted) "
-          "/ predicted" % (torch.__version__, where, a.batch, a.image, a.image, a.iters))
+    print("PyTorch %s on %s; batch %d, %dx%d, bn=frozen, SGD; %d timed iterations after 2; %s; each row %s; MiB; "
+          "error = (allocated - predicted) / predicted" % (torch.__version__, where, a.batch, a.image, a.image, a.iters, policy(a),
+                                                           "in this process" if a.same_process else "in a process of its own"))
     head = ("net", "plan", "allocated", "predicted", "error", "reserved", "pred.res", "median ms", "min ms", "max ms", "x plain",
             "no scratch", "error")
     print("%-12s %-16s %10s %10s %7s %10s %10s %9s %8s %8s %8s %10s %7s" % head)
@@ -256,26 +327,18 @@ def main():
     if tsv:
         tsv.write("\t".join(head) + "\n")
     for net in a.nets.split(","):
-        make = maker(net)
-        if make is None:
+        if maker(net) is None:
             print("%-12s skipped: torchvision is not installed" % net)
             continue
         plain = None
         for plan in [None] + a.plans.split(","):
             try:
-                alloc, pred, res, pres, times, clean = measure(make, plan, a.batch, image, a.device, a.iters, a.lrcnn)
-            except PlanError as e:
-                print("%-12s %-16s refused: %s" % (net, plan, e), flush=True)
+                got = row(net, plan, a) if a.same_process else row_apart(net, plan, a)
+            except (PlanError, RuntimeError) as e:
+                print("%-12s %-16s %s: %s" % (net, plan or "plain", "refused" if isinstance(e, PlanError) else "failed", e), flush=True)
                 continue
-            med = statistics.median(times)
-            plain = med if plan is None else plain
-            row = (net, plan or "plain", mib(alloc), mib(pred), "%+6.2f%%" % (100.0 * (alloc - pred) / pred), mib(res), mib(pres),
-                   "%9.2f" % (med * 1e3), "%8.2f" % (min(times) * 1e3), "%8.2f" % (max(times) * 1e3), "%7.2fx" % (med / plain),
-                   mib(clean), "-" if clean is None else "%+6.2f%%" % (100.0 * (clean - pred) / pred))
-            print("%-12s %-16s %s %s %7s %s %s %s %s %s %8s %s %7s" % row, flush=True)
-            if tsv:
-                tsv.write("\t".join(str(v).strip() for v in row) + "\n")
-                tsv.flush()
+            plain = statistics.median(got["times"]) if plan is None else plain
+            print_row(net, plan, got, plain or float("nan"), tsv)
     if a.device == "cpu":
         print("(on the CPU the maps an offload segment moves stay in the same allocator, so an offload plan's peak there "
               "includes them; the prediction is the device's. no scratch: the allocated peak without the blocks an ATen op "
@@ -286,7 +349,7 @@ def main():
         if maker(net) is None:
             print("\nthe budget search on %s: skipped, torchvision is not installed" % net)
         else:
-            fit_table(maker(net), net, plan, image, int(a.budget_gib * 2**30), a.lrcnn)
+            fit_table(maker(net), net, plan, (3, a.image, a.image), int(a.budget_gib * 2**30), a.lrcnn)
 
 
 if __name__ == "__main__":

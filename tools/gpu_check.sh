@@ -7,7 +7,7 @@
 # in $OUT: 0_setup.log, 1_tests.log, 2_campaign.log and 2_campaign.tar (results/gpu/*.h5, added to
 # after each spec), 3_torch.log (with the peer's table) and 3_torch_gpu.tsv, 4_sanitize.log,
 # 5_bn.log. Steps 6, 7 and 8 are not among the default steps: run in a lease call of their own, they
-# write 0_setup.log, 6_torch_plan.log and 6_torch_plan.tsv, 7_policy.log, and 8_sim.log and 8_sim.tar.
+# write 0_setup.log, 6_torch_plan.log, 6_torch_plan.tsv and 6_torch_plan_cap.tsv, 7_policy.log, and 8_sim.log and 8_sim.tar.
 #   1. tests (100 s, and at most 230 s more for the find mode): test_dnn (cuDNN's contract, no GPU
 #      needed), test_cuprof, test_cuda (every layer kind, plan and BatchNorm mode of the small nets,
 #      CUDA against the CPU engine); then ResNet-50 b8 for six iterations with CUPTI and without (the
@@ -25,10 +25,12 @@
 #   5. BatchNorm in row segments against float64 (40 s): ResNet-50 b8 under layer and 2ps:4 on the
 #      GPU, dumped, each against PyTorch in float64 on the same weights and batch, beside PyTorch's
 #      own float32 (tools/fp64_floor.py): is 2ps:4's deviation the fp32 floor or a defect?
-#   6. lrcnn's plans in PyTorch on the GPU (GPU_TORCH_PLAN_S, 300 s; 111 s on the H200):
-#      bench/torch_plan_gpu.py, VGG-16, ResNet-50, MobileNetV2 and the U-Net at b8 under seven plans
-#      (allocated and reserved peaks against the prediction, time against the plain module), then
-#      the largest ResNet-50 batch within 8 GiB with 2ps:4 and without (measured and predicted); then
+#   6. lrcnn's plans in PyTorch on the GPU (GPU_TORCH_PLAN_S, 300 s; 111 s on the H200 with every row in
+#      one process, each now in its own: a few seconds more a row): bench/torch_plan_gpu.py, VGG-16,
+#      ResNet-50, MobileNetV2 and the U-Net at b8 under seven plans (allocated and reserved peaks against
+#      the prediction, time against the plain module), then the largest ResNet-50 batch within 8 GiB
+#      with 2ps:4 and without (measured and predicted); the same rows again with cuDNN's workspace
+#      capped at GPU_TORCH_PLAN_CAP MiB (0; GPU_TORCH_PLAN_CAP_S, 200 s), memory only; then
 #      row plans in bands on the GPU against the plain module there (tests/test_torch_plan.py --device
 #      cuda: ConvNeXt's stochastic depth, bilinear upsampling, ShuffleNet's views; gradients).
 #   7. cuDNN's algorithm policy against layer's time (about 90 s): VGG-16 and ResNet-50 at b8 and b32,
@@ -195,6 +197,11 @@ if [[ $steps == *" 6 "* ]]; then
   else
     limit "${GPU_TORCH_PLAN_S:-300}" "$log" "$py" bench/torch_plan_gpu.py --lrcnn "$bin/lrcnn" --device cuda --batch 8 --iters 10 \
       --tsv "$out/6_torch_plan.tsv"
+    # the same rows with cuDNN's workspace capped (GPU_TORCH_PLAN_CAP MiB, 0 by default; `none`: not run), the
+    # allocated peak then the prediction plus at most the cap: memory only, 2 timed iterations, no budget search
+    cap=${GPU_TORCH_PLAN_CAP:-0}
+    [ "$cap" = none ] || limit "${GPU_TORCH_PLAN_CAP_S:-200}" "$log" "$py" bench/torch_plan_gpu.py --lrcnn "$bin/lrcnn" --device cuda \
+      --batch 8 --iters 2 --fit '' --cudnn-ws-mib "$cap" --tsv "$out/6_torch_plan_cap.tsv"
   fi
   # row plans in bands on the device against the plain module there (ConvNeXt's stochastic depth
   # from the GPU generator's state, bilinear upsampling, ShuffleNet's views): gradients
