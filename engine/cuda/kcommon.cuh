@@ -1,5 +1,6 @@
 // kcommon: what the kernels' files share (kernels.cu, kpool.cu, knorm.cu, kloss.cu): the block size,
-// the grid of a launch, a view's rows, an element's place, and the block reduction of the bn sums.
+// the grid of a launch, a view's rows, an element's place, the flat launches' test, and the block
+// reduction of the bn sums.
 // Device code every file compiles in itself (static inline, the CUDA way to share it without
 // separate compilation), so this header holds code where the others hold none.
 // Conventions: one thread per output element unless a kernel says otherwise; the arithmetic
@@ -35,6 +36,19 @@ __device__ static inline pos decompose(int64_t i, int c, int a, int b, int w)
     p.c = (int)(i % c), p.n = (int)(i / c);
     return p;
 }
+
+// Flat launches. Where every view of an elementwise launch holds exactly the rows [a, b) of maps
+// shaped like the launch's own (a whole map, or a band in a buffer of its own: the usual case),
+// element i of those rows is p[i] in each view, so the kernel runs over one array, four values a
+// thread in 16-byte loads and stores, with none of decompose()'s divisions. The arithmetic is the
+// general kernels' value for value; a view that is a band of a larger map, or not 16-byte aligned,
+// takes the general kernel.
+static inline bool flat(kview v, kview like, int a, int b)
+{
+    return v.n == like.n && v.c == like.c && v.w == like.w && v.row0 == a && v.h == b - a && ((uintptr_t)v.p & 15) == 0;
+}
+
+static inline unsigned quads(int64_t n) { return blocks((n + 3) / 4); }
 
 // Block reduction of two doubles; thread 0 gets the totals.
 __device__ static inline void reduce2(double *s1, double *s2, double l1, double l2)

@@ -20,7 +20,12 @@ __global__ static void copy2d(float *d, int64_t ds, const float *s, int64_t ss, 
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= planes * len) return;
-    int64_t pl = i / len, j = i % len;
+    int64_t pl, j; /* in 32 bits where the index and the length fit (decompose()'s reason) */
+    if ((uint64_t)i <= 0xffffffffu && (uint64_t)len <= 0xffffffffu) {
+        uint32_t u = (uint32_t)i, q = u / (uint32_t)len;
+        pl = q, j = u - q * (uint32_t)len;
+    } else
+        pl = i / len, j = i % len;
     if (acc) d[pl * ds + j] += s[pl * ss + j];
     else d[pl * ds + j] = s[pl * ss + j];
 }
@@ -68,6 +73,26 @@ extern "C" void k_adam(cudaStream_t st, float *p, const float *g, float *m, floa
     }
 }
 
+// y = x
+__global__ static void copy_flat(const float *x, float *y, int64_t n)
+{
+    int64_t i = 4 * ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
+    if (i + 4 <= n) *(float4 *)(y + i) = *(const float4 *)(x + i);
+    else
+        for (; i < n; i++) y[i] = x[i];
+}
+
+// y = x0 + x1, value by value (x0 may be y: dx += dy)
+__global__ static void add_flat(const float *x0, const float *x1, float *y, int64_t n)
+{
+    int64_t i = 4 * ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
+    if (i + 4 <= n) {
+        float4 u = *(const float4 *)(x0 + i), v = *(const float4 *)(x1 + i);
+        *(float4 *)(y + i) = make_float4(u.x + v.x, u.y + v.y, u.z + v.z, u.w + v.w);
+    } else
+        for (; i < n; i++) y[i] = x0[i] + x1[i];
+}
+
 __global__ static void bias(kview y, int a, int b, const float *bs)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -76,10 +101,23 @@ __global__ static void bias(kview y, int a, int b, const float *bs)
     at(y, q.n, q.c, q.r)[q.col] += bs[q.c];
 }
 
+// The same on a flat view (kcommon.cuh) whose channel planes are a multiple of four values.
+__global__ static void bias_flat(float *y, int64_t n, int c, int plane, const float *bs)
+{
+    int64_t i = 4 * ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
+    if (i >= n) return;
+    float k = bs[(uint64_t)i <= 0xffffffffu ? (int)((uint32_t)i / (uint32_t)plane % (uint32_t)c) : (int)(i / plane % c)];
+    float4 v = *(float4 *)(y + i);
+    *(float4 *)(y + i) = make_float4(v.x + k, v.y + k, v.z + k, v.w + k);
+}
+
 extern "C" void k_bias(cudaStream_t st, kview y, int a, int b, const float *bs)
 {
-    int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
-    if (n) {
+    int64_t n = (int64_t)y.n * y.c * (b - a) * y.w, plane = (int64_t)(b - a) * y.w;
+    if (n && plane % 4 == 0 && plane <= 0x7fffffff && flat(y, y, a, b)) {
+        bias_flat<<<quads(n), T, 0, st>>>(y.p, n, y.c, (int)plane, bs);
+        LAUNCHED();
+    } else if (n) {
         bias<<<blocks(n), T, 0, st>>>(y, a, b, bs);
         LAUNCHED();
     }
@@ -96,25 +134,33 @@ __global__ static void add_fwd(kview x0, kview x1, kview y, int a, int b)
 extern "C" void k_add_fwd(cudaStream_t st, kview x0, kview x1, kview y, int a, int b)
 {
     int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
-    if (n) {
+    if (n && flat(y, y, a, b) && flat(x0, y, a, b) && flat(x1, y, a, b)) {
+        add_flat<<<quads(n), T, 0, st>>>(x0.p, x1.p, y.p, n);
+        LAUNCHED();
+    } else if (n) {
         add_fwd<<<blocks(n), T, 0, st>>>(x0, x1, y, a, b);
         LAUNCHED();
     }
 }
 
-__global__ static void acc_rows(kview dx, kview dy, int off, int a, int b)
+__global__ static void acc_rows(kview dx, kview dy, int off, int a, int b, bool store)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (int64_t)dx.n * dx.c * (b - a) * dx.w) return;
     pos q = decompose(i, dx.c, a, b, dx.w);
-    at(dx, q.n, q.c, q.r)[q.col] += at(dy, q.n, off + q.c, q.r)[q.col];
+    float g = at(dy, q.n, off + q.c, q.r)[q.col], *d = &at(dx, q.n, q.c, q.r)[q.col];
+    *d = store ? g : *d + g;
 }
 
-extern "C" void k_acc_rows(cudaStream_t st, kview dx, kview dy, int off, int a, int b)
+extern "C" void k_acc_rows(cudaStream_t st, kview dx, kview dy, int off, int a, int b, bool store)
 {
     int64_t n = (int64_t)dx.n * dx.c * (b - a) * dx.w;
-    if (n) {
-        acc_rows<<<blocks(n), T, 0, st>>>(dx, dy, off, a, b);
+    if (n && off == 0 && flat(dx, dx, a, b) && flat(dy, dx, a, b)) {
+        if (store) copy_flat<<<quads(n), T, 0, st>>>(dy.p, dx.p, n);
+        else add_flat<<<quads(n), T, 0, st>>>(dx.p, dy.p, dx.p, n);
+        LAUNCHED();
+    } else if (n) {
+        acc_rows<<<blocks(n), T, 0, st>>>(dx, dy, off, a, b, store);
         LAUNCHED();
     }
 }
@@ -211,6 +257,36 @@ extern "C" void k_channels(cudaStream_t st, kview x, kview y, kchan m, int a, in
     }
 }
 
+__global__ static void act_fwd_flat(int kind, float slope, const float *x, float *y, int64_t n)
+{
+    int64_t i = 4 * ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
+    if (i + 4 <= n) {
+        float4 v = *(const float4 *)(x + i);
+        *(float4 *)(y + i) = make_float4(act_fwd(kind, slope, v.x), act_fwd(kind, slope, v.y), act_fwd(kind, slope, v.z),
+                                         act_fwd(kind, slope, v.w));
+    } else
+        for (; i < n; i++) y[i] = act_fwd(kind, slope, x[i]);
+}
+
+__global__ static void act_bwd_flat(int kind, float slope, const float *m, const float *dy, float *dx, int64_t n, bool store)
+{
+    int64_t i = 4 * ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
+    if (i + 4 <= n) {
+        float4 k = *(const float4 *)(m + i), g = *(const float4 *)(dy + i);
+        g = make_float4(g.x * act_grad(kind, slope, k.x), g.y * act_grad(kind, slope, k.y), g.z * act_grad(kind, slope, k.z),
+                        g.w * act_grad(kind, slope, k.w));
+        if (!store) {
+            float4 o = *(const float4 *)(dx + i);
+            g = make_float4(o.x + g.x, o.y + g.y, o.z + g.z, o.w + g.w);
+        }
+        *(float4 *)(dx + i) = g;
+    } else
+        for (; i < n; i++) {
+            float g = dy[i] * act_grad(kind, slope, m[i]);
+            dx[i] = store ? g : dx[i] + g;
+        }
+}
+
 __global__ static void act_fwd_k(int kind, float slope, kview x, kview y, int a, int b)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -222,7 +298,10 @@ __global__ static void act_fwd_k(int kind, float slope, kview x, kview y, int a,
 extern "C" void k_act_fwd(cudaStream_t st, int kind, float slope, kview x, kview y, int a, int b)
 {
     int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
-    if (n) {
+    if (n && flat(y, y, a, b) && flat(x, y, a, b)) {
+        act_fwd_flat<<<quads(n), T, 0, st>>>(kind, slope, x.p, y.p, n);
+        LAUNCHED();
+    } else if (n) {
         act_fwd_k<<<blocks(n), T, 0, st>>>(kind, slope, x, y, a, b);
         LAUNCHED();
     }
@@ -241,7 +320,10 @@ __global__ static void act_bwd_k(int kind, float slope, kview m, kview dy, kview
 extern "C" void k_act_bwd(cudaStream_t st, int kind, float slope, kview m, kview dy, kview dx, int a, int b, bool store)
 {
     int64_t n = (int64_t)dy.n * dy.c * (b - a) * dy.w;
-    if (n) {
+    if (n && flat(dy, dy, a, b) && flat(m, dy, a, b) && flat(dx, dy, a, b)) {
+        act_bwd_flat<<<quads(n), T, 0, st>>>(kind, slope, m.p, dy.p, dx.p, n, store);
+        LAUNCHED();
+    } else if (n) {
         act_bwd_k<<<blocks(n), T, 0, st>>>(kind, slope, m, dy, dx, a, b, store);
         LAUNCHED();
     }

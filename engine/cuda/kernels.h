@@ -49,8 +49,8 @@ void k_concat_fwd(cudaStream_t st, kview x, kview y, int off, int a, int b);
 typedef struct { int start, groups, in_c; } kchan;
 /* fwd: y rows [a, b) = x's selected channels; else x rows [a, b) (a gradient) += y's (dy) at them */
 void k_channels(cudaStream_t st, kview x, kview y, kchan m, int a, int b, bool fwd);
-/* dx rows [a, b) += scale * dy's channels [off, off + dx.c) (add: off 0; concat: its input's place) */
-void k_acc_rows(cudaStream_t st, kview dx, kview dy, int off, int a, int b);
+/* dx rows [a, b) += (store: =) dy's channels [off, off + dx.c) (add: off 0; concat: its input's place) */
+void k_acc_rows(cudaStream_t st, kview dx, kview dy, int off, int a, int b, bool store);
 /* elementwise activations (engine/act.h) on rows [a, b): y = f(x); dx = (or with store false +=)
  * dy * f'(m), m what the kind keeps */
 void k_act_fwd(cudaStream_t st, int kind, float slope, kview x, kview y, int a, int b);

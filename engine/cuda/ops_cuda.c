@@ -279,7 +279,7 @@ static void cuda_forward(const ops_call *c)
     case NET_FC: fc_forward(c); break;
     case NET_ADD: /* left to right, as PyTorch's chain of adds */
         k_add_fwd(g.compute, kv(&c->x[0]), kv(&c->x[1]), kv(&c->y), c->a, c->b);
-        for (int j = 2; j < l->n_in; j++) k_acc_rows(g.compute, kv(&c->y), kv(&c->x[j]), 0, c->a, c->b);
+        for (int j = 2; j < l->n_in; j++) k_acc_rows(g.compute, kv(&c->y), kv(&c->x[j]), 0, c->a, c->b, false);
         break;
     case NET_MAXPOOL: k_maxpool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), c->argmax, kw(l->win), c->in_h[0], c->a, c->b); break;
     case NET_AVGPOOL: k_avgpool_fwd(g.compute, kv(&c->x[0]), kv(&c->y), kw(l->win), c->in_h[0], c->a, c->b); break;
@@ -328,9 +328,12 @@ static void joins_backward(const ops_call *c)
     }
     for (int j = 0, off = 0; j < l->n_in; off += l->kind == NET_CONCAT ? c->in_c[j] : 0, j++) {
         int i = net_input_first(l, j);
-        if (!c->dx[i].p) continue;
-        if (i == j) dx_begin(c, j);
-        k_acc_rows(g.compute, kv(&c->dx[i]), kv(&c->dy), off, c->a, c->b);
+        const ten *dx = &c->dx[i];
+        if (!dx->p) continue;
+        /* the first gradient into a buffer of rows [a, b) alone is a copy, not a zero fill and an add */
+        bool store = i == j && !c->dx_acc[j] && dx->row0 == c->a && dx->h == c->b - c->a;
+        if (i == j && !store) dx_begin(c, j);
+        k_acc_rows(g.compute, kv(dx), kv(&c->dy), off, c->a, c->b, store);
     }
 }
 
