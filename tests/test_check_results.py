@@ -5,7 +5,8 @@ spec, a dirty-tree flag, a commit outside this history, a machine's absolute spe
 absolute net paths is named; --known passes a listed stale file and fails a listed current one.
 Two runs of one simulation spec, from different directories with the spec named differently, are
 the same file value for value but for the fields that say when, where and by what it ran, and
---same says so.
+--same says so. --rerun regenerates a simulation file from its spec and passes it unchanged, and
+names one whose numbers the code would no longer write.
 
     /usr/bin/python3 tests/test_check_results.py path/to/lrcnn
 """
@@ -86,6 +87,19 @@ def main(lrcnn):
         check("--same: the same results", rc == 0 and "the same results" in out, out)
         rc, out = run_check("--same", good, changed)
         check("--same: one difference, named", rc == 1 and "spec_digest" in out and out.rstrip().endswith(": 1 difference"), out)
+
+        # --rerun: the file regenerated from its spec; one number changed is named (a run's predicted
+        # peak, as if the simulator had changed since the file was written)
+        rc, out = run_check("--rerun", lrcnn, good)
+        check("--rerun: a file written now regenerates the same", rc == 0 and "0 of 1 simulation result files differ" in out, out)
+        moved = os.path.join(tmp, "moved.h5")
+        shutil.copy(good, moved)
+        with h5py.File(moved, "r+") as f:
+            peak = f["runs/00000/prediction/replay"].attrs["peak"]
+            f["runs/00000/prediction/replay"].attrs.modify("peak", peak + 1)
+        rc, out = run_check("--rerun", lrcnn, moved)
+        check("--rerun: a changed number is named with the command", rc == 1 and "moved.h5: 1 difference" in out and
+              "prediction/replay/@peak" in out and "regenerate: ./lrcnn sweep experiments/arena.spec" in out, out)
 
         known = os.path.join(tmp, "STALE")  # files outside the root are listed as given
         with open(known, "w") as k:
