@@ -204,7 +204,8 @@ static void bn_backward(const ops_call *c)
     const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy;
     int C = dy->c;
     ten none = {0};
-    dx_begin(c, 0);
+    bool dnn = c->bn == OPS_BN_TRAIN && dx->p && whole(x, c->a, c->b) && whole(dy, c->a, c->b) && whole(dx, c->a, c->b);
+    if (!dnn) dx_begin(c, 0); /* cuDNN's pass writes dx whole: it adds only where dx accumulates (beta) */
     if (c->bn == OPS_BN_FROZEN) {
         k_bn_frozen_bwd(g.compute, kv(x), kv(dx->p ? dx : &none), kv(dy), c->a, c->b, c->w, c->stats, c->dw,
                         bn_scratch(dy, c->a, c->b) + 2 * C);
@@ -216,7 +217,7 @@ static void bn_backward(const ops_call *c)
         return;
     }
     CHECK(c->dw != NULL);
-    if (!dx->p || !(whole(x, c->a, c->b) && whole(dy, c->a, c->b) && whole(dx, c->a, c->b))) { /* a band's own statistics */
+    if (!dnn) { /* a band's own statistics */
         double *sums = bn_scratch(dy, c->a, c->b);
         CUDA_CHECK(cudaMemsetAsync(sums, 0, 2 * (size_t)C * sizeof(double), g.compute));
         k_bn_sums(g.compute, kv(x), kv(dy), c->a, c->b, c->stats, sums, sums + 2 * C);
@@ -225,7 +226,8 @@ static void bn_backward(const ops_call *c)
         return;
     }
     cudnnTensorDescriptor_t xd = packed_desc(x->n, C, x->h, x->w), pd = packed_desc(1, C, 1, 1);
-    CUDNN_CHECK(cudnnBatchNormalizationBackward(g.dnn, CUDNN_BATCHNORM_SPATIAL, &one, &one, &one, &one, xd, x->p, xd, dy->p, xd, dx->p, pd,
+    CUDNN_CHECK(cudnnBatchNormalizationBackward(g.dnn, CUDNN_BATCHNORM_SPATIAL, &one, c->dx_acc[0] ? &one : &zero, &one, &one, xd, x->p,
+                                                xd, dy->p, xd, dx->p, pd,
                                                 c->w, c->dw, c->dw + C, l->u.bn.eps, c->stats, c->stats + C));
     cudnnDestroyTensorDescriptor(xd), cudnnDestroyTensorDescriptor(pd);
 }
@@ -331,7 +333,7 @@ static void joins_backward(const ops_call *c)
         const ten *dx = &c->dx[i];
         if (!dx->p) continue;
         /* the first gradient into a buffer of rows [a, b) alone is a copy, not a zero fill and an add */
-        bool store = i == j && !c->dx_acc[j] && dx->row0 == c->a && dx->h == c->b - c->a;
+        bool store = i == j && !c->dx_acc[j] && whole(dx, c->a, c->b);
         if (i == j && !store) dx_begin(c, j);
         k_acc_rows(g.compute, kv(dx), kv(&c->dy), off, c->a, c->b, store);
     }
@@ -415,9 +417,11 @@ static void cuda_backward(const ops_call *c)
         /* a torch plan's relu6 keeps its input instead of its output (sim/lower/lower.c) */
         const ten *dx = &c->dx[0], *m = kind_of(l)->keeps_y && c->y.p ? &c->y : &c->x[0];
         if (!dx->p) break;
-        bool inplace = dx->p == c->dy.p; /* dx over dy, rows [a, b) only (ops.h) */
-        if (!inplace) dx_begin(c, 0);
-        k_act_bwd(g.compute, (int)l->kind, ACT_SLOPE(l), kv(m), kv(&c->dy), kv(dx), c->a, c->b, inplace);
+        /* stored: dx over dy, rows [a, b) only (ops.h), or a first gradient into a buffer of those rows
+         * alone (not a zero fill and an add) */
+        bool store = dx->p == c->dy.p || (!c->dx_acc[0] && whole(dx, c->a, c->b));
+        if (!store) dx_begin(c, 0);
+        k_act_bwd(g.compute, (int)l->kind, ACT_SLOPE(l), kv(m), kv(&c->dy), kv(dx), c->a, c->b, store);
         break;
     }
     case NET_DROPOUT:
