@@ -209,6 +209,10 @@ int main(int argc, char **argv)
     if (!profile) argc--, argv++;
     bool self = argc == 2 && !strcmp(argv[1], "--self"); /* every case with the CPU on both sides: the harness */
     const ops_table *cu = self ? &ops_cpu : ops_find("cuda", profile, &e), *cpu = &ops_cpu;
+    if (!cu && strncmp(e.msg, "no CUDA device", 14)) { /* a GPU this build cannot serve: a failure, not a skip */
+        printf("FAIL: %s\n", e.msg);
+        return 1;
+    }
     if (!cu) {
         printf("skipped: %s\n", e.msg);
         return SKIP;

@@ -16,6 +16,14 @@ extern "C" void k_launched(const char *file, int line)
     exit(1);
 }
 
+__global__ static void probe(void) {}
+
+extern "C" cudaError_t k_image(void)
+{
+    cudaFuncAttributes a;
+    return cudaFuncGetAttributes(&a, probe);
+}
+
 __global__ static void copy2d(float *d, int64_t ds, const float *s, int64_t ss, int64_t planes, int64_t len, bool acc)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;

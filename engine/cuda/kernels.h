@@ -23,6 +23,9 @@ extern "C" {
 #define LAUNCHED() k_launched(__FILE__, __LINE__)
 #endif
 void k_launched(const char *file, int line);
+/* Whether this build holds a kernel image the current device can run (machine code for its
+ * architecture, or PTX it can compile): cudaSuccess, or the error a launch would meet. */
+cudaError_t k_image(void);
 
 /* A band view (ops.h's ten): rows [row0, row0 + h) of maps with n images and c channels. */
 typedef struct {

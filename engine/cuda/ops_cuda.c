@@ -516,6 +516,23 @@ const ops_table *ops_cuda_open(bool profile, err *e)
     }
     if (watch_open(profile, e)) return NULL; /* before the context: its allocations are recorded */
     CUDA_CHECK(cudaSetDevice(0));
+    /* a GPU this build cannot serve is said so before anything runs, not at a kernel's first launch */
+    struct cudaDeviceProp prop;
+    int pools = 0;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    CUDA_CHECK(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, 0));
+    cudaError_t image = k_image();
+    if (image != cudaSuccess) {
+        err_set(e, "this build has no kernels for the %s (compute capability %d.%d): %s; configure with "
+                "-DLRCNN_CUDA_ARCHITECTURES=%d%d (docs/gpu.md)", prop.name, prop.major, prop.minor, cudaGetErrorString(image), prop.major,
+                prop.minor);
+        return NULL;
+    }
+    if (!pools) {
+        err_set(e, "the %s (compute capability %d.%d) has no stream-ordered memory pools (cudaMallocAsync), which the CUDA "
+                "backend allocates from", prop.name, prop.major, prop.minor);
+        return NULL;
+    }
     CUDA_CHECK(cudaStreamCreateWithFlags(&g.compute, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&g.copy, cudaStreamNonBlocking));
     mem_cuda_init(g.compute, g.copy);

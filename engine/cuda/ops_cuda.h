@@ -25,7 +25,8 @@
 #include "sim/lower/sched.h"
 
 /* The backend, after initializing the first device; NULL with a reason in e when there is no
- * usable GPU (no driver, no device). profile: start CUPTI first (watch_cuda.h: memory records
+ * usable GPU: no driver or no device ("no CUDA device: ..."), a GPU this build has no kernels for,
+ * or one without stream-ordered memory pools. profile: start CUPTI first (watch_cuda.h: memory records
  * throughout, kernels tagged in the pass watched). */
 const ops_table *ops_cuda_open(bool profile, err *e);
 
