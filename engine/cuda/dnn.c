@@ -185,6 +185,30 @@ static void backward_run(const dnn_step *s, int i0, int k, bool pack, dnn_plan *
     }
 }
 
+/* A step that defines dx (it does not add to it) by one backward-data call writing the whole buffer
+ * in place (a whole map's `layer` step, most bands' middles): that call takes beta 0 and the zero
+ * fill before it goes, two passes over dx fewer. cuDNN's backward data defines every element of
+ * its dx, a row or column no window reads as 0. */
+static void define_dx_in_place(const dnn_step *s, dnn_plan *p)
+{
+    if (!s->backward || s->dx_acc || !p->n || p->call[0].op != DNN_ZERO || p->call[0].dst.base != DNN_DX) return;
+    int writer = -1;
+    for (int i = 1; i < p->n; i++) {
+        const dnn_call *c = &p->call[i];
+        bool writes = c->op == DNN_CONV_BWD_DATA ? c->xr.base == DNN_DX : (c->op == DNN_ZERO || c->op == DNN_COPY) && c->dst.base == DNN_DX;
+        if (!writes) continue;
+        if (writer >= 0 || c->op != DNN_CONV_BWD_DATA) return; /* several writers add up: the zeros stay */
+        writer = i;
+    }
+    if (writer < 0) return;
+    dnn_call *c = &p->call[writer];
+    const dnn_tensor *t = &c->xt;
+    if (c->xr.at != 0 || !packed(t) || (int64_t)t->n * t->ns != (int64_t)s->batch * s->c_in * len_of(s->dx) * s->in_w) return;
+    c->acc = false;
+    memmove(p->call, p->call + 1, (size_t)(p->n - 1) * sizeof *p->call);
+    p->n--;
+}
+
 static int64_t limit_of(const dnn_step *s) { return s->limit > 0 ? s->limit : DNN_MAX_ELEMS; }
 
 /* How far past the step's limit the largest descriptor of p is (<= 1: within). */
@@ -219,7 +243,10 @@ int dnn_conv_plan(const dnn_step *s, bool pack, dnn_plan *p, char *why, size_t l
             else forward_run(s, i0, run, p);
         }
         double r = over(p, limit_of(s));
-        if (r <= 1) return 0;
+        if (r <= 1) {
+            define_dx_in_place(s, p);
+            return 0;
+        }
         if (k == 1) {
             snprintf(why, len, "layer '%s': one image's %s tensors are past cuDNN's descriptors (%lld elements at most)",
                      s->l->name, s->backward ? "backward" : "forward", (long long)limit_of(s));

@@ -21,7 +21,8 @@
  * schedule accounts for every byte.
  * Accumulation (engine/ops.h): forward writes y's rows (beta 0); backward adds into dw and db (beta
  * 1) and into dx (beta 1, or a staged dx added row by row), after zeroing dx's whole buffer unless
- * the step accumulates into it.
+ * the step accumulates into it; a step that does not, and whose one backward-data call writes the
+ * whole dx in place (a `layer` step, most bands), takes beta 0 there instead of the zeros.
  * Not here: cuDNN itself, algorithms (ops_cuda.c), bias forward (a kernel of ours). */
 #ifndef LRCNN_DNN_H
 #define LRCNN_DNN_H
