@@ -173,6 +173,11 @@ def problems(root, path, version):
         return why, regenerate(root, rel, a)
 
 
+def shown(root, path):
+    """A file as lists and messages name it: relative to the root where it lies under it."""
+    return os.path.relpath(path, root) if os.path.abspath(path).startswith(root + os.sep) else path
+
+
 def simulated_spec(path):
     """The spec (relative to the root) of a sweep's file whose runs are all the simulator's, else None."""
     with h5py.File(path, "r") as f:
@@ -187,7 +192,7 @@ def rerun(root, lrcnn, files, skip):
     tmp, differ, checked, t0 = tempfile.mkdtemp(prefix="check_results."), 0, 0, time.time()
     try:
         for p in files:
-            rel = os.path.relpath(p, root) if os.path.abspath(p).startswith(root + os.sep) else p
+            rel = shown(root, p)
             spec = simulated_spec(p)
             if spec is None or rel in skip:
                 continue
@@ -257,11 +262,8 @@ def main(argv):
         return rerun(root, lrcnn, files, known)
     stale = 0
     for p in files:
-        if not os.path.isfile(p):
-            print("check_results: %s: no such file" % p, file=sys.stderr)
-            return 2
         why, cmd = problems(root, p, version)
-        rel = os.path.relpath(p, root) if os.path.abspath(p).startswith(root + os.sep) else p
+        rel = shown(root, p)
         if rel in known:
             known[rel] = True
             if not why:

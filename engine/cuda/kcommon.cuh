@@ -50,6 +50,20 @@ static inline bool flat(kview v, kview like, int a, int b)
 
 static inline unsigned quads(int64_t n) { return blocks((n + 3) / 4); }
 
+// Flat views whose channel planes (rows [a, b) of an image's channel) are a multiple of four values,
+// so that four values a thread are one channel's: the plane, else 0.
+static inline int flat_plane4(kview v, int a, int b)
+{
+    int64_t plane = (int64_t)(b - a) * v.w;
+    return plane % 4 == 0 && plane <= 0x7fffffff ? (int)plane : 0;
+}
+
+// The channel of value i of such a view (in 32 bits where i fits: decompose()'s reason).
+__device__ static inline int flat_channel(int64_t i, int plane, int c)
+{
+    return (uint64_t)i <= 0xffffffffu ? (int)((uint32_t)i / (uint32_t)plane % (uint32_t)c) : (int)(i / plane % c);
+}
+
 // Block reduction of two doubles; thread 0 gets the totals.
 __device__ static inline void reduce2(double *s1, double *s2, double l1, double l2)
 {

@@ -109,21 +109,22 @@ __global__ static void bias(kview y, int a, int b, const float *bs)
     at(y, q.n, q.c, q.r)[q.col] += bs[q.c];
 }
 
-// The same on a flat view (kcommon.cuh) whose channel planes are a multiple of four values.
+// The same on a flat view whose channel planes are a multiple of four values (kcommon.cuh: flat_plane4).
 __global__ static void bias_flat(float *y, int64_t n, int c, int plane, const float *bs)
 {
     int64_t i = 4 * ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
     if (i >= n) return;
-    float k = bs[(uint64_t)i <= 0xffffffffu ? (int)((uint32_t)i / (uint32_t)plane % (uint32_t)c) : (int)(i / plane % c)];
+    float k = bs[flat_channel(i, plane, c)];
     float4 v = *(float4 *)(y + i);
     *(float4 *)(y + i) = make_float4(v.x + k, v.y + k, v.z + k, v.w + k);
 }
 
 extern "C" void k_bias(cudaStream_t st, kview y, int a, int b, const float *bs)
 {
-    int64_t n = (int64_t)y.n * y.c * (b - a) * y.w, plane = (int64_t)(b - a) * y.w;
-    if (n && plane % 4 == 0 && plane <= 0x7fffffff && flat(y, y, a, b)) {
-        bias_flat<<<quads(n), T, 0, st>>>(y.p, n, y.c, (int)plane, bs);
+    int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
+    int plane = flat_plane4(y, a, b);
+    if (n && plane && flat(y, y, a, b)) {
+        bias_flat<<<quads(n), T, 0, st>>>(y.p, n, y.c, plane, bs);
         LAUNCHED();
     } else if (n) {
         bias<<<blocks(n), T, 0, st>>>(y, a, b, bs);

@@ -105,13 +105,13 @@ __global__ static void bn_map_fwd(kview x, kview y, int a, int b, const float *w
     at(y, q.n, q.c, q.r)[q.col] = (xv - stats[q.c]) * stats[y.c + q.c] * w[q.c] + w[y.c + q.c];
 }
 
-// The same on flat views (kcommon.cuh) whose channel planes are a multiple of four values: four
-// values of one channel a thread.
+// The same on flat views whose channel planes are a multiple of four values (kcommon.cuh's
+// flat_plane4): four values of one channel a thread.
 __global__ static void bn_map_fwd_flat(const float *x, float *y, int64_t n, int c, int plane, const float *w, const float *stats)
 {
     int64_t i = 4 * ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
     if (i >= n) return;
-    int ch = (uint64_t)i <= 0xffffffffu ? (int)((uint32_t)i / (uint32_t)plane % (uint32_t)c) : (int)(i / plane % c);
+    int ch = flat_channel(i, plane, c);
     float m = stats[ch], s = stats[c + ch], g = w[ch], be = w[c + ch];
     float4 v = *(const float4 *)(x + i);
     *(float4 *)(y + i) = make_float4((v.x - m) * s * g + be, (v.y - m) * s * g + be, (v.z - m) * s * g + be, (v.w - m) * s * g + be);
@@ -119,9 +119,10 @@ __global__ static void bn_map_fwd_flat(const float *x, float *y, int64_t n, int 
 
 extern "C" void k_bn_map_fwd(cudaStream_t st, kview x, kview y, int a, int b, const float *w, const float *stats)
 {
-    int64_t n = (int64_t)y.n * y.c * (b - a) * y.w, plane = (int64_t)(b - a) * y.w;
-    if (n && plane % 4 == 0 && plane <= 0x7fffffff && flat(y, y, a, b) && flat(x, y, a, b)) {
-        bn_map_fwd_flat<<<quads(n), T, 0, st>>>(x.p, y.p, n, y.c, (int)plane, w, stats);
+    int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
+    int plane = flat_plane4(y, a, b);
+    if (n && plane && flat(y, y, a, b) && flat(x, y, a, b)) {
+        bn_map_fwd_flat<<<quads(n), T, 0, st>>>(x.p, y.p, n, y.c, plane, w, stats);
         LAUNCHED();
     } else if (n) {
         bn_map_fwd<<<blocks(n), T, 0, st>>>(x, y, a, b, w, stats);

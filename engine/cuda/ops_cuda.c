@@ -155,6 +155,16 @@ const sched_ws_model *ops_cuda_ws_model(void) { return &cuda_ws; }
 /* Whether a view holds exactly rows [a, b): then it is a packed tensor cuDNN takes whole. */
 static bool whole(const ten *t, int a, int b) { return !t->p || (t->row0 == a && t->h == b - a); }
 
+/* Before a kernel that can store writes dx[j]: true where it may (the step defines dx[j], whose
+ * buffer holds rows [a, b) alone: a copy, not a zero fill and an add), else dx_begin's zeros
+ * where the step does not accumulate, and the kernel adds. */
+static bool dx_begin_store(const ops_call *c, int j)
+{
+    if (c->dx[j].p && !c->dx_acc[j] && whole(&c->dx[j], c->a, c->b)) return true;
+    dx_begin(c, j);
+    return false;
+}
+
 /* The scratch, which prepare sized for every layer of the net: never grown inside an iteration. */
 static double *scratch(int64_t doubles)
 {
@@ -332,9 +342,7 @@ static void joins_backward(const ops_call *c)
         int i = net_input_first(l, j);
         const ten *dx = &c->dx[i];
         if (!dx->p) continue;
-        /* the first gradient into a buffer of rows [a, b) alone is a copy, not a zero fill and an add */
-        bool store = i == j && !c->dx_acc[j] && whole(dx, c->a, c->b);
-        if (i == j && !store) dx_begin(c, j);
+        bool store = i == j && dx_begin_store(c, j); /* a later read of the same tensor adds */
         k_acc_rows(g.compute, kv(dx), kv(&c->dy), off, c->a, c->b, store);
     }
 }
@@ -417,10 +425,7 @@ static void cuda_backward(const ops_call *c)
         /* a torch plan's relu6 keeps its input instead of its output (sim/lower/lower.c) */
         const ten *dx = &c->dx[0], *m = kind_of(l)->keeps_y && c->y.p ? &c->y : &c->x[0];
         if (!dx->p) break;
-        /* stored: dx over dy, rows [a, b) only (ops.h), or a first gradient into a buffer of those rows
-         * alone (not a zero fill and an add) */
-        bool store = dx->p == c->dy.p || (!c->dx_acc[0] && whole(dx, c->a, c->b));
-        if (!store) dx_begin(c, 0);
+        bool store = dx->p == c->dy.p || dx_begin_store(c, 0); /* dx over dy: rows [a, b) only (ops.h) */
         k_act_bwd(g.compute, (int)l->kind, ACT_SLOPE(l), kv(m), kv(&c->dy), kv(dx), c->a, c->b, store);
         break;
     }
