@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sys/resource.h>
 
@@ -23,6 +24,7 @@
 #include "io/data.h"
 #include "sim/net/load.h"
 #include "sim/net/kind.h"
+#include "engine/cpu/blas_cpu.h"
 #include "engine/cpu/ops_cpu.h"
 #include "engine/run.h"
 
@@ -207,8 +209,9 @@ static void alloc_compare(const char *name, int image, int batch, const char *te
  * its own process, so each RSS high-water mark is that net's alone. */
 int main(int argc, char **argv)
 {
+    if (blas_cpu_env()) execv("/proc/self/exe", argv); /* OpenBLAS's kernel, as lrcnn runs it (cli/main.c) */
     int batch = argc > 1 ? atoi(argv[1]) : 2;
-    printf("OpenBLAS: %s, %d threads\n\n", openblas_get_config(), openblas_get_num_threads());
+    printf("%s, %d threads (%s)\n\n", blas_cpu_describe(), openblas_get_num_threads(), openblas_get_config());
     const char *all[] = {"convs", "vgg16", "resnet50"};
     int count = argc > 2 ? argc - 2 : 3;
     for (int i = 0; i < count; i++) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "engine/cpu/blas_cpu.h"
 #include "io/h5.h"
 #include "io/machine.h"
 
@@ -42,8 +43,8 @@ static void usage(FILE *f)
                "in every result file). exit status: 0 ok, 1 failed, 2 bad usage or input\n");
 }
 
-/* GNU OpenMP reads its environment once, when the program loads, so lrcnn sets it and runs itself
- * again, once, before anything else (a failed exec just goes on with what it had):
+/* GNU OpenMP and OpenBLAS read their environment once, when the program loads, so lrcnn sets it and
+ * runs itself again, once, before anything else (a failed exec just goes on with what it had):
  * - --threads N (any command, anywhere on the line) becomes OMP_NUM_THREADS=N; without it the
  *   engine takes the CPUs other processes leave free (engine/threads.h).
  * - Unless the user chose a wait policy (OMP_WAIT_POLICY or GOMP_SPINCOUNT), an idle thread spins
@@ -52,8 +53,10 @@ static void usage(FILE *f)
  *   idle, twice the 9.4 ms of spinning, since every loop's barrier then costs a futex wake-up;
  *   GNU OpenMP's default spin (300,000 rounds) took 780 ms beside one busy process; 10,000 rounds
  *   is as fast as spinning idle, and the engine's thread count keeps it off busy cores.
+ * - Where OpenBLAS took the CPU for one without AVX, the kernel its instructions call for
+ *   (engine/cpu/blas_cpu.h: 4-5x the sgemm speed on an Intel Xeon newer than Debian's OpenBLAS).
  * Returns the value of --threads (0: none), or -1 when it is not a count 1..4096. */
-static int openmp_env(int argc, char **argv)
+static int process_env(int argc, char **argv)
 {
     int threads = 0;
     for (int i = 1; i < argc; i++)
@@ -61,8 +64,8 @@ static int openmp_env(int argc, char **argv)
             if (i + 1 >= argc || cli_parse_int(argv[i + 1], 1, 4096, &threads)) return -1;
     const char *have = getenv("OMP_NUM_THREADS");
     bool set_threads = threads && (!have || atoi(have) != threads);
-    bool set_wait = !getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT");
-    if (!set_threads && !set_wait) return threads;
+    bool set_wait = !getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT"), set_blas = blas_cpu_env();
+    if (!set_threads && !set_wait && !set_blas) return threads;
     char n[16];
     snprintf(n, sizeof n, "%d", threads);
     if (set_threads) setenv("OMP_NUM_THREADS", n, 1);
@@ -71,7 +74,7 @@ static int openmp_env(int argc, char **argv)
     return threads;
 }
 
-/* Drops "--threads N" from argv (openmp_env has used it); returns the new argc. */
+/* Drops "--threads N" from argv (process_env has used it); returns the new argc. */
 static int drop_threads(int argc, char **argv)
 {
     int k = 0;
@@ -88,7 +91,7 @@ static int drop_threads(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    if (openmp_env(argc, argv) < 0) {
+    if (process_env(argc, argv) < 0) {
         fprintf(stderr, "lrcnn: --threads needs a count 1..4096 (the engine's OpenMP threads)\n");
         return CLI_USAGE;
     }

@@ -260,6 +260,7 @@ static int write_root(h5_file *f, err *e)
     H5_TRY(h5_attr_str(f->file, "cpu", cpu, e));
     H5_TRY(h5_attr_int(f->file, "threads", machine_threads(), e));
     H5_TRY(h5_attr_str(f->file, "omp_wait_policy", machine_wait_policy(), e));
+    H5_TRY(h5_attr_str(f->file, "blas", machine_blas(), e));
 
     const char *cats[MEM_NCAT];
     for (int c = 0; c < MEM_NCAT; c++) cats[c] = mem_cat_name((mem_cat)c);

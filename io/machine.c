@@ -1,6 +1,7 @@
 /* machine: see machine.h. */
 #include "io/machine.h"
 
+#include "engine/cpu/blas_cpu.h"
 #include "engine/threads.h"
 
 #include <stdbool.h>
@@ -26,6 +27,8 @@ void machine_cpu_model(char *buf, size_t len)
 }
 
 int machine_threads(void) { return engine_threads(); }
+
+const char *machine_blas(void) { return blas_cpu_describe(); }
 
 const char *machine_wait_policy(void)
 {

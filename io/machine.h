@@ -1,6 +1,6 @@
 /* machine: what a result was made on, recorded in every result file (io/h5.c's root attributes):
- * the CPU model, the OpenMP threads and wait policy the engine runs with, and the source commit
- * with whether the tree differed from it, and paths as the source tree names them. Not done here:
+ * the CPU model, the OpenMP threads and wait policy the engine runs with, its OpenBLAS kernel, and
+ * the source commit with whether the tree differed from it, and paths as the source tree names them. Not done here:
  * writing them. */
 #ifndef LRCNN_MACHINE_H
 #define LRCNN_MACHINE_H
@@ -11,6 +11,8 @@
 void machine_cpu_model(char *buf, size_t len);
 /* The engine's OpenMP threads (engine/threads.h: chosen on the first call). */
 int machine_threads(void);
+/* The OpenBLAS kernel the engine's products run on (engine/cpu/blas_cpu.h), as one line. */
+const char *machine_blas(void);
 /* How idle OpenMP threads wait: OMP_WAIT_POLICY when set, else "spin N rounds, then sleep" with
  * GOMP_SPINCOUNT's N (lrcnn's default 10000: cli/main.c; GNU OpenMP's own 300000). */
 const char *machine_wait_policy(void);

@@ -17,7 +17,7 @@ typedef struct {
     int64_t sweep_runs, dirty, n_runs;
     infeasible_row *infeasible; /* its /infeasible table (configurations it could not run) */
     hsize_t n_infeasible;
-    char *digest, *commit, *host, *cpu, *date, *command, *wait, *hdf5;
+    char *digest, *commit, *host, *cpu, *date, *command, *wait, *hdf5, *blas;
 } part;
 
 static const char *mixed = "mixed: see /shards";
@@ -27,7 +27,7 @@ static void part_close(part *p)
     h5_table_free(p->infeasible, p->n_infeasible, sizeof *p->infeasible, h5_infeasible_fields, H5_INFEASIBLE_NFIELDS);
     p->infeasible = NULL, p->n_infeasible = 0;
     if (p->f >= 0) H5Fclose(p->f);
-    char **s[] = {&p->digest, &p->commit, &p->host, &p->cpu, &p->date, &p->command, &p->wait, &p->hdf5};
+    char **s[] = {&p->digest, &p->commit, &p->host, &p->cpu, &p->date, &p->command, &p->wait, &p->hdf5, &p->blas};
     for (size_t i = 0; i < sizeof s / sizeof *s; i++) free(*s[i]), *s[i] = NULL;
     p->f = H5I_INVALID_HID;
 }
@@ -79,6 +79,7 @@ static int part_open(part *p, err *e)
     H5_TRY(h5_read_attr_str(p->f, p->path, "hdf5_version", &p->hdf5, e));
     H5_TRY(read_opt_str(p->f, p->path, "cpu", &p->cpu, e));
     H5_TRY(read_opt_str(p->f, p->path, "omp_wait_policy", &p->wait, e));
+    H5_TRY(read_opt_str(p->f, p->path, "blas", &p->blas, e));
     H5_CHECK(has = H5Aexists(p->f, "git_dirty"));
     if (has) H5_TRY(h5_read_attr_i64(p->f, p->path, "git_dirty", &p->dirty, e));
     H5_CHECK(has = H5Aexists(p->f, "threads"));
@@ -244,15 +245,16 @@ static int write_root(hid_t out, const part *parts, int n, err *e)
     h5_date_now(date, sizeof date);
     H5_TRY(set_str(out, "date", date, e));
     H5_TRY(set_str(out, "lrcnn_command", h5_command(), e));
-    bool differ[4] = {0}, threads = false;
+    bool differ[5] = {0}, threads = false;
     for (int k = 1; k < n; k++) {
         const part *a = &parts[0], *b = &parts[k];
         differ[0] |= strcmp(a->host, b->host) != 0, differ[1] |= strcmp(a->cpu, b->cpu) != 0;
         differ[2] |= strcmp(a->wait, b->wait) != 0, differ[3] |= strcmp(a->hdf5, b->hdf5) != 0;
+        differ[4] |= strcmp(a->blas, b->blas) != 0;
         threads |= a->threads != b->threads;
     }
-    const char *names[4] = {"host", "cpu", "omp_wait_policy", "hdf5_version"};
-    for (int i = 0; i < 4; i++)
+    const char *names[5] = {"host", "cpu", "omp_wait_policy", "hdf5_version", "blas"};
+    for (int i = 0; i < 5; i++)
         if (differ[i]) H5_TRY(set_str(out, names[i], mixed, e));
     if (threads) {
         H5_CHECK(H5Adelete(out, "threads"));

@@ -53,8 +53,9 @@ def _text(v):
 
 
 # What may differ between two runs of one simulation spec (results/SCHEMA.md): when, on which host
-# and CPU, with how many threads, under which HDF5 and commit, by which command line.
-MACHINE_FIELDS = {"date", "host", "cpu", "threads", "omp_wait_policy", "hdf5_version", "git_commit", "git_dirty",
+# and CPU, with how many threads and which OpenBLAS kernel, under which HDF5 and commit, by which
+# command line.
+MACHINE_FIELDS = {"date", "host", "cpu", "threads", "omp_wait_policy", "blas", "hdf5_version", "git_commit", "git_dirty",
                   "lrcnn_command"}
 
 
