@@ -38,6 +38,23 @@ with h5py.File(sys.argv[1], "r") as f:
 assert sizes == [(32, 32), (48, 24)], sizes
 PY
 then ok "spec image = 32, 48x24 -> runs at 32x32 and 48x24"; else bad "spec image HxW"; fi
+# --- OpenBLAS's kernel (engine/cpu/blas_cpu.h), as every result file records it: on a CPU with AVX2
+# and FMA never one of OpenBLAS's kernels without AVX (Debian's OpenBLAS falls back to Prescott for a
+# CPU newer than it knows); a kernel the user names in OPENBLAS_CORETYPE stands, even that one -------
+blas_kernel() { # FILE.h5 -> the kernel named by its root attribute blas, then the attribute
+  "$python" -c 'import sys, h5py; b = h5py.File(sys.argv[1], "r").attrs["blas"]; b = b.decode() if isinstance(b, bytes) else b
+print(b.split(", ", 1)[1].split(" kernel")[0] if ", " in b else "?", "|", b)' "$1" 2>"$tmp/err"
+}
+pre_avx=" unknown katmai coppermine northwood prescott banias atom core2 penryn dunnington nehalem athlon opteron opteron_sse3 barcelona nano bobcat "
+kernel="$(blas_kernel "$tmp/hw.h5")"; core="$(tr 'A-Z' 'a-z' <<<"${kernel%% |*}")"
+if ! grep -qw avx2 /proc/cpuinfo || ! grep -qw fma /proc/cpuinfo; then ok "blas: no AVX2 and FMA here: $kernel"
+elif [[ "$pre_avx" == *" $core "* ]] || [ "$core" = "?" ]; then bad "blas: a kernel without AVX on a CPU with AVX2: $kernel"
+else ok "blas: $kernel"; fi
+printf 'nets = vgg-small\nimage = 32\nplans = layer\n' >"$tmp/blas.spec"
+OPENBLAS_CORETYPE=Prescott "$lrcnn" sweep "$tmp/blas.spec" -o "$tmp/blas.h5" --quiet >/dev/null 2>"$tmp/err"
+kernel="$(blas_kernel "$tmp/blas.h5")"
+[[ "$kernel" == "Prescott | "*"(OPENBLAS_CORETYPE)" ]] && ok "blas: the user's OPENBLAS_CORETYPE stands: $kernel" ||
+  bad "blas: OPENBLAS_CORETYPE=Prescott gave $kernel"
 "$lrcnn" sim --net unet-small --image 48x24 --plan 2ps:2 >"$tmp/out" 2>"$tmp/err"
 if grep -q "unet-small @ 48x24" "$tmp/out"; then ok "sim --image 48x24"; else bad "sim --image 48x24"; fi
 for c in sim train validate sweep merge plan calibrate export demo reproduce import pipe; do expect_ok "lrcnn $c --help" -- "$c" --help; done
