@@ -15,7 +15,9 @@
    in x out).
 1b. SqueezeNet 1.0 and 1.1, GoogLeNet, Inception-v3, FCN-ResNet50, DeepLabV3-ResNet50, LR-ASPP and ShuffleNetV2
    x0.5 and x1.0, imported small, run `layer` and
-   `2ps:4` on the engine for one iteration: measured peak = replay, gradients within 1e-4 of `layer`'s.
+   `2ps:4` on the engine for one iteration: measured peak = replay, gradients as `layer`'s within the
+   bound tests/torch_ref.py holds two fp32 sums in different orders to (relative 1e-4, plus a floor of
+   1e-6 of the net's largest gradient norm for gradients that vanish towards the input).
 1c. ShuffleNetV2 and tests/import_cases.py:Channels (every spelling of a channel split and shuffle)
    compute the module's logits: the imported net rebuilt in PyTorch by tests/torch_net.py with the
    module's weights.
@@ -35,6 +37,7 @@ import sys
 import tempfile
 
 import h5py
+import numpy as np
 import torch
 import torch.nn as nn
 import torchvision
@@ -46,6 +49,7 @@ sys.path.insert(0, HERE)
 import import_cases  # noqa: E402
 import netstat  # noqa: E402
 import torch_net  # noqa: E402
+from torch_ref import GRAD_FLOOR_FRAC, GRAD_NORM_RTOL  # noqa: E402
 
 TOOL = os.path.join(ROOT, "tools", "torch2net.py")
 CASES = os.path.join(HERE, "import_cases.py")
@@ -60,6 +64,32 @@ def check(ok, what):
 
 def convert(model, out, *extra):
     return subprocess.run([sys.executable, TOOL, model, "-o", out, *extra], capture_output=True, text=True)
+
+
+def dump_grads(path):
+    """Every parameter gradient of an `lrcnn train --dump` file, as float64, by its path."""
+    with h5py.File(path, "r") as f:
+        out = {}
+        f["grads"].visititems(lambda p, d: out.__setitem__(p, d[()].astype("float64")) if isinstance(d, h5py.Dataset) else None)
+        return out
+
+
+def grad_excess(ours, ref):
+    """How far ours is from ref against tests/torch_ref.py's bound for two fp32 sums in different orders:
+    per tensor ||g - g_ref|| <= GRAD_NORM_RTOL ||g_ref|| + GRAD_FLOOR_FRAC * (the net's largest ||g_ref||),
+    the floor for gradients that vanish towards the input (SqueezeNet 1.0 at 64x64: its first conv's is
+    6e5x smaller than its last's, and fp32's rounding alone moved it by 4e-2 of itself in PyTorch, 9e-3
+    in lrcnn's `layer`, against float64). The worst tensor's ratio to its bound (<= 1 passes; inf when
+    the two differ in tensors or shapes)."""
+    if ours.keys() != ref.keys() or any(ours[k].shape != ref[k].shape for k in ref):
+        return float("inf")
+    norm = {k: float(np.linalg.norm(g)) for k, g in ref.items()}
+    floor = GRAD_FLOOR_FRAC * max(norm.values(), default=0)
+
+    def ratio(k):
+        d, bound = float(np.linalg.norm(ours[k] - ref[k])), GRAD_NORM_RTOL * norm[k] + floor
+        return d / bound if bound > 0 else (0.0 if d == 0 else float("inf"))
+    return max((ratio(k) for k in ref), default=0.0)
 
 
 def lrcnn_counts(lrcnn, path, image):
@@ -175,19 +205,25 @@ def main(lrcnn):
     for name, image in (("squeezenet1_0", 64), ("squeezenet1_1", 64), ("googlenet", 64), ("inception_v3", 80),
                         ("fcn_resnet50", 64), ("deeplabv3_resnet50", 64), ("lraspp_mobilenet_v3_large", 64),
                         ("shufflenet_v2_x0_5", 64), ("shufflenet_v2_x1_0", 64)):
-        net, res = os.path.join(tmp, name + "-small.net"), os.path.join(tmp, name + "-small.h5")
-        r = convert(name, net, "--image", str(image), *(["--pixel-loss"] if name.endswith(pixel) else []))
-        v = subprocess.run([lrcnn, "validate", "--net", net, "--batch", "2", "--plan", "layer,2ps:4", "--iters", "1", "--bn", "frozen",
-                            "-o", res], capture_output=True, text=True) if not r.returncode else r
-        runs = []
-        if not v.returncode:
+        net = os.path.join(tmp, name + "-small.net")
+        v = convert(name, net, "--image", str(image), *(["--pixel-loss"] if name.endswith(pixel) else []))
+        runs, grads = [], []
+        for plan in ("layer", "2ps:4"):
+            res, dump = os.path.join(tmp, "%s-%s.h5" % (name, plan)), os.path.join(tmp, "%s-%s-dump.h5" % (name, plan))
+            if not v.returncode:
+                v = subprocess.run([lrcnn, "train", "--net", net, "--batch", "2", "--plan", plan, "--iters", "1", "--bn", "frozen",
+                                    "-o", res, "--dump", dump], capture_output=True, text=True)
+            if v.returncode:
+                break
             with h5py.File(res, "r") as f:
-                for g in f["runs"].values():
-                    runs.append((g.attrs["plan"], int(g["measured"].attrs["peak"]), int(g["prediction/replay"].attrs["peak"]),
-                                 float(g["measured"].attrs["grad_deviation"])))
-        ok = len(runs) == 2 and all(m == p and dev <= 1e-4 for _, m, p, dev in runs)
-        check(ok, "%s at %d: layer and 2ps:4 run, measured = replay, gradients within 1e-4 of layer's: %s" % (
-            name, image, "; ".join("%s %d/%d %.1e" % x for x in runs) or (v.stderr.strip() or "no runs")[-200:]))
+                g = next(iter(f["runs"].values()))
+                runs.append((plan, int(g["measured"].attrs["peak"]), int(g["prediction/replay"].attrs["peak"])))
+            grads.append(dump_grads(dump))
+        dev = grad_excess(grads[1], grads[0]) if len(grads) == 2 else float("inf")
+        ok = len(runs) == 2 and all(m == p for _, m, p in runs) and dev <= 1
+        check(ok, "%s at %d: layer and 2ps:4 run, measured = replay, gradients as layer's within fp32's summation order "
+                  "(worst %.2g of the bound): %s" % (name, image, dev, "; ".join("%s %d/%d" % x for x in runs)
+                                                     or (v.stderr.strip() or "no runs")[-200:]))
 
     for name, extra in (("vgg16", ["--no-dropout"]), ("resnet50", [])):
         out = os.path.join(tmp, name + "-shipped.net")
