@@ -16,27 +16,16 @@ static inline void mark(sched_step *restrict o, const sched_step *restrict proto
 void liveness_place(sched *s)
 {
     int nb = s->n_buf, ns = s->n_step;
-    /* each buffer's first and last use (the buffers sched_step_uses lists), with a slot before buffer
-     * 0 taking the -1s (no buffer): every field that may name a buffer is stored through without a
-     * branch on it (which fields a step fills, and whether a buffer was met before, mispredicted
-     * several times a step: a fifth of the lowering's mispredictions on ResNet-50 2ps:8) */
-    int *first = (int *)err_realloc(NULL, ((size_t)nb + 1) * sizeof(int)) + 1;
-    int *last = (int *)err_realloc(NULL, ((size_t)nb + 1) * sizeof(int)) + 1;
-    memset(first - 1, -1, ((size_t)nb + 1) * sizeof(int)), memset(last - 1, -1, ((size_t)nb + 1) * sizeof(int));
+    int *first = err_realloc(NULL, (size_t)nb * sizeof(int)), *last = err_realloc(NULL, (size_t)nb * sizeof(int));
+    memset(first, -1, (size_t)nb * sizeof(int)), memset(last, -1, (size_t)nb * sizeof(int));
     for (int i = 0; i < ns; i++) {
-        const sched_step *t = &s->steps[i];
-        int named[SCHED_NAMED];
-        sched_step_named(t, named);
-        for (int u = 0; u < SCHED_NAMED; u++) {
-            int b = named[u];
-            first[b] = first[b] < 0 ? i : first[b], last[b] = i;
+        sched_step *t = &s->steps[i];
+        int uses[SCHED_MAX_USES], nu = sched_step_uses(t, uses);
+        for (int u = 0; u < nu; u++) {
+            if (first[uses[u]] < 0) first[uses[u]] = i;
+            last[uses[u]] = i;
         }
-        for (int j = 0; j < t->n_x; j++) {
-            int b = t->x[j], d = t->dx[j];
-            first[b] = first[b] < 0 ? i : first[b], last[b] = i;
-            first[d] = first[d] < 0 ? i : first[d], last[d] = i;
-        }
-        last[t->buf] = i; /* a move is a use (the steps come in order: i is the latest) */
+        if (t->buf >= 0) last[t->buf] = i > last[t->buf] ? i : last[t->buf];
     }
     /* ALLOCs bucketed by first use and FREEs by last use; persistent buffers are placed apart */
     int n_persist = 0;
@@ -69,5 +58,5 @@ void liveness_place(sched *s)
     free(s->steps);
     s->steps = steps, s->n_step = total, s->n_mem = (int)(ev - s->mem), s->first_bwd = first_bwd >= 0 ? first_bwd : total;
     lower_buckets_free(&al), lower_buckets_free(&fr);
-    free(first - 1), free(last - 1);
+    free(first), free(last);
 }

@@ -269,27 +269,20 @@ double sched_update_bytes(const sched_cfg *cfg, int64_t params);
 /* The buffers step t uses, into out (at most SCHED_MAX_USES); returns how many. Inline, as is
  * sched_step_writes: every pass over a schedule asks them of each step. */
 #define SCHED_MAX_USES (2 * (NET_MAX_IN + 1) + 11)
-/* The fields of step t that name one buffer each, -1 included (those and the input slots x and dx
- * are all the buffers it uses): y, aux, w, dw, ws, dy, then src, dst, sums. */
-#define SCHED_NAMED 9
-static inline void sched_step_named(const sched_step *t, int out[SCHED_NAMED])
-{
-    out[0] = t->y, out[1] = t->aux, out[2] = t->w, out[3] = t->dw, out[4] = t->ws, out[5] = t->dy;
-    out[6] = t->src, out[7] = t->dst, out[8] = t->sums;
-}
 static inline int sched_step_uses(const sched_step *t, int *out)
 {
-    _Static_assert(SCHED_NAMED + 2 * (NET_MAX_IN + 1) <= SCHED_MAX_USES, "SCHED_MAX_USES");
-    int named[SCHED_NAMED], n = 0;
-    sched_step_named(t, named);
+    int mid[] = {t->y, t->aux, t->w, t->dw, t->ws, t->dy}, end[] = {t->src, t->dst, t->sums};
+    _Static_assert(sizeof mid / sizeof *mid + sizeof end / sizeof *end + 2 * (NET_MAX_IN + 1) <= SCHED_MAX_USES,
+                   "SCHED_MAX_USES");
+    int n = 0;
     for (int j = 0; j < t->n_x; j++)
         if (t->x[j] >= 0) out[n++] = t->x[j];
-    for (int u = 0; u < 6; u++)
-        if (named[u] >= 0) out[n++] = named[u];
+    for (size_t u = 0; u < sizeof mid / sizeof *mid; u++)
+        if (mid[u] >= 0) out[n++] = mid[u];
     for (int j = 0; j < t->n_x; j++)
         if (t->dx[j] >= 0) out[n++] = t->dx[j];
-    for (int u = 6; u < SCHED_NAMED; u++)
-        if (named[u] >= 0) out[n++] = named[u];
+    for (size_t u = 0; u < sizeof end / sizeof *end; u++)
+        if (end[u] >= 0) out[n++] = end[u];
     return n;
 }
 
