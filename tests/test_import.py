@@ -49,7 +49,7 @@ sys.path.insert(0, HERE)
 import import_cases  # noqa: E402
 import netstat  # noqa: E402
 import torch_net  # noqa: E402
-from torch_ref import GRAD_FLOOR_FRAC, GRAD_NORM_RTOL  # noqa: E402
+from torch_ref import grad_norm_bound  # noqa: E402
 
 TOOL = os.path.join(ROOT, "tools", "torch2net.py")
 CASES = os.path.join(HERE, "import_cases.py")
@@ -75,7 +75,7 @@ def dump_grads(path):
 
 
 def grad_excess(ours, ref):
-    """How far ours is from ref against tests/torch_ref.py's bound for two fp32 sums in different orders:
+    """How far ours is from ref against torch_ref.grad_norm_bound, for two fp32 sums in different orders:
     per tensor ||g - g_ref|| <= GRAD_NORM_RTOL ||g_ref|| + GRAD_FLOOR_FRAC * (the net's largest ||g_ref||),
     the floor for gradients that vanish towards the input (SqueezeNet 1.0 at 64x64: its first conv's is
     6e5x smaller than its last's, and fp32's rounding alone moved it by 4e-2 of itself in PyTorch, 9e-3
@@ -84,10 +84,10 @@ def grad_excess(ours, ref):
     if ours.keys() != ref.keys() or any(ours[k].shape != ref[k].shape for k in ref):
         return float("inf")
     norm = {k: float(np.linalg.norm(g)) for k, g in ref.items()}
-    floor = GRAD_FLOOR_FRAC * max(norm.values(), default=0)
+    largest = max(norm.values(), default=0)
 
     def ratio(k):
-        d, bound = float(np.linalg.norm(ours[k] - ref[k])), GRAD_NORM_RTOL * norm[k] + floor
+        d, bound = float(np.linalg.norm(ours[k] - ref[k])), grad_norm_bound(norm[k], largest)
         return d / bound if bound > 0 else (0.0 if d == 0 else float("inf"))
     return max((ratio(k) for k in ref), default=0.0)
 

@@ -65,6 +65,14 @@ RUNSTAT_RTOL = 1e-5        # running mean/var: RUNSTAT_RTOL*|ref| + RUNSTAT_RTOL
                            # of a batch mean whose terms may cancel
 SHOW = 5                   # mismatching elements printed per failing tensor
 
+
+
+def grad_norm_bound(ref_norm, net_norm):
+    """The most ||g_ours - g_ref|| may be for a gradient of norm ref_norm in a net whose largest
+    gradient norm is net_norm: GRAD_NORM_RTOL of it, plus the floor (tests/test_import.py too)."""
+    return GRAD_NORM_RTOL * ref_norm + GRAD_FLOOR_FRAC * net_norm
+
+
 from torch_cases import GENERATED, NETS, cases  # noqa: E402
 from torch_net import NetError, RefNet, Scale, attr_str, load_params, parse_net, write_group, write_h5_atomic  # noqa: E402
 
@@ -242,7 +250,7 @@ def cmd_compare(netfile, dump, bn=None):
                 continue
             diff = np.abs(ours.astype(np.float64) - ref)
             delta[(l, d)] = GRAD_ELEM_FRAC * float(np.abs(ref).max()) + GRAD_FLOOR_FRAC * net_max
-            norm_ok = np.linalg.norm(diff) <= GRAD_NORM_RTOL * np.linalg.norm(ref) + GRAD_FLOOR_FRAC * net_norm
+            norm_ok = np.linalg.norm(diff) <= grad_norm_bound(np.linalg.norm(ref), net_norm)
             bad = np.flatnonzero(~(diff <= delta[(l, d)]))
             # a gradient no larger than the floor is zero in exact arithmetic (a bn's bias before
             # another train-mode bn through a linear layer): its relative error is the noise's, left
