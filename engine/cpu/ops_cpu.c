@@ -23,11 +23,6 @@
 
 /* --- views ------------------------------------------------------------------------------------ */
 
-float *cpu_row(const ten *t, int n, int c, int row)
-{
-    return t->p + (((int64_t)n * t->c + c) * t->h + (row - t->row0)) * t->w;
-}
-
 void cpu_check_rows(const ten *t, int lo, int hi, int full_h)
 {
     if (lo < 0) lo = 0;

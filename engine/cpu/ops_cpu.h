@@ -36,8 +36,12 @@ static inline float cpu_sum(const float *p, int64_t n)
     return s;
 }
 
-/* Row `row` (a full-map index) of channel c of image n in view t. */
-float *cpu_row(const ten *t, int n, int c, int row);
+/* Row `row` (a full-map index) of channel c of image n in view t. Inline: the kernels ask it in
+ * their inner loops (a call per window row was a sixth of the max pool's time). */
+static inline float *cpu_row(const ten *t, int n, int c, int row)
+{
+    return t->p + (((int64_t)n * t->c + c) * t->h + (row - t->row0)) * t->w;
+}
 
 /* CHECKs that the rows of [lo, hi) that are not padding (inside [0, full_h)) lie in view t. */
 void cpu_check_rows(const ten *t, int lo, int hi, int full_h);
