@@ -1,6 +1,7 @@
 /* CPU engine speed, measured against peers in the same run (figures, not assertions):
- *   1. every VGG-16 convolution at 224x224 (batch 2): forward and backward GFLOP/s against
- *      OpenBLAS sgemm on the matrix products of the conv's own shapes, timed right before it: the
+ *   1. every VGG-16 and ResNet-50 convolution at 224x224 (batch 2; each shape once): forward and
+ *      backward GFLOP/s against OpenBLAS sgemm on the matrix products of the conv's own shapes,
+ *      timed in turn with it, best of 5 rounds: the
  *      forward's (M = C_out, N = H*W, K = C_in*k*k), and the backward's two, the filter's (an
  *      output of C_out x K) and the data's, or the filter's alone for a layer that reads the net's
  *      input (goal: >= 85% of sgemm for every layer, both ways);
@@ -50,60 +51,93 @@ static float *rnd(int64_t n)
     return p;
 }
 
-/* Best of `reps` timings of f, seconds. */
-#define BEST(reps, stmt)                                   \
-    ({                                                     \
-        double best_ = 1e30;                               \
-        for (int r_ = 0; r_ < (reps); r_++) {              \
-            double t0_ = now();                            \
-            stmt;                                          \
-            double dt_ = now() - t0_;                      \
-            if (dt_ < best_) best_ = dt_;                  \
-        }                                                  \
-        best_;                                             \
+/* Seconds that stmt takes, once. */
+#define TIMED(stmt)              \
+    ({                           \
+        double t0_ = now();      \
+        stmt;                    \
+        now() - t0_;             \
     })
 
-static void conv_table(const net *n, int batch)
+/* Is conv L of n the same problem as an earlier conv of n (shape, window, and whether it reads
+ * the net's input, which takes no data gradient)? ResNet-50's 53 convolutions are 20 shapes. */
+static bool conv_seen(const net *n, int L)
 {
-    printf("VGG-16 convolutions at %dx%d, batch %d: GFLOP/s, and as a fraction of sgemm of the same shape\n\n",
-           n->layers[0].h, n->layers[0].w, batch);
-    printf("  %-8s %5s %5s %6s  %8s %8s %8s %8s  %6s %6s %6s\n", "layer", "C_in", "C_out", "HxW", "sgemm", "sgemm'", "fwd", "bwd", "fwd%",
-           "bwd%", "bwd%'");
-    for (int L = 1; L < n->n; L++) {
-        const net_layer *l = &n->layers[L];
-        if (l->kind != NET_CONV) continue;
-        const net_layer *in = &n->layers[l->in[0]];
-        int M = l->c, N = l->h * l->w, K = in->c * l->win.k * l->win_w.k;
-        float *x = rnd((int64_t)batch * in->c * in->h * in->w), *y = rnd((int64_t)batch * l->c * l->h * l->w);
-        float *dx = rnd((int64_t)batch * in->c * in->h * in->w), *dy = rnd((int64_t)batch * l->c * l->h * l->w);
-        float *w = rnd(l->params), *dw = rnd(l->params), *ws = rnd(sched_workspace_bytes(n, L, l->h, batch) / 4 + 1);
-        float *A = rnd((int64_t)M * K), *B = rnd((int64_t)K * N), *C = rnd((int64_t)M * N);
-        double t_gemm = BEST(3, for (int b = 0; b < batch; b++) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N));
-        int products = 2; /* backward: the filter's and the data's; a layer reading the net's input has no dx (sim/lower) */
-        if (in->kind == NET_INPUT) products = 1;
+    const net_layer *l = &n->layers[L], *in = &n->layers[l->in[0]];
+    for (int j = 1; j < L; j++) {
+        const net_layer *m = &n->layers[j], *jn = &n->layers[m->in[0]];
+        if (m->kind == NET_CONV && m->c == l->c && m->h == l->h && m->w == l->w && jn->c == in->c && jn->h == in->h &&
+            jn->w == in->w && !memcmp(&m->win, &l->win, sizeof l->win) && !memcmp(&m->win_w, &l->win_w, sizeof l->win_w) &&
+            m->u.conv.groups == l->u.conv.groups && m->u.conv.bias == l->u.conv.bias && (jn->kind == NET_INPUT) == (in->kind == NET_INPUT))
+            return true;
+    }
+    return false;
+}
+
+/* One line of the table: conv L of n at `batch` against sgemm on its own products, ROUNDS rounds
+ * each timing all four once (so that a slow spell of the machine falls on all of them), best of
+ * each. */
+static void conv_line(const net *n, int L, int batch)
+{
+    enum { ROUNDS = 5 };
+    const net_layer *l = &n->layers[L];
+    const net_layer *in = &n->layers[l->in[0]];
+    int M = l->c, N = l->h * l->w, K = in->c * l->win.k * l->win_w.k;
+    float *x = rnd((int64_t)batch * in->c * in->h * in->w), *y = rnd((int64_t)batch * l->c * l->h * l->w);
+    float *dx = rnd((int64_t)batch * in->c * in->h * in->w), *dy = rnd((int64_t)batch * l->c * l->h * l->w);
+    float *w = rnd(l->params), *dw = rnd(l->params), *ws = rnd(sched_workspace_bytes(n, L, l->h, batch) / 4 + 1);
+    float *A = rnd((int64_t)M * K), *B = rnd((int64_t)K * N), *C = rnd((int64_t)M * N);
+    int products = 2; /* backward: the filter's and the data's; a layer reading the net's input has no dx (sim/lower) */
+    if (in->kind == NET_INPUT) products = 1;
+    ops_call c = {.l = l, .in_h = {in->h}, .a = 0, .b = l->h, .w = w, .dw = dw, .ws = ws};
+    c.x[0] = (ten){x, batch, in->c, in->h, in->w, 0};
+    c.y = (ten){y, batch, l->c, l->h, l->w, 0};
+    if (products == 2) c.dx[0] = (ten){dx, batch, in->c, in->h, in->w, 0};
+    c.dy = (ten){dy, batch, l->c, l->h, l->w, 0};
+    double t_gemm = 1e30, t_gemm_bwd = 1e30, t_fwd = 1e30, t_bwd = 1e30, t;
+    for (int r = 0; r < ROUNDS; r++) {
+        t = TIMED(for (int b = 0; b < batch; b++)
+                      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N));
+        t_gemm = t < t_gemm ? t : t_gemm;
         /* the backward's own products: dw (M, K) += dy (M, N) x col^T, col (K, N) = w^T x dy */
-        double t_gemm_bwd = BEST(3, for (int b = 0; b < batch; b++) {
+        t = TIMED(for (int b = 0; b < batch; b++) {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, K, N, 1.0f, C, N, B, N, 1.0f, A, K);
             if (products == 2) cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, M, 1.0f, A, K, C, N, 0.0f, B, N);
         });
-        ops_call c = {.l = l, .in_h = {in->h}, .a = 0, .b = l->h, .w = w, .dw = dw, .ws = ws};
-        c.x[0] = (ten){x, batch, in->c, in->h, in->w, 0};
-        c.y = (ten){y, batch, l->c, l->h, l->w, 0};
-        if (products == 2) c.dx[0] = (ten){dx, batch, in->c, in->h, in->w, 0};
-        c.dy = (ten){dy, batch, l->c, l->h, l->w, 0};
-        double t_fwd = BEST(3, ops_cpu.forward(&c));
-        double t_bwd = BEST(3, ops_cpu.backward(&c));
-        double flops = 2.0 * (double)l->macs * batch;
-        printf("  %-8s %5d %5d %3dx%-3d %7.1f  %7.1f  %7.1f  %7.1f  %5.0f%% %5.0f%% %5.0f%%\n", l->name, in->c, l->c, l->h, l->w,
-               flops / t_gemm / 1e9, products * flops / t_gemm_bwd / 1e9, flops / t_fwd / 1e9, products * flops / t_bwd / 1e9,
-               100 * t_gemm / t_fwd, 100 * t_gemm_bwd / t_bwd, 100 * products * t_gemm / t_bwd);
-        free(x), free(y), free(dx), free(dy), free(w), free(dw), free(ws), free(A), free(B), free(C);
+        t_gemm_bwd = t < t_gemm_bwd ? t : t_gemm_bwd;
+        t = TIMED(ops_cpu.forward(&c)), t_fwd = t < t_fwd ? t : t_fwd;
+        t = TIMED(ops_cpu.backward(&c)), t_bwd = t < t_bwd ? t : t_bwd;
     }
-    printf("\n  sgemm: OpenBLAS on the forward's product (C_out x K times K x H*W); sgemm': on the backward's own\n"
+    double flops = 2.0 * (double)l->macs * batch;
+    char hw[16], win[16];
+    snprintf(hw, sizeof hw, "%dx%d", l->h, l->w);
+    snprintf(win, sizeof win, "%dx%d/%d", l->win.k, l->win_w.k, l->win.s);
+    printf("  %-22s %5d %5d %-7s %-7s %7.1f  %7.1f  %7.1f  %7.1f  %5.0f%% %5.0f%% %5.0f%%\n", l->name, in->c, l->c, win, hw,
+           flops / t_gemm / 1e9, products * flops / t_gemm_bwd / 1e9, flops / t_fwd / 1e9, products * flops / t_bwd / 1e9,
+           100 * t_gemm / t_fwd, 100 * t_gemm_bwd / t_bwd, 100 * products * t_gemm / t_bwd);
+    free(x), free(y), free(dx), free(dy), free(w), free(dw), free(ws), free(A), free(B), free(C);
+}
+
+static void conv_table(const net *n, const char *title, int batch)
+{
+    printf("%s convolutions at %dx%d, batch %d (each shape once): GFLOP/s, and as a fraction of sgemm of the same shape\n\n",
+           title, n->layers[0].h, n->layers[0].w, batch);
+    printf("  %-22s %5s %5s %-7s %-7s %8s %8s %8s %8s  %6s %6s %6s\n", "layer", "C_in", "C_out", "k/s", "out", "sgemm", "sgemm'",
+           "fwd", "bwd", "fwd%", "bwd%", "bwd%'");
+    for (int L = 1; L < n->n; L++)
+        if (n->layers[L].kind == NET_CONV && !conv_seen(n, L)) conv_line(n, L, batch);
+    printf("\n");
+}
+
+static void conv_notes(void)
+{
+    printf("  sgemm: OpenBLAS on the forward's product (C_out x K times K x H*W); sgemm': on the backward's own\n"
            "  two (the filter's, dy x col^T, whose output is only C_out x K, and the data's, w^T x dy), or the\n"
            "  filter's alone where the layer reads the net's input, which takes no gradient. fwd%% and bwd%%:\n"
            "  our time against sgemm's on those shapes; bwd%%': the backward against the forward's shape, once\n"
-           "  a product (the table's only measure before 2026-11-29).\n\n");
+           "  a product (the table's only measure before 2026-11-29). Best of 5 rounds, each timing the four\n"
+           "  once, in turn (before 2026-11-30: best of 3 of each in a row, which a slow spell of a VM could\n"
+           "  fall on one of).\n\n");
 }
 
 static void iteration(const char *name, int batch, int iters)
@@ -217,11 +251,15 @@ int main(int argc, char **argv)
     for (int i = 0; i < count; i++) {
         const char *what = argc > 2 ? argv[i + 2] : all[i];
         if (strcmp(what, "convs") == 0) {
-            net n;
-            err e;
-            if (net_load_named(&n, "vgg16", &e)) return fprintf(stderr, "%s\n", e.msg), 1;
-            conv_table(&n, batch);
-            net_free(&n);
+            static const char *const nets[][2] = {{"vgg16", "VGG-16"}, {"resnet50", "ResNet-50"}};
+            for (int k = 0; k < 2; k++) {
+                net n;
+                err e;
+                if (net_load_named(&n, nets[k][0], &e)) return fprintf(stderr, "%s\n", e.msg), 1;
+                conv_table(&n, nets[k][1], batch);
+                net_free(&n);
+            }
+            conv_notes();
         } else if (strcmp(what, "alloc") == 0) {
             printf("The arena against the pool: median iteration after the first of 5, median of 5 alternating runs each\n\n");
             alloc_compare("vgg16", 112, batch, "layer"), alloc_compare("vgg16", 112, batch, "2ps:8");
