@@ -111,6 +111,8 @@ static void im2col(float *col, int64_t ld, const ten *x, int n, net_window win, 
                     for (int ow = 0; ow < lo; ow++) drow[ow] = 0.0f;
                     if (ww.s == 1)
                         memcpy(drow + lo, xrow + lo + off, (size_t)(hi - lo) * sizeof(float));
+                    else if (ww.s == 2) /* a constant stride, which the compiler vectorizes */
+                        for (int ow = lo; ow < hi; ow++) drow[ow] = xrow[2 * ow + off];
                     else
                         for (int ow = lo; ow < hi; ow++) drow[ow] = xrow[ow * ww.s + off];
                     for (int ow = hi; ow < w_out; ow++) drow[ow] = 0.0f;
