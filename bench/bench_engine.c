@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <sys/resource.h>
 
@@ -243,7 +242,7 @@ static void alloc_compare(const char *name, int image, int batch, const char *te
  * its own process, so each RSS high-water mark is that net's alone. */
 int main(int argc, char **argv)
 {
-    if (blas_cpu_env()) execv("/proc/self/exe", argv); /* OpenBLAS's kernel, as lrcnn runs it (cli/main.c) */
+    blas_cpu_reexec(argv); /* OpenBLAS's kernel, as lrcnn runs it */
     int batch = argc > 1 ? atoi(argv[1]) : 2;
     printf("%s, %d threads (%s)\n\n", blas_cpu_describe(), openblas_get_num_threads(), openblas_get_config());
     const char *all[] = {"convs", "vgg16", "resnet50"};

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/cpu/blas_cpu.h"
 #include "engine/cuda/dnn.h"
 #include "sim/lower/pipeline.h"
 #include "sim/net/load.h"
@@ -524,6 +525,7 @@ static void fit_check(void)
 
 int main(int argc, char **argv)
 {
+    blas_cpu_reexec(argv); /* the kernel lrcnn runs (engine/cpu/blas_cpu.h) */
     const char *what = argc > 1 ? argv[1] : "all";
     if (!strcmp(what, "--no-pack")) {
         no_pack();

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/cpu/blas_cpu.h"
 #include "engine/act.h"
 #include "sim/net/kind.h"
 #include "sim/net/load.h"
@@ -531,8 +532,10 @@ static const struct {
     {"loss per pixel of one class", "input x c=1 h=2 w=3\nloss t pixel=1\n", 0, false},
 };
 
-int main(void)
+int main(int argc, char **argv)
 {
+    (void)argc;
+    blas_cpu_reexec(argv); /* the kernel lrcnn runs (engine/cpu/blas_cpu.h) */
     int nc = (int)(sizeof cases / sizeof cases[0]);
     for (int i = 0; i < nc; i++) fd_case(cases[i].name, cases[i].text, cases[i].bn, cases[i].n ? cases[i].n : 2);
     inplace_case("relu", "");
