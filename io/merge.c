@@ -17,8 +17,22 @@ typedef struct {
     int64_t sweep_runs, dirty, n_runs;
     infeasible_row *infeasible; /* its /infeasible table (configurations it could not run) */
     hsize_t n_infeasible;
-    char *digest, *commit, *host, *cpu, *date, *command, *wait, *hdf5, *blas;
+    char *digest, *commit, *date, *command;
+    char *machine[5]; /* machine_attrs' values */
 } part;
+
+/* The root attributes that say which machine wrote a part: the merged file says "mixed" for those
+ * the parts do not agree on. Files from before the optional ones read "unknown". */
+enum { M_HOST, M_CPU, M_WAIT, M_HDF5, M_BLAS, N_MACHINE };
+static const struct {
+    const char *name;
+    bool optional;
+} machine_attrs[N_MACHINE] = {[M_HOST] = {"host", false},
+                              [M_CPU] = {"cpu", true},
+                              [M_WAIT] = {"omp_wait_policy", true},
+                              [M_HDF5] = {"hdf5_version", false},
+                              [M_BLAS] = {"blas", true}};
+_Static_assert(sizeof ((part *)0)->machine / sizeof(char *) == N_MACHINE, "part.machine");
 
 static const char *mixed = "mixed: see /shards";
 
@@ -27,8 +41,9 @@ static void part_close(part *p)
     h5_table_free(p->infeasible, p->n_infeasible, sizeof *p->infeasible, h5_infeasible_fields, H5_INFEASIBLE_NFIELDS);
     p->infeasible = NULL, p->n_infeasible = 0;
     if (p->f >= 0) H5Fclose(p->f);
-    char **s[] = {&p->digest, &p->commit, &p->host, &p->cpu, &p->date, &p->command, &p->wait, &p->hdf5, &p->blas};
+    char **s[] = {&p->digest, &p->commit, &p->date, &p->command};
     for (size_t i = 0; i < sizeof s / sizeof *s; i++) free(*s[i]), *s[i] = NULL;
+    for (int i = 0; i < N_MACHINE; i++) free(p->machine[i]), p->machine[i] = NULL;
     p->f = H5I_INVALID_HID;
 }
 
@@ -73,13 +88,11 @@ static int part_open(part *p, err *e)
     }
     H5_TRY(h5_read_attr_str(p->f, p->path, "spec_digest", &p->digest, e));
     H5_TRY(h5_read_attr_str(p->f, p->path, "git_commit", &p->commit, e));
-    H5_TRY(h5_read_attr_str(p->f, p->path, "host", &p->host, e));
     H5_TRY(h5_read_attr_str(p->f, p->path, "date", &p->date, e));
     H5_TRY(h5_read_attr_str(p->f, p->path, "lrcnn_command", &p->command, e));
-    H5_TRY(h5_read_attr_str(p->f, p->path, "hdf5_version", &p->hdf5, e));
-    H5_TRY(read_opt_str(p->f, p->path, "cpu", &p->cpu, e));
-    H5_TRY(read_opt_str(p->f, p->path, "omp_wait_policy", &p->wait, e));
-    H5_TRY(read_opt_str(p->f, p->path, "blas", &p->blas, e));
+    for (int i = 0; i < N_MACHINE; i++)
+        if (machine_attrs[i].optional) H5_TRY(read_opt_str(p->f, p->path, machine_attrs[i].name, &p->machine[i], e));
+        else H5_TRY(h5_read_attr_str(p->f, p->path, machine_attrs[i].name, &p->machine[i], e));
     H5_CHECK(has = H5Aexists(p->f, "git_dirty"));
     if (has) H5_TRY(h5_read_attr_i64(p->f, p->path, "git_dirty", &p->dirty, e));
     H5_CHECK(has = H5Aexists(p->f, "threads"));
@@ -245,17 +258,13 @@ static int write_root(hid_t out, const part *parts, int n, err *e)
     h5_date_now(date, sizeof date);
     H5_TRY(set_str(out, "date", date, e));
     H5_TRY(set_str(out, "lrcnn_command", h5_command(), e));
-    bool differ[5] = {0}, threads = false;
+    bool differ[N_MACHINE] = {0}, threads = false;
     for (int k = 1; k < n; k++) {
-        const part *a = &parts[0], *b = &parts[k];
-        differ[0] |= strcmp(a->host, b->host) != 0, differ[1] |= strcmp(a->cpu, b->cpu) != 0;
-        differ[2] |= strcmp(a->wait, b->wait) != 0, differ[3] |= strcmp(a->hdf5, b->hdf5) != 0;
-        differ[4] |= strcmp(a->blas, b->blas) != 0;
-        threads |= a->threads != b->threads;
+        for (int i = 0; i < N_MACHINE; i++) differ[i] |= strcmp(parts[0].machine[i], parts[k].machine[i]) != 0;
+        threads |= parts[0].threads != parts[k].threads;
     }
-    const char *names[5] = {"host", "cpu", "omp_wait_policy", "hdf5_version", "blas"};
-    for (int i = 0; i < 5; i++)
-        if (differ[i]) H5_TRY(set_str(out, names[i], mixed, e));
+    for (int i = 0; i < N_MACHINE; i++)
+        if (differ[i]) H5_TRY(set_str(out, machine_attrs[i].name, mixed, e));
     if (threads) {
         H5_CHECK(H5Adelete(out, "threads"));
         H5_TRY(h5_attr_int(out, "threads", 0, e));
@@ -286,7 +295,7 @@ static int write_shards(hid_t out, const part *parts, int n, err *e)
     shard_row *rows = err_calloc((size_t)n, sizeof *rows);
     for (int k = 0; k < n; k++) {
         const part *p = &parts[k];
-        rows[p->shard - 1] = (shard_row){p->shard, p->path, (int)p->n_runs, p->host, p->cpu, p->threads, p->date, p->command};
+        rows[p->shard - 1] = (shard_row){p->shard, p->path, (int)p->n_runs, p->machine[M_HOST], p->machine[M_CPU], p->threads, p->date, p->command};
     }
     int rc = h5_write_table(out, "shards", rows, sizeof *rows, (hsize_t)n, fields, (int)(sizeof fields / sizeof *fields), e);
     free(rows);

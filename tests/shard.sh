@@ -56,6 +56,19 @@ for k in a.attrs:
 s = b["shards"][()]
 assert list(s["shard"]) == [1, 2, 3] and sum(s["runs"]) == len(a["runs"]), s
 P
+# parts from machines that differ: the merged root says "mixed" for each machine attribute the parts
+# disagree on (io/merge.c), and keeps the rest; /shards says each part's host and cpu
+for i in 1 2 3; do cp grid-$i.h5 mix-$i.h5; done
+"$python" -c "import h5py; f = h5py.File('mix-2.h5', 'r+'); f.attrs['blas'] = 'OpenBLAS 0.3.21, Zen kernel'; f.attrs['cpu'] = 'another'"
+"$lrcnn" merge mix-merged.h5 mix-1.h5 mix-2.h5 mix-3.h5 2>"$tmp/err" || bad "mixed: merge"
+"$python" - grid-whole.h5 mix-merged.h5 >"$tmp/err" 2>&1 <<'P' && ok "mixed: blas and cpu say mixed, host and the rest as the parts" || bad "mixed: root attributes"
+import sys, h5py
+a, b = (h5py.File(p, "r") for p in sys.argv[1:])
+for k in a.attrs:
+    want = "mixed: see /shards" if k in ("blas", "cpu") else a.attrs[k]
+    assert k in ("date", "lrcnn_command") or b.attrs[k] == want, (k, b.attrs[k])
+assert [c.decode() for c in b["shards"][()]["cpu"]][1] == "another", b["shards"][()]
+P
 
 # a configuration too large for this machine is recorded in /infeasible and the sweep goes on, whole
 # or in shards (the engine's timings differ between runs: the table and the run names must not)
