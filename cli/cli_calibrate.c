@@ -108,7 +108,7 @@ static int measure(const calib_job *j, const net *n, const char *text, sample_se
         *iter_us = r.sum.median_us;
         for (int i = 0; ss && i < r.s.n_step; i++) {
             timing_probe pr;
-            timing_probe_step(n, &r.s, i, &pr);
+            timing_probe_step(n, &r.s, &r.s.steps[i], &pr);
             sample_add(ss, (profile_sample){.net = n->name, .plan = text, .batch = j->batch, .step = i, .key = pr.key,
                                             .cls = pr.cls, .x = pr.x, .work = pr.work,
                                             .us = median(l.us + (size_t)first * l.n_step + i, k, l.n_step)});

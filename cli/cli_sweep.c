@@ -82,7 +82,9 @@ static void sweep_compute(const spec *s, const net *n, const sim_device *d, cons
         j->rc = parsed > 0 ? SWEEP_INFEASIBLE : -1;
         return;
     }
-    if (pipeline_lower(&j->sc, n, &j->pl, &j->cfg, &j->e)) {
+    /* lean where only the predictions read the schedule (no timeline's steps, no engine) */
+    bool lean = !s->timeline && !s->measure;
+    if ((lean ? pipeline_lower_lean : pipeline_lower)(&j->sc, n, &j->pl, &j->cfg, &j->e)) {
         plan_free(&j->pl);
         j->rc = SWEEP_INFEASIBLE;
         return;

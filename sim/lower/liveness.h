@@ -7,6 +7,7 @@
 
 #include "sim/lower/lower.h"
 
-void liveness_place(sched *s);
+/* lean: the ALLOCs and FREEs only as events (sched.h: a lean schedule). */
+void liveness_place(sched *s, bool lean);
 
 #endif

@@ -290,7 +290,7 @@ void lower_insert(lower *c, const lower_ins *ins, int n)
         after[i] = ins[i].after ? ins[i].at : -1;
     }
     lower_buckets pre = lower_bucket(before, n, ns), post = lower_bucket(after, n, ns);
-    sched_step *steps = err_calloc((size_t)cap, sizeof(sched_step));
+    sched_step *steps = err_realloc(NULL, (size_t)cap * sizeof(sched_step)); /* every one written below */
     for (int i = 0; i < ns; i++) {
         for (int k = pre.start[i]; k < pre.start[i + 1]; k++) steps[out++] = ins[pre.list[k]].step;
         steps[out++] = s->steps[i];

@@ -10,7 +10,7 @@
 #include "sim/lower/segment.h"
 #include "sim/lower/stash.h"
 
-int pipeline_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err *e)
+static int lower_plan(sched *s, const net *n, const plan *p, const sched_cfg *cfg, bool lean, err *e)
 {
     memset(s, 0, sizeof *s);
     if (cfg->batch < 1) return err_set(e, "batch must be at least 1 (got %d)", cfg->batch);
@@ -60,11 +60,21 @@ int pipeline_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, 
     if (!rc) rc = stash_place_moves(&c, e);
     if (!rc) {
         if (p->migrate) migrate_place_moves(&c);
-        liveness_place(s);
+        liveness_place(s, lean);
     }
     for (int i = 0; i < p->n_seg; i++) free(bound[i]);
     free(bound);
     for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) free(*maps[m]);
     if (rc) sched_free(s);
     return rc;
+}
+
+int pipeline_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err *e)
+{
+    return lower_plan(s, n, p, cfg, false, e);
+}
+
+int pipeline_lower_lean(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err *e)
+{
+    return lower_plan(s, n, p, cfg, true, e);
 }

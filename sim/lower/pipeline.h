@@ -15,5 +15,7 @@
 /* Lowers plan p of net n with cfg into s; -1 with e set (nothing to free) when the plan cannot be
  * lowered (a modifier that encodes nothing, an offload list past the steps, batch < 1). */
 int pipeline_lower(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err *e);
+/* The same, lean (sched.h): for the predictions, which never need the ALLOC and FREE steps written. */
+int pipeline_lower_lean(sched *s, const net *n, const plan *p, const sched_cfg *cfg, err *e);
 
 #endif

@@ -109,11 +109,12 @@ void sched_move_issue(const sched *s, int *issue)
 {
     int *last = err_calloc((size_t)s->n_buf + 1, sizeof(int));
     for (int b = 0; b < s->n_buf; b++) last[b] = -1;
-    for (int i = 0; i < s->n_step; i++) {
-        const sched_step *t = &s->steps[i];
-        issue[i] = t->op == SCHED_OFFLOAD ? last[t->buf] : -1;
+    for (int i = 0; i < s->n_step; i++) issue[i] = -1;
+    sched_iter it = sched_iter_open(s, true); /* an ALLOC or FREE is no OFFLOAD and writes nothing */
+    for (const sched_step *t; (t = sched_next(&it));) {
+        if (t->op == SCHED_OFFLOAD) issue[it.place] = last[t->buf];
         int w[SCHED_MAX_USES], nw = sched_step_writes(t, w);
-        for (int k = 0; k < nw; k++) last[w[k]] = i;
+        for (int k = 0; k < nw; k++) last[w[k]] = it.place;
     }
     free(last);
 }
@@ -137,6 +138,7 @@ void sched_free(sched *s)
 {
     free(s->bufs);
     free(s->steps);
+    free(s->at);
     free(s->mem);
     while (s->pool) {
         struct sched_pool *next = s->pool->next;
@@ -179,7 +181,18 @@ void sched_bytes_by_category(const sched *s, int64_t *out)
 double sched_compute_flops(const sched *s)
 {
     double f = 0;
-    for (int i = 0; i < s->n_step; i++)
-        if (s->steps[i].op == SCHED_FWD || s->steps[i].op == SCHED_BWD || s->steps[i].op == SCHED_STATS) f += s->steps[i].flops;
+    sched_iter it = sched_iter_open(s, true);
+    for (const sched_step *t; (t = sched_next(&it));)
+        if (t->op == SCHED_FWD || t->op == SCHED_BWD || t->op == SCHED_STATS) f += t->flops;
     return f;
+}
+
+void sched_materialize(sched *s)
+{
+    if (!s->at) return;
+    sched_step *steps = err_realloc(NULL, ((size_t)s->n_step + 1) * sizeof(sched_step));
+    sched_iter it = sched_iter_open(s, false);
+    for (const sched_step *t; (t = sched_next(&it));) steps[it.place] = *t;
+    free(s->steps), free(s->at);
+    s->steps = steps, s->at = NULL, s->n_list = 0;
 }

@@ -178,7 +178,58 @@ typedef struct {
      * steps: on ResNet-50 2ps:8 the events are 3,892 of 6,362 steps. */
     sched_event *mem;
     int n_mem, first_bwd;
+    /* A lean schedule (at != NULL; pipeline_lower_lean): steps holds only its n_list steps that are
+     * not ALLOC or FREE, steps[i] at place at[i] of the whole order; its ALLOCs and FREEs are only
+     * events (mem), and n_step, first_bwd and the events' places count every step, as in the whole
+     * schedule, which sched_materialize makes of it. The predictions take either (sim.h, arena.h:
+     * what walks the steps in order walks them with sched_next). Writing the ALLOC and FREE steps
+     * was a fifth of ResNet-50 2ps:8's lowering (3,892 of its 6,362 steps). */
+    int n_list, *at;
 } sched;
+
+/* The ALLOC or FREE step of buffer b, as the liveness pass writes it (sim/lower/liveness.h). */
+static inline sched_step sched_buffer_step(const sched *s, sched_op op, int b)
+{
+    return (sched_step){.op = op, .layer = s->bufs[b].layer, .band = s->bufs[b].band, .buf = b, .y = -1, .aux = -1, .w = -1,
+                        .dw = -1, .ws = -1, .dy = -1, .src = -1, .dst = -1, .sums = -1};
+}
+
+/* A walk over the steps of a schedule, whole or lean, in order: sched_next returns the next step
+ * (an ALLOC or FREE of a lean schedule made in `made`, as the whole schedule holds it) and sets
+ * `place` to its index in the whole order; NULL after the last. With `listed`, it skips a lean
+ * schedule's ALLOCs and FREEs (for a walk that would skip them anyway: they compute and move
+ * nothing). */
+typedef struct {
+    const sched *s;
+    bool listed;
+    int i, k, place;
+    sched_step made;
+} sched_iter;
+
+static inline sched_iter sched_iter_open(const sched *s, bool listed)
+{
+    sched_iter it = {.s = s, .listed = listed, .place = -1};
+    if (s->at && s->n_buf) it.made = sched_buffer_step(s, SCHED_ALLOC, 0); /* then only its own fields change */
+    return it;
+}
+
+static inline const sched_step *sched_next(sched_iter *it)
+{
+    const sched *s = it->s;
+    if (!s->at) return it->i < s->n_step ? (it->place = it->i, &s->steps[it->i++]) : NULL;
+    if (it->listed) return it->i < s->n_list ? (it->place = s->at[it->i], &s->steps[it->i++]) : NULL;
+    int place = it->place + 1;
+    if (place >= s->n_step) return NULL;
+    it->place = place;
+    if (it->i < s->n_list && s->at[it->i] == place) return &s->steps[it->i++];
+    while (s->mem[it->k].op != SCHED_ALLOC && s->mem[it->k].op != SCHED_FREE) it->k++; /* moves are listed */
+    const sched_event *v = &s->mem[it->k++];
+    it->made.op = v->op, it->made.buf = v->buf, it->made.layer = s->bufs[v->buf].layer, it->made.band = s->bufs[v->buf].band;
+    return &it->made;
+}
+
+/* A lean schedule made whole; a whole one is left as it is. */
+void sched_materialize(sched *s);
 
 /* n slots for step t's inputs from s's pool, x and dx -1, dx_acc false. */
 void sched_step_slots(sched *s, sched_step *t, int n);

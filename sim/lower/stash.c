@@ -157,7 +157,7 @@ int stash_encode(lower *c, err *e)
     use_scan(c, u);
     int *copy_of = err_calloc((size_t)nb, sizeof(int)); /* [map] its decoded copy, -1 none */
     int *enc_of = err_calloc((size_t)nb, sizeof(int));  /* [map] its encoded form */
-    lower_ins *ins = err_calloc((size_t)nb * 2 + 1, sizeof(lower_ins));
+    lower_ins *ins = err_realloc(NULL, ((size_t)nb * 2 + 1) * sizeof(lower_ins)); /* written as used */
     for (int b = 0; b < nb; b++) {
         copy_of[b] = -1;
         const sched_buf *sb = &s->bufs[b];
@@ -280,7 +280,7 @@ int stash_place_moves(lower *c, err *e)
     }
     use_info *u = err_calloc((size_t)nb, sizeof(use_info));
     use_scan(c, u);
-    lower_ins *ins = err_calloc((size_t)nb * 2 + 1, sizeof(lower_ins));
+    lower_ins *ins = err_realloc(NULL, ((size_t)nb * 2 + 1) * sizeof(lower_ins)); /* written as used */
     for (int b = 0; b < nb && !rc; b++) {
         if (!s->bufs[b].offload || u[b].last_fwd < 0 || u[b].first_bwd < 0) {
             s->bufs[b].offload = false;

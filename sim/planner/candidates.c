@@ -63,7 +63,7 @@ void cand_place(search_ctx *c, int i)
     sched s;
     err e;
     if (plan_parse(&p, r->n, pt->text, &e)) return;
-    int rc = pipeline_lower(&s, r->n, &p, &r->cfg, &e);
+    int rc = pipeline_lower_lean(&s, r->n, &p, &r->cfg, &e);
     plan_free(&p);
     if (rc) return;
     if (isnan(pt->time_us)) pt->time_us = sim_time_us(r->n, &s, r->dev, NULL);
@@ -110,7 +110,7 @@ int cand_eval_bn(search_ctx *c, const char *text, const char *bn, const char *so
     if (closed && mem.peak > r->budget && !may_migrate && !cand_may_be_least(c, mem.peak)) {
         plan_free(&p);
     } else {
-        int rc = pipeline_lower(&s, r->n, &p, &r->cfg, &e);
+        int rc = pipeline_lower_lean(&s, r->n, &p, &r->cfg, &e);
         plan_free(&p);
         if (rc) return -1;
         sim_replay(&s, &mem, NULL);

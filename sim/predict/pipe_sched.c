@@ -251,7 +251,7 @@ static int compose(sched *out, pipe_dev *pd, const sched *whole, const net *n, c
         add_step(&bd, &u, pd->n_op);
     }
     out->flops = sched_compute_flops(out);
-    liveness_place(out);
+    liveness_place(out, false);
     op_starts(&bd, pd);
     free(bd.copy), free(bd.tag);
     sorted_free(&so);

@@ -77,9 +77,9 @@ void sim_replay(const sched *s, sim_mem *m, int64_t *timeline)
         for (; r.next < s->n_step; r.next++) timeline[r.next] = r.device;
 }
 
-double sim_step_us(const net *n, const sched *s, int i, const sim_device *d, timing_how *how)
+/* Step t's time; memo: d's model has been made n's (timing_memo_use). */
+static double step_time(const net *n, const sched *s, const sched_step *t, const sim_device *d, bool memo, timing_how *how)
 {
-    const sched_step *t = &s->steps[i];
     double step = 0; /* a step that neither computes nor moves (most ALLOCs and FREEs): no divisions,
                         a third of the time estimate */
     if (t->flops > 0 || t->bytes_moved > 0) {
@@ -89,7 +89,19 @@ double sim_step_us(const net *n, const sched *s, int i, const sim_device *d, tim
     }
     *how = TIMING_ROOFLINE;
     if (!d->model) return step;
-    return timing_sched_step_us(d->model, n, s, i, step, how);
+    if (!memo) timing_memo_use(d->model, n);
+    return timing_sched_step_us(d->model, n, s, t, step, how);
+}
+
+double sim_step_time_us(const net *n, const sched *s, const sched_step *t, const sim_device *d, timing_how *how)
+{
+    return step_time(n, s, t, d, false, how);
+}
+
+double sim_step_us(const net *n, const sched *s, int i, const sim_device *d, timing_how *how)
+{
+    CHECK(!s->at);
+    return sim_step_time_us(n, s, &s->steps[i], d, how);
 }
 
 /* The iteration on a device whose copies run on their own engine (sched_move_issue's protocol): a
@@ -104,8 +116,15 @@ static double overlap_us(const sched *s, const double *step_us)
     lower_buckets after = lower_bucket(issue, ns, ns);
     double tc = 0, tl = 0, *ready = err_calloc((size_t)s->n_buf + 1, sizeof(double));
     double *done = err_calloc((size_t)s->n_buf + 1, sizeof(double));
-    for (int i = 0; i < ns; i++) {
-        const sched_step *t = &s->steps[i];
+    int *buf_of = err_calloc((size_t)ns + 1, sizeof(int)); /* an OFFLOAD's buffer, by its place */
+    sched_events ev;
+    sched_events_open(s, &ev);
+    for (int k = 0; k < ev.n; k++)
+        if (ev.ev[k].op == SCHED_OFFLOAD) buf_of[ev.ev[k].step] = ev.ev[k].buf;
+    sched_events_close(&ev);
+    sched_iter it = sched_iter_open(s, false);
+    for (const sched_step *t; (t = sched_next(&it));) {
+        int i = it.place;
         if (t->op == SCHED_OFFLOAD) {
             if (issue[i] < 0) tl = (tl > tc ? tl : tc) + step_us[i], done[t->buf] = tl;
             if (done[t->buf] > tc) tc = done[t->buf]; /* the release waits for the copy */
@@ -120,24 +139,27 @@ static double overlap_us(const sched *s, const double *step_us)
         }
         for (int k = after.start[i]; k < after.start[i + 1]; k++) { /* copies that may begin now */
             int o = after.list[k];
-            tl = (tl > tc ? tl : tc) + step_us[o], done[s->steps[o].buf] = tl;
+            tl = (tl > tc ? tl : tc) + step_us[o], done[buf_of[o]] = tl;
         }
     }
     lower_buckets_free(&after);
-    free(issue), free(ready), free(done);
+    free(issue), free(ready), free(done), free(buf_of);
     return tc > tl ? tc : tl;
 }
 
 double sim_time_us(const net *n, const sched *s, const sim_device *d, double *fitted)
 {
-    /* each step's time, kept only where the two streams need them */
+    /* each step's time, kept only where the two streams need them; on the roofline an ALLOC or
+     * FREE takes none, so a lean schedule's walk skips them (adding 0 changes no sum) */
     double us = 0, measured = 0, *step = d->overlap ? err_calloc((size_t)s->n_step + 1, sizeof(double)) : NULL;
-    for (int i = 0; i < s->n_step; i++) {
+    sched_iter it = sched_iter_open(s, !d->model);
+    if (d->model) timing_memo_use(d->model, n);
+    for (const sched_step *st; (st = sched_next(&it));) {
         timing_how how;
-        double t = sim_step_us(n, s, i, d, &how);
+        double t = step_time(n, s, st, d, true, &how);
         if (how == TIMING_FITTED) measured += t;
         us += t;
-        if (step) step[i] = t;
+        if (step) step[it.place] = t;
     }
     if (fitted) *fitted = us > 0 ? measured / us : 0;
     if (step) us = overlap_us(s, step);
@@ -171,7 +193,7 @@ int sim_run(const net *n, const plan *p, const sched_cfg *cfg, const sim_device 
 {
     memset(r, 0, sizeof *r);
     sched s;
-    if (pipeline_lower(&s, n, p, cfg, e)) return -1;
+    if (pipeline_lower_lean(&s, n, p, cfg, e)) return -1;
     sim_predict(n, p, cfg, &s, d, r, timeline);
     sched_free(&s);
     return 0;

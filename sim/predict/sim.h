@@ -71,7 +71,9 @@ void sim_replay(const sched *s, sim_mem *m, int64_t *timeline);
 /* The iteration time of schedule s (of net n) on d; fitted (optional) receives the share of it that
  * came from measured keys of d's calibration. */
 double sim_time_us(const net *n, const sched *s, const sim_device *d, double *fitted);
-/* Step i's time on d, and how it was predicted (the roofline when d has no model). */
+/* Step t's time on d (a step of schedule s), and how it was predicted (the roofline when d has no
+ * model); sim_step_us: step i of a whole schedule's. */
+double sim_step_time_us(const net *n, const sched *s, const sched_step *t, const sim_device *d, timing_how *how);
 double sim_step_us(const net *n, const sched *s, int i, const sim_device *d, timing_how *how);
 
 /* Everything for one configuration: lower, replay, closed form, time. timeline (optional)

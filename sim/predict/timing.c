@@ -62,9 +62,8 @@ static void probe_size(const sched *s, const sched_step *t, double *x, double *w
     *work = *x;
 }
 
-void timing_probe_step(const net *n, const sched *s, int step, timing_probe *p)
+void timing_probe_step(const net *n, const sched *s, const sched_step *t, timing_probe *p)
 {
-    const sched_step *t = &s->steps[step];
     const sched_buf *sb = t->buf >= 0 ? &s->bufs[t->buf] : NULL;
     memset(p, 0, sizeof *p);
     probe_size(s, t, &p->x, &p->work);
@@ -217,18 +216,24 @@ static void memo_reset(timing_memo *mm, const net *n)
 
 static const timing_entry *find(const timing_entry *t, int n, const char *name);
 
-double timing_sched_step_us(const timing_model *m, const net *n, const sched *s, int step, double roofline_us, timing_how *how)
+void timing_memo_use(const timing_model *m, const net *n)
 {
     timing_memo *mm = m->memo;
     const net_layer *in = &n->layers[0];
     if (mm->n != n || mm->layers != n->n || mm->c != in->c || mm->h != in->h || mm->w != in->w || strcmp(mm->name, n->name))
         memo_reset(mm, n); /* another net, or this one at another input size */
-    const sched_step *t = &s->steps[step];
+}
+
+double timing_sched_step_us(const timing_model *m, const net *n, const sched *s, const sched_step *t, double roofline_us,
+                            timing_how *how)
+{
+    timing_memo *mm = m->memo;
+    CHECK(mm->n == n); /* timing_memo_use */
     int layer, v = step_variant(n, s, t, &layer);
     size_t slot = layer >= 0 ? (size_t)layer * LAYER_VARIANTS + (size_t)v : (size_t)n->n * LAYER_VARIANTS + (size_t)v;
     if (mm->how[slot] < 0) {
         timing_probe p;
-        timing_probe_step(n, s, step, &p);
+        timing_probe_step(n, s, t, &p);
         const timing_entry *k = find(m->keys, m->n_key, p.key), *c = k ? NULL : find(m->cls, m->n_cls, p.cls);
         mm->entry[slot] = k ? k : c;
         mm->how[slot] = (signed char)(k ? TIMING_FITTED : c ? TIMING_CLASS : TIMING_ROOFLINE);
