@@ -9,18 +9,6 @@
 #include "io/outfile.h"
 #include "io/spec.h"
 
-/* One part as read: its root attributes and where its runs go in the whole sweep. */
-typedef struct {
-    const char *path;
-    hid_t f;
-    int shard, n_shards, threads;
-    int64_t sweep_runs, dirty, n_runs;
-    infeasible_row *infeasible; /* its /infeasible table (configurations it could not run) */
-    hsize_t n_infeasible;
-    char *digest, *commit, *date, *command;
-    char *machine[5]; /* machine_attrs' values */
-} part;
-
 /* The root attributes that say which machine wrote a part: the merged file says "mixed" for those
  * the parts do not agree on. Files from before the optional ones read "unknown". */
 enum { M_HOST, M_CPU, M_WAIT, M_HDF5, M_BLAS, N_MACHINE };
@@ -32,7 +20,18 @@ static const struct {
                               [M_WAIT] = {"omp_wait_policy", true},
                               [M_HDF5] = {"hdf5_version", false},
                               [M_BLAS] = {"blas", true}};
-_Static_assert(sizeof ((part *)0)->machine / sizeof(char *) == N_MACHINE, "part.machine");
+
+/* One part as read: its root attributes and where its runs go in the whole sweep. */
+typedef struct {
+    const char *path;
+    hid_t f;
+    int shard, n_shards, threads;
+    int64_t sweep_runs, dirty, n_runs;
+    infeasible_row *infeasible; /* its /infeasible table (configurations it could not run) */
+    hsize_t n_infeasible;
+    char *digest, *commit, *date, *command;
+    char *machine[N_MACHINE]; /* machine_attrs' values */
+} part;
 
 static const char *mixed = "mixed: see /shards";
 
@@ -295,7 +294,8 @@ static int write_shards(hid_t out, const part *parts, int n, err *e)
     shard_row *rows = err_calloc((size_t)n, sizeof *rows);
     for (int k = 0; k < n; k++) {
         const part *p = &parts[k];
-        rows[p->shard - 1] = (shard_row){p->shard, p->path, (int)p->n_runs, p->machine[M_HOST], p->machine[M_CPU], p->threads, p->date, p->command};
+        rows[p->shard - 1] = (shard_row){p->shard, p->path, (int)p->n_runs, p->machine[M_HOST], p->machine[M_CPU],
+                                         p->threads, p->date, p->command};
     }
     int rc = h5_write_table(out, "shards", rows, sizeof *rows, (hsize_t)n, fields, (int)(sizeof fields / sizeof *fields), e);
     free(rows);

@@ -7,10 +7,10 @@
 /* o as proto, then its own fields: the copy whole first and the fields stored into it after (built
  * in one temporary, the fields' narrow stores stalled the copy's wide loads of them: a sixth of a
  * VGG-16 evaluation). */
-static inline void mark(sched_step *restrict o, const sched_step *restrict proto, sched_op op, int b, const sched_buf *sb)
+static inline void mark(sched_step *restrict o, const sched_step *restrict proto, const sched *s, sched_op op, int b)
 {
     memcpy(o, proto, sizeof *o);
-    o->op = op, o->buf = b, o->layer = sb->layer, o->band = sb->band;
+    sched_buffer_step_own(o, s, op, b);
 }
 
 void liveness_place(sched *s, bool lean)
@@ -40,9 +40,9 @@ void liveness_place(sched *s, bool lean)
     int *at = lean ? err_realloc(NULL, ((size_t)ns + 1) * sizeof(int)) : NULL, place = 0;
     free(s->mem); /* room for every step (the moves the passes before placed are events too) */
     sched_event *ev = s->mem = err_realloc(NULL, ((size_t)total + 1) * sizeof *ev);
-    const sched_step proto = lower_buffer_step(s, SCHED_ALLOC, 0, -1, 0);
+    const sched_step proto = sched_buffer_step(s, SCHED_ALLOC, 0);
     int first_bwd = -1;
-#define MARK(opv, b) (*ev++ = (sched_event){place++, (b), (opv)}, lean ? (void)0 : mark(o++, &proto, (opv), (b), &s->bufs[b]))
+#define MARK(opv, b) (*ev++ = (sched_event){place++, (b), (opv)}, lean ? (void)0 : mark(o++, &proto, s, (opv), (b)))
     for (int b = 0; b < nb; b++)
         if (s->bufs[b].persistent) MARK(SCHED_ALLOC, b);
     for (int i = 0; i < ns; i++) {

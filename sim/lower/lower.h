@@ -61,10 +61,10 @@ sched_step *lower_copy(lower *c, int L, int band, band_rows r, int src, int dst,
  * a move carries the buffer's bytes over the host link. */
 static inline sched_step lower_buffer_step(const sched *s, sched_op op, int b, int band, int seg)
 {
-    bool move = op == SCHED_OFFLOAD || op == SCHED_PREFETCH;
-    return (sched_step){.op = op, .layer = s->bufs[b].layer, .band = band, .seg = seg, .buf = b, .y = -1,
-                        .aux = -1, .w = -1, .dw = -1, .ws = -1, .dy = -1, .src = -1, .dst = -1, .sums = -1,
-                        .bytes_moved = move ? (double)s->bufs[b].bytes : 0};
+    sched_step t = sched_buffer_step(s, op, b);
+    t.band = band, t.seg = seg;
+    t.bytes_moved = op == SCHED_OFFLOAD || op == SCHED_PREFETCH ? (double)s->bufs[b].bytes : 0;
+    return t;
 }
 
 /* Items bucketed by step (a counting sort): the items i with key[i] >= 0, in item order within a

@@ -187,11 +187,20 @@ typedef struct {
     int n_list, *at;
 } sched;
 
-/* The ALLOC or FREE step of buffer b, as the liveness pass writes it (sim/lower/liveness.h). */
+/* A step about buffer b alone made so from another: its op, buffer, and the buffer's layer and band. */
+static inline void sched_buffer_step_own(sched_step *t, const sched *s, sched_op op, int b)
+{
+    t->op = op, t->buf = b, t->layer = s->bufs[b].layer, t->band = s->bufs[b].band;
+}
+
+/* The ALLOC or FREE step of buffer b, as the liveness pass writes it (sim/lower/liveness.h): no
+ * other buffer slot used, nothing computed or moved (lower.h's lower_buffer_step makes the other
+ * steps about one buffer from it). */
 static inline sched_step sched_buffer_step(const sched *s, sched_op op, int b)
 {
-    return (sched_step){.op = op, .layer = s->bufs[b].layer, .band = s->bufs[b].band, .buf = b, .y = -1, .aux = -1, .w = -1,
-                        .dw = -1, .ws = -1, .dy = -1, .src = -1, .dst = -1, .sums = -1};
+    sched_step t = {.y = -1, .aux = -1, .w = -1, .dw = -1, .ws = -1, .dy = -1, .src = -1, .dst = -1, .sums = -1};
+    sched_buffer_step_own(&t, s, op, b);
+    return t;
 }
 
 /* A walk over the steps of a schedule, whole or lean, in order: sched_next returns the next step
@@ -224,7 +233,7 @@ static inline const sched_step *sched_next(sched_iter *it)
     if (it->i < s->n_list && s->at[it->i] == place) return &s->steps[it->i++];
     while (s->mem[it->k].op != SCHED_ALLOC && s->mem[it->k].op != SCHED_FREE) it->k++; /* moves are listed */
     const sched_event *v = &s->mem[it->k++];
-    it->made.op = v->op, it->made.buf = v->buf, it->made.layer = s->bufs[v->buf].layer, it->made.band = s->bufs[v->buf].band;
+    sched_buffer_step_own(&it->made, s, v->op, v->buf);
     return &it->made;
 }
 
