@@ -83,6 +83,29 @@ static void valid_cols(net_window win, int kj, int w_in, int w_out, int *lo, int
     *hi = h < *lo ? *lo : h > w_out ? w_out : h;
 }
 
+/* One tap's rows [a, b) of col at dst when the window moves by 1 along both axes and the map keeps
+ * its width (w_out == w_in: a 3x3 convolution padded by 1, say): output row o reads input row
+ * o + dh, column ow + off, so the tap's rows follow each other in x as they do in col, and the
+ * rows that read inside the map are one copy; then the columns [0, lo) and [hi, w) that read
+ * padding, which that copy filled from the rows beside them, are zeroed, as are the rows outside
+ * [v0, v1). A copy a row cost ResNet-50's 56-wide maps as much time as their product. */
+static void im2col_joined(float *dst, const ten *x, int n, int ci, int dh, int off, int lo, int hi, int v0, int v1, int a,
+                          int b, int w)
+{
+    int oa = v0 - dh, ob = v1 - dh; /* the rows whose input row lies in [v0, v1) */
+    oa = oa < a ? a : oa > b ? b : oa, ob = ob < oa ? oa : ob > b ? b : ob;
+    memset(dst, 0, (size_t)(oa - a) * w * sizeof(float));
+    memset(dst + (int64_t)(ob - a) * w, 0, (size_t)(b - ob) * w * sizeof(float));
+    if (oa == ob) return;
+    float *d = dst + (int64_t)(oa - a) * w;
+    if (lo < hi) /* from row oa's column lo to row ob - 1's column hi */
+        memcpy(d + lo, cpu_row(x, n, ci, oa + dh) + lo + off, ((size_t)(ob - oa - 1) * w + (size_t)(hi - lo)) * sizeof(float));
+    for (int o = oa; o < ob; o++, d += w) {
+        for (int ow = 0; ow < lo; ow++) d[ow] = 0.0f;
+        for (int ow = hi; ow < w; ow++) d[ow] = 0.0f;
+    }
+}
+
 /* col (C_in*kh*kw, R*W_out), rows ld floats apart <- the input values each output position
  * [a, b) x [0, W_out) of image n reads through window win along H and ww along W; zero where the
  * window hangs over the padding, or over input rows outside [v0, v1) (a conv: the map, [0, in_h);
@@ -93,6 +116,7 @@ static void im2col(float *col, int64_t ld, const ten *x, int n, net_window win, 
                    int w_out)
 {
     int kh = win.k, kw = ww.k, w_in = x->w;
+    bool joined = win.s == 1 && ww.s == 1 && w_in == w_out;
 #pragma omp parallel for collapse(3) schedule(static) if (cpu_parallel((int64_t)x->c * kh * kw * (b - a) * w_out))
     for (int ci = 0; ci < x->c; ci++)
         for (int ki = 0; ki < kh; ki++)
@@ -100,6 +124,10 @@ static void im2col(float *col, int64_t ld, const ten *x, int n, net_window win, 
                 float *dst = col + ((int64_t)(ci * kh + ki) * kw + kj) * ld;
                 int lo, hi, off = ww.d * kj - ww.p;
                 valid_cols(ww, kj, w_in, w_out, &lo, &hi);
+                if (joined) {
+                    im2col_joined(dst, x, n, ci, win.d * ki - win.p, off, lo, hi, v0, v1, a, b, w_out);
+                    continue;
+                }
                 for (int o = a; o < b; o++) {
                     float *drow = dst + (int64_t)(o - a) * w_out;
                     int ih = o * win.s - win.p + win.d * ki;
