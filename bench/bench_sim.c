@@ -39,12 +39,16 @@ static double round_us(const net *n, const plan *p, int reps)
 }
 
 /* The planner at budgets a quarter, half and three quarters of the way from the smallest peak it
- * reaches to layer's, on device d; its peer: the presets evaluated once each. */
+ * reaches to layer's, on device d; its peer: the presets evaluated once each. Each answer is found
+ * ANSWER_RUNS times, its best and slowest shown: on a shared VM one answer's single run moved
+ * between 0.78 and 1.13 s within the hour (results/bench_cpu_xeon.txt at 0a197ce), which the best
+ * of a few runs reports as the program's cost and the slowest as what a user may wait. */
+enum { ANSWER_RUNS = 3 };
 static int planner_table(net *n, const char **plans, int np, const sim_device *d, const char *times)
 {
     err e;
     printf("planner: lrcnn plan --budget B (%s), 224x224, adam; peer: the %d presets above, evaluated once\n\n", times, np);
-    printf("  %-10s %5s %9s %10s %10s %12s %8s\n", "net", "batch", "budget", "plans", "planner", "presets", "ratio");
+    printf("  %-10s %5s %9s %10s %10s %10s %12s %8s\n", "net", "batch", "budget", "plans", "best", "slowest", "presets", "ratio");
     for (int k = 0; k < 2; k++)
         for (int batch = 8; batch <= 32; batch *= 4) {
             search_req rq = {.n = &n[k], .cfg = {.batch = batch, .optimizer = SCHED_ADAM}, .dev = d, .space = SEARCH_ALL, .budget = 0};
@@ -64,13 +68,22 @@ static int planner_table(net *n, const char **plans, int np, const sim_device *d
             }
             for (int q = 1; q <= 3; q++) {
                 rq.budget = lo + (hi - lo) * q / 4;
-                if (search_run(&rq, &r, &e)) return fprintf(stderr, "%s\n", e.msg), -1;
-                printf("  %-10s %5d %8.2fG %10d %9.3fs %11.3fs %7.1fx\n", n[k].name, batch, rq.budget / 1073741824.0, r.n_pts,
-                       r.seconds, peer, r.seconds / peer);
-                search_free(&r);
+                double best = 0, slowest = 0;
+                int n_pts = -1;
+                for (int run = 0; run < ANSWER_RUNS; run++) {
+                    if (search_run(&rq, &r, &e)) return fprintf(stderr, "%s\n", e.msg), -1;
+                    if (n_pts >= 0 && r.n_pts != n_pts) /* the search is deterministic: the same plans each run */
+                        return fprintf(stderr, "lrcnn_bench: the planner evaluated %d plans, then %d\n", n_pts, r.n_pts), -1;
+                    n_pts = r.n_pts;
+                    best = run && best < r.seconds ? best : r.seconds, slowest = slowest > r.seconds ? slowest : r.seconds;
+                    search_free(&r);
+                }
+                printf("  %-10s %5d %8.2fG %10d %9.3fs %9.3fs %11.3fs %7.1fx\n", n[k].name, batch, rq.budget / 1073741824.0, n_pts,
+                       best, slowest, peer, best / peer);
             }
         }
-    printf("  (target < 1 s per answer)\n\n");
+    printf("  (best and slowest of %d runs of each answer; ratio: the best against the presets; target < 1 s per answer)\n\n",
+           ANSWER_RUNS);
     return 0;
 }
 
@@ -103,7 +116,7 @@ static double sweep_secs(net *n, const char **plans, int np, int threads, int *c
 }
 
 /* Each preset's evaluation time on both nets, against the targets: VGG-16's mean, ResNet-50's row
- * presets at 4 bands. A time is the median of five rounds, and each round visits every plan on
+ * presets at 4 bands. A time is the median of five rounds (the best beside it), and each round visits every plan on
  * both nets, so that a plan's rounds spread over the whole table: a slow spell of the shared VM
  * (tens of milliseconds) then falls on one round of several plans, not on every round of one (when
  * a plan's five rounds ran back to back, ResNet-50 2ps:4 took 420 us in one run at 807472f and 187
@@ -123,11 +136,11 @@ static int eval_table(const net *n, const char *const *nets, const char *const *
             for (int k = 0; k < 2; k++)
                 if ((us[k][p][r] = round_us(&n[k], &pl[k][p], k ? 20 : 80)) < 0) return -1;
     printf("simulator: one evaluation = parse-free lower + replay + closed form, batch 8, 224x224 (median of 5 rounds,\n"
-           "each round over every plan)\n\n");
+           "each round over every plan; in brackets the best round)\n\n");
     printf("  %-10s", "plan");
-    for (int k = 0; k < 2; k++) printf(" %14s", nets[k]);
+    for (int k = 0; k < 2; k++) printf(" %21s", nets[k]);
     printf("\n");
-    double vgg_total = 0, rows[2] = {0, 0}; /* ResNet-50's 2ps:4 and overl:4 */
+    double vgg_total = 0, vgg_best = 0, rows[2] = {0, 0}, rows_best[2] = {0, 0}; /* ResNet-50's 2ps:4 and overl:4 */
     for (int p = 0; p < np; p++) {
         printf("  %-10s", plans[p]);
         for (int k = 0; k < 2; k++) {
@@ -135,16 +148,18 @@ static int eval_table(const net *n, const char *const *nets, const char *const *
             for (int i = 1; i < ROUNDS; i++) /* in order: the median in the middle */
                 for (int j = i; j > 0 && u[j] < u[j - 1]; j--) { double x = u[j]; u[j] = u[j - 1], u[j - 1] = x; }
             double med = u[ROUNDS / 2];
-            if (!k) vgg_total += med;
-            if (k && !strcmp(plans[p], "2ps:4")) rows[0] = med;
-            if (k && !strcmp(plans[p], "overl:4")) rows[1] = med;
-            printf(" %11.1f us", med);
+            if (!k) vgg_total += med, vgg_best += u[0];
+            if (k && !strcmp(plans[p], "2ps:4")) rows[0] = med, rows_best[0] = u[0];
+            if (k && !strcmp(plans[p], "overl:4")) rows[1] = med, rows_best[1] = u[0];
+            printf(" %8.1f (%6.1f) us", med, u[0]);
             plan_free(&pl[k][p]);
         }
         printf("\n");
     }
-    printf("  VGG-16 mean over presets: %.1f us per evaluation (target < 100 us)\n", vgg_total / np);
-    printf("  ResNet-50 2ps:4 and overl:4: %.1f and %.1f us per evaluation (target < 200 us)\n\n", rows[0], rows[1]);
+    printf("  VGG-16 mean over presets: %.1f us per evaluation, %.1f of the best rounds (target < 100 us)\n", vgg_total / np,
+           vgg_best / np);
+    printf("  ResNet-50 2ps:4 and overl:4: %.1f and %.1f us per evaluation, best rounds %.1f and %.1f (target < 200 us)\n\n",
+           rows[0], rows[1], rows_best[0], rows_best[1]);
     return 0;
 }
 
