@@ -100,7 +100,7 @@ static void sort_ranges(int64_t *r, int64_t *tmp, int m)
     int h = m / 2;
     sort_ranges(r, tmp, h), sort_ranges(r + 2 * h, tmp, m - h);
     int i = 0, j = h, o = 0;
-    while (i < h && j < m) { /* as sort_ranks merges: without a branch on the comparison */
+    while (i < h && j < m) { /* without a branch on the comparison, which is as good as random */
         bool right = r[2 * j] < r[2 * i];
         int from = right ? j : i;
         tmp[2 * o] = r[2 * from], tmp[2 * o + 1] = r[2 * from + 1], o++;
@@ -174,44 +174,49 @@ static int64_t place_in_order(side *sd, const int *order, int64_t limit)
     return size;
 }
 
-/* An order of placement: by key1, then key2, both descending (then by position). */
+/* An order of placement: by key1, then key2, both descending, then by position. The keys become
+ * unsigned integers in the opposite order (a non-negative double's bits order as its values do;
+ * a signed integer's order as unsigned once its sign bit is flipped), and the positions are sorted
+ * by them least significant first: by key2, then key1, each a stable counting sort a byte at a
+ * time that skips the bytes every key shares. Its passes read the keys in sequence and never
+ * compare two: the merge sort it replaced, branch-free, took a fifth of VGG-16 overl:8's arena. */
 typedef struct {
-    double key1;
-    int64_t key2;
-    int p;
-} rank;
+    uint64_t *k1, *k2; /* by position */
+    int *a, *b;        /* positions, and room for a pass */
+} ranking;
 
-/* Without a branch (& and |, not && and ||): which of two ranks comes first is as good as random to
- * a branch predictor, and its mispredictions were most of a sort. */
-static inline bool ranks_before(const rank *a, const rank *b)
+static uint64_t key_double_desc(double v) /* v >= 0 */
 {
-    return (a->key1 > b->key1) | ((a->key1 == b->key1) & ((a->key2 > b->key2) | ((a->key2 == b->key2) & (a->p < b->p))));
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    return ~u;
 }
 
-/* r[0..n) in order (a merge sort through tmp; the comparison inline, where qsort's call through a
- * pointer cost a tenth of a VGG-16 overl:8 evaluation). */
-static void sort_ranks(rank *r, rank *tmp, int n)
+static uint64_t key_int_desc(int64_t v) { return ~((uint64_t)v ^ (UINT64_C(1) << 63)); }
+
+/* Sorts the positions in *a by key (stable), through *b; the sorted ones end in *a. */
+static void radix_by(int **a, int **b, const uint64_t *key, int n)
 {
-    if (n < 2) return;
-    if (n <= 16) {
-        for (int i = 1; i < n; i++) {
-            rank x = r[i];
-            int j = i;
-            for (; j > 0 && ranks_before(&x, &r[j - 1]); j--) r[j] = r[j - 1];
-            r[j] = x;
-        }
-        return;
+    uint64_t differ = 0;
+    for (int i = 1; i < n; i++) differ |= key[i] ^ key[0];
+    for (int shift = 0; shift < 64; shift += 8) {
+        if (!((differ >> shift) & 0xff)) continue;
+        int at[257] = {0};
+        for (int i = 0; i < n; i++) at[((key[(*a)[i]] >> shift) & 0xff) + 1]++;
+        for (int d = 0; d < 256; d++) at[d + 1] += at[d];
+        for (int i = 0; i < n; i++) (*b)[at[(key[(*a)[i]] >> shift) & 0xff]++] = (*a)[i];
+        int *t = *a;
+        *a = *b, *b = t;
     }
-    int h = n / 2;
-    sort_ranks(r, tmp, h), sort_ranks(r + h, tmp, n - h);
-    int i = 0, j = h, o = 0;
-    while (i < h && j < n) {
-        bool right = ranks_before(&r[j], &r[i]);
-        tmp[o++] = *(right ? &r[j] : &r[i]);
-        j += right, i += !right;
-    }
-    while (i < h) tmp[o++] = r[i++];
-    memcpy(r, tmp, (size_t)o * sizeof *r); /* the rest of the right half is in place */
+}
+
+/* order[0..n) <- the positions in the order of their keys (above). */
+static void rank_order(ranking *rk, int n, int *order)
+{
+    for (int p = 0; p < n; p++) rk->a[p] = p;
+    radix_by(&rk->a, &rk->b, rk->k2, n);
+    radix_by(&rk->a, &rk->b, rk->k1, n);
+    memcpy(order, rk->a, (size_t)n * sizeof(int));
 }
 
 /* The lifetimes renumbered onto the steps where a block of the side starts or ends (persistent
@@ -248,7 +253,8 @@ void arena_place_best_fit(side *sd, bool host, int n_step, int64_t lower, found 
 {
     int n = sd->n;
     int64_t *crowd = err_calloc((size_t)n + 1, sizeof(int64_t));
-    rank *r = err_calloc((size_t)n + 1, sizeof(rank)), *tmp = err_calloc((size_t)n + 1, sizeof(rank));
+    ranking rk = {err_calloc((size_t)n + 1, sizeof(uint64_t)), err_calloc((size_t)n + 1, sizeof(uint64_t)),
+                  err_calloc((size_t)n + 1, sizeof(int)), err_calloc((size_t)n + 1, sizeof(int))};
     int *order = err_calloc((size_t)n + 1, sizeof(int)), *best_order = err_calloc((size_t)n + 1, sizeof(int));
     bool *hard = err_calloc((size_t)n + 1, sizeof(bool));
     crowding(sd, host, n_step, crowd);
@@ -257,12 +263,11 @@ void arena_place_best_fit(side *sd, bool host, int n_step, int64_t lower, found 
     for (int o = 2; o < ARENA_ORDERS && (fit->size < 0 || fit->size > lower); o++) {
         for (int p = 0; p < n; p++) {
             const block *b = &sd->bl->v[sd->idx[p]];
-            r[p] = o == 2   ? (rank){(double)crowd[p], b->t1, p}                        /* crowded first, late ends lower */
-                   : o == 3 ? (rank){(double)crowd[p], -b->t0, p}                       /* crowded first, early starts lower */
-                            : (rank){(double)sd->size[p] * (double)crowd[p], -b->t0, p}; /* big and crowded first */
+            /* 2: crowded first, late ends lower; 3: crowded first, early starts lower; 4: big and crowded first */
+            rk.k1[p] = key_double_desc(o == 4 ? (double)sd->size[p] * (double)crowd[p] : (double)crowd[p]);
+            rk.k2[p] = key_int_desc(o == 2 ? b->t1 : -(int64_t)b->t0);
         }
-        sort_ranks(r, tmp, n);
-        for (int q = 0; q < n; q++) order[q] = r[q].p;
+        rank_order(&rk, n, order);
         if (keep_smaller(sd, fit, place_in_order(sd, order, fit->size), arena_orders[o]))
             memcpy(best_order, order, (size_t)n * sizeof(int));
     }
@@ -279,6 +284,6 @@ void arena_place_best_fit(side *sd, bool host, int n_step, int64_t lower, found 
         keep_smaller(sd, fit, place_in_order(sd, order, fit->size), arena_orders[ARENA_ORDERS]);
     }
     placed_close(sd->pl), free(sd->pl), sd->pl = NULL;
-    free(crowd), free(r), free(tmp), free(order), free(best_order), free(hard);
+    free(crowd), free(rk.k1), free(rk.k2), free(rk.a), free(rk.b), free(order), free(best_order), free(hard);
 }
 
