@@ -201,6 +201,7 @@ static int64_t place_in_order(side *sd, const int *order, int64_t limit)
 typedef struct {
     uint64_t *k1, *k2; /* by position */
     int *a, *b;        /* positions, and room for a pass */
+    int *by2;          /* the positions by k2 alone (orders 3 and 4 share it) */
 } ranking;
 
 static uint64_t key_double_desc(double v) /* v >= 0 */
@@ -228,11 +229,18 @@ static void radix_by(int **a, int **b, const uint64_t *key, int n)
     }
 }
 
-/* order[0..n) <- the positions in the order of their keys (above). */
-static void rank_order(ranking *rk, int n, int *order)
+/* rk->by2 <- the positions by k2 (then position). */
+static void rank_k2(ranking *rk, int n)
 {
     for (int p = 0; p < n; p++) rk->a[p] = p;
     radix_by(&rk->a, &rk->b, rk->k2, n);
+    memcpy(rk->by2, rk->a, (size_t)n * sizeof(int));
+}
+
+/* order[0..n) <- the positions by k1, then as rk->by2 has them. */
+static void rank_order(ranking *rk, int n, int *order)
+{
+    memcpy(rk->a, rk->by2, (size_t)n * sizeof(int));
     radix_by(&rk->a, &rk->b, rk->k1, n);
     memcpy(order, rk->a, (size_t)n * sizeof(int));
 }
@@ -272,7 +280,8 @@ void arena_place_best_fit(side *sd, bool host, int n_step, int64_t lower, found 
     int n = sd->n;
     int64_t *crowd = err_calloc((size_t)n + 1, sizeof(int64_t));
     ranking rk = {err_calloc((size_t)n + 1, sizeof(uint64_t)), err_calloc((size_t)n + 1, sizeof(uint64_t)),
-                  err_calloc((size_t)n + 1, sizeof(int)), err_calloc((size_t)n + 1, sizeof(int))};
+                  err_calloc((size_t)n + 1, sizeof(int)), err_calloc((size_t)n + 1, sizeof(int)),
+                  err_calloc((size_t)n + 1, sizeof(int))};
     int *order = err_calloc((size_t)n + 1, sizeof(int)), *best_order = err_calloc((size_t)n + 1, sizeof(int));
     bool *hard = err_calloc((size_t)n + 1, sizeof(bool));
     crowding(sd, host, n_step, crowd);
@@ -281,10 +290,12 @@ void arena_place_best_fit(side *sd, bool host, int n_step, int64_t lower, found 
     for (int o = 2; o < ARENA_ORDERS && (fit->size < 0 || fit->size > lower); o++) {
         for (int p = 0; p < n; p++) {
             const block *b = &sd->bl->v[sd->idx[p]];
-            /* 2: crowded first, late ends lower; 3: crowded first, early starts lower; 4: big and crowded first */
-            rk.k1[p] = key_double_desc(o == 4 ? (double)sd->size[p] * (double)crowd[p] : (double)crowd[p]);
+            /* 2: crowded first, late ends lower; 3: crowded first, early starts lower; 4: big and crowded
+             * first, then as 3 */
+            rk.k1[p] = o == 4 ? key_double_desc((double)sd->size[p] * (double)crowd[p]) : key_int_desc(crowd[p]);
             rk.k2[p] = key_int_desc(o == 2 ? b->t1 : -(int64_t)b->t0);
         }
+        if (o != 4) rank_k2(&rk, n);
         rank_order(&rk, n, order);
         if (keep_smaller(sd, fit, place_in_order(sd, order, fit->size), arena_orders[o]))
             memcpy(best_order, order, (size_t)n * sizeof(int));
@@ -302,6 +313,6 @@ void arena_place_best_fit(side *sd, bool host, int n_step, int64_t lower, found 
         keep_smaller(sd, fit, place_in_order(sd, order, fit->size), arena_orders[ARENA_ORDERS]);
     }
     placed_close(sd->pl), free(sd->pl), sd->pl = NULL;
-    free(crowd), free(rk.k1), free(rk.k2), free(rk.a), free(rk.b), free(order), free(best_order), free(hard);
+    free(crowd), free(rk.k1), free(rk.k2), free(rk.a), free(rk.b), free(rk.by2), free(order), free(best_order), free(hard);
 }
 
