@@ -144,16 +144,14 @@ static void conv_notes(void)
  * and the headline describe the same iteration: the last one's, which the breakdown showed before,
  * came to 118-142% of the best one's on a VM whose speed moves within the run. */
 typedef struct {
-    int iters;
+    int first, end; /* the timed iterations (run_timed) */
     double best, *layer_us; /* [2 * layers] */
 } best_iter;
 
 static void keep_best(const run *r, int it, void *ctx)
 {
     best_iter *b = ctx;
-    int first, end;
-    run_timed(b->iters, false, &first, &end);
-    if (it < first || it >= end || r->iter_us[it] >= b->best) return;
+    if (it < b->first || it >= b->end || r->iter_us[it] >= b->best) return;
     b->best = r->iter_us[it];
     memcpy(b->layer_us, r->x.layer_us, (size_t)r->x.n->n * 2 * sizeof(double));
 }
@@ -171,7 +169,8 @@ static void iteration(const char *name, int batch, int iters)
     }
     data d;
     data_synthetic_for(&d, &n, 1);
-    best_iter b = {iters, INFINITY, err_calloc((size_t)n.n * 2, sizeof(double))};
+    best_iter b = {0, 0, INFINITY, err_calloc((size_t)n.n * 2, sizeof(double))};
+    run_timed(iters, false, &b.first, &b.end); /* the CPU profiles no iteration apart */
     run_cfg c = {.n = &n, .p = &p, .sched = {.batch = batch, .optimizer = SCHED_SGD}, .ops = &ops_cpu,
                  .hp = exec_default_hparams(SCHED_SGD), .seed = 1, .iters = iters, .batches = data_batches(&d),
                  .on_iter = keep_best, .ctx = &b};

@@ -6,6 +6,7 @@
  * sweep (batch x plans x image sizes, nets re-inferred per image), on this machine. Figures, not
  * assertions: targets are < 100 us per VGG-16 evaluation, < 1 s per planner answer and < 2 s per
  * 10,000 configurations. Usage: lrcnn_bench [eval] [planner] [offsel] [sweep] (no argument: all). */
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -68,14 +69,14 @@ static int planner_table(net *n, const char **plans, int np, const sim_device *d
             }
             for (int q = 1; q <= 3; q++) {
                 rq.budget = lo + (hi - lo) * q / 4;
-                double best = 0, slowest = 0;
+                double best = INFINITY, slowest = 0;
                 int n_pts = -1;
                 for (int run = 0; run < ANSWER_RUNS; run++) {
                     if (search_run(&rq, &r, &e)) return fprintf(stderr, "%s\n", e.msg), -1;
                     if (n_pts >= 0 && r.n_pts != n_pts) /* the search is deterministic: the same plans each run */
                         return fprintf(stderr, "lrcnn_bench: the planner evaluated %d plans, then %d\n", n_pts, r.n_pts), -1;
                     n_pts = r.n_pts;
-                    best = run && best < r.seconds ? best : r.seconds, slowest = slowest > r.seconds ? slowest : r.seconds;
+                    best = best < r.seconds ? best : r.seconds, slowest = slowest > r.seconds ? slowest : r.seconds;
                     search_free(&r);
                 }
                 printf("  %-10s %5d %8.2fG %10d %9.3fs %9.3fs %11.3fs %7.1fx\n", n[k].name, batch, rq.budget / 1073741824.0, n_pts,
