@@ -3,7 +3,8 @@
 # the root of a copy of this tree. Written for a short lease: every step runs under its own time
 # limit, logs under $OUT (default /tmp/gpu_out) as it goes and keeps what finished, and the whole
 # took about 7 minutes (on an H200, 2026-11-30: steps 1, 2 and 3 took 291 s together, with every
-# campaign spec at 12 iterations a plan; then steps 6, 4 and 5 111, 70 and 13 s). At most 8 files land
+# campaign spec at 12 iterations a plan; then steps 6, 4 and 5 111, 70 and 13 s; at ff062c3 steps
+# 1, 4, 5 and 7 188 s, then 2 and 3 309 s, with the first start about 35 s). At most 8 files land
 # in $OUT: 0_setup.log, 1_tests.log, 2_campaign.log and 2_campaign.tar (results/gpu/*.h5, added to
 # after each spec), 3_torch.log (with the peer's table) and 3_torch_gpu.tsv, 4_sanitize.log,
 # 5_bn.log. Steps 6, 7 and 8 are not among the default steps: run in a lease call of their own, they
@@ -118,10 +119,10 @@ print('LRCNN_CUDNN_FIND=' + sys.argv[2], 'iteration ms:', ' '.join('%.1f' % (t /
   limit 10 "$log" "$py" -c "import h5py, sys; a = h5py.File(sys.argv[1])['profile'].get('algos')
 print('profile/algos:', 'none (this backend measures no choices)' if a is None else '%d choices, measured on %s' % (len(a), a.attrs['device']))" "$d/prof.h5"
   for run in measures takes; do
-    t0=$(date +%s.%N)
+    t0=$(date +%s%N)
     LRCNN_CUDNN_FIND=1 limit 60 "$log" "$bin/lrcnn" train --net $net $image --batch 32 --plan layer --iters 2 --backend $backend \
       --no-cupti $([ $run = takes ] && echo --profile "$d/prof.h5") -o "$d/$run.h5"
-    echo "the run that $run its choices: $(echo "$(date +%s.%N) - $t0" | bc) s of wall time" >>"$log"
+    echo "the run that $run its choices: $(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN {printf "%.2f", (b - a) / 1e9}') s of wall time" >>"$log" # no bc there
   done
   if [ $cpu = 0 ]; then LRCNN_CUDNN_FIND=1 limit 90 "$log" "$tests/test_cuda"; fi
   rm -rf "$d"
