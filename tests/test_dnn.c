@@ -9,16 +9,19 @@
  *              and bias backward on packed tensors only; descriptors under 2^31 elements) and
  *              against themselves (operands inside their buffers, sizes agreeing with the
  *              convolution), and their staging must fit the step's workspace. VGG-16 at 920x920,
- *              batch 64, runs its steps in runs of images.
+ *              batch 64, runs its steps in runs of images. Under the default policy no forward call
+ *              may read or write a slice of a larger map (they go through staging: dnn.h's DNN_PACK_FWD).
  *   semantics  the calls executed on the CPU by a direct model of what each cuDNN routine computes
  *              (symmetric zero padding, strides, beta), on random data, against the CPU engine's
  *              own band convolution, for every convolution step of the small nets under several
  *              plans (1e-4 of the largest value); descriptors there are capped at a few thousand
  *              elements, so that steps split into runs of images too.
+ *   forward-slices  semantics and part of the contract again with LRCNN_CUDNN_PACK_FWD=0, the
+ *              forward on slices as cuDNN takes them.
  *   --no-pack  the negative control: with packing off the contract must break where the first GPU
  *              run aborted (VGG-16 bands; ResNet-50's stride-2 downsample under layer); exits 0 when
  *              it does, 1 when a plan it should break passes.
- * Usage: test_dnn [contract|semantics|--no-pack] [NET...] */
+ * Usage: test_dnn [contract|semantics|forward-slices|--no-pack] [NET...] */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -34,6 +37,7 @@
 #include "sim/net/kind.h"
 
 static int failures;
+static long slices_seen; /* forward calls on slices, in all contracts run */
 
 /* A stand-in for cuDNN's algorithm workspaces that changes with every call's geometry (shapes,
  * strides, padding, direction), as an algorithm cuDNN picks for one descriptor may not be the one it
@@ -72,11 +76,13 @@ static int64_t fake_model(const sched_ws_model *m, const net *n, const sched_ws_
 static const sched_ws_model staging = {.bytes = fake_model};
 
 typedef struct {
-    long steps, calls, staged, runs;
+    long steps, calls, staged, runs, slices; /* slices: forward calls whose x or y is a slice of a larger map */
     int64_t stage_most;
     char first[800];   /* the first broken rule */
     long broken;
 } tally;
+
+static bool packed_(const dnn_tensor *t) { return t->hs == t->w && t->cs == (int64_t)t->h * t->w && t->ns == t->c * t->cs; }
 
 /* Lowers `text` on n at `batch` and checks every convolution step's calls. */
 static int contract_plan(const net *n, const char *text, int batch, bool pack, tally *t)
@@ -97,7 +103,7 @@ static int contract_plan(const net *n, const char *text, int batch, bool pack, t
         dnn_plan dp;
         char why[300];
         int64_t ws = st->ws >= 0 ? s.bufs[st->ws].bytes : 0;
-        bool planned = !dnn_conv_plan(&d, pack, &dp, why, sizeof why);
+        bool planned = !dnn_conv_plan(&d, pack ? dnn_pack_policy() : 0, &dp, why, sizeof why);
         int bad = !planned || dnn_check(&dp, &d, why, sizeof why);
         if (!bad && dp.stage_bytes > ws)
             snprintf(why, sizeof why, "staging needs %lld bytes, the workspace has %lld", (long long)dp.stage_bytes, (long long)ws), bad = 1;
@@ -109,6 +115,8 @@ static int contract_plan(const net *n, const char *text, int batch, bool pack, t
             snprintf(t->first, sizeof t->first, "%s %s batch %d: %s %s rows [%d, %d): %s", n->name, text, batch,
                      st->op == SCHED_FWD ? "forward" : "backward", d.l->name, d.out.a, d.out.b, why);
         if (!bad) {
+            for (int k = 0; k < dp.n; k++)
+                t->slices += dp.call[k].op == DNN_CONV_FWD && !(packed_(&dp.call[k].xt) && packed_(&dp.call[k].yt));
             t->steps++, t->calls += dp.n, t->staged += dp.stage_bytes > 0, t->runs += dp.images < batch;
             if (dp.stage_bytes > t->stage_most) t->stage_most = dp.stage_bytes;
         }
@@ -149,11 +157,14 @@ static void contract_net(const char *name, int h, int batch, bool pack)
             snprintf(text, sizeof text, "%s%s", plans[i], bns[b]);
             cases += !contract_plan(&n, text, batch, pack, &t);
         }
-    printf("%s %-16s %4dx%-4d batch %2d: %3d plans, %6ld convolution steps, %7ld calls, %5ld staged (most %.1f MiB), %ld in runs of images\n",
-           t.broken ? "FAIL" : "ok  ", n.name, n.layers[0].h, n.layers[0].w, batch, cases, t.steps, t.calls, t.staged,
-           (double)t.stage_most / (1 << 20), t.runs);
+    /* with forward packing on, no forward call may read or write a slice: that is all it is for */
+    bool sliced = (dnn_pack_policy() & DNN_PACK_FWD) && t.slices;
+    slices_seen += t.slices;
+    printf("%s %-16s %4dx%-4d batch %2d: %3d plans, %6ld convolution steps, %7ld calls, %5ld staged (most %.1f MiB), %ld in runs of "
+           "images, %ld forward calls on slices\n", t.broken || sliced ? "FAIL" : "ok  ", n.name, n.layers[0].h, n.layers[0].w, batch,
+           cases, t.steps, t.calls, t.staged, (double)t.stage_most / (1 << 20), t.runs, t.slices);
     if (t.broken) printf("     %ld steps broke a rule; the first: %s\n", t.broken, t.first);
-    failures += t.broken > 0;
+    failures += t.broken > 0 || sliced;
     net_free(&n);
 }
 
@@ -311,7 +322,7 @@ static bool semantics_step(const net *n, int L, dnn_step d, uint64_t *r, char *w
     int64_t xs = (int64_t)B * d.c_in * (d.x.b - d.x.a) * d.in_w, ys = (int64_t)B * co * (d.y.b - d.y.a) * l->w;
     int64_t dxs = (int64_t)B * d.c_in * (d.dx.b - d.dx.a) * d.in_w;
     dnn_plan p;
-    while (dnn_conv_plan(&d, true, &p, why, len)) /* one image past the cap: a larger one */
+    while (dnn_conv_plan(&d, dnn_pack_policy(), &p, why, len)) /* one image past the cap: a larger one */
         if (!d.limit || (d.limit *= 4) > DNN_MAX_ELEMS) return false;
     float *x = randoms(xs, r), *w = randoms(np, r), *y = randoms(ys, r), *ws = NULL;
     float *y2 = err_calloc((size_t)ys + 1, 4), *dx = randoms(dxs, r), *dx2 = err_calloc((size_t)dxs + 1, 4);
@@ -523,6 +534,23 @@ static void fit_check(void)
     fit_free(&f);
 }
 
+/* LRCNN_CUDNN_PACK_FWD=0 (dnn.h): the forward on slices, as before. The lowering's model and the
+ * calls take the policy from the environment alike; the semantics on the small nets and random
+ * steps, and the contract on nets whose bands read and write slices, again under it (where the
+ * default's contract allows no forward call on a slice, this one must find some). */
+static void forward_slices(void)
+{
+    setenv("LRCNN_CUDNN_PACK_FWD", "0", 1);
+    printf("-- LRCNN_CUDNN_PACK_FWD=0\n");
+    semantics();
+    int before = failures;
+    contract_net("vgg16", 0, 8, true);
+    contract_net("resnet50", 0, 8, true);
+    contract_net("unet", 0, 2, true);
+    unsetenv("LRCNN_CUDNN_PACK_FWD");
+    if (failures == before && !slices_seen) printf("FAIL no forward call on a slice with LRCNN_CUDNN_PACK_FWD=0\n"), failures++;
+}
+
 int main(int argc, char **argv)
 {
     blas_cpu_reexec(argv); /* the kernel lrcnn runs (engine/cpu/blas_cpu.h) */
@@ -534,7 +562,8 @@ int main(int argc, char **argv)
     }
     else if (!strcmp(what, "contract")) contract(argc - 2, argv + 2);
     else if (!strcmp(what, "semantics")) semantics(), fit_check();
-    else contract(0, NULL), semantics(), fit_check();
+    else if (!strcmp(what, "forward-slices")) forward_slices();
+    else contract(0, NULL), semantics(), fit_check(), forward_slices();
     printf("%s\n", failures ? "FAILED" : "every cuDNN call as cuDNN 9 takes it");
     return failures != 0;
 }

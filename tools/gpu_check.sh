@@ -36,9 +36,11 @@
 #      cuda: ConvNeXt's stochastic depth, bilinear upsampling, ShuffleNet's views; gradients).
 #   7. cuDNN's algorithm policy against layer's time (about 90 s): VGG-16 and ResNet-50 at b8 and b32,
 #      12 iterations each under the heuristic within 256 MiB (the default) and 4096 MiB and the find
-#      mode within 4096 MiB, the first and last also with PyTorch's cuDNN where it ships one; ResNet-50
-#      b8's 2ps:4 and overl:4 under the default and the find mode; then bench/torch_gpu.py with
-#      cudnn.benchmark on, and off under CUDNN_CONV_WSCAP_DBG=256 (PyTorch's cap, set as lrcnn's).
+#      mode within 4096 MiB, the first and last also with PyTorch's cuDNN where it ships one; 2ps:4
+#      and overl:4 on each under the default and with LRCNN_CUDNN_PACK_FWD=0 (the forward's band
+#      calls on slices of larger maps, as before: engine/cuda/dnn.h), ResNet-50 b8's also in the find
+#      mode (about 60 s more); then bench/torch_gpu.py with cudnn.benchmark on, and off under
+#      CUDNN_CONV_WSCAP_DBG=256 (PyTorch's cap, set as lrcnn's).
 #   8. simulation specs on this machine (GPU_SIM_SPECS, seconds each), brought back to be held against
 #      the committed results/*.h5 with tools/check_results.py --same: the same results on another machine.
 # Usage: tools/gpu_check.sh [--cpu] [STEPS]   (STEPS default "1 2 3 4 5")
@@ -226,11 +228,11 @@ import sys, h5py, numpy as np
 fn, name = sys.argv[1:]
 try:
     m = h5py.File(fn)["runs/00000/measured"]; t = m["iter_us"][()][1:-1] / 1e3; dv = m.get("device")
-    print("%-26s median %7.2f ms  min %7.2f max %7.2f  kernels %7s ms  max ws %6s MiB  peak %7.0f MiB" % (name, np.median(t), t.min(), t.max(),
+    print("%-31s median %7.2f ms  min %7.2f max %7.2f  kernels %7s ms  max ws %6s MiB  peak %7.0f MiB" % (name, np.median(t), t.min(), t.max(),
           "-" if dv is None else "%.2f" % (dv.attrs["kernel_us"] / 1e3), "-" if dv is None else "%.0f" % (dv["conv_workspace"][()].max() / 2**20),
           m["at_peak"][()].sum() / 2**20))
 except Exception as e:
-    print("%-26s failed: %s" % (name, e))
+    print("%-31s failed: %s" % (name, e))
 PY
   }
   for nb in "vgg16 8" "vgg16 32" "resnet50 8" "resnet50 32"; do
@@ -243,10 +245,15 @@ PY
       one "$1_b$2_nf4096" "$1" "$2" layer "LD_LIBRARY_PATH=$tcudnn:$LD_LIBRARY_PATH" LRCNN_CUDNN_WS_MB=4096 LRCNN_CUDNN_FIND=1
     fi
   done
-  for p in 2ps:4 overl:4; do
-    one "r50_b8_${p}_h256" resnet50 8 $p
-    one "r50_b8_${p}_f4096" resnet50 8 $p LRCNN_CUDNN_WS_MB=4096 LRCNN_CUDNN_FIND=1
+  # the row plans with the forward's slices staged (the default) and as cuDNN takes them (dnn.h)
+  for nb in "vgg16 8" "vgg16 32" "resnet50 8" "resnet50 32"; do
+    set -- $nb
+    for p in 2ps:4 overl:4; do
+      one "$1_b$2_${p}_h256" "$1" "$2" $p
+      one "$1_b$2_${p}_h256_slices" "$1" "$2" $p LRCNN_CUDNN_PACK_FWD=0
+    done
   done
+  for p in 2ps:4 overl:4; do one "resnet50_b8_${p}_f4096" resnet50 8 $p LRCNN_CUDNN_WS_MB=4096 LRCNN_CUDNN_FIND=1; done
   rm -rf "$d"
   if [ $cpu = 0 ]; then
     limit 40 "$log" "$py" bench/torch_gpu.py nets/vgg16.net nets/resnet50.net --batch 8,32 --iters 10 --benchmark

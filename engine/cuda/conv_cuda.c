@@ -375,7 +375,7 @@ static void run(const ops_call *c, bool backward)
                   .dx_acc = c->dx_acc[0]};
     dnn_plan p;
     char why[300];
-    if (dnn_conv_plan(&s, true, &p, why, sizeof why)) cu_fatal("planning a convolution's cuDNN calls", why, __FILE__, __LINE__);
+    if (dnn_conv_plan(&s, dnn_pack_policy(), &p, why, sizeof why)) cu_fatal("planning a convolution's cuDNN calls", why, __FILE__, __LINE__);
     int64_t room = c->ws_bytes - p.stage_bytes; /* the algorithms' share: staging sits at the workspace's end */
     if (room < 0 || room % 256) {
         snprintf(why, sizeof why, "layer '%s' rows %d..%d: its calls stage %lld bytes in a workspace of %lld (a schedule lowered "

@@ -2,6 +2,7 @@
 #include "engine/cuda/dnn.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/cuda/conv_split.h"
@@ -100,10 +101,11 @@ static dnn_tensor input_side(const dnn_step *s, const conv_piece *q, band_rows h
 }
 
 /* The calls of images [i0, i0 + k): forward. */
-static void forward_run(const dnn_step *s, int i0, int k, dnn_plan *p)
+static void forward_run(const dnn_step *s, int i0, int k, int pack, dnn_plan *p)
 {
     const net_layer *l = s->l;
-    int co = l->u.conv.c_out, w = l->w;
+    int co = l->u.conv.c_out, w = l->w, ci = s->c_in, iw = s->in_w;
+    bool fwd = pack & DNN_PACK_FWD;
     conv_piece pc[3];
     int np = conv_split(l->win, s->in_h, s->out.a, s->out.b, pc);
     for (int i = 0; i < np; i++) {
@@ -113,10 +115,16 @@ static void forward_run(const dnn_step *s, int i0, int k, dnn_plan *p)
             zero(p, view_r(DNN_Y, co, w, s->y, i0, q->a), (int64_t)k * co, (int64_t)(q->b - q->a) * w, len_of(s->y) * w);
             continue;
         }
-        dnn_tensor xt = view_t(k, s->c_in, s->in_w, s->x, q->v0, q->v1);
-        dnn_ref xr = view_r(DNN_X, s->c_in, s->in_w, s->x, i0, q->v0);
-        if (conv_piece_direct(q)) {
-            conv(p, DNN_CONV_FWD, xt, xr, view_t(k, co, w, s->y, q->a, q->b), view_r(DNN_Y, co, w, s->y, i0, q->a), q->pad, false);
+        int rows = q->v1 - q->v0;
+        dnn_tensor xt = view_t(k, ci, iw, s->x, q->v0, q->v1), yt = view_t(k, co, w, s->y, q->a, q->b);
+        dnn_ref xr = view_r(DNN_X, ci, iw, s->x, i0, q->v0);
+        if (fwd && !packed(&xt)) { /* x's rows copied into staging, packed */
+            dnn_ref r = slot(&st, (int64_t)k * ci * rows * iw);
+            copy(p, r, (int64_t)rows * iw, xr, len_of(s->x) * iw, (int64_t)k * ci, (int64_t)rows * iw, false);
+            xt = packed_t(k, ci, rows, iw), xr = r;
+        }
+        if (conv_piece_direct(q) && !(fwd && !packed(&yt))) {
+            conv(p, DNN_CONV_FWD, xt, xr, yt, view_r(DNN_Y, co, w, s->y, i0, q->a), q->pad, false);
         } else { /* cuDNN computes `out` rows into staging; rows [a, b) go to y */
             dnn_ref yr = slot(&st, (int64_t)k * co * q->out * w);
             conv(p, DNN_CONV_FWD, xt, xr, packed_t(k, co, q->out, w), yr, q->pad, false);
@@ -128,8 +136,9 @@ static void forward_run(const dnn_step *s, int i0, int k, dnn_plan *p)
 }
 
 /* The calls of images [i0, i0 + k): backward. */
-static void backward_run(const dnn_step *s, int i0, int k, bool pack, dnn_plan *p)
+static void backward_run(const dnn_step *s, int i0, int k, int flags, dnn_plan *p)
 {
+    bool pack = flags & DNN_PACK;
     const net_layer *l = s->l;
     int co = l->u.conv.c_out, ci = s->c_in, w = l->w, iw = s->in_w;
     bool bias = s->dw && l->u.conv.bias, dx = len_of(s->dx) > 0;
@@ -230,7 +239,13 @@ static double over(const dnn_plan *p, int64_t limit)
     return worst;
 }
 
-int dnn_conv_plan(const dnn_step *s, bool pack, dnn_plan *p, char *why, size_t len)
+int dnn_pack_policy(void)
+{
+    const char *fwd = getenv("LRCNN_CUDNN_PACK_FWD"); /* each time: a lowering may ask from several threads */
+    return DNN_PACK | (fwd && !strcmp(fwd, "0") ? 0 : DNN_PACK_FWD);
+}
+
+int dnn_conv_plan(const dnn_step *s, int pack, dnn_plan *p, char *why, size_t len)
 {
     memset(p, 0, sizeof *p);
     for (int k = s->batch;;) {
@@ -240,7 +255,7 @@ int dnn_conv_plan(const dnn_step *s, bool pack, dnn_plan *p, char *why, size_t l
         for (int i0 = 0; i0 < s->batch; i0 += k) {
             int run = s->batch - i0 < k ? s->batch - i0 : k;
             if (s->backward) backward_run(s, i0, run, pack, p);
-            else forward_run(s, i0, run, p);
+            else forward_run(s, i0, run, pack, p);
         }
         double r = over(p, limit_of(s));
         if (r <= 1) {
@@ -307,7 +322,7 @@ int64_t dnn_query_most(const net *n, const sched_ws_query *q, int64_t (*bytes)(c
     char why[300];
     for (int i = 0, k = dnn_query_steps(n, q, s); i < k; i++) {
         dnn_plan p;
-        if (dnn_conv_plan(&s[i], true, &p, why, sizeof why)) continue; /* refused before a run (ops_table.prepare) */
+        if (dnn_conv_plan(&s[i], dnn_pack_policy(), &p, why, sizeof why)) continue; /* refused before a run (ops_table.prepare) */
         int64_t b = bytes(&s[i], &p);
         if (b > most) most = b;
         dnn_plan_free(&p);

@@ -5,7 +5,8 @@
  *
  * The rules (seen on an H200 with cuDNN 9.14, and the limits of its descriptor API):
  *   - forward convolution takes strided views: a band's rows inside a larger map, read and written
- *     in place (observed on VGG-16 and ResNet-50 bands);
+ *     in place (observed on VGG-16 and ResNet-50 bands), but at stride 1 far slower than on packed
+ *     tensors, so by default its slices are staged too (DNN_PACK_FWD below);
  *   - backward-data, backward-filter and bias backward take only tensors packed per image (C
  *     stride H*W, H stride W): on a slice of a map's rows every algorithm answered
  *     CUDNN_STATUS_NOT_SUPPORTED. An operand that is such a slice is copied into a packed staging
@@ -89,10 +90,30 @@ typedef struct {
                                         cuDNN's, DNN_MAX_ELEMS (tests set less to split small steps) */
 } dnn_step;
 
-/* The calls of step s, in order. pack: widen or copy the slices that backward refuses (always, but
- * for the contract test's negative control, which must then fail). -1 with why (one line) when a single
+/* What the calls do with an operand that is a slice of a larger map (flags):
+ *   DNN_PACK      widen or copy the slices that backward refuses (always, but for the contract
+ *                 test's negative control, which must then fail);
+ *   DNN_PACK_FWD  a forward piece's x or y that is such a slice goes through packed staging too (x
+ *                 copied in; y computed there and copied out), as backward's operands do. cuDNN
+ *                 takes the slices, but slowly: on the H200 (cuDNN 9.14, ff062c3's campaign) a row
+ *                 plan's forward convolutions took 3.1x `layer`'s kernel time at the same FLOPs on
+ *                 ResNet-50 b32 `2ps:4`, while its backward ones, all packed, took 1.2x; by layer,
+ *                 a band call writing a slice took 8-17x its share of `layer`'s time on the 1x1
+ *                 stride-1 convolutions, 3-6x on the 3x3 ones, 1.1-1.5x on the stride-2 ones,
+ *                 VGG-16's conv1_1 26x. The copies cost a pass over each
+ *                 band's x and y, and no peak of VGG-16, ResNet-50, MobileNetV2 or the U-Net at
+ *                 batch 8 and 32 under the row presets moves (the staging sits beside forward steps;
+ *                 backward's is larger). Inferred from that profile, not yet timed on a GPU. */
+enum { DNN_PACK = 1, DNN_PACK_FWD = 2 };
+
+/* The flags runs and the workspace model plan with, so that both stage the same bytes: DNN_PACK |
+ * DNN_PACK_FWD, or DNN_PACK alone where the environment has LRCNN_CUDNN_PACK_FWD=0 (the forward
+ * on slices, as before 2026-11-30's second lease: to time one against the other). */
+int dnn_pack_policy(void);
+
+/* The calls of step s, in order, under the pack flags above. -1 with why (one line) when a single
  * image of one operand is past cuDNN's 2^31 limit. */
-int dnn_conv_plan(const dnn_step *s, bool pack, dnn_plan *p, char *why, size_t len);
+int dnn_conv_plan(const dnn_step *s, int pack, dnn_plan *p, char *why, size_t len);
 void dnn_plan_free(dnn_plan *p);
 
 /* Checks plan p of step s against the rules above and against itself (every operand inside its

@@ -489,7 +489,7 @@ static int cu_prepare(const net *n, const sched *s, err *e)
         dnn_step d = dnn_step_of(n, s, t);
         dnn_plan p;
         char why[300];
-        if (dnn_conv_plan(&d, true, &p, why, sizeof why)) return err_set(e, "%s", why);
+        if (dnn_conv_plan(&d, dnn_pack_policy(), &p, why, sizeof why)) return err_set(e, "%s", why);
         dnn_plan_free(&p);
     }
     if (doubles > g.scratch_cap) {
