@@ -114,6 +114,7 @@ static void print_device(const run_summary *m)
     char a[32], b[32], c[32], x[32];
     printf("  device %s (compute capability %s; driver %s, runtime %s, cuDNN %s, cuBLAS %s)\n", d->name, d->capability, d->driver,
            d->runtime, d->dnn, d->blas);
+    if (d->conv_policy[0]) printf("  convolutions: %s\n", d->conv_policy);
     printf("  pool: used peak %s (allocated %s), reserved peak %s; context and libraries %s\n",
            units_fmt_bytes(d->pool_used_peak, a, sizeof a), units_fmt_bytes(m->peak, b, sizeof b),
            units_fmt_bytes(d->pool_reserved_peak, c, sizeof c), units_fmt_bytes(d->context_bytes, x, sizeof x));

@@ -80,8 +80,8 @@ static void print_device_table(const char **items, const sim_result *pred, const
     if (!d0) return;
     char a[32], b[32], c[32], x[32], y[32], z[32];
     printf("\n  the device's own view, each plan in its own process: %s (compute capability %s; driver %s, CUDA %s, cuDNN %s, "
-           "cuBLAS %s); context and libraries %s before the first allocation\n", d0->name, d0->capability, d0->driver, d0->runtime,
-           d0->dnn, d0->blas, units_fmt_bytes(d0->context_bytes, a, sizeof a));
+           "cuBLAS %s); context and libraries %s before the first allocation%s%s\n", d0->name, d0->capability, d0->driver, d0->runtime,
+           d0->dnn, d0->blas, units_fmt_bytes(d0->context_bytes, a, sizeof a), d0->conv_policy[0] ? "; convolutions: " : "", d0->conv_policy);
     printf("  %-*s %10s %10s %8s %10s %10s %10s %10s %9s\n", plan_w, "plan", "replay", "allocated", "err", "reserved", "res-alloc",
            "off-pool", "in use", "err dev");
     for (int k = 0; k < count; k++) {

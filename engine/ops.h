@@ -103,6 +103,8 @@ typedef struct {
     char name[96];                /* "NVIDIA H100 80GB HBM3" */
     char capability[8];           /* compute capability, "9.0" */
     char driver[16], runtime[16], dnn[16], blas[16]; /* versions: CUDA driver and runtime, cuDNN, cuBLAS */
+    char conv_policy[96];         /* how convolutions were run: "heuristic within 256 MiB, forward slices staged"
+                                     (engine/cuda/conv_cuda.h: LRCNN_CUDNN_FIND, _WS_MB, _DETERMINISTIC, _PACK_FWD) */
     int64_t context_bytes;        /* device bytes in use once the context, cuDNN and cuBLAS were up,
                                      before the first allocation (other processes' bytes included) */
     int64_t device_peak;          /* cudaMemGetInfo's bytes in use, the most at any step's end */

@@ -79,7 +79,8 @@ static int write_device(hid_t loc, const run_summary *s, err *e)
         }
     H5_CHECK(g = H5Gcreate2(loc, "device", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     const struct { const char *name, *v; } strs[] = {{"name", d->name}, {"capability", d->capability}, {"driver", d->driver},
-                                                      {"runtime", d->runtime}, {"cudnn", d->dnn}, {"cublas", d->blas}};
+                                                      {"runtime", d->runtime}, {"cudnn", d->dnn}, {"cublas", d->blas},
+                                                      {"cudnn_policy", d->conv_policy}};
     for (size_t k = 0; k < sizeof strs / sizeof *strs; k++) H5_TRY(h5_attr_str(g, strs[k].name, strs[k].v, e));
     const struct { const char *name; int64_t v; } ints[] = {
         {"context_bytes", d->context_bytes},     {"device_peak", d->device_peak},

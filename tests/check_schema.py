@@ -302,7 +302,9 @@ def check_device(m, mwhere, n_layers):
         it, iters = int(d.attrs["profiled_iter"]), len(m["iter_us"])
         if it not in (-1, iters - 1) or (profiled and it != iters - 1):
             raise Problem("%s: profiled_iter is %d with profiled %d and %d iterations" % (where, it, profiled, iters))
-    check_only(d, where, dict(DEVICE_ATTRS, profiled_iter=I32), tuple(DEVICE_DSETS))
+    if "cudnn_policy" in d.attrs:  # files since 2026-11-30: how the convolutions ran (cuDNN's algorithm policy)
+        check_attr(d, where, "cudnn_policy", STR)
+    check_only(d, where, dict(DEVICE_ATTRS, profiled_iter=I32, cudnn_policy=STR), tuple(DEVICE_DSETS))
 
 
 PROFILE_SAMPLES = {"net": STR, "plan": STR, "key": STR, "class": STR, "batch": I32, "step": I32,

@@ -101,7 +101,8 @@ static void fake_gpu_runs(void)
                            .device_layers = gpu_layers[r]};
         if (cupti) m->iters = 4, m->loss = losses, m->iter_us = iter_us, m->profiled_last = true, m->best_us = 1000, m->median_us = 2000;
         m->device = (ops_device){.name = "NVIDIA H100 80GB HBM3", .capability = "9.0", .driver = "13.0", .runtime = "13.0",
-                                 .dnn = "9.19.0", .blas = "13.1.0", .context_bytes = 536870912, .device_peak = cupti ? 540000000 : -1,
+                                 .dnn = "9.19.0", .blas = "13.1.0",
+                                 .conv_policy = "heuristic within 256 MiB, forward slices staged", .context_bytes = 536870912, .device_peak = cupti ? 540000000 : -1,
                                  .pool_reserved_peak = 2 << 20, .pool_used_peak = 1 << 20, .profiled = cupti,
                                  .cupti_reserved_peak = cupti ? (2 << 20) + 4096 : -1, .cupti_suballoc_peak = cupti ? 1 << 20 : -1,
                                  .dropped = cupti ? 0 : -1, .kernel_us = cupti ? 987.5 : -1, .outside_pool = (32 << 20) + 4096,

@@ -51,6 +51,12 @@ void conv_cuda_init(cudnnHandle_t dnn, cudaStream_t stream, int64_t ws_limit, bo
     snprintf(g.made.device, sizeof g.made.device, "%s", device);
 }
 
+void conv_cuda_policy(char *out, size_t len)
+{
+    snprintf(out, len, "%s within %lld MiB%s, forward %s", g.find ? "measured (find)" : "heuristic", (long long)(g.limit >> 20),
+             g.deterministic ? ", deterministic only" : "", dnn_pack_policy() & DNN_PACK_FWD ? "slices staged" : "on slices");
+}
+
 const algo_book *conv_cuda_made(void) { return g.made.n ? &g.made : NULL; }
 
 int conv_cuda_take(const algo_book *b, err *e)

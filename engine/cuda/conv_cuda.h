@@ -54,6 +54,9 @@ int64_t conv_cuda_ws_bytes(const net *n, const sched_ws_query *q);
 /* What layer L's convolutions last ran with: the algorithm and workspace of each direction
  * (ops_device_layer's algo and ws; -1 and 0 where none ran since conv_cuda_restart). */
 void conv_cuda_layer(int L, int algo[3], int64_t ws[3]);
+/* The policy in words, as result files record it: "heuristic within 256 MiB, forward slices staged",
+ * "measured (find) within 4096 MiB, deterministic only, forward on slices" (engine/cuda/dnn.h). */
+void conv_cuda_policy(char *out, size_t len);
 void conv_cuda_restart(void);
 
 #endif

@@ -463,6 +463,7 @@ static void cu_device_report(ops_device *d, ops_device_layer *layers, int n_laye
     int64_t beside = (int64_t)sizeof(float) + g.scratch_cap * (int64_t)sizeof(double) + codec_cuda_bytes() + (g.blas_ws ? BLAS_WS_BYTES : 0) +
                      g.batch_cap[0] + g.batch_cap[1];
     watch_report(d, layers, n_layers, beside);
+    conv_cuda_policy(d->conv_policy, sizeof d->conv_policy);
 }
 
 /* --- before a run (ops_table.prepare) ------------------------------------------------------------ */
