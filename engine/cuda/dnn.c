@@ -25,7 +25,7 @@ static dnn_ref view_r(dnn_base base, int c, int w, band_rows hold, int i0, int r
 
 static dnn_tensor packed_t(int k, int c, int h, int w) { return (dnn_tensor){k, c, h, w, (int64_t)c * h * w, (int64_t)h * w, w}; }
 
-static bool packed(const dnn_tensor *t) { return t->hs == t->w && t->cs == (int64_t)t->h * t->w && t->ns == t->c * t->cs; }
+bool dnn_packed(const dnn_tensor *t) { return t->hs == t->w && t->cs == (int64_t)t->h * t->w && t->ns == t->c * t->cs; }
 
 static int64_t extent(const dnn_tensor *t)
 {
@@ -118,12 +118,12 @@ static void forward_run(const dnn_step *s, int i0, int k, int pack, dnn_plan *p)
         int rows = q->v1 - q->v0;
         dnn_tensor xt = view_t(k, ci, iw, s->x, q->v0, q->v1), yt = view_t(k, co, w, s->y, q->a, q->b);
         dnn_ref xr = view_r(DNN_X, ci, iw, s->x, i0, q->v0);
-        if (fwd && !packed(&xt)) { /* x's rows copied into staging, packed */
+        if (fwd && !dnn_packed(&xt)) { /* x's rows copied into staging, packed */
             dnn_ref r = slot(&st, (int64_t)k * ci * rows * iw);
             copy(p, r, (int64_t)rows * iw, xr, len_of(s->x) * iw, (int64_t)k * ci, (int64_t)rows * iw, false);
             xt = packed_t(k, ci, rows, iw), xr = r;
         }
-        if (conv_piece_direct(q) && !(fwd && !packed(&yt))) {
+        if (conv_piece_direct(q) && !(fwd && !dnn_packed(&yt))) {
             conv(p, DNN_CONV_FWD, xt, xr, yt, view_r(DNN_Y, co, w, s->y, i0, q->a), q->pad, false);
         } else { /* cuDNN computes `out` rows into staging; rows [a, b) go to y */
             dnn_ref yr = slot(&st, (int64_t)k * co * q->out * w);
@@ -158,7 +158,7 @@ static void backward_run(const dnn_step *s, int i0, int k, int flags, dnn_plan *
             zero(p, yr, 1, (int64_t)k * co * out * w, 0);
             copy(p, (dnn_ref){DNN_STAGE, yr.at + (int64_t)(q->a - q->o0) * w}, (int64_t)out * w, view_r(DNN_DY, co, w, s->y, i0, q->a),
                  len_of(s->y) * w, (int64_t)k * co, (int64_t)(q->b - q->a) * w, false);
-        } else if (pack && !packed(&yt)) {
+        } else if (pack && !dnn_packed(&yt)) {
             dnn_ref r = slot(&st, (int64_t)k * co * out * w);
             copy(p, r, (int64_t)out * w, yr, len_of(s->y) * w, (int64_t)k * co, (int64_t)out * w, false);
             yt = packed_t(k, co, out, w), yr = r;
@@ -172,7 +172,7 @@ static void backward_run(const dnn_step *s, int i0, int k, int flags, dnn_plan *
         if (s->dw) { /* x: widened to the rows its buffer holds, or packed into staging */
             dnn_ref xr;
             dnn_tensor xt = input_side(s, q, s->x, DNN_X, i0, k, pack, &xr);
-            if (pack && !packed(&xt)) {
+            if (pack && !dnn_packed(&xt)) {
                 dnn_ref r = slot(&st, (int64_t)k * ci * rows * iw);
                 copy(p, r, (int64_t)rows * iw, xr, len_of(s->x) * iw, (int64_t)k * ci, (int64_t)rows * iw, false);
                 xt = packed_t(k, ci, rows, iw), xr = r;
@@ -182,7 +182,7 @@ static void backward_run(const dnn_step *s, int i0, int k, int flags, dnn_plan *
         if (dx) { /* dx: straight into its rows where they are packed, else through staging (beta 0) and added */
             dnn_ref xr;
             dnn_tensor xt = input_side(s, q, s->dx, DNN_DX, i0, k, pack, &xr);
-            if (pack && !packed(&xt)) {
+            if (pack && !dnn_packed(&xt)) {
                 dnn_ref r = slot(&st, (int64_t)k * ci * rows * iw);
                 conv(p, DNN_CONV_BWD_DATA, packed_t(k, ci, rows, iw), r, yt, yr, q->pad, false);
                 copy(p, xr, len_of(s->dx) * iw, r, (int64_t)rows * iw, (int64_t)k * ci, (int64_t)rows * iw, true);
@@ -212,7 +212,7 @@ static void define_dx_in_place(const dnn_step *s, dnn_plan *p)
     if (writer < 0) return;
     dnn_call *c = &p->call[writer];
     const dnn_tensor *t = &c->xt;
-    if (c->xr.at != 0 || !packed(t) || (int64_t)t->n * t->ns != (int64_t)s->batch * s->c_in * len_of(s->dx) * s->in_w) return;
+    if (c->xr.at != 0 || !dnn_packed(t) || (int64_t)t->n * t->ns != (int64_t)s->batch * s->c_in * len_of(s->dx) * s->in_w) return;
     c->acc = false;
     memmove(p->call, p->call + 1, (size_t)(p->n - 1) * sizeof *p->call);
     p->n--;
@@ -385,7 +385,7 @@ int dnn_check(const dnn_plan *p, const dnn_step *s, char *why, size_t len)
             if ((int64_t)t[j]->n * t[j]->c * t[j]->h * t[j]->w > limit_of(s) || extent(t[j]) > limit_of(s))
                 return BROKEN("call %d (%s): %s %s is past the descriptors' %lld elements", i, op_name(c->op), j ? "y" : "x", a,
                               (long long)limit_of(s));
-            if (c->op != DNN_CONV_FWD && !packed(t[j]))
+            if (c->op != DNN_CONV_FWD && !dnn_packed(t[j]))
                 return BROKEN("call %d (%s): %s %s is not packed per image, which cuDNN 9 refuses", i, op_name(c->op),
                               j ? "dy" : c->op == DNN_CONV_BWD_DATA ? "dx" : "x", a);
             if (!inside(size, *r[j], extent(t[j])))

@@ -100,16 +100,19 @@ typedef struct {
  *                 ResNet-50 b32 `2ps:4`, while its backward ones, all packed, took 1.2x; by layer,
  *                 a band call writing a slice took 8-17x its share of `layer`'s time on the 1x1
  *                 stride-1 convolutions, 3-6x on the 3x3 ones, 1.1-1.5x on the stride-2 ones,
- *                 VGG-16's conv1_1 26x. The copies cost a pass over each
- *                 band's x and y, and no peak of VGG-16, ResNet-50, MobileNetV2 or the U-Net at
- *                 batch 8 and 32 under the row presets moves (the staging sits beside forward steps;
- *                 backward's is larger). Inferred from that profile, not yet timed on a GPU. */
+ *                 VGG-16's conv1_1 26x. The copies cost a pass over each band's x and y, and no
+ *                 peak of VGG-16, ResNet-50, MobileNetV2 or the U-Net at batch 8 and 32 under the
+ *                 row presets moves (the staging sits beside forward steps; backward's is larger).
+ *                 Inferred from that profile, not yet timed on a GPU. */
 enum { DNN_PACK = 1, DNN_PACK_FWD = 2 };
 
 /* The flags runs and the workspace model plan with, so that both stage the same bytes: DNN_PACK |
  * DNN_PACK_FWD, or DNN_PACK alone where the environment has LRCNN_CUDNN_PACK_FWD=0 (the forward
- * on slices, as before 2026-11-30's second lease: to time one against the other). */
+ * on slices as cuDNN takes them: to time one against the other). */
 int dnn_pack_policy(void);
+
+/* Whether t is packed per image (C stride H*W, H stride W, N stride C*H*W): not a slice. */
+bool dnn_packed(const dnn_tensor *t);
 
 /* The calls of step s, in order, under the pack flags above. -1 with why (one line) when a single
  * image of one operand is past cuDNN's 2^31 limit. */
