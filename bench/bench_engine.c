@@ -23,9 +23,11 @@
 #include <cblas.h>
 
 #include "io/data.h"
+#include "io/machine.h"
 #include "sim/net/load.h"
 #include "sim/net/kind.h"
 #include "engine/cpu/blas_cpu.h"
+#include "engine/threads.h"
 #include "engine/cpu/ops_cpu.h"
 #include "engine/run.h"
 
@@ -264,9 +266,10 @@ static void alloc_compare(const char *name, int image, int batch, const char *te
  * its own process, so each RSS high-water mark is that net's alone. */
 int main(int argc, char **argv)
 {
-    blas_cpu_reexec(argv); /* OpenBLAS's kernel, as lrcnn runs it */
+    engine_env_reexec(argv); /* OpenMP's wait and OpenBLAS's kernel, as lrcnn runs them */
     int batch = argc > 1 ? atoi(argv[1]) : 2;
-    printf("%s, %d threads (%s)\n\n", blas_cpu_describe(), openblas_get_num_threads(), openblas_get_config());
+    printf("%s, %d threads (%s); idle threads: %s\n\n", blas_cpu_describe(), openblas_get_num_threads(), openblas_get_config(),
+           machine_wait_policy());
     const char *all[] = {"convs", "vgg16", "resnet50"};
     int count = argc > 2 ? argc - 2 : 3;
     for (int i = 0; i < count; i++) {

@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "engine/cpu/blas_cpu.h"
+#include "engine/threads.h"
 #include "io/h5.h"
 #include "io/machine.h"
 
@@ -48,11 +49,7 @@ static void usage(FILE *f)
  * - --threads N (any command, anywhere on the line) becomes OMP_NUM_THREADS=N; without it the
  *   engine takes the CPUs other processes leave free (engine/threads.h).
  * - Unless the user chose a wait policy (OMP_WAIT_POLICY or GOMP_SPINCOUNT), an idle thread spins
- *   for 10,000 rounds (about a tenth of a millisecond) and then sleeps. Measured on 2 cores, VGG-small
- *   64x64 batch 8 (experiments/load_timing.sh): sleeping at once (passive) took 19 ms an iteration
- *   idle, twice the 9.4 ms of spinning, since every loop's barrier then costs a futex wake-up;
- *   GNU OpenMP's default spin (300,000 rounds) took 780 ms beside one busy process; 10,000 rounds
- *   is as fast as spinning idle, and the engine's thread count keeps it off busy cores.
+ *   for 10,000 rounds and then sleeps (engine/threads.h says why).
  * - Where OpenBLAS took the CPU for one without AVX, the kernel its instructions call for
  *   (engine/cpu/blas_cpu.h: 4-5x the sgemm speed on an Intel Xeon newer than Debian's OpenBLAS).
  * Returns the value of --threads (0: none), or -1 when it is not a count 1..4096. */
@@ -64,12 +61,11 @@ static int process_env(int argc, char **argv)
             if (i + 1 >= argc || cli_parse_int(argv[i + 1], 1, 4096, &threads)) return -1;
     const char *have = getenv("OMP_NUM_THREADS");
     bool set_threads = threads && (!have || atoi(have) != threads);
-    bool set_wait = !getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT"), set_blas = blas_cpu_env();
+    bool set_wait = engine_wait_env(), set_blas = blas_cpu_env();
     if (!set_threads && !set_wait && !set_blas) return threads;
     char n[16];
     snprintf(n, sizeof n, "%d", threads);
     if (set_threads) setenv("OMP_NUM_THREADS", n, 1);
-    if (set_wait) setenv("GOMP_SPINCOUNT", "10000", 1);
     execv("/proc/self/exe", argv);
     return threads;
 }

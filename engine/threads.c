@@ -4,6 +4,8 @@
 #endif
 #include "engine/threads.h"
 
+#include "engine/cpu/blas_cpu.h"
+
 #include <omp.h>
 #include <sched.h>
 #include <stdio.h>
@@ -70,4 +72,17 @@ const char *engine_threads_why(void)
 {
     engine_threads();
     return why;
+}
+
+bool engine_wait_env(void)
+{
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return false;
+    setenv("GOMP_SPINCOUNT", "10000", 1);
+    return true;
+}
+
+void engine_env_reexec(char **argv)
+{
+    bool wait = engine_wait_env(), blas = blas_cpu_env();
+    if (wait || blas) execv("/proc/self/exe", argv);
 }

@@ -14,7 +14,7 @@ int machine_threads(void);
 /* The OpenBLAS kernel the engine's products run on (engine/cpu/blas_cpu.h), as one line. */
 const char *machine_blas(void);
 /* How idle OpenMP threads wait: OMP_WAIT_POLICY when set, else "spin N rounds, then sleep" with
- * GOMP_SPINCOUNT's N (lrcnn's default 10000: cli/main.c; GNU OpenMP's own 300000). */
+ * GOMP_SPINCOUNT's N (lrcnn's default 10000: engine/threads.h; GNU OpenMP's own 300000). */
 const char *machine_wait_policy(void);
 /* `git rev-parse --short HEAD` of the source tree ("unknown" outside one) and whether tracked files
  * outside the outputs (results/, paper/) differ from that commit (1), not (0), or unknown (-1). */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "engine/cpu/blas_cpu.h"
+#include "engine/threads.h"
 #include "engine/cpu/ops_cpu.h"
 #include "sim/net/load.h"
 #include "tests/harness.h"
@@ -120,7 +121,7 @@ static void check_staged(const char *name)
 
 int main(int argc, char **argv)
 {
-    blas_cpu_reexec(argv); /* the kernel lrcnn runs (engine/cpu/blas_cpu.h) */
+    engine_env_reexec(argv); /* the engine as lrcnn runs it (engine/threads.h) */
     if (argc == 3) {
         check_net(argv[1], atoi(argv[2]));
     } else {

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "engine/cpu/blas_cpu.h"
+#include "engine/threads.h"
 #include "engine/cuda/dnn.h"
 #include "sim/lower/pipeline.h"
 #include "sim/net/load.h"
@@ -551,7 +552,7 @@ static void forward_slices(void)
 
 int main(int argc, char **argv)
 {
-    blas_cpu_reexec(argv); /* the kernel lrcnn runs (engine/cpu/blas_cpu.h) */
+    engine_env_reexec(argv); /* the engine as lrcnn runs it (engine/threads.h) */
     const char *what = argc > 1 ? argv[1] : "all";
     if (!strcmp(what, "--no-pack")) {
         no_pack();

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "engine/cpu/blas_cpu.h"
+#include "engine/threads.h"
 #include "sim/net/kind.h"
 #include "sim/net/load.h"
 #include "tests/harness.h"
@@ -170,7 +171,7 @@ static void lossy(const net *n, int batch)
 
 int main(int argc, char **argv)
 {
-    blas_cpu_reexec(argv); /* the kernel lrcnn runs (engine/cpu/blas_cpu.h) */
+    engine_env_reexec(argv); /* the engine as lrcnn runs it (engine/threads.h) */
     if (argc < 5 || (strcmp(argv[1], "lossless") && strcmp(argv[1], "lossy"))) {
         fprintf(stderr, "usage: test_encode lossless|lossy NET IMAGE BATCH [-v]\n");
         return 2;

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "engine/cpu/blas_cpu.h"
+#include "engine/threads.h"
 #include "tests/harness.h"
 #include "tests/randnet.h"
 #include "sim/net/load.h"
@@ -382,7 +383,7 @@ static void full_size(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    blas_cpu_reexec(argv); /* the kernel lrcnn runs (engine/cpu/blas_cpu.h) */
+    engine_env_reexec(argv); /* the engine as lrcnn runs it (engine/threads.h) */
     bool sized = argc >= 3 && argv[2][0] >= '0' && argv[2][0] <= '9', ran = true;
     if (argc == 2 && !strcmp(argv[1], "small")) small_suite();
     else if (argc == 2 && !strcmp(argv[1], "random")) random_suite(600);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine/cpu/blas_cpu.h"
+#include "engine/threads.h"
 #include "tests/harness.h"
 #include "sim/net/load.h"
 
@@ -116,7 +117,7 @@ static void floor_check(void)
 
 int main(int argc, char **argv)
 {
-    blas_cpu_reexec(argv); /* the kernel lrcnn runs (engine/cpu/blas_cpu.h) */
+    engine_env_reexec(argv); /* the engine as lrcnn runs it (engine/threads.h) */
     if (argc == 2 && !strcmp(argv[1], "floor")) {
         floor_check();
     } else if (argc == 4 || (argc == 5 && !strcmp(argv[4], "few"))) {

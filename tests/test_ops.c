@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "engine/cpu/blas_cpu.h"
+#include "engine/threads.h"
 #include "engine/act.h"
 #include "sim/net/kind.h"
 #include "sim/net/load.h"
@@ -535,7 +536,7 @@ static const struct {
 int main(int argc, char **argv)
 {
     (void)argc;
-    blas_cpu_reexec(argv); /* the kernel lrcnn runs (engine/cpu/blas_cpu.h) */
+    engine_env_reexec(argv); /* the engine as lrcnn runs it (engine/threads.h) */
     int nc = (int)(sizeof cases / sizeof cases[0]);
     for (int i = 0; i < nc; i++) fd_case(cases[i].name, cases[i].text, cases[i].bn, cases[i].n ? cases[i].n : 2);
     inplace_case("relu", "");

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "engine/cpu/blas_cpu.h"
+#include "engine/threads.h"
 #include "engine/pipe_run.h"
 #include "io/data.h"
 #include "sim/net/kind.h"
@@ -156,7 +157,7 @@ static void check_net(const char *name)
 
 int main(int argc, char **argv)
 {
-    blas_cpu_reexec(argv); /* the kernel lrcnn runs (engine/cpu/blas_cpu.h) */
+    engine_env_reexec(argv); /* the engine as lrcnn runs it (engine/threads.h) */
     static const char *const nets[] = {"vgg16", "resnet50"};
     if (argc > 1)
         for (int i = 1; i < argc; i++) check_net(argv[i]);

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 /* OpenBLAS's x86 kernels for CPUs without AVX (its names, dynamic.c): the one it falls back to for
  * a model it does not know (Prescott) is among them. */
@@ -42,11 +41,6 @@ bool blas_cpu_env(void)
     setenv("LRCNN_BLAS_DETECTED", core, 1);
     setenv("OPENBLAS_CORETYPE", want, 1);
     return true;
-}
-
-void blas_cpu_reexec(char **argv)
-{
-    if (blas_cpu_env()) execv("/proc/self/exe", argv);
 }
 
 const char *blas_cpu_describe(void)

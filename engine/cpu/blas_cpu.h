@@ -7,9 +7,9 @@
  * engine took 2.5x (VGG-16) and 2.8x (ResNet-50) PyTorch 1.13's time at batch 2.
  * So where OpenBLAS fell back to a kernel without AVX on a CPU with AVX2 and FMA, lrcnn names the
  * kernel the CPU's instructions call for in OPENBLAS_CORETYPE, which OpenBLAS reads only when it
- * loads: the process sets it and runs itself again (cli/main.c; blas_cpu_reexec). A user's
+ * loads: the process sets it and runs itself again (cli/main.c; engine_env_reexec). A user's
  * own OPENBLAS_CORETYPE stands, and a kernel OpenBLAS chose knowing the CPU is never replaced.
- * Not done here: lrcnn's own running again (cli/main.c, with its OpenMP settings). */
+ * Not done here: the running again (engine/threads.h's engine_env_reexec, cli/main.c). */
 #ifndef LRCNN_BLAS_CPU_H
 #define LRCNN_BLAS_CPU_H
 
@@ -18,12 +18,6 @@
 /* Sets OPENBLAS_CORETYPE as above (and LRCNN_BLAS_DETECTED to OpenBLAS's own choice, for
  * blas_cpu_describe); true when it did, and the caller should run itself again. */
 bool blas_cpu_env(void);
-
-/* blas_cpu_env, and where it set the kernel, the process again (execv of /proc/self/exe with
- * argv; should that fail, it goes on with OpenBLAS's own choice): for programs that set nothing
- * else before they run again (lrcnn_bench_engine, the tests that run the engine, so that they
- * run the kernel lrcnn runs). */
-void blas_cpu_reexec(char **argv);
 
 /* One line on the kernel in use, e.g. "OpenBLAS 0.3.21, SkylakeX kernel (set by lrcnn: OpenBLAS
  * took this CPU for Prescott)", "OpenBLAS 0.3.21, Zen kernel" or "..., Haswell kernel
