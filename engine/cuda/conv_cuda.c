@@ -36,6 +36,7 @@ static struct {
     cudaStream_t stream;
     int64_t limit;
     bool deterministic, find;
+    int pack;                         /* dnn_pack_policy(), read once: the run's calls, as the model's */
     conv_choice *table;               /* open addressing, cap a power of two */
     int64_t cap, count;
     int (*algo)[3];                   /* per layer: what each direction last ran */
@@ -46,7 +47,7 @@ static struct {
 
 void conv_cuda_init(cudnnHandle_t dnn, cudaStream_t stream, int64_t ws_limit, bool deterministic, bool find, const char *device)
 {
-    g.dnn = dnn, g.stream = stream, g.limit = ws_limit, g.deterministic = deterministic, g.find = find;
+    g.dnn = dnn, g.stream = stream, g.limit = ws_limit, g.deterministic = deterministic, g.find = find, g.pack = dnn_pack_policy();
     snprintf(g.made.format, sizeof g.made.format, "%s", CONV_KEY_FORMAT);
     snprintf(g.made.device, sizeof g.made.device, "%s", device);
 }
@@ -54,7 +55,7 @@ void conv_cuda_init(cudnnHandle_t dnn, cudaStream_t stream, int64_t ws_limit, bo
 void conv_cuda_policy(char *out, size_t len)
 {
     snprintf(out, len, "%s within %lld MiB%s, forward %s", g.find ? "measured (find)" : "heuristic", (long long)(g.limit >> 20),
-             g.deterministic ? ", deterministic only" : "", dnn_pack_policy() & DNN_PACK_FWD ? "slices staged" : "on slices");
+             g.deterministic ? ", deterministic only" : "", g.pack & DNN_PACK_FWD ? "slices staged" : "on slices");
 }
 
 const algo_book *conv_cuda_made(void) { return g.made.n ? &g.made : NULL; }
@@ -381,7 +382,7 @@ static void run(const ops_call *c, bool backward)
                   .dx_acc = c->dx_acc[0]};
     dnn_plan p;
     char why[300];
-    if (dnn_conv_plan(&s, dnn_pack_policy(), &p, why, sizeof why)) cu_fatal("planning a convolution's cuDNN calls", why, __FILE__, __LINE__);
+    if (dnn_conv_plan(&s, g.pack, &p, why, sizeof why)) cu_fatal("planning a convolution's cuDNN calls", why, __FILE__, __LINE__);
     int64_t room = c->ws_bytes - p.stage_bytes; /* the algorithms' share: staging sits at the workspace's end */
     if (room < 0 || room % 256) {
         snprintf(why, sizeof why, "layer '%s' rows %d..%d: its calls stage %lld bytes in a workspace of %lld (a schedule lowered "

@@ -123,7 +123,8 @@ static void forward_run(const dnn_step *s, int i0, int k, int pack, dnn_plan *p)
             copy(p, r, (int64_t)rows * iw, xr, len_of(s->x) * iw, (int64_t)k * ci, (int64_t)rows * iw, false);
             xt = packed_t(k, ci, rows, iw), xr = r;
         }
-        if (conv_piece_direct(q) && !(fwd && !dnn_packed(&yt))) {
+        bool stage_y = !conv_piece_direct(q) || (fwd && !dnn_packed(&yt));
+        if (!stage_y) {
             conv(p, DNN_CONV_FWD, xt, xr, yt, view_r(DNN_Y, co, w, s->y, i0, q->a), q->pad, false);
         } else { /* cuDNN computes `out` rows into staging; rows [a, b) go to y */
             dnn_ref yr = slot(&st, (int64_t)k * co * q->out * w);
