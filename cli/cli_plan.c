@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "engine/run.h"
+#include "engine/threads.h"
 #include "io/data.h"
 #include "sim/base/heap.h"
 #include "sim/planner/offsel.h"
@@ -221,7 +222,7 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
     err e;
     cli_inputs inputs;
     search_req rq = {.cfg = {.batch = o->batch, .optimizer = o->optimizer}, .budget = budget, .space = space, .bn = o->bn,
-                     .margin = margin};
+                     .margin = margin, .threads = engine_threads()};
     cli_config oc = *o;
     const char *dflt = !o->profile && !device ? default_profile() : NULL;
     if (dflt) oc.profile = dflt;
@@ -263,7 +264,7 @@ static int plan_search(const cli_config *o, int64_t budget, const char *space_li
                    units_fmt_bytes(r.pts[pre].footprint, b, sizeof b), r.pts[pre].time_us / 1e3, r.pts[pre].time_us / p->time_us);
         else if (pre < 0 && (space & SEARCH_PRESETS))
             printf("  vs preset  none fits\n");
-        printf("  searched   %d plans in %.3f s\n", r.n_pts, r.seconds);
+        printf("  searched   %d plans in %.3f s (%d thread%s)\n", r.n_pts, r.seconds, rq.threads, rq.threads == 1 ? "" : "s");
         if (explain && cli_explain(n, p->text, &rq.cfg, dev, &e)) rc = CLI_USAGE;
         /* --measure: both on the engine, the planner's first */
         int which[2] = {r.best, pre};

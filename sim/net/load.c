@@ -117,7 +117,7 @@ static int parse_line(char *s, int lineno, const char *path, net *n, raw_layer *
     if (hash) *hash = 0;
     char *tok[64];
     int nt = 0;
-    for (char *t = strtok(s, " \t\r\n"); t; t = strtok(NULL, " \t\r\n")) {
+    for (char *at, *t = strtok_r(s, " \t\r\n", &at); t; t = strtok_r(NULL, " \t\r\n", &at)) {
         if (nt == 64) return err_set(e, "%s: too many fields", where);
         tok[nt++] = t;
     }

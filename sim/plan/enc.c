@@ -33,7 +33,7 @@ static int parse_real(const char *what, const char *v, double lo, bool lo_open, 
 static int parse_gist(enc_mod *m, char *args, err *e)
 {
     bool named = false;
-    for (char *a = strtok(args, ":"); a; a = strtok(NULL, ":")) {
+    for (char *at, *a = strtok_r(args, ":", &at); a; a = strtok_r(NULL, ":", &at)) {
         if (!strcmp(a, "binarize")) m->binarize = named = true;
         else if (!strcmp(a, "sparse")) m->sparse = named = true;
         else if (!strncmp(a, "density=", 8)) {
@@ -47,7 +47,7 @@ static int parse_gist(enc_mod *m, char *args, err *e)
 
 static int parse_zfp(enc_mod *m, char *args, err *e)
 {
-    for (char *a = strtok(args, ":"); a; a = strtok(NULL, ":")) {
+    for (char *at, *a = strtok_r(args, ":", &at); a; a = strtok_r(NULL, ":", &at)) {
         if (!strncmp(a, "rate=", 5)) {
             if (parse_real("rate", a + 5, 1, false, 32, &m->rate, e)) return -1;
         } else if (!strncmp(a, "acc=", 4)) {

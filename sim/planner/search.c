@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sim/planner/ahead.h"
 #include "sim/planner/candidates.h"
 #include "sim/planner/chain.h"
 #include "sim/planner/offsel.h"
@@ -15,21 +16,6 @@
 /* Migrations, cheapest first (sim/plan/plan.h): gradients released at their layer's update (no moves);
  * optimizer state on the host too; parameters too. */
 static const char *const migrations[] = {"migrate:grads", "migrate:grads:optim", "migrate"};
-
-/* A point's text without its " bn=MODE" into buf; returns the mode (NULL: none). */
-static const char *base_text(const char *text, char *buf, size_t len)
-{
-    const char *bn = strstr(text, " bn=");
-    snprintf(buf, len, "%.*s", bn ? (int)(bn - text) : (int)strlen(text), text);
-    return bn ? bn + 4 : NULL;
-}
-
-/* BatchNorm's modes a base plan in stages (bn=train) is tried in where it does not fit, each with
- * less memory and more time: the stages' kept maps on the host, rebuilt in the backward, and the
- * passes; the first two take a count of levels (eval_levels). */
-enum { BN_OFFLOAD, BN_REBUILD, BN_PASSES, N_BN_MODES, N_BN_LEVELED = BN_PASSES };
-static const char *const bn_modes[N_BN_MODES] = {[BN_OFFLOAD] = "train-offload", [BN_REBUILD] = "train-rebuild",
-                                                 [BN_PASSES] = "train-recompute"};
 
 /* An int appended to a growing list. */
 static void push_int(int **v, int *n, int *cap, int x)
@@ -41,7 +27,7 @@ static void push_int(int **v, int *n, int *cap, int x)
 /* The variants of base plan `text` (point i), each of which only ever costs time, so that a plan
  * that fits is never beaten by one of its own variants and they are tried only where it does not
  * fit: with BatchNorm's statistics gathered in stages (bn=train) and no mode named by the user,
- * bn_modes (where offloading or rebuilding every level's maps fits, fewer levels may:
+ * cand_bn_modes (where offloading or rebuilding every level's maps fits, fewer levels may:
  * eval_levels); with gist in the space, text+gist, where the encodings could bring it under (its
  * floor). The rebuilt stages, the costliest to evaluate (no closed form; ResNet-50's 2ps:4 lowers
  * to 25k steps), wait for an answer to beat (eval_deferred). When nothing fits (c->least), every
@@ -64,7 +50,7 @@ static void eval_variants(search_ctx *c, const char *text, int i)
             push_int(&c->defer, &c->n_defer, &c->cap_defer, i);
             continue;
         }
-        int j = cand_eval_bn(c, text, bn_modes[k], source);
+        int j = cand_eval_bn(c, text, cand_bn_modes[k], source);
         if (j >= 0) peaks[k + 1] = c->out->pts[j].peak;
         if (j >= 0 && k == BN_OFFLOAD && !strchr(text, '+')) below = c->out->pts[j].fwd_peak;
     }
@@ -79,7 +65,7 @@ static void eval_variants(search_ctx *c, const char *text, int i)
     if (c->least && (r->space & SEARCH_MIGRATE) && (size_t)snprintf(m, sizeof m, "%s+migrate", text) < sizeof m) {
         /* the migration pass's plans (eval_migrations) that keep least: each above with all moved */
         for (int k = 0; k <= n_modes; k++)
-            if (cand_may_be_least(c, peaks[k] - all)) cand_eval_bn(c, m, k ? bn_modes[k - 1] : r->bn, source);
+            if (cand_may_be_least(c, peaks[k] - all)) cand_eval_bn(c, m, k ? cand_bn_modes[k - 1] : r->bn, source);
         if (gist && cand_may_be_least(c, floor - all) && (size_t)snprintf(m, sizeof m, "%s+gist+migrate", text) < sizeof m) cand_eval(c, m, source);
     }
     for (int k = first; k < c->out->n_pts; k++) c->out->pts[k].variants = true; /* variants have none of their own */
@@ -91,6 +77,15 @@ static int eval_both(search_ctx *c, const char *text, const char *source)
     int i = cand_eval(c, text, source);
     if (i >= 0 && (c->out->pts[i].peak > c->r->budget || (c->out->pts[i].placed && !cand_fits(c, i)))) eval_variants(c, text, i);
     return i;
+}
+
+/* eval_both of each of bases' texts (base plans, without a mode), in order, after evaluating them
+ * ahead (ahead_both); empties bases. */
+static void both_all(search_ctx *c, ahead_list *bases, const char *source)
+{
+    ahead_both(c, bases->full, bases->n);
+    for (int i = 0; i < bases->n; i++) eval_both(c, bases->full[i], source);
+    ahead_list_free(bases);
 }
 
 /* The answer among the points so far: the fastest whose arena fits, arenas planned fastest first
@@ -119,7 +114,7 @@ static void settle(search_ctx *c, bool presets)
         const search_point *pt = &c->out->pts[next];
         if (presets || pt->variants || !strcmp(pt->source, "migrate")) continue;
         char base[PLAN_TEXT_LEN]; /* without the mode every plan carries, when the user named one */
-        if (r->bn) base_text(pt->text, base, sizeof base);
+        if (r->bn) cand_base_text(pt->text, base, sizeof base);
         else snprintf(base, sizeof base, "%s", pt->text);
         eval_variants(c, base, next);
     }
@@ -160,21 +155,21 @@ static void eval_presets(search_ctx *c)
     const search_req *r = c->r;
     char text[PLAN_TEXT_LEN];
     unsigned kinds = r->space == SEARCH_PRESETS ? SEARCH_ALL : r->space; /* `presets` alone: all of them */
-    eval_both(c, "layer", "preset");
-    for (size_t i = 0; (kinds & SEARCH_CKPT) && i < sizeof presets_ckpt / sizeof *presets_ckpt; i++)
-        eval_both(c, presets_ckpt[i], "preset");
+    ahead_list t = {0};
+    ahead_add(&t, "layer", NULL);
+    for (size_t i = 0; (kinds & SEARCH_CKPT) && i < sizeof presets_ckpt / sizeof *presets_ckpt; i++) ahead_add(&t, presets_ckpt[i], NULL);
     for (size_t i = 0; (kinds & SEARCH_OFFLOAD) && i < sizeof presets_offload / sizeof *presets_offload; i++)
-        eval_both(c, presets_offload[i], "preset");
+        ahead_add(&t, presets_offload[i], NULL);
     for (size_t k = 0; (kinds & SEARCH_ROWS) && k < sizeof row_counts / sizeof *row_counts; k++)
         for (int pol = 0; pol < 2; pol++) {
             snprintf(text, sizeof text, "%s:%d", row_policies[pol], row_counts[k]);
-            eval_both(c, text, "preset");
+            ahead_add(&t, text, NULL);
             if (!(kinds & SEARCH_CKPT)) continue;
             snprintf(text, sizeof text, "%s-h:%d", row_policies[pol], row_counts[k]);
-            eval_both(c, text, "preset");
+            ahead_add(&t, text, NULL);
         }
-    for (size_t i = 0; (kinds & SEARCH_ROWS) && i < sizeof presets_rows / sizeof *presets_rows; i++)
-        eval_both(c, presets_rows[i], "preset");
+    for (size_t i = 0; (kinds & SEARCH_ROWS) && i < sizeof presets_rows / sizeof *presets_rows; i++) ahead_add(&t, presets_rows[i], NULL);
+    both_all(c, &t, "preset");
 }
 
 /* The chain DP's splits: one per bucket count where the table's time falls by more than `thin` of
@@ -252,8 +247,10 @@ static void eval_space(search_ctx *c)
     int *ends = err_calloc((size_t)n->n + 1, sizeof *ends), n_ends = (r->space & SEARCH_ROWS) ? row_stage_ends(n, ends) : 0;
     eval_presets(c);
     eval_lists(c);
+    ahead_list t = {0};
     int k = c->cn ? chain_splits(c, 1, DP_THIN, rest, MOST_SPLITS) : 0;
-    for (int i = 0; i < k; i++) eval_both(c, *rest[i] ? rest[i] : "layer", "dp");
+    for (int i = 0; i < k; i++) ahead_add(&t, *rest[i] ? rest[i] : "layer", NULL);
+    both_all(c, &t, "dp");
     for (int e = 0; e < n_ends; e++) {
         int end = ends[e], most = row_stage_bands(n, end);
         k = c->cn ? chain_splits(c, end + 1, ROW_THIN, rest, MOST_SPLITS) : (*rest[0] = 0, 1);
@@ -262,9 +259,10 @@ static void eval_space(search_ctx *c)
                 for (size_t b = 0; b < sizeof row_counts / sizeof *row_counts && row_counts[b] <= most; b++) {
                     snprintf(text, sizeof text, "rows(%s,%d)@%s..%s%s%s", row_policies[pol], row_counts[b], n->layers[1].name,
                              n->layers[end].name, *rest[i] ? "; " : "", rest[i]);
-                    eval_both(c, text, c->cn ? "rows+dp" : "rows");
+                    ahead_add(&t, text, NULL);
                 }
     }
+    both_all(c, &t, c->cn ? "rows+dp" : "rows");
     free(rest), free(ends);
 }
 
@@ -296,10 +294,11 @@ static void eval_migrations(search_ctx *c)
         order_pts = pts;
         qsort(idx, (size_t)k, sizeof *idx, by_time);
         for (int j = 0; j < k; j++) {
+            if (j % AHEAD_RUN == 0) ahead_run(c, idx + j, k - j < AHEAD_RUN ? k - j : AHEAD_RUN, migrations[m]);
             const search_point *p = &c->out->pts[idx[j]];
             if (c->out->best >= 0 && p->time_us >= c->out->pts[c->out->best].time_us) break;
             char base[PLAN_TEXT_LEN];
-            const char *bn = base_text(p->text, base, sizeof base);
+            const char *bn = cand_base_text(p->text, base, sizeof base);
             if ((size_t)snprintf(text, sizeof text, "%s+%s", base, migrations[m]) >= sizeof text) continue;
             int i = cand_eval_bn(c, text, bn, "migrate");
             const search_point *q = i >= 0 ? &c->out->pts[i] : NULL;
@@ -323,11 +322,12 @@ static void eval_deferred(search_ctx *c)
     order_pts = c->out->pts;
     qsort(base, (size_t)n, sizeof *base, by_time);
     for (int q = 0; q < n; q++) {
+        if (q % AHEAD_RUN == 0) ahead_run(c, base + q, n - q < AHEAD_RUN ? n - q : AHEAD_RUN, NULL);
         const search_point *b = &c->out->pts[base[q]];
         if (c->out->best >= 0 && b->time_us >= c->out->pts[c->out->best].time_us) break;
         char text[PLAN_TEXT_LEN];
-        base_text(b->text, text, sizeof text);
-        int j = cand_eval_bn(c, text, bn_modes[BN_REBUILD], b->source);
+        cand_base_text(b->text, text, sizeof text);
+        int j = cand_eval_bn(c, text, cand_bn_modes[BN_REBUILD], b->source);
         if (j < 0) continue;
         c->out->pts[j].variants = true; /* a variant: none of its own */
         if (c->out->pts[j].peak <= c->r->budget) /* fewer levels may fit (eval_levels) */
@@ -344,12 +344,17 @@ static void settle_deferred(search_ctx *c)
 }
 
 /* Base plan `base` with bn=train:pick, the levels past the last letter not k kept (sim/plan/plan.h). */
+static const char *letters_mode(const char *pick, char mix[PLAN_BN_PICKS + 8])
+{
+    int n = snprintf(mix, PLAN_BN_PICKS + 8, "train:%s", pick);
+    while (n > 6 && mix[n - 1] == 'k') mix[--n] = 0;
+    return n > 6 ? mix : "train";
+}
+
 static int eval_letters(search_ctx *c, const char *base, const char *pick, const char *source)
 {
     char mix[PLAN_BN_PICKS + 8];
-    int n = snprintf(mix, sizeof mix, "train:%s", pick);
-    while (n > 6 && mix[n - 1] == 'k') mix[--n] = 0;
-    int i = cand_eval_bn(c, base, n > 6 ? mix : "train", source);
+    int i = cand_eval_bn(c, base, letters_mode(pick, mix), source);
     if (i >= 0) c->out->pts[i].variants = true; /* a variant: none of its own */
     return i;
 }
@@ -371,19 +376,19 @@ static void eval_levels(search_ctx *c)
         const search_point *b = &c->out->pts[c->lev[j]];
         if (c->out->best >= 0 && b->time_us >= c->out->pts[c->out->best].time_us) break;
         char base[PLAN_TEXT_LEN], k[32];
-        base_text(b->text, base, sizeof base);
+        cand_base_text(b->text, base, sizeof base);
         const char *source = b->source;
         int levels = b->levels, lo = 1, hi = levels; /* b is not read again: evaluating may move the points */
         while (lo < hi) {
             int mid = (lo + hi) / 2;
-            snprintf(k, sizeof k, "%s:%d", bn_modes[c->lev[j + 1]], mid);
+            snprintf(k, sizeof k, "%s:%d", cand_bn_modes[c->lev[j + 1]], mid);
             int i = cand_eval_bn(c, base, k, source);
             if (i >= 0) c->out->pts[i].variants = true; /* a variant: none of its own */
             if (i >= 0 && c->out->pts[i].peak <= r->budget) hi = mid;
             else lo = mid + 1;
         }
         for (int m = 2; m <= 3 && c->lev[j + 1] == BN_REBUILD; m++) { /* rebuilt: one level kept in 2 or 3, each chain short */
-            snprintf(k, sizeof k, "%s/%d", bn_modes[BN_REBUILD], m);
+            snprintf(k, sizeof k, "%s/%d", cand_bn_modes[BN_REBUILD], m);
             int i = cand_eval_bn(c, base, k, source);
             if (i >= 0) c->out->pts[i].variants = true;
         }
@@ -414,7 +419,7 @@ static void refine_levels(search_ctx *c)
         const char *source = c->out->pts[was].source;
         double t_was = c->out->pts[was].time_us;
         char base[PLAN_TEXT_LEN], pick[PLAN_BN_PICKS + 1];
-        const char *bn = base_text(c->out->pts[was].text, base, sizeof base);
+        const char *bn = cand_base_text(c->out->pts[was].text, base, sizeof base);
         plan p;
         err e;
         if (!c->out->pts[was].staged || !bn || L < 1 || L > PLAN_BN_PICKS || plan_parse(&p, r->n, c->out->pts[was].text, &e)) return;
@@ -426,6 +431,15 @@ static void refine_levels(search_ctx *c)
         int pt[2 * PLAN_BN_PICKS], n = 0; /* each change's point: level q to letter ch */
         char to[2 * PLAN_BN_PICKS];
         short at[2 * PLAN_BN_PICKS];
+        ahead_list t = {0}; /* the changes, ahead */
+        for (int q = 0; q < L && r->threads > 1; q++)
+            for (const char *ch = "kor"; *ch; ch++) {
+                char next[PLAN_BN_PICKS + 1], mix[PLAN_BN_PICKS + 8];
+                memcpy(next, pick, (size_t)L + 1), next[q] = *ch;
+                if (*ch != pick[q]) ahead_add(&t, base, letters_mode(next, mix));
+            }
+        ahead_list_run(c, &t);
+        ahead_list_free(&t);
         for (int q = 0; q < L; q++)
             for (const char *ch = "kor"; *ch; ch++) {
                 if (*ch == pick[q]) continue;
@@ -490,6 +504,7 @@ int search_run(const search_req *r, search_result *out, err *e)
         settle(&c, true);
     }
     if (c.cn) chain_net_free(&cn);
+    cand_ahead_free(&c);
     free(c.slots), free(c.lev), free(c.defer);
     for (int k = 0; k < 4; k++) free(c.lists[k]);
     if (rc) return search_free(out), -1;

@@ -51,6 +51,9 @@ typedef struct {
     const double *margin; /* how much faster (relative) a plan must be predicted than the fastest preset
                              that fits to be answered instead (NULL: the time model's, timing_margin;
                              0 without a model) */
+    int threads;          /* threads that evaluate candidates ahead of the search's need (candidates.h:
+                             cand_ahead); 0 or 1: none. The answer and every point are the same however
+                             many: an evaluation does not depend on the search so far */
 } search_req;
 
 typedef struct {
