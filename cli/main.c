@@ -40,8 +40,9 @@ static void usage(FILE *f)
                "and its baselines.\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].what);
     fprintf(f, "\nlrcnn --version: the source tree's commit. --threads N (any command): the engine's OpenMP\n"
-               "threads; without it, the CPUs no other process keeps busy when the engine starts (recorded\n"
-               "in every result file). exit status: 0 ok, 1 failed, 2 bad usage or input\n");
+               "threads (also the planner's and the sweep's); without it, the CPUs no other process keeps busy\n"
+               "when the engine starts (recorded in every result file). exit status: 0 ok, 1 failed, 2 bad\n"
+               "usage or input\n");
 }
 
 /* GNU OpenMP and OpenBLAS read their environment once, when the program loads, so lrcnn sets it and
