@@ -9,6 +9,7 @@
 #define LRCNN_KCOMMON_CUH
 
 #include "engine/cuda/kernels.h"
+#include "engine/cuda/planar.h"
 
 static const int T = 256;
 
@@ -63,6 +64,16 @@ __device__ static inline int flat_channel(int64_t i, int plane, int c)
 {
     return (uint64_t)i <= 0xffffffffu ? (int)((uint32_t)i / (uint32_t)plane % (uint32_t)c) : (int)(i / plane % c);
 }
+
+// Planar launches (planar.h): where a view of an elementwise launch is rows [a, b) of a band buffer
+// that holds more rows, its planes at a stride, four values a thread; the flat launches' arithmetic.
+static inline bool planar(kview v, kview like, int a, int b, pview *out)
+{
+    return planar_view(v.p, v.n, v.c, v.h, v.w, v.row0, like.n, like.c, like.w, a, b, out);
+}
+
+// The planar operation p (kernels.cu), its n values in planes of len.
+void k_planar(cudaStream_t st, const planar_args *p);
 
 // Block reduction of two doubles; thread 0 gets the totals.
 __device__ static inline void reduce2(double *s1, double *s2, double l1, double l2)

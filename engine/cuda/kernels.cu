@@ -81,6 +81,30 @@ extern "C" void k_adam(cudaStream_t st, float *p, const float *g, float *m, floa
     }
 }
 
+// planar.h's operations, four values a thread: those of one plane (len and the strides are multiples of 4).
+__global__ static void planar_k(planar_args p)
+{
+    int64_t i = 4 * ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
+    if (i >= p.n) return;
+    int64_t k = planar_plane(i, p.len);
+    int ch = (uint64_t)k <= 0xffffffffu ? (int)((uint32_t)k % (uint32_t)p.c) : (int)(k % p.c);
+    const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float4 x = p.x.p ? *(const float4 *)planar_at(p.x, k, i, p.len) : zero;
+    float4 x2 = p.x2.p ? *(const float4 *)planar_at(p.x2, k, i, p.len) : zero;
+    float4 *at_y = (float4 *)planar_at(p.y, k, i, p.len);
+    float4 y = p.op == PLANAR_BIAS || (p.op == PLANAR_ACT_BWD && !p.store) ? *at_y : zero;
+    *at_y = make_float4(planar_value(&p, x.x, x2.x, y.x, ch), planar_value(&p, x.y, x2.y, y.y, ch), planar_value(&p, x.z, x2.z, y.z, ch),
+                        planar_value(&p, x.w, x2.w, y.w, ch));
+}
+
+void k_planar(cudaStream_t st, const planar_args *p)
+{
+    if (p->n) {
+        planar_k<<<quads(p->n), T, 0, st>>>(*p);
+        LAUNCHED();
+    }
+}
+
 // y = x
 __global__ static void copy_flat(const float *x, float *y, int64_t n)
 {
@@ -123,9 +147,13 @@ extern "C" void k_bias(cudaStream_t st, kview y, int a, int b, const float *bs)
 {
     int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
     int plane = flat_plane4(y, a, b);
+    pview py;
     if (n && plane && flat(y, y, a, b)) {
         bias_flat<<<quads(n), T, 0, st>>>(y.p, n, y.c, plane, bs);
         LAUNCHED();
+    } else if (n && planar(y, y, a, b, &py)) {
+        planar_args p = {.op = PLANAR_BIAS, .y = py, .n = n, .len = (int64_t)(b - a) * y.w, .c = y.c, .k1 = bs};
+        k_planar(st, &p);
     } else if (n) {
         bias<<<blocks(n), T, 0, st>>>(y, a, b, bs);
         LAUNCHED();
@@ -143,9 +171,13 @@ __global__ static void add_fwd(kview x0, kview x1, kview y, int a, int b)
 extern "C" void k_add_fwd(cudaStream_t st, kview x0, kview x1, kview y, int a, int b)
 {
     int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
+    pview p0, p1, py;
     if (n && flat(y, y, a, b) && flat(x0, y, a, b) && flat(x1, y, a, b)) {
         add_flat<<<quads(n), T, 0, st>>>(x0.p, x1.p, y.p, n);
         LAUNCHED();
+    } else if (n && planar(y, y, a, b, &py) && planar(x0, y, a, b, &p0) && planar(x1, y, a, b, &p1)) {
+        planar_args p = {.op = PLANAR_ADD, .x = p0, .x2 = p1, .y = py, .n = n, .len = (int64_t)(b - a) * y.w, .c = y.c};
+        k_planar(st, &p);
     } else if (n) {
         add_fwd<<<blocks(n), T, 0, st>>>(x0, x1, y, a, b);
         LAUNCHED();
@@ -164,10 +196,15 @@ __global__ static void acc_rows(kview dx, kview dy, int off, int a, int b, bool 
 extern "C" void k_acc_rows(cudaStream_t st, kview dx, kview dy, int off, int a, int b, bool store)
 {
     int64_t n = (int64_t)dx.n * dx.c * (b - a) * dx.w;
+    pview pdx, pdy;
     if (n && off == 0 && flat(dx, dx, a, b) && flat(dy, dx, a, b)) {
         if (store) copy_flat<<<quads(n), T, 0, st>>>(dy.p, dx.p, n);
         else add_flat<<<quads(n), T, 0, st>>>(dx.p, dy.p, dx.p, n);
         LAUNCHED();
+    } else if (n && off == 0 && planar(dx, dx, a, b, &pdx) && planar(dy, dx, a, b, &pdy)) {
+        planar_args p = {.op = store ? PLANAR_COPY : PLANAR_ADD, .x = store ? pdy : pdx, .x2 = store ? pview{} : pdy, .y = pdx,
+                         .n = n, .len = (int64_t)(b - a) * dx.w, .c = dx.c};
+        k_planar(st, &p);
     } else if (n) {
         acc_rows<<<blocks(n), T, 0, st>>>(dx, dy, off, a, b, store);
         LAUNCHED();
@@ -307,9 +344,13 @@ __global__ static void act_fwd_k(int kind, float slope, kview x, kview y, int a,
 extern "C" void k_act_fwd(cudaStream_t st, int kind, float slope, kview x, kview y, int a, int b)
 {
     int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
+    pview px, py;
     if (n && flat(y, y, a, b) && flat(x, y, a, b)) {
         act_fwd_flat<<<quads(n), T, 0, st>>>(kind, slope, x.p, y.p, n);
         LAUNCHED();
+    } else if (n && planar(y, y, a, b, &py) && planar(x, y, a, b, &px)) {
+        planar_args p = {.op = PLANAR_ACT_FWD, .x = px, .y = py, .n = n, .len = (int64_t)(b - a) * y.w, .c = y.c, .kind = kind, .slope = slope};
+        k_planar(st, &p);
     } else if (n) {
         act_fwd_k<<<blocks(n), T, 0, st>>>(kind, slope, x, y, a, b);
         LAUNCHED();
@@ -329,9 +370,14 @@ __global__ static void act_bwd_k(int kind, float slope, kview m, kview dy, kview
 extern "C" void k_act_bwd(cudaStream_t st, int kind, float slope, kview m, kview dy, kview dx, int a, int b, bool store)
 {
     int64_t n = (int64_t)dy.n * dy.c * (b - a) * dy.w;
+    pview pm, pdy, pdx;
     if (n && flat(dy, dy, a, b) && flat(m, dy, a, b) && flat(dx, dy, a, b)) {
         act_bwd_flat<<<quads(n), T, 0, st>>>(kind, slope, m.p, dy.p, dx.p, n, store);
         LAUNCHED();
+    } else if (n && planar(dy, dy, a, b, &pdy) && planar(m, dy, a, b, &pm) && planar(dx, dy, a, b, &pdx)) {
+        planar_args p = {.op = PLANAR_ACT_BWD, .x = pm, .x2 = pdy, .y = pdx, .n = n, .len = (int64_t)(b - a) * dy.w, .c = dy.c,
+                         .kind = kind, .slope = slope, .store = store};
+        k_planar(st, &p);
     } else if (n) {
         act_bwd_k<<<blocks(n), T, 0, st>>>(kind, slope, m, dy, dx, a, b, store);
         LAUNCHED();

@@ -121,9 +121,13 @@ extern "C" void k_bn_map_fwd(cudaStream_t st, kview x, kview y, int a, int b, co
 {
     int64_t n = (int64_t)y.n * y.c * (b - a) * y.w;
     int plane = flat_plane4(y, a, b);
+    pview px, py;
     if (n && plane && flat(y, y, a, b) && flat(x, y, a, b)) {
         bn_map_fwd_flat<<<quads(n), T, 0, st>>>(x.p, y.p, n, y.c, plane, w, stats);
         LAUNCHED();
+    } else if (n && planar(y, y, a, b, &py) && planar(x, y, a, b, &px)) {
+        planar_args p = {.op = PLANAR_BN_MAP, .x = px, .y = py, .n = n, .len = (int64_t)(b - a) * y.w, .c = y.c, .k1 = w, .k2 = stats};
+        k_planar(st, &p);
     } else if (n) {
         bn_map_fwd<<<blocks(n), T, 0, st>>>(x, y, a, b, w, stats);
         LAUNCHED();
