@@ -116,8 +116,9 @@ static void judge_lower(const search_req *r, const sim_device *d, const plan *p,
 
 /* `full` judged on device d (r->dev, or a thread's view of it): the closed form where the plan has
  * one; lowered, replayed and timed unless that closed peak is over the budget and no migration could
- * bring it under, or `lower` (the search's: it may be the smallest footprint) says so anyway. */
-static void judge(const search_req *r, const sim_device *d, const char *full, bool lower, cand_judged *j)
+ * bring it under (whether such a plan is lowered after all, as one that may keep least, depends on
+ * the search: cand_eval_bn decides it). */
+static void judge(const search_req *r, const sim_device *d, const char *full, cand_judged *j)
 {
     plan p;
     err e;
@@ -131,7 +132,7 @@ static void judge(const search_req *r, const sim_device *d, const char *full, bo
     bool closed = !plan_modified(&p);
     if (closed) closed_predict(r->n, &p, &r->cfg, &j->mem);
     bool may_migrate = closed && (r->space & SEARCH_MIGRATE) && j->mem.peak - cand_migrate_savable(r, 2) <= r->budget;
-    if (!closed || j->mem.peak <= r->budget || may_migrate || lower) judge_lower(r, d, &p, j);
+    if (!closed || j->mem.peak <= r->budget || may_migrate) judge_lower(r, d, &p, j);
     plan_free(&p);
 }
 
@@ -169,7 +170,7 @@ int cand_eval_bn(search_ctx *c, const char *text, const char *bn, const char *so
     }
     cand_judged j, *a = c->cap_ahead ? ahead_slot(c, full) : NULL;
     if (a && a->text) j = *a;
-    else judge(r, r->dev, full, false, &j);
+    else judge(r, r->dev, full, &j);
     if (j.ok && !j.lowered && cand_may_be_least(c, j.mem.peak)) { /* over the budget, but it may keep least */
         plan p;
         err e;
@@ -220,9 +221,9 @@ void cand_ahead(search_ctx *c, char *const *full, int n)
         if (dev.model) view = timing_share(dev.model), dev.model = &view;
 #pragma omp for schedule(dynamic)
         for (int i = 0; i < m; i++) {
-            char *text = todo[i]->text;
-            judge(r, &dev, text, false, todo[i]);
-            todo[i]->text = text;
+            cand_judged got;
+            judge(r, &dev, todo[i]->text, &got);
+            got.text = todo[i]->text, *todo[i] = got; /* the key stays */
         }
         if (dev.model) timing_unshare(&view);
     }
