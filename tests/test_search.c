@@ -96,8 +96,6 @@ static int64_t replay(const search_req *r, const char *text, double *us)
     return foot;
 }
 
-/* Brute force over the DP's space: the fastest split into layer and ckpt segments at clean cuts
- * (the last one layer) whose footprint fits; its time, INFINITY if none. */
 /* The search r again with its candidates evaluated ahead on two threads (search_req.threads): the same
  * points, in the same order, with the same figures, and the same answers as s, the search on one. */
 static int ahead_checked;
@@ -129,6 +127,8 @@ static void expect_same_ahead(search_req r, const search_result *s, const char *
     search_free(&t);
 }
 
+/* Brute force over the DP's space: the fastest split into layer and ckpt segments at clean cuts
+ * (the last one layer) whose footprint fits; its time, INFINITY if none. */
 static char brute_best[PLAN_TEXT_LEN];
 static double brute(const search_req *r, int *tried)
 {

@@ -343,7 +343,8 @@ static void settle_deferred(search_ctx *c)
     while (c->n_defer) eval_deferred(c), settle(c, false);
 }
 
-/* Base plan `base` with bn=train:pick, the levels past the last letter not k kept (sim/plan/plan.h). */
+/* The mode bn=train:pick names, its trailing k's (kept, as every level past the last letter is)
+ * dropped, in mix: "train" where none is left. */
 static const char *letters_mode(const char *pick, char mix[PLAN_BN_PICKS + 8])
 {
     int n = snprintf(mix, PLAN_BN_PICKS + 8, "train:%s", pick);
@@ -351,6 +352,7 @@ static const char *letters_mode(const char *pick, char mix[PLAN_BN_PICKS + 8])
     return n > 6 ? mix : "train";
 }
 
+/* Base plan `base` with bn=train:pick, the levels past the last letter not k kept (sim/plan/plan.h). */
 static int eval_letters(search_ctx *c, const char *base, const char *pick, const char *source)
 {
     char mix[PLAN_BN_PICKS + 8];
