@@ -3,7 +3,8 @@
  * base's alignment): planar_view takes a view exactly when its rows [a, b) are planes at a stride
  * whose four-value groups are 16-byte aligned and never leave a plane; then every value i of the
  * launch lies where the general kernels' element order (image, channel, row, column) puts it, four
- * from a multiple of 4 at consecutive places; planar_plane agrees with a 64-bit division past 2^32;
+ * from a multiple of 4 at consecutive places; planar_plane and planar_channel agree with 64-bit
+ * divisions past 2^32;
  * and each operation, emulated quad by quad as planar_k runs it (kernels.cu), writes what its general
  * kernel writes, value by value, and nothing outside the rows. */
 #include <math.h>
@@ -87,7 +88,8 @@ static void wide(void)
     int64_t lens[] = {4, 12, 3136, 50176, 1 << 20};
     for (size_t k = 0; k < sizeof lens / sizeof *lens; k++)
         for (int64_t i = ((int64_t)1 << 32) - 64; i < ((int64_t)1 << 32) + 64; i += 4)
-            EXPECT(planar_plane(i, lens[k]) == i / lens[k], "planar_plane(%lld, %lld)", (long long)i, (long long)lens[k]);
+            EXPECT(planar_plane(i, lens[k]) == i / lens[k] && planar_channel(i, lens[k], 3) == (int)(i / lens[k] % 3),
+                   "planar_plane(%lld, %lld)", (long long)i, (long long)lens[k]);
 }
 
 /* Operation op on random band views x, x2 and y, emulated as planar_k runs it, against its general
@@ -115,10 +117,10 @@ static void operation(int op)
                      .store = op == PLANAR_ACT_BWD && below(2), .k1 = k1, .k2 = k2};
     for (int64_t i = 0; i < total; i += 4) { /* planar_k's quad: its plane, channel, then four values */
         int64_t k = planar_plane(i, len);
-        int ch = (int)(k % C);
+        int ch = planar_channel(i, len, C);
         float *x = planar_at(px, k, i, len), *x2 = planar_at(px2, k, i, len), *y = planar_at(py, k, i, len);
         float out[4];
-        for (int e = 0; e < 4; e++) out[e] = planar_value(&p, x[e], x2[e], y[e], ch);
+        for (int e = 0; e < 4; e++) out[e] = planar_value(&p, x[e], x2[e], planar_reads_y(&p) ? y[e] : 0.0f, ch);
         memcpy(y, out, sizeof out);
     }
     for (int64_t i = 0; i < total; i++) { /* the general kernels, value by value */

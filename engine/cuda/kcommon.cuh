@@ -59,12 +59,6 @@ static inline int flat_plane4(kview v, int a, int b)
     return plane % 4 == 0 && plane <= 0x7fffffff ? (int)plane : 0;
 }
 
-// The channel of value i of such a view (in 32 bits where i fits: decompose()'s reason).
-__device__ static inline int flat_channel(int64_t i, int plane, int c)
-{
-    return (uint64_t)i <= 0xffffffffu ? (int)((uint32_t)i / (uint32_t)plane % (uint32_t)c) : (int)(i / plane % c);
-}
-
 // Planar launches (planar.h): where a view of an elementwise launch is rows [a, b) of a band buffer
 // that holds more rows, its planes at a stride, four values a thread; the flat launches' arithmetic.
 static inline bool planar(kview v, kview like, int a, int b, pview *out)

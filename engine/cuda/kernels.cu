@@ -87,12 +87,12 @@ __global__ static void planar_k(planar_args p)
     int64_t i = 4 * ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
     if (i >= p.n) return;
     int64_t k = planar_plane(i, p.len);
-    int ch = (uint64_t)k <= 0xffffffffu ? (int)((uint32_t)k % (uint32_t)p.c) : (int)(k % p.c);
+    int ch = planar_channel(i, p.len, p.c);
     const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     float4 x = p.x.p ? *(const float4 *)planar_at(p.x, k, i, p.len) : zero;
     float4 x2 = p.x2.p ? *(const float4 *)planar_at(p.x2, k, i, p.len) : zero;
     float4 *at_y = (float4 *)planar_at(p.y, k, i, p.len);
-    float4 y = p.op == PLANAR_BIAS || (p.op == PLANAR_ACT_BWD && !p.store) ? *at_y : zero;
+    float4 y = planar_reads_y(&p) ? *at_y : zero;
     *at_y = make_float4(planar_value(&p, x.x, x2.x, y.x, ch), planar_value(&p, x.y, x2.y, y.y, ch), planar_value(&p, x.z, x2.z, y.z, ch),
                         planar_value(&p, x.w, x2.w, y.w, ch));
 }
@@ -138,7 +138,7 @@ __global__ static void bias_flat(float *y, int64_t n, int c, int plane, const fl
 {
     int64_t i = 4 * ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
     if (i >= n) return;
-    float k = bs[flat_channel(i, plane, c)];
+    float k = bs[planar_channel(i, plane, c)];
     float4 v = *(float4 *)(y + i);
     *(float4 *)(y + i) = make_float4(v.x + k, v.y + k, v.z + k, v.w + k);
 }

@@ -111,7 +111,7 @@ __global__ static void bn_map_fwd_flat(const float *x, float *y, int64_t n, int 
 {
     int64_t i = 4 * ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
     if (i >= n) return;
-    int ch = flat_channel(i, plane, c);
+    int ch = planar_channel(i, plane, c);
     float m = stats[ch], s = stats[c + ch], g = w[ch], be = w[c + ch];
     float4 v = *(const float4 *)(x + i);
     *(float4 *)(y + i) = make_float4((v.x - m) * s * g + be, (v.y - m) * s * g + be, (v.z - m) * s * g + be, (v.w - m) * s * g + be);

@@ -51,6 +51,13 @@ PLANAR_HD static inline int64_t planar_plane(int64_t i, int64_t len)
     return (uint64_t)i <= 0xffffffffu ? (int64_t)((uint32_t)i / (uint32_t)len) : i / len;
 }
 
+/* The channel of value i of planes of len values, c channels (in 32 bits where the plane fits). */
+PLANAR_HD static inline int planar_channel(int64_t i, int64_t len, int c)
+{
+    int64_t k = planar_plane(i, len);
+    return (uint64_t)k <= 0xffffffffu ? (int)((uint32_t)k % (uint32_t)c) : (int)(k % c);
+}
+
 /* Where value i of plane k (planar_plane) lies in view v: never past its plane's end for the four
  * values from a multiple of 4. */
 PLANAR_HD static inline float *planar_at(pview v, int64_t k, int64_t i, int64_t len) { return v.p + k * v.stride + (i - k * len); }
@@ -76,6 +83,9 @@ typedef struct {
     bool store;          /* PLANAR_ACT_BWD: y = rather than += */
     const float *k1, *k2; /* per-channel values */
 } planar_args;
+
+/* Whether op p reads y's old values (it adds to them). */
+PLANAR_HD static inline bool planar_reads_y(const planar_args *p) { return p->op == PLANAR_BIAS || (p->op == PLANAR_ACT_BWD && !p->store); }
 
 /* The op's value for one place: x, x2 and y its operands' values there (y the old one), ch its channel. */
 PLANAR_HD static inline float planar_value(const planar_args *p, float x, float x2, float y, int ch)

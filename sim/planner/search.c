@@ -430,26 +430,24 @@ static void refine_levels(search_ctx *c)
         pick[L] = 0;
         plan_free(&p);
         if (!off) return;
-        int pt[2 * PLAN_BN_PICKS], n = 0; /* each change's point: level q to letter ch */
-        char to[2 * PLAN_BN_PICKS];
+        int pt[2 * PLAN_BN_PICKS], n = 0, m = 0; /* the changes (level at[j] to letter to[j]), then each one's point */
+        char to[2 * PLAN_BN_PICKS], next[PLAN_BN_PICKS + 1], mix[PLAN_BN_PICKS + 8];
         short at[2 * PLAN_BN_PICKS];
-        ahead_list t = {0}; /* the changes, ahead */
-        for (int q = 0; q < L && r->threads > 1; q++)
-            for (const char *ch = "kor"; *ch; ch++) {
-                char next[PLAN_BN_PICKS + 1], mix[PLAN_BN_PICKS + 8];
-                memcpy(next, pick, (size_t)L + 1), next[q] = *ch;
-                if (*ch != pick[q]) ahead_add(&t, base, letters_mode(next, mix));
-            }
+        ahead_list t = {0};
+        for (int q = 0; q < L; q++)
+            for (const char *ch = "kor"; *ch; ch++)
+                if (*ch != pick[q]) {
+                    memcpy(next, pick, (size_t)L + 1), next[q] = *ch;
+                    at[m] = (short)q, to[m] = *ch, m++;
+                    ahead_add(&t, base, letters_mode(next, mix));
+                }
         ahead_list_run(c, &t);
         ahead_list_free(&t);
-        for (int q = 0; q < L; q++)
-            for (const char *ch = "kor"; *ch; ch++) {
-                if (*ch == pick[q]) continue;
-                char next[PLAN_BN_PICKS + 1];
-                memcpy(next, pick, (size_t)L + 1), next[q] = *ch;
-                int i = eval_letters(c, base, next, source);
-                if (i >= 0) pt[n] = i, at[n] = (short)q, to[n] = *ch, n++;
-            }
+        for (int j = 0; j < m; j++) { /* in the same order; n <= j, so the kept changes move down in place */
+            memcpy(next, pick, (size_t)L + 1), next[at[j]] = to[j];
+            int i = eval_letters(c, base, next, source);
+            if (i >= 0) pt[n] = i, at[n] = at[j], to[n] = to[j], n++;
+        }
         settle(c, false);
         if (c->out->best == was) return;
         /* the changes faster alone and within the budget, fastest first, added to the answer's */
