@@ -29,7 +29,7 @@ typedef struct {
     char *lists[4];       /* the offload lists eval_lists found (NULL: none), kept for a second pass */
     bool listed;
     int *lev, n_lev, cap_lev;    /* base plans (even entries) whose variant in mode odd entry (an index into
-                                    bn_modes) with every level offloaded or rebuilt fits (eval_variants) */
+                                    cand_bn_modes) with every level offloaded or rebuilt fits (eval_variants) */
     int *defer, n_defer, cap_defer; /* base plans whose bn=train-rebuild variant waits for an answer to
                                     beat (eval_deferred) */
     struct cand_judged *ahead; /* evaluations made ahead (cand_ahead), an open-addressed table by text */
