@@ -80,12 +80,30 @@ static void geometry(buf *b, const net *n, const band_seg *s, const band_geom *g
             put(b, ": {\"out\": "), rows(b, g->out[r * g->n_layers + i]);
             put(b, ", \"held\": "), rows(b, band_buffer_rows(n, g, s, r, L));
             put(b, ", \"keep\": "), rows(b, g->keep[r * g->n_layers + i]);
-            put(b, ", \"own\": "), rows(b, band_own(g, s, r, L, n->layers[L].h));
+            put(b, ", \"own\": "), rows(b, band_own(g, s, r, L));
+            put(b, ", \"grad\": "), rows(b, g->grad[r * g->n_layers + i]);
             put(b, "}");
         }
         put(b, "}}");
     }
     put(b, "]}");
+}
+
+/* A staged row segment's stages (plan.h, plan_passes.staged): per layer the forward stage computing
+ * it, the backward stage back-propagating it, and which of its whole maps are kept between them. */
+static void stages(buf *b, const net *n, const plan_seg *ps)
+{
+    const plan_passes *pp = &ps->passes;
+    if (!pp->staged) return;
+    put(b, "\"stages\": {");
+    for (int i = 0; i < pp->nl; i++) {
+        put(b, "%s\n        ", i ? "," : "");
+        str(b, n->layers[ps->first + i].name);
+        put(b, ": {\"forward\": %d, \"backward\": %d, \"map\": \"%s\", \"grad_whole\": %s}", pp->fst[i], pp->bst[i],
+            !pp->keep_act[i] ? "band" : pp->rebuilt[i] ? "rebuilt" : pp->offloaded[i] ? "offloaded" : "whole",
+            pp->keep_grad[i] ? "true" : "false");
+    }
+    put(b, "},\n      ");
 }
 
 static const char *const modes[] = {"layer", "ckpt", "offload", "rows"};
@@ -110,7 +128,9 @@ static void segment(buf *b, const net *n, const plan_seg *ps)
     if (ps->mode == PLAN_ROWS) {
         put(b, ", \"policy\": \"%s\", \"input\": ", band_policy_name(ps->policy));
         str(b, n->layers[ps->band.src].name);
-        put(b, ", \"stats_passes\": [%d, %d], \"forward\": ", ps->passes.n_fwd, ps->passes.n_bwd);
+        put(b, ", \"stats_passes\": [%d, %d], ", ps->passes.n_fwd, ps->passes.n_bwd);
+        stages(b, n, ps);
+        put(b, "\"forward\": ");
         geometry(b, n, &ps->band, ps->fwd);
         put(b, ",\n      \"backward\": ");
         if (ps->bwd == ps->fwd) put(b, "\"forward\"");

@@ -124,7 +124,7 @@ static int authors_splits(void)
     for (int k = 0; k < 2; k++) {
         CHECK(!band_seg_init(&s, &n, 1, net_find(&n, ends[k]), &e));
         CHECK(!band_cuts_default(&n, &s, BAND_2PS, 6, cuts, &e));
-        CHECK(!band_geom_init(&g, &n, &s, BAND_2PS, cuts, 6, &e));
+        CHECK(!band_geom_init(&g, &n, &s, BAND_2PS, cuts, 6, NULL, &e));
         for (int r = 0; r < 6; r++)
             if (g.src_rows[r].a != twops[r][0] || g.src_rows[r].b != twops[r][1]) {
                 fprintf(stderr, "FAIL 2PS 6 bands to %s: band %d reads [%d,%d), authors [%d,%d)\n", ends[k], r, g.src_rows[r].a, g.src_rows[r].b, twops[r][0], twops[r][1]);
@@ -134,7 +134,7 @@ static int authors_splits(void)
     }
     CHECK(!band_seg_init(&s, &n, 1, net_find(&n, "pool2"), &e));
     CHECK(!band_cuts_default(&n, &s, BAND_OVERL, 4, cuts, &e));
-    CHECK(!band_geom_init(&g, &n, &s, BAND_OVERL, cuts, 4, &e));
+    CHECK(!band_geom_init(&g, &n, &s, BAND_OVERL, cuts, 4, NULL, &e));
     for (int r = 0; r < 4; r++)
         if (g.src_rows[r].a != overl[r][0] || g.src_rows[r].b != overl[r][1]) {
             fprintf(stderr, "FAIL OverL 4 bands: band %d reads [%d,%d), authors [%d,%d)\n", r, g.src_rows[r].a, g.src_rows[r].b, overl[r][0], overl[r][1]);
@@ -166,7 +166,7 @@ int main(void)
             for (int pol = 0; pol < 2; pol++) {
                 band_policy p = pol ? BAND_OVERL : BAND_2PS;
                 band_geom g;
-                if (band_cuts_default(&n, &s, p, R, cuts, &e) || band_geom_init(&g, &n, &s, p, cuts, R, &e)) {
+                if (band_cuts_default(&n, &s, p, R, cuts, &e) || band_geom_init(&g, &n, &s, p, cuts, R, NULL, &e)) {
                     FAIL("R=%d %s: %s\n%s", R, pol ? "overl" : "2ps", e.msg, text);
                     continue;
                 }
@@ -178,7 +178,7 @@ int main(void)
                 for (int x = 1; x < hout && c < R - 1; x++)
                     if (rnd(hout - x) < R - 1 - c) cuts[++c] = x;
                 cuts[R] = hout;
-                if (band_geom_init(&g, &n, &s, p, cuts, R, &e)) {
+                if (band_geom_init(&g, &n, &s, p, cuts, R, NULL, &e)) {
                     FAIL("R=%d random cuts: %s\n%s", R, e.msg, text);
                     continue;
                 }

@@ -12,7 +12,11 @@ BatchNorm in train mode), the JSON must describe an executable plan:
   * OverL: band r computes exactly its cut [cuts[r], cuts[r+1]) of the segment's last layer;
     2PS: no row of any layer is computed by two bands, and the last layer's rows are all computed;
   * the rows owned for statistics partition every layer's map over the bands, in order;
-  * a 2PS boundary handed on lies inside what the band holds.
+  * a 2PS boundary handed on lies inside what the band holds;
+  * in stages (bn=train), a map kept whole is read whole by later stages, so only the reads of
+    one stage from the band are held to the above; under OverL the rows a band back-propagates lie
+    inside what it holds, include its own rows of each kept gradient and BatchNorm, and take the
+    gradient rows a consumer of the same backward stage spreads to its producer.
 Also: ckpt, offload lists and modifiers come through; the prediction is `lrcnn sim`'s replay (its
 peak, the bytes by category when the backward begins and at their most, a torch plan's reserved
 bytes); bad input is
@@ -57,6 +61,38 @@ def inside(inner, outer):
     return inner[0] >= inner[1] or (outer[0] <= inner[0] and inner[1] <= outer[1])
 
 
+def through_band(seg, cons, prod):
+    """Whether layer cons reads prod's rows from the band's own buffer rather than from a whole map:
+    always, but in stages (bn=train), where a map kept whole is read whole by the stages after its
+    own (a map rebuilt in the backward is read through the band there)."""
+    st = seg.get("stages")
+    return not st or st[prod]["map"] in ("band", "rebuilt") or st[prod]["forward"] == st[cons]["forward"]
+
+
+def check_grads(seg, geo, by_name, problems):
+    """OverL in stages: a band back-propagates rows inside what it holds, each kept gradient's and
+    statistics layer's own rows among them, and where a consumer's backward stage is its producer's,
+    the producer's gradient rows take what the consumer's backward spreads to (2PS hands the rows
+    past its own on to the next band instead)."""
+    st = seg.get("stages")
+    if not st or seg["policy"] != "overl":
+        return
+    for r, band in enumerate(geo["band"]):
+        for name, rows in band["layers"].items():
+            g = rows["grad"]
+            if not inside(g, rows["held"]):
+                problems.append("band %d: %s back-propagates %s outside %s" % (r, name, g, rows["held"]))
+            if (st[name]["grad_whole"] or by_name[name].kind == "bn") and not inside(rows["own"], g):
+                problems.append("band %d: %s back-propagates %s, not its own rows %s" % (r, name, g, rows["own"]))
+            for src in by_name[name].inputs:
+                if g[0] >= g[1] or src not in st or st[src]["backward"] != st[name]["backward"]:
+                    continue
+                spread = reads(by_name[name], g, by_name[src].shape[1])
+                if not inside(spread, band["layers"][src]["grad"]):
+                    problems.append("band %d: %s's gradient reaches %s rows %s, it back-propagates %s" % (
+                        r, name, src, spread, band["layers"][src]["grad"]))
+
+
 def check_geometry(label, seg, geo, by_name):
     names = [n for n in geo["band"][0]["layers"]]
     bands, last = geo["band"], seg["last"]
@@ -68,6 +104,8 @@ def check_geometry(label, seg, geo, by_name):
             if out[0] >= out[1]:
                 continue
             for src in lay.inputs:
+                if src in band["layers"] and not through_band(seg, name, src):
+                    continue
                 need = reads(lay, out, by_name[src].shape[1])
                 have = band["input"] if src == seg["input"] else band["layers"][src]["held"] if src in band["layers"] else None
                 if have is None or not inside(need, have):
@@ -75,6 +113,7 @@ def check_geometry(label, seg, geo, by_name):
             if seg["policy"] == "2ps" and not inside(band["layers"][name]["keep"], band["layers"][name]["held"]):
                 problems.append("band %d: %s hands on %s outside %s" % (r, name, band["layers"][name]["keep"],
                                                                         band["layers"][name]["held"]))
+    check_grads(seg, geo, by_name, problems)
     for name in names:
         h = by_name[name].shape[1]
         own = [b["layers"][name]["own"] for b in bands]

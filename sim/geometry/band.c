@@ -148,6 +148,54 @@ static void halos(const net *n, const band_seg *s, const int *cuts, int R, band_
     }
 }
 
+/* Band r's share of the rows of a layer h rows high: the cuts of the segment output, scaled to h. */
+static band_rows share(const int *cuts, int r, int h, int h_out)
+{
+    return (band_rows){(int)((int64_t)cuts[r] * h / h_out), (int)((int64_t)cuts[r + 1] * h / h_out)};
+}
+
+/* OverL in stages (band_geom_init), in two reverse passes over the layers, as halos() pushes the
+ * rows a consumer reads to its producers. First the rows each band back-propagates (grad[]): the
+ * output's own, each kept gradient's or statistics layer's share (own[]), and what a consumer of
+ * the same backward stage adds to (a consumer in an earlier one adds to a kept whole gradient).
+ * Then the rows it computes (rows[], slot order): those, and what a consumer reads through the
+ * band: one of the same forward stage, or any where the map is not whole (the backward recomputes
+ * it). */
+static void stage_halos(const net *n, const band_seg *s, const int *cuts, int R, const band_stages *st, band_rows *rows,
+                        band_rows *own, band_rows *grad)
+{
+    int L = s->last - s->first + 1, W = L + 1, h_out = n->layers[s->last].h;
+    for (int i = 0; i < R * W; i++) rows[i] = (band_rows){0, 0};
+    for (int i = 0; i < R * L; i++) grad[i] = (band_rows){0, 0};
+    for (int c = s->last; c >= s->first; c--) {
+        int ci = c - s->first;
+        const net_layer *l = &n->layers[c];
+        bool shared = c == s->last || st->kept[ci] || covered(n, s, c);
+        for (int r = 0; r < R; r++) {
+            band_rows *g = &grad[r * L + ci];
+            own[r * L + ci] = share(cuts, r, l->h, h_out);
+            if (shared) *g = rows_hull(*g, own[r * L + ci]);
+            for (int j = 0; j < l->n_in; j++) {
+                int p = l->in[j] - s->first;
+                if (p >= 0 && st->bst[p] == st->bst[ci]) grad[r * L + p] = rows_hull(grad[r * L + p], reads_of(n, c, l->in[j], *g));
+            }
+        }
+    }
+    for (int c = s->last; c >= s->first; c--) {
+        int ci = c - s->first;
+        const net_layer *l = &n->layers[c];
+        for (int r = 0; r < R; r++) {
+            band_rows *x = &rows[r * W + ci];
+            *x = rows_hull(*x, grad[r * L + ci]); /* a shared layer's own rows among them */
+            for (int j = 0; j < l->n_in; j++) {
+                int p = l->in[j], k = slot(s, p);
+                if (p == s->src || st->fst[k] == st->fst[ci] || !st->whole[k])
+                    rows[r * W + k] = rows_hull(rows[r * W + k], reads_of(n, c, p, *x));
+            }
+        }
+    }
+}
+
 static band_rows buffer_rows(const net *n, const band_geom *g, const band_seg *s, int r, int layer);
 
 /* g->buffer, once the rows each band computes and keeps are known. */
@@ -158,7 +206,19 @@ static void buffers(band_geom *g, const net *n, const band_seg *s)
         for (int i = 0; i < g->n_layers; i++) g->buffer[r * g->n_layers + i] = buffer_rows(n, g, s, r, s->first + i);
 }
 
-int band_geom_init(band_geom *g, const net *n, const band_seg *s, band_policy p, const int *cuts, int R, err *e)
+/* g->own where the bands' computed rows define it (band_own): [out_r.a, out_{r+1}.a). */
+static void owned_from_out(band_geom *g, const net *n, const band_seg *s)
+{
+    int R = g->n_bands, L = g->n_layers;
+    for (int r = 0; r < R; r++)
+        for (int i = 0; i < L; i++) {
+            int a = r ? g->out[r * L + i].a : 0, b = r + 1 < R ? g->out[(r + 1) * L + i].a : n->layers[s->first + i].h;
+            g->own[r * L + i] = (band_rows){a, b > a ? b : a};
+        }
+}
+
+int band_geom_init(band_geom *g, const net *n, const band_seg *s, band_policy p, const int *cuts, int R, const band_stages *st,
+                   err *e)
 {
     memset(g, 0, sizeof *g);
     int h_out = n->layers[s->last].h, L = s->last - s->first + 1;
@@ -176,14 +236,17 @@ int band_geom_init(band_geom *g, const net *n, const band_seg *s, band_policy p,
     g->out = err_calloc((size_t)R * L, sizeof(band_rows));
     g->keep = err_calloc((size_t)R * L, sizeof(band_rows));
     g->src_rows = err_calloc((size_t)R, sizeof(band_rows));
+    g->own = err_calloc((size_t)R * L, sizeof(band_rows));
     if (p == BAND_OVERL) {
         band_rows *rows = err_calloc((size_t)R * (L + 1), sizeof(band_rows));
-        halos(n, s, cuts, R, rows);
+        if (st) stage_halos(n, s, cuts, R, st, rows, g->own, g->grad = err_calloc((size_t)R * L, sizeof(band_rows)));
+        else halos(n, s, cuts, R, rows);
         for (int r = 0; r < R; r++) {
             memcpy(&g->out[r * L], &rows[r * (L + 1)], (size_t)L * sizeof(band_rows));
             g->src_rows[r] = rows[r * (L + 1) + L];
         }
         free(rows);
+        if (!st) owned_from_out(g, n, s), g->grad = g->out;
         buffers(g, n, s);
         return 0;
     }
@@ -208,6 +271,7 @@ int band_geom_init(band_geom *g, const net *n, const band_seg *s, band_policy p,
     free(pre);
     free(prev);
     free(first);
+    owned_from_out(g, n, s), g->grad = g->out;
     buffers(g, n, s);
     return 0;
 }
@@ -215,18 +279,13 @@ int band_geom_init(band_geom *g, const net *n, const band_seg *s, band_policy p,
 void band_geom_free(band_geom *g)
 {
     free(g->cuts);
+    if (g->grad != g->out) free(g->grad);
     free(g->out);
     free(g->keep);
     free(g->src_rows);
     free(g->buffer);
+    free(g->own);
     memset(g, 0, sizeof *g);
-}
-
-band_rows band_own(const band_geom *g, const band_seg *s, int r, int layer, int h)
-{
-    int i = layer - s->first, a = r ? g->out[r * g->n_layers + i].a : 0;
-    int b = r + 1 < g->n_bands ? g->out[(r + 1) * g->n_layers + i].a : h;
-    return (band_rows){a, b > a ? b : a};
 }
 
 band_rows band_held(const band_geom *g, const band_seg *s, int r, int layer)

@@ -44,13 +44,34 @@ typedef struct {
     band_rows *src_rows;   /* [band]: rows of the segment input the band reads */
     band_rows *buffer;     /* as out: band_buffer_rows, made with the rest (the lowering asks it of
                               every band of every layer in every pass) */
+    band_rows *own;        /* as out: band_own */
+    band_rows *grad;       /* as out: the rows a band back-propagates, out itself but for OverL in
+                              stages (band_geom_init), where it may be fewer */
 } band_geom;
+
+/* The stages of a row segment that keeps whole maps between them (train-mode BatchNorm in stages:
+ * sim/plan/plan.h, plan_passes.staged), as OverL's geometry needs them, by segment layer (layer -
+ * first): the forward stage computing it and the backward stage back-propagating it; `whole`: its
+ * output is kept whole for the stages after its own and for the backward, which read it there;
+ * `kept`: its output or its gradient is kept whole, so that the bands each compute a share of its
+ * rows (with `whole`, or rebuilt in the backward from the maps below it). */
+typedef struct {
+    const int *fst, *bst;
+    const bool *whole, *kept;
+} band_stages;
 
 /* Validates [first, last] as a row segment: clean cuts on both sides, every layer row-wise. */
 int band_seg_init(band_seg *s, const net *n, int first, int last, err *e);
 
-/* Geometry for explicit cuts (cuts[0] = 0, cuts[R] = height of `last`, strictly increasing). */
-int band_geom_init(band_geom *g, const net *n, const band_seg *s, band_policy p, const int *cuts, int n_bands, err *e);
+/* Geometry for explicit cuts (cuts[0] = 0, cuts[R] = height of `last`, strictly increasing).
+ * OverL in stages (st, else NULL): a band computes, at each layer, its share of the rows of a map
+ * kept whole (the layer's rows in proportion to the cuts: band_own) and of the layers with
+ * whole-map statistics, widened only by what the layers of the same stage read of it through the
+ * band (the consumers in its forward or backward stage, any consumer where the map is not whole); a
+ * consumer in a later stage reads the whole map. So a convolution between two kept maps runs once
+ * each way, as under 2PS; the halos are what a stage reads of the bands' own layers. */
+int band_geom_init(band_geom *g, const net *n, const band_seg *s, band_policy p, const int *cuts, int n_bands,
+                   const band_stages *st, err *e);
 void band_geom_free(band_geom *g);
 
 /* Default cuts for R bands: OverL splits the output evenly; 2PS splits the segment input in
@@ -66,10 +87,14 @@ void band_input_rows(const net *n, int layer, int j, band_rows r, band_rows *in,
  * OverL: computed. For L == src: the rows read from the segment input. */
 band_rows band_held(const band_geom *g, const band_seg *s, int band, int layer);
 
-/* The rows of layer L that band r owns for statistics: a partition of L's h rows over the bands
- * (all of them with cover), each inside what the band computes: [out_r.a, out_{r+1}.a), from row
- * 0 for the first band and to row h for the last. */
-band_rows band_own(const band_geom *g, const band_seg *s, int band, int layer, int h);
+/* The rows of layer L that band r owns for statistics and kept gradients: a partition of L's rows
+ * over the bands (all of them with cover), each inside what the band computes: [out_r.a,
+ * out_{r+1}.a), from row 0 for the first band and to the map's end for the last; OverL in stages:
+ * its share (band_geom_init). */
+static inline band_rows band_own(const band_geom *g, const band_seg *s, int band, int layer)
+{
+    return g->own[band * g->n_layers + layer - s->first];
+}
 
 /* Rows of the band buffer holding layer L's output in band r: the hull of the rows band r holds of
  * L and of every in-place relu chained on L inside the segment, which overwrite L's buffer (a 2PS

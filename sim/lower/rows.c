@@ -140,7 +140,7 @@ static void gather_stats(lower *c, const plan_seg *ps, const band_geom *g, const
 {
     for (int k = fwd->start[pass]; k < fwd->start[pass + 1]; k++) {
         int L = ps->band.first + fwd->list[k];
-        band_rows own = band_own(g, &ps->band, r, L, c->n->layers[L].h);
+        band_rows own = band_own(g, &ps->band, r, L);
         if (band_rows_len(own)) emit_stats(c, L, r, own, false);
     }
 }
@@ -296,7 +296,7 @@ static void staged_backward_pass(lower *c, const plan_seg *ps, int *bound, const
         band_ctx hc = {c, bs, g, r};
         for (int i = 0; i < n_own; i++) {
             int L = own_l[i];
-            band_rows out = g->out[r * g->n_layers + L - L0], own = band_own(g, bs, r, L, n->layers[L].h);
+            band_rows out = g->grad[r * g->n_layers + L - L0], own = band_own(g, bs, r, L);
             if (kgrad[L] >= 0 && band_rows_len(own))
                 lower_copy(c, L, r, own, kgrad[L], lower_grad(c, L, r, band_hold(bs, g, n, r, L), true), true);
             boundary_grads(c, bs, g, r, L, bgrad);
@@ -344,7 +344,7 @@ static void rebuilt_sums(lower *c, const plan_seg *ps, int *bound, const int *kg
         band_forward(c, bs, g, r, bound, false, -1, &todo);
         for (int i = 0; i < n_bns; i++) {
             int L = bns[i];
-            band_rows own = band_own(g, bs, r, L, n->layers[L].h);
+            band_rows own = band_own(g, bs, r, L);
             if (!band_rows_len(own)) continue;
             c->grad[L] = L == bs->last ? dout : kgrad[L];
             emit_stats(c, L, r, own, true);
@@ -388,7 +388,7 @@ static void staged_backward(lower *c, const plan_seg *ps, int *bound)
             if (in != bs->src) c->act[in] = c->whole[in];
             c->grad[L] = L == bs->last ? dout : kgrad[L];
             for (int r = 0; r < ps->bwd->n_bands; r++) {
-                band_rows own = band_own(ps->bwd, bs, r, L, n->layers[L].h);
+                band_rows own = band_own(ps->bwd, bs, r, L);
                 if (band_rows_len(own)) emit_stats(c, L, r, own, true);
             }
             c->act[in] = held;
@@ -480,7 +480,7 @@ static void backward_pass(lower *c, const plan_seg *ps, int *bound, int pass)
                 emit_stats(c, L, r, out, true);
             } else {
                 sched_step *t = lower_bwd(c, L, r, out, hold_band, &hc, true, want, !pass);
-                if (t->map_stats) t->own = band_own(g, bs, r, L, n->layers[L].h);
+                if (t->map_stats) t->own = band_own(g, bs, r, L);
             }
         }
         c->act[bs->src] = src_act;

@@ -63,24 +63,30 @@ const plan_pick *plan_pick_of(const plan *p, int L)
 }
 
 /* The band geometry of row segment s: forward from its cuts (explicit, or the policy's default),
- * backward the same unless its band count differs (then default cuts for it). */
+ * backward the same unless its band count differs (then default cuts for it); OverL in stages
+ * from its stages (band.h: band_stages). */
 static int seg_geometry(plan_seg *s, const net *n, const band_seg *bs, err *e)
 {
-    int R = s->fp > s->bp ? s->fp : s->bp;
+    int R = s->fp > s->bp ? s->fp : s->bp, nl = s->last - s->first + 1;
     int *cuts = err_calloc((size_t)R + 1, sizeof(int));
+    const plan_passes *pp = &s->passes;
+    bool *flags = err_calloc(2 * (size_t)nl, sizeof(bool));
+    band_stages st = {pp->fst, pp->bst, flags, flags + nl}, *stages = pp->staged && s->policy == BAND_OVERL ? &st : NULL;
+    for (int i = 0; stages && i < nl; i++)
+        flags[i] = pp->keep_act[i] && !pp->rebuilt[i], flags[nl + i] = pp->keep_act[i] || pp->keep_grad[i];
     s->band = *bs;
     s->fwd = err_calloc(1, sizeof(band_geom));
     int rc = 0;
     if (s->cuts) memcpy(cuts, s->cuts, ((size_t)s->fp + 1) * sizeof(int));
     else rc = band_cuts_default(n, bs, s->policy, s->fp, cuts, e);
-    if (!rc) rc = band_geom_init(s->fwd, n, bs, s->policy, cuts, s->fp, e);
+    if (!rc) rc = band_geom_init(s->fwd, n, bs, s->policy, cuts, s->fp, stages, e);
     s->bwd = s->fwd;
     if (!rc && s->bp != s->fp) {
         s->bwd = err_calloc(1, sizeof(band_geom));
         rc = band_cuts_default(n, bs, s->policy, s->bp, cuts, e);
-        if (!rc) rc = band_geom_init(s->bwd, n, bs, s->policy, cuts, s->bp, e);
+        if (!rc) rc = band_geom_init(s->bwd, n, bs, s->policy, cuts, s->bp, stages, e);
     }
-    free(cuts);
+    free(cuts), free(flags);
     return rc;
 }
 
@@ -214,13 +220,13 @@ static int validate(plan *p, const net *n, err *e)
         if (s->policy == BAND_2PS && s->fp != s->bp)
             return err_set(e, "plan '%s': 2PS keeps each forward band's boundaries for its backward, so fp (%d) and bp (%d) "
                               "must be equal; use overl for distinct granularity", where, s->fp, s->bp);
-        if (seg_geometry(s, n, &bs, e)) return err_wrap(e, "plan '%s'", where);
         passes_init(&s->passes, s, n, plan_bn_batch(p->bn) && seg_has_map_stats(s, n));
         if (plan_bn_staged(p->bn) && plan_seg_map_stats(s)) passes_stage(&s->passes, s, n);
         for (int i = 0; s->passes.staged && i < s->passes.nl; i++) { /* a kept map's level: the stage computing it */
             char how = s->passes.keep_act[i] ? plan_bn_level(p, s->passes.fst[i]) : 'k';
             s->passes.rebuilt[i] = how == 'r', s->passes.offloaded[i] = how == 'o';
         }
+        if (seg_geometry(s, n, &bs, e)) return err_wrap(e, "plan '%s'", where); /* after the stages it may follow */
     }
     return 0;
 }

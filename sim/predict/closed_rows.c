@@ -123,7 +123,7 @@ static void map_stats_buffers(cf *c, const cf_rows *w)
         const cf_pass *P = &w->fp[fq - 1], *Q = &w->bp[bq - 1];
         cf_span st = cf_span_none(), fs = cf_span_none(), bs = cf_span_none();
         for (int r = 0; r < w->rf; r++)
-            if (band_rows_len(band_own(w->gf, w->bs, r, L, n->layers[L].h))) cf_span_add(&fs, cf_ph_rf(w, P, r, L, PH_F));
+            if (band_rows_len(band_own(w->gf, w->bs, r, L))) cf_span_add(&fs, cf_ph_rf(w, P, r, L, PH_F));
         cf_span_add(&fs, cf_ph_end(w, P));
         for (int r = 0; r < w->rb; r++) {
             if (Q->stat[r * w->nl + i]) cf_span_add(&bs, cf_ph_rb(w, Q, r, L, PH_B));
@@ -174,7 +174,7 @@ static void forward_pass(cf *c, const cf_rows *w, const cf_pass *P)
                     int x = c->cl[j], xi = x - a;
                     if ((x == n->layers[m].inplace_by && x < b) || x > b) continue;
                     if (P->need[xi] && cf_out_len(gf, r, xi)) cf_span_add(&t, cf_ph_rf(w, P, r, x, PH_F));
-                    if (cf_gathers(P, xi) && band_rows_len(band_own(gf, w->bs, r, x, n->layers[x].h)))
+                    if (cf_gathers(P, xi) && band_rows_len(band_own(gf, w->bs, r, x)))
                         cf_span_add(&t, cf_ph_rf(w, P, r, x, PH_F)); /* its STATS reads it */
                 }
             }
