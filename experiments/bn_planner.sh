@@ -9,7 +9,7 @@ set -euo pipefail
 build="${1:-build}"
 lrcnn="$build/lrcnn"
 {
-  echo "# commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD && echo ' (clean tree)' || echo ' (local changes)'), $(nproc) cores"
+  echo "# commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':(exclude)results' && echo ' (clean tree)' || echo ' (local changes)'), $(nproc) cores"
   while read -r net budgets; do
     for b in $budgets; do
       echo "\$ $lrcnn plan --net $net --image 224 --batch 8 --device h100-pcie4 --space rows --budget ${b}MiB"
