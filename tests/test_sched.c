@@ -383,9 +383,9 @@ static void check_bn_stages(void)
             bool same_fwd = q ? ft <= ff * (1 + 1e-9) : fabs(ft - ff) <= 1e-9 * ff;
             /* no more than frozen statistics' own recomputation (OverL's halos), and within 1.5x layer */
             bool good = same_fwd && ratio <= frz * 1.01 && ratio <= 1.5 && rec > ratio && mem[3].peak <= mem[0].peak;
-            printf("%s %s %s: bn=train forward FLOPs %s train-recompute's forward proper; iteration %.3fx layer's FLOPs "
+            printf("%s %s %s: bn=train forward FLOPs %.4fx train-recompute's forward proper; iteration %.3fx layer's FLOPs "
                    "(frozen %.3fx, train-recompute %.2fx); peak %.1f MiB (train-recompute %.1f, train-offload %.1f on the "
-                   "device, layer %.1f)\n", good ? "ok  " : "FAIL", nets[k], pols[q], q ? (same_fwd ? "<=" : ">") : (same_fwd ? "=" : "!="), ratio, frz, rec,
+                   "device, layer %.1f)\n", good ? "ok  " : "FAIL", nets[k], pols[q], ft / ff, ratio, frz, rec,
                    mem[0].peak / 1048576.0, mem[2].peak / 1048576.0, mem[3].peak / 1048576.0, ml.peak / 1048576.0);
             failures += !good;
             for (int i = 0; i < 4; i++) sched_free(&s[i]);

@@ -296,12 +296,12 @@ static void staged_backward_pass(lower *c, const plan_seg *ps, int *bound, const
         band_ctx hc = {c, bs, g, r};
         for (int i = 0; i < n_own; i++) {
             int L = own_l[i];
-            band_rows out = g->grad[r * g->n_layers + L - L0], own = band_own(g, bs, r, L);
+            band_rows back = g->grad[r * g->n_layers + L - L0], own = band_own(g, bs, r, L); /* back-propagated, owned */
             if (kgrad[L] >= 0 && band_rows_len(own))
                 lower_copy(c, L, r, own, kgrad[L], lower_grad(c, L, r, band_hold(bs, g, n, r, L), true), true);
             boundary_grads(c, bs, g, r, L, bgrad);
-            if (!band_rows_len(out) || c->grad[L] < 0) continue;
-            sched_step *t = lower_bwd(c, L, r, out, hold_band, &hc, true, NULL, true);
+            if (!band_rows_len(back) || c->grad[L] < 0) continue;
+            sched_step *t = lower_bwd(c, L, r, back, hold_band, &hc, true, NULL, true);
             if (t->map_stats) t->own = own;
         }
         c->act[bs->src] = src_act;

@@ -14,7 +14,9 @@
  * turns into the statistics; the last stage computes the rest. Backward stage s back-propagates
  * the layers whose gradient no longer waits for a sum, weight gradients included, adding
  * gradients a later stage continues into whole gradient maps, then gathers level s's gradient
- * sums from them. Each layer is computed once each way. A rebuilt level (plan_passes.rebuilt:
+ * sums from them. Each layer is computed once each way; under OverL a band computes its share of
+ * each kept map and the halo its own stage reads, and back-propagates band_geom.grad's rows
+ * (band_geom_init). A rebuilt level (plan_passes.rebuilt:
  * bn=train-rebuild, or an r of bn=train:LETTERS): a kept map rebuilt is dropped after the forward;
  * the backward stages recompute it in their bands from the maps still kept below it (on the
  * device, or offloaded and back: stash.c moves those by their uses), and a sweep over the bands
