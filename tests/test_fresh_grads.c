@@ -35,16 +35,11 @@ typedef struct {
 static void keep(exec *x, int iter, int layer, void *ctx)
 {
     capture *k = ctx;
-    const net *n = x->n;
     int64_t at = 0;
-    for (int L = 0; L < n->n; L++) {
-        int64_t m = n->layers[L].params;
-        if (m && (layer < 0 || layer == L)) {
-            int g = -1;
-            for (int b = 0; b < x->s->n_buf && g < 0; b++)
-                if (x->s->bufs[b].kind == BUF_PGRAD && x->s->bufs[b].layer == L) g = b;
-            x->ops->download((iter ? k->now : k->first) + at, x->ptr[g], m * (int64_t)sizeof(float));
-        }
+    for (int L = 0; L < x->n->n; L++) {
+        int64_t m = x->n->layers[L].params;
+        float *g = m && (layer < 0 || layer == L) ? exec_param_copy(x, BUF_PGRAD, L, NULL) : NULL;
+        if (g) memcpy((iter ? k->now : k->first) + at, g, (size_t)m * sizeof(float)), free(g);
         at += m;
     }
 }

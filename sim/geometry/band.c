@@ -237,16 +237,18 @@ int band_geom_init(band_geom *g, const net *n, const band_seg *s, band_policy p,
     g->keep = err_calloc((size_t)R * L, sizeof(band_rows));
     g->src_rows = err_calloc((size_t)R, sizeof(band_rows));
     g->own = err_calloc((size_t)R * L, sizeof(band_rows));
+    bool staged = p == BAND_OVERL && st; /* its own rows back-propagated; elsewhere the computed ones */
+    g->grad = staged ? err_calloc((size_t)R * L, sizeof(band_rows)) : g->out;
     if (p == BAND_OVERL) {
         band_rows *rows = err_calloc((size_t)R * (L + 1), sizeof(band_rows));
-        if (st) stage_halos(n, s, cuts, R, st, rows, g->own, g->grad = err_calloc((size_t)R * L, sizeof(band_rows)));
+        if (staged) stage_halos(n, s, cuts, R, st, rows, g->own, g->grad);
         else halos(n, s, cuts, R, rows);
         for (int r = 0; r < R; r++) {
             memcpy(&g->out[r * L], &rows[r * (L + 1)], (size_t)L * sizeof(band_rows));
             g->src_rows[r] = rows[r * (L + 1) + L];
         }
         free(rows);
-        if (!st) owned_from_out(g, n, s), g->grad = g->out;
+        if (!staged) owned_from_out(g, n, s);
         buffers(g, n, s);
         return 0;
     }
@@ -271,7 +273,7 @@ int band_geom_init(band_geom *g, const net *n, const band_seg *s, band_policy p,
     free(pre);
     free(prev);
     free(first);
-    owned_from_out(g, n, s), g->grad = g->out;
+    owned_from_out(g, n, s);
     buffers(g, n, s);
     return 0;
 }
