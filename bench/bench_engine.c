@@ -87,11 +87,12 @@ static void conv_line(const net *n, int L, int batch)
     int M = l->c, N = l->h * l->w, K = in->c * l->win.k * l->win_w.k;
     float *x = rnd((int64_t)batch * in->c * in->h * in->w), *y = rnd((int64_t)batch * l->c * l->h * l->w);
     float *dx = rnd((int64_t)batch * in->c * in->h * in->w), *dy = rnd((int64_t)batch * l->c * l->h * l->w);
-    float *w = rnd(l->params), *dw = rnd(l->params), *ws = rnd(sched_workspace_bytes(n, L, l->h, batch) / 4 + 1);
+    int64_t ws_bytes = sched_workspace_bytes(n, L, l->h, batch);
+    float *w = rnd(l->params), *dw = rnd(l->params), *ws = rnd(ws_bytes / 4 + 1);
     float *A = rnd((int64_t)M * K), *B = rnd((int64_t)K * N), *C = rnd((int64_t)M * N);
     int products = 2; /* backward: the filter's and the data's; a layer reading the net's input has no dx (sim/lower) */
     if (in->kind == NET_INPUT) products = 1;
-    ops_call c = {.l = l, .in_h = {in->h}, .a = 0, .b = l->h, .w = w, .dw = dw, .ws = ws};
+    ops_call c = {.l = l, .in_h = {in->h}, .a = 0, .b = l->h, .w = w, .dw = dw, .ws = ws, .ws_bytes = ws_bytes};
     c.x[0] = (ten){x, batch, in->c, in->h, in->w, 0};
     c.y = (ten){y, batch, l->c, l->h, l->w, 0};
     if (products == 2) c.dx[0] = (ten){dx, batch, in->c, in->h, in->w, 0};
@@ -139,7 +140,9 @@ static void conv_notes(void)
            "  our time against sgemm's on those shapes; bwd%%': the backward against the forward's shape, once\n"
            "  a product (the table's only measure before 2026-11-29). Best of 5 rounds, each timing the four\n"
            "  once, in turn (before 2026-11-30: best of 3 of each in a row, which a slow spell of a VM could\n"
-           "  fall on one of).\n\n");
+           "  fall on one of). A stride-1 layer on a wide map (16 places a row per junk place: 32 for 3x3) runs its forward as one product per\n"
+           "  tap over its input rows copied once (engine/cpu/conv_shift.c, since 2026-12-01): it reads no\n"
+           "  K x H*W matrix from memory, as the sgemm here does, so its fwd%% may pass 100%%.\n\n");
 }
 
 /* The per-layer times of the best timed iteration so far (run.h: on_iter), so that the breakdown

@@ -141,7 +141,7 @@ void oc_init(lcase *k, const char *text, int N, ops_bn bn)
     k->labels = calloc((size_t)(N * places), sizeof(int64_t));
     for (int64_t i = 0; i < N * places; i++) k->labels[i] = (int64_t)(oc_urand() * (double)classes);
     int64_t ws = sched_workspace_bytes(&k->net, k->L, k->l->h, N);
-    k->ws = ws ? malloc((size_t)ws) : NULL;
+    k->ws = ws ? malloc((size_t)ws) : NULL, k->ws_bytes = ws;
 }
 
 void oc_free(lcase *k)
@@ -158,7 +158,7 @@ ops_call oc_call(lcase *k)
 {
     ops_call c = {.l = k->l, .a = 0, .b = k->l->h, .y = k->y, .dy = k->dy, .w = k->w, .dw = k->dw,
                   .argmax = k->argmax, .mask = k->mask, .key = KEY, .stats = k->stats, .running = k->running, .bn = k->bn,
-                  .labels = k->labels, .probs = k->probs, .loss = &k->loss, .ws = k->ws};
+                  .labels = k->labels, .probs = k->probs, .loss = &k->loss, .ws = k->ws, .ws_bytes = k->ws_bytes};
     for (int j = 0; j < k->n_in; j++) {
         c.in_h[j] = k->net.layers[k->l->in[j]].h, c.in_c[j] = k->net.layers[k->l->in[j]].c;
         c.x[j] = k->x[j];

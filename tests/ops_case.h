@@ -69,6 +69,7 @@ typedef struct {
     float *stats, *running, *probs, loss;
     int64_t *labels;
     float *ws;
+    int64_t ws_bytes; /* its size: what sched_workspace_bytes() budgets */
     ops_bn bn;
 } lcase;
 

@@ -153,7 +153,7 @@ static void one_band(lcase *k, int a, int b, bool first, band_acc *s)
     float *stats = calloc(2 * 64 + (size_t)kind_aux_bytes(&k->net, k->L, b - a, k->y.n) / 4, sizeof(float)); /* lnorm's: per place */
     int64_t wsb = sched_workspace_bytes(&k->net, k->L, b - a, k->y.n);
     float *ws = wsb ? malloc((size_t)wsb) : NULL; /* exactly what the scheduler budgets */
-    c.y = yv, c.argmax = am, c.mask = mask, c.key = KEY, c.stats = stats, c.ws = ws;
+    c.y = yv, c.argmax = am, c.mask = mask, c.key = KEY, c.stats = stats, c.ws = ws, c.ws_bytes = wsb;
     ops_cpu.forward(&c);
     band_put(s->yb, &k->y, &yv, a, b, false);
     s->y_untouched &= rows_outside_are(&yv, a, b, 12345.0f);

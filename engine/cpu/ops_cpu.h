@@ -63,6 +63,11 @@ void cpu_check_full(const ten *t, int full_h);
 
 void conv_cpu_forward(const ops_call *c);
 void conv_cpu_backward(const ops_call *c);
+/* A stride-1 convolution's forward as shifted products (conv_shift.c): whether layer l (c_in input
+ * channels) takes them, whatever rows a call computes; a call's forward (y = conv + bias, bias NULL:
+ * none). */
+bool conv_shift_takes(const net_layer *l, int c_in);
+void conv_shift_forward(const ops_call *c, const float *bias);
 void convt_cpu_forward(const ops_call *c);
 void convt_cpu_backward(const ops_call *c);
 void fc_cpu_forward(const ops_call *c);
