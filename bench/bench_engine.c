@@ -140,9 +140,10 @@ static void conv_notes(void)
            "  our time against sgemm's on those shapes; bwd%%': the backward against the forward's shape, once\n"
            "  a product (the table's only measure before 2026-11-29). Best of 5 rounds, each timing the four\n"
            "  once, in turn (before 2026-11-30: best of 3 of each in a row, which a slow spell of a VM could\n"
-           "  fall on one of). A stride-1 layer on a wide map (16 places a row per junk place: 32 for 3x3) runs its forward as one product per\n"
-           "  tap over its input rows copied once (engine/cpu/conv_shift.c, since 2026-12-01): it reads no\n"
-           "  K x H*W matrix from memory, as the sgemm here does, so its fwd%% may pass 100%%.\n\n");
+           "  fall on one of). A stride-1 layer on a wide map (16 places a row per junk place: 32 for 3x3)\n"
+           "  runs its forward as one product per tap over its input rows copied once\n"
+           "  (engine/cpu/conv_shift.c, since 2026-12-01): it reads no K x H*W matrix from memory, as the\n"
+           "  sgemm here does, so its fwd%% may pass 100%%.\n\n");
 }
 
 /* The per-layer times of the best timed iteration so far (run.h: on_iter), so that the breakdown
