@@ -11,8 +11,9 @@
  * With G = 1 the products read dy and write y straight in place (leading dimension of a whole
  * channel plane, h*w); with G > 1 the workspace also holds out, or dy gathered, (C_out, G*cols).
  * A 1x1 stride-1 unpadded convolution with G = 1 is a plain product with the input rows (no
- * workspace): its input row i is its output row i. The forward of a stride-1 convolution on a wide
- * enough map is one product per tap instead (conv_shift.c), in the same workspace. Grouped, it takes the im2col path (a row copy).
+ * workspace): its input row i is its output row i. Grouped, it takes the im2col path (a row copy).
+ * The forward of a stride-1 convolution on a wide enough map is one product per tap instead
+ * (conv_shift.c), in the same workspace.
  * Channel groups (groups=, depthwise when it is C_in): im2col's rows are ordered by input channel,
  * so group q's are the block [q*K/groups, (q+1)*K/groups) of col, and each product above runs once
  * per group on its blocks of w (C_out/groups rows of K/groups), col and out; never direct.

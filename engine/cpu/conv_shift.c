@@ -19,12 +19,13 @@
  *   - the data gradient (w_t^T x dy laid out the same way, then added into dx): 0.93-1.15x, no
  *     gain beyond the VM's noise; the filter gradient (9 products of output C_out x C_in): 0.90-1.03x.
  *
- * The choice is the layer's, never a call's: a product's rounding depends on its summation order,
- * and row plans compute each row bit for bit as `layer` does (a last-bit difference in VGG-16's
- * activations moved its first layer's gradient by 1e-2: tests/test_exact.c). So a layer takes the
- * shifted products only if they fit in the workspace im2col has (sched_workspace_bytes) for every
- * row count, one row upwards; the memory the simulator predicts is the same either way. Not done
- * here: channel groups and strides (im2col). */
+ * The choice is the layer's, never a call's: the two ways sum in different orders, and a row plan
+ * should compute its rows as `layer` does. When a call's rows chose (VGG-16 2ps:7, whose small bands
+ * fell back to im2col), last-bit differences in the activations moved conv1_1's gradient 1e-2 from
+ * `layer`'s (tests/test_exact.c; 7e-7 with the choice the layer's). So a layer takes the shifted
+ * products only if they fit in the workspace im2col has (sched_workspace_bytes) for every row count,
+ * one row upwards; the memory the simulator predicts is the same either way. Not done here: channel
+ * groups and strides (im2col). */
 #include <string.h>
 
 #include <cblas.h>
