@@ -291,12 +291,15 @@ static void conv_reference(const lcase *k, float *y, float *dx, float *dw)
 }
 
 /* Convolutions whose products run in several stretches of rows: whole maps against the direct
- * reference, then bands against the whole map (band edges inside stretches). */
-static void stretch_case(const char *name, const char *text)
+ * reference, then bands against the whole map (band edges inside stretches); and that the forward
+ * takes the shifted products (engine/cpu/conv_shift.c) or not, as `shifted` says. */
+static void stretch_case(const char *name, const char *text, bool shifted)
 {
     lcase k;
     char what[160];
     oc_init(&k, text, 2, OPS_BN_TRAIN);
+    snprintf(what, sizeof what, "%s: forward %s shifted products", name, shifted ? "as" : "not as");
+    oc_expect(conv_shift_takes(k.l, k.x[0].c) == shifted, what);
     oc_analytic(&k);
     int64_t ny = oc_ten_len(&k.y), nx = oc_ten_len(&k.x[0]);
     float *y = malloc((size_t)ny * sizeof(float)), *dx = malloc((size_t)nx * sizeof(float)), *dw = malloc((size_t)k.nw * sizeof(float));
@@ -310,19 +313,6 @@ static void stretch_case(const char *name, const char *text)
     free(y), free(dx), free(dw);
     oc_free(&k);
     band_case(name, text, OPS_BN_TRAIN, 2);
-}
-
-/* A convolution checked as stretch_case does, and that its forward takes the shifted products
- * (engine/cpu/conv_shift.c) or not, as `shifted` says. */
-static void shift_case(const char *name, const char *text, bool shifted)
-{
-    lcase k;
-    char what[160];
-    oc_init(&k, text, 2, OPS_BN_TRAIN);
-    snprintf(what, sizeof what, "%s: forward %s shifted products", name, shifted ? "as" : "not as");
-    oc_expect(conv_shift_takes(k.l, k.x[0].c) == shifted, what);
-    oc_free(&k);
-    stretch_case(name, text);
 }
 
 static void inplace_case(const char *kind, const char *keys)
@@ -560,14 +550,14 @@ int main(int argc, char **argv)
         if (cases[i].band) band_case(cases[i].name, cases[i].text, cases[i].bn, cases[i].n ? cases[i].n : 2);
     /* K = 576 over 48x48 (stretches of 43 and 5 rows); K = 288 over 100x100, dilated (36, 36, 28
      * rows); K = 576 over 100x28, too narrow for the shifted forward, so its im2col in stretches too */
-    shift_case("conv k3 p1, 64 channels in, 48x48", "input x c=64 h=48 w=48\nconv t c=8 k=3 p=1\n" END, true);
-    shift_case("conv k3 p2 d2, 32 channels in, 100x100", "input x c=32 h=100 w=100\nconv t c=4 k=3 p=2 d=2\n" END, true);
-    shift_case("conv k3 p1, 64 channels in, 100x28", "input x c=64 h=100 w=28\nconv t c=8 k=3 p=1\n" END, false);
+    stretch_case("conv k3 p1, 64 channels in, 48x48", "input x c=64 h=48 w=48\nconv t c=8 k=3 p=1\n" END, true);
+    stretch_case("conv k3 p2 d2, 32 channels in, 100x100", "input x c=32 h=100 w=100\nconv t c=4 k=3 p=2 d=2\n" END, true);
+    stretch_case("conv k3 p1, 64 channels in, 100x28", "input x c=64 h=100 w=28\nconv t c=8 k=3 p=1\n" END, false);
     /* the shifted forward with kernels, padding and dilation that differ by axis; a k x 1 kernel
      * never takes it (its padded rows alone are im2col's col at one row) */
-    shift_case("conv k1x7 p0x3, 32 channels in, 12x120", "input x c=32 h=12 w=120\nconv t c=4 k=1x7 p=0x3\n" END, true);
-    shift_case("conv k7x1 p3x0, 16 channels in, 30x20", "input x c=16 h=30 w=20\nconv t c=4 k=7x1 p=3x0\n" END, false);
-    shift_case("conv k3x5 p1x4 d1x2, 24 channels in, 20x140", "input x c=24 h=20 w=140\nconv t c=6 k=3x5 p=1x4 d=1x2\n" END, true);
+    stretch_case("conv k1x7 p0x3, 32 channels in, 12x120", "input x c=32 h=12 w=120\nconv t c=4 k=1x7 p=0x3\n" END, true);
+    stretch_case("conv k7x1 p3x0, 16 channels in, 30x20", "input x c=16 h=30 w=20\nconv t c=4 k=7x1 p=3x0\n" END, false);
+    stretch_case("conv k3x5 p1x4 d1x2, 24 channels in, 20x140", "input x c=24 h=20 w=140\nconv t c=6 k=3x5 p=1x4 d=1x2\n" END, true);
     bn_statistics();
     dropout_masks();
     optimizers();

@@ -70,10 +70,11 @@ bool conv_shift_takes(const net_layer *l, int c_in)
     int c_out = l->u.conv.c_out, junk = ww.d * (ww.k - 1), T = win.k * ww.k;
     if (l->kind != NET_CONV || win.s != 1 || ww.s != 1 || l->u.conv.groups != 1 || T == 1 || c_in < SHIFT_MIN_C_IN) return false;
     if ((int64_t)junk * SHIFT_MIN_WIDTH_PER_JUNK > l->w) return false;
-    /* the need and im2col's col (C_in*T, R*W_out) are both a + b*R: within it at one row and growing
-     * no faster, within it at every row count */
-    int64_t col_row = (int64_t)c_in * T * l->w, one = need_of(l, c_in, 1) + (int64_t)c_out * c_in;
-    return one <= col_row && need_of(l, c_in, 2) - need_of(l, c_in, 1) <= col_row;
+    /* the need (one packed tap too) and im2col's col (C_in*T, R*W_out) are both a + b*R: within it at
+     * one row and growing no faster (xp and out each grow by a padded row a channel), within it at
+     * every row count */
+    int64_t col_row = (int64_t)c_in * T * l->w, Wp = l->w + junk;
+    return need_of(l, c_in, 1) + (int64_t)c_out * c_in <= col_row && (int64_t)(c_in + c_out) * Wp <= col_row;
 }
 
 /* Tap t of w (C_out, C_in, T) into dst (C_out, C_in). */
