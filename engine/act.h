@@ -14,7 +14,8 @@
  *                                                 dy above                         (keeps x)
  *
  * act_fwd(kind, slope, x) is y; act_grad(kind, slope, m) is dx / dy, where m is what the kind
- * keeps (y or x, kind.c). Not done here: loops, bands, in place (the backends). */
+ * keeps (y or x, kind.c), and act_dx(kind, slope, m, dy) is dx. Not done here: loops, bands, in
+ * place (the backends). */
 #ifndef LRCNN_ACT_H
 #define LRCNN_ACT_H
 
@@ -32,17 +33,23 @@
 /* Is kind one of the activations here? */
 ACT_FN int act_is(int kind) { return (kind >= NET_SIGMOID && kind <= NET_HSWISH) || kind == NET_HSIGMOID; }
 
+/* t clamped to [0, 6], NaN passing through (PyTorch's clamp: hardsigmoid's NaN stays NaN, where
+ * fmaxf(NaN, 0) made it 0). Written as selects, which the compiler turns into vector blends:
+ * fminf and fmaxf, which must return the number beside a NaN, stayed calls, and made relu6's
+ * forward 4x relu's (1.8 against 0.4 ms on a 96 x 112 x 112 map at batch 2; now 0.5). */
+ACT_FN float act_clamp6(float t) { return t < 0.0f ? 0.0f : t > 6.0f ? 6.0f : t; }
+
 ACT_FN float act_fwd(int kind, float slope, float x)
 {
     switch (kind) {
     case NET_RELU: return x < 0.0f ? 0.0f : x; /* NaN and -0.0 pass, as the CPU's relu */
     case NET_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case NET_RELU6: return x != x ? x : fminf(fmaxf(x, 0.0f), 6.0f); /* NaN propagates */
+    case NET_RELU6: return act_clamp6(x);
     case NET_LEAKY: return x > 0.0f ? x : x * slope;
     case NET_SILU: return x / (1.0f + expf(-x));
     case NET_GELU: return x * 0.5f * (1.0f + erff(x * 0.70710678118654752f));
-    case NET_HSWISH: return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f;
-    case NET_HSIGMOID: return fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f;
+    case NET_HSWISH: return x * act_clamp6(x + 3.0f) / 6.0f;
+    case NET_HSIGMOID: return act_clamp6(x + 3.0f) / 6.0f;
     default: return x;
     }
 }
@@ -52,7 +59,7 @@ ACT_FN float act_grad(int kind, float slope, float m)
     switch (kind) {
     case NET_RELU: return m > 0.0f ? 1.0f : 0.0f;
     case NET_SIGMOID: return (1.0f - m) * m;
-    case NET_RELU6: return m > 0.0f && m < 6.0f ? 1.0f : 0.0f;
+    case NET_RELU6: return (m > 0.0f) & (m < 6.0f) ? 1.0f : 0.0f;
     case NET_LEAKY: return m > 0.0f ? 1.0f : slope;
     case NET_SILU: {
         float s = 1.0f / (1.0f + expf(-m));
@@ -64,8 +71,26 @@ ACT_FN float act_grad(int kind, float slope, float m)
         return cdf + m * pdf;
     }
     case NET_HSWISH: return m < -3.0f ? 0.0f : m <= 3.0f ? m / 3.0f + 0.5f : 1.0f;
-    case NET_HSIGMOID: return m > -3.0f && m < 3.0f ? 1.0f / 6.0f : 0.0f;
+    case NET_HSIGMOID: return (m > -3.0f) & (m < 3.0f) ? 1.0f / 6.0f : 0.0f;
     default: return 1.0f;
+    }
+}
+
+/* dy's share through the activation: dy * act_grad, except where the gradient is piecewise
+ * (relu6, hardsigmoid, hardswish), which selects by piece as PyTorch does (a NaN dy gives 0 where
+ * the gradient is 0). A product with a 0/1 factor, which must keep dy * 0's NaN and sign, the
+ * compiler left a branch per value: relu6's backward took 10x relu's (5.3 against 0.5 ms on a
+ * 96 x 112 x 112 map at batch 2; now 0.6). */
+ACT_FN float act_dx(int kind, float slope, float m, float dy)
+{
+    switch (kind) {
+    case NET_RELU6: return (m > 0.0f) & (m < 6.0f) ? dy : 0.0f;
+    case NET_HSIGMOID: return (m > -3.0f) & (m < 3.0f) ? dy * (1.0f / 6.0f) : 0.0f;
+    case NET_HSWISH: {
+        float mid = dy * (m / 3.0f + 0.5f);
+        return m < -3.0f ? 0.0f : m <= 3.0f ? mid : dy;
+    }
+    default: return dy * act_grad(kind, slope, m);
     }
 }
 

@@ -291,7 +291,7 @@ static void act_row_bwd(int kind, float slope, const float *m, const float *dy, 
 #define ACT_BWD_LOOP(K) \
     case K: \
         for (int64_t i = 0; i < len; i++) { \
-            float g = dy[i] * act_grad(K, slope, m[i]); \
+            float g = act_dx(K, slope, m[i], dy[i]); \
             dx[i] = store ? g : dx[i] + g; \
         } \
         break;

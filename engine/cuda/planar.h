@@ -67,7 +67,7 @@ enum {
     PLANAR_COPY,    /* y = x                                                  (k_acc_rows, store) */
     PLANAR_ADD,     /* y = x + x2 (x may be y: dx += dy)                      (k_add_fwd, k_acc_rows) */
     PLANAR_ACT_FWD, /* y = act_fwd(x)                                         (k_act_fwd) */
-    PLANAR_ACT_BWD, /* y (= or +=) x2 * act_grad(x): x what the kind keeps, x2 dy (k_act_bwd) */
+    PLANAR_ACT_BWD, /* y (= or +=) act_dx(x, x2): x what the kind keeps, x2 dy (k_act_bwd)   */
     PLANAR_BIAS,    /* y += k1[channel]                                       (k_bias) */
     PLANAR_BN_MAP,  /* y = (x - k2[ch]) * k2[c + ch] * k1[ch] + k1[c + ch]    (k_bn_map_fwd: k1 the
                        weights, k2 the statistics) */
@@ -95,7 +95,7 @@ PLANAR_HD static inline float planar_value(const planar_args *p, float x, float 
     case PLANAR_ADD: return x + x2;
     case PLANAR_ACT_FWD: return act_fwd(p->kind, p->slope, x);
     case PLANAR_ACT_BWD: {
-        float g = x2 * act_grad(p->kind, p->slope, x);
+        float g = act_dx(p->kind, p->slope, x, x2);
         return p->store ? g : y + g;
     }
     case PLANAR_BIAS: return y + p->k1[ch];
