@@ -257,13 +257,14 @@ static void band_case(const char *name, const char *text, ops_bn bn, int N)
 
 /* --- relu in place ---------------------------------------------------------------------------- */
 
-/* y, dx, dw (bias last) of conv layer k->l by direct loops in double, dy = k->r. */
+/* y, dx, dw (bias last) of conv layer k->l by direct loops in double, dy = k->r; output channel co
+ * reads the input channels of its group, cg of them. */
 static void conv_reference(const lcase *k, float *y, float *dx, float *dw)
 {
     const net_layer *l = k->l;
     const ten *x = &k->x[0];
     int co_n = l->u.conv.c_out, ci_n = x->c, kh = l->win.k, kw = l->win_w.k, s = l->win.s, p = l->win.p, d = l->win.d;
-    int H = l->h, W = l->w, K = ci_n * kh * kw;
+    int cg = ci_n / l->u.conv.groups, H = l->h, W = l->w, K = cg * kh * kw;
     int64_t nx = oc_ten_len(x);
     double *dxd = calloc((size_t)nx, sizeof(double)), *dwd = calloc((size_t)co_n * (K + 1), sizeof(double));
     for (int n = 0; n < x->n; n++)
@@ -272,12 +273,12 @@ static void conv_reference(const lcase *k, float *y, float *dx, float *dw)
                 for (int ow = 0; ow < W; ow++) {
                     int64_t at = (((int64_t)n * co_n + co) * H + oh) * W + ow;
                     double acc = l->u.conv.bias ? k->w[(int64_t)co_n * K + co] : 0.0, g = k->r[at];
-                    for (int ci = 0; ci < ci_n; ci++)
+                    for (int ci = co / (co_n / l->u.conv.groups) * cg, c0 = ci; ci < c0 + cg; ci++)
                         for (int ki = 0; ki < kh; ki++)
                             for (int kj = 0; kj < kw; kj++) {
                                 int ih = oh * s - p + d * ki, iw = ow * l->win_w.s - l->win_w.p + l->win_w.d * kj;
                                 if (ih < 0 || ih >= x->h || iw < 0 || iw >= x->w) continue;
-                                int64_t xi = (((int64_t)n * ci_n + ci) * x->h + ih) * x->w + iw, wi = ((int64_t)co * ci_n + ci) * kh * kw + ki * kw + kj;
+                                int64_t xi = (((int64_t)n * ci_n + ci) * x->h + ih) * x->w + iw, wi = ((int64_t)co * cg + ci - c0) * kh * kw + ki * kw + kj;
                                 acc += (double)k->w[wi] * x->p[xi];
                                 dxd[xi] += (double)k->w[wi] * g;
                                 dwd[wi] += g * x->p[xi];
@@ -290,16 +291,22 @@ static void conv_reference(const lcase *k, float *y, float *dx, float *dw)
     free(dxd), free(dwd);
 }
 
-/* Convolutions whose products run in several stretches of rows: whole maps against the direct
- * reference, then bands against the whole map (band edges inside stretches); and that the forward
- * takes the shifted products (engine/cpu/conv_shift.c) or not, as `shifted` says. */
-static void stretch_case(const char *name, const char *text, bool shifted)
+/* Convolutions on larger maps (products in several stretches of rows; wide rows): whole maps
+ * against the direct reference, then bands against the whole map (band edges inside stretches);
+ * and that the layer takes the path `via` names: im2col's products, the forward's shifted products
+ * (engine/cpu/conv_shift.c) or the depthwise loops (engine/cpu/conv_dw.c). */
+typedef enum { VIA_IM2COL, VIA_SHIFT, VIA_DW } conv_via;
+
+static void stretch_case(const char *name, const char *text, conv_via via)
 {
+    static const char *const names[] = {"im2col", "shifted products", "depthwise loops"};
     lcase k;
     char what[160];
     oc_init(&k, text, 2, OPS_BN_TRAIN);
-    snprintf(what, sizeof what, "%s: forward %s shifted products", name, shifted ? "as" : "not as");
-    oc_expect(conv_shift_takes(k.l, k.x[0].c) == shifted, what);
+    int c_in = k.x[0].c;
+    conv_via got = conv_dw_takes(k.l, c_in) ? VIA_DW : conv_shift_takes(k.l, c_in) ? VIA_SHIFT : VIA_IM2COL;
+    snprintf(what, sizeof what, "%s: runs by %s (wanted: %s)", name, names[got], names[via]);
+    oc_expect(got == via, what);
     oc_analytic(&k);
     int64_t ny = oc_ten_len(&k.y), nx = oc_ten_len(&k.x[0]);
     float *y = malloc((size_t)ny * sizeof(float)), *dx = malloc((size_t)nx * sizeof(float)), *dw = malloc((size_t)k.nw * sizeof(float));
@@ -550,14 +557,22 @@ int main(int argc, char **argv)
         if (cases[i].band) band_case(cases[i].name, cases[i].text, cases[i].bn, cases[i].n ? cases[i].n : 2);
     /* K = 576 over 48x48 (stretches of 43 and 5 rows); K = 288 over 100x100, dilated (36, 36, 28
      * rows); K = 576 over 100x28, too narrow for the shifted forward, so its im2col in stretches too */
-    stretch_case("conv k3 p1, 64 channels in, 48x48", "input x c=64 h=48 w=48\nconv t c=8 k=3 p=1\n" END, true);
-    stretch_case("conv k3 p2 d2, 32 channels in, 100x100", "input x c=32 h=100 w=100\nconv t c=4 k=3 p=2 d=2\n" END, true);
-    stretch_case("conv k3 p1, 64 channels in, 100x28", "input x c=64 h=100 w=28\nconv t c=8 k=3 p=1\n" END, false);
+    stretch_case("conv k3 p1, 64 channels in, 48x48", "input x c=64 h=48 w=48\nconv t c=8 k=3 p=1\n" END, VIA_SHIFT);
+    stretch_case("conv k3 p2 d2, 32 channels in, 100x100", "input x c=32 h=100 w=100\nconv t c=4 k=3 p=2 d=2\n" END, VIA_SHIFT);
+    stretch_case("conv k3 p1, 64 channels in, 100x28", "input x c=64 h=100 w=28\nconv t c=8 k=3 p=1\n" END, VIA_IM2COL);
     /* the shifted forward with kernels, padding and dilation that differ by axis; a k x 1 kernel
      * never takes it (its padded rows alone are im2col's col at one row) */
-    stretch_case("conv k1x7 p0x3, 32 channels in, 12x120", "input x c=32 h=12 w=120\nconv t c=4 k=1x7 p=0x3\n" END, true);
-    stretch_case("conv k7x1 p3x0, 16 channels in, 30x20", "input x c=16 h=30 w=20\nconv t c=4 k=7x1 p=3x0\n" END, false);
-    stretch_case("conv k3x5 p1x4 d1x2, 24 channels in, 20x140", "input x c=24 h=20 w=140\nconv t c=6 k=3x5 p=1x4 d=1x2\n" END, true);
+    stretch_case("conv k1x7 p0x3, 32 channels in, 12x120", "input x c=32 h=12 w=120\nconv t c=4 k=1x7 p=0x3\n" END, VIA_SHIFT);
+    stretch_case("conv k7x1 p3x0, 16 channels in, 30x20", "input x c=16 h=30 w=20\nconv t c=4 k=7x1 p=3x0\n" END, VIA_IM2COL);
+    stretch_case("conv k3x5 p1x4 d1x2, 24 channels in, 20x140", "input x c=24 h=20 w=140\nconv t c=6 k=3x5 p=1x4 d=1x2\n" END, VIA_SHIFT);
+    /* depthwise: rows wide enough for the filter gradient's lanes, strides, dilation, a 7x7 with
+     * its bias (ConvNeXt's), windows that differ by axis; two outputs a channel is not depthwise */
+    stretch_case("depthwise k3 p1, 32 channels, 20x70", "input x c=32 h=20 w=70\nconv t c=32 k=3 p=1 groups=32 bias=0\n" END, VIA_DW);
+    stretch_case("depthwise k3 s2 p1, 16 channels, 21x45", "input x c=16 h=21 w=45\nconv t c=16 k=3 s=2 p=1 groups=16\n" END, VIA_DW);
+    stretch_case("depthwise k7 p3, 8 channels, 14x40", "input x c=8 h=14 w=40\nconv t c=8 k=7 p=3 groups=8\n" END, VIA_DW);
+    stretch_case("depthwise k3x5 s2x1 p1x4 d1x2, 6 channels, 15x50", "input x c=6 h=15 w=50\nconv t c=6 k=3x5 s=2x1 p=1x4 d=1x2 groups=6\n" END,
+                 VIA_DW);
+    stretch_case("groups=C_in, two outputs a channel, 10x40", "input x c=4 h=10 w=40\nconv t c=8 k=3 p=1 groups=4\n" END, VIA_IM2COL);
     bn_statistics();
     dropout_masks();
     optimizers();

@@ -13,7 +13,7 @@
  * A 1x1 stride-1 unpadded convolution with G = 1 is a plain product with the input rows (no
  * workspace): its input row i is its output row i. Grouped, it takes the im2col path (a row copy).
  * The forward of a stride-1 convolution on a wide enough map is one product per tap instead
- * (conv_shift.c), in the same workspace.
+ * (conv_shift.c), in the same workspace; a depthwise convolution runs without products (conv_dw.c).
  * Channel groups (groups=, depthwise when it is C_in): im2col's rows are ordered by input channel,
  * so group q's are the block [q*K/groups, (q+1)*K/groups) of col, and each product above runs once
  * per group on its blocks of w (C_out/groups rows of K/groups), col and out; never direct.
@@ -74,17 +74,6 @@ static void dw_product(int groups, int m, int n, int cols, const float *dy, int 
     }
 }
 
-/* Output columns [*lo, *hi) of kernel column kj whose input column lies inside the map; the
- * others read padding. Computed once per tap, so the copy loops carry no bounds test. */
-static void valid_cols(net_window win, int kj, int w_in, int w_out, int *lo, int *hi)
-{
-    int off = win.d * kj - win.p; /* iw = ow * s + off */
-    int l = off >= 0 ? 0 : (-off + win.s - 1) / win.s;
-    int h = w_in - 1 - off < 0 ? 0 : (w_in - 1 - off) / win.s + 1;
-    *lo = l < w_out ? l : w_out;
-    *hi = h < *lo ? *lo : h > w_out ? w_out : h;
-}
-
 /* One tap's rows [a, b) of col at dst when the window moves by 1 along both axes and the map keeps
  * its width (w_out == w_in: a 3x3 convolution padded by 1, say): output row o reads input row
  * o + dh, column ow + off, so the tap's rows follow each other in x as they do in col, and the
@@ -127,7 +116,7 @@ static void im2col(float *col, int64_t ld, const ten *x, int n, net_window win, 
             for (int kj = 0; kj < kw; kj++) {
                 float *dst = col + ((int64_t)(ci * kh + ki) * kw + kj) * ld;
                 int lo, hi, off = ww.d * kj - ww.p;
-                valid_cols(ww, kj, w_in, w_out, &lo, &hi);
+                cpu_valid_cols(ww, kj, w_in, w_out, &lo, &hi);
                 if (joined) {
                     im2col_joined(dst, x, n, ci, win.d * ki - win.p, off, lo, hi, v0, v1, a, b, w_out);
                     continue;
@@ -170,7 +159,7 @@ static void col2im(const float *col, int64_t ld, const ten *dx, int n, net_windo
                 for (int kj = 0; kj < kw; kj++) {
                     const float *src = col + ((int64_t)(ci * kh + ki) * kw + kj) * ld;
                     int lo, hi, off = ww.d * kj - ww.p;
-                    valid_cols(ww, kj, w_in, w_out, &lo, &hi);
+                    cpu_valid_cols(ww, kj, w_in, w_out, &lo, &hi);
                     for (int o = a; o < b; o++) {
                         int ih = o * win.s - win.p + win.d * ki;
                         if (ih < r0 || ih >= r1) continue;
@@ -253,6 +242,10 @@ void conv_cpu_forward(const ops_call *c)
     if (!direct) CHECK(c->ws != NULL);
     const float *wt = c->w;                                           /* (C_out, C_in / Q, k, k) */
     const float *bias = l->u.conv.bias ? c->w + (int64_t)c_out * Kq : NULL; /* (C_out) */
+    if (conv_dw_takes(l, x->c)) {
+        conv_dw_forward(c, bias);
+        return;
+    }
     if (conv_shift_takes(l, x->c)) {
         conv_shift_forward(c, bias);
         return;
@@ -310,6 +303,10 @@ void conv_cpu_backward(const ops_call *c)
     if (dx->p) {
         store = direct ? cpu_dx_store(c, 0) : (cpu_dx_begin(c, 0), false);
         cpu_check_rows(dx, lo, hi, in_h);
+    }
+    if (conv_dw_takes(l, c_in)) {
+        conv_dw_backward(c);
+        return;
     }
 
     for (int n0 = 0; n0 < dy->n; n0 += G) {

@@ -68,6 +68,23 @@ void conv_cpu_backward(const ops_call *c);
  * none). */
 bool conv_shift_takes(const net_layer *l, int c_in);
 void conv_shift_forward(const ops_call *c, const float *bias);
+/* A depthwise convolution directly (conv_dw.c): whether layer l takes that path (groups = C_in =
+ * C_out), its forward, and its backward once conv_cpu_backward has checked the rows and begun dx. */
+bool conv_dw_takes(const net_layer *l, int c_in);
+void conv_dw_forward(const ops_call *c, const float *bias);
+void conv_dw_backward(const ops_call *c);
+
+/* Output columns [*lo, *hi) of kernel column kj (window ww along W) whose input column lies inside
+ * the map (w_in wide); the others read padding. Computed once per tap, so the loops over a row
+ * carry no bounds test. */
+static inline void cpu_valid_cols(net_window ww, int kj, int w_in, int w_out, int *lo, int *hi)
+{
+    int off = ww.d * kj - ww.p; /* iw = ow * s + off */
+    int l = off >= 0 ? 0 : (-off + ww.s - 1) / ww.s;
+    int h = w_in - 1 - off < 0 ? 0 : (w_in - 1 - off) / ww.s + 1;
+    *lo = l < w_out ? l : w_out;
+    *hi = h < *lo ? *lo : h > w_out ? w_out : h;
+}
 void convt_cpu_forward(const ops_call *c);
 void convt_cpu_backward(const ops_call *c);
 void fc_cpu_forward(const ops_call *c);
