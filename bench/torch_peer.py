@@ -33,7 +33,9 @@ def main():
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         shape = layers[0].shape
         x = torch.randn(batch, *shape)
-        y = torch.randint(0, layers[-2].shape[0], (batch,))  # classes: the logits before the loss
+        logits = layers[-2].shape  # classes first; a per-pixel loss (the U-Net's) labels every place
+        per_pixel = layers[-1].kind == "loss" and layers[-1].args.get("pixel")
+        y = torch.randint(0, logits[0], (batch, *logits[1:]) if per_pixel else (batch,))
         best = float("inf")
         for i in range(iters + 1):
             t0 = time.perf_counter()
