@@ -58,6 +58,18 @@ bool cpu_dx_store(const ops_call *c, int j);
 /* Elements of one channel plane of view t in rows [a, b). */
 static inline int64_t cpu_plane_len(const ten *t, int a, int b) { return (int64_t)(b - a) * t->w; }
 
+/* Output columns [*lo, *hi) of kernel column kj (window ww along W) whose input column lies inside
+ * the map (w_in wide); the others read padding. Computed once per tap, so the loops over a row
+ * carry no bounds test. */
+static inline void cpu_valid_cols(net_window ww, int kj, int w_in, int w_out, int *lo, int *hi)
+{
+    int off = ww.d * kj - ww.p; /* iw = ow * s + off */
+    int l = off >= 0 ? 0 : (-off + ww.s - 1) / ww.s;
+    int h = w_in - 1 - off < 0 ? 0 : (w_in - 1 - off) / ww.s + 1;
+    *lo = l < w_out ? l : w_out;
+    *hi = h < *lo ? *lo : h > w_out ? w_out : h;
+}
+
 /* CHECKs that view t holds its whole map (fc, gap, apool, loss, mul). */
 void cpu_check_full(const ten *t, int full_h);
 
@@ -73,18 +85,6 @@ void conv_shift_forward(const ops_call *c, const float *bias);
 bool conv_dw_takes(const net_layer *l, int c_in);
 void conv_dw_forward(const ops_call *c, const float *bias);
 void conv_dw_backward(const ops_call *c);
-
-/* Output columns [*lo, *hi) of kernel column kj (window ww along W) whose input column lies inside
- * the map (w_in wide); the others read padding. Computed once per tap, so the loops over a row
- * carry no bounds test. */
-static inline void cpu_valid_cols(net_window ww, int kj, int w_in, int w_out, int *lo, int *hi)
-{
-    int off = ww.d * kj - ww.p; /* iw = ow * s + off */
-    int l = off >= 0 ? 0 : (-off + ww.s - 1) / ww.s;
-    int h = w_in - 1 - off < 0 ? 0 : (w_in - 1 - off) / ww.s + 1;
-    *lo = l < w_out ? l : w_out;
-    *hi = h < *lo ? *lo : h > w_out ? w_out : h;
-}
 void convt_cpu_forward(const ops_call *c);
 void convt_cpu_backward(const ops_call *c);
 void fc_cpu_forward(const ops_call *c);
