@@ -55,10 +55,7 @@ void cpu_check_full(const ten *t, int full_h)
 
 /* --- elementwise backward ------------------------------------------------------------------------ */
 
-/* The checks an elementwise backward (relu, engine/act.h's kinds) makes of rows [a, b) of m (what it
- * reads, m_h rows in all), dy and dx, and whether it stores into dx rather than adds: in place (dx
- * is dy) it stores, never accumulating into the buffer it reads; else as cpu_dx_store says. */
-static bool pointwise_dx_begin(const ops_call *c, const ten *m, int m_h)
+bool cpu_pointwise_dx_begin(const ops_call *c, const ten *m, int m_h)
 {
     const ten *dx = &c->dx[0], *dy = &c->dy;
     cpu_check_rows(m, c->a, c->b, m_h);
@@ -98,7 +95,7 @@ static void relu_backward(const ops_call *c)
     const ten *m = c->y.p ? &c->y : &c->x[0]; /* the mask's source */
     if (!dx->p) return;
     int a = c->a, b = c->b;
-    bool store = pointwise_dx_begin(c, m, c->l->h);
+    bool store = cpu_pointwise_dx_begin(c, m, c->l->h);
     int64_t len = cpu_plane_len(dy, a, b);
 #pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dy->n * dy->c * len))
     for (int n = 0; n < dy->n; n++)
@@ -269,71 +266,6 @@ static void loss_backward(const ops_call *c)
         }
 }
 
-/* --- elementwise activations (engine/act.h) ------------------------------------------------------ */
-
-/* One loop per kind, so that each inlines its own formula (and vectorizes where it can). */
-#define ACT_KINDS(X) X(NET_SIGMOID) X(NET_RELU6) X(NET_LEAKY) X(NET_SILU) X(NET_GELU) X(NET_HSWISH) X(NET_HSIGMOID)
-
-static void act_row_fwd(int kind, float slope, const float *x, float *y, int64_t len)
-{
-    switch (kind) {
-#define ACT_FWD_LOOP(K) \
-    case K: for (int64_t i = 0; i < len; i++) y[i] = act_fwd(K, slope, x[i]); break;
-        ACT_KINDS(ACT_FWD_LOOP)
-#undef ACT_FWD_LOOP
-    default: CHECK(0);
-    }
-}
-
-static void act_row_bwd(int kind, float slope, const float *m, const float *dy, float *dx, int64_t len, bool store)
-{
-    switch (kind) {
-#define ACT_BWD_LOOP(K) \
-    case K: \
-        for (int64_t i = 0; i < len; i++) { \
-            float g = act_dx(K, slope, m[i], dy[i]); \
-            dx[i] = store ? g : dx[i] + g; \
-        } \
-        break;
-        ACT_KINDS(ACT_BWD_LOOP)
-#undef ACT_BWD_LOOP
-    default: CHECK(0);
-    }
-}
-
-/* y = f(x) on rows [a, b); y may be x itself (relu6 and leakyrelu in place). */
-static void act_forward(const ops_call *c)
-{
-    const ten *x = &c->x[0], *y = &c->y;
-    cpu_check_rows(x, c->a, c->b, c->in_h[0]);
-    cpu_check_rows(y, c->a, c->b, c->l->h);
-    if (x->p == y->p) CHECK(x->row0 == y->row0 && x->h == y->h);
-    int64_t len = cpu_plane_len(x, c->a, c->b);
-    int kind = c->l->kind;
-    float slope = ACT_SLOPE(c->l);
-#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)x->n * x->c * len))
-    for (int n = 0; n < x->n; n++)
-        for (int ch = 0; ch < x->c; ch++) act_row_fwd(kind, slope, cpu_row(x, n, ch, c->a), cpu_row(y, n, ch, c->a), len);
-}
-
-/* dx (+)= dy * f'(what the kind keeps: y or x); in place (dx is dy) as relu's backward. */
-static void act_backward(const ops_call *c)
-{
-    const ten *dx = &c->dx[0], *dy = &c->dy;
-    bool keeps_y = kind_of(c->l)->keeps_y && c->y.p; /* a torch plan's relu6 keeps its input instead (lower.c) */
-    const ten *m = keeps_y ? &c->y : &c->x[0];
-    if (!dx->p) return;
-    int a = c->a, b = c->b;
-    bool store = pointwise_dx_begin(c, m, keeps_y ? c->l->h : c->in_h[0]);
-    int64_t len = cpu_plane_len(dy, a, b);
-    int kind = c->l->kind;
-    float slope = ACT_SLOPE(c->l);
-#pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dy->n * dy->c * len))
-    for (int n = 0; n < dy->n; n++)
-        for (int ch = 0; ch < dy->c; ch++)
-            act_row_bwd(kind, slope, cpu_row(m, n, ch, a), cpu_row(dy, n, ch, a), cpu_row(dx, n, ch, a), len, store);
-}
-
 /* --- dropout (engine/act.h: the mask) ------------------------------------------------------------ */
 
 /* y = x * mask * scale on rows [a, b), the mask drawn from c->key and kept in c->mask when given:
@@ -406,13 +338,13 @@ static const struct {
     [NET_BN] = {bn_cpu_forward, bn_cpu_backward, bn_cpu_stats},  [NET_FC] = {fc_cpu_forward, fc_cpu_backward},
     [NET_ADD] = {add_cpu_forward, add_cpu_backward},             [NET_GAP] = {gap_cpu_forward, gap_cpu_backward},
     [NET_APOOL] = {apool_cpu_forward, apool_cpu_backward},       [NET_LOSS] = {loss_forward, loss_backward},
-    [NET_SIGMOID] = {act_forward, act_backward},         [NET_RELU6] = {act_forward, act_backward},
-    [NET_LEAKY] = {act_forward, act_backward},           [NET_SILU] = {act_forward, act_backward},
-    [NET_GELU] = {act_forward, act_backward},            [NET_HSWISH] = {act_forward, act_backward},
+    [NET_SIGMOID] = {act_cpu_forward, act_cpu_backward},         [NET_RELU6] = {act_cpu_forward, act_cpu_backward},
+    [NET_LEAKY] = {act_cpu_forward, act_cpu_backward},           [NET_SILU] = {act_cpu_forward, act_cpu_backward},
+    [NET_GELU] = {act_cpu_forward, act_cpu_backward},            [NET_HSWISH] = {act_cpu_forward, act_cpu_backward},
     [NET_DROPOUT] = {dropout_forward, dropout_backward}, [NET_UPSAMPLE] = {upsample_cpu_forward, upsample_cpu_backward},
     [NET_BILINEAR] = {bilinear_cpu_forward, bilinear_cpu_backward}, [NET_GNORM] = {gnorm_cpu_forward, gnorm_cpu_backward},
     [NET_LNORM] = {lnorm_cpu_forward, lnorm_cpu_backward}, [NET_SCALE] = {scale_forward, scale_backward},
-    [NET_CONCAT] = {concat_cpu_forward, concat_cpu_backward}, [NET_HSIGMOID] = {act_forward, act_backward},
+    [NET_CONCAT] = {concat_cpu_forward, concat_cpu_backward}, [NET_HSIGMOID] = {act_cpu_forward, act_cpu_backward},
     [NET_MUL] = {mul_forward, mul_backward}, [NET_SLICE] = {channels_cpu_forward, channels_cpu_backward},
     [NET_SHUFFLE] = {channels_cpu_forward, channels_cpu_backward},
 };

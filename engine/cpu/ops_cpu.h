@@ -1,7 +1,9 @@
-/* ops_cpu: what the files of the CPU backend share. ops_cpu.c holds the table, the pointwise, loss
- * and dropout kernels and the optimizers; pool_cpu.c pooling and resampling; conv_cpu.c the two
- * kernels that are matrix products (convolution and fully connected), through CBLAS sgemm;
- * bn_cpu.c the normalizations; join_cpu.c add, concat and the channel selections.
+/* ops_cpu: what the files of the CPU backend share. ops_cpu.c holds the table, the pointwise
+ * (relu, mul, scale), loss and dropout kernels and the optimizers; act_cpu.c the other
+ * activations; pool_cpu.c pooling and resampling; conv_cpu.c the two kernels that are matrix
+ * products (convolution and fully connected), through CBLAS sgemm, with conv_shift.c (a stride-1
+ * forward without im2col) and conv_dw.c (depthwise, no products); bn_cpu.c the normalizations;
+ * join_cpu.c add, concat and the channel selections.
  *
  * Conventions (those of ops.h): rows are full-map indices; a tensor view holds rows
  * [row0, row0 + h). Weight gradients are += across bands; an input gradient is = for its first
@@ -70,9 +72,16 @@ static inline void cpu_valid_cols(net_window ww, int kj, int w_in, int w_out, in
     *hi = h < *lo ? *lo : h > w_out ? w_out : h;
 }
 
+/* The checks an elementwise backward (relu, engine/act.h's kinds) makes of rows [a, b) of m (what it
+ * reads, m_h rows in all), dy and dx, and whether it stores into dx rather than adds: in place (dx
+ * is dy) it stores, never accumulating into the buffer it reads; else as cpu_dx_store says. */
+bool cpu_pointwise_dx_begin(const ops_call *c, const ten *m, int m_h);
+
 /* CHECKs that view t holds its whole map (fc, gap, apool, loss, mul). */
 void cpu_check_full(const ten *t, int full_h);
 
+void act_cpu_forward(const ops_call *c);
+void act_cpu_backward(const ops_call *c);
 void conv_cpu_forward(const ops_call *c);
 void conv_cpu_backward(const ops_call *c);
 /* A stride-1 convolution's forward as shifted products (conv_shift.c): whether layer l (c_in input
