@@ -40,10 +40,13 @@ ACT_FN int act_is(int kind) { return (kind >= NET_SIGMOID && kind <= NET_HSWISH)
 ACT_FN float act_clamp6(float t) { return t < 0.0f ? 0.0f : t > 6.0f ? 6.0f : t; }
 
 /* GELU given erf(x / sqrt 2) (erf_v) and, for its gradient, exp(-x^2 / 2) (exp_v), which a backend
- * may compute apart: the CPU four at a time through glibc's vector math library (ops_cpu.c). */
+ * may compute apart: the CPU four at a time through glibc's vector math library (act_cpu.c). */
 #define ACT_RSQRT2 0.70710678118654752f
 ACT_FN float act_gelu(float x, float erf_v) { return x * 0.5f * (1.0f + erf_v); }
-ACT_FN float act_gelu_grad(float m, float erf_v, float exp_v) { return 0.5f * (1.0f + erf_v) + m * (exp_v * 0.39894228040143268f); }
+ACT_FN float act_gelu_grad(float m, float erf_v, float exp_v)
+{
+    return 0.5f * (1.0f + erf_v) + m * (exp_v * 0.39894228040143268f);
+}
 
 /* SiLU and the sigmoid given exp(-x) (e), which the CPU also computes apart. */
 ACT_FN float act_silu(float x, float e) { return x / (1.0f + e); }
