@@ -109,17 +109,16 @@ static void gelu_row_bwd(const float *m, const float *dy, float *dx, int64_t len
     }
 }
 
-/* One loop per kind, so that each inlines its own formula (and vectorizes where it can). */
-#define ACT_KINDS(X) X(NET_SIGMOID) X(NET_RELU6) X(NET_LEAKY) X(NET_HSWISH) X(NET_HSIGMOID)
+/* One loop per kind, so that each inlines its own formula (and vectorizes where it can). GELU and
+ * SiLU take the chunked rows above, and so does the sigmoid's forward (its backward reads y alone). */
+#define ACT_KINDS(X) X(NET_RELU6) X(NET_LEAKY) X(NET_HSWISH) X(NET_HSIGMOID)
 
 static void act_row_fwd(int kind, float slope, const float *x, float *y, int64_t len)
 {
-    if (kind == NET_GELU || kind == NET_SILU || kind == NET_SIGMOID) {
-        if (kind == NET_GELU) gelu_row_fwd(x, y, len);
-        else silu_row_fwd(kind, x, y, len);
-        return;
-    }
     switch (kind) {
+    case NET_GELU: gelu_row_fwd(x, y, len); break;
+    case NET_SILU:
+    case NET_SIGMOID: silu_row_fwd(kind, x, y, len); break;
 #define ACT_FWD_LOOP(K) \
     case K: for (int64_t i = 0; i < len; i++) y[i] = act_fwd(K, slope, x[i]); break;
         ACT_KINDS(ACT_FWD_LOOP)
@@ -130,12 +129,9 @@ static void act_row_fwd(int kind, float slope, const float *x, float *y, int64_t
 
 static void act_row_bwd(int kind, float slope, const float *m, const float *dy, float *dx, int64_t len, bool store)
 {
-    if (kind == NET_GELU || kind == NET_SILU) {
-        if (kind == NET_GELU) gelu_row_bwd(m, dy, dx, len, store);
-        else silu_row_bwd(m, dy, dx, len, store);
-        return;
-    }
     switch (kind) {
+    case NET_GELU: gelu_row_bwd(m, dy, dx, len, store); break;
+    case NET_SILU: silu_row_bwd(m, dy, dx, len, store); break;
 #define ACT_BWD_LOOP(K) \
     case K: \
         for (int64_t i = 0; i < len; i++) { \
@@ -144,6 +140,7 @@ static void act_row_bwd(int kind, float slope, const float *m, const float *dy, 
         } \
         break;
         ACT_KINDS(ACT_BWD_LOOP)
+        ACT_BWD_LOOP(NET_SIGMOID)
 #undef ACT_BWD_LOOP
     default: CHECK(0);
     }
