@@ -99,5 +99,11 @@ void oc_fd_grad(lcase *k, float *p, int64_t n, float *fd);
 /* Backward on whole maps into dx views full of garbage (!dx_acc must overwrite) and a zeroed dw. */
 void oc_analytic(lcase *k);
 bool oc_same_bits(const float *a, const float *b, int64_t n);
+/* Test 2 of test_ops.c (ops_band.c): layer `text` at batch N on bands of its output rows, an
+ * uneven partition and then a row a band, each against the whole maps. */
+void oc_band_case(const char *name, const char *text, ops_bn bn, int N);
+/* A view shaped like whole-map `like` holding rows [lo, hi): copied from the whole-map values
+ * src_full, or filled with `fill` when src_full is NULL. */
+ten oc_band_view(const ten *like, const float *src_full, int lo, int hi, float fill);
 
 #endif

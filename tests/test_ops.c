@@ -4,7 +4,7 @@
  *     the loss), central differences of J over every element of every input and parameter
  *     against backward with dy = r. Also: forward and backward run twice give bitwise the same
  *     results (determinism), and a backward overwrites a dx view full of garbage (!dx_acc).
- *  2. Bands, for the kinds that run on rows (conv, pools, bn frozen, relu, add): output rows
+ *  2. Bands (ops_band.c), for the kinds that run on rows (conv, pools, bn frozen, relu, add): output rows
  *     [a, b) computed from a view holding only the input rows they need equal the whole-map
  *     rows, rows of y outside [a, b) are untouched, and backward over a partition of the output
  *     rows sums to the whole-map dx and dw, both accumulating into one whole-map dx (dx_acc
@@ -12,7 +12,8 @@
  *     come back zero). The relu runs in place too (its backward leaves rows outside [a, b) alone).
  *  2b. Convolutions large enough that conv_cpu runs them a stretch of output rows at a time (and
  *     a band whose edges fall inside stretches) against a direct double-precision convolution:
- *     y, dx, dw and the bias gradient.
+ *     y, dx, dw and the bias gradient; and that each runs by the path it should (im2col, shifted
+ *     products or depthwise loops; its data gradient by col2im or flipped).
  *  3. Batch-norm statistics (train: batch ones and the running update; frozen: running ones)
  *     against a double reference, and two SGD-momentum and two Adam steps against torch.optim
  *     (PyTorch 1.13).
@@ -68,193 +69,6 @@ static void fd_case(const char *name, const char *text, ops_bn bn, int N)
     oc_free(&k);
 }
 
-/* --- bands --------------------------------------------------------------------------------------- */
-
-/* Input rows [lo, hi) that output rows [a, b) read from input j, clipped to the map. */
-static void in_rows(const lcase *k, int j, int a, int b, int *lo, int *hi)
-{
-    int h = k->net.layers[k->l->in[j]].h;
-    net_window_rows(net_layer_window(k->l), a, b, lo, hi);
-    if (*lo < 0) *lo = 0;
-    if (*hi > h) *hi = h;
-}
-
-/* A view shaped like whole-map `like` holding rows [lo, hi): copied from the whole-map values
- * src_full, or filled with `fill` when src_full is NULL. */
-static ten band_view(const ten *like, const float *src_full, int lo, int hi, float fill)
-{
-    ten v = oc_ten_new(like->n, like->c, hi - lo, like->w, lo);
-    int64_t plane = (int64_t)(hi - lo) * like->w;
-    for (int n = 0; n < like->n; n++)
-        for (int ch = 0; ch < like->c; ch++) {
-            float *dst = v.p + ((int64_t)n * like->c + ch) * plane;
-            if (src_full)
-                memcpy(dst, src_full + (((int64_t)n * like->c + ch) * like->h + lo) * like->w, (size_t)plane * sizeof(float));
-            else
-                for (int64_t i = 0; i < plane; i++) dst[i] = fill;
-        }
-    return v;
-}
-
-/* Copies rows [a, b) of a band view into the same rows of a whole-map buffer (add: += ). */
-static void band_put(float *full, const ten *like_full, const ten *v, int a, int b, bool add)
-{
-    for (int n = 0; n < v->n; n++)
-        for (int ch = 0; ch < v->c; ch++)
-            for (int o = a; o < b; o++) {
-                const float *s = v->p + (((int64_t)n * v->c + ch) * v->h + (o - v->row0)) * v->w;
-                float *d = full + (((int64_t)n * like_full->c + ch) * like_full->h + o) * like_full->w;
-                for (int i = 0; i < v->w; i++) d[i] = add ? d[i] + s[i] : s[i];
-            }
-}
-
-/* Every value of view v outside rows [a, b) equals `val`. */
-static bool rows_outside_are(const ten *v, int a, int b, float val)
-{
-    for (int n = 0; n < v->n; n++)
-        for (int ch = 0; ch < v->c; ch++)
-            for (int o = v->row0; o < v->row0 + v->h; o++) {
-                if (o >= a && o < b) continue;
-                const float *s = v->p + (((int64_t)n * v->c + ch) * v->h + (o - v->row0)) * v->w;
-                for (int i = 0; i < v->w; i++)
-                    if (memcmp(&s[i], &val, sizeof val)) return false;
-            }
-    return true;
-}
-
-/* Runs the layer on the bands of `cuts` (n_cuts + 1 boundaries) against its whole-map results. */
-/* What the bands of one partition gather: y's rows assembled, dx accumulated in place (a) and
- * summed from band views (b), dw, and the flags of what must hold. */
-typedef struct {
-    float *yb, *dxa[NET_MAX_IN], *dxb[NET_MAX_IN], *dwa;
-    int64_t *am_full;
-    bool argmax_ok, y_untouched, dx_zeroed;
-} band_acc;
-
-/* Output rows [a, b): forward from a view of the input rows they need, then backward twice — into
- * the whole-map dx (accumulating after the first band) and into band views of dx. */
-static void one_band(lcase *k, int a, int b, bool first, band_acc *s)
-{
-    const net_layer *l = k->l;
-    int Ho = l->h;
-    ops_call c = {.l = l, .a = a, .b = b, .w = k->w, .bn = k->bn, .running = k->running};
-    ten xv[NET_MAX_IN] = {0}, dxv[NET_MAX_IN] = {0};
-    int lo[NET_MAX_IN], hi[NET_MAX_IN];
-    for (int j = 0; j < k->n_in; j++) {
-        c.in_h[j] = k->net.layers[l->in[j]].h, c.in_c[j] = k->net.layers[l->in[j]].c;
-        in_rows(k, j, a, b, &lo[j], &hi[j]);
-        xv[j] = band_view(&k->x[j], k->x[j].p, lo[j], hi[j], 0.0f);
-        c.x[j] = xv[j];
-    }
-    /* y holds one row more than computed on each side: row0 != a, and those rows must stay */
-    int ya = a > 0 ? a - 1 : 0, yb_ = b < Ho ? b + 1 : Ho;
-    ten yv = band_view(&k->y, NULL, ya, yb_, 12345.0f);
-    int64_t *am = calloc((size_t)k->y.n * k->y.c * (b - a) * k->y.w, sizeof(int64_t));
-    uint8_t *mask = calloc((size_t)k->y.n * k->y.c * (b - a) * k->y.w, 1); /* this band's rows */
-    float *stats = calloc(2 * 64 + (size_t)kind_aux_bytes(&k->net, k->L, b - a, k->y.n) / 4, sizeof(float)); /* lnorm's: per place */
-    int64_t wsb = sched_workspace_bytes(&k->net, k->L, b - a, k->y.n);
-    float *ws = wsb ? malloc((size_t)wsb) : NULL; /* exactly what the scheduler budgets */
-    c.y = yv, c.argmax = am, c.mask = mask, c.key = KEY, c.stats = stats, c.ws = ws, c.ws_bytes = wsb;
-    ops_cpu.forward(&c);
-    band_put(s->yb, &k->y, &yv, a, b, false);
-    s->y_untouched &= rows_outside_are(&yv, a, b, 12345.0f);
-    if (s->am_full)
-        for (int n = 0; n < k->y.n; n++)
-            for (int ch = 0; ch < k->y.c; ch++)
-                for (int64_t i = 0; i < (int64_t)(b - a) * k->y.w; i++)
-                    s->argmax_ok &= am[((int64_t)n * k->y.c + ch) * (b - a) * k->y.w + i] ==
-                                 s->am_full[(((int64_t)n * k->y.c + ch) * Ho + a) * k->y.w + i];
-
-    /* backward A: into whole-map dx, accumulating after the first band; dw += */
-    c.dy = band_view(&k->y, k->r, a, b, 0.0f);
-    c.dw = s->dwa;
-    for (int j = 0; j < k->n_in; j++) {
-        c.dx[j] = k->dx[j];
-        c.dx[j].p = s->dxa[j];
-        c.dx_acc[j] = !first;
-    }
-    ops_cpu.backward(&c);
-    /* backward B: band views of dx, one row wider on each side, full of garbage, !dx_acc */
-    c.dw = NULL;
-    for (int j = 0; j < k->n_in; j++) {
-        if (!s->dxa[j]) continue;
-        int h = c.in_h[j], va = lo[j] > 0 ? lo[j] - 1 : 0, vb = hi[j] < h ? hi[j] + 1 : h;
-        dxv[j] = band_view(&k->dx[j], NULL, va, vb, -7.0f);
-        c.dx[j] = dxv[j];
-        c.dx_acc[j] = false;
-    }
-    ops_cpu.backward(&c);
-    for (int j = 0; j < k->n_in; j++) {
-        if (!s->dxa[j]) continue;
-        s->dx_zeroed &= rows_outside_are(&dxv[j], lo[j], hi[j], 0.0f);
-        band_put(s->dxb[j], &k->dx[j], &dxv[j], dxv[j].row0, dxv[j].row0 + dxv[j].h, true);
-        free(dxv[j].p);
-    }
-    for (int j = 0; j < k->n_in; j++) free(xv[j].p);
-    free(yv.p), free(c.dy.p), free(am), free(mask), free(ws), free(stats);
-}
-
-static void band_partition(lcase *k, const char *name, const int *cuts, int n_bands)
-{
-    const net_layer *l = k->l;
-    char what[160];
-    int64_t ny = oc_ten_len(&k->y);
-    band_acc acc = {.yb = calloc((size_t)ny, sizeof(float)), .dwa = calloc((size_t)k->nw + 1, sizeof(float)),
-                    .am_full = l->kind == NET_MAXPOOL ? k->argmax : NULL, .argmax_ok = true, .y_untouched = true, .dx_zeroed = true};
-    band_acc *s = &acc;
-    for (int j = 0; j < k->n_in; j++)
-        if (k->dx[j].p) {
-            s->dxa[j] = malloc((size_t)oc_ten_len(&k->dx[j]) * sizeof(float));
-            for (int64_t i = 0; i < oc_ten_len(&k->dx[j]); i++) s->dxa[j][i] = -7.0f; /* garbage the first band clears */
-            s->dxb[j] = calloc((size_t)oc_ten_len(&k->dx[j]), sizeof(float));
-        }
-    for (int bi = 0; bi < n_bands; bi++) one_band(k, cuts[bi], cuts[bi + 1], bi == 0, s);
-
-    snprintf(what, sizeof what, "band %s %d bands: y", name, n_bands);
-    oc_compare(&oc_w_band_fwd, what, s->yb, k->y.p, ny, BAND_FWD_TOL, BAND_FWD_TOL);
-    snprintf(what, sizeof what, "band %s %d bands: y rows outside [a, b) untouched", name, n_bands);
-    oc_expect(s->y_untouched, what);
-    if (s->am_full) {
-        snprintf(what, sizeof what, "band %s %d bands: argmax", name, n_bands);
-        oc_expect(s->argmax_ok, what);
-    }
-    for (int j = 0; j < k->n_in; j++) {
-        if (!s->dxa[j]) continue;
-        int64_t n = oc_ten_len(&k->dx[j]);
-        snprintf(what, sizeof what, "band %s %d bands: dx[%d] accumulated", name, n_bands, j);
-        oc_compare(&oc_w_band_bwd, what, s->dxa[j], k->dx[j].p, n, BAND_BWD_TOL, BAND_BWD_TOL);
-        snprintf(what, sizeof what, "band %s %d bands: dx[%d] views summed", name, n_bands, j);
-        oc_compare(&oc_w_band_bwd, what, s->dxb[j], k->dx[j].p, n, BAND_BWD_TOL, BAND_BWD_TOL);
-        free(s->dxa[j]), free(s->dxb[j]);
-    }
-    snprintf(what, sizeof what, "band %s %d bands: dx view rows not reached are zero", name, n_bands);
-    oc_expect(s->dx_zeroed, what);
-    if (k->nw) {
-        snprintf(what, sizeof what, "band %s %d bands: dw", name, n_bands);
-        oc_compare(&oc_w_band_bwd, what, s->dwa, k->dw, k->nw, BAND_BWD_TOL, BAND_BWD_TOL);
-    }
-    free(s->yb), free(s->dwa);
-}
-
-static void band_case(const char *name, const char *text, ops_bn bn, int N)
-{
-    lcase k;
-    oc_init(&k, text, N, bn);
-    oc_analytic(&k); /* whole-map y, argmax, dx, dw */
-    int Ho = k.l->h, n = 0, *cuts = malloc(((size_t)Ho + 2) * sizeof(int));
-    /* an uneven partition: the first row alone, then two halves */
-    cuts[n++] = 0;
-    if (Ho > 1) cuts[n++] = 1;
-    if (Ho / 2 > 1) cuts[n++] = Ho / 2;
-    cuts[n++] = Ho;
-    band_partition(&k, name, cuts, n - 1);
-    /* one row per band */
-    for (int i = 0; i <= Ho; i++) cuts[i] = i;
-    band_partition(&k, name, cuts, Ho);
-    free(cuts);
-    oc_free(&k);
-}
-
 /* --- relu in place ---------------------------------------------------------------------------- */
 
 /* y, dx, dw (bias last) of conv layer k->l by direct loops in double, dy = k->r; output channel co
@@ -294,19 +108,22 @@ static void conv_reference(const lcase *k, float *y, float *dx, float *dw)
 /* Convolutions on larger maps (products in several stretches of rows; wide rows): whole maps
  * against the direct reference, then bands against the whole map (band edges inside stretches);
  * and that the layer takes the path `via` names: im2col's products, the forward's shifted products
- * (engine/cpu/conv_shift.c) or the depthwise loops (engine/cpu/conv_dw.c). */
+ * (engine/cpu/conv_shift.c) or the depthwise loops (engine/cpu/conv_dw.c), and its data gradient
+ * by col2im or, `flipped`, as a forward convolution of dy (conv_cpu.c). */
 typedef enum { VIA_IM2COL, VIA_SHIFT, VIA_DW } conv_via;
 
-static void stretch_case(const char *name, const char *text, conv_via via)
+static void stretch_case(const char *name, const char *text, conv_via via, bool flipped)
 {
     static const char *const names[] = {"im2col", "shifted products", "depthwise loops"};
     lcase k;
-    char what[160];
+    char what[200];
     oc_init(&k, text, 2, OPS_BN_TRAIN);
     int c_in = k.x[0].c;
     conv_via got = conv_dw_takes(k.l, c_in) ? VIA_DW : conv_shift_takes(k.l, c_in) ? VIA_SHIFT : VIA_IM2COL;
-    snprintf(what, sizeof what, "%s: runs by %s (wanted: %s)", name, names[got], names[via]);
-    oc_expect(got == via, what);
+    bool got_flipped = conv_dxf_takes(k.l, c_in, k.x[0].w, k.x[0].n);
+    snprintf(what, sizeof what, "%s: runs by %s, dx %s (wanted: %s, dx %s)", name, names[got], got_flipped ? "flipped" : "by col2im",
+             names[via], flipped ? "flipped" : "by col2im");
+    oc_expect(got == via && got_flipped == flipped, what);
     oc_analytic(&k);
     int64_t ny = oc_ten_len(&k.y), nx = oc_ten_len(&k.x[0]);
     float *y = malloc((size_t)ny * sizeof(float)), *dx = malloc((size_t)nx * sizeof(float)), *dw = malloc((size_t)k.nw * sizeof(float));
@@ -319,7 +136,7 @@ static void stretch_case(const char *name, const char *text, conv_via via)
     oc_compare(&oc_w_ref, what, k.dw, dw, k.nw, REF_TOL, REF_TOL);
     free(y), free(dx), free(dw);
     oc_free(&k);
-    band_case(name, text, OPS_BN_TRAIN, 2);
+    oc_band_case(name, text, OPS_BN_TRAIN, 2);
 }
 
 static void inplace_case(const char *kind, const char *keys)
@@ -341,10 +158,10 @@ static void inplace_case(const char *kind, const char *keys)
     oc_compare(&oc_w_fd, what, io.p, k.y.p, n, 0.0, 0.0);
     /* backward: dx is dy, rows 2..4 of a view holding rows 1..5; rows 1 and 5 are left alone
      * (ops.h: an in-place relu's buffer may be shared with bands that own the other rows) */
-    ten d = band_view(&k.y, k.r, 1, 6, 0.0f), yv = band_view(&k.y, k.y.p, 1, 6, 0.0f);
+    ten d = oc_band_view(&k.y, k.r, 1, 6, 0.0f), yv = oc_band_view(&k.y, k.y.p, 1, 6, 0.0f);
     c = (ops_call){.l = k.l, .in_h = {9}, .a = 2, .b = 5, .y = yv, .dy = d, .dx = {d}, .dx_acc = {false}};
     ops_cpu.backward(&c);
-    ten ref = band_view(&k.dx[0], k.dx[0].p, 1, 6, 0.0f);
+    ten ref = oc_band_view(&k.dx[0], k.dx[0].p, 1, 6, 0.0f);
     for (int im = 0; im < 2; im++)
         for (int ch = 0; ch < 3; ch++)
             for (int i = 0; i < 8; i++) { /* the reference's rows 1 and 5: dy as it was */
@@ -544,6 +361,44 @@ static const struct {
     {"loss per pixel of one class", "input x c=1 h=2 w=3\nloss t pixel=1\n", 0, false},
 };
 
+/* The convolutions stretch_case runs (batch 2). */
+static const struct {
+    const char *name, *text;
+    conv_via via;
+    bool flipped;
+} stretches[] = {
+    /* K = 576 over 48x48 (stretches of 43 and 5 rows); K = 288 over 100x100, dilated (36, 36, 28
+     * rows); K = 576 over 100x28, too narrow for the shifted forward, so its im2col in stretches too.
+     * Fewer outputs than inputs: their data gradient flipped */
+    {"conv k3 p1, 64 channels in, 48x48", "input x c=64 h=48 w=48\nconv t c=8 k=3 p=1\n" END, VIA_SHIFT, true},
+    {"conv k3 p2 d2, 32 channels in, 100x100", "input x c=32 h=100 w=100\nconv t c=4 k=3 p=2 d=2\n" END, VIA_SHIFT, true},
+    {"conv k3 p1, 64 channels in, 100x28", "input x c=64 h=100 w=28\nconv t c=8 k=3 p=1\n" END, VIA_IM2COL, true},
+    /* the shifted forward with kernels, padding and dilation that differ by axis; a k x 1 kernel
+     * never takes it (its padded rows alone are im2col's col at one row) */
+    {"conv k1x7 p0x3, 32 channels in, 12x120", "input x c=32 h=12 w=120\nconv t c=4 k=1x7 p=0x3\n" END, VIA_SHIFT, true},
+    {"conv k7x1 p3x0, 16 channels in, 30x20", "input x c=16 h=30 w=20\nconv t c=4 k=7x1 p=3x0\n" END, VIA_IM2COL, true},
+    {"conv k3x5 p1x4 d1x2, 24 channels in, 20x140", "input x c=24 h=20 w=140\nconv t c=6 k=3x5 p=1x4 d=1x2\n" END, VIA_SHIFT, true},
+    /* the data gradient by col2im in stretches: as many outputs as inputs, more, and fewer where
+     * the flipped way's weights and one row do not fit into the workspace at one row (8 wide) */
+    {"conv k3 p1, 16 channels in and out, 48x48", "input x c=16 h=48 w=48\nconv t c=16 k=3 p=1\n" END, VIA_SHIFT, false},
+    {"conv k3 p2 d2, 8 channels in, 16 out, 30x100", "input x c=8 h=30 w=100\nconv t c=16 k=3 p=2 d=2\n" END, VIA_IM2COL, false},
+    {"conv k3 p1, 64 channels in, 32 out, 12x8", "input x c=64 h=12 w=8\nconv t c=32 k=3 p=1\n" END, VIA_IM2COL, false},
+    /* flipped on small maps: dilation without padding, padding that grows the map (p' = 0), an
+     * even kernel that differs by axis; a stride never */
+    {"conv k3 p1, 8 in 4 out, 9x8", "input x c=8 h=9 w=8\nconv t c=4 k=3 p=1\n" END, VIA_IM2COL, true},
+    {"conv k3 d2 p0, 6 in 2 out, 11x9", "input x c=6 h=11 w=9\nconv t c=2 k=3 d=2 bias=0\n" END, VIA_IM2COL, true},
+    {"conv k3 p2, 6 in 3 out, 7x9", "input x c=6 h=7 w=9\nconv t c=3 k=3 p=2\n" END, VIA_IM2COL, true},
+    {"conv k2x3 p1x0, 5 in 2 out, 8x8", "input x c=5 h=8 w=8\nconv t c=2 k=2x3 p=1x0\n" END, VIA_IM2COL, true},
+    {"conv k3 s2 p1, 8 in 4 out, 9x8", "input x c=8 h=9 w=8\nconv t c=4 k=3 s=2 p=1\n" END, VIA_IM2COL, false},
+    /* depthwise: rows wide enough for the filter gradient's lanes, strides, dilation, a 7x7 with
+     * its bias (ConvNeXt's), windows that differ by axis; two outputs a channel is not depthwise */
+    {"depthwise k3 p1, 32 channels, 20x70", "input x c=32 h=20 w=70\nconv t c=32 k=3 p=1 groups=32 bias=0\n" END, VIA_DW, false},
+    {"depthwise k3 s2 p1, 16 channels, 21x45", "input x c=16 h=21 w=45\nconv t c=16 k=3 s=2 p=1 groups=16\n" END, VIA_DW, false},
+    {"depthwise k7 p3, 8 channels, 14x40", "input x c=8 h=14 w=40\nconv t c=8 k=7 p=3 groups=8\n" END, VIA_DW, false},
+    {"depthwise k3x5 s2x1 p1x4 d1x2, 6 channels, 15x50", "input x c=6 h=15 w=50\nconv t c=6 k=3x5 s=2x1 p=1x4 d=1x2 groups=6\n" END, VIA_DW, false},
+    {"groups=C_in, two outputs a channel, 10x40", "input x c=4 h=10 w=40\nconv t c=8 k=3 p=1 groups=4\n" END, VIA_IM2COL, false},
+};
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -554,25 +409,9 @@ int main(int argc, char **argv)
     inplace_case("relu6", "");
     inplace_case("leakyrelu", "slope=0.2");
     for (int i = 0; i < nc; i++)
-        if (cases[i].band) band_case(cases[i].name, cases[i].text, cases[i].bn, cases[i].n ? cases[i].n : 2);
-    /* K = 576 over 48x48 (stretches of 43 and 5 rows); K = 288 over 100x100, dilated (36, 36, 28
-     * rows); K = 576 over 100x28, too narrow for the shifted forward, so its im2col in stretches too */
-    stretch_case("conv k3 p1, 64 channels in, 48x48", "input x c=64 h=48 w=48\nconv t c=8 k=3 p=1\n" END, VIA_SHIFT);
-    stretch_case("conv k3 p2 d2, 32 channels in, 100x100", "input x c=32 h=100 w=100\nconv t c=4 k=3 p=2 d=2\n" END, VIA_SHIFT);
-    stretch_case("conv k3 p1, 64 channels in, 100x28", "input x c=64 h=100 w=28\nconv t c=8 k=3 p=1\n" END, VIA_IM2COL);
-    /* the shifted forward with kernels, padding and dilation that differ by axis; a k x 1 kernel
-     * never takes it (its padded rows alone are im2col's col at one row) */
-    stretch_case("conv k1x7 p0x3, 32 channels in, 12x120", "input x c=32 h=12 w=120\nconv t c=4 k=1x7 p=0x3\n" END, VIA_SHIFT);
-    stretch_case("conv k7x1 p3x0, 16 channels in, 30x20", "input x c=16 h=30 w=20\nconv t c=4 k=7x1 p=3x0\n" END, VIA_IM2COL);
-    stretch_case("conv k3x5 p1x4 d1x2, 24 channels in, 20x140", "input x c=24 h=20 w=140\nconv t c=6 k=3x5 p=1x4 d=1x2\n" END, VIA_SHIFT);
-    /* depthwise: rows wide enough for the filter gradient's lanes, strides, dilation, a 7x7 with
-     * its bias (ConvNeXt's), windows that differ by axis; two outputs a channel is not depthwise */
-    stretch_case("depthwise k3 p1, 32 channels, 20x70", "input x c=32 h=20 w=70\nconv t c=32 k=3 p=1 groups=32 bias=0\n" END, VIA_DW);
-    stretch_case("depthwise k3 s2 p1, 16 channels, 21x45", "input x c=16 h=21 w=45\nconv t c=16 k=3 s=2 p=1 groups=16\n" END, VIA_DW);
-    stretch_case("depthwise k7 p3, 8 channels, 14x40", "input x c=8 h=14 w=40\nconv t c=8 k=7 p=3 groups=8\n" END, VIA_DW);
-    stretch_case("depthwise k3x5 s2x1 p1x4 d1x2, 6 channels, 15x50", "input x c=6 h=15 w=50\nconv t c=6 k=3x5 s=2x1 p=1x4 d=1x2 groups=6\n" END,
-                 VIA_DW);
-    stretch_case("groups=C_in, two outputs a channel, 10x40", "input x c=4 h=10 w=40\nconv t c=8 k=3 p=1 groups=4\n" END, VIA_IM2COL);
+        if (cases[i].band) oc_band_case(cases[i].name, cases[i].text, cases[i].bn, cases[i].n ? cases[i].n : 2);
+    for (size_t i = 0; i < sizeof stretches / sizeof *stretches; i++)
+        stretch_case(stretches[i].name, stretches[i].text, stretches[i].via, stretches[i].flipped);
     bn_statistics();
     dropout_masks();
     optimizers();

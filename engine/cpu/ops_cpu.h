@@ -89,6 +89,9 @@ void conv_cpu_backward(const ops_call *c);
  * none). */
 bool conv_shift_takes(const net_layer *l, int c_in);
 void conv_shift_forward(const ops_call *c, const float *bias);
+/* Whether convolution l (c_in input channels w_in wide) takes its data gradient as a forward
+ * convolution of dy through the flipped window, for every call at this batch (conv_cpu.c). */
+bool conv_dxf_takes(const net_layer *l, int c_in, int w_in, int batch);
 /* A depthwise convolution directly (conv_dw.c): whether layer l takes that path (groups = C_in =
  * C_out), its forward, and its backward once conv_cpu_backward has checked the rows and begun dx. */
 bool conv_dw_takes(const net_layer *l, int c_in);

@@ -34,8 +34,13 @@ int64_t sched_workspace_bytes(const net *n, int L, int rows, int batch)
     }
     if (l->kind == NET_BILINEAR && rows > 0) return (int64_t)l->w * 16; /* ops_cpu.c: every output column's taps */
     if (l->kind != NET_CONV || rows <= 0) return 0;
+    return sched_cpu_conv_ws_bytes(l, n->layers[l->in[0]].c, rows, batch);
+}
+
+int64_t sched_cpu_conv_ws_bytes(const net_layer *l, int c_in, int rows, int batch)
+{
     net_window w = l->win, ww = l->win_w;
-    int64_t cols = (int64_t)rows * l->w, K = (int64_t)n->layers[l->in[0]].c * w.k * ww.k;
+    int64_t cols = (int64_t)rows * l->w, K = (int64_t)c_in * w.k * ww.k;
     int g = sched_cpu_conv_group(cols, batch);
     if (g == 1 && l->u.conv.groups == 1 && w.k == 1 && w.s == 1 && w.p == 0 && ww.k == 1 && ww.s == 1 && ww.p == 0)
         return 0; /* conv_cpu.c: a direct product */

@@ -395,6 +395,9 @@ extern const sched_ws_model sched_ws_cpu;
  * W_out): the fewest whose columns reach 128, at most the batch. sgemm runs ~20% slower on
  * ResNet-50's 49-column 7x7 maps than on two images' 98 side by side. */
 int sched_cpu_conv_group(int64_t cols, int batch);
+/* sched_workspace_bytes of convolution l (c_in input channels) on `rows` output rows; the engine's
+ * kernels ask it too, to fit what they lay out into the workspace at every row count. */
+int64_t sched_cpu_conv_ws_bytes(const net_layer *l, int c_in, int rows, int batch);
 /* The workspace of cfg's backend (cfg->ws, or the CPU's) for layer L's forward or backward on
  * `rows` output rows, as an estimate (held false, rows [0, rows)). */
 int64_t sched_cfg_workspace(const sched_cfg *cfg, const net *n, int layer, int rows, bool backward);
