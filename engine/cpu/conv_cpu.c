@@ -384,10 +384,10 @@ void conv_cpu_backward(const ops_call *c)
 
     for (int n0 = 0; n0 < dy->n; n0 += G) {
         int g = dy->n - n0 < G ? dy->n - n0 : G, ld = g * cols;
-        /* the group's dy (C_out, g*cols): in place for one image, else gathered */
+        /* the group's dy (C_out, g*cols): in place for one image, else gathered for the products */
         const float *dyn = cpu_row(dy, n0, 0, a);
         int dy_ld = (int)dy_plane;
-        if (g > 1) {
+        if (g > 1 && (dwt || (dx->p && !flipped))) {
             group_copy(dyg, dy, n0, g, a, cols, false);
             dyn = dyg, dy_ld = ld;
         }
