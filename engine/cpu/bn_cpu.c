@@ -314,31 +314,52 @@ void gnorm_cpu_backward(const ops_call *c)
 /* The place index of row r, column col of image n among rows [a, b) (lnorm's statistics). */
 static int64_t place(const ops_call *c, int n, int r, int col, int w) { return ((int64_t)n * (c->b - c->a) + (r - c->a)) * w + col; }
 
+/* Layer norm normalizes each place over its channels, which lie a plane apart: a place at a time
+ * read one float a cache line (ConvNeXt-tiny at batch 2: 32 ms of a 400 ms iteration). So a row's
+ * places go LN_COLS at a time, each channel's stretch of the row read whole into per-place sums,
+ * vector lanes across places. Each place's sums take their terms in channel order as before, in
+ * fp64, and its values go through the same expressions: the same bits. */
+enum { LN_COLS = 64 };
+
 void lnorm_cpu_forward(const ops_call *c)
 {
     const ten *x = &c->x[0], *y = &c->y;
     int C = x->c, a = c->a, b = c->b, W = x->w;
     int64_t places = (int64_t)x->n * (b - a) * W;
     const float *gamma = c->w, *beta = c->w + C;
+    double eps = (double)c->l->u.norm.eps;
     CHECK(c->stats != NULL);
     cpu_check_rows(x, a, b, c->in_h[0]);
     cpu_check_rows(y, a, b, c->l->h);
 #pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)x->n * C * (b - a) * W))
     for (int n = 0; n < x->n; n++)
         for (int r = a; r < b; r++)
-            for (int col = 0; col < W; col++) {
-                double s1 = 0.0, s2 = 0.0;
-                for (int ch = 0; ch < C; ch++) s1 += cpu_row(x, n, ch, r)[col];
-                double mu = s1 / C;
+            for (int c0 = 0; c0 < W; c0 += LN_COLS) {
+                int m = W - c0 < LN_COLS ? W - c0 : LN_COLS;
+                double s1[LN_COLS] = {0}, s2[LN_COLS] = {0}, mu[LN_COLS];
+                float mean[LN_COLS], invstd[LN_COLS];
                 for (int ch = 0; ch < C; ch++) {
-                    double d = cpu_row(x, n, ch, r)[col] - mu;
-                    s2 += d * d;
+                    const float *xr = cpu_row(x, n, ch, r) + c0;
+                    for (int j = 0; j < m; j++) s1[j] += xr[j];
                 }
-                float mean = (float)mu, invstd = (float)(1.0 / sqrt(s2 / C + (double)c->l->u.norm.eps));
-                int64_t k = place(c, n, r, col, W);
-                c->stats[k] = mean, c->stats[places + k] = invstd;
-                for (int ch = 0; ch < C; ch++)
-                    cpu_row(y, n, ch, r)[col] = (cpu_row(x, n, ch, r)[col] - mean) * invstd * gamma[ch] + beta[ch];
+                for (int j = 0; j < m; j++) mu[j] = s1[j] / C;
+                for (int ch = 0; ch < C; ch++) {
+                    const float *xr = cpu_row(x, n, ch, r) + c0;
+                    for (int j = 0; j < m; j++) {
+                        double d = xr[j] - mu[j];
+                        s2[j] += d * d;
+                    }
+                }
+                float *st = c->stats + place(c, n, r, c0, W);
+                for (int j = 0; j < m; j++) {
+                    mean[j] = (float)mu[j], invstd[j] = (float)(1.0 / sqrt(s2[j] / C + eps));
+                    st[j] = mean[j], st[places + j] = invstd[j];
+                }
+                for (int ch = 0; ch < C; ch++) {
+                    const float *xr = cpu_row(x, n, ch, r) + c0;
+                    float *yr = cpu_row(y, n, ch, r) + c0;
+                    for (int j = 0; j < m; j++) yr[j] = (xr[j] - mean[j]) * invstd[j] * gamma[ch] + beta[ch];
+                }
             }
 }
 
@@ -351,16 +372,15 @@ void lnorm_cpu_backward(const ops_call *c)
     CHECK(c->stats != NULL);
     cpu_check_rows(x, a, b, c->in_h[0]);
     cpu_check_rows(dy, a, b, c->l->h);
-    if (c->dw) /* per channel over the places, in order */
+    if (c->dw) /* per channel over the places, in order; a thread a channel */
+#pragma omp parallel for schedule(static) if (cpu_parallel((int64_t)dy->n * C * (b - a) * W))
         for (int ch = 0; ch < C; ch++) {
             double sg = 0.0, sb = 0.0;
             for (int n = 0; n < dy->n; n++)
                 for (int r = a; r < b; r++) {
                     const float *xr = cpu_row(x, n, ch, r), *g = cpu_row(dy, n, ch, r);
-                    for (int col = 0; col < W; col++) {
-                        int64_t k = place(c, n, r, col, W);
-                        sg += (double)g[col] * ((xr[col] - mean[k]) * invstd[k]), sb += g[col];
-                    }
+                    const float *mr = mean + place(c, n, r, 0, W), *ir = invstd + place(c, n, r, 0, W);
+                    for (int col = 0; col < W; col++) sg += (double)g[col] * ((xr[col] - mr[col]) * ir[col]), sb += g[col];
                 }
             c->dw[ch] += (float)sg, c->dw[C + ch] += (float)sb;
         }
@@ -370,19 +390,26 @@ void lnorm_cpu_backward(const ops_call *c)
 #pragma omp parallel for collapse(2) schedule(static) if (cpu_parallel((int64_t)dy->n * C * (b - a) * W))
     for (int n = 0; n < dy->n; n++)
         for (int r = a; r < b; r++)
-            for (int col = 0; col < W; col++) {
-                int64_t k = place(c, n, r, col, W);
-                float mu = mean[k], is = invstd[k];
-                double s1 = 0.0, s2 = 0.0;
+            for (int c0 = 0; c0 < W; c0 += LN_COLS) {
+                int m = W - c0 < LN_COLS ? W - c0 : LN_COLS;
+                const float *mu = mean + place(c, n, r, c0, W), *is = invstd + place(c, n, r, c0, W);
+                double s1[LN_COLS] = {0}, s2[LN_COLS] = {0};
+                float m1[LN_COLS], m2[LN_COLS];
                 for (int ch = 0; ch < C; ch++) {
-                    double gi = (double)cpu_row(dy, n, ch, r)[col] * gamma[ch];
-                    s1 += gi, s2 += gi * ((cpu_row(x, n, ch, r)[col] - mu) * is);
+                    const float *xr = cpu_row(x, n, ch, r) + c0, *g = cpu_row(dy, n, ch, r) + c0;
+                    for (int j = 0; j < m; j++) {
+                        double gi = (double)g[j] * gamma[ch];
+                        s1[j] += gi, s2[j] += gi * ((xr[j] - mu[j]) * is[j]);
+                    }
                 }
-                float m1 = (float)(s1 / C), m2 = (float)(s2 / C);
+                for (int j = 0; j < m; j++) m1[j] = (float)(s1[j] / C), m2[j] = (float)(s2[j] / C);
                 for (int ch = 0; ch < C; ch++) {
-                    float v = is * (cpu_row(dy, n, ch, r)[col] * gamma[ch] - m1 - (cpu_row(x, n, ch, r)[col] - mu) * is * m2);
-                    float *d = &cpu_row(dx, n, ch, r)[col];
-                    *d = store ? v : *d + v;
+                    const float *xr = cpu_row(x, n, ch, r) + c0, *g = cpu_row(dy, n, ch, r) + c0;
+                    float *d = cpu_row(dx, n, ch, r) + c0;
+                    for (int j = 0; j < m; j++) {
+                        float v = is[j] * (g[j] * gamma[ch] - m1[j] - (xr[j] - mu[j]) * is[j] * m2[j]);
+                        d[j] = store ? v : d[j] + v;
+                    }
                 }
             }
 }
