@@ -372,7 +372,7 @@ void lnorm_cpu_backward(const ops_call *c)
     CHECK(c->stats != NULL);
     cpu_check_rows(x, a, b, c->in_h[0]);
     cpu_check_rows(dy, a, b, c->l->h);
-    if (c->dw) /* per channel over the places, in order; a thread a channel */
+    if (c->dw) { /* per channel over the places, in order; a thread a channel */
 #pragma omp parallel for schedule(static) if (cpu_parallel((int64_t)dy->n * C * (b - a) * W))
         for (int ch = 0; ch < C; ch++) {
             double sg = 0.0, sb = 0.0;
@@ -384,6 +384,7 @@ void lnorm_cpu_backward(const ops_call *c)
                 }
             c->dw[ch] += (float)sg, c->dw[C + ch] += (float)sb;
         }
+    }
     if (!dx->p) return;
     bool store = cpu_dx_store(c, 0);
     cpu_check_rows(dx, a, b, c->in_h[0]);
