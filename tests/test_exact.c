@@ -159,6 +159,8 @@ static void small_suite(void)
         check_small("resnet-small", "train-rebuild/2"); /* ... every other level's, rebuilt from the one kept below */
         check_small("resnet-small", "train:ro");        /* a choice a level: the first rebuilt, the second on the host */
         check_small("resnet-small", "train:or");        /* ... the second rebuilt from the first, which the host holds */
+        check_small("stem-small", "train");             /* a max pool between bns in the row segment */
+        check_small("stem-small", "train-rebuild");     /* ... its argmax rebuilt over the forward's rows (OverL) */
         require_lower = false;                /* kernels.net: see the header */
         check_small("kernels", NULL);
         require_lower = true;

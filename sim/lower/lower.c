@@ -192,11 +192,31 @@ static void add_views(lower *c, const net_layer *l, int band, const int *dx, con
     }
 }
 
+/* A backward reads a row-indexed auxiliary (a max-pool's argmax, a dropout's mask, a layer norm's
+ * per-place statistics) laid out by the rows of the forward that wrote it, as the kernels index it
+ * by their own: where the last recompute of layer L wrote it for other rows than the backward's r
+ * (bn=train-rebuild under OverL: a band rebuilds a map over the forward's overlapping rows, then
+ * back-propagates the backward's partition of them), L's forward runs again over r alone, into an
+ * output of its own (the band's output stays the one its consumers read), writing the auxiliary
+ * those rows read. */
+static void rows_aux(lower *c, int L, int band, band_rows r)
+{
+    int aux = c->aux[L];
+    if (!kind_of(&c->n->layers[L])->aux || map_stats(c, L) || aux < 0) return;
+    band_rows ar = c->s->bufs[aux].rows;
+    if (!band_rows_len(ar) || same_rows(ar, r)) return;
+    int act = c->act[L];
+    int y = lower_buf(c, BUF_ACT, MEM_ACT, L, band, r, lower_bytes(c, L, r, 4));
+    lower_fwd(c, L, band, r, r, y, true);
+    c->act[L] = act;
+}
+
 sched_step *lower_bwd(lower *c, int L, int band, band_rows r, lower_hold_fn hold_of, const void *hctx, bool zero,
                       const bool *want, bool weights)
 {
     const net *n = c->n;
     const net_layer *l = &n->layers[L];
+    rows_aux(c, L, band, r);
     int dy = l->kind == NET_LOSS ? -1 : c->grad[L];
     CHECK(l->kind == NET_LOSS || dy >= 0);
     int dx[NET_MAX_IN], view[NET_MAX_IN];
