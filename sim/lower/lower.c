@@ -201,10 +201,9 @@ static void add_views(lower *c, const net_layer *l, int band, const int *dx, con
  * those rows read. */
 static void rows_aux(lower *c, int L, int band, band_rows r)
 {
-    int aux = c->aux[L];
-    if (!kind_of(&c->n->layers[L])->aux || map_stats(c, L) || aux < 0) return;
-    band_rows ar = c->s->bufs[aux].rows;
-    if (!band_rows_len(ar) || same_rows(ar, r)) return;
+    int aux = c->aux[L], kind = kind_of(&c->n->layers[L])->aux;
+    if (kind != KIND_AUX_ARGMAX && kind != KIND_AUX_MASK && kind != KIND_AUX_PLACE) return;
+    if (map_stats(c, L) || aux < 0 || same_rows(c->s->bufs[aux].rows, r)) return;
     int act = c->act[L];
     int y = lower_buf(c, BUF_ACT, MEM_ACT, L, band, r, lower_bytes(c, L, r, 4));
     lower_fwd(c, L, band, r, r, y, true);
