@@ -14,9 +14,10 @@
  * BatchNorm in each mode inside row segments (train: whole-map statistics over the bands, in stages;
  * train-offload: the stages' kept maps on the host; train-rebuild: rebuilt in the backward;
  * train-recompute: in passes from the segment input; frozen; per-band: each band's own) under 2ps:4
- * and overl:4 on ResNet-small, whose fp32 floor is small,
- * at 32x32 and at 35x35 (odd rows: its stride-2 downsample reads 17 of 18); kernels.net's stride-2
- * and dilated convolutions under every plan.
+ * and overl:4 on ResNet-small, whose fp32 floor is small, at 32x32 and at 35x35 (odd rows: its
+ * stride-2 downsample reads 17 of 18), and train-rebuild on stem-small (a max pool between bns,
+ * its argmax rebuilt over the forward's rows under OverL); kernels.net's stride-2 and dilated
+ * convolutions under every plan.
  * The codecs of kept maps (engine/cuda/codec.cu): every encoding but ZFP's, on maps with zeros,
  * negatives, -0.0 and values at fp8's and fp16's edges, must produce the CPU codec's bytes exactly
  * and decode back to the CPU's values; and the encoded plans (gist, dpr) must match the CPU
@@ -234,6 +235,7 @@ int main(int argc, char **argv)
         check("resnet-small", "train-rebuild", plans + 1, 2, 1e-6, cpu, cu);   /* ... rebuilt in the backward */
         check("resnet-small", "train-recompute", plans + 1, 2, 1e-6, cpu, cu); /* ... in passes */
         check("resnet-small", "per-band", plans + 1, 2, 1e-6, cpu, cu); /* each band's own statistics */
+        check("stem-small", "train-rebuild", plans + 1, 2, 1e-6, cpu, cu); /* a max pool's argmax rebuilt under OverL */
         check_at("resnet-small", 35, "train", plans, 3, 1e-6, cpu, cu); /* odd rows; the downsample reads 17 of 18 */
         check_at("resnet-small", 35, "frozen", plans + 1, 2, 1e-6, cpu, cu);
         check("kinds", NULL, plans, 5, 1e-6, cpu, cu); /* activations, dropout, groups */
