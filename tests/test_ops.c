@@ -112,18 +112,18 @@ static void conv_reference(const lcase *k, float *y, float *dx, float *dw)
  * by col2im or, `flipped`, as a forward convolution of dy (conv_cpu.c). */
 typedef enum { VIA_IM2COL, VIA_SHIFT, VIA_DW } conv_via;
 
-static void stretch_case(const char *name, const char *text, conv_via via, bool flipped)
+static void stretch_case(const char *name, const char *text, conv_via via, bool flipped, int n, int G)
 {
     static const char *const names[] = {"im2col", "shifted products", "depthwise loops"};
     lcase k;
-    char what[200];
-    oc_init(&k, text, 2, OPS_BN_TRAIN);
-    int c_in = k.x[0].c;
+    char what[240];
+    oc_init(&k, text, n, OPS_BN_TRAIN);
+    int c_in = k.x[0].c, got_G = sched_cpu_conv_group(k.l, c_in, (int64_t)k.l->h * k.l->w, n);
     conv_via got = conv_dw_takes(k.l, c_in) ? VIA_DW : conv_shift_takes(k.l, c_in) ? VIA_SHIFT : VIA_IM2COL;
     bool got_flipped = conv_dxf_takes(k.l, c_in, k.x[0].w, k.x[0].n);
-    snprintf(what, sizeof what, "%s: runs by %s, dx %s (wanted: %s, dx %s)", name, names[got], got_flipped ? "flipped" : "by col2im",
-             names[via], flipped ? "flipped" : "by col2im");
-    oc_expect(got == via && got_flipped == flipped, what);
+    snprintf(what, sizeof what, "%s: runs by %s, dx %s, %d image(s) a product (wanted: %s, dx %s, %d)", name, names[got],
+             got_flipped ? "flipped" : "by col2im", got_G, names[via], flipped ? "flipped" : "by col2im", G);
+    oc_expect(got == via && got_flipped == flipped && got_G == G, what);
     oc_analytic(&k);
     int64_t ny = oc_ten_len(&k.y), nx = oc_ten_len(&k.x[0]);
     float *y = malloc((size_t)ny * sizeof(float)), *dx = malloc((size_t)nx * sizeof(float)), *dw = malloc((size_t)k.nw * sizeof(float));
@@ -136,7 +136,7 @@ static void stretch_case(const char *name, const char *text, conv_via via, bool 
     oc_compare(&oc_w_ref, what, k.dw, dw, k.nw, REF_TOL, REF_TOL);
     free(y), free(dx), free(dw);
     oc_free(&k);
-    oc_band_case(name, text, OPS_BN_TRAIN, 2);
+    oc_band_case(name, text, OPS_BN_TRAIN, n);
 }
 
 static void inplace_case(const char *kind, const char *keys)
@@ -287,7 +287,7 @@ static const struct {
     {"conv k3 s2 p0", IN "conv t c=4 k=3 s=2\n" END, 0, true},
     {"conv k3 d2 p2", IN "conv t c=4 k=3 p=2 d=2\n" END, 0, true},
     {"conv k3 s2 p1 d2", IN "conv t c=4 k=3 s=2 p=1 d=2\n" END, 0, true},
-    /* conv_cpu puts images side by side until a product has 128 columns: the maps above run
+    /* conv_cpu puts images side by side until a product has 128 columns (K < 512): the maps above run
      * grouped; these one image per product (bands: grouped again), and a batch of 3 in 2 + 1 */
     {"conv k3 p1, 140 columns an image", "input x c=2 h=2 w=70\nconv t c=3 k=3 p=1\n" END, 0, true},
     {"conv k1 direct, 140 columns an image", "input x c=2 h=2 w=70\nconv t c=3 k=1\n" END, 0, true},
@@ -361,42 +361,52 @@ static const struct {
     {"loss per pixel of one class", "input x c=1 h=2 w=3\nloss t pixel=1\n", 0, false},
 };
 
-/* The convolutions stretch_case runs (batch 2). */
+/* The convolutions stretch_case runs: the path each takes, and how many images a product on the
+ * whole map (sched_cpu_conv_group) at its batch. */
 static const struct {
     const char *name, *text;
     conv_via via;
     bool flipped;
+    int n, G; /* batch (0: 2); images a product */
 } stretches[] = {
     /* K = 576 over 48x48 (stretches of 43 and 5 rows); K = 288 over 100x100, dilated (36, 36, 28
      * rows); K = 576 over 100x28, too narrow for the shifted forward, so its im2col in stretches too.
      * Fewer outputs than inputs: their data gradient flipped */
-    {"conv k3 p1, 64 channels in, 48x48", "input x c=64 h=48 w=48\nconv t c=8 k=3 p=1\n" END, VIA_SHIFT, true},
-    {"conv k3 p2 d2, 32 channels in, 100x100", "input x c=32 h=100 w=100\nconv t c=4 k=3 p=2 d=2\n" END, VIA_SHIFT, true},
-    {"conv k3 p1, 64 channels in, 100x28", "input x c=64 h=100 w=28\nconv t c=8 k=3 p=1\n" END, VIA_IM2COL, true},
+    {"conv k3 p1, 64 channels in, 48x48", "input x c=64 h=48 w=48\nconv t c=8 k=3 p=1\n" END, VIA_SHIFT, true, 0, 1},
+    {"conv k3 p2 d2, 32 channels in, 100x100", "input x c=32 h=100 w=100\nconv t c=4 k=3 p=2 d=2\n" END, VIA_SHIFT, true, 0, 1},
+    {"conv k3 p1, 64 channels in, 100x28", "input x c=64 h=100 w=28\nconv t c=8 k=3 p=1\n" END, VIA_IM2COL, true, 0, 1},
     /* the shifted forward with kernels, padding and dilation that differ by axis; a k x 1 kernel
      * never takes it (its padded rows alone are im2col's col at one row) */
-    {"conv k1x7 p0x3, 32 channels in, 12x120", "input x c=32 h=12 w=120\nconv t c=4 k=1x7 p=0x3\n" END, VIA_SHIFT, true},
-    {"conv k7x1 p3x0, 16 channels in, 30x20", "input x c=16 h=30 w=20\nconv t c=4 k=7x1 p=3x0\n" END, VIA_IM2COL, true},
-    {"conv k3x5 p1x4 d1x2, 24 channels in, 20x140", "input x c=24 h=20 w=140\nconv t c=6 k=3x5 p=1x4 d=1x2\n" END, VIA_SHIFT, true},
+    {"conv k1x7 p0x3, 32 channels in, 12x120", "input x c=32 h=12 w=120\nconv t c=4 k=1x7 p=0x3\n" END, VIA_SHIFT, true, 0, 1},
+    {"conv k7x1 p3x0, 16 channels in, 30x20", "input x c=16 h=30 w=20\nconv t c=4 k=7x1 p=3x0\n" END, VIA_IM2COL, true, 0, 1},
+    {"conv k3x5 p1x4 d1x2, 24 channels in, 20x140", "input x c=24 h=20 w=140\nconv t c=6 k=3x5 p=1x4 d=1x2\n" END, VIA_SHIFT, true, 0, 1},
     /* the data gradient by col2im in stretches: as many outputs as inputs, more, and fewer where
      * the flipped way's weights and one row do not fit into the workspace at one row (8 wide) */
-    {"conv k3 p1, 16 channels in and out, 48x48", "input x c=16 h=48 w=48\nconv t c=16 k=3 p=1\n" END, VIA_SHIFT, false},
-    {"conv k3 p2 d2, 8 channels in, 16 out, 30x100", "input x c=8 h=30 w=100\nconv t c=16 k=3 p=2 d=2\n" END, VIA_IM2COL, false},
-    {"conv k3 p1, 64 channels in, 32 out, 12x8", "input x c=64 h=12 w=8\nconv t c=32 k=3 p=1\n" END, VIA_IM2COL, false},
+    {"conv k3 p1, 16 channels in and out, 48x48", "input x c=16 h=48 w=48\nconv t c=16 k=3 p=1\n" END, VIA_SHIFT, false, 0, 1},
+    {"conv k3 p2 d2, 8 channels in, 16 out, 30x100", "input x c=8 h=30 w=100\nconv t c=16 k=3 p=2 d=2\n" END, VIA_IM2COL, false, 0, 1},
+    {"conv k3 p1, 64 channels in, 32 out, 12x8", "input x c=64 h=12 w=8\nconv t c=32 k=3 p=1\n" END, VIA_IM2COL, false, 0, 2},
     /* flipped on small maps: dilation without padding, padding that grows the map (p' = 0), an
      * even kernel that differs by axis; a stride never */
-    {"conv k3 p1, 8 in 4 out, 9x8", "input x c=8 h=9 w=8\nconv t c=4 k=3 p=1\n" END, VIA_IM2COL, true},
-    {"conv k3 d2 p0, 6 in 2 out, 11x9", "input x c=6 h=11 w=9\nconv t c=2 k=3 d=2 bias=0\n" END, VIA_IM2COL, true},
-    {"conv k3 p2, 6 in 3 out, 7x9", "input x c=6 h=7 w=9\nconv t c=3 k=3 p=2\n" END, VIA_IM2COL, true},
-    {"conv k2x3 p1x0, 5 in 2 out, 8x8", "input x c=5 h=8 w=8\nconv t c=2 k=2x3 p=1x0\n" END, VIA_IM2COL, true},
-    {"conv k3 s2 p1, 8 in 4 out, 9x8", "input x c=8 h=9 w=8\nconv t c=4 k=3 s=2 p=1\n" END, VIA_IM2COL, false},
+    {"conv k3 p1, 8 in 4 out, 9x8", "input x c=8 h=9 w=8\nconv t c=4 k=3 p=1\n" END, VIA_IM2COL, true, 0, 2},
+    {"conv k3 d2 p0, 6 in 2 out, 11x9", "input x c=6 h=11 w=9\nconv t c=2 k=3 d=2 bias=0\n" END, VIA_IM2COL, true, 0, 2},
+    {"conv k3 p2, 6 in 3 out, 7x9", "input x c=6 h=7 w=9\nconv t c=3 k=3 p=2\n" END, VIA_IM2COL, true, 0, 2},
+    {"conv k2x3 p1x0, 5 in 2 out, 8x8", "input x c=5 h=8 w=8\nconv t c=2 k=2x3 p=1x0\n" END, VIA_IM2COL, true, 0, 2},
+    {"conv k3 s2 p1, 8 in 4 out, 9x8", "input x c=8 h=9 w=8\nconv t c=4 k=3 s=2 p=1\n" END, VIA_IM2COL, false, 0, 2},
     /* depthwise: rows wide enough for the filter gradient's lanes, strides, dilation, a 7x7 with
      * its bias (ConvNeXt's), windows that differ by axis; two outputs a channel is not depthwise */
-    {"depthwise k3 p1, 32 channels, 20x70", "input x c=32 h=20 w=70\nconv t c=32 k=3 p=1 groups=32 bias=0\n" END, VIA_DW, false},
-    {"depthwise k3 s2 p1, 16 channels, 21x45", "input x c=16 h=21 w=45\nconv t c=16 k=3 s=2 p=1 groups=16\n" END, VIA_DW, false},
-    {"depthwise k7 p3, 8 channels, 14x40", "input x c=8 h=14 w=40\nconv t c=8 k=7 p=3 groups=8\n" END, VIA_DW, false},
-    {"depthwise k3x5 s2x1 p1x4 d1x2, 6 channels, 15x50", "input x c=6 h=15 w=50\nconv t c=6 k=3x5 s=2x1 p=1x4 d=1x2 groups=6\n" END, VIA_DW, false},
-    {"groups=C_in, two outputs a channel, 10x40", "input x c=4 h=10 w=40\nconv t c=8 k=3 p=1 groups=4\n" END, VIA_IM2COL, false},
+    {"depthwise k3 p1, 32 channels, 20x70", "input x c=32 h=20 w=70\nconv t c=32 k=3 p=1 groups=32 bias=0\n" END, VIA_DW, false, 0, 1},
+    {"depthwise k3 s2 p1, 16 channels, 21x45", "input x c=16 h=21 w=45\nconv t c=16 k=3 s=2 p=1 groups=16\n" END, VIA_DW, false, 0, 1},
+    {"depthwise k7 p3, 8 channels, 14x40", "input x c=8 h=14 w=40\nconv t c=8 k=7 p=3 groups=8\n" END, VIA_DW, false, 0, 1},
+    {"depthwise k3x5 s2x1 p1x4 d1x2, 6 channels, 15x50", "input x c=6 h=15 w=50\nconv t c=6 k=3x5 s=2x1 p=1x4 d=1x2 groups=6\n" END, VIA_DW, false, 0, 1},
+    {"groups=C_in, two outputs a channel, 10x40", "input x c=4 h=10 w=40\nconv t c=8 k=3 p=1 groups=4\n" END, VIA_IM2COL, false, 0, 1},
+    /* images side by side where K >= 512: until a product has 512 columns (batch 5 in 3 + 2), or
+     * the group's workspace 4 MiB (K = 2304 over 14x14, 1.8 MB an image: batch 3 in 2 + 1); a 1x1
+     * convolution on 49 columns grouped (its im2col a row copy), on 196 an image at a time in place
+     * (VIA_IM2COL: neither shifted nor depthwise) */
+    {"conv k3 p1, 64 in 8 out, 14x14, batch 5", "input x c=64 h=14 w=14\nconv t c=8 k=3 p=1\n" END, VIA_IM2COL, true, 5, 3},
+    {"conv k3 p1, 256 in 4 out, 14x14, batch 3", "input x c=256 h=14 w=14\nconv t c=4 k=3 p=1\n" END, VIA_IM2COL, true, 3, 2},
+    {"conv k1, 512 in 8 out, 7x7, batch 3", "input x c=512 h=7 w=7\nconv t c=8 k=1\n" END, VIA_IM2COL, false, 3, 3},
+    {"conv k1, 512 in 8 out, 14x14, batch 3", "input x c=512 h=14 w=14\nconv t c=8 k=1\n" END, VIA_IM2COL, false, 3, 1},
 };
 
 int main(int argc, char **argv)
@@ -411,7 +421,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < nc; i++)
         if (cases[i].band) oc_band_case(cases[i].name, cases[i].text, cases[i].bn, cases[i].n ? cases[i].n : 2);
     for (size_t i = 0; i < sizeof stretches / sizeof *stretches; i++)
-        stretch_case(stretches[i].name, stretches[i].text, stretches[i].via, stretches[i].flipped);
+        stretch_case(stretches[i].name, stretches[i].text, stretches[i].via, stretches[i].flipped, stretches[i].n ? stretches[i].n : 2,
+                     stretches[i].G);
     bn_statistics();
     dropout_masks();
     optimizers();

@@ -3,7 +3,7 @@
  * Convolution on output rows [a, b) (R = b - a rows, cols = R*W_out, K = C_in*kh*kw: its window
  * along H, l->win, and along W, l->win_w, may differ), images in
  * groups of G side by side (G = sched_cpu_conv_group(): 1 for large maps, more when one image's
- * product would be too narrow for sgemm to run at speed, as on ResNet-50's 7x7 maps):
+ * product would be too narrow for sgemm to run at speed, as on ResNet-50's 14x14 and 7x7 maps):
  *   forward          col (K, G*cols) = im2col(x rows of the group), in ws
  *                    out (C_out, G*cols) = w (C_out, K) x col; y[:, a:b] of each image = its columns
  *   backward filter  col = im2col(x rows); dw += dy (C_out, G*cols) x col^T
@@ -232,7 +232,7 @@ void conv_cpu_forward(const ops_call *c)
     int a = c->a, b = c->b, R = b - a, in_h = c->in_h[0];
     int c_out = l->u.conv.c_out, w_out = l->w, K = x->c * win.k * ww.k, cols = R * w_out;
     int Q = l->u.conv.groups, Kq = K / Q, cq = c_out / Q; /* channel groups: K and C_out per group */
-    int G = sched_cpu_conv_group(cols, x->n);
+    int G = sched_cpu_conv_group(l, x->c, cols, x->n);
     bool direct = conv_direct(win, ww, G, Q);
     int64_t y_plane = (int64_t)y->h * y->w, x_plane = (int64_t)x->h * x->w;
     int lo, hi;
@@ -359,7 +359,7 @@ void conv_cpu_backward(const ops_call *c)
     const ten *x = &c->x[0], *dx = &c->dx[0], *dy = &c->dy; /* dx like x; dy (N, C_out, H_out, W_out) */
     int a = c->a, b = c->b, R = b - a, in_h = c->in_h[0];
     int c_out = l->u.conv.c_out, w_out = l->w, c_in = dx->p ? dx->c : x->c, K = c_in * win.k * ww.k;
-    int cols = R * w_out, G = sched_cpu_conv_group(cols, dy->n);
+    int cols = R * w_out, G = sched_cpu_conv_group(l, c_in, cols, dy->n);
     int Q = l->u.conv.groups, Kq = K / Q, cq = c_out / Q; /* channel groups */
     bool direct = conv_direct(win, ww, G, Q);
     int64_t dy_plane = (int64_t)dy->h * dy->w;

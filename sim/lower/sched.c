@@ -16,10 +16,25 @@ const char *sched_op_name(sched_op op) { return op_names[op]; }
 static const char *kind_tags[BUF_NKIND] = {"x", "label", "y", "dy", "argmax", "stats", "prob", "boundary",
                                            "dboundary", "ws", "w", "dw", "opt", "running", "sums", "enc", "mask"};
 
-int sched_cpu_conv_group(int64_t cols, int batch)
+/* sched_cpu_conv_group's columns a product reaches, for inner lengths below and from WIDE_K; and
+ * the most workspace bytes a group takes (unless one image takes more) */
+enum { GROUP_COLS = 128, GROUP_COLS_WIDE = 512, WIDE_K = 512, GROUP_BYTES = 4 << 20 };
+
+/* A 1x1 stride-1 unpadded convolution, which one image at a time multiplies its input rows in place */
+static bool conv_pointwise(const net_layer *l)
 {
-    int64_t g = (128 + cols - 1) / cols;
-    return g > batch ? batch : g < 1 ? 1 : (int)g;
+    net_window w = l->win, ww = l->win_w;
+    return l->u.conv.groups == 1 && w.k == 1 && w.s == 1 && w.p == 0 && ww.k == 1 && ww.s == 1 && ww.p == 0;
+}
+
+int sched_cpu_conv_group(const net_layer *l, int c_in, int64_t cols, int batch)
+{
+    int64_t K = (int64_t)c_in * l->win.k * l->win_w.k, want = K >= WIDE_K ? GROUP_COLS_WIDE : GROUP_COLS;
+    if (cols >= want || (conv_pointwise(l) && cols >= GROUP_COLS)) return 1;
+    int64_t g = (want + cols - 1) / cols, image = (K + l->u.conv.c_out) * cols * 4;
+    if (g > batch) g = batch;
+    if (g * image > GROUP_BYTES) g = GROUP_BYTES / image;
+    return g < 1 ? 1 : (int)g;
 }
 
 int64_t sched_workspace_bytes(const net *n, int L, int rows, int batch)
@@ -39,11 +54,9 @@ int64_t sched_workspace_bytes(const net *n, int L, int rows, int batch)
 
 int64_t sched_cpu_conv_ws_bytes(const net_layer *l, int c_in, int rows, int batch)
 {
-    net_window w = l->win, ww = l->win_w;
-    int64_t cols = (int64_t)rows * l->w, K = (int64_t)c_in * w.k * ww.k;
-    int g = sched_cpu_conv_group(cols, batch);
-    if (g == 1 && l->u.conv.groups == 1 && w.k == 1 && w.s == 1 && w.p == 0 && ww.k == 1 && ww.s == 1 && ww.p == 0)
-        return 0; /* conv_cpu.c: a direct product */
+    int64_t cols = (int64_t)rows * l->w, K = (int64_t)c_in * l->win.k * l->win_w.k;
+    int g = sched_cpu_conv_group(l, c_in, cols, batch);
+    if (g == 1 && conv_pointwise(l)) return 0; /* conv_cpu.c: a direct product */
     return (K + (g > 1 ? l->u.conv.c_out : 0)) * g * cols * 4;
 }
 

@@ -391,10 +391,16 @@ int64_t sched_workspace_bytes(const net *n, int layer, int rows, int batch);
 /* That model as the CPU engine's (ops_cpu.ws): schedules an engine executes name their backend's
  * model, which a torch plan needs (without one it predicts PyTorch's scratch-free steps). */
 extern const sched_ws_model sched_ws_cpu;
-/* Images per product in the CPU backend's convolutions for `cols` output columns an image (rows *
- * W_out): the fewest whose columns reach 128, at most the batch. sgemm runs ~20% slower on
- * ResNet-50's 49-column 7x7 maps than on two images' 98 side by side. */
-int sched_cpu_conv_group(int64_t cols, int batch);
+/* Images per product in the CPU backend's convolution l (c_in input channels) for `cols` output
+ * columns an image (rows * W_out): the fewest whose columns reach 128, or 512 where the product's
+ * inner length K = C_in*kh*kw is 512 or more; at most the batch, and no more than keep the group's
+ * workspace within 4 MiB (unless one image alone needs more). A 1x1 stride-1 unpadded convolution
+ * of 128 columns or more runs an image at a time, in place. OpenBLAS's sgemm (SkylakeX kernel, 2
+ * threads) multiplies 512 x 4608 by 4608 x N at 212 GFLOP/s with N = 147 (three of ResNet-50's 7x7
+ * maps), 303 with 392, and 256 x 2304 by N at 234 with N = 196 (a 14x14 map), 283 with 392: where
+ * K is large, wider products pay for the gathering; where it is small (VGG-small's 8-channel
+ * layers) they do not. */
+int sched_cpu_conv_group(const net_layer *l, int c_in, int64_t cols, int batch);
 /* sched_workspace_bytes of convolution l (c_in input channels) on `rows` output rows; the engine's
  * kernels ask it too, to fit what they lay out into the workspace at every row count. */
 int64_t sched_cpu_conv_ws_bytes(const net_layer *l, int c_in, int rows, int batch);
