@@ -213,12 +213,15 @@ int stash_encode(lower *c, err *e)
     }
     lower_insert(c, ins, n_ins);
     free(u), free(copy_of), free(enc_of), free(ins);
+    bool gist = false;
+    for (int m = 0; m < p->n_mod; m++) gist |= p->mods[m].kind == ENC_MOD_GIST;
     for (int m = 0; m < p->n_mod; m++) {
         if (claimed[m]) continue;
         char d[64];
         enc_mod_describe(&p->mods[m], d, sizeof d);
         return err_set(e, "plan '%s': +%s encodes nothing here: %s", p->text, d,
-                       p->mods[m].kind != ENC_MOD_GIST ? "the plan keeps no map from the forward pass for the backward that gist leaves"
+                       p->mods[m].kind != ENC_MOD_GIST ? (gist ? "the plan keeps no map from the forward pass for the backward that gist leaves"
+                                                               : "the plan keeps no map from the forward pass for the backward")
                        : p->torch ? "no kept map is read back only for its sign, or written by a relu (under PyTorch's rules a "
                                     "max-pool's argmax stays int64)"
                                   : "no kept map is read back only for its sign, written by a relu, or a max-pool's argmax");
