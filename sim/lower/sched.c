@@ -17,8 +17,8 @@ static const char *kind_tags[BUF_NKIND] = {"x", "label", "y", "dy", "argmax", "s
                                            "dboundary", "ws", "w", "dw", "opt", "running", "sums", "enc", "mask"};
 
 /* sched_cpu_conv_group's columns a product reaches, for inner lengths below and from WIDE_K; and
- * the most workspace bytes a group takes (unless one image takes more) */
-enum { GROUP_COLS = 128, GROUP_COLS_WIDE = 512, WIDE_K = 512, GROUP_BYTES = 4 << 20 };
+ * the most workspace bytes a group takes (unless one image takes more): sched.h says why 3 MiB */
+enum { GROUP_COLS = 128, GROUP_COLS_WIDE = 512, WIDE_K = 512, GROUP_BYTES = 3 << 20 };
 
 /* A 1x1 stride-1 unpadded convolution, which one image at a time multiplies its input rows in place */
 static bool conv_pointwise(const net_layer *l)

@@ -394,12 +394,15 @@ extern const sched_ws_model sched_ws_cpu;
 /* Images per product in the CPU backend's convolution l (c_in input channels) for `cols` output
  * columns an image (rows * W_out): the fewest whose columns reach 128, or 512 where the product's
  * inner length K = C_in*kh*kw is 512 or more; at most the batch, and no more than keep the group's
- * workspace within 4 MiB (unless one image alone needs more). A 1x1 stride-1 unpadded convolution
+ * workspace within 3 MiB (unless one image alone needs more). A 1x1 stride-1 unpadded convolution
  * of 128 columns or more runs an image at a time, in place. OpenBLAS's sgemm (SkylakeX kernel, 2
  * threads) multiplies 512 x 4608 by 4608 x N at 212 GFLOP/s with N = 147 (three of ResNet-50's 7x7
  * maps), 303 with 392, and 256 x 2304 by N at 234 with N = 196 (a 14x14 map), 283 with 392: where
  * K is large, wider products pay for the gathering; where it is small (VGG-small's 8-channel
- * layers) they do not. */
+ * layers) they do not. ResNet-50 at batch 8 (median of 4 alternating runs): 1.15 s an iteration
+ * with one image a product, 1.10 with groups within 3 MiB, 1.07 within 4 MiB; but 4 MB blocks
+ * against its 3.2 MB maps left the arena's walk from the live peak short of it (arena.c), and every
+ * ResNet-50 evaluation then ran the best-fit orders: 2ps:4 140 -> 550 us. */
 int sched_cpu_conv_group(const net_layer *l, int c_in, int64_t cols, int batch);
 /* sched_workspace_bytes of convolution l (c_in input channels) on `rows` output rows; the engine's
  * kernels ask it too, to fit what they lay out into the workspace at every row count. */
