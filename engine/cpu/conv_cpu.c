@@ -29,12 +29,9 @@
 
 #include "engine/cpu/ops_cpu.h"
 
-/* Does this convolution (window w along H, ww along W), G images at a time, run as a direct product
- * (no im2col, no workspace)? Must agree with sched_workspace_bytes(). */
-static bool conv_direct(net_window w, net_window ww, int G, int groups)
-{
-    return G == 1 && groups == 1 && w.k == 1 && w.s == 1 && w.p == 0 && ww.k == 1 && ww.s == 1 && ww.p == 0;
-}
+/* Does this convolution, G images at a time, run as a direct product (no im2col, no workspace)?
+ * The workspace model's own test (sched_workspace_bytes gives it none). */
+static bool conv_direct(const net_layer *l, int G) { return G == 1 && sched_cpu_conv_pointwise(l); }
 
 /* C (m, n) = beta C + A (m, k) op B, once per channel group: group q's A starts q*a_step floats
  * in, B q*b_step, C q*c_step (row-major sgemm with the given transposes and leading dimensions). */
@@ -233,7 +230,7 @@ void conv_cpu_forward(const ops_call *c)
     int c_out = l->u.conv.c_out, w_out = l->w, K = x->c * win.k * ww.k, cols = R * w_out;
     int Q = l->u.conv.groups, Kq = K / Q, cq = c_out / Q; /* channel groups: K and C_out per group */
     int G = sched_cpu_conv_group(l, x->c, cols, x->n);
-    bool direct = conv_direct(win, ww, G, Q);
+    bool direct = conv_direct(l, G);
     int64_t y_plane = (int64_t)y->h * y->w, x_plane = (int64_t)x->h * x->w;
     int lo, hi;
     CHECK(y->c == c_out && y->w == w_out && y->n == x->n);
@@ -361,7 +358,7 @@ void conv_cpu_backward(const ops_call *c)
     int c_out = l->u.conv.c_out, w_out = l->w, c_in = dx->p ? dx->c : x->c, K = c_in * win.k * ww.k;
     int cols = R * w_out, G = sched_cpu_conv_group(l, c_in, cols, dy->n);
     int Q = l->u.conv.groups, Kq = K / Q, cq = c_out / Q; /* channel groups */
-    bool direct = conv_direct(win, ww, G, Q);
+    bool direct = conv_direct(l, G);
     int64_t dy_plane = (int64_t)dy->h * dy->w;
     int lo, hi;
     net_window_rows(win, a, b, &lo, &hi);

@@ -20,8 +20,7 @@ static const char *kind_tags[BUF_NKIND] = {"x", "label", "y", "dy", "argmax", "s
  * the most workspace bytes a group takes (unless one image takes more): sched.h says why 3 MiB */
 enum { GROUP_COLS = 128, GROUP_COLS_WIDE = 512, WIDE_K = 512, GROUP_BYTES = 3 << 20 };
 
-/* A 1x1 stride-1 unpadded convolution, which one image at a time multiplies its input rows in place */
-static bool conv_pointwise(const net_layer *l)
+bool sched_cpu_conv_pointwise(const net_layer *l)
 {
     net_window w = l->win, ww = l->win_w;
     return l->u.conv.groups == 1 && w.k == 1 && w.s == 1 && w.p == 0 && ww.k == 1 && ww.s == 1 && ww.p == 0;
@@ -30,7 +29,7 @@ static bool conv_pointwise(const net_layer *l)
 int sched_cpu_conv_group(const net_layer *l, int c_in, int64_t cols, int batch)
 {
     int64_t K = (int64_t)c_in * l->win.k * l->win_w.k, want = K >= WIDE_K ? GROUP_COLS_WIDE : GROUP_COLS;
-    if (cols >= want || (conv_pointwise(l) && cols >= GROUP_COLS)) return 1;
+    if (cols >= want || (sched_cpu_conv_pointwise(l) && cols >= GROUP_COLS)) return 1;
     int64_t g = (want + cols - 1) / cols, image = (K + l->u.conv.c_out) * cols * 4;
     if (g > batch) g = batch;
     if (g * image > GROUP_BYTES) g = GROUP_BYTES / image;
@@ -56,7 +55,7 @@ int64_t sched_cpu_conv_ws_bytes(const net_layer *l, int c_in, int rows, int batc
 {
     int64_t cols = (int64_t)rows * l->w, K = (int64_t)c_in * l->win.k * l->win_w.k;
     int g = sched_cpu_conv_group(l, c_in, cols, batch);
-    if (g == 1 && conv_pointwise(l)) return 0; /* conv_cpu.c: a direct product */
+    if (g == 1 && sched_cpu_conv_pointwise(l)) return 0; /* conv_cpu.c: a direct product */
     return (K + (g > 1 ? l->u.conv.c_out : 0)) * g * cols * 4;
 }
 

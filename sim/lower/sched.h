@@ -404,6 +404,9 @@ extern const sched_ws_model sched_ws_cpu;
  * against its 3.2 MB maps left the arena's walk from the live peak short of it (arena.c), and every
  * ResNet-50 evaluation then ran the best-fit orders: 2ps:4 140 -> 550 us. */
 int sched_cpu_conv_group(const net_layer *l, int c_in, int64_t cols, int batch);
+/* Whether convolution l is 1x1, stride 1, unpadded, of one channel group: one image a product, it
+ * multiplies its input rows in place, with no workspace (conv_cpu.c's direct product). */
+bool sched_cpu_conv_pointwise(const net_layer *l);
 /* sched_workspace_bytes of convolution l (c_in input channels) on `rows` output rows; the engine's
  * kernels ask it too, to fit what they lay out into the workspace at every row count. */
 int64_t sched_cpu_conv_ws_bytes(const net_layer *l, int c_in, int rows, int batch);
