@@ -147,6 +147,19 @@ static sched_step data_step(sched_op op, const sched_buf *sb, int seg, bool bwd)
                         .buf = -1, .y = -1, .aux = -1, .w = -1, .dw = -1, .ws = -1, .dy = -1, .sums = -1};
 }
 
+/* Why modifier m of plan p claimed no map (stash_encode's refusal): gist finds no map it encodes;
+ * dpr and zfp no map the plan keeps for the backward, which gist, if also there, leaves them. */
+static const char *encodes_nothing_why(const plan *p, const enc_mod *m)
+{
+    if (m->kind == ENC_MOD_GIST)
+        return p->torch ? "no kept map is read back only for its sign, or written by a relu (under PyTorch's rules a "
+                          "max-pool's argmax stays int64)"
+                        : "no kept map is read back only for its sign, written by a relu, or a max-pool's argmax";
+    for (int k = 0; k < p->n_mod; k++)
+        if (p->mods[k].kind == ENC_MOD_GIST) return "the plan keeps no map from the forward pass for the backward that gist leaves";
+    return "the plan keeps no map from the forward pass for the backward";
+}
+
 int stash_encode(lower *c, err *e)
 {
     sched *s = c->s;
@@ -213,18 +226,11 @@ int stash_encode(lower *c, err *e)
     }
     lower_insert(c, ins, n_ins);
     free(u), free(copy_of), free(enc_of), free(ins);
-    bool gist = false;
-    for (int m = 0; m < p->n_mod; m++) gist |= p->mods[m].kind == ENC_MOD_GIST;
     for (int m = 0; m < p->n_mod; m++) {
         if (claimed[m]) continue;
         char d[64];
         enc_mod_describe(&p->mods[m], d, sizeof d);
-        return err_set(e, "plan '%s': +%s encodes nothing here: %s", p->text, d,
-                       p->mods[m].kind != ENC_MOD_GIST ? (gist ? "the plan keeps no map from the forward pass for the backward that gist leaves"
-                                                               : "the plan keeps no map from the forward pass for the backward")
-                       : p->torch ? "no kept map is read back only for its sign, or written by a relu (under PyTorch's rules a "
-                                    "max-pool's argmax stays int64)"
-                                  : "no kept map is read back only for its sign, written by a relu, or a max-pool's argmax");
+        return err_set(e, "plan '%s': +%s encodes nothing here: %s", p->text, d, encodes_nothing_why(p, &p->mods[m]));
     }
     return 0;
 }
